@@ -1,0 +1,2 @@
+/** @ferry/cli: public surface. */
+export {};

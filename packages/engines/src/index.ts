@@ -1,0 +1,2 @@
+/** @ferry/engines: public surface. */
+export {};

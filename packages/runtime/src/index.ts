@@ -1,0 +1,2 @@
+/** @ferry/runtime: public surface. */
+export {};

@@ -1,0 +1,2 @@
+/** @ferry/server: public surface. */
+export {};

@@ -1,0 +1,2 @@
+/** @ferry/store: public surface. */
+export {};

@@ -1,0 +1,2 @@
+/** @ferry/test-support: public surface. */
+export {};

@@ -1,0 +1,2 @@
+/** @ferry/writer: public surface. */
+export {};
