@@ -49,3 +49,36 @@ export function deserializeError(serialized: SerializedError): Error {
   if (serialized.stack !== undefined) error.stack = serialized.stack;
   return error;
 }
+
+/**
+ * Codes of the errors a snapshot can fail validation with. The dataset machine's `fallback`
+ * behaviour moves on to the next candidate for these (integrity and schema failures) and stops on
+ * anything else (network, disk, permissions).
+ */
+export const SnapshotRejectionCode = {
+  engineMismatch: 'ERR_SNAPSHOT_ENGINE_MISMATCH',
+  schemaMismatch: 'ERR_SNAPSHOT_SCHEMA_MISMATCH',
+  sizeMismatch: 'ERR_SNAPSHOT_SIZE_MISMATCH',
+  checksumMismatch: 'ERR_SNAPSHOT_CHECKSUM_MISMATCH',
+  unsupportedChecksumAlgorithm: 'ERR_SNAPSHOT_CHECKSUM_ALGORITHM',
+  notADatabase: 'ERR_SNAPSHOT_NOT_A_DATABASE',
+  missingTable: 'ERR_SNAPSHOT_MISSING_TABLE',
+  objectMissing: 'ERR_SNAPSHOT_OBJECT_MISSING',
+} as const;
+export type SnapshotRejectionCode = (typeof SnapshotRejectionCode)[keyof typeof SnapshotRejectionCode];
+
+const rejectionCodes: ReadonlySet<string> = new Set(Object.values(SnapshotRejectionCode));
+
+/** A snapshot refused by validation (engine, schema, size, checksum, file content). */
+export class SnapshotRejectedError extends FerryError {
+  constructor(code: SnapshotRejectionCode, message: string, options: FerryErrorOptions = {}) {
+    super(code, message, options);
+    this.name = 'SnapshotRejectedError';
+  }
+}
+
+/** True for integrity and schema failures: the snapshot is bad, not the path to it. */
+export function isSnapshotRejection(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && rejectionCodes.has(code);
+}

@@ -1,0 +1,226 @@
+/**
+ * Parsing a location's metadata.json into the typed model (see the snapshot-store spec).
+ *
+ * Failures are scoped as narrowly as the document allows. The document itself (JSON syntax,
+ * `format-version`, `location`, `last-updated-ms`) failing throws: nothing in the location is
+ * usable. A malformed dataset entry does not: it is left out of `datasets` and recorded in
+ * `invalidDatasets` with its error, so only that dataset is refused ({@link getDataset} throws it)
+ * while the datasets beside it keep parsing and serving. Unknown keys are ignored everywhere, and
+ * top-level keys whose value is not an object are not datasets.
+ */
+
+import { readArrowSchema } from './arrow-schema.js';
+import { MetadataError, OutsideLocationError, UnsupportedFormatVersionError } from './errors.js';
+import { isSafeDatasetName, locationProblem, normalizeLocation, resolveSnapshotKey } from './location.js';
+import {
+  childPath,
+  describeValue,
+  expectArray,
+  expectCount,
+  expectNonEmptyString,
+  expectRecord,
+  expectString,
+  Invalid,
+  indexPath,
+  isRecord,
+  optional,
+  readStringRecord,
+} from './read-json.js';
+import type { DatasetMetadata, SchemaEntry, SnapshotEntry, StoreMetadata } from './types.js';
+
+/** Callers refuse (and never parse) metadata.json bodies larger than this: 16 MiB. */
+export const maxMetadataBytes = 16 * 1024 * 1024;
+
+const reservedKeys: ReadonlySet<string> = new Set(['format-version', 'location', 'last-updated-ms']);
+
+export interface ParsedMetadata extends StoreMetadata {
+  /** Datasets whose entry is malformed, by key, with the error to report for each. */
+  readonly invalidDatasets: ReadonlyMap<string, MetadataError>;
+}
+
+/**
+ * Validates metadata.json (its text, or the value `JSON.parse` gave) and returns the model.
+ * `location` is the location the caller read it from; it names the location in errors. Snapshot
+ * URIs are checked against the `location` recorded in the document (a store copied elsewhere
+ * keeps working); read them through {@link resolveSnapshotKey} with `metadata.location`, never
+ * directly.
+ * @throws UnsupportedFormatVersionError (permanent) when `format-version` is a number other than 1.
+ * @throws MetadataError when the document as a whole is unusable.
+ */
+export function parseMetadata(input: unknown, location: string): ParsedMetadata {
+  const document = readDocument(input, location);
+  const version = document['format-version'];
+  if (typeof version !== 'number') {
+    const problem =
+      version === undefined ? 'is missing' : `must be the number 1, got ${describeValue(version)}`;
+    throw new MetadataError(location, 'format-version', problem);
+  }
+  if (version !== 1) throw new UnsupportedFormatVersionError(version, location);
+
+  let recordedLocation: string;
+  let lastUpdatedMs: number;
+  try {
+    const raw = expectString(document.location, 'location');
+    const problem = locationProblem(raw);
+    if (problem !== undefined) throw new Invalid('location', `${problem}, got ${describeValue(raw)}`);
+    recordedLocation = normalizeLocation(raw);
+    lastUpdatedMs = expectCount(document['last-updated-ms'], 'last-updated-ms');
+  } catch (error) {
+    if (error instanceof Invalid) throw new MetadataError(location, error.path, error.problem);
+    throw error;
+  }
+
+  const datasets = new Map<string, DatasetMetadata>();
+  const invalidDatasets = new Map<string, MetadataError>();
+  for (const [key, value] of Object.entries(document)) {
+    if (reservedKeys.has(key) || !isRecord(value)) continue;
+    try {
+      datasets.set(key, readDataset(key, value, recordedLocation));
+    } catch (error) {
+      if (!(error instanceof Invalid)) throw error;
+      invalidDatasets.set(
+        key,
+        new MetadataError(location, error.path, error.problem, {
+          dataset: key,
+          ...(error.cause === undefined ? {} : { cause: error.cause }),
+        }),
+      );
+    }
+  }
+  return { formatVersion: 1, location: recordedLocation, lastUpdatedMs, datasets, invalidDatasets };
+}
+
+/**
+ * The dataset's entry, or `undefined` when the location has none (nothing published yet).
+ * @throws MetadataError when the dataset's entry is malformed.
+ */
+export function getDataset(metadata: ParsedMetadata, name: string): DatasetMetadata | undefined {
+  const invalid = metadata.invalidDatasets.get(name);
+  if (invalid !== undefined) throw invalid;
+  return metadata.datasets.get(name);
+}
+
+function readDocument(input: unknown, location: string): Record<string, unknown> {
+  let value = input;
+  if (typeof input === 'string') {
+    // A UTF-16 length above the cap means at least as many UTF-8 bytes.
+    if (input.length > maxMetadataBytes) {
+      throw new MetadataError(location, '', `the document is larger than ${maxMetadataBytes} bytes`);
+    }
+    try {
+      value = JSON.parse(input);
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error);
+      throw new MetadataError(location, '', `not valid JSON (${detail})`, { cause: error });
+    }
+  }
+  if (!isRecord(value)) {
+    throw new MetadataError(location, '', `the document must be a JSON object, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function readDataset(key: string, value: Record<string, unknown>, location: string): DatasetMetadata {
+  const path = childPath('', key);
+  if (!isSafeDatasetName(key)) {
+    throw new Invalid(
+      path,
+      "is not a safe dataset name (letters, digits, '_', '-', '.'; no leading '.' or '-', no '..')",
+    );
+  }
+  const name = expectString(value.name, childPath(path, 'name'));
+  if (name !== key) {
+    throw new Invalid(childPath(path, 'name'), `must equal its key '${key}', got ${describeValue(name)}`);
+  }
+  const engine = optional(value.engine, (v) => expectNonEmptyString(v, childPath(path, 'engine')));
+
+  const schemasPath = childPath(path, 'schemas');
+  const schemas = expectArray(value.schemas, schemasPath).map((item, i) =>
+    readSchemaEntry(item, indexPath(schemasPath, i)),
+  );
+  rejectDuplicates(
+    schemas.map((entry) => entry.schemaId),
+    schemasPath,
+    'schema-id',
+  );
+  const currentSchemaId = expectCount(value['current-schema-id'], childPath(path, 'current-schema-id'));
+
+  const snapshotsPath = childPath(path, 'snapshots');
+  const snapshots = expectArray(value.snapshots, snapshotsPath).map((item, i) =>
+    readSnapshotEntry(item, indexPath(snapshotsPath, i), location),
+  );
+  rejectDuplicates(
+    snapshots.map((entry) => entry.snapshotId),
+    snapshotsPath,
+    'snapshot-id',
+  );
+  const currentSnapshotId = optional(value['current-snapshot-id'], (v) =>
+    expectCount(v, childPath(path, 'current-snapshot-id')),
+  );
+  const properties =
+    optional(value.properties, (v) => readStringRecord(v, childPath(path, 'properties'))) ?? {};
+
+  return {
+    name,
+    ...(engine === undefined ? {} : { engine }),
+    schemas,
+    currentSchemaId,
+    snapshots,
+    ...(currentSnapshotId === undefined ? {} : { currentSnapshotId }),
+    properties,
+  };
+}
+
+function rejectDuplicates(ids: readonly number[], path: string, key: string): void {
+  const seen = new Set<number>();
+  ids.forEach((id, i) => {
+    if (seen.has(id)) throw new Invalid(childPath(indexPath(path, i), key), `duplicates ${key} ${id}`);
+    seen.add(id);
+  });
+}
+
+function readSchemaEntry(value: unknown, path: string): SchemaEntry {
+  const entry = expectRecord(value, path);
+  return {
+    schemaId: expectCount(entry['schema-id'], childPath(path, 'schema-id')),
+    schema: readArrowSchema(entry.schema, childPath(path, 'schema')),
+  };
+}
+
+function readSnapshotEntry(value: unknown, path: string, location: string): SnapshotEntry {
+  const entry = expectRecord(value, path);
+  const field = (key: string) => childPath(path, key);
+  const snapshotId = expectCount(entry['snapshot-id'], field('snapshot-id'));
+  const timestampMs = expectCount(entry['timestamp-ms'], field('timestamp-ms'));
+  const uri = expectNonEmptyString(entry.snapshot, field('snapshot'));
+  try {
+    resolveSnapshotKey(location, uri);
+  } catch (error) {
+    if (error instanceof OutsideLocationError) {
+      throw new Invalid(field('snapshot'), `is outside the location '${location}' (${error.reason})`, error);
+    }
+    throw error;
+  }
+  const checksum = expectNonEmptyString(entry['snapshot-checksum'], field('snapshot-checksum'));
+  const checksumAlgorithm = expectNonEmptyString(
+    entry['snapshot-checksum-algorithm'],
+    field('snapshot-checksum-algorithm'),
+  );
+  const size = expectCount(entry['snapshot-size'], field('snapshot-size'));
+  const engine = optional(entry['snapshot-engine'], (v) => expectNonEmptyString(v, field('snapshot-engine')));
+  const rowCount = optional(entry['snapshot-row-count'], (v) => expectCount(v, field('snapshot-row-count')));
+  const lastUpdatedAtMs = optional(entry['snapshot-last-updated-at-ms'], (v) =>
+    expectCount(v, field('snapshot-last-updated-at-ms')),
+  );
+  return {
+    snapshotId,
+    timestampMs,
+    uri,
+    checksum,
+    checksumAlgorithm,
+    size,
+    ...(engine === undefined ? {} : { engine }),
+    ...(rowCount === undefined ? {} : { rowCount }),
+    ...(lastUpdatedAtMs === undefined ? {} : { lastUpdatedAtMs }),
+  };
+}
