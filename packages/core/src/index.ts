@@ -1,5 +1,8 @@
 /** @ferry/core: the pure heart of Ferry — config, metadata model, dataset machine, routing. No I/O. */
+
+export * from './config/index.js';
 export * from './errors.js';
+export * from './machine/index.js';
 export * from './metadata/index.js';
 export * from './notifications/index.js';
 export * from './ports.js';

@@ -1,0 +1,646 @@
+/**
+ * One entry of `datasets`: the two Spice declarations of a snapshot reader
+ * (`acceleration.refresh_mode: snapshot` over the pod's `snapshots.location`, and
+ * `from: s3://…` with `params.file_format: snapshot`), validated key by key. Every problem is
+ * reported against the dataset, so a bad dataset fails only itself. Checks that span datasets
+ * (duplicate names, shared files, the notification queue) are done by the loader.
+ */
+import type { EngineKind } from '../ports.js';
+import { closest, type Reporter } from './issues.js';
+import { type ParsedLocation, parseLocation } from './location.js';
+import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
+import type {
+  BootstrapOnFailure,
+  DatasetConfig,
+  DatasetForm,
+  S3Settings,
+  SnapshotEngine,
+  SnapshotsMode,
+} from './types.js';
+import { type Env, isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
+
+export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
+
+/** What a `refresh_mode: snapshot` dataset takes from the pod's `snapshots` block. */
+export interface PodSnapshots {
+  readonly enabled: boolean;
+  /** Absent when not set, or when invalid (already reported as fatal). */
+  readonly location?: ParsedLocation;
+  readonly locationBroken: boolean;
+  readonly bootstrapOnFailure: BootstrapOnFailure;
+  readonly s3?: S3Settings;
+}
+
+/** A dataset as read: `config` is present only when the dataset has no error of its own. */
+export interface DatasetDraft {
+  readonly index: number;
+  readonly report: Reporter;
+  readonly name?: string;
+  readonly form?: DatasetForm;
+  /** The live-file param as written, for the shared-file check. */
+  readonly live?: LiveFile;
+  readonly config?: DatasetConfig;
+}
+
+const NAME = /^[A-Za-z0-9_]{1,128}$/;
+const SNAPSHOT_ENGINES: readonly SnapshotEngine[] = ['duckdb', 'sqlite', 'turso'];
+const NON_FILE_ENGINES = ['arrow', 'postgres'];
+const UNSUPPORTED_ENGINES = ['cayenne'];
+
+const DATASET_KEYS = ['from', 'name', 'params', 'acceleration', 'ref', 'access'];
+/** Spice dataset keys that describe the source or the catalog; recorded nowhere, harmless. */
+const DATASET_DESCRIPTIVE_KEYS = [
+  'description',
+  'metadata',
+  'columns',
+  'time_column',
+  'time_format',
+  'time_partition_column',
+  'time_partition_format',
+  'unsupported_type_action',
+  'ready_state',
+  'metrics',
+  'check_availability',
+  'replication',
+];
+/** Spice dataset keys that compute from a source; a snapshot reader cannot. */
+const DATASET_COMPUTED_KEYS = ['embeddings', 'vectors', 'full_text_search'];
+const KNOWN_DATASET_KEYS = [...DATASET_KEYS, ...DATASET_DESCRIPTIVE_KEYS, ...DATASET_COMPUTED_KEYS];
+
+const ACCELERATION_KEYS = [
+  'enabled',
+  'engine',
+  'mode',
+  'refresh_mode',
+  'refresh_check_interval',
+  'snapshots',
+  'params',
+];
+/** Writer-side snapshot settings: a reader never creates snapshots. */
+const SNAPSHOT_WRITER_KEYS = [
+  'snapshots_trigger',
+  'snapshots_trigger_threshold',
+  'snapshots_compaction',
+  'snapshots_reset_expiry_on_load',
+];
+/** Spice acceleration keys that shape data a snapshot reader serves as published. */
+const DATA_SHAPING_KEYS = [
+  'refresh_sql',
+  'retention_period',
+  'retention_sql',
+  'retention_check_enabled',
+  'retention_check_interval',
+];
+const OTHER_ACCELERATION_KEYS = [
+  'refresh_data_window',
+  'refresh_append_overlap',
+  'refresh_retry_enabled',
+  'refresh_retry_max_attempts',
+  'refresh_on_startup',
+  'refresh_jitter_enabled',
+  'refresh_jitter_max',
+  'refresh_cron',
+  'indexes',
+  'primary_key',
+  'on_conflict',
+  'engine_secret',
+  'on_zero_results',
+  'storage_profile',
+  'partition_by',
+];
+const REFRESH_MODES = ['full', 'append', 'changes', 'caching', 'snapshot'];
+const SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only', 'create_only', 'disabled'];
+
+/** The live-file params Spice names per engine (Turso also accepts `sqlite_file`: its file is SQLite-format). */
+const FILE_PARAMS: Readonly<Record<SnapshotEngine, readonly string[]>> = {
+  duckdb: ['duckdb_file'],
+  sqlite: ['sqlite_file'],
+  turso: ['turso_file', 'sqlite_file'],
+};
+const ALL_FILE_PARAMS = ['duckdb_file', 'sqlite_file', 'turso_file'];
+/** Params that choose where the engine's data lives; the runtime decides that for a snapshot dataset. */
+const PLACEMENT_PARAMS = ['duckdb_data_dir'];
+/** Spice engine tuning params: recorded as ignored. */
+const TUNING_PARAMS: Readonly<Record<SnapshotEngine, readonly string[]>> = {
+  duckdb: [
+    'duckdb_memory_limit',
+    'duckdb_threads',
+    'duckdb_preserve_insertion_order',
+    'duckdb_index_scan_percentage',
+    'duckdb_index_scan_max_count',
+    'connection_pool_size',
+    'on_refresh_recompute_statistics',
+    'on_refresh_sort_columns',
+    'on_full_refresh',
+    'optimizer_duckdb_aggregate_pushdown',
+  ],
+  sqlite: ['busy_timeout'],
+  turso: ['turso_mvcc', 'internal_timestamp_format'],
+};
+
+/** The params a `file_format: snapshot` dataset accepts (Spice's list). */
+export const FILE_FORMAT_PARAMS = ['file_format', ...S3_PARAM_KEYS];
+
+export interface DatasetContext {
+  readonly pod: PodSnapshots;
+  readonly env: Env;
+}
+
+export function readDataset(
+  report: Reporter,
+  index: number,
+  entry: unknown,
+  context: DatasetContext,
+): DatasetDraft {
+  const base = `datasets[${index}]`;
+  if (!isMap(entry)) {
+    report.error(base, 'must be a map with from, name and acceleration');
+    return { index, report };
+  }
+  const name = readName(report, base, entry);
+  const draft = { index, report, ...(name === undefined ? {} : { name }) };
+
+  for (const key of Object.keys(entry)) {
+    if (!KNOWN_DATASET_KEYS.includes(key)) report.unknownKey(`${base}.${key}`, key, KNOWN_DATASET_KEYS);
+  }
+  if (Object.hasOwn(entry, 'ref')) {
+    report.error(
+      `${base}.ref`,
+      'dataset references are not supported by this runtime; define the dataset inline',
+    );
+  }
+  if (Object.hasOwn(entry, 'access')) {
+    const access = readText(report, `${base}.access`, entry.access);
+    if (access !== undefined && access !== 'read') {
+      report.error(`${base}.access`, `snapshot datasets are read-only; remove access: ${access}`);
+    }
+  }
+  const from = readFrom(report, base, entry);
+
+  const params = entry.params;
+  if (params !== undefined && !isMap(params)) report.error(`${base}.params`, 'must be a map of parameters');
+  const connectorParams = isMap(params) ? params : {};
+  const acceleration = entry.acceleration;
+  if (acceleration !== undefined && !isMap(acceleration)) {
+    report.error(
+      `${base}.acceleration`,
+      'must be a map (enabled, engine, mode, refresh_mode, snapshots, params)',
+    );
+  }
+  const accel = isMap(acceleration) ? acceleration : undefined;
+
+  if (isSnapshotFormat(connectorParams.file_format)) {
+    const result = readFileFormatDataset(report, index, entry, from, connectorParams, accel, context);
+    return { ...draft, form: 'file_format', ...result };
+  }
+  if (accel !== undefined && accel.refresh_mode === 'snapshot') {
+    const result = readRefreshModeDataset(report, index, entry, from, accel, context);
+    return { ...draft, form: 'refresh_mode', ...result };
+  }
+  reportNotSnapshot(report, base, entry, accel);
+  return draft;
+}
+
+function readName(report: Reporter, base: string, entry: Record<string, unknown>): string | undefined {
+  if (!Object.hasOwn(entry, 'name')) {
+    report.error(`${base}.name`, 'missing; give the dataset a name (letters, digits and underscores)');
+    return undefined;
+  }
+  const name = readText(report, `${base}.name`, entry.name);
+  if (name === undefined) return undefined;
+  if (!NAME.test(name)) {
+    report.error(
+      `${base}.name`,
+      `'${name}' is not a safe dataset name; use up to 128 letters, digits and underscores`,
+    );
+    return undefined;
+  }
+  report.nameDataset(name);
+  return name;
+}
+
+function readFrom(report: Reporter, base: string, entry: Record<string, unknown>): string | undefined {
+  if (!Object.hasOwn(entry, 'from')) {
+    report.error(
+      `${base}.from`,
+      "missing; set it to the dataset's source (such as postgres:public.orders), or to the s3:// snapshot location with params.file_format: snapshot",
+    );
+    return undefined;
+  }
+  const from = readText(report, `${base}.from`, entry.from);
+  if (from === '')
+    report.error(`${base}.from`, "is empty; set it to the dataset's source or snapshot location");
+  return from === '' ? undefined : from;
+}
+
+function isSnapshotFormat(value: unknown): boolean {
+  return typeof value === 'string' && value.trim().toLowerCase() === 'snapshot';
+}
+
+function reportNotSnapshot(
+  report: Reporter,
+  base: string,
+  entry: Record<string, unknown>,
+  accel: Record<string, unknown> | undefined,
+): void {
+  const fix = 'this runtime serves only snapshot datasets';
+  if (accel === undefined) {
+    if (entry.acceleration === undefined) {
+      report.error(
+        `${base}.acceleration`,
+        `missing; ${fix}: add acceleration with refresh_mode: snapshot, or set from to an s3:// snapshot location with params.file_format: snapshot`,
+      );
+    }
+    return;
+  }
+  const path = `${base}.acceleration.refresh_mode`;
+  if (accel.refresh_mode === undefined) {
+    report.error(path, `missing; ${fix}: set refresh_mode: snapshot`);
+    return;
+  }
+  const mode = readText(report, path, accel.refresh_mode);
+  if (mode === undefined) return;
+  if (REFRESH_MODES.includes(mode)) {
+    report.error(
+      path,
+      `'${mode}' is not served by this runtime, which serves only snapshot datasets; set refresh_mode: snapshot`,
+    );
+  } else {
+    report.error(path, `'${mode}' is not a refresh mode; use snapshot${suggestion(mode, REFRESH_MODES)}`);
+  }
+}
+
+interface FormResult {
+  readonly live?: LiveFile;
+  readonly config?: DatasetConfig;
+}
+
+export interface LiveFile {
+  /** The key path, e.g. `datasets[0].acceleration.params.duckdb_file`. */
+  readonly path: string;
+  readonly file: string;
+}
+
+function readRefreshModeDataset(
+  report: Reporter,
+  index: number,
+  entry: Record<string, unknown>,
+  from: string | undefined,
+  accel: Record<string, unknown>,
+  { pod, env }: DatasetContext,
+): FormResult {
+  const base = `datasets[${index}]`;
+  const at = `${base}.acceleration`;
+  warnComputedKeys(report, base, entry);
+  checkAccelerationKeys(report, at, accel, 'refresh_mode');
+  readEnabled(report, at, accel);
+
+  let engine: SnapshotEngine | undefined;
+  if (accel.engine === undefined) {
+    report.error(
+      `${at}.engine`,
+      'missing; refresh_mode: snapshot needs a file engine: set engine to duckdb, sqlite or turso',
+    );
+  } else {
+    engine = readEngine(report, `${at}.engine`, accel.engine);
+  }
+  if (accel.mode === undefined) {
+    report.error(`${at}.mode`, 'missing; refresh_mode: snapshot requires mode: file; add mode: file');
+  } else {
+    const mode = readText(report, `${at}.mode`, accel.mode);
+    if (mode !== undefined && mode !== 'file') {
+      report.error(`${at}.mode`, `refresh_mode: snapshot requires mode: file, not '${mode}'; set mode: file`);
+    }
+  }
+  let snapshotsMode: SnapshotsMode | undefined;
+  if (accel.snapshots === undefined) {
+    report.error(
+      `${at}.snapshots`,
+      'missing; refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only; add snapshots: bootstrap_only',
+    );
+  } else {
+    const value = readText(report, `${at}.snapshots`, accel.snapshots);
+    if (value === 'enabled' || value === 'bootstrap_only') snapshotsMode = value;
+    else if (value !== undefined) {
+      report.error(
+        `${at}.snapshots`,
+        `refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not '${value}'; set snapshots: bootstrap_only`,
+      );
+    }
+  }
+  const refreshCheckIntervalMs = readInterval(report, at, accel);
+  const live = readEngineParams(report, `${at}.params`, accel.params, engine, 'refresh_mode', env);
+
+  const name = report.datasetName;
+  if (pod.location === undefined && !pod.locationBroken) {
+    report.error(
+      'snapshots.location',
+      `not set, but dataset '${name ?? base}' uses refresh_mode: snapshot; add snapshots.location (s3://bucket/prefix/ or file:///absolute/path/)`,
+    );
+  }
+  if (!pod.enabled) {
+    report.error(
+      'snapshots.enabled',
+      `is false, so dataset '${name ?? base}' (refresh_mode: snapshot) cannot read snapshots; set snapshots.enabled: true`,
+    );
+  }
+
+  const result = live === undefined ? {} : { live };
+  if (
+    report.failed ||
+    name === undefined ||
+    from === undefined ||
+    engine === undefined ||
+    snapshotsMode === undefined ||
+    refreshCheckIntervalMs === undefined ||
+    pod.location === undefined
+  ) {
+    return result;
+  }
+  return {
+    ...result,
+    config: {
+      name,
+      index,
+      form: 'refresh_mode',
+      from,
+      engine,
+      fileEngine: fileEngineOf(engine),
+      location: pod.location.uri,
+      refreshCheckIntervalMs,
+      bootstrapOnFailure: pod.bootstrapOnFailure,
+      snapshotsMode,
+      ...(live?.file === undefined ? {} : { liveFile: live.file }),
+      ...(pod.location.scheme === 's3' && pod.s3 !== undefined ? { s3: pod.s3 } : {}),
+    },
+  };
+}
+
+function readFileFormatDataset(
+  report: Reporter,
+  index: number,
+  entry: Record<string, unknown>,
+  from: string | undefined,
+  params: Record<string, unknown>,
+  accel: Record<string, unknown> | undefined,
+  { env }: DatasetContext,
+): FormResult {
+  const base = `datasets[${index}]`;
+  let location: ParsedLocation | undefined;
+  if (from !== undefined) {
+    const parsed = parseLocation(from);
+    if ('problem' in parsed || parsed.scheme !== 's3') {
+      report.error(
+        `${base}.from`,
+        `'${from}' is not an s3:// location, but params.file_format: snapshot reads snapshots from S3; set from to s3://bucket/prefix/`,
+      );
+    } else location = parsed;
+  }
+  for (const key of DATASET_COMPUTED_KEYS) {
+    if (Object.hasOwn(entry, key)) {
+      report.error(
+        `${base}.${key}`,
+        `file_format: snapshot datasets serve the snapshot's data as published and cannot compute ${key}; remove it`,
+      );
+    }
+  }
+  for (const key of Object.keys(params)) {
+    if (FILE_FORMAT_PARAMS.includes(key)) continue;
+    const path = `${base}.params.${key}`;
+    if (key === 's3_queue_url') {
+      report.error(
+        path,
+        'file_format: snapshot datasets do not read a queue (they check for new snapshots every refresh_check_interval); remove it, or use refresh_mode: snapshot with snapshots.params.s3_queue_url',
+      );
+    } else {
+      const close = closest(key, FILE_FORMAT_PARAMS);
+      report.error(
+        path,
+        close === undefined
+          ? `not used by file_format: snapshot datasets; remove it (they accept ${listOr(FILE_FORMAT_PARAMS)})`
+          : `unknown key; did you mean '${close}'?`,
+      );
+    }
+  }
+  const s3 = readS3Params(report, `${base}.params`, params, env);
+
+  let engine: SnapshotEngine | undefined;
+  let refreshCheckIntervalMs: number | undefined = DEFAULT_REFRESH_CHECK_INTERVAL_MS;
+  if (accel !== undefined) {
+    const at = `${base}.acceleration`;
+    checkAccelerationKeys(report, at, accel, 'file_format');
+    readEnabled(report, at, accel);
+    if (accel.engine !== undefined) engine = readEngine(report, `${at}.engine`, accel.engine);
+    if (accel.mode !== undefined) {
+      const mode = readText(report, `${at}.mode`, accel.mode);
+      if (mode !== undefined && mode !== 'file') {
+        report.error(
+          `${at}.mode`,
+          `file_format: snapshot datasets keep a local file copy of the current snapshot; remove mode: ${mode}`,
+        );
+      }
+    }
+    if (accel.refresh_mode !== undefined) {
+      const mode = readText(report, `${at}.refresh_mode`, accel.refresh_mode);
+      if (mode !== undefined && mode !== 'snapshot') {
+        report.error(
+          `${at}.refresh_mode`,
+          `file_format: snapshot datasets refresh only by loading newer snapshots; remove refresh_mode: ${mode}`,
+        );
+      }
+    }
+    if (accel.snapshots !== undefined) {
+      const value = readText(report, `${at}.snapshots`, accel.snapshots);
+      if (value !== undefined && value !== 'bootstrap_only' && value !== 'disabled') {
+        report.error(
+          `${at}.snapshots`,
+          SNAPSHOT_BEHAVIOURS.includes(value)
+            ? `file_format: snapshot datasets only read snapshots and never create them; remove snapshots: ${value}`
+            : `'${value}' is not allowed; use bootstrap_only or remove it`,
+        );
+      }
+    }
+    refreshCheckIntervalMs = readInterval(report, at, accel);
+    readEngineParams(report, `${at}.params`, accel.params, engine, 'file_format', env);
+  }
+
+  const name = report.datasetName;
+  if (
+    report.failed ||
+    name === undefined ||
+    from === undefined ||
+    location === undefined ||
+    s3 === undefined ||
+    refreshCheckIntervalMs === undefined
+  ) {
+    return {};
+  }
+  return {
+    config: {
+      name,
+      index,
+      form: 'file_format',
+      from,
+      engine,
+      fileEngine: engine === undefined ? undefined : fileEngineOf(engine),
+      location: location.uri,
+      refreshCheckIntervalMs,
+      bootstrapOnFailure: 'warn',
+      snapshotsMode: 'bootstrap_only',
+      s3,
+    },
+  };
+}
+
+function warnComputedKeys(report: Reporter, base: string, entry: Record<string, unknown>): void {
+  for (const key of DATASET_COMPUTED_KEYS) {
+    if (Object.hasOwn(entry, key)) {
+      report.warn(`${base}.${key}`, `ignored: a snapshot dataset serves the snapshot's data as published`);
+    }
+  }
+}
+
+function checkAccelerationKeys(
+  report: Reporter,
+  at: string,
+  accel: Record<string, unknown>,
+  form: DatasetForm,
+): void {
+  const known = [
+    ...ACCELERATION_KEYS,
+    ...SNAPSHOT_WRITER_KEYS,
+    ...DATA_SHAPING_KEYS,
+    ...OTHER_ACCELERATION_KEYS,
+  ];
+  for (const key of Object.keys(accel)) {
+    const path = `${at}.${key}`;
+    if (ACCELERATION_KEYS.includes(key)) continue;
+    if (SNAPSHOT_WRITER_KEYS.includes(key)) {
+      report.warn(path, 'ignored: this dataset only reads snapshots and never creates them');
+    } else if (DATA_SHAPING_KEYS.includes(key)) {
+      if (form === 'file_format') {
+        report.error(
+          path,
+          `file_format: snapshot datasets serve the snapshot's data as published; remove ${key}`,
+        );
+      } else {
+        report.warn(path, "ignored: a snapshot dataset serves the snapshot's data as published");
+      }
+    } else if (OTHER_ACCELERATION_KEYS.includes(key)) {
+      report.warn(path, 'ignored by this runtime');
+    } else {
+      report.unknownKey(path, key, known);
+    }
+  }
+}
+
+function readEnabled(report: Reporter, at: string, accel: Record<string, unknown>): void {
+  if (accel.enabled === undefined) return;
+  const enabled = readBoolean(report, `${at}.enabled`, accel.enabled);
+  if (enabled === false) {
+    report.error(
+      `${at}.enabled`,
+      'acceleration is disabled, but a snapshot dataset is served from its acceleration; remove enabled: false',
+    );
+  }
+}
+
+function readEngine(report: Reporter, path: string, value: unknown): SnapshotEngine | undefined {
+  const engine = readText(report, path, value);
+  if (engine === undefined) return undefined;
+  const found = SNAPSHOT_ENGINES.find((candidate) => candidate === engine);
+  if (found !== undefined) return found;
+  if (UNSUPPORTED_ENGINES.includes(engine)) {
+    report.error(path, `engine '${engine}' is not supported by this runtime; use duckdb, sqlite or turso`);
+  } else if (NON_FILE_ENGINES.includes(engine)) {
+    report.error(
+      path,
+      `engine '${engine}' cannot load snapshots (it is not a file engine); use duckdb, sqlite or turso`,
+    );
+  } else {
+    report.error(
+      path,
+      `engine '${engine}' is unknown; use duckdb, sqlite or turso${suggestion(engine, SNAPSHOT_ENGINES)}`,
+    );
+  }
+  return undefined;
+}
+
+function readInterval(report: Reporter, at: string, accel: Record<string, unknown>): number | undefined {
+  if (accel.refresh_check_interval === undefined) return DEFAULT_REFRESH_CHECK_INTERVAL_MS;
+  return readDuration(report, `${at}.refresh_check_interval`, accel.refresh_check_interval);
+}
+
+/**
+ * `acceleration.params`: the engine's live-file param (for `refresh_mode` datasets), Spice tuning
+ * params (ignored, with a warning) and nothing else.
+ */
+function readEngineParams(
+  report: Reporter,
+  at: string,
+  value: unknown,
+  engine: SnapshotEngine | undefined,
+  form: DatasetForm,
+  env: Env,
+): LiveFile | undefined {
+  if (value === undefined) return undefined;
+  if (!isMap(value)) {
+    report.error(at, 'must be a map of engine parameters');
+    return undefined;
+  }
+  const engines = engine === undefined ? SNAPSHOT_ENGINES : [engine];
+  const tuning = engines.flatMap((e) => TUNING_PARAMS[e]);
+  const known = [
+    ...ALL_FILE_PARAMS,
+    ...PLACEMENT_PARAMS,
+    ...SNAPSHOT_ENGINES.flatMap((e) => TUNING_PARAMS[e]),
+  ];
+  let live: LiveFile | undefined;
+  let filePath: string | undefined;
+  for (const key of Object.keys(value)) {
+    const path = `${at}.${key}`;
+    if (ALL_FILE_PARAMS.includes(key) || PLACEMENT_PARAMS.includes(key)) {
+      if (form === 'file_format') {
+        report.error(
+          path,
+          `file_format: snapshot datasets keep their local copy where the runtime chooses; remove ${key}`,
+        );
+        continue;
+      }
+      if (PLACEMENT_PARAMS.includes(key)) {
+        report.warn(path, 'ignored by this runtime; set duckdb_file to choose the live file');
+        continue;
+      }
+      if (engine === undefined) continue;
+      const own = FILE_PARAMS[engine];
+      if (!own.includes(key)) {
+        report.error(path, `${key} does not apply to engine ${engine}; use ${listOr(own)}`);
+        continue;
+      }
+      if (filePath !== undefined) {
+        report.error(path, `both ${filePath.slice(at.length + 1)} and ${key} are set; keep only one`);
+        continue;
+      }
+      const text = readParam(report, path, value[key], env);
+      if (text === '') report.error(path, 'is empty; set the path of the live file or remove it');
+      else if (text !== undefined) live = { path, file: text };
+      filePath = path;
+    } else if (tuning.includes(key)) {
+      report.warn(path, 'ignored by this runtime');
+    } else if (known.includes(key)) {
+      report.error(path, `${key} does not apply to engine ${engine ?? 'unknown'}; remove it`);
+    } else {
+      report.unknownKey(path, key, known);
+    }
+  }
+  return live;
+}
+
+function fileEngineOf(engine: SnapshotEngine): EngineKind {
+  return engine === 'duckdb' ? 'duckdb' : 'sqlite';
+}
+
+function suggestion(word: string, known: readonly string[]): string {
+  const close = closest(word, known);
+  return close === undefined ? '' : ` (did you mean '${close}'?)`;
+}

@@ -1,0 +1,411 @@
+/**
+ * Loading a spicepod: YAML text in, typed config out, with every problem found. Pod-level problems
+ * (bad YAML, a bad `snapshots.location`, an unknown top-level key) are fatal; a dataset's problems
+ * fail only that dataset, so the others can still be served. Pure: the caller reads the file and
+ * passes the environment.
+ */
+import { LineCounter, parseDocument } from 'yaml';
+import { type DatasetDraft, type PodSnapshots, readDataset } from './dataset.js';
+import { ConfigError, IssueSink, Reporter } from './issues.js';
+import { type ParsedLocation, parseLocation } from './location.js';
+import { parseEndpoint, parseQueueUrl } from './queue-url.js';
+import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
+import type {
+  BootstrapOnFailure,
+  DatasetConfig,
+  LoadSpicepodOptions,
+  NotificationsConfig,
+  QueueConfig,
+  S3Settings,
+  SnapshotsConfig,
+  SpicepodConfig,
+  SpicepodLoad,
+} from './types.js';
+import { type Env, isMap, readBoolean, readChoice, readParam, readText } from './values.js';
+
+const VERSIONS = ['v1beta1', 'v1', 'v2'];
+const TOP_LEVEL_KEYS = ['version', 'kind', 'name', 'snapshots', 'datasets'];
+/** Spice top-level keys a real spicepod may carry; recorded in `ignoredKeys`, never acted on. */
+const IGNORED_TOP_LEVEL_KEYS = [
+  'runtime',
+  'secrets',
+  'models',
+  'catalogs',
+  'metadata',
+  'dependencies',
+  'embeddings',
+  'views',
+  'workers',
+  'tools',
+  'evals',
+  'functions',
+];
+const SNAPSHOTS_KEYS = ['enabled', 'location', 'bootstrap_on_failure_behavior', 'params'];
+const QUEUE_PARAM = 's3_queue_url';
+/** Ferry's own extension: an SQS endpoint override for local servers. */
+const QUEUE_ENDPOINT_PARAM = 's3_queue_endpoint';
+const SNAPSHOTS_PARAM_KEYS = [...S3_PARAM_KEYS, QUEUE_PARAM, QUEUE_ENDPOINT_PARAM];
+const BOOTSTRAP_BEHAVIOURS: readonly BootstrapOnFailure[] = ['warn', 'retry', 'fallback'];
+const ENDPOINT_ENV = ['AWS_ENDPOINT_URL_SQS', 'AWS_ENDPOINT_URL'];
+const DEFAULT_QUEUE_REGION = 'us-east-1';
+
+/** Loads spicepod YAML `text`; never throws. See {@link throwIfFatal} to stop on pod-level errors. */
+export function loadSpicepod(text: string, options: LoadSpicepodOptions): SpicepodLoad {
+  const { file } = options;
+  const env: Env = options.env ?? {};
+  const sink = new IssueSink(file);
+  const pod = new Reporter(sink, true);
+
+  const root = parseYaml(pod, text);
+  if (root === undefined) return finish(sink, undefined, []);
+
+  const ignoredKeys: string[] = [];
+  for (const key of Object.keys(root)) {
+    if (IGNORED_TOP_LEVEL_KEYS.includes(key)) ignoredKeys.push(key);
+    else if (!TOP_LEVEL_KEYS.includes(key))
+      pod.unknownKey(key, key, [...TOP_LEVEL_KEYS, ...IGNORED_TOP_LEVEL_KEYS]);
+  }
+  const version = readRequired(pod, root, 'version', 'add version: v1');
+  if (version !== undefined && !VERSIONS.includes(version)) {
+    pod.error('version', `'${version}' is not a Spicepod version this runtime reads; use v1 or v2`);
+  }
+  const kind = readRequired(pod, root, 'kind', 'add kind: Spicepod');
+  if (kind !== undefined && kind !== 'Spicepod')
+    pod.error('kind', `'${kind}' is not a Spicepod; set kind: Spicepod`);
+  const name = readRequired(pod, root, 'name', 'add a name for the Spicepod');
+
+  const snapshots = readSnapshots(pod, root.snapshots, env);
+  const drafts = readDatasets(pod, sink, root.datasets, snapshots.pod, env);
+  checkUniqueNames(drafts);
+  checkSharedFiles(drafts);
+  const queue = resolveQueue(pod, drafts, snapshots, env);
+
+  const valid = drafts.flatMap((draft) =>
+    draft.report.failed || draft.config === undefined ? [] : [draft.config],
+  );
+  const notified = valid.filter((dataset) => dataset.form === 'refresh_mode');
+  const location = snapshots.pod.location?.uri;
+  const s3 = snapshots.pod.s3;
+  const notifications: NotificationsConfig | undefined =
+    queue !== undefined && notified.length > 0 && location !== undefined && s3 !== undefined
+      ? { queue, location, s3, datasets: notified.map((dataset) => dataset.name) }
+      : undefined;
+  const datasets = valid.map((dataset) =>
+    notifications !== undefined && dataset.form === 'refresh_mode'
+      ? { ...dataset, queue: notifications.queue }
+      : dataset,
+  );
+
+  if (sink.fatal || version === undefined || name === undefined) return finish(sink, undefined, []);
+  const config: SpicepodConfig = {
+    file,
+    version,
+    kind: 'Spicepod',
+    name,
+    ...(snapshots.config === undefined ? {} : { snapshots: snapshots.config }),
+    ...(notifications === undefined ? {} : { notifications }),
+    ignoredKeys,
+  };
+  return finish(sink, config, datasets);
+}
+
+/**
+ * Returns the pod's config, or throws a {@link ConfigError} (`ERR_CONFIG`) listing every error when a
+ * fatal one was found. Dataset errors alone do not throw: those datasets are simply not served.
+ */
+export function throwIfFatal(load: SpicepodLoad): SpicepodConfig {
+  if (load.config === undefined) throw new ConfigError(load.file, load.errors);
+  return load.config;
+}
+
+/** Returns the pod's config, or throws a {@link ConfigError} listing every error when there is any. */
+export function throwIfInvalid(load: SpicepodLoad): SpicepodConfig {
+  if (load.config === undefined || load.errors.length > 0) throw new ConfigError(load.file, load.errors);
+  return load.config;
+}
+
+function finish(
+  sink: IssueSink,
+  config: SpicepodConfig | undefined,
+  datasets: readonly DatasetConfig[],
+): SpicepodLoad {
+  return {
+    file: sink.file,
+    config,
+    datasets: config === undefined ? [] : datasets,
+    errors: sink.errors,
+    warnings: sink.warnings,
+    fatal: config === undefined,
+  };
+}
+
+function parseYaml(pod: Reporter, text: string): Record<string, unknown> | undefined {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { prettyErrors: false, lineCounter });
+  if (document.errors.length > 0) {
+    for (const error of document.errors) {
+      const { line, col } = lineCounter.linePos(error.pos[0]);
+      pod.error('', `invalid YAML at line ${line}, column ${col}: ${error.message}; fix the syntax`);
+    }
+    return undefined;
+  }
+  let root: unknown;
+  try {
+    root = document.toJS();
+  } catch (error) {
+    pod.error('', `invalid YAML: ${error instanceof Error ? error.message : String(error)}; fix the syntax`);
+    return undefined;
+  }
+  if (root === null || root === undefined) {
+    pod.error('', 'the file is empty; add version, kind, name and datasets');
+    return undefined;
+  }
+  if (!isMap(root)) {
+    pod.error('', 'the top level must be a map of keys (version, kind, name, snapshots, datasets)');
+    return undefined;
+  }
+  return root;
+}
+
+function readRequired(
+  pod: Reporter,
+  root: Record<string, unknown>,
+  key: string,
+  fix: string,
+): string | undefined {
+  if (root[key] === undefined || root[key] === null) {
+    pod.error(key, `missing; ${fix}`);
+    return undefined;
+  }
+  const value = readText(pod, key, root[key]);
+  if (value === '') pod.error(key, `is empty; ${fix}`);
+  return value === '' ? undefined : value;
+}
+
+interface SnapshotsRead {
+  readonly pod: PodSnapshots;
+  readonly config?: SnapshotsConfig;
+  /** `s3_queue_url` as written ('' when empty). */
+  readonly queueUrl?: string;
+  readonly queueEndpoint?: string;
+}
+
+function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
+  const none: SnapshotsRead = { pod: { enabled: true, locationBroken: false, bootstrapOnFailure: 'warn' } };
+  if (block === undefined) return none;
+  if (!isMap(block)) {
+    pod.error('snapshots', 'must be a map (enabled, location, bootstrap_on_failure_behavior, params)');
+    return { pod: { ...none.pod, locationBroken: true } };
+  }
+  for (const key of Object.keys(block)) {
+    if (!SNAPSHOTS_KEYS.includes(key)) pod.unknownKey(`snapshots.${key}`, key, SNAPSHOTS_KEYS);
+  }
+  const enabled =
+    block.enabled === undefined ? true : (readBoolean(pod, 'snapshots.enabled', block.enabled) ?? true);
+
+  let location: ParsedLocation | undefined;
+  let locationBroken = false;
+  if (block.location !== undefined) {
+    const text = readText(pod, 'snapshots.location', block.location);
+    const parsed = text === undefined ? undefined : parseLocation(text);
+    if (parsed === undefined || 'problem' in parsed) {
+      if (parsed !== undefined) pod.error('snapshots.location', parsed.problem);
+      locationBroken = true;
+    } else location = parsed;
+  }
+  const bootstrapOnFailure =
+    block.bootstrap_on_failure_behavior === undefined
+      ? 'warn'
+      : (readChoice(
+          pod,
+          'snapshots.bootstrap_on_failure_behavior',
+          block.bootstrap_on_failure_behavior,
+          BOOTSTRAP_BEHAVIOURS,
+        ) ?? 'warn');
+
+  const params = block.params ?? {};
+  let s3: S3Settings | undefined;
+  let queueUrl: string | undefined;
+  let queueEndpoint: string | undefined;
+  if (!isMap(params)) {
+    pod.error('snapshots.params', 'must be a map of parameters');
+  } else {
+    for (const key of Object.keys(params)) {
+      if (!SNAPSHOTS_PARAM_KEYS.includes(key))
+        pod.unknownKey(`snapshots.params.${key}`, key, SNAPSHOTS_PARAM_KEYS);
+    }
+    if (location?.scheme === 'file') {
+      for (const key of S3_PARAM_KEYS) {
+        if (Object.hasOwn(params, key)) {
+          pod.warn(`snapshots.params.${key}`, 'ignored because snapshots.location is file://');
+        }
+      }
+    } else {
+      s3 = readS3Params(pod, 'snapshots.params', params, env);
+    }
+    if (Object.hasOwn(params, QUEUE_PARAM)) {
+      const raw = params[QUEUE_PARAM];
+      queueUrl =
+        raw === null || raw === '' ? '' : readParam(pod, `snapshots.params.${QUEUE_PARAM}`, raw, env);
+    }
+    if (Object.hasOwn(params, QUEUE_ENDPOINT_PARAM)) {
+      const path = `snapshots.params.${QUEUE_ENDPOINT_PARAM}`;
+      const text = readParam(pod, path, params[QUEUE_ENDPOINT_PARAM], env);
+      const parsed = text === undefined ? undefined : parseEndpoint(text);
+      if (text !== undefined && parsed === undefined) {
+        pod.error(
+          path,
+          `'${text}' is not an http(s) URL; use the SQS server's URL, such as http://127.0.0.1:4566`,
+        );
+      }
+      queueEndpoint = parsed?.url;
+    }
+  }
+
+  const s3ForLocation = location?.scheme === 's3' ? s3 : undefined;
+  const config: SnapshotsConfig = {
+    enabled,
+    ...(location === undefined ? {} : { location: location.uri }),
+    bootstrapOnFailure,
+    ...(s3ForLocation === undefined ? {} : { s3: s3ForLocation }),
+    ...(queueUrl === undefined ? {} : { queueUrl }),
+  };
+  return {
+    pod: {
+      enabled,
+      ...(location === undefined ? {} : { location }),
+      locationBroken,
+      bootstrapOnFailure,
+      ...(s3ForLocation === undefined ? {} : { s3: s3ForLocation }),
+    },
+    config,
+    ...(queueUrl === undefined ? {} : { queueUrl }),
+    ...(queueEndpoint === undefined ? {} : { queueEndpoint }),
+  };
+}
+
+function readDatasets(
+  pod: Reporter,
+  sink: IssueSink,
+  list: unknown,
+  snapshots: PodSnapshots,
+  env: Env,
+): DatasetDraft[] {
+  if (list !== undefined && list !== null && !Array.isArray(list)) {
+    pod.error('datasets', 'must be a list of datasets');
+    return [];
+  }
+  if (!Array.isArray(list) || list.length === 0) {
+    pod.warn(
+      'datasets',
+      'no datasets are defined, so nothing will be served; add a dataset with refresh_mode: snapshot',
+    );
+    return [];
+  }
+  return list.map((entry, index) =>
+    readDataset(new Reporter(sink, false), index, entry, { pod: snapshots, env }),
+  );
+}
+
+function checkUniqueNames(drafts: readonly DatasetDraft[]): void {
+  const byName = groupBy(drafts, (draft) => draft.name?.toLowerCase());
+  for (const group of byName.values()) {
+    if (group.length < 2) continue;
+    const where = describeIndexes(group.map((draft) => draft.index));
+    for (const draft of group) {
+      draft.report.error(
+        `datasets[${draft.index}].name`,
+        `'${draft.name}' names ${where}; give each dataset a unique name`,
+      );
+    }
+  }
+}
+
+function checkSharedFiles(drafts: readonly DatasetDraft[]): void {
+  const byFile = groupBy(drafts, (draft) => draft.live?.file);
+  for (const [file, group] of byFile) {
+    if (group.length < 2) continue;
+    const where = describeIndexes(group.map((draft) => draft.index));
+    for (const draft of group) {
+      draft.report.error(
+        draft.live?.path ?? `datasets[${draft.index}]`,
+        `'${file}' is the live file of ${where}; give each dataset its own file`,
+      );
+    }
+  }
+}
+
+function groupBy<K>(
+  drafts: readonly DatasetDraft[],
+  key: (draft: DatasetDraft) => K | undefined,
+): Map<K, DatasetDraft[]> {
+  const groups = new Map<K, DatasetDraft[]>();
+  for (const draft of drafts) {
+    const k = key(draft);
+    if (k === undefined) continue;
+    groups.set(k, [...(groups.get(k) ?? []), draft]);
+  }
+  return groups;
+}
+
+function describeIndexes(indexes: readonly number[]): string {
+  const names = indexes.map((index) => `datasets[${index}]`);
+  return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
+/**
+ * Validates `s3_queue_url` against the datasets that would read it (Spice's rule: a bad queue
+ * fails every `refresh_mode: snapshot` dataset; an unused one is only a warning).
+ */
+function resolveQueue(
+  pod: Reporter,
+  drafts: readonly DatasetDraft[],
+  snapshots: SnapshotsRead,
+  env: Env,
+): QueueConfig | undefined {
+  if (snapshots.queueUrl === undefined) return undefined;
+  const readers = drafts.filter((draft) => draft.form === 'refresh_mode');
+  const path = `snapshots.params.${QUEUE_PARAM}`;
+  if (readers.length === 0) {
+    pod.warn(
+      path,
+      'is set, but no dataset uses refresh_mode: snapshot, so the queue is not read; remove it or add a refresh_mode: snapshot dataset',
+    );
+    return undefined;
+  }
+  const endpoint = snapshots.queueEndpoint ?? endpointFromEnv(pod, env);
+  const parsed = parseQueueUrl(snapshots.queueUrl, { endpointOverride: endpoint !== undefined });
+  const location = snapshots.pod.location;
+  const fail = (clause: (dataset: string) => string): undefined => {
+    for (const draft of readers) draft.report.error(path, clause(draft.name ?? `datasets[${draft.index}]`));
+    return undefined;
+  };
+  if ('problem' in parsed) {
+    return fail((dataset) => `${parsed.problem}, so dataset '${dataset}' cannot load; ${parsed.fix}`);
+  }
+  if (location !== undefined && location.scheme !== 's3') {
+    return fail(
+      (dataset) =>
+        `is set, but snapshots.location '${location.uri}' is not s3://, so dataset '${dataset}' cannot load; remove s3_queue_url (S3 event notifications need an s3:// location)`,
+    );
+  }
+  const region = parsed.region ?? snapshots.pod.s3?.region ?? DEFAULT_QUEUE_REGION;
+  return { url: parsed.url, region, ...(endpoint === undefined ? {} : { endpoint }) };
+}
+
+function endpointFromEnv(pod: Reporter, env: Env): string | undefined {
+  for (const name of ENDPOINT_ENV) {
+    const value = env[name]?.trim();
+    if (value === undefined || value === '') continue;
+    const parsed = parseEndpoint(value);
+    if (parsed === undefined) {
+      pod.error(
+        name,
+        `the environment variable's value '${value}' is not an http(s) URL; fix it or unset it`,
+      );
+      return undefined;
+    }
+    return parsed.url;
+  }
+  return undefined;
+}

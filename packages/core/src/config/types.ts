@@ -1,0 +1,142 @@
+/**
+ * The typed result of loading a spicepod: what the runtime, the coordinator and `ferry validate`
+ * read. Wire names (`refresh_check_interval`) become camelCase here, durations become
+ * milliseconds and locations are normalised to end in `/`. See CONFIG.md for the YAML side.
+ */
+import type { EngineKind } from '../ports.js';
+
+/** The acceleration engines a snapshot dataset may name. Turso files are SQLite-format. */
+export type SnapshotEngine = 'duckdb' | 'sqlite' | 'turso';
+
+/** `snapshots.bootstrap_on_failure_behavior`. */
+export type BootstrapOnFailure = 'warn' | 'retry' | 'fallback';
+
+/** `acceleration.snapshots` values that read snapshots. */
+export type SnapshotsMode = 'enabled' | 'bootstrap_only';
+
+/** `s3_auth` values a snapshot location accepts. */
+export type S3Auth = 'iam_role' | 'key';
+
+/**
+ * Which of Spice's two declarations a dataset uses: `acceleration.refresh_mode: snapshot` reading
+ * the top-level `snapshots.location`, or `from: s3://…` with `params.file_format: snapshot`.
+ */
+export type DatasetForm = 'refresh_mode' | 'file_format';
+
+export interface S3Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
+/** How to reach an `s3://` location (from `snapshots.params` or a dataset's `params`). */
+export interface S3Settings {
+  /** `s3_region`; absent: the AWS SDK resolves it (environment, profile). */
+  readonly region?: string;
+  /** `s3_endpoint`, for S3-compatible servers. */
+  readonly endpoint?: string;
+  readonly auth: S3Auth;
+  /** Present when `s3_auth` is `key`; otherwise the default AWS credential chain applies. */
+  readonly credentials?: S3Credentials;
+  readonly allowHttp: boolean;
+  readonly clientTimeoutMs?: number;
+}
+
+/** The SQS queue carrying the location's S3 event notifications. */
+export interface QueueConfig {
+  readonly url: string;
+  /** From the host `sqs.<region>.…`, else `s3_region`, else `us-east-1`. */
+  readonly region: string;
+  /** An SQS endpoint override (`s3_queue_endpoint`, `AWS_ENDPOINT_URL_SQS` or `AWS_ENDPOINT_URL`). */
+  readonly endpoint?: string;
+}
+
+/** The top-level `snapshots` block. */
+export interface SnapshotsConfig {
+  readonly enabled: boolean;
+  /** Normalised, ending in `/`; absent when not configured. */
+  readonly location?: string;
+  readonly bootstrapOnFailure: BootstrapOnFailure;
+  /** Present when `location` is `s3://`. */
+  readonly s3?: S3Settings;
+  /** `params.s3_queue_url` as written (validated only when a dataset would read it). */
+  readonly queueUrl?: string;
+}
+
+/** The one notification consumer of the pod: present only when a valid dataset reads the queue. */
+export interface NotificationsConfig {
+  readonly queue: QueueConfig;
+  /** The location whose `metadata.json` events the queue carries. */
+  readonly location: string;
+  /** Credentials and region used to read the queue (the location's). */
+  readonly s3: S3Settings;
+  /** The valid datasets the queue's notifications are routed to. */
+  readonly datasets: readonly string[];
+}
+
+export interface SpicepodConfig {
+  /** The file name given to the loader, used in every message. */
+  readonly file: string;
+  readonly version: string;
+  readonly kind: 'Spicepod';
+  readonly name: string;
+  readonly snapshots?: SnapshotsConfig;
+  readonly notifications?: NotificationsConfig;
+  /** Spice top-level keys present in the file that this runtime records but does not act on. */
+  readonly ignoredKeys: readonly string[];
+}
+
+/** Everything the runtime needs to serve one dataset. */
+export interface DatasetConfig {
+  readonly name: string;
+  /** Position in `datasets`, for messages. */
+  readonly index: number;
+  readonly form: DatasetForm;
+  /** As written; never contacted (for `file_format` datasets it is the location). */
+  readonly from: string;
+  /** The configured engine; `undefined` when it is taken from metadata.json. */
+  readonly engine: SnapshotEngine | undefined;
+  /** The file format the engine reads (turso → sqlite); `undefined` with `engine`. */
+  readonly fileEngine: EngineKind | undefined;
+  /** Normalised location, ending in `/`. */
+  readonly location: string;
+  readonly refreshCheckIntervalMs: number;
+  readonly bootstrapOnFailure: BootstrapOnFailure;
+  readonly snapshotsMode: SnapshotsMode;
+  /** `duckdb_file` / `sqlite_file` / `turso_file`; absent: the runtime decides. */
+  readonly liveFile?: string;
+  /** Present when `location` is `s3://`. */
+  readonly s3?: S3Settings;
+  /** Present when this dataset is notified through the pod's queue. */
+  readonly queue?: QueueConfig;
+}
+
+/** One problem (or warning) found while loading. `message` is complete and starts with the file. */
+export interface ConfigIssue {
+  /** The key path, e.g. `datasets[0].acceleration.engine`; empty for whole-file problems. */
+  readonly path: string;
+  readonly message: string;
+  /** The dataset this issue fails (or concerns), when its name is known. */
+  readonly dataset?: string;
+  /** Pod-level: the pod cannot start. Dataset-level issues fail only their dataset. */
+  readonly fatal: boolean;
+}
+
+export interface LoadSpicepodOptions {
+  /** The name used at the start of every message (e.g. `spicepod.yaml`). */
+  readonly file: string;
+  /** Environment: secret references (`${secrets:NAME}`, `${env:NAME}`) and SQS endpoint overrides. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+export interface SpicepodLoad {
+  readonly file: string;
+  /** `undefined` when a fatal (pod-level) error was found. */
+  readonly config: SpicepodConfig | undefined;
+  /** The valid datasets, in file order; empty when fatal. */
+  readonly datasets: readonly DatasetConfig[];
+  /** Every error found, in the order found (pod checks, then each dataset, then checks across datasets). */
+  readonly errors: readonly ConfigIssue[];
+  readonly warnings: readonly ConfigIssue[];
+  readonly fatal: boolean;
+}

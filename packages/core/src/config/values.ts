@@ -1,0 +1,111 @@
+/**
+ * Reading scalar values out of parsed YAML. Spice params are strings, but YAML scalars are
+ * accepted (`allow_http: true`, `s3_region: 1` is not useful but is a string), booleans may be
+ * written as strings (`"true"`), and `${secrets:NAME}` / `${env:NAME}` references are resolved
+ * from the environment the caller passes (Spice's `env` secret store). Each reader reports its
+ * own error and returns `undefined`, so loading goes on and reports every problem.
+ */
+import { durationOrProblem } from './duration.js';
+import type { Reporter } from './issues.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export function isMap(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Describes a non-scalar or empty value for messages. */
+function shapeProblem(value: unknown): string | undefined {
+  if (value === null || value === undefined) return 'has no value; set one or remove the key';
+  if (Array.isArray(value)) return 'must be a single value, not a list';
+  if (isMap(value)) return 'must be a single value, not a map';
+  return undefined;
+}
+
+/** A string, number or boolean as trimmed text. */
+export function readText(report: Reporter, path: string, value: unknown): string | undefined {
+  const problem = shapeProblem(value);
+  if (problem !== undefined) {
+    report.error(path, problem);
+    return undefined;
+  }
+  return String(value).trim();
+}
+
+/** Like {@link readText}, then resolves secret references (the value never appears in messages). */
+export function readParam(report: Reporter, path: string, value: unknown, env: Env): string | undefined {
+  const text = readText(report, path, value);
+  return text === undefined ? undefined : resolveSecrets(report, path, text, env);
+}
+
+const SECRET_REF = /\$\{\s*([A-Za-z0-9_-]+)\s*:\s*([^}\s]*)\s*\}/g;
+
+function resolveSecrets(report: Reporter, path: string, text: string, env: Env): string | undefined {
+  let failed = false;
+  const resolved = text.replace(SECRET_REF, (whole, store: string, name: string) => {
+    if (store !== 'secrets' && store !== 'env') {
+      report.error(
+        path,
+        `references secret store '${store}', which this runtime does not read; use \${secrets:NAME} (an environment variable)`,
+      );
+      failed = true;
+      return whole;
+    }
+    const found = Object.hasOwn(env, name) ? env[name] : undefined;
+    if (found === undefined) {
+      report.error(
+        path,
+        `references secret '${name}', which is not set; set the environment variable ${name}`,
+      );
+      failed = true;
+      return whole;
+    }
+    return found;
+  });
+  return failed ? undefined : resolved;
+}
+
+export function readBoolean(report: Reporter, path: string, value: unknown): boolean | undefined {
+  if (typeof value === 'boolean') return value;
+  const text = readText(report, path, value);
+  if (text === undefined) return undefined;
+  const lower = text.toLowerCase();
+  if (lower === 'true') return true;
+  if (lower === 'false') return false;
+  report.error(path, `'${text}' is not a boolean; use true or false`);
+  return undefined;
+}
+
+/** One of `allowed`; otherwise an error listing them (with a suggestion when one is close). */
+export function readChoice<T extends string>(
+  report: Reporter,
+  path: string,
+  value: unknown,
+  allowed: readonly T[],
+): T | undefined {
+  const text = readText(report, path, value);
+  if (text === undefined) return undefined;
+  const found = allowed.find((choice) => choice === text);
+  if (found !== undefined) return found;
+  report.error(path, `'${text}' is not allowed; use ${listOr(allowed)}`);
+  return undefined;
+}
+
+export function readDuration(report: Reporter, path: string, value: unknown): number | undefined {
+  if (typeof value === 'number') {
+    report.error(path, `'${value}' has no unit; add one, such as ${value}s`);
+    return undefined;
+  }
+  const text = readText(report, path, value);
+  if (text === undefined) return undefined;
+  const result = durationOrProblem(text);
+  if (typeof result === 'number') return result;
+  report.error(path, result.problem);
+  return undefined;
+}
+
+/** `a, b or c`. */
+export function listOr(items: readonly string[]): string {
+  if (items.length <= 1) return items.join('');
+  return `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
+}

@@ -1,0 +1,12 @@
+/** The dataset machine's public face: the machine, its types, the status view and the backoff rule. */
+export { BACKOFF_JITTER, backoffBaseMs, DEFAULT_MAX_BACKOFF_MS, retryBackoffMs } from './backoff.js';
+export { type DatasetMachine, type DatasetSnapshot, datasetMachine } from './dataset-machine.js';
+export { ActorNotProvidedError, CurrentSnapshotMissingError } from './errors.js';
+export {
+  type DatasetSnapshotLike,
+  type DatasetStateName,
+  type DatasetStatus,
+  datasetStateName,
+  datasetStatus,
+} from './status.js';
+export type * from './types.js';

@@ -1,0 +1,68 @@
+/**
+ * A serialisable view of one dataset machine's snapshot, for the runtime's `status()`, the HTTP
+ * API and the inspector page: plain JSON, `null` where there is nothing to report.
+ */
+import type { DatasetContext, DatasetCounters, ErrorInfo, PollResult, SnapshotsMode } from './types.js';
+
+export type DatasetStateName = 'waiting' | 'bootstrapping' | 'serving' | 'polling' | 'swapping' | 'stopped';
+
+export interface DatasetStatus {
+  readonly dataset: string;
+  readonly state: DatasetStateName;
+  readonly paused: boolean;
+  readonly snapshotsMode: SnapshotsMode;
+  readonly servingSnapshotId: number | null;
+  readonly servingTimestampMs: number | null;
+  readonly schemaId: number | null;
+  readonly etag: string | null;
+  readonly lastPollAtMs: number | null;
+  readonly lastPollResult: PollResult | null;
+  /** When the next check is due, on the actor's clock; null while checking, paused or idle. */
+  readonly nextPollDueMs: number | null;
+  readonly lastError: ErrorInfo | null;
+  readonly counters: DatasetCounters;
+}
+
+/** The parts of a machine snapshot the view reads (any `DatasetSnapshot` fits). */
+export interface DatasetSnapshotLike {
+  readonly value: string | Readonly<Record<string, unknown>>;
+  readonly context: DatasetContext;
+}
+
+export function datasetStateName(snapshot: DatasetSnapshotLike): DatasetStateName {
+  const top = typeof snapshot.value === 'string' ? snapshot.value : Object.keys(snapshot.value)[0];
+  switch (top) {
+    case 'waiting':
+    case 'bootstrapping':
+    case 'serving':
+    case 'polling':
+    case 'swapping':
+    case 'stopped':
+      return top;
+    default:
+      return 'stopped';
+  }
+}
+
+export function datasetStatus(snapshot: DatasetSnapshotLike): DatasetStatus {
+  const context = snapshot.context;
+  const serving = context.serving;
+  return {
+    dataset: context.name,
+    state: datasetStateName(snapshot),
+    paused: context.paused,
+    snapshotsMode: context.snapshotsMode,
+    servingSnapshotId: serving?.snapshotId ?? null,
+    servingTimestampMs: serving?.timestampMs ?? null,
+    schemaId: serving?.schemaId ?? null,
+    etag: context.etag,
+    lastPollAtMs: context.lastPoll?.atMs ?? null,
+    lastPollResult: context.lastPoll?.result ?? null,
+    nextPollDueMs: context.nextPollDueMs,
+    lastError:
+      context.lastError === null
+        ? null
+        : { code: context.lastError.code, message: context.lastError.message },
+    counters: { ...context.counters },
+  };
+}

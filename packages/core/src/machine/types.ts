@@ -1,0 +1,197 @@
+/**
+ * The dataset machine's public vocabulary: its input, context, events, emitted events and the
+ * inputs and outputs of the actors the runtime provides. Everything kept in the context is plain
+ * data (no Error objects, no handles) so snapshots and inspection events serialise as JSON; the two
+ * functions `now` and `random` are the only exception and JSON drops them.
+ */
+import type { BootstrapOnFailure, SnapshotsMode } from '../config/types.js';
+import type { ArrowSchema, DatasetMetadata, SchemaEntry, SnapshotEntry } from '../metadata/types.js';
+
+export type { BootstrapOnFailure, SnapshotsMode };
+
+export type DatasetEngine = 'duckdb' | 'sqlite' | 'turso';
+
+export interface DatasetMachineInput {
+  readonly name: string;
+  /** The configured engine; when absent the dataset's metadata `engine` is used. */
+  readonly engine?: DatasetEngine;
+  readonly refreshCheckIntervalMs: number;
+  /** What a failed download does; defaults to `warn`. */
+  readonly bootstrapOnFailure?: BootstrapOnFailure;
+  /** `bootstrap_only` loads once and never polls; defaults to `enabled`. */
+  readonly snapshotsMode?: SnapshotsMode;
+  /**
+   * "Now" in milliseconds on the same clock the actor's timers run on. XState's `Clock` has no
+   * `now()`, so the runtime passes `Date.now` and tests pass `() => clock.now()`.
+   */
+  readonly now: () => number;
+  /** Jitter source in [0, 1) for the retry backoff; defaults to `Math.random`. */
+  readonly random?: () => number;
+  /** Upper bound of one retry backoff delay; defaults to 300 000 ms. */
+  readonly maxBackoffMs?: number;
+}
+
+/** The snapshot a dataset serves: what restoreLocal reports, or what a swap installed. */
+export interface LoadedSnapshot {
+  readonly snapshotId: number;
+  readonly timestampMs: number;
+  readonly checksum: string;
+  /** The recorded Arrow schema of the snapshot; candidates are compared against it. */
+  readonly schema: ArrowSchema;
+  /** The `schema-id` the schema was recorded under, when known. */
+  readonly schemaId?: number;
+}
+
+/** How one poll (or waiting check, or bootstrap attempt) ended. */
+export type PollResult = 'unchanged' | 'newer' | 'same' | 'older' | 'refused' | 'failed' | 'waiting';
+
+/** What started a poll: its timer, an operator command, a notification, or startup. */
+export type PollTrigger = 'startup' | 'schedule' | 'command' | 'notification';
+
+/** The `{ code, message }` an error is reduced to in the context and the status view. */
+export interface ErrorInfo {
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface DatasetCounters {
+  readonly polls: number;
+  readonly swaps: number;
+  readonly refusals: number;
+  readonly failures: number;
+  readonly notifications: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Actors the runtime provides (`machine.provide({ actors })`).
+// ---------------------------------------------------------------------------------------------
+
+export interface RestoreLocalInput {
+  readonly dataset: string;
+}
+
+export interface ReadMetadataInput {
+  readonly dataset: string;
+  /** The ETag recorded by the previous poll; absent means read in full. */
+  readonly ifNoneMatch?: string;
+}
+
+export type ReadMetadataOutput =
+  | { readonly kind: 'unchanged' }
+  | {
+      readonly kind: 'read';
+      /** Absent when there is no metadata.json at the location. */
+      readonly etag?: string;
+      /** This dataset's entry; absent when metadata.json is missing or does not name the dataset. */
+      readonly dataset: DatasetMetadata | undefined;
+    };
+
+export interface PrepareSnapshotInput {
+  /** The dataset entry of the same metadata read the candidate was chosen from. */
+  readonly dataset: DatasetMetadata;
+  readonly entry: SnapshotEntry;
+  /** The candidate's recorded schema: the downloaded table must match it. */
+  readonly schema: ArrowSchema;
+  readonly schemaId: number;
+  /** The dataset's engine (configured, else from metadata), when known. */
+  readonly engine: string | undefined;
+}
+
+/** A downloaded, validated snapshot waiting in a temporary file; `token` identifies it. */
+export interface PreparedSnapshot {
+  readonly snapshotId: number;
+  readonly token: string;
+}
+
+export interface SwapSnapshotInput {
+  readonly prepared: PreparedSnapshot;
+  readonly entry: SnapshotEntry;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events in, events out, logs.
+// ---------------------------------------------------------------------------------------------
+
+export type DatasetEvent =
+  | { readonly type: 'snapshot.announced'; readonly snapshotId: number }
+  | { readonly type: 'poll.now' }
+  | { readonly type: 'polling.pause' }
+  | { readonly type: 'polling.resume' }
+  | { readonly type: 'stop' };
+
+export type DatasetEmitted =
+  | { readonly type: 'swap'; readonly dataset: string; readonly from: number | null; readonly to: number }
+  | {
+      readonly type: 'poll';
+      readonly dataset: string;
+      readonly result: PollResult;
+      /** The store's current snapshot id as read by this poll, when it read one. */
+      readonly currentSnapshotId: number | null;
+    }
+  | {
+      readonly type: 'error';
+      readonly dataset: string;
+      readonly error: ErrorInfo;
+      readonly snapshotId: number | null;
+    };
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** The params of the one `log` action; `fields` always carries `dataset`. */
+export interface LogEntry {
+  readonly level: LogLevel;
+  readonly message: string;
+  readonly fields: Readonly<Record<string, string | number | boolean | null>>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Context.
+// ---------------------------------------------------------------------------------------------
+
+/** The poll in flight: everything decided from its single metadata read. */
+export interface PollInProgress {
+  readonly trigger: PollTrigger;
+  readonly startedAtMs: number;
+  readonly ifNoneMatch: string | undefined;
+  /** The ETag and dataset entry of this poll's one metadata read, once it returned. */
+  readonly etag: string | undefined;
+  readonly dataset: DatasetMetadata | undefined;
+  readonly engine: string | undefined;
+  readonly recorded: SchemaEntry | undefined;
+  /** Snapshots to try, in order (one unless `fallback`). */
+  readonly candidates: readonly SnapshotEntry[];
+  readonly index: number;
+  readonly prepared: PreparedSnapshot | undefined;
+  /** Set once the poll's outcome is known. */
+  readonly result: PollResult | undefined;
+  /** Retry mode only: the next poll is a backoff retry. */
+  readonly retry: boolean;
+}
+
+export interface DatasetContext {
+  readonly name: string;
+  readonly engine: DatasetEngine | undefined;
+  readonly refreshCheckIntervalMs: number;
+  readonly bootstrapOnFailure: BootstrapOnFailure;
+  readonly snapshotsMode: SnapshotsMode;
+  readonly maxBackoffMs: number;
+  readonly now: () => number;
+  readonly random: () => number;
+  /** What queries are served from; changes only when the swap actor resolves. */
+  readonly serving: LoadedSnapshot | null;
+  /** The metadata ETag to send with the next conditional read. */
+  readonly etag: string | null;
+  readonly paused: boolean;
+  /** Highest snapshot id a notification asked for. */
+  readonly lastRequestedId: number | null;
+  /** A notification arrived during a poll (or while paused): poll again, in full, afterwards. */
+  readonly reloadRequested: boolean;
+  /** Consecutive retry-mode failures; the next delay is the backoff for this attempt. */
+  readonly backoffAttempt: number;
+  readonly nextPollDelayMs: number;
+  readonly nextPollDueMs: number | null;
+  readonly lastPoll: { readonly atMs: number; readonly result: PollResult } | null;
+  readonly lastError: ErrorInfo | null;
+  readonly counters: DatasetCounters;
+  readonly poll: PollInProgress | null;
+}

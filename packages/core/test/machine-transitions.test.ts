@@ -1,0 +1,189 @@
+/**
+ * The dataset machine through XState's pure API: `initialTransition` / `transition` return the
+ * next snapshot and the actions a step WOULD run, without running any of them. Also the
+ * inspector-facing definition, the backoff rule and the defaults the runtime must override.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  createActor,
+  type ExecutableActionsFrom,
+  initialTransition,
+  SimulatedClock,
+  transition,
+  waitFor,
+} from 'xstate';
+import {
+  BACKOFF_JITTER,
+  backoffBaseMs,
+  type DatasetEvent,
+  type DatasetMachine,
+  type DatasetMachineInput,
+  type DatasetSnapshot,
+  datasetMachine,
+  datasetStatus,
+  type LoadedSnapshot,
+  type ReadMetadataOutput,
+  retryBackoffMs,
+} from '../src/machine/index.js';
+import type { ArrowSchema, DatasetMetadata } from '../src/metadata/types.js';
+
+const schema: ArrowSchema = {
+  fields: [{ name: 'id', data_type: 'Int64', nullable: false, metadata: {} }],
+  metadata: {},
+};
+
+const input: DatasetMachineInput = {
+  name: 'orders',
+  engine: 'duckdb',
+  refreshCheckIntervalMs: 10_000,
+  now: () => 42,
+  random: () => 0.5,
+};
+
+const local: LoadedSnapshot = { snapshotId: 3, timestampMs: 1_764_400_000_000, checksum: 'sha-3', schema };
+
+function metadata(currentSnapshotId: number, engine = 'duckdb'): DatasetMetadata {
+  return {
+    name: 'orders',
+    schemas: [{ schemaId: 0, schema }],
+    currentSchemaId: 0,
+    snapshots: [
+      {
+        snapshotId: currentSnapshotId,
+        timestampMs: 1_764_400_100_000,
+        uri: `s3://bucket/snapshots/orders_${currentSnapshotId}.duckdb`,
+        checksum: 'sha',
+        checksumAlgorithm: 'SHA256',
+        size: 10,
+        engine,
+      },
+    ],
+    currentSnapshotId,
+    properties: {},
+  };
+}
+
+/** The `xstate.done.actor.<id>` event an invoked actor sends its parent when it resolves. */
+function done(id: string, output: unknown): DatasetEvent {
+  return { type: `xstate.done.actor.${id}`, output } as unknown as DatasetEvent;
+}
+
+type Action = ExecutableActionsFrom<DatasetMachine>;
+
+function spawned(actions: readonly Action[]): { src: unknown; input: unknown }[] {
+  return actions
+    .filter((action) => action.type === 'xstate.spawnChild')
+    .map((action) => {
+      const params = action.params as { src: unknown; input?: unknown };
+      return { src: params.src, input: params.input };
+    });
+}
+
+function logged(actions: readonly Action[]): unknown[] {
+  return actions.filter((action) => action.type === 'log').map((action) => action.params);
+}
+
+/** The snapshot of a dataset that restored snapshot 3 and is reading the store's metadata. */
+function restoredAndReading(): DatasetSnapshot {
+  const [initial] = initialTransition(datasetMachine, input);
+  const [reading] = transition(datasetMachine, initial, done('restoreLocal', local));
+  return reading;
+}
+
+describe('dataset machine: pure transitions', () => {
+  it('initialTransition: starts bootstrapping by restoring the live file (would spawn restoreLocal)', () => {
+    const [snapshot, actions] = initialTransition(datasetMachine, input);
+    expect(snapshot.value).toEqual({ bootstrapping: 'restoring' });
+    expect(spawned(actions)).toEqual([{ src: 'restoreLocal', input: { dataset: 'orders' } }]);
+    expect(datasetStatus(snapshot)).toMatchObject({ state: 'bootstrapping', servingSnapshotId: null });
+  });
+
+  it('transition: a restored snapshot is served at once and the store is read without an ETag', () => {
+    const [initial] = initialTransition(datasetMachine, input);
+    const [snapshot, actions] = transition(datasetMachine, initial, done('restoreLocal', local));
+    expect(snapshot.value).toEqual({ polling: 'reading' });
+    expect(snapshot.context.serving).toEqual(local);
+    expect(snapshot.context.poll).toMatchObject({ trigger: 'startup', startedAtMs: 42 });
+    expect(spawned(actions)).toEqual([{ src: 'readMetadata', input: { dataset: 'orders' } }]);
+    expect(logged(actions)).toContainEqual(
+      expect.objectContaining({ level: 'info', fields: { dataset: 'orders', snapshotId: 3 } }),
+    );
+  });
+
+  it('transition: a newer snapshot would be prepared from the entry of the same read', () => {
+    const read: ReadMetadataOutput = { kind: 'read', etag: '"e1"', dataset: metadata(4) };
+    const [snapshot, actions] = transition(datasetMachine, restoredAndReading(), done('readMetadata', read));
+    expect(snapshot.value).toEqual({ polling: 'preparing' });
+    expect(spawned(actions)).toEqual([{ src: 'prepareSnapshot', input: expect.anything() }]);
+    const prepare = spawned(actions)[0]?.input as { entry: unknown } | undefined;
+    expect(prepare?.entry).toBe(read.kind === 'read' ? read.dataset?.snapshots[0] : null);
+    expect(snapshot.context.serving?.snapshotId).toBe(3);
+  });
+
+  it('transition: a refused candidate would never spawn prepareSnapshot', () => {
+    const read: ReadMetadataOutput = { kind: 'read', etag: '"e1"', dataset: metadata(4, 'sqlite') };
+    const [snapshot, actions] = transition(datasetMachine, restoredAndReading(), done('readMetadata', read));
+    expect(snapshot.value).toEqual({ serving: 'scheduled' });
+    expect(spawned(actions)).toEqual([]);
+    expect(logged(actions)).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        fields: expect.objectContaining({ code: 'ERR_SNAPSHOT_ENGINE_MISMATCH' }),
+      }),
+    );
+    expect(datasetStatus(snapshot)).toMatchObject({ lastPollResult: 'refused', nextPollDueMs: 42 + 10_000 });
+  });
+
+  it('transition: poll.now while a check runs stays put and would only log', () => {
+    const reading = restoredAndReading();
+    const [snapshot, actions] = transition(datasetMachine, reading, { type: 'poll.now' });
+    expect(snapshot.value).toEqual({ polling: 'reading' });
+    expect(actions.map((action) => action.type)).toEqual(['log']);
+  });
+
+  it('transition: stop from any state ends in the final stopped state', () => {
+    const [snapshot, actions] = transition(datasetMachine, restoredAndReading(), { type: 'stop' });
+    expect(snapshot.value).toBe('stopped');
+    expect(snapshot.status).toBe('done');
+    expect(actions.map((action) => action.type)).toContain('xstate.stopChild');
+  });
+});
+
+describe('dataset machine: definition and defaults', () => {
+  it('the machine definition serialises with JSON.stringify and names the five states', () => {
+    const json = JSON.parse(JSON.stringify(datasetMachine.definition)) as { states: Record<string, unknown> };
+    expect(Object.keys(json.states)).toEqual(
+      expect.arrayContaining(['waiting', 'bootstrapping', 'serving', 'polling', 'swapping', 'stopped']),
+    );
+    expect(JSON.stringify(datasetMachine.toJSON())).toContain('"#dataset.swapping"');
+  });
+
+  it('an actor the runtime did not provide fails with ERR_ACTOR_NOT_PROVIDED and the dataset waits', async () => {
+    const clock = new SimulatedClock();
+    const actor = createActor(datasetMachine, { clock, input: { ...input, now: () => clock.now() } }).start();
+    const snapshot = await waitFor(actor, (s) => s.matches('waiting'), { timeout: 1000 });
+    expect(snapshot.context.lastError?.code).toBe('ERR_ACTOR_NOT_PROVIDED');
+    expect(snapshot.context.lastError?.message).toContain("'readMetadata'");
+    actor.stop();
+  });
+});
+
+describe('dataset machine: retry backoff', () => {
+  it('retry backoff: Fibonacci 1, 2, 3, 5, 8 … s, capped at 300 s', () => {
+    const bases = Array.from({ length: 15 }, (_, i) => backoffBaseMs(i + 1));
+    expect(bases).toEqual([
+      1000, 2000, 3000, 5000, 8000, 13_000, 21_000, 34_000, 55_000, 89_000, 144_000, 233_000, 300_000,
+      300_000, 300_000,
+    ]);
+    expect(backoffBaseMs(1000)).toBe(300_000);
+  });
+
+  it('retry backoff: ±30 % jitter from the injected source, never above the cap', () => {
+    expect(BACKOFF_JITTER).toBe(0.3);
+    expect(retryBackoffMs(4, () => 0.5)).toBe(5000);
+    expect(retryBackoffMs(4, () => 0)).toBe(3500);
+    expect(retryBackoffMs(4, () => 0.999_999)).toBe(6500);
+    expect(retryBackoffMs(12, () => 0.999_999)).toBe(300_000);
+    expect(retryBackoffMs(13, () => 0)).toBe(210_000);
+  });
+});
