@@ -370,6 +370,23 @@ describe('dataset machine: polling', () => {
     expect(h.status().counters.polls).toBe(3);
   });
 
+  it('Polling: with pollPhaseMs, scheduled polls fall on the interval grid even when a poll ends late', async () => {
+    const h = start({ input: { pollPhaseMs: 2_500 } });
+    h.store.publish(1);
+    const gate = deferred();
+    h.downloads.swapGate = gate;
+    h.actor.send({ type: 'poll.now' });
+    await h.until(() => h.downloads.swapped.length === 1);
+    // The bootstrap takes 4 s of clock time: the next poll still lands on the grid (2.5 s + k × 10 s).
+    h.clock.increment(4_000);
+    gate.resolve();
+    await h.settle();
+    expect(h.status().nextPollDueMs).toBe(12_500);
+    await h.advance(12_500 - 4_000);
+    expect(h.store.reads).toHaveLength(2);
+    expect(h.status().nextPollDueMs).toBe(22_500);
+  });
+
   it('Newer means a strictly greater current-snapshot-id than the loaded one', async () => {
     const h = await serving();
     h.store.touch();

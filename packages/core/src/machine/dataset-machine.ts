@@ -216,6 +216,7 @@ export const datasetMachine = datasetSetup.createMachine({
     bootstrapOnFailure: input.bootstrapOnFailure ?? 'warn',
     snapshotsMode: input.snapshotsMode ?? 'enabled',
     maxBackoffMs: input.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS,
+    pollPhaseMs: input.pollPhaseMs ?? null,
     now: input.now,
     random: input.random ?? Math.random,
     serving: null,

@@ -470,13 +470,19 @@ export function finishPoll(context: DatasetContext): Step {
 // Scheduling, notifications, commands.
 // ---------------------------------------------------------------------------------------------
 
+/** The regular delay to the next poll: one interval, or the time to the next grid point. */
+function intervalDelay(context: DatasetContext): number {
+  const interval = context.refreshCheckIntervalMs;
+  if (context.pollPhaseMs === null) return interval;
+  const sincePhase = (((context.now() - context.pollPhaseMs) % interval) + interval) % interval;
+  return interval - sincePhase;
+}
+
 /** Entering an idle state that polls: the interval, or the backoff after a retry-mode failure. */
 export function scheduleNextPoll(context: DatasetContext): Step {
   const attempt = context.backoffAttempt;
   const delay =
-    attempt > 0
-      ? retryBackoffMs(attempt, context.random, context.maxBackoffMs)
-      : context.refreshCheckIntervalMs;
+    attempt > 0 ? retryBackoffMs(attempt, context.random, context.maxBackoffMs) : intervalDelay(context);
   return {
     context: { nextPollDelayMs: delay, nextPollDueMs: context.now() + delay },
     logs:

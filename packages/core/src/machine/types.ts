@@ -29,6 +29,13 @@ export interface DatasetMachineInput {
   readonly random?: () => number;
   /** Upper bound of one retry backoff delay; defaults to 300 000 ms. */
   readonly maxBackoffMs?: number;
+  /**
+   * When set, scheduled polls fall on the grid `pollPhaseMs + k × refreshCheckIntervalMs` of the
+   * `now()` clock instead of one interval after the previous poll ended. Datasets of one process
+   * that share a location and an interval then poll at the same instants, so one metadata read
+   * serves them all, and their polls never drift apart.
+   */
+  readonly pollPhaseMs?: number;
 }
 
 /** The snapshot a dataset serves: what restoreLocal reports, or what a swap installed. */
@@ -175,6 +182,7 @@ export interface DatasetContext {
   readonly bootstrapOnFailure: BootstrapOnFailure;
   readonly snapshotsMode: SnapshotsMode;
   readonly maxBackoffMs: number;
+  readonly pollPhaseMs: number | null;
   readonly now: () => number;
   readonly random: () => number;
   /** What queries are served from; changes only when the swap actor resolves. */
