@@ -25,15 +25,18 @@ export interface SerializedError {
   readonly code?: string;
   readonly message: string;
   readonly stack?: string;
+  /** Set on errors that retrying cannot fix (an unsupported metadata format version). */
+  readonly permanent?: boolean;
 }
 
 export function serializeError(error: unknown): SerializedError {
   if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
+    const { code, permanent } = error as { code?: unknown; permanent?: unknown };
     return {
       name: error.name,
       message: error.message,
       ...(typeof code === 'string' ? { code } : {}),
+      ...(permanent === true ? { permanent } : {}),
       ...(error.stack === undefined ? {} : { stack: error.stack }),
     };
   }
@@ -47,6 +50,7 @@ export function deserializeError(serialized: SerializedError): Error {
       : new FerryError(serialized.code, serialized.message);
   error.name = serialized.name;
   if (serialized.stack !== undefined) error.stack = serialized.stack;
+  if (serialized.permanent === true) Object.assign(error, { permanent: true });
   return error;
 }
 

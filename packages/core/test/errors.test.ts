@@ -11,6 +11,17 @@ describe('errors across threads', () => {
     expect(rebuilt.name).toBe('FerryError');
   });
 
+  it('keeps the permanent flag, so a thread can tell a permanent metadata error from a passing one', () => {
+    const original = Object.assign(
+      new FerryError('ERR_UNSUPPORTED_FORMAT_VERSION', 'unsupported format version 2'),
+      {
+        permanent: true,
+      },
+    );
+    expect((deserializeError(serializeError(original)) as { permanent?: boolean }).permanent).toBe(true);
+    expect(serializeError(new FerryError('ERR_X', 'x')).permanent).toBeUndefined();
+  });
+
   it('serialises non-errors as plain messages', () => {
     expect(serializeError('boom')).toEqual({ name: 'Error', message: 'boom' });
   });
