@@ -1,0 +1,94 @@
+/**
+ * Parallel ranged reads of one large object (a snapshot download): up to `concurrency` parts are
+ * fetched at once and yielded strictly in order, so the caller can hash and write a stream while
+ * memory stays bounded by `concurrency` parts. The first failure aborts every other part.
+ */
+import type { ObjectStore } from '@ferry/core';
+import { StoreError } from './errors.js';
+
+export interface ReadParallelOptions {
+  /** The object's size in bytes (from metadata.json or `head`). */
+  readonly size: number;
+  /** Default 8 MiB. */
+  readonly partSize?: number;
+  /** Parts in flight or buffered at once. Default 4. */
+  readonly concurrency?: number;
+  readonly signal?: AbortSignal;
+}
+
+export const DEFAULT_READ_PART_SIZE = 8 * 1024 * 1024;
+
+async function fetchPart(
+  store: ObjectStore,
+  key: string,
+  start: number,
+  end: number,
+  signal: AbortSignal,
+): Promise<Uint8Array> {
+  const part = new Uint8Array(end - start);
+  let filled = 0;
+  for await (const chunk of store.read(key, { start, end, signal })) {
+    if (filled + chunk.byteLength > part.byteLength) {
+      filled += chunk.byteLength;
+      break;
+    }
+    part.set(chunk, filled);
+    filled += chunk.byteLength;
+  }
+  if (filled !== part.byteLength) {
+    throw new StoreError({
+      operation: 'read',
+      uri: `${store.location}${key}`,
+      retryable: true,
+      reason: `bytes ${start}-${end - 1} returned ${filled} bytes instead of ${part.byteLength}; the object changed or is not the recorded size`,
+    });
+  }
+  return part;
+}
+
+/** Read `key` as in-order chunks using parallel ranged reads. */
+export async function* readParallel(
+  store: ObjectStore,
+  key: string,
+  options: ReadParallelOptions,
+): AsyncGenerator<Uint8Array> {
+  const { size } = options;
+  const partSize = options.partSize ?? DEFAULT_READ_PART_SIZE;
+  const concurrency = options.concurrency ?? 4;
+  if (!Number.isSafeInteger(size) || size < 0 || !(partSize > 0) || !(concurrency >= 1)) {
+    throw new RangeError(`readParallel(${key}): size, partSize and concurrency must be positive integers`);
+  }
+  if (size <= partSize) {
+    yield* store.read(key, options.signal === undefined ? {} : { signal: options.signal });
+    return;
+  }
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(options.signal?.reason);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.signal?.aborted === true) onAbort();
+  const window: Promise<Uint8Array>[] = [];
+  let next = 0;
+  const startNext = (): void => {
+    const start = next * partSize;
+    if (start >= size) return;
+    next++;
+    const part = fetchPart(store, key, start, Math.min(size, start + partSize), controller.signal);
+    // The first failure cancels the rest; rejections are observed when the part is awaited.
+    part.catch((error: unknown) => controller.abort(error));
+    window.push(part);
+  };
+  try {
+    for (let i = 0; i < concurrency; i++) startNext();
+    for (let part = window.shift(); part !== undefined; part = window.shift()) {
+      const bytes = await part;
+      yield bytes;
+      startNext();
+    }
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    if (window.length > 0) {
+      controller.abort(new Error('readParallel stopped before the last part'));
+      await Promise.allSettled(window);
+    }
+  }
+}

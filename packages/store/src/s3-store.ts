@@ -1,0 +1,560 @@
+/**
+ * The S3 adapter of the `ObjectStore` port (AWS SDK v3), also for S3-compatible stores through
+ * `endpoint`. Conditional reads use If-None-Match (a 304 transfers no body), conditional writes use
+ * If-Match / If-None-Match on PutObject or CompleteMultipartUpload, and bodies larger than one part
+ * (or streamed) go up as a multipart upload, so a reader never sees a partial object.
+ */
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import {
+  FerryError,
+  type GetOptions,
+  type GetResult,
+  type ObjectInfo,
+  type ObjectStore,
+  type PutOptions,
+  type ReadOptions,
+} from '@ferry/core';
+import {
+  ObjectNotFoundError,
+  ObjectTooLargeError,
+  OutsideLocationError,
+  PreconditionFailedError,
+  StoreConfigError,
+  StoreError,
+  type StoreOperation,
+} from './errors.js';
+import { assertKey, assertPrefix, keyProblem, parseS3Location } from './keys.js';
+
+/** Part size of multipart uploads (and the single-PUT limit), 8 MiB. */
+export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+const MAX_PARTS = 10_000;
+const UPLOAD_CONCURRENCY = 4;
+
+export interface S3StoreOptions {
+  /** `s3://bucket/prefix/`. */
+  readonly location: string;
+  /** Default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`. */
+  readonly region?: string;
+  /** An S3-compatible endpoint (`https://minio.local:9000`); implies path-style addressing. */
+  readonly endpoint?: string;
+  /** `key`: static credentials (required); `iam_role`: the SDK default chain. Default: `key` when both are given. */
+  readonly auth?: 'iam_role' | 'key';
+  readonly accessKeyId?: string;
+  readonly secretAccessKey?: string;
+  readonly sessionToken?: string;
+  /** Permit an `http://` endpoint. */
+  readonly allowHttp?: boolean;
+  /** Connection and per-request socket timeout. */
+  readonly clientTimeoutMs?: number;
+  /** Default: true when `endpoint` is set. */
+  readonly forcePathStyle?: boolean;
+  /** SDK attempts per request (retries on throttling, 5xx, network errors). Default: the SDK's (3). */
+  readonly maxAttempts?: number;
+  /** Multipart part size, at least 5 MiB. Default 8 MiB. */
+  readonly partSize?: number;
+}
+
+export interface S3ObjectStore extends ObjectStore {
+  readonly bucket: string;
+  readonly prefix: string;
+  /** The SDK client (for middleware, e.g. fault injection in tests). */
+  readonly client: S3Client;
+}
+
+interface SdkError {
+  readonly name?: string;
+  readonly message?: string;
+  readonly $metadata?: { readonly httpStatusCode?: number };
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as SdkError | undefined)?.$metadata?.httpStatusCode;
+}
+
+function isNotFound(error: unknown): boolean {
+  const name = (error as SdkError | undefined)?.name;
+  return statusOf(error) === 404 || name === 'NoSuchKey' || name === 'NotFound';
+}
+
+const TRANSIENT_ERRNO = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** Throttling, server errors, timeouts and network failures may succeed later; the rest will not. */
+function isRetryable(error: unknown, status: number | undefined): boolean {
+  const e = (error ?? {}) as SdkError & { readonly code?: string };
+  if (status !== undefined) return status === 429 || status >= 500 || e.name === 'RequestTimeout';
+  return (
+    e.$metadata !== undefined ||
+    e.name === 'TimeoutError' ||
+    (typeof e.code === 'string' && TRANSIENT_ERRNO.has(e.code))
+  );
+}
+
+function signalOption(signal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
+  return signal === undefined ? {} : { abortSignal: signal };
+}
+
+/** The chunks of an SDK body stream (a Node Readable, or a web stream elsewhere). */
+function chunksOf(body: unknown): AsyncIterable<Uint8Array> {
+  if (body !== null && typeof body === 'object' && Symbol.asyncIterator in body) {
+    return body as AsyncIterable<Uint8Array>;
+  }
+  const web = (body as { transformToWebStream?: () => ReadableStream<Uint8Array> }).transformToWebStream?.();
+  if (web === undefined) throw new TypeError('S3 returned a body that is not a stream');
+  return web as unknown as AsyncIterable<Uint8Array>;
+}
+
+function destroyBody(body: unknown): void {
+  (body as { destroy?: () => void } | undefined)?.destroy?.();
+}
+
+/** One plain Uint8Array holding the chunks (never a view into a shared socket buffer). */
+function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+/** Re-chunk a stream into parts: `partSize` each (growing every 1,000 parts to stay under S3's 10,000), the last shorter. */
+async function* partsOf(body: AsyncIterable<Uint8Array>, partSize: number): AsyncGenerator<Uint8Array> {
+  let size = partSize;
+  let count = 0;
+  let buffer = new Uint8Array(size);
+  let filled = 0;
+  for await (const chunk of body) {
+    let offset = 0;
+    while (offset < chunk.byteLength) {
+      const take = Math.min(size - filled, chunk.byteLength - offset);
+      buffer.set(chunk.subarray(offset, offset + take), filled);
+      filled += take;
+      offset += take;
+      if (filled === size) {
+        yield buffer;
+        count++;
+        size = partSize * (1 + Math.floor(count / 1000));
+        buffer = new Uint8Array(size);
+        filled = 0;
+      }
+    }
+  }
+  if (filled > 0 || count === 0) yield buffer.subarray(0, filled);
+}
+
+async function* slicesOf(body: Uint8Array, partSize: number): AsyncGenerator<Uint8Array> {
+  const size = Math.max(partSize, Math.ceil(body.byteLength / MAX_PARTS));
+  for (let offset = 0; offset < body.byteLength; offset += size) yield body.subarray(offset, offset + size);
+}
+
+function resolveCredentials(
+  options: S3StoreOptions,
+): Pick<S3ClientConfig, 'credentials'> | Record<string, never> {
+  const hasKey = options.accessKeyId !== undefined && options.accessKeyId !== '';
+  const hasSecret = options.secretAccessKey !== undefined && options.secretAccessKey !== '';
+  if (options.auth === 'iam_role') return {};
+  if (hasKey !== hasSecret || (options.auth === 'key' && !(hasKey && hasSecret))) {
+    throw new StoreConfigError(
+      hasKey ? 's3_secret' : 's3_key',
+      `S3 location ${options.location} has ${hasKey ? 's3_key without s3_secret' : 's3_auth: key without s3_key'}; set both s3_key and s3_secret, or use s3_auth: iam_role for the default credential chain.`,
+    );
+  }
+  if (!hasKey || options.accessKeyId === undefined || options.secretAccessKey === undefined) return {};
+  return {
+    credentials: {
+      accessKeyId: options.accessKeyId,
+      secretAccessKey: options.secretAccessKey,
+      ...(options.sessionToken === undefined || options.sessionToken === ''
+        ? {}
+        : { sessionToken: options.sessionToken }),
+    },
+  };
+}
+
+/** Build the SDK client config for these options, refusing unusable ones. */
+export function s3ClientConfig(options: S3StoreOptions): S3ClientConfig {
+  const endpoint = options.endpoint === '' ? undefined : options.endpoint;
+  if (endpoint !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch (cause) {
+      throw new StoreConfigError(
+        's3_endpoint',
+        `s3_endpoint '${endpoint}' is not a URL; give it as https://host[:port].`,
+        { cause },
+      );
+    }
+    if (url.protocol === 'http:' && options.allowHttp !== true) {
+      throw new StoreConfigError(
+        'allow_http',
+        `s3_endpoint '${endpoint}' uses plain http; use https, or set allow_http: true to accept an unencrypted connection.`,
+      );
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new StoreConfigError('s3_endpoint', `s3_endpoint '${endpoint}' must be an http(s):// URL.`);
+    }
+  }
+  const timeout = options.clientTimeoutMs;
+  return {
+    region: options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    ...resolveCredentials(options),
+    ...(endpoint === undefined
+      ? {}
+      : {
+          endpoint,
+          // S3-compatible stores commonly reject the SDK's default flexible checksums.
+          requestChecksumCalculation: 'WHEN_REQUIRED' as const,
+          responseChecksumValidation: 'WHEN_REQUIRED' as const,
+        }),
+    forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
+    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+    ...(timeout === undefined
+      ? {}
+      : { requestHandler: { connectionTimeout: timeout, requestTimeout: timeout } }),
+  };
+}
+
+/** An `ObjectStore` on `s3://bucket/prefix/`. */
+export function createS3Store(options: S3StoreOptions): S3ObjectStore {
+  const parsed = parseS3Location(options.location);
+  if (parsed === undefined) {
+    throw new StoreConfigError(
+      'location',
+      `Store location '${options.location}' is not an s3://bucket/prefix/ URI; give the bucket and an optional prefix.`,
+    );
+  }
+  const partSize = options.partSize ?? DEFAULT_PART_SIZE;
+  if (partSize < 5 * 1024 * 1024) {
+    throw new StoreConfigError('partSize', `S3 part size ${partSize} is below S3's 5 MiB minimum; raise it.`);
+  }
+  const { bucket, prefix, uri: location } = parsed;
+  const client = new S3Client(s3ClientConfig(options));
+  const uriOf = (key: string): string => `${location}${key}`;
+
+  function fail(error: unknown, operation: StoreOperation, key: string, signal?: AbortSignal): Error {
+    if (signal?.aborted === true)
+      return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
+    if (error instanceof FerryError) return error;
+    const status = statusOf(error);
+    const sdk = (error ?? {}) as SdkError;
+    const reason =
+      [sdk.name, sdk.message].filter((s) => s !== undefined && s !== '').join(': ') || String(error);
+    return new StoreError(
+      {
+        operation,
+        uri: uriOf(key),
+        retryable: isRetryable(error, status),
+        reason,
+        ...(status === undefined ? {} : { status }),
+      },
+      { cause: error },
+    );
+  }
+
+  function conditionFailure(error: unknown, key: string, options: PutOptions): Error | undefined {
+    const status = statusOf(error);
+    const name = (error as SdkError).name;
+    const conditional = options.ifMatch !== undefined || options.ifNoneMatch !== undefined;
+    if (!conditional) return undefined;
+    // 409 ConditionalRequestConflict: a concurrent conditional write won. 404 on If-Match: the object is gone.
+    if (
+      status === 412 ||
+      status === 409 ||
+      name === 'PreconditionFailed' ||
+      (options.ifMatch !== undefined && isNotFound(error))
+    ) {
+      const condition =
+        options.ifMatch !== undefined
+          ? `If-Match ${options.ifMatch}`
+          : 'If-None-Match * (the object must not exist)';
+      return new PreconditionFailedError(uriOf(key), condition, status, { cause: error });
+    }
+    return undefined;
+  }
+
+  const conditions = (o: PutOptions) => ({
+    ...(o.ifMatch === undefined ? {} : { IfMatch: o.ifMatch }),
+    ...(o.ifNoneMatch === undefined ? {} : { IfNoneMatch: o.ifNoneMatch }),
+  });
+
+  async function putSingle(key: string, body: Uint8Array, o: PutOptions): Promise<{ etag: string }> {
+    const out = await client.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: prefix + key,
+        Body: body,
+        ContentLength: body.byteLength,
+        ...(o.contentType === undefined ? {} : { ContentType: o.contentType }),
+        ...conditions(o),
+      }),
+    );
+    return { etag: out.ETag ?? '' };
+  }
+
+  async function putMultipart(
+    key: string,
+    parts: AsyncIterable<Uint8Array>,
+    o: PutOptions,
+  ): Promise<{ etag: string }> {
+    const created = await client.send(
+      new CreateMultipartUploadCommand({
+        Bucket: bucket,
+        Key: prefix + key,
+        ...(o.contentType === undefined ? {} : { ContentType: o.contentType }),
+      }),
+    );
+    const uploadId = created.UploadId;
+    try {
+      const done: { PartNumber: number; ETag: string }[] = [];
+      const inFlight = new Set<Promise<void>>();
+      let partNumber = 0;
+      for await (const part of parts) {
+        const number = ++partNumber;
+        const upload = client
+          .send(
+            new UploadPartCommand({
+              Bucket: bucket,
+              Key: prefix + key,
+              UploadId: uploadId,
+              PartNumber: number,
+              Body: part,
+            }),
+          )
+          .then((out) => {
+            done.push({ PartNumber: number, ETag: out.ETag ?? '' });
+          });
+        const tracked: Promise<void> = upload.finally(() => inFlight.delete(tracked));
+        // Failures surface through Promise.race/all below; this only silences the detached copy.
+        tracked.catch(() => undefined);
+        inFlight.add(tracked);
+        if (inFlight.size >= UPLOAD_CONCURRENCY) await Promise.race(inFlight);
+      }
+      await Promise.all(inFlight);
+      done.sort((a, b) => a.PartNumber - b.PartNumber);
+      const out = await client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: prefix + key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: done },
+          ...conditions(o),
+        }),
+      );
+      return { etag: out.ETag ?? '' };
+    } catch (error) {
+      await client
+        .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: prefix + key, UploadId: uploadId }))
+        .catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async function* read(key: string, o: ReadOptions = {}): AsyncGenerator<Uint8Array> {
+    assertKey(key, location);
+    const start = o.start ?? 0;
+    if (o.end !== undefined && o.end <= start) {
+      if ((await head(key)) === undefined) throw new ObjectNotFoundError(uriOf(key));
+      return;
+    }
+    const range =
+      start === 0 && o.end === undefined
+        ? undefined
+        : `bytes=${start}-${o.end === undefined ? '' : o.end - 1}`;
+    let body: unknown;
+    try {
+      const out = await client.send(
+        new GetObjectCommand({
+          Bucket: bucket,
+          Key: prefix + key,
+          ...(range === undefined ? {} : { Range: range }),
+        }),
+        signalOption(o.signal),
+      );
+      body = out.Body;
+    } catch (error) {
+      if (isNotFound(error)) throw new ObjectNotFoundError(uriOf(key), { cause: error });
+      // 416: the range starts at or past the end; there are no bytes to read.
+      if (statusOf(error) === 416) return;
+      throw fail(error, 'read', key, o.signal);
+    }
+    if (body === undefined) return;
+    try {
+      for await (const chunk of chunksOf(body)) yield chunk;
+    } catch (error) {
+      throw fail(error, 'read', key, o.signal);
+    } finally {
+      destroyBody(body);
+    }
+  }
+
+  async function head(key: string): Promise<ObjectInfo | undefined> {
+    assertKey(key, location);
+    try {
+      const out = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: prefix + key }));
+      return { key, size: out.ContentLength ?? 0, etag: out.ETag ?? '' };
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw fail(error, 'head', key);
+    }
+  }
+
+  return {
+    location,
+    bucket,
+    prefix,
+    client,
+
+    async get(key: string, o: GetOptions = {}): Promise<GetResult> {
+      assertKey(key, location);
+      let body: unknown;
+      try {
+        const out = await client.send(
+          new GetObjectCommand({
+            Bucket: bucket,
+            Key: prefix + key,
+            ...(o.ifNoneMatch === undefined ? {} : { IfNoneMatch: o.ifNoneMatch }),
+          }),
+          signalOption(o.signal),
+        );
+        body = out.Body;
+        const etag = out.ETag;
+        if (etag === undefined || etag === '') {
+          throw new StoreError({
+            operation: 'get',
+            uri: uriOf(key),
+            retryable: false,
+            reason: 'the response has no ETag, so changes cannot be detected',
+          });
+        }
+        const max = o.maxBytes;
+        if (max !== undefined && out.ContentLength !== undefined && out.ContentLength > max) {
+          throw new ObjectTooLargeError(uriOf(key), out.ContentLength, max);
+        }
+        const chunks: Uint8Array[] = [];
+        let total = 0;
+        if (body !== undefined) {
+          for await (const chunk of chunksOf(body)) {
+            total += chunk.byteLength;
+            if (max !== undefined && total > max) throw new ObjectTooLargeError(uriOf(key), total, max);
+            chunks.push(chunk);
+          }
+        }
+        return { status: 'ok', body: concat(chunks, total), etag };
+      } catch (error) {
+        if (statusOf(error) === 304 && o.ifNoneMatch !== undefined)
+          return { status: 'unchanged', etag: o.ifNoneMatch };
+        if (isNotFound(error)) return { status: 'not-found' };
+        throw fail(error, 'get', key, o.signal);
+      } finally {
+        destroyBody(body);
+      }
+    },
+
+    read,
+    head,
+
+    async put(key, body, o = {}) {
+      assertKey(key, location);
+      try {
+        if (body instanceof Uint8Array) {
+          if (body.byteLength <= partSize) return await putSingle(key, body, o);
+          return await putMultipart(key, slicesOf(body, partSize), o);
+        }
+        const parts = partsOf(body, partSize);
+        const first = await parts.next();
+        const firstPart = first.done === true ? new Uint8Array() : first.value;
+        const second = first.done === true ? first : await parts.next();
+        if (second.done === true) return await putSingle(key, firstPart, o);
+        const rest = parts;
+        return await putMultipart(
+          key,
+          (async function* () {
+            yield firstPart;
+            yield second.value;
+            yield* rest;
+          })(),
+          o,
+        );
+      } catch (error) {
+        throw conditionFailure(error, key, o) ?? fail(error, 'put', key);
+      }
+    },
+
+    async *list(listPrefix = '') {
+      assertPrefix(listPrefix, location);
+      let token: string | undefined;
+      do {
+        let page: ListObjectsV2CommandOutput;
+        try {
+          page = await client.send(
+            new ListObjectsV2Command({
+              Bucket: bucket,
+              Prefix: prefix + listPrefix,
+              ...(token === undefined ? {} : { ContinuationToken: token }),
+            }),
+          );
+        } catch (error) {
+          throw fail(error, 'list', listPrefix);
+        }
+        for (const object of page.Contents ?? []) {
+          if (object.Key === undefined || !object.Key.startsWith(prefix)) continue;
+          const key = object.Key.slice(prefix.length);
+          if (keyProblem(key) !== undefined) continue;
+          yield { key, size: object.Size ?? 0, etag: object.ETag ?? '' };
+        }
+        token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+      } while (token !== undefined);
+    },
+
+    async delete(key) {
+      assertKey(key, location);
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: prefix + key }));
+      } catch (error) {
+        if (isNotFound(error)) return;
+        throw fail(error, 'delete', key);
+      }
+    },
+
+    keyOf(uri) {
+      const match = /^s3:\/\/([^/]*)\/(.*)$/is.exec(uri);
+      if (match === null) throw new OutsideLocationError(uri, location, 'it is not an s3://bucket/key URI');
+      if (match[1] !== bucket) throw new OutsideLocationError(uri, location, `it is in bucket '${match[1]}'`);
+      const path = match[2] ?? '';
+      if (/%[0-9a-f]{2}/i.test(path)) {
+        throw new OutsideLocationError(uri, location, 'it contains a percent-encoded escape');
+      }
+      if (!path.startsWith(prefix))
+        throw new OutsideLocationError(uri, location, `its key is not under '${prefix}'`);
+      const problem = keyProblem(path.slice(prefix.length));
+      if (problem !== undefined) throw new OutsideLocationError(uri, location, problem);
+      return path.slice(prefix.length);
+    },
+
+    async close() {
+      client.destroy();
+    },
+  };
+}
