@@ -1,0 +1,247 @@
+/**
+ * The DuckDB adapter: one read-only DuckDB instance per snapshot file, with external access
+ * disabled, extension auto-install/auto-load off and the configuration locked, so no query can
+ * read another file, reach the network, download an extension or undo those settings. Queries
+ * pass the read-only guard first, then run on a small pool of connections (concurrently);
+ * `close()` refuses new queries and waits for running ones before releasing the file.
+ */
+import {
+  type DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBPreparedStatement,
+  StatementType,
+} from '@duckdb/node-api';
+import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
+import { duckDbTypeToArrow } from './duckdb-types.js';
+import { encodeDuckDbValue } from './duckdb-values.js';
+import { type ScalarParam, scalarParams, uniqueColumnNames } from './encode.js';
+import {
+  missingTable,
+  type OpenOptions,
+  quoteIdentifier,
+  type SnapshotEngine,
+  schemaOfColumns,
+  type TableColumn,
+} from './engine.js';
+import {
+  EngineClosedError,
+  EngineOpenError,
+  InvalidParameterError,
+  QueryFailedError,
+  StatementRejectedError,
+} from './errors.js';
+import { assertDuckDbFile, notADatabase } from './file-header.js';
+import { assertReadOnlySql } from './sql-guard.js';
+
+/**
+ * The instance settings (DuckDB configuration option names). `lock_configuration` last: once
+ * set, `SET`/`RESET` of any option fails, so the others cannot be turned back on by a query.
+ */
+export const DUCKDB_READ_ONLY_SETTINGS: Readonly<Record<string, string>> = {
+  access_mode: 'READ_ONLY',
+  enable_external_access: 'false',
+  autoinstall_known_extensions: 'false',
+  autoload_known_extensions: 'false',
+  allow_community_extensions: 'false',
+  lock_configuration: 'true',
+};
+
+export interface DuckDbOpenOptions extends OpenOptions {
+  /** Connections queries run on concurrently (default 4). */
+  readonly connections?: number;
+}
+
+/** Statement types the adapter executes (DuckDB plans DESCRIBE, SHOW, SUMMARIZE and PRAGMA table_info as SELECT). */
+const READ_STATEMENT_TYPES: ReadonlySet<StatementType> = new Set([
+  StatementType.SELECT,
+  StatementType.EXPLAIN,
+]);
+
+/** Open `path` as a configured read-only instance; the file must carry a DuckDB header. */
+export async function createReadOnlyInstance(path: string): Promise<DuckDBInstance> {
+  assertDuckDbFile(path);
+  try {
+    return await DuckDBInstance.create(path, { ...DUCKDB_READ_ONLY_SETTINGS });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (message.includes('not a valid DuckDB database file')) {
+      throw notADatabase(path, 'DuckDB', 'not a valid DuckDB file', error);
+    }
+    throw new EngineOpenError(path, message, { cause: error });
+  }
+}
+
+function bind(prepared: DuckDBPreparedStatement, params: readonly ScalarParam[]): void {
+  if (params.length !== prepared.parameterCount) {
+    throw new InvalidParameterError(
+      `The query has ${prepared.parameterCount} parameter(s) but ${params.length} value(s) were given; pass one value per ? or $n.`,
+    );
+  }
+  for (const [index, param] of params.entries()) {
+    const position = index + 1;
+    if (param === null) prepared.bindNull(position);
+    else if (typeof param === 'boolean') prepared.bindBoolean(position, param);
+    else if (typeof param === 'string') prepared.bindVarchar(position, param);
+    else if (Number.isSafeInteger(param)) prepared.bindBigInt(position, BigInt(param));
+    else prepared.bindDouble(position, param);
+  }
+}
+
+export class DuckDbEngine implements SnapshotEngine {
+  readonly kind = 'duckdb' as const;
+  readonly path: string;
+  readonly #instance: DuckDBInstance;
+  readonly #maxConnections: number;
+  readonly #idle: DuckDBConnection[] = [];
+  readonly #waiters: ((connection: DuckDBConnection) => void)[] = [];
+  readonly #running = new Set<Promise<unknown>>();
+  #opened = 0;
+  #closing: Promise<void> | undefined;
+
+  constructor(path: string, instance: DuckDBInstance, maxConnections: number) {
+    this.path = path;
+    this.#instance = instance;
+    this.#maxConnections = Math.max(1, maxConnections);
+  }
+
+  async #acquire(): Promise<DuckDBConnection> {
+    const idle = this.#idle.pop();
+    if (idle !== undefined) return idle;
+    if (this.#opened < this.#maxConnections) {
+      this.#opened++;
+      try {
+        return await this.#instance.connect();
+      } catch (error) {
+        this.#opened--;
+        throw error;
+      }
+    }
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  #release(connection: DuckDBConnection): void {
+    const waiter = this.#waiters.shift();
+    if (waiter === undefined) this.#idle.push(connection);
+    else waiter(connection);
+  }
+
+  /** Run `work` on a pooled connection; engine errors become {@link QueryFailedError}. */
+  #withConnection<T>(work: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
+    if (this.#closing !== undefined) return Promise.reject(new EngineClosedError(this.path));
+    const task = (async () => {
+      const connection = await this.#acquire();
+      try {
+        return await work(connection);
+      } catch (error) {
+        if (error instanceof FerryError) throw error;
+        throw new QueryFailedError(this.path, error instanceof Error ? error.message : String(error), {
+          cause: error,
+        });
+      } finally {
+        this.#release(connection);
+      }
+    })();
+    this.#running.add(task);
+    const forget = (): void => {
+      this.#running.delete(task);
+    };
+    task.then(forget, forget);
+    return task;
+  }
+
+  async query(sql: string, params: readonly JsonValue[] = []): Promise<QueryResult> {
+    if (this.#closing !== undefined) throw new EngineClosedError(this.path);
+    assertReadOnlySql(sql, 'duckdb');
+    const values = scalarParams(params);
+    return this.#withConnection(async (connection) => {
+      const prepared = await connection.prepare(sql);
+      try {
+        if (!READ_STATEMENT_TYPES.has(prepared.statementType)) {
+          const kind = StatementType[prepared.statementType] ?? String(prepared.statementType);
+          throw new StatementRejectedError(
+            kind,
+            `DuckDB refused a ${kind} statement on read-only snapshot '${this.path}'; send a single SELECT query.`,
+          );
+        }
+        bind(prepared, values);
+        const reader = await prepared.runAndReadAll();
+        const names = uniqueColumnNames(reader.columnNames());
+        const columns = reader.columnTypes().map((type, index) => ({
+          name: names[index] as string,
+          type: type.toString(),
+        }));
+        const rows = reader.getRows().map((row) => {
+          const record: Record<string, JsonValue> = {};
+          for (const [index, value] of row.entries())
+            record[names[index] as string] = encodeDuckDbValue(value);
+          return record;
+        });
+        return { columns, rows };
+      } finally {
+        prepared.destroySync();
+      }
+    });
+  }
+
+  columns(table: string): Promise<readonly TableColumn[] | undefined> {
+    return this.#withConnection(async (connection) => {
+      const found = await connection.runAndReadAll(
+        `SELECT schema_name, table_name, column_name, is_nullable FROM duckdb_columns()
+          WHERE database_name = current_database() AND schema_name = current_schema()
+            AND lower(table_name) = lower($1)
+          ORDER BY column_index`,
+        [table],
+      );
+      const rows = found.getRows();
+      const first = rows[0];
+      if (first === undefined) return undefined;
+      // Column types from planning `SELECT *`: structured (nested types included), no parsing.
+      const prepared = await connection.prepare(
+        `SELECT * FROM ${quoteIdentifier(String(first[0]))}.${quoteIdentifier(String(first[1]))}`,
+      );
+      try {
+        return rows.map((row, index) => {
+          const type = prepared.columnType(index);
+          return {
+            name: String(row[2]),
+            type: type.toString(),
+            nullable: row[3] === true,
+            arrow: duckDbTypeToArrow(type),
+          };
+        });
+      } finally {
+        prepared.destroySync();
+      }
+    });
+  }
+
+  async schema(table: string): Promise<ArrowSchema> {
+    return schemaOfColumns(this.path, table, await this.columns(table));
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.allSettled([...this.#running]);
+      for (const connection of this.#idle.splice(0)) connection.closeSync();
+      this.#instance.closeSync();
+    })();
+    return this.#closing;
+  }
+}
+
+/** Open a DuckDB snapshot file read-only. */
+export async function openDuckDb(path: string, options: DuckDbOpenOptions = {}): Promise<DuckDbEngine> {
+  const instance = await createReadOnlyInstance(path);
+  const engine = new DuckDbEngine(path, instance, options.connections ?? 4);
+  if (options.table !== undefined) {
+    const columns = await engine.columns(options.table).catch(async (error: unknown) => {
+      await engine.close();
+      throw error;
+    });
+    if (columns === undefined) {
+      await engine.close();
+      throw missingTable(path, options.table);
+    }
+  }
+  return engine;
+}

@@ -1,0 +1,88 @@
+/**
+ * The JSON-safe result encoding both adapters share, so a row reads the same whichever engine
+ * served it: integers as numbers within ±(2^53−1) and as decimal strings beyond, non-finite
+ * floats as `"NaN"` / `"Infinity"` / `"-Infinity"`, blobs base64, timestamps
+ * `YYYY-MM-DDTHH:MM:SS.ffffff` (nanosecond types: 9 digits; `Z` appended for TIMESTAMPTZ).
+ * Also the parameter check and the column-name de-duplication both engines apply.
+ */
+import type { JsonValue } from '@ferry/core';
+import { InvalidParameterError } from './errors.js';
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+export function jsonInteger(value: bigint): number | string {
+  return value <= MAX_SAFE && value >= -MAX_SAFE ? Number(value) : value.toString();
+}
+
+export function jsonFloat(value: number): number | string {
+  return Number.isFinite(value) ? value : String(value);
+}
+
+export function base64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+}
+
+/** Floor division and its non-negative remainder, for instants before 1970. */
+function split(units: bigint, per: bigint): [bigint, bigint] {
+  const whole = units / per - (units % per < 0n ? 1n : 0n);
+  return [whole, units - whole * per];
+}
+
+/** The largest distance from the epoch a JavaScript Date represents, in seconds. */
+const DATE_RANGE_SECONDS = 8_640_000_000_000n;
+
+/**
+ * An instant of `units` (seconds × `perSecond`) since the epoch, as
+ * `YYYY-MM-DDTHH:MM:SS.<digits>` (+ `Z` when `zulu`). Years beyond 9999 use ISO's expanded form;
+ * `undefined` beyond the ±270,000-year range of a Date (the caller falls back to the engine's text).
+ */
+export function isoTimestamp(
+  units: bigint,
+  perSecond: bigint,
+  digits: number,
+  zulu: boolean,
+): string | undefined {
+  const [seconds, fraction] = split(units, perSecond);
+  if (seconds > DATE_RANGE_SECONDS || seconds < -DATE_RANGE_SECONDS) return undefined;
+  const date = new Date(Number(seconds) * 1000).toISOString();
+  const dateTime = date.slice(0, date.indexOf('.'));
+  const scaled = (fraction * 10n ** BigInt(digits)) / perSecond;
+  return `${dateTime}.${scaled.toString().padStart(digits, '0')}${zulu ? 'Z' : ''}`;
+}
+
+/** A time of day of `units` (seconds × `perSecond`) since midnight, as `HH:MM:SS.<digits>`. */
+export function isoTime(units: bigint, perSecond: bigint, digits: number): string {
+  const [seconds, fraction] = split(units, perSecond);
+  const pad = (n: bigint): string => n.toString().padStart(2, '0');
+  const scaled = (fraction * 10n ** BigInt(digits)) / perSecond;
+  return `${pad(seconds / 3600n)}:${pad((seconds / 60n) % 60n)}:${pad(seconds % 60n)}.${scaled.toString().padStart(digits, '0')}`;
+}
+
+/** `a`, `a` → `a`, `a:1` (DuckDB's scheme), so rows keyed by name lose no column. */
+export function uniqueColumnNames(names: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return names.map((name) => {
+    let unique = name;
+    for (let n = 1; seen.has(unique); n++) unique = `${name}:${n}`;
+    seen.add(unique);
+    return unique;
+  });
+}
+
+export type ScalarParam = null | boolean | number | string;
+
+/** Only scalars bind the same way in both engines; anything else is refused with its position. */
+export function scalarParams(params: readonly JsonValue[]): readonly ScalarParam[] {
+  return params.map((param, index) => {
+    if (param === null || typeof param === 'boolean' || typeof param === 'string') return param;
+    if (typeof param === 'number') {
+      if (Number.isFinite(param)) return param;
+      throw new InvalidParameterError(
+        `Query parameter ${index + 1} is ${param}; pass a finite number (or the value as a string).`,
+      );
+    }
+    throw new InvalidParameterError(
+      `Query parameter ${index + 1} is ${Array.isArray(param) ? 'an array' : 'an object'}; pass null, a boolean, a number or a string (JSON-encode structured values).`,
+    );
+  });
+}

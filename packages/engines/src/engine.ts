@@ -1,0 +1,65 @@
+/**
+ * What both adapters offer beyond the core `Engine` port: the table's columns as the engine
+ * declares them (the after-download schema check needs the engine's own types, not only their
+ * Arrow form), and the open options they share. Also the helpers both use to turn columns into
+ * the Arrow schema a writer records.
+ */
+import {
+  type ArrowDataType,
+  type ArrowSchema,
+  type Engine,
+  SnapshotRejectedError,
+  SnapshotRejectionCode,
+} from '@ferry/core';
+import { arrowField } from './arrow-types.js';
+import { TableNotFoundError, UnsupportedColumnTypeError } from './errors.js';
+
+export interface TableColumn {
+  readonly name: string;
+  /** The engine's type: DuckDB's type name (`DECIMAL(18,2)`), SQLite's declared type as written. */
+  readonly type: string;
+  /** DuckDB: false for NOT NULL. SQLite: false for NOT NULL (declared constraints only). */
+  readonly nullable: boolean;
+  /** The Arrow form per the snapshot-store type table, or `undefined` when the type has none. */
+  readonly arrow: ArrowDataType | undefined;
+}
+
+export interface SnapshotEngine extends Engine {
+  /** The columns of `table` in order, or `undefined` when the file has no such table. */
+  columns(table: string): Promise<readonly TableColumn[] | undefined>;
+}
+
+export interface OpenOptions {
+  /** The dataset's table: when given, opening fails with `ERR_SNAPSHOT_MISSING_TABLE` if it is absent. */
+  readonly table?: string;
+}
+
+export function missingTable(path: string, table: string): SnapshotRejectedError {
+  return new SnapshotRejectedError(
+    SnapshotRejectionCode.missingTable,
+    `'${path}' has no table '${table}'; a snapshot must contain a table named after its dataset.`,
+  );
+}
+
+/** The recorded-schema form of a table's columns; a column without an Arrow form is an error. */
+export function schemaOfColumns(
+  path: string,
+  table: string,
+  columns: readonly TableColumn[] | undefined,
+): ArrowSchema {
+  if (columns === undefined) throw new TableNotFoundError(path, table);
+  return {
+    fields: columns.map((column) => {
+      if (column.arrow === undefined) {
+        throw new UnsupportedColumnTypeError(path, table, column.name, column.type);
+      }
+      return arrowField(column.name, column.arrow, column.nullable);
+    }),
+    metadata: {},
+  };
+}
+
+/** Quote an identifier for both engines (`"a""b"`). */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

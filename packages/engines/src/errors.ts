@@ -1,0 +1,115 @@
+/**
+ * Errors of the engine adapters. Each has a stable `code` that callers and tests match on, a
+ * one-sentence message naming the file, table or statement and the fix, and the engine's own
+ * error as `cause`. Snapshot validation failures use `SnapshotRejectedError` from `@ferry/core`.
+ */
+import { FerryError, type FerryErrorOptions } from '@ferry/core';
+
+/** The write a refused statement attempted, as Spice names it in its refusal messages. */
+export type WriteOperation = 'insert' | 'update' | 'delete' | 'truncate';
+
+const writeVerbs: Readonly<Record<WriteOperation, string>> = {
+  insert: 'writes to',
+  update: 'updates on',
+  delete: 'deletes on',
+  truncate: 'truncate on',
+};
+
+/**
+ * An INSERT, UPDATE, DELETE or TRUNCATE sent to a snapshot replica. The message reproduces
+ * Spice's wording for `refresh_mode: snapshot` word for word, because operators grep for it.
+ */
+export class WriteRejectedError extends FerryError {
+  readonly operation: WriteOperation;
+  readonly table: string;
+
+  constructor(operation: WriteOperation, table: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_WRITE_REJECTED',
+      `${writeVerbs[operation]} accelerated table ${table} are not permitted when refresh_mode is 'snapshot'; the accelerator is driven exclusively from the snapshot store`,
+      options,
+    );
+    this.name = 'WriteRejectedError';
+    this.operation = operation;
+    this.table = table;
+  }
+}
+
+/** Any other statement that could change state or reach outside the file (DDL, COPY, ATTACH, SET, …). */
+export class StatementRejectedError extends FerryError {
+  /** The statement kind as written (`CREATE`, `ATTACH`, `PRAGMA`), or `MULTIPLE` / `EMPTY`. */
+  readonly statement: string;
+
+  constructor(statement: string, message: string, options: FerryErrorOptions = {}) {
+    super('ERR_STATEMENT_REJECTED', message, options);
+    this.name = 'StatementRejectedError';
+    this.statement = statement;
+  }
+}
+
+/** The database file could not be opened (missing, unreadable, written by a newer engine version). */
+export class EngineOpenError extends FerryError {
+  constructor(path: string, reason: string, options: FerryErrorOptions = {}) {
+    super('ERR_ENGINE_OPEN', `Cannot open '${path}' read-only: ${reason}`, options);
+    this.name = 'EngineOpenError';
+  }
+}
+
+/** A query or schema call on an engine that was closed. */
+export class EngineClosedError extends FerryError {
+  constructor(path: string) {
+    super(
+      'ERR_ENGINE_CLOSED',
+      `The engine for '${path}' is closed; open the current snapshot file again before querying it.`,
+    );
+    this.name = 'EngineClosedError';
+  }
+}
+
+/** The engine refused or failed a query (syntax, unknown column, permission); the engine's words follow. */
+export class QueryFailedError extends FerryError {
+  constructor(path: string, engineMessage: string, options: FerryErrorOptions = {}) {
+    super('ERR_QUERY_FAILED', `Query on '${path}' failed: ${engineMessage}`, options);
+    this.name = 'QueryFailedError';
+  }
+}
+
+/** A query parameter that cannot be bound (not a scalar, not finite, wrong count). */
+export class InvalidParameterError extends FerryError {
+  constructor(message: string) {
+    super('ERR_INVALID_PARAMETER', message);
+    this.name = 'InvalidParameterError';
+  }
+}
+
+/** `schema(table)` on a table the file does not contain. */
+export class TableNotFoundError extends FerryError {
+  readonly table: string;
+
+  constructor(path: string, table: string) {
+    super(
+      'ERR_TABLE_NOT_FOUND',
+      `Table '${table}' does not exist in '${path}'; query a table the snapshot contains (it is named after the dataset).`,
+    );
+    this.name = 'TableNotFoundError';
+    this.table = table;
+  }
+}
+
+/** A column whose engine type has no Arrow form in the snapshot-store type table: reported, never guessed. */
+export class UnsupportedColumnTypeError extends FerryError {
+  readonly table: string;
+  readonly column: string;
+  readonly type: string;
+
+  constructor(path: string, table: string, column: string, type: string) {
+    super(
+      'ERR_UNSUPPORTED_COLUMN_TYPE',
+      `Column '${column}' of table '${table}' in '${path}' has type ${type === '' ? '(none declared)' : type}, which has no Arrow mapping in the snapshot-store type table; store it as one of the mapped types.`,
+    );
+    this.name = 'UnsupportedColumnTypeError';
+    this.table = table;
+    this.column = column;
+    this.type = type;
+  }
+}

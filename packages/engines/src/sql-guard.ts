@@ -1,0 +1,342 @@
+/**
+ * The read-only guard: a pure classification of one SQL string, run before any engine sees it.
+ * A small tokenizer skips comments, string literals and quoted identifiers, so keywords hidden in
+ * them are never mistaken for statements; the classifier then looks at statement heads only
+ * (after CTE lists, EXPLAIN and leading parentheses). Writes get Spice's refusal wording
+ * ({@link WriteRejectedError}); everything else that is not a plain read is refused by kind
+ * ({@link StatementRejectedError}). The engines' own settings are the second line of defence.
+ */
+import { StatementRejectedError, type WriteOperation, WriteRejectedError } from './errors.js';
+
+/** `duckdb` treats `[` as a list literal; `sqlite` reads `[name]` as a quoted identifier and `:a`/`@a` as parameters. */
+export type SqlDialect = 'duckdb' | 'sqlite';
+
+export interface SqlToken {
+  readonly kind: 'word' | 'identifier' | 'string' | 'number' | 'parameter' | 'symbol';
+  /** Words and symbols as written, identifiers unquoted, strings and parameters raw. */
+  readonly text: string;
+}
+
+export type StatementClass =
+  /** `statement` is the head keyword: `SELECT`, `WITH`, `EXPLAIN`, `PRAGMA`, … */
+  | { readonly kind: 'read'; readonly statement: string }
+  /** `table` is the target as written, unquoted (`main.orders`). */
+  | { readonly kind: 'write'; readonly operation: WriteOperation; readonly table: string }
+  /** `statement` names the refused kind (`CREATE`, `ATTACH`, `PRAGMA`), or `MULTIPLE` / `EMPTY`. */
+  | { readonly kind: 'refused'; readonly statement: string; readonly count?: number };
+
+/** PRAGMAs that only read the schema; every other PRAGMA (and any `PRAGMA x = …`) is refused. */
+const READ_ONLY_PRAGMAS: ReadonlySet<string> = new Set(['table_info']);
+
+/** Statement heads that only read (DuckDB's DESCRIBE / SHOW / SUMMARIZE read the catalog or a table). */
+const READ_HEADS: ReadonlySet<string> = new Set([
+  'SELECT',
+  'VALUES',
+  'FROM',
+  'DESCRIBE',
+  'SHOW',
+  'SUMMARIZE',
+]);
+
+const isWordChar = (c: string): boolean => /[\p{L}\p{N}_$]/u.test(c);
+const isWordStart = (c: string): boolean => /[\p{L}_]/u.test(c);
+
+/** Split SQL into tokens; comments and whitespace are dropped, unterminated literals run to the end. */
+export function tokenizeSql(sql: string, dialect: SqlDialect = 'duckdb'): SqlToken[] {
+  const tokens: SqlToken[] = [];
+  const n = sql.length;
+  let i = 0;
+  const until = (close: string, from: number, doubled: boolean): { text: string; end: number } => {
+    let text = '';
+    let j = from;
+    while (j < n) {
+      if (sql.startsWith(close, j)) {
+        if (doubled && sql.startsWith(close, j + close.length)) {
+          text += close;
+          j += close.length * 2;
+          continue;
+        }
+        return { text, end: j + close.length };
+      }
+      text += sql[j];
+      j++;
+    }
+    return { text, end: n };
+  };
+  while (i < n) {
+    const c = sql[i] as string;
+    const next = sql[i + 1] ?? '';
+    if (/\s/u.test(c)) {
+      i++;
+    } else if (c === '-' && next === '-') {
+      const end = sql.indexOf('\n', i);
+      i = end === -1 ? n : end + 1;
+    } else if (c === '/' && next === '*') {
+      // DuckDB (a PostgreSQL grammar) nests block comments; SQLite ends at the first `*/`.
+      let depth = 1;
+      i += 2;
+      while (i < n && depth > 0) {
+        if (sql.startsWith('*/', i)) {
+          depth--;
+          i += 2;
+        } else if (dialect === 'duckdb' && sql.startsWith('/*', i)) {
+          depth++;
+          i += 2;
+        } else {
+          i++;
+        }
+      }
+    } else if (c === "'") {
+      const { text, end } = until("'", i + 1, true);
+      tokens.push({ kind: 'string', text });
+      i = end;
+    } else if (c === '"' || c === '`') {
+      const { text, end } = until(c, i + 1, true);
+      tokens.push({ kind: 'identifier', text });
+      i = end;
+    } else if (c === '[' && dialect === 'sqlite') {
+      const { text, end } = until(']', i + 1, false);
+      tokens.push({ kind: 'identifier', text });
+      i = end;
+    } else if (c === '$' && dialect === 'duckdb' && /^\$([\p{L}_][\p{L}\p{N}_]*)?\$/u.test(sql.slice(i))) {
+      const tag = (/^\$([\p{L}_][\p{L}\p{N}_]*)?\$/u.exec(sql.slice(i)) as RegExpExecArray)[0];
+      const { text, end } = until(tag, i + tag.length, false);
+      tokens.push({ kind: 'string', text });
+      i = end;
+    } else if ((c === '?' || c === '$') && /\d/.test(next)) {
+      // `$1`, `?1`: numbered parameters.
+      let j = i + 1;
+      while (j < n && /\d/.test(sql[j] as string)) j++;
+      tokens.push({ kind: 'parameter', text: sql.slice(i, j) });
+      i = j;
+    } else if (c === '?') {
+      tokens.push({ kind: 'parameter', text: '?' });
+      i++;
+    } else if ((c === '$' || (dialect === 'sqlite' && (c === ':' || c === '@'))) && isWordStart(next)) {
+      let j = i + 1;
+      while (j < n && isWordChar(sql[j] as string)) j++;
+      tokens.push({ kind: 'parameter', text: sql.slice(i, j) });
+      i = j;
+    } else if (/\d/.test(c) || (c === '.' && /\d/.test(next))) {
+      let j = i + 1;
+      while (j < n && /[\p{L}\p{N}_.]/u.test(sql[j] as string)) j++;
+      tokens.push({ kind: 'number', text: sql.slice(i, j) });
+      i = j;
+    } else if (isWordStart(c)) {
+      let j = i + 1;
+      while (j < n && isWordChar(sql[j] as string)) j++;
+      const word = sql.slice(i, j);
+      if (dialect === 'duckdb' && (word === 'E' || word === 'e') && sql[j] === "'") {
+        // E'…': backslash escapes.
+        let k = j + 1;
+        let text = '';
+        while (k < n && sql[k] !== "'") {
+          if (sql[k] === '\\' && k + 1 < n) k++;
+          text += sql[k];
+          k++;
+        }
+        tokens.push({ kind: 'string', text });
+        i = Math.min(k + 1, n);
+      } else {
+        tokens.push({ kind: 'word', text: word });
+        i = j;
+      }
+    } else {
+      tokens.push({ kind: 'symbol', text: c });
+      i++;
+    }
+  }
+  return tokens;
+}
+
+const isSymbol = (token: SqlToken | undefined, symbol: string): boolean =>
+  token?.kind === 'symbol' && token.text === symbol;
+const keywordOf = (token: SqlToken | undefined): string | undefined =>
+  token?.kind === 'word' ? token.text.toUpperCase() : undefined;
+
+/** Index just past the parenthesis group opening at `open` (or the end when unbalanced). */
+function skipGroup(tokens: readonly SqlToken[], open: number): number {
+  let depth = 0;
+  for (let i = open; i < tokens.length; i++) {
+    if (isSymbol(tokens[i], '(')) depth++;
+    else if (isSymbol(tokens[i], ')')) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return tokens.length;
+}
+
+/** A possibly qualified name (`main."Orders"` → `main.Orders`) starting at `i`. */
+function readName(tokens: readonly SqlToken[], i: number): string {
+  const parts: string[] = [];
+  let j = i;
+  for (;;) {
+    const token = tokens[j];
+    if (token === undefined || (token.kind !== 'word' && token.kind !== 'identifier')) break;
+    parts.push(token.text);
+    if (!isSymbol(tokens[j + 1], '.')) break;
+    j += 2;
+  }
+  return parts.length === 0 ? '(unnamed)' : parts.join('.');
+}
+
+const read = (statement: string): StatementClass => ({ kind: 'read', statement });
+const refused = (statement: string): StatementClass => ({ kind: 'refused', statement });
+const write = (operation: WriteOperation, table: string): StatementClass => ({
+  kind: 'write',
+  operation,
+  table,
+});
+
+function classifyTokens(tokens: readonly SqlToken[], start: number): StatementClass {
+  let i = start;
+  while (isSymbol(tokens[i], '(')) i++;
+  const head = tokens[i];
+  if (head === undefined) return refused('EMPTY');
+  const keyword = keywordOf(head);
+  if (keyword === undefined) return refused(head.kind === 'symbol' ? head.text : 'UNKNOWN');
+  if (READ_HEADS.has(keyword)) return read(keyword);
+  const skipOr = (j: number): number => (keywordOf(tokens[j]) === 'OR' ? j + 2 : j);
+  switch (keyword) {
+    case 'WITH':
+      return classifyWith(tokens, i + 1);
+    case 'EXPLAIN':
+      return classifyExplain(tokens, i + 1);
+    case 'PRAGMA':
+      return classifyPragma(tokens, i + 1);
+    case 'INSERT':
+    case 'REPLACE': {
+      const into = skipOr(i + 1);
+      return write('insert', readName(tokens, keywordOf(tokens[into]) === 'INTO' ? into + 1 : into));
+    }
+    case 'MERGE':
+      return write('insert', readName(tokens, keywordOf(tokens[i + 1]) === 'INTO' ? i + 2 : i + 1));
+    case 'UPDATE': {
+      const target = skipOr(i + 1);
+      const after = tokens[target + 1];
+      // DuckDB's `UPDATE EXTENSIONS [(names)]` updates installed extensions, not a table.
+      if (keywordOf(tokens[target]) === 'EXTENSIONS' && (after === undefined || isSymbol(after, '('))) {
+        return refused('UPDATE EXTENSIONS');
+      }
+      return write('update', readName(tokens, target));
+    }
+    case 'DELETE':
+      return write('delete', readName(tokens, keywordOf(tokens[i + 1]) === 'FROM' ? i + 2 : i + 1));
+    case 'TRUNCATE':
+      return write('truncate', readName(tokens, keywordOf(tokens[i + 1]) === 'TABLE' ? i + 2 : i + 1));
+    case 'FORCE': {
+      const what = keywordOf(tokens[i + 1]);
+      return refused(what === undefined ? 'FORCE' : `FORCE ${what}`);
+    }
+    default:
+      return refused(keyword);
+  }
+}
+
+/** `WITH [RECURSIVE] name [(cols)] [USING KEY (…)] AS [NOT] [MATERIALIZED] (body), … main`. */
+function classifyWith(tokens: readonly SqlToken[], start: number): StatementClass {
+  let i = keywordOf(tokens[start]) === 'RECURSIVE' ? start + 1 : start;
+  for (;;) {
+    const name = tokens[i];
+    if (name === undefined || (name.kind !== 'word' && name.kind !== 'identifier')) return refused('WITH');
+    i++;
+    if (isSymbol(tokens[i], '(')) i = skipGroup(tokens, i);
+    if (keywordOf(tokens[i]) === 'USING' && keywordOf(tokens[i + 1]) === 'KEY') i = skipGroup(tokens, i + 2);
+    if (keywordOf(tokens[i]) !== 'AS') return refused('WITH');
+    i++;
+    if (keywordOf(tokens[i]) === 'NOT') i++;
+    if (keywordOf(tokens[i]) === 'MATERIALIZED') i++;
+    if (!isSymbol(tokens[i], '(')) return refused('WITH');
+    const end = skipGroup(tokens, i);
+    const body = classifyTokens(tokens.slice(i + 1, end - 1), 0);
+    if (body.kind !== 'read') return body;
+    i = end;
+    if (!isSymbol(tokens[i], ',')) break;
+    i++;
+  }
+  const main = classifyTokens(tokens, i);
+  return main.kind === 'read' ? read('WITH') : main;
+}
+
+/** `EXPLAIN [ANALYZE] [VERBOSE] [QUERY PLAN] [(options)] statement`: as safe as the statement it explains. */
+function classifyExplain(tokens: readonly SqlToken[], start: number): StatementClass {
+  let i = start;
+  const modifiers = new Set(['ANALYZE', 'ANALYSE', 'VERBOSE', 'QUERY', 'PLAN']);
+  while (modifiers.has(keywordOf(tokens[i]) ?? '')) i++;
+  const first = keywordOf(tokens[i + 1]);
+  if (isSymbol(tokens[i], '(') && first !== undefined && !READ_HEADS.has(first) && first !== 'WITH') {
+    i = skipGroup(tokens, i);
+    while (modifiers.has(keywordOf(tokens[i]) ?? '')) i++;
+  }
+  const inner = classifyTokens(tokens, i);
+  return inner.kind === 'read' ? read('EXPLAIN') : inner;
+}
+
+/** Only the schema-reading pragmas, and never in their assignment form. */
+function classifyPragma(tokens: readonly SqlToken[], start: number): StatementClass {
+  let i = start;
+  while (isSymbol(tokens[i + 1], '.')) i += 2;
+  const name = tokens[i];
+  if (name === undefined || name.kind !== 'word') return refused('PRAGMA');
+  const assigns = tokens.slice(i + 1).some((token) => isSymbol(token, '='));
+  return !assigns && READ_ONLY_PRAGMAS.has(name.text.toLowerCase()) ? read('PRAGMA') : refused('PRAGMA');
+}
+
+/** Split on `;` (never inside literals or comments, which the tokenizer already consumed). */
+export function splitStatements(tokens: readonly SqlToken[]): SqlToken[][] {
+  const statements: SqlToken[][] = [[]];
+  for (const token of tokens) {
+    if (isSymbol(token, ';')) statements.push([]);
+    else (statements[statements.length - 1] as SqlToken[]).push(token);
+  }
+  return statements.filter((statement) => statement.length > 0);
+}
+
+/**
+ * Classify one SQL string. A string holding several statements is `refused` as `MULTIPLE`, unless
+ * one of them is a write, which is reported as that write (the more useful answer).
+ */
+export function classifyStatement(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass {
+  const statements = splitStatements(tokenizeSql(sql, dialect));
+  if (statements.length === 0) return refused('EMPTY');
+  const classes = statements.map((statement) => classifyTokens(statement, 0));
+  const firstWrite = classes.find((c) => c.kind === 'write');
+  if (firstWrite !== undefined) return firstWrite;
+  if (classes.length > 1) return { kind: 'refused', statement: 'MULTIPLE', count: classes.length };
+  return classes[0] as StatementClass;
+}
+
+/** The error a statement class is refused with, or `undefined` for a read. */
+export function rejectionOf(
+  statement: StatementClass,
+): WriteRejectedError | StatementRejectedError | undefined {
+  switch (statement.kind) {
+    case 'read':
+      return undefined;
+    case 'write':
+      return new WriteRejectedError(statement.operation, statement.table);
+    case 'refused':
+      if (statement.statement === 'EMPTY') {
+        return new StatementRejectedError('EMPTY', 'The query is empty; send one SELECT statement.');
+      }
+      if (statement.statement === 'MULTIPLE') {
+        return new StatementRejectedError(
+          'MULTIPLE',
+          `A query must be exactly one statement but this one holds ${statement.count ?? 'several'}; send the statements one at a time.`,
+        );
+      }
+      return new StatementRejectedError(
+        statement.statement,
+        statement.statement === 'PRAGMA'
+          ? 'PRAGMA statements are not permitted on a read-only snapshot replica (only PRAGMA table_info(<table>) is); query the tables with SELECT instead.'
+          : `${statement.statement} statements are not permitted on a read-only snapshot replica; send a single SELECT (or WITH … SELECT) query instead.`,
+      );
+  }
+}
+
+/** Throw unless `sql` is exactly one read-only statement. */
+export function assertReadOnlySql(sql: string, dialect: SqlDialect = 'duckdb'): void {
+  const rejection = rejectionOf(classifyStatement(sql, dialect));
+  if (rejection !== undefined) throw rejection;
+}

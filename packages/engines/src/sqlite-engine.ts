@@ -1,0 +1,241 @@
+/**
+ * The SQLite adapter (also used for Turso snapshots, which are SQLite-format files). The file is
+ * opened `readonly` + `fileMustExist` and must be in rollback-journal mode, so no `-journal`,
+ * `-wal` or `-shm` file is ever created next to it. Queries pass the read-only guard, then the
+ * engine's own check: exactly one statement that SQLite reports as read-only and row-returning
+ * (which also refuses ATTACH/DETACH, BEGIN, SAVEPOINT and pragma assignments), with
+ * `load_extension()` left unauthorised. Reads are synchronous: `querySync` is what a worker pool
+ * calls; `query` wraps it in a promise.
+ */
+
+import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
+import Database from 'better-sqlite3';
+import {
+  base64,
+  jsonFloat,
+  jsonInteger,
+  type ScalarParam,
+  scalarParams,
+  uniqueColumnNames,
+} from './encode.js';
+import {
+  missingTable,
+  type OpenOptions,
+  type SnapshotEngine,
+  schemaOfColumns,
+  type TableColumn,
+} from './engine.js';
+import {
+  EngineClosedError,
+  EngineOpenError,
+  InvalidParameterError,
+  QueryFailedError,
+  StatementRejectedError,
+} from './errors.js';
+import { assertSqliteFile, notADatabase } from './file-header.js';
+import { assertReadOnlySql, classifyStatement, tokenizeSql } from './sql-guard.js';
+import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
+
+type SqliteValue = null | bigint | number | string | Uint8Array;
+
+/**
+ * The engine-level check, independent of the guard's classification: prepare exactly one
+ * statement (better-sqlite3 refuses more) and refuse it unless SQLite itself reports it
+ * read-only and row-returning. ATTACH, DETACH, BEGIN and SAVEPOINT count as read-only to SQLite
+ * but return no rows; ATTACH/DETACH are also refused by name.
+ */
+export function prepareReadOnlyStatement(db: Database.Database, sql: string): Database.Statement {
+  const statement = db.prepare(sql);
+  const head = tokenizeSql(sql, 'sqlite').find((token) => token.kind === 'word');
+  const keyword = head === undefined ? 'EMPTY' : head.text.toUpperCase();
+  const refused =
+    !statement.readonly ||
+    !statement.reader ||
+    keyword === 'ATTACH' ||
+    keyword === 'DETACH' ||
+    (keyword === 'PRAGMA' && classifyStatement(sql, 'sqlite').kind !== 'read');
+  if (refused) {
+    throw new StatementRejectedError(
+      keyword,
+      `SQLite refused a ${keyword} statement on a read-only snapshot: only single read-only queries run; send a SELECT.`,
+    );
+  }
+  return statement;
+}
+
+/** `?` binds positionally; `?1`/`$1` bind by number; SQLite's named `:a`/`@a`/`$a` are not supported. */
+function bindingOf(sql: string, params: readonly ScalarParam[]): unknown[] {
+  const values = params.map((param) => {
+    if (typeof param === 'boolean') return param ? 1n : 0n;
+    if (typeof param === 'number' && Number.isSafeInteger(param)) return BigInt(param);
+    return param;
+  });
+  const markers = tokenizeSql(sql, 'sqlite').filter((token) => token.kind === 'parameter');
+  if (markers.some((marker) => !/^[?$]\d*$/.test(marker.text))) {
+    throw new InvalidParameterError(
+      'Named query parameters (:name, @name, $name) are not supported; use positional ? or $1, $2, ….',
+    );
+  }
+  if (markers.some((marker) => marker.text.length > 1)) {
+    return [Object.fromEntries(values.map((value, index) => [String(index + 1), value]))];
+  }
+  return values;
+}
+
+function encodeSqliteValue(value: SqliteValue): JsonValue {
+  if (value === null || typeof value === 'string') return value;
+  if (typeof value === 'bigint') return jsonInteger(value);
+  if (typeof value === 'number') return jsonFloat(value);
+  return base64(value);
+}
+
+function storageClass(value: SqliteValue | undefined): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'bigint') return 'INTEGER';
+  if (typeof value === 'number') return 'REAL';
+  return typeof value === 'string' ? 'TEXT' : 'BLOB';
+}
+
+export class SqliteEngine implements SnapshotEngine {
+  readonly kind = 'sqlite' as const;
+  readonly path: string;
+  readonly #db: Database.Database;
+  #closed = false;
+
+  constructor(path: string, db: Database.Database) {
+    this.path = path;
+    this.#db = db;
+  }
+
+  #open(): Database.Database {
+    if (this.#closed) throw new EngineClosedError(this.path);
+    return this.#db;
+  }
+
+  #wrap<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      if (error instanceof FerryError) throw error;
+      throw new QueryFailedError(this.path, error instanceof Error ? error.message : String(error), {
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * Run one read-only query synchronously. Column types are the declared types; for an
+   * expression (no declared type) the storage class of its first non-null value, else `NULL`.
+   */
+  querySync(sql: string, params: readonly JsonValue[] = []): QueryResult {
+    const db = this.#open();
+    assertReadOnlySql(sql, 'sqlite');
+    const values = scalarParams(params);
+    return this.#wrap(() => {
+      const statement = prepareReadOnlyStatement(db, sql);
+      statement.safeIntegers(true);
+      statement.raw(true);
+      const raw = statement.all(...bindingOf(sql, values)) as SqliteValue[][];
+      const described = statement.columns();
+      const names = uniqueColumnNames(described.map((column) => column.name));
+      const columns = described.map((column, index) => ({
+        name: names[index] as string,
+        type:
+          column.type ??
+          storageClass(raw.find((row) => row[index] !== null && row[index] !== undefined)?.[index]) ??
+          'NULL',
+      }));
+      const rows = raw.map((row) => {
+        const record: Record<string, JsonValue> = {};
+        for (const [index, value] of row.entries()) record[names[index] as string] = encodeSqliteValue(value);
+        return record;
+      });
+      return { columns, rows };
+    });
+  }
+
+  query(sql: string, params: readonly JsonValue[] = []): Promise<QueryResult> {
+    try {
+      return Promise.resolve(this.querySync(sql, params));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** The declared columns of `table` (`PRAGMA table_info`), or `undefined` when it does not exist. */
+  columnsSync(table: string): readonly TableColumn[] | undefined {
+    const db = this.#open();
+    const rows = this.#wrap(
+      () =>
+        db
+          .prepare(
+            'SELECT name, type, "notnull" AS "notnull" FROM pragma_table_info(?, \'main\') ORDER BY cid',
+          )
+          .all(table) as { name: string; type: string; notnull: number }[],
+    );
+    if (rows.length === 0) return undefined;
+    return rows.map((row) => ({
+      name: row.name,
+      type: row.type,
+      nullable: row.notnull === 0,
+      arrow: sqliteDeclaredTypeToArrow(row.type),
+    }));
+  }
+
+  columns(table: string): Promise<readonly TableColumn[] | undefined> {
+    try {
+      return Promise.resolve(this.columnsSync(table));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async schema(table: string): Promise<ArrowSchema> {
+    return schemaOfColumns(this.path, table, await this.columns(table));
+  }
+
+  close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#db.close();
+    }
+    return Promise.resolve();
+  }
+}
+
+/** Open an SQLite (or Turso) snapshot file read-only, synchronously (for worker-pool tasks). */
+export function openSqliteSync(path: string, options: OpenOptions = {}): SqliteEngine {
+  assertSqliteFile(path);
+  let db: Database.Database;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+  } catch (error) {
+    throw new EngineOpenError(path, error instanceof Error ? error.message : String(error), { cause: error });
+  }
+  try {
+    db.pragma('trusted_schema = OFF');
+    // Reads the schema now, so a damaged file fails here rather than on the first query.
+    db.prepare('SELECT count(*) FROM sqlite_schema').get();
+  } catch (error) {
+    db.close();
+    if ((error as { code?: unknown }).code === 'SQLITE_NOTADB') {
+      throw notADatabase(path, 'SQLite', 'not a valid SQLite file', error);
+    }
+    throw new EngineOpenError(path, error instanceof Error ? error.message : String(error), { cause: error });
+  }
+  const engine = new SqliteEngine(path, db);
+  if (options.table !== undefined && engine.columnsSync(options.table) === undefined) {
+    db.close();
+    throw missingTable(path, options.table);
+  }
+  return engine;
+}
+
+/** Open an SQLite (or Turso) snapshot file read-only. */
+export function openSqlite(path: string, options: OpenOptions = {}): Promise<SqliteEngine> {
+  try {
+    return Promise.resolve(openSqliteSync(path, options));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
