@@ -1,0 +1,150 @@
+/**
+ * Errors of the snapshot writer. Each has a stable `code` (the README tabulates them), a
+ * one-sentence message naming the dataset, location or file and the fix, and the underlying
+ * error as `cause`. Errors of the packages below (store, engines, core metadata) that already
+ * name what failed are passed through unchanged.
+ */
+import { FerryError, type FerryErrorOptions } from '@ferry/core';
+
+/** A publish or build option is missing, contradictory or unusable. */
+export class WriterOptionsError extends FerryError {
+  /** The option at fault (`dataset`, `engine`, `source`, `output`, `maxAttempts`). */
+  readonly option: string;
+
+  constructor(option: string, message: string, options: FerryErrorOptions = {}) {
+    super('ERR_WRITER_OPTIONS', message, options);
+    this.name = 'WriterOptionsError';
+    this.option = option;
+  }
+}
+
+/** The source query is not one SELECT, or DuckDB failed to run it. */
+export class SnapshotQueryError extends FerryError {
+  readonly dataset: string;
+
+  constructor(dataset: string, problem: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_WRITER_QUERY',
+      `The query for dataset '${dataset}' failed: ${problem}; fix the SQL (one SELECT over local CSV/Parquet/JSON files or tables) and publish again.`,
+      options,
+    );
+    this.name = 'SnapshotQueryError';
+    this.dataset = dataset;
+  }
+}
+
+/** A column the recorded schema marks NOT NULL holds NULLs in the new data. */
+export class NotNullViolationError extends FerryError {
+  readonly dataset: string;
+  readonly column: string;
+
+  constructor(dataset: string, column: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_WRITER_NOT_NULL',
+      `Column '${column}' of dataset '${dataset}' holds NULLs but the schema requires it NOT NULL; filter or fill the NULLs in the query, or publish under a new dataset name.`,
+      options,
+    );
+    this.name = 'NotNullViolationError';
+    this.dataset = dataset;
+    this.column = column;
+  }
+}
+
+/** A `file` source is not a usable snapshot (other engine, no table, live WAL, unreadable). */
+export class SourceFileError extends FerryError {
+  readonly dataset: string;
+  readonly file: string;
+
+  constructor(dataset: string, file: string, problem: string, options: FerryErrorOptions = {}) {
+    super('ERR_WRITER_SOURCE_FILE', `Cannot publish '${file}' as dataset '${dataset}': ${problem}.`, options);
+    this.name = 'SourceFileError';
+    this.dataset = dataset;
+    this.file = file;
+  }
+}
+
+/** A built snapshot file broke the layout rules (a side file was left beside it). */
+export class SnapshotFileError extends FerryError {
+  readonly file: string;
+
+  constructor(file: string, problem: string, options: FerryErrorOptions = {}) {
+    super('ERR_WRITER_SNAPSHOT_FILE', `Snapshot file '${file}' is not publishable: ${problem}.`, options);
+    this.name = 'SnapshotFileError';
+    this.file = file;
+  }
+}
+
+/** The dataset is recorded with another engine than the file being published. */
+export class EngineMismatchError extends FerryError {
+  readonly dataset: string;
+  readonly location: string;
+  readonly recorded: string;
+  readonly engine: string;
+
+  constructor(dataset: string, location: string, recorded: string, engine: string) {
+    super(
+      'ERR_WRITER_ENGINE_MISMATCH',
+      `Dataset '${dataset}' in '${location}' is recorded with engine '${recorded}', so readers would refuse a ${engine} snapshot; publish a ${recorded} file or use a new dataset name.`,
+    );
+    this.name = 'EngineMismatchError';
+    this.dataset = dataset;
+    this.location = location;
+    this.recorded = recorded;
+    this.engine = engine;
+  }
+}
+
+/**
+ * The new table's schema neither equals nor widens the recorded one. Same code as core's
+ * `IncompatibleSchemaError` (its `cause`), with the location in the message.
+ */
+export class SchemaRefusedError extends FerryError {
+  readonly dataset: string;
+  readonly location: string;
+
+  constructor(dataset: string, location: string, detail: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_INCOMPATIBLE_SCHEMA',
+      `Refusing to publish dataset '${dataset}' to '${location}': ${detail}; keep the recorded columns (names, types, NOT NULL) in order and only append new ones, or publish under a new dataset name.`,
+      options,
+    );
+    this.name = 'SchemaRefusedError';
+    this.dataset = dataset;
+    this.location = location;
+  }
+}
+
+/** Every candidate key for the snapshot object was already taken. */
+export class SnapshotKeyTakenError extends FerryError {
+  readonly dataset: string;
+  readonly key: string;
+
+  constructor(dataset: string, location: string, key: string, attempts: number) {
+    super(
+      'ERR_WRITER_KEY_TAKEN',
+      `Could not find a free snapshot key for dataset '${dataset}' in '${location}' after ${attempts} attempts (last: '${key}'); another writer is publishing it every second, so stop the other writer or retry later.`,
+    );
+    this.name = 'SnapshotKeyTakenError';
+    this.dataset = dataset;
+    this.key = key;
+  }
+}
+
+/** Concurrent writers kept winning the conditional rewrite of metadata.json. */
+export class MetadataConflictError extends FerryError {
+  readonly dataset: string;
+  readonly location: string;
+  readonly attempts: number;
+
+  constructor(dataset: string, location: string, attempts: number, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_WRITER_METADATA_CONFLICT',
+      `Could not record the snapshot of dataset '${dataset}' in '${location}metadata.json': ${attempts} conditional writes lost to concurrent writers; publish again later or raise maxAttempts.`,
+      options,
+    );
+    this.name = 'MetadataConflictError';
+    this.dataset = dataset;
+    this.location = location;
+    this.attempts = attempts;
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * Publishing a snapshot, in the order the snapshot-store spec requires: build the file and read
+ * its schema; read metadata.json and refuse (before uploading anything) an incompatible schema or
+ * another engine; upload the file to its dated key; then make it current with the conditional
+ * rewrite of metadata.json. A reader therefore never sees metadata.json name a file that is not
+ * fully uploaded, and concurrent writers never lose each other's entries.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ObjectStore } from '@ferry/core';
+import { createObjectStore, type ObjectStoreParams } from '@ferry/store';
+import { assertDatasetName, buildSnapshotFile, resolveEngine, type SnapshotSource } from './build.js';
+import { WriterOptionsError } from './errors.js';
+import {
+  assertEngineMatches,
+  type CommitResult,
+  checkAppendable,
+  commitSnapshot,
+  datasetEntry,
+  readMetadata,
+  recordedNotNull,
+} from './metadata-commit.js';
+import { snapshotKey, type WriterEngine } from './snapshot-key.js';
+import { type ProgressCallback, uploadSnapshot } from './upload.js';
+
+export interface PublishSnapshotOptions {
+  readonly dataset: string;
+  /** A location URI (`s3://bucket/prefix/`, `file:///dir/`), or an open store (left open). */
+  readonly location: string | ObjectStore;
+  /** Store parameters (region, endpoint, credentials, …) when `location` is a URI. */
+  readonly storeParams?: ObjectStoreParams;
+  readonly source: SnapshotSource;
+  /** Default: `duckdb` for `sql`; for `file`, what its header says. */
+  readonly engine?: WriterEngine;
+  /**
+   * `sql` only: columns to declare NOT NULL. The recorded schema's NOT NULL columns are always
+   * added, so a republished table keeps matching it.
+   */
+  readonly notNull?: readonly string[];
+  /** When the source data last changed (`snapshot-last-updated-at-ms`). */
+  readonly lastUpdatedAtMs?: number;
+  /** Conditional metadata.json writes to try before giving up. Default 10. */
+  readonly maxAttempts?: number;
+  /** Directory for the temporary build (removed afterwards). Default: the OS temp directory. */
+  readonly workDir?: string;
+  readonly onProgress?: ProgressCallback;
+}
+
+export interface PublishResult {
+  readonly snapshotId: number;
+  /** Absolute URI recorded in metadata.json. */
+  readonly uri: string;
+  /** Key under the location. */
+  readonly key: string;
+  readonly size: number;
+  /** Lowercase hex SHA-256. */
+  readonly checksum: string;
+  readonly rowCount: number;
+  readonly schemaId: number;
+  /** Conditional metadata.json writes it took. */
+  readonly attempts: number;
+}
+
+const DEFAULT_MAX_ATTEMPTS = 10;
+
+/**
+ * Publish one snapshot of `dataset` to `location`.
+ * @throws SchemaRefusedError (`ERR_INCOMPATIBLE_SCHEMA`) before uploading when the table neither
+ * equals nor widens the recorded schema; EngineMismatchError before uploading; MetadataConflictError
+ * when `maxAttempts` conditional writes lost (the uploaded object is then deleted again); build
+ * errors (`ERR_WRITER_QUERY`, `ERR_WRITER_SOURCE_FILE`, `ERR_WRITER_NOT_NULL`); store errors.
+ */
+export async function publishSnapshot(options: PublishSnapshotOptions): Promise<PublishResult> {
+  const { dataset, source } = options;
+  assertDatasetName(dataset);
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
+    throw new WriterOptionsError(
+      'maxAttempts',
+      `maxAttempts must be a positive integer, got ${maxAttempts}.`,
+    );
+  }
+  const engine = resolveEngine(dataset, source, options.engine);
+  const owned = typeof options.location === 'string';
+  const store =
+    typeof options.location === 'string'
+      ? createObjectStore(options.location, options.storeParams ?? {})
+      : options.location;
+  const workDir = await mkdtemp(join(options.workDir ?? tmpdir(), 'ferry-publish-'));
+  try {
+    const firstRead = await readMetadata(store);
+    const entry = datasetEntry(store, firstRead, dataset);
+    assertEngineMatches(store, dataset, entry, engine);
+
+    const notNull = [...new Set([...(options.notNull ?? []), ...recordedNotNull(entry)])];
+    const built = await buildSnapshotFile({
+      dataset,
+      source,
+      engine,
+      output: join(workDir, `${dataset}.${engine}`),
+      ...('sql' in source ? { notNull } : {}),
+    });
+    checkAppendable(store, firstRead, {
+      dataset,
+      engine,
+      schema: built.schema,
+      key: snapshotKey(dataset, engine, Date.now()),
+      size: built.size,
+      rowCount: built.rowCount,
+    });
+
+    const uploaded = await uploadSnapshot({
+      store,
+      dataset,
+      engine,
+      path: built.path,
+      size: built.size,
+      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+    });
+    let committed: CommitResult;
+    try {
+      committed = await commitSnapshot({
+        store,
+        firstRead,
+        maxAttempts,
+        entry: {
+          location: store.location,
+          dataset,
+          engine,
+          schema: built.schema,
+          uri: uploaded.uri,
+          checksum: uploaded.checksum,
+          size: uploaded.size,
+          rowCount: built.rowCount,
+          timestampMs: uploaded.timeMs,
+          ...(options.lastUpdatedAtMs === undefined ? {} : { lastUpdatedAtMs: options.lastUpdatedAtMs }),
+        },
+      });
+    } catch (error) {
+      // Refused or lost every race: nothing references the object, so take it back. (Any other
+      // error may hide a write that landed, so the object stays.)
+      const code = (error as { code?: unknown }).code;
+      if (code === 'ERR_WRITER_METADATA_CONFLICT' || code === 'ERR_INCOMPATIBLE_SCHEMA') {
+        await store.delete(uploaded.key).catch(() => undefined);
+      }
+      throw error;
+    }
+    return {
+      snapshotId: committed.snapshotId,
+      uri: uploaded.uri,
+      key: uploaded.key,
+      size: uploaded.size,
+      checksum: uploaded.checksum,
+      rowCount: built.rowCount,
+      schemaId: committed.schemaId,
+      attempts: committed.attempts,
+    };
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+    if (owned) await store.close();
+  }
+}

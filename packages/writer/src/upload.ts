@@ -1,0 +1,96 @@
+/**
+ * Step 1 of publishing: upload the snapshot file to a fresh dated key, hashing it with SHA-256 in
+ * the same pass that streams it to the store (multipart above one part, by the store).
+ *
+ * A key is never overwritten: the put is `If-None-Match: *` (after a HEAD, for stores that ignore
+ * the condition), and when the key of this second is taken the writer waits for the next second
+ * and takes the key of that, so a key's timestamp is always the real time of its upload.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { FerryError, type ObjectStore } from '@ferry/core';
+import { SnapshotFileError, SnapshotKeyTakenError } from './errors.js';
+import { snapshotKey, type WriterEngine } from './snapshot-key.js';
+
+/** Called as bytes reach the store: bytes sent so far, total file size. */
+export type ProgressCallback = (bytes: number, total: number) => void;
+
+export interface UploadInput {
+  readonly store: ObjectStore;
+  readonly dataset: string;
+  readonly engine: WriterEngine;
+  readonly path: string;
+  readonly size: number;
+  readonly onProgress?: ProgressCallback;
+  /** Keys tried before giving up (each after waiting for the next second). Default 5. */
+  readonly keyAttempts?: number;
+}
+
+export interface UploadedSnapshot {
+  readonly key: string;
+  readonly uri: string;
+  /** When the key's timestamp was taken (epoch ms). */
+  readonly timeMs: number;
+  readonly size: number;
+  /** Lowercase hex SHA-256 of the bytes sent. */
+  readonly checksum: string;
+}
+
+async function* hashed(
+  path: string,
+  onChunk: (chunk: Uint8Array) => void,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
+    const bytes = chunk as Buffer;
+    onChunk(bytes);
+    yield bytes;
+  }
+}
+
+function untilNextSecond(): Promise<void> {
+  return delay(1001 - (Date.now() % 1000));
+}
+
+function isPreconditionFailed(error: unknown): boolean {
+  return error instanceof FerryError && error.code === 'ERR_PRECONDITION_FAILED';
+}
+
+/** Upload `path` to a new dated key of `dataset`, returning where it went and its SHA-256. */
+export async function uploadSnapshot(input: UploadInput): Promise<UploadedSnapshot> {
+  const { store, dataset, engine, path, size } = input;
+  const attempts = input.keyAttempts ?? 5;
+  let key = '';
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (attempt > 1) await untilNextSecond();
+    const timeMs = Date.now();
+    key = snapshotKey(dataset, engine, timeMs);
+    if ((await store.head(key)) !== undefined) continue;
+
+    const hash = createHash('sha256');
+    let sent = 0;
+    try {
+      await store.put(
+        key,
+        hashed(path, (chunk) => {
+          hash.update(chunk);
+          sent += chunk.byteLength;
+          input.onProgress?.(sent, size);
+        }),
+        { ifNoneMatch: '*', contentType: 'application/octet-stream' },
+      );
+    } catch (error) {
+      if (isPreconditionFailed(error)) continue;
+      throw error;
+    }
+    if (sent !== size) {
+      await store.delete(key).catch(() => undefined);
+      throw new SnapshotFileError(
+        path,
+        `it changed size while uploading to '${key}' (${size} → ${sent} bytes)`,
+      );
+    }
+    return { key, uri: `${store.location}${key}`, timeMs, size: sent, checksum: hash.digest('hex') };
+  }
+  throw new SnapshotKeyTakenError(dataset, store.location, key, attempts);
+}
