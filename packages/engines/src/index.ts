@@ -30,6 +30,7 @@ export {
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
 export { checkSnapshotFile, openEngine, type SnapshotEngineName } from './open-engine.js';
 export { checkTableSchema } from './schema-check.js';
+export * from './snapshot/index.js';
 export {
   assertReadOnlySql,
   classifyStatement,

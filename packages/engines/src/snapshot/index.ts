@@ -1,0 +1,25 @@
+/** The snapshot swap pipeline: download + validate into a temporary file, atomic swap, serving across swaps. */
+export {
+  InsufficientDiskSpaceError,
+  PreparedSnapshotGoneError,
+  TruncatedDownloadError,
+} from './errors.js';
+export { ServingEngine, type ServingEngineOptions, type ServingLease } from './serving-engine.js';
+export {
+  type CommitControl,
+  type CommitStep,
+  commitSnapshot,
+  type DownloadProgress,
+  discardPrepared,
+  type LiveFileOptions,
+  type LocalSnapshot,
+  manifestPath,
+  nextManifestPath,
+  type PrepareControl,
+  type PreparedSnapshot,
+  prepareSnapshot,
+  removeTemporaries,
+  restoreLocal,
+  type SnapshotFilesOptions,
+  type SnapshotTarget,
+} from './snapshot-files.js';

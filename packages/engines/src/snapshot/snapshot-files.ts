@@ -1,0 +1,430 @@
+/**
+ * The snapshot files of one dataset on local disk: download a snapshot into a temporary sibling of
+ * the live file (SHA-256 computed while streaming, parallel ranged reads, fsync), validate it (size,
+ * checksum algorithm and digest, then the table's real schema), and swap it in atomically (rename
+ * over the live path, fsync the directory). A manifest beside the live file records which snapshot
+ * it holds, so a restart can serve it at once.
+ *
+ * Crash safety: the live path only ever changes by `rename(2)` of a complete, validated, fsynced
+ * file, so a kill at any instant leaves it holding the old or the new snapshot. The manifest is
+ * staged as `<live>.ferry-next.json` before the rename and promoted to `<live>.ferry.json` after
+ * it; at restart the live file is matched against both (by inode and size, else by SHA-256), so a
+ * manifest is only ever believed for the file it describes (same inode, mtime and size).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat, statfs } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { ArrowSchema, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
+import { SnapshotRejectedError } from '@ferry/core';
+import { readParallel } from '@ferry/store';
+import { checkSnapshotFile, type SnapshotEngineName } from '../open-engine.js';
+import {
+  checksumMismatch,
+  InsufficientDiskSpaceError,
+  PreparedSnapshotGoneError,
+  sizeMismatch,
+  snapshotObjectMissing,
+  TruncatedDownloadError,
+  unsupportedChecksumAlgorithm,
+} from './errors.js';
+
+/** What the live file holds, as recorded in its manifest. */
+export interface LocalSnapshot {
+  readonly snapshotId: number;
+  readonly timestampMs: number;
+  readonly uri: string;
+  /** Lowercase hex SHA-256 of the file. */
+  readonly checksum: string;
+  readonly size: number;
+  readonly schemaId: number;
+  readonly schema: ArrowSchema;
+}
+
+/** A downloaded and validated snapshot waiting in its temporary file to be swapped in. */
+export interface PreparedSnapshot {
+  readonly tempPath: string;
+  readonly inode: number;
+  readonly snapshot: LocalSnapshot;
+}
+
+/** The live file of one dataset and what is inside it. */
+export interface LiveFileOptions {
+  readonly dataset: string;
+  /** The engine whose file format the snapshot has (`turso` files are SQLite files). */
+  readonly engine: SnapshotEngineName;
+  /** The table inside the file; Spice writers name it after the dataset. */
+  readonly table: string;
+  /** Absolute path of the live file. Temporary files and the manifest are created beside it. */
+  readonly livePath: string;
+}
+
+export interface SnapshotFilesOptions extends LiveFileOptions {
+  readonly store: ObjectStore;
+  /** Free space to keep beyond the snapshot's size. Default 64 MiB. */
+  readonly reserveBytes?: number;
+  /** Ranged-read part size. Default 8 MiB. */
+  readonly partSize?: number;
+  /** Parts in flight at once. Default 4. */
+  readonly concurrency?: number;
+}
+
+/** The snapshot to download: its metadata.json entry and its object's key in the store. */
+export interface SnapshotTarget {
+  readonly entry: SnapshotEntry;
+  /** `resolveSnapshotKey(metadata.location, entry.uri)`: works for a store mirrored elsewhere. */
+  readonly key: string;
+}
+
+export interface DownloadProgress {
+  readonly bytes: number;
+  readonly total: number;
+}
+
+export interface PrepareControl {
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (progress: DownloadProgress) => void;
+}
+
+/** `staged`: the next manifest is written, the rename not done. `renamed`: the live path holds the new file, the manifest is not promoted. */
+export type CommitStep = 'staged' | 'renamed';
+
+export interface CommitControl {
+  /** Awaited at each step (progress logs; tests stop a process there to prove crash safety). */
+  readonly onStep?: (step: CommitStep) => void | Promise<void>;
+}
+
+const TEMP_MARK = '.ferry-tmp-';
+/** Files an engine could create beside a database and mix into it: never ours, never kept. */
+const SIDE_SUFFIXES = ['.wal', '-wal', '-shm', '-journal'] as const;
+const DEFAULT_RESERVE = 64 * 1024 * 1024;
+const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+const DEFAULT_CONCURRENCY = 4;
+
+export function manifestPath(livePath: string): string {
+  return `${livePath}.ferry.json`;
+}
+
+export function nextManifestPath(livePath: string): string {
+  return `${livePath}.ferry-next.json`;
+}
+
+interface Manifest {
+  readonly format: 1;
+  readonly dataset: string;
+  /** Identity of the file described (the temporary file, which the rename makes the live file). */
+  readonly inode: number;
+  /** Modification time in ns: an in-place rewrite keeps the inode but changes this. */
+  readonly mtimeNs: string;
+  readonly snapshot: LocalSnapshot;
+}
+
+interface FileIdentity {
+  readonly inode: number;
+  readonly mtimeNs: string;
+  readonly size: number;
+}
+
+async function identityOf(path: string): Promise<FileIdentity | undefined> {
+  const info = await stat(path, { bigint: true }).catch(() => undefined);
+  if (info === undefined || !info.isFile()) return undefined;
+  return { inode: Number(info.ino), mtimeNs: String(info.mtimeNs), size: Number(info.size) };
+}
+
+function describes(manifest: Manifest, file: FileIdentity): boolean {
+  return (
+    manifest.inode === file.inode && manifest.mtimeNs === file.mtimeNs && manifest.snapshot.size === file.size
+  );
+}
+
+function isManifest(value: unknown): value is Manifest {
+  const m = value as Partial<Manifest> | null;
+  const s = m?.snapshot as Partial<LocalSnapshot> | undefined;
+  return (
+    m?.format === 1 &&
+    typeof m.inode === 'number' &&
+    typeof m.mtimeNs === 'string' &&
+    typeof s?.snapshotId === 'number' &&
+    typeof s.checksum === 'string' &&
+    typeof s.size === 'number' &&
+    typeof s.uri === 'string' &&
+    typeof s.schema === 'object'
+  );
+}
+
+/** A manifest, or `undefined` when it is absent or unreadable (a kill while it was written). */
+async function readManifest(path: string): Promise<Manifest | undefined> {
+  try {
+    const value: unknown = JSON.parse(await readFile(path, 'utf8'));
+    return isManifest(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function writeFileSynced(path: string, data: string): Promise<void> {
+  const handle = await open(path, 'w');
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function fsyncDirectory(directory: string): Promise<void> {
+  const handle = await open(directory, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function sha256OfFile(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+async function removeWithSideFiles(path: string): Promise<void> {
+  await Promise.all(
+    [path, ...SIDE_SUFFIXES.map((suffix) => path + suffix)].map((p) => rm(p, { force: true })),
+  );
+}
+
+/**
+ * Deletes temporary files a previous run left beside the live file (a kill mid-download).
+ * Returns the paths removed. Must not run while a download of the same dataset is in progress.
+ */
+export async function removeTemporaries(livePath: string): Promise<string[]> {
+  const directory = dirname(livePath);
+  const prefix = `${basename(livePath)}${TEMP_MARK}`;
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch {
+    return [];
+  }
+  const removed = names.filter((name) => name.startsWith(prefix)).map((name) => join(directory, name));
+  await Promise.all(removed.map((path) => rm(path, { force: true })));
+  return removed;
+}
+
+/**
+ * The snapshot already in the live file from a previous run, or `null` when there is none or no
+ * manifest provably describes it. Also removes temporaries of a killed run, finishes a manifest
+ * promotion a kill interrupted, and deletes manifests that describe no file.
+ */
+export async function restoreLocal(options: LiveFileOptions): Promise<LocalSnapshot | null> {
+  const { livePath } = options;
+  const directory = dirname(livePath);
+  await removeTemporaries(livePath);
+  const current = await readManifest(manifestPath(livePath));
+  const next = await readManifest(nextManifestPath(livePath));
+  const forget = async (): Promise<null> => {
+    await rm(manifestPath(livePath), { force: true });
+    await rm(nextManifestPath(livePath), { force: true });
+    return null;
+  };
+  const live = await identityOf(livePath);
+  if (live === undefined) return forget();
+
+  const candidates = [next, current].filter((m): m is Manifest => m !== undefined);
+  const found = candidates.find((m) => describes(m, live));
+  if (found !== undefined) {
+    if (found === next) {
+      // Killed between the rename and the promotion: finish the promotion.
+      await rename(nextManifestPath(livePath), manifestPath(livePath));
+      await fsyncDirectory(directory);
+    } else {
+      await rm(nextManifestPath(livePath), { force: true });
+    }
+    await removeSideFiles(livePath);
+    return found.snapshot;
+  }
+
+  // Copied or restored by other means (new inode): only its content can prove what it is.
+  const sameSize = candidates.filter((m) => m.snapshot.size === live.size);
+  if (sameSize.length === 0) return forget();
+  const digest = await sha256OfFile(livePath);
+  const byContent = sameSize.find((m) => m.snapshot.checksum === digest);
+  if (byContent === undefined) return forget();
+  const manifest: Manifest = { ...byContent, inode: live.inode, mtimeNs: live.mtimeNs };
+  await writeFileSynced(nextManifestPath(livePath), JSON.stringify(manifest));
+  await rename(nextManifestPath(livePath), manifestPath(livePath));
+  await fsyncDirectory(directory);
+  await removeSideFiles(livePath);
+  return byContent.snapshot;
+}
+
+async function removeSideFiles(livePath: string): Promise<void> {
+  await Promise.all(SIDE_SUFFIXES.map((suffix) => rm(livePath + suffix, { force: true })));
+}
+
+async function assertFreeSpace(
+  options: SnapshotFilesOptions,
+  directory: string,
+  size: number,
+): Promise<void> {
+  const needed = size + (options.reserveBytes ?? DEFAULT_RESERVE);
+  const space = await statfs(directory);
+  const available = space.bavail * space.bsize;
+  if (available < needed) throw new InsufficientDiskSpaceError(options.dataset, directory, needed, available);
+}
+
+/** Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. */
+async function download(
+  options: SnapshotFilesOptions,
+  target: SnapshotTarget,
+  handle: FileHandle,
+  control: PrepareControl,
+): Promise<string> {
+  const { entry, key } = target;
+  const hash = createHash('sha256');
+  let received = 0;
+  const chunks = readParallel(options.store, key, {
+    size: entry.size,
+    partSize: options.partSize ?? DEFAULT_PART_SIZE,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    ...(control.signal === undefined ? {} : { signal: control.signal }),
+  });
+  try {
+    for await (const chunk of chunks) {
+      received += chunk.byteLength;
+      if (received > entry.size) throw sizeMismatch(entry.uri, entry.size, received);
+      hash.update(chunk);
+      await handle.write(chunk);
+      control.onProgress?.({ bytes: received, total: entry.size });
+      control.signal?.throwIfAborted();
+    }
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ERR_OBJECT_NOT_FOUND') {
+      throw snapshotObjectMissing(options.dataset, entry.uri, { cause: error });
+    }
+    throw error;
+  }
+  if (received !== entry.size)
+    throw new TruncatedDownloadError(options.dataset, entry.uri, entry.size, received);
+  return hash.digest('hex');
+}
+
+/**
+ * Step 5 of the spec's validation on the downloaded file. Rejections name the snapshot's URI, not
+ * the temporary file, which is deleted right after.
+ */
+async function checkDownloadedFile(
+  options: SnapshotFilesOptions,
+  uri: string,
+  schema: ArrowSchema,
+  tempPath: string,
+): Promise<void> {
+  try {
+    await checkSnapshotFile(options.engine, tempPath, options.table, schema);
+  } catch (error) {
+    if (error instanceof SnapshotRejectedError) {
+      const code = error.code as ConstructorParameters<typeof SnapshotRejectedError>[0];
+      throw new SnapshotRejectedError(code, error.message.replaceAll(tempPath, uri), {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Downloads a snapshot into a temporary sibling of the live file and validates it: checksum
+ * algorithm, object size (HEAD, then bytes received), free space, SHA-256 digest, then the table's
+ * real schema. The live file is never touched; on any failure the temporary file is deleted.
+ */
+export async function prepareSnapshot(
+  options: SnapshotFilesOptions,
+  target: SnapshotTarget,
+  recorded: SchemaEntry,
+  control: PrepareControl = {},
+): Promise<PreparedSnapshot> {
+  const { livePath, dataset } = options;
+  const { entry, key } = target;
+  const uri = entry.uri;
+  if (entry.checksumAlgorithm.toUpperCase() !== 'SHA256') {
+    throw unsupportedChecksumAlgorithm(uri, entry.checksumAlgorithm);
+  }
+  const info = await options.store.head(key);
+  if (info === undefined) throw snapshotObjectMissing(dataset, uri);
+  if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
+
+  const directory = dirname(livePath);
+  await mkdir(directory, { recursive: true });
+  await assertFreeSpace(options, directory, entry.size);
+  control.signal?.throwIfAborted();
+
+  const tempPath = `${livePath}${TEMP_MARK}${entry.snapshotId}-${randomBytes(4).toString('hex')}`;
+  const handle = await open(tempPath, 'wx');
+  let closed = false;
+  try {
+    const digest = await download(options, target, handle, control);
+    await handle.sync();
+    closed = true;
+    await handle.close();
+    if (digest !== entry.checksum.toLowerCase()) throw checksumMismatch(uri, entry.checksum, digest);
+    control.signal?.throwIfAborted();
+    await checkDownloadedFile(options, uri, recorded.schema, tempPath);
+    const { ino } = await stat(tempPath);
+    return {
+      tempPath,
+      inode: ino,
+      snapshot: {
+        snapshotId: entry.snapshotId,
+        timestampMs: entry.timestampMs,
+        uri,
+        checksum: digest,
+        size: entry.size,
+        schemaId: recorded.schemaId,
+        schema: recorded.schema,
+      },
+    };
+  } catch (error) {
+    if (!closed) await handle.close().catch(() => undefined);
+    await removeWithSideFiles(tempPath);
+    throw error;
+  }
+}
+
+/**
+ * Swaps a prepared snapshot in: stage the manifest, rename over the live path (atomic), fsync the
+ * directory, promote the manifest. Readers that already hold the old file keep reading it until
+ * they close it; open new readers on the live path (`ServingEngine.swap()`) afterwards.
+ */
+export async function commitSnapshot(
+  options: LiveFileOptions,
+  prepared: PreparedSnapshot,
+  control: CommitControl = {},
+): Promise<LocalSnapshot> {
+  const { livePath } = options;
+  const directory = dirname(livePath);
+  const file = await identityOf(prepared.tempPath);
+  if (file === undefined || file.inode !== prepared.inode || file.size !== prepared.snapshot.size) {
+    throw new PreparedSnapshotGoneError(options.dataset, prepared.tempPath);
+  }
+  const manifest: Manifest = {
+    format: 1,
+    dataset: options.dataset,
+    inode: file.inode,
+    mtimeNs: file.mtimeNs,
+    snapshot: prepared.snapshot,
+  };
+  await writeFileSynced(nextManifestPath(livePath), JSON.stringify(manifest));
+  await control.onStep?.('staged');
+  await removeSideFiles(livePath);
+  await rename(prepared.tempPath, livePath);
+  await fsyncDirectory(directory);
+  await control.onStep?.('renamed');
+  await rename(nextManifestPath(livePath), manifestPath(livePath));
+  await fsyncDirectory(directory);
+  return prepared.snapshot;
+}
+
+/** Deletes a prepared snapshot that will not be swapped in (a stop or a superseded download). */
+export async function discardPrepared(prepared: PreparedSnapshot): Promise<void> {
+  await removeWithSideFiles(prepared.tempPath);
+}

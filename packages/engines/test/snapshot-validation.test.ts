@@ -1,0 +1,371 @@
+/**
+ * Download and validation against a real local S3 (fauxqs): every way a snapshot can fail leaves
+ * the live file byte-identical on the same inode, with the exact message and no temporary file;
+ * a good snapshot is swapped in; the shared fixture store, mirrored under another location, is
+ * read through the keys metadata.json resolves to.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type ArrowSchema,
+  currentSnapshot,
+  getDataset,
+  type ObjectStore,
+  parseMetadata,
+  type ReadOptions,
+  recordedSchema,
+  resolveSnapshotKey,
+  type SnapshotEntry,
+} from '@ferry/core';
+import { createS3Store } from '@ferry/store';
+import { copyFixtureStore, fixtureMetadata, type LocalAws, startLocalAws } from '@ferry/test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { arrowField } from '../src/arrow-types.js';
+import {
+  commitSnapshot,
+  discardPrepared,
+  manifestPath,
+  prepareSnapshot,
+  restoreLocal,
+  ServingEngine,
+  type SnapshotFilesOptions,
+  type SnapshotTarget,
+} from '../src/index.js';
+import {
+  DATASET,
+  entryOf,
+  type Kind,
+  liveState,
+  namesIn,
+  publishToS3,
+  RECORDED_ENTRY,
+  sha256,
+  sideFiles,
+  snapshotKey,
+  versionBytes,
+} from './snapshot-support.js';
+
+const BUCKET = 'validation';
+
+let aws: LocalAws;
+let work: string;
+
+beforeAll(async () => {
+  aws = await startLocalAws();
+  await aws.createBucket(BUCKET);
+  work = await mkdtemp(join(tmpdir(), 'ferry-snapshot-validation-'));
+});
+
+afterAll(async () => {
+  await aws?.close();
+  if (work !== undefined) await rm(work, { recursive: true, force: true });
+});
+
+function s3Store(location: string): ObjectStore {
+  return createS3Store({
+    location,
+    endpoint: aws.endpoint,
+    region: aws.region,
+    accessKeyId: aws.credentials.accessKeyId,
+    secretAccessKey: aws.credentials.secretAccessKey,
+    allowHttp: true,
+    maxAttempts: 1,
+  });
+}
+
+/** `store` whose ranged or whole reads are cut short where `cutAt` says (bytes to deliver). */
+function cuttingStore(store: ObjectStore, cutAt: (options: ReadOptions) => number | undefined): ObjectStore {
+  return {
+    location: store.location,
+    get: (key, options) => store.get(key, options),
+    async *read(key, options = {}) {
+      const limit = cutAt(options);
+      let sent = 0;
+      for await (const chunk of store.read(key, options)) {
+        if (limit !== undefined && sent + chunk.byteLength >= limit) {
+          yield chunk.subarray(0, limit - sent);
+          return;
+        }
+        sent += chunk.byteLength;
+        yield chunk;
+      }
+    },
+    head: (key) => store.head(key),
+    put: (key, body, options) => store.put(key, body, options),
+    list: (prefix) => store.list(prefix),
+    delete: (key) => store.delete(key),
+    keyOf: (uri) => store.keyOf(uri),
+    close: () => store.close(),
+  };
+}
+
+const tempMark = '.ferry-tmp-';
+
+describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind) => {
+  const prefix = `${kind}/`;
+  const location = `s3://${BUCKET}/${prefix}`;
+  const engineName = kind === 'duckdb' ? 'DuckDB' : 'SQLite';
+  let dir: string;
+  let options: SnapshotFilesOptions;
+  let livePath: string;
+  let good: SnapshotTarget;
+  let goodBytes: Uint8Array;
+  let store: ObjectStore;
+
+  const target = (entry: SnapshotEntry): SnapshotTarget => ({
+    entry,
+    key: resolveSnapshotKey(location, entry.uri),
+  });
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(work, `${kind}-`));
+    livePath = join(dir, 'live', `${DATASET}.${kind}`);
+    store = s3Store(location);
+    options = { dataset: DATASET, engine: kind, table: DATASET, livePath, store };
+    const first = await versionBytes(kind, dir, 1);
+    goodBytes = await versionBytes(kind, dir, 2);
+    const firstEntry = await publishToS3(aws, BUCKET, prefix, 1, snapshotKey(kind, 1), first);
+    good = target(await publishToS3(aws, BUCKET, prefix, 2, snapshotKey(kind, 2), goodBytes));
+    await commitSnapshot(options, await prepareSnapshot(options, target(firstEntry), RECORDED_ENTRY));
+  });
+
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  /** Run `prepare` and check: the rejection, then an untouched live file and no leftovers. */
+  async function expectRefused(
+    prepare: () => Promise<unknown>,
+    expected: Readonly<Record<string, unknown>>,
+  ): Promise<unknown> {
+    const before = await liveState(livePath);
+    const error = await prepare().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject(expected);
+    expect(await liveState(livePath)).toEqual(before);
+    expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
+    expect((await restoreLocal(options))?.snapshotId).toBe(1);
+    return error;
+  }
+
+  it('refuses a HEAD size that differs from the recorded size', async () => {
+    const entry = { ...good.entry, size: good.entry.size + 1 };
+    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+      code: 'ERR_SNAPSHOT_SIZE_MISMATCH',
+      message: `Snapshot ${entry.uri} size mismatch. expected=${entry.size} actual=${goodBytes.byteLength}`,
+    });
+  });
+
+  it('refuses an unsupported checksum algorithm before downloading', async () => {
+    const entry = { ...good.entry, checksumAlgorithm: 'MD5' };
+    aws.requests.clear();
+    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+      code: 'ERR_SNAPSHOT_CHECKSUM_ALGORITHM',
+      message: `Snapshot ${entry.uri} uses unsupported checksum algorithm MD5`,
+    });
+    expect(aws.requests.list()).toEqual([]);
+  });
+
+  it('accepts the algorithm name in any case', async () => {
+    const prepared = await prepareSnapshot(
+      options,
+      target({ ...good.entry, checksumAlgorithm: 'sha256' }),
+      RECORDED_ENTRY,
+    );
+    await discardPrepared(prepared);
+    expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
+  });
+
+  it('refuses a digest that differs from the recorded checksum', async () => {
+    const recorded = sha256(new TextEncoder().encode('another file'));
+    const entry = { ...good.entry, checksum: recorded };
+    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+      code: 'ERR_SNAPSHOT_CHECKSUM_MISMATCH',
+      message: `Snapshot ${entry.uri} checksum mismatch. expected=${recorded} actual=${sha256(goodBytes)}`,
+    });
+  });
+
+  it('refuses a table whose real schema differs from the recorded one', async () => {
+    const recorded: ArrowSchema = {
+      fields: [arrowField('id', 'Int64', false), arrowField('version', 'Utf8', false)],
+      metadata: {},
+    };
+    const column = kind === 'duckdb' ? 'BIGINT' : 'INTEGER';
+    await expectRefused(() => prepareSnapshot(options, good, { schemaId: 0, schema: recorded }), {
+      code: 'ERR_SNAPSHOT_SCHEMA_MISMATCH',
+      message:
+        `Table '${DATASET}' in '${good.entry.uri}' does not match the recorded schema: field 'version' is ` +
+        `${column} in the file, which cannot store the recorded type Utf8; publish a snapshot whose table ` +
+        'matches the schema recorded in metadata.json.',
+    });
+  });
+
+  it('refuses a file without the dataset table', async () => {
+    const bytes = await versionBytes(kind, dir, 3, 'other');
+    const entry = await publishToS3(aws, BUCKET, prefix, 3, 'other-table', bytes);
+    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+      code: 'ERR_SNAPSHOT_MISSING_TABLE',
+      message: `'${entry.uri}' has no table '${DATASET}'; a snapshot must contain a table named after its dataset.`,
+    });
+  });
+
+  it('refuses a file that is not a database although its checksum matches', async () => {
+    const bytes = new TextEncoder().encode('<html><body>Access Denied</body></html>');
+    const entry = await publishToS3(aws, BUCKET, prefix, 4, 'not-a-database', bytes);
+    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+      code: 'ERR_SNAPSHOT_NOT_A_DATABASE',
+      message: `'${entry.uri}' is not a database file, not a ${engineName} database; publish the snapshot as a ${engineName} file (the dataset's engine).`,
+    });
+  });
+
+  it('refuses a missing object (404)', async () => {
+    const entry = entryOf(5, location, 'deleted-by-lifecycle', goodBytes);
+    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+      code: 'ERR_SNAPSHOT_OBJECT_MISSING',
+      message: `Snapshot ${entry.uri} of dataset '${DATASET}' is listed in metadata.json but the object does not exist; publish a new snapshot or restore the object.`,
+    });
+  });
+
+  it('fails a body that ends early (one read)', async () => {
+    const half = Math.floor(goodBytes.byteLength / 2);
+    const cut = { ...options, store: cuttingStore(store, () => half) };
+    await expectRefused(() => prepareSnapshot(cut, good, RECORDED_ENTRY), {
+      code: 'ERR_DOWNLOAD_TRUNCATED',
+      message: `Download of snapshot ${good.entry.uri} for dataset '${DATASET}' ended after ${half} of ${goodBytes.byteLength} bytes; the connection was cut or the object changed, so download it again.`,
+    });
+  });
+
+  it('fails a ranged part that ends early (parallel reads)', async () => {
+    const cut = {
+      ...options,
+      partSize: 4096,
+      store: cuttingStore(store, (range) => (range.start === 4096 ? 1000 : undefined)),
+    };
+    await expectRefused(() => prepareSnapshot(cut, good, RECORDED_ENTRY), {
+      code: 'ERR_STORE',
+      message: `Store read of ${good.entry.uri} failed (bytes 4096-8191 returned 1000 bytes instead of 4096; the object changed or is not the recorded size); it is transient, so retry later.`,
+    });
+  });
+
+  it('refuses to start without free space for the file and the reserve', async () => {
+    const reserveBytes = Number.MAX_SAFE_INTEGER - goodBytes.byteLength;
+    const error = await expectRefused(
+      () => prepareSnapshot({ ...options, reserveBytes }, good, RECORDED_ENTRY),
+      {
+        code: 'ERR_DISK_SPACE',
+        needed: Number.MAX_SAFE_INTEGER,
+      },
+    );
+    const { available } = error as { available: number };
+    expect(available).toBeGreaterThan(0);
+    expect((error as Error).message).toBe(
+      `Not enough free disk space to download the snapshot of dataset '${DATASET}' into ${join(dir, 'live')}: ` +
+        `needs ${Number.MAX_SAFE_INTEGER} bytes, ${available} available; free space there or point the ` +
+        "dataset's file param (duckdb_file / sqlite_file) at a larger volume.",
+    );
+  });
+
+  it('stops when aborted mid-download and deletes the partial file', async () => {
+    const controller = new AbortController();
+    const seen: number[] = [];
+    const reason = new Error('dataset stopping');
+    const prepare = () =>
+      prepareSnapshot({ ...options, partSize: 4096, concurrency: 2 }, good, RECORDED_ENTRY, {
+        signal: controller.signal,
+        onProgress: ({ bytes }) => {
+          seen.push(bytes);
+          controller.abort(reason);
+        },
+      });
+    expect(await expectRefused(prepare, {})).toBe(reason);
+    expect(seen).toEqual([4096]);
+  });
+
+  it('swaps a valid snapshot in: exact bytes on a new inode, manifest recorded, nothing left over', async () => {
+    const before = await liveState(livePath);
+    const progress: number[] = [];
+    const prepared = await prepareSnapshot({ ...options, partSize: 4096 }, good, RECORDED_ENTRY, {
+      onProgress: ({ bytes, total }) => {
+        expect(total).toBe(goodBytes.byteLength);
+        progress.push(bytes);
+      },
+    });
+    expect(prepared.tempPath.startsWith(`${livePath}${tempMark}2-`)).toBe(true);
+    expect(await liveState(livePath)).toEqual(before);
+    const snapshot = await commitSnapshot(options, prepared);
+    expect(snapshot).toMatchObject({
+      snapshotId: 2,
+      checksum: sha256(goodBytes),
+      size: goodBytes.byteLength,
+    });
+    expect(progress.at(-1)).toBe(goodBytes.byteLength);
+    const after = await liveState(livePath);
+    expect(after).toEqual({ ino: prepared.inode, sha: sha256(goodBytes) });
+    expect(after.ino).not.toBe(before.ino);
+    expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
+    expect(manifestPath(livePath)).toBe(`${livePath}.ferry.json`);
+    expect((await restoreLocal(options))?.snapshotId).toBe(2);
+    const serving = await ServingEngine.open(options);
+    try {
+      expect((await serving.query('SELECT count(*) AS n, max(version) AS v FROM events')).rows).toEqual([
+        { n: 22, v: 2 },
+      ]);
+    } finally {
+      await serving.close();
+    }
+    expect(await sideFiles(join(dir, 'live'))).toEqual([]);
+  });
+});
+
+describe('the fixture store mirrored to another bucket', () => {
+  it('downloads each dataset through the key resolved against the recorded location', async () => {
+    const mirror = 's3://mirror/copied/snapshots/';
+    await copyFixtureStore({ kind: 's3', aws, location: mirror });
+    // The mirror keeps the original metadata.json, which records s3://example-bucket/snapshots/.
+    await aws.putObject('mirror', 'copied/snapshots/metadata.json', await fixtureMetadata());
+    const store = s3Store(mirror);
+    const dir = await mkdtemp(join(work, 'fixture-'));
+    try {
+      const got = await store.get('metadata.json');
+      if (got.status !== 'ok') throw new Error(`metadata.json: ${got.status}`);
+      const metadata = parseMetadata(JSON.parse(new TextDecoder().decode(got.body)), mirror);
+      expect(metadata.location).toBe('s3://example-bucket/snapshots/');
+      for (const [name, engine, rows] of [
+        ['orders', 'duckdb', 8],
+        ['users', 'sqlite', 3],
+      ] as const) {
+        const dataset = getDataset(metadata, name);
+        const entry = dataset === undefined ? undefined : currentSnapshot(dataset);
+        if (dataset === undefined || entry === undefined) throw new Error(`fixture has no current ${name}`);
+        expect(() => store.keyOf(entry.uri)).toThrow();
+        const schema = recordedSchema(dataset);
+        const options = {
+          dataset: name,
+          engine,
+          table: name,
+          livePath: join(dir, `${name}.${engine}`),
+          store,
+        };
+        const key = resolveSnapshotKey(metadata.location, entry.uri);
+        const prepared = await prepareSnapshot(options, { entry, key }, schema);
+        await commitSnapshot(options, prepared);
+        expect((await liveState(options.livePath)).sha).toBe(entry.checksum);
+        const serving = await ServingEngine.open(options);
+        try {
+          expect((await serving.query(`SELECT count(*) AS n FROM ${name}`)).rows).toEqual([{ n: rows }]);
+          expect(await serving.schema()).toEqual(schema.schema);
+        } finally {
+          await serving.close();
+        }
+        expect(await restoreLocal(options)).toMatchObject({ snapshotId: entry.snapshotId, uri: entry.uri });
+      }
+      expect(await sideFiles(dir)).toEqual([]);
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
