@@ -1,0 +1,273 @@
+/**
+ * The coordinator thread: owns the dataset registry, one object store and shared metadata reader
+ * per location, supervision (a dead dataset thread is restarted with backoff and bootstraps again
+ * from its live file) and the notification consumer. It never runs queries: each dataset thread gets
+ * its own MessagePort to the host.
+ */
+import {
+  isMainThread,
+  MessageChannel,
+  parentPort,
+  type TransferListItem,
+  Worker,
+  workerData,
+} from 'node:worker_threads';
+import type { DatasetConfig } from '@ferry/core';
+import { serializeError } from '@ferry/core';
+import type { LogRecord } from './logging.js';
+import { LocationMetadataReader } from './metadata-reader.js';
+import { NotificationConsumer } from './notification-consumer.js';
+import type {
+  CoordinatorToHost,
+  CoordinatorWorkerData,
+  DatasetToCoordinator,
+  DatasetWorkerData,
+  HostToCoordinator,
+} from './protocol.js';
+import { RpcClient, respond } from './rpc.js';
+import { livePathFor, storeFor, storeKey } from './stores.js';
+import { threadFile } from './thread-files.js';
+
+if (isMainThread || parentPort === null) {
+  throw new Error(
+    'coordinator-thread.js is the entry of the coordinator thread; start it with createRuntime().',
+  );
+}
+
+const port = parentPort;
+const data = workerData as CoordinatorWorkerData;
+const datasetThread = threadFile('dataset-thread');
+/** Datasets of one process poll on one grid, so shared locations are read once per tick. */
+const pollPhaseMs = Date.now() % 1000;
+
+function post(message: CoordinatorToHost, transfer: TransferListItem[] = []): void {
+  port.postMessage(message, transfer);
+}
+
+function log(
+  level: LogRecord['level'],
+  message: string,
+  dataset?: string,
+  fields?: Record<string, unknown>,
+): void {
+  post({
+    type: 'log',
+    record: {
+      level,
+      message,
+      component: 'coordinator',
+      ...(dataset === undefined ? {} : { dataset }),
+      ...(fields === undefined ? {} : { fields }),
+    },
+  });
+}
+
+const readers = new Map<string, LocationMetadataReader>();
+
+function readerFor(dataset: DatasetConfig): LocationMetadataReader {
+  const key = storeKey(dataset);
+  let reader = readers.get(key);
+  if (reader === undefined) {
+    const windowMs = Math.min(
+      data.metadataWindowMs,
+      ...data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs / 2),
+    );
+    reader = new LocationMetadataReader(storeFor(dataset), { windowMs });
+    readers.set(key, reader);
+  }
+  return reader;
+}
+
+/** One supervised dataset thread. */
+class DatasetSlot {
+  readonly config: DatasetConfig;
+  readonly livePath: string;
+  readonly reader: LocationMetadataReader;
+  worker: Worker | undefined;
+  rpc: RpcClient<{ type: 'stop' }> | undefined;
+  incarnation = 0;
+  failures = 0;
+  startedAtMs = 0;
+  restartTimer: NodeJS.Timeout | undefined;
+  stopping = false;
+  exited: Promise<void> = Promise.resolve();
+
+  constructor(config: DatasetConfig) {
+    this.config = config;
+    this.livePath = livePathFor(config, data.baseDir, data.dataDir);
+    this.reader = readerFor(config);
+  }
+
+  start(): void {
+    const channel = new MessageChannel();
+    const threadData: DatasetWorkerData = {
+      dataset: this.config,
+      livePath: this.livePath,
+      hostPort: channel.port2,
+      pollPhaseMs,
+      queryTimeoutMs: data.queryTimeoutMs,
+      maxResultRows: data.maxResultRows,
+    };
+    const worker = new Worker(datasetThread, {
+      workerData: threadData,
+      transferList: [channel.port2],
+      ...(data.datasetResourceLimits === undefined ? {} : { resourceLimits: data.datasetResourceLimits }),
+    });
+    this.worker = worker;
+    this.incarnation++;
+    this.startedAtMs = Date.now();
+    const rpc = new RpcClient<{ type: 'stop' }>(worker, `Dataset thread of '${this.config.name}'`);
+    this.rpc = rpc;
+    let lastError: unknown;
+    worker.on('message', (message: DatasetToCoordinator) => {
+      if (rpc.handle(message)) return;
+      if (message.type === 'read-metadata') {
+        respond(
+          worker,
+          message.id,
+          () => this.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh === true),
+          serializeError,
+        );
+      } else if (message.type === 'log') {
+        post({ type: 'log', record: message.record });
+      }
+    });
+    worker.on('error', (error) => {
+      lastError = error;
+    });
+    this.exited = new Promise((resolve) => {
+      worker.once('exit', (exitCode) => {
+        rpc.close('exited');
+        this.worker = undefined;
+        if (this.stopping) {
+          resolve();
+          return;
+        }
+        this.#scheduleRestart(exitCode, lastError);
+        resolve();
+      });
+    });
+    post(
+      {
+        type: 'dataset-started',
+        dataset: {
+          name: this.config.name,
+          engine: this.config.engine,
+          fileEngine: this.config.fileEngine ?? 'duckdb',
+          livePath: this.livePath,
+        },
+        port: channel.port1,
+        incarnation: this.incarnation,
+      },
+      [channel.port1],
+    );
+  }
+
+  #scheduleRestart(exitCode: number, error: unknown): void {
+    // A thread that ran a while before dying starts again from the shortest backoff.
+    if (Date.now() - this.startedAtMs > 60_000) this.failures = 0;
+    const backoff = data.restartBackoffMs;
+    const delay = backoff[Math.min(this.failures, backoff.length - 1)] ?? 1000;
+    this.failures++;
+    const reason = error instanceof Error ? error.message : `exit code ${exitCode}`;
+    log(
+      'error',
+      `Dataset thread of '${this.config.name}' died (${reason}); restarting it in ${delay} ms`,
+      this.config.name,
+      {
+        exitCode,
+      },
+    );
+    post({
+      type: 'dataset-exited',
+      dataset: this.config.name,
+      exitCode,
+      ...(error === undefined ? {} : { error: serializeError(error) }),
+      restartInMs: delay,
+    });
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (!this.stopping) this.start();
+    }, delay);
+  }
+
+  announce(snapshotId: number): void {
+    this.worker?.postMessage({ type: 'announce', snapshotId });
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopping = true;
+    if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
+    const worker = this.worker;
+    const rpc = this.rpc;
+    if (worker === undefined || rpc === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const outcome = await Promise.race([
+      rpc.request<void>({ type: 'stop' }).catch(() => undefined),
+      timedOut,
+    ]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      log(
+        'warn',
+        `Dataset thread of '${this.config.name}' did not stop within ${timeoutMs} ms; terminating it`,
+        this.config.name,
+      );
+    }
+    await worker.terminate();
+    await this.exited;
+  }
+}
+
+const slots = new Map<string, DatasetSlot>();
+for (const config of data.datasets) slots.set(config.name, new DatasetSlot(config));
+
+const consumer =
+  data.config.notifications === undefined
+    ? undefined
+    : new NotificationConsumer({
+        notifications: data.config.notifications,
+        datasets: data.datasets,
+        readerFor,
+        announce: (dataset, snapshotId) => slots.get(dataset)?.announce(snapshotId),
+        log: (level, message, fields) => log(level, message, undefined, fields),
+        report: (event) => post({ type: 'notification-stats', ...event }),
+        ...(data.notificationOptions === undefined ? {} : { options: data.notificationOptions }),
+      });
+
+let closing: Promise<void> | undefined;
+
+async function close(): Promise<void> {
+  await consumer?.close();
+  await Promise.all([...slots.values()].map((slot) => slot.stop(data.stopTimeoutMs)));
+  await Promise.all([...readers.values()].map((reader) => reader.store.close()));
+}
+
+port.on('message', (message: HostToCoordinator) => {
+  if (message.type === 'close') {
+    closing ??= close();
+    respond(port, message.id, () => closing, serializeError);
+  } else if (message.type === 'terminate-dataset') {
+    respond(
+      port,
+      message.id,
+      async () => {
+        await slots.get(message.dataset)?.worker?.terminate();
+      },
+      serializeError,
+    );
+  } else if (message.type === 'metadata-gets') {
+    respond(
+      port,
+      message.id,
+      () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0),
+      serializeError,
+    );
+  }
+});
+
+for (const slot of slots.values()) slot.start();
+consumer?.start();

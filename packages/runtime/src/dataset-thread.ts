@@ -1,0 +1,297 @@
+/**
+ * A dataset thread: hosts one dataset's machine with the real implementations of its actors — the
+ * live file restored from a previous run, metadata reads shared through the coordinator, validated
+ * downloads and atomic swaps — and serves the dataset's queries on its own MessagePort to the host.
+ * DuckDB queries run here, concurrently, on the current generation of the engine; SQLite reads run in
+ * the host's read pool, told about each new file generation by this thread.
+ */
+import { performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import type { DatasetEngine, LoadedSnapshot, ReadMetadataOutput } from '@ferry/core';
+import {
+  type DatasetSnapshot,
+  datasetMachine,
+  datasetStatus,
+  type PrepareSnapshotInput,
+  type ReadMetadataInput,
+  type RestoreLocalInput,
+  resolveSnapshotKey,
+  type SwapSnapshotInput,
+  serializeError,
+} from '@ferry/core';
+import {
+  commitSnapshot,
+  discardPrepared,
+  type PreparedSnapshot as PreparedFile,
+  prepareSnapshot,
+  restoreLocal,
+  ServingEngine,
+  type SnapshotFilesOptions,
+} from '@ferry/engines';
+import { createActor, fromPromise } from 'xstate';
+import { QueryTimeoutError, ResultTooLargeError } from './errors.js';
+import { toInspectionEvent } from './inspection.js';
+import type { LogRecord } from './logging.js';
+import type { MetadataReply } from './metadata-reader.js';
+import type {
+  CoordinatorToDataset,
+  DatasetToCoordinator,
+  DatasetToHost,
+  DatasetWorkerData,
+  HostToDataset,
+} from './protocol.js';
+import { RpcClient, respond } from './rpc.js';
+import { storeFor } from './stores.js';
+
+if (isMainThread || parentPort === null) {
+  throw new Error('dataset-thread.js is the entry of a dataset thread; it is started by the coordinator.');
+}
+
+const coordinator = parentPort;
+const data = workerData as DatasetWorkerData;
+const config = data.dataset;
+const host = data.hostPort;
+const name = config.name;
+
+function toHost(message: DatasetToHost): void {
+  host.postMessage(message);
+}
+
+function log(level: LogRecord['level'], message: string, fields?: Record<string, unknown>): void {
+  toHost({
+    type: 'log',
+    record: {
+      level,
+      message,
+      component: 'dataset',
+      dataset: name,
+      ...(fields === undefined ? {} : { fields }),
+    },
+  });
+}
+
+const store = storeFor(config);
+const coordinatorRpc = new RpcClient<{ type: 'read-metadata'; ifNoneMatch?: string }>(
+  coordinator,
+  'The coordinator thread',
+);
+
+/** The engine whose file format a dataset's snapshots have, once known (configured, or from metadata). */
+let engine: DatasetEngine | undefined = config.engine;
+let recordedLocation = config.location;
+let serving: ServingEngine | undefined;
+let generation = 0;
+const prepared = new Map<string, PreparedFile>();
+
+function fileEngine(kind: DatasetEngine): 'duckdb' | 'sqlite' {
+  return kind === 'duckdb' ? 'duckdb' : 'sqlite';
+}
+
+function filesFor(kind: DatasetEngine): SnapshotFilesOptions {
+  return { dataset: name, engine: fileEngine(kind), table: name, livePath: data.livePath, store };
+}
+
+/** Opens (or reopens, after a swap) the engine on the live file and tells the host where to read. */
+async function serveLiveFile(kind: DatasetEngine): Promise<void> {
+  generation++;
+  if (fileEngine(kind) === 'sqlite') {
+    toHost({ type: 'sqlite-generation', current: { generation, path: data.livePath, table: name } });
+    return;
+  }
+  if (serving === undefined) {
+    serving = await ServingEngine.open({
+      dataset: name,
+      engine: 'duckdb',
+      table: name,
+      livePath: data.livePath,
+    });
+  } else {
+    await serving.swap();
+  }
+}
+
+let rootSessionId: string | undefined;
+
+const machine = datasetMachine.provide({
+  actors: {
+    restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(async () => {
+      if (engine === undefined) return null;
+      const local = await restoreLocal(filesFor(engine));
+      if (local === null) return null;
+      try {
+        await serveLiveFile(engine);
+      } catch (error) {
+        log('warn', `The live file of dataset '${name}' could not be opened; bootstrapping from the store`, {
+          error: (error as Error).message,
+        });
+        return null;
+      }
+      log(
+        'info',
+        `Dataset '${name}' serves snapshot ${local.snapshotId} from its live file while the store is consulted`,
+      );
+      return {
+        snapshotId: local.snapshotId,
+        timestampMs: local.timestampMs,
+        checksum: local.checksum,
+        schema: local.schema,
+        schemaId: local.schemaId,
+      };
+    }),
+    readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(async ({ input }) => {
+      const reply = await coordinatorRpc.request<MetadataReply>({
+        type: 'read-metadata',
+        ...(input.ifNoneMatch === undefined ? {} : { ifNoneMatch: input.ifNoneMatch }),
+      });
+      if (reply.kind === 'read' && reply.recordedLocation !== undefined)
+        recordedLocation = reply.recordedLocation;
+      return reply;
+    }),
+    prepareSnapshot: fromPromise<{ snapshotId: number; token: string }, PrepareSnapshotInput>(
+      async ({ input, signal }) => {
+        const kind = (input.engine as DatasetEngine | undefined) ?? engine ?? 'duckdb';
+        const started = performance.now();
+        const file = await prepareSnapshot(
+          filesFor(kind),
+          { entry: input.entry, key: resolveSnapshotKey(recordedLocation, input.entry.uri) },
+          { schemaId: input.schemaId, schema: input.schema },
+          { signal },
+        );
+        toHost({
+          type: 'downloaded',
+          bytes: input.entry.size,
+          seconds: (performance.now() - started) / 1000,
+        });
+        const token = `${input.entry.snapshotId}:${file.tempPath}`;
+        prepared.set(token, file);
+        engine = kind;
+        return { snapshotId: input.entry.snapshotId, token };
+      },
+    ),
+    swapSnapshot: fromPromise<void, SwapSnapshotInput>(async ({ input }) => {
+      const file = prepared.get(input.prepared.token);
+      if (file === undefined)
+        throw new Error(`Prepared snapshot ${input.prepared.token} of dataset '${name}' is gone.`);
+      prepared.delete(input.prepared.token);
+      const kind = engine ?? 'duckdb';
+      await commitSnapshot(filesFor(kind), file);
+      await serveLiveFile(kind);
+    }),
+  },
+  actions: {
+    log: (_args, entry) => log(entry.level, entry.message, { ...entry.fields }),
+  },
+});
+
+const actor = createActor(machine, {
+  input: {
+    name,
+    ...(config.engine === undefined ? {} : { engine: config.engine }),
+    refreshCheckIntervalMs: config.refreshCheckIntervalMs,
+    bootstrapOnFailure: config.bootstrapOnFailure,
+    snapshotsMode: config.snapshotsMode,
+    now: Date.now,
+    pollPhaseMs: data.pollPhaseMs,
+  },
+  inspect: (event) => {
+    // The machine's own actor is the first one inspected; invoked actors come later.
+    rootSessionId ??= event.actorRef.sessionId;
+    const plain = toInspectionEvent(name, event, rootSessionId, Date.now());
+    if (plain !== undefined) toHost({ type: 'inspect', event: plain });
+  },
+});
+
+let lastStatus = '';
+actor.subscribe((snapshot: DatasetSnapshot) => {
+  const status = datasetStatus(snapshot);
+  const text = JSON.stringify(status);
+  if (text !== lastStatus) {
+    lastStatus = text;
+    toHost({ type: 'status-changed', status });
+  }
+});
+actor.on('*', (event) => toHost({ type: 'emitted', event }));
+
+// ---------------------------------------------------------------------------------------------
+// Queries and commands from the host.
+// ---------------------------------------------------------------------------------------------
+
+async function runQuery(sql: string, params: readonly import('@ferry/core').JsonValue[]) {
+  if (serving === undefined) {
+    throw new Error(`Dataset '${name}' has no DuckDB engine open; its queries run in the SQLite read pool.`);
+  }
+  const query = serving.query(sql, params);
+  const timeoutMs = data.queryTimeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  const result =
+    timeoutMs > 0
+      ? await Promise.race([
+          query,
+          new Promise<never>((_resolve, reject) => {
+            timer = setTimeout(() => reject(new QueryTimeoutError(name, timeoutMs)), timeoutMs);
+          }),
+        ]).finally(() => clearTimeout(timer))
+      : await query;
+  if (data.maxResultRows > 0 && result.rows.length > data.maxResultRows) {
+    throw new ResultTooLargeError(name, data.maxResultRows);
+  }
+  return result;
+}
+
+host.on('message', (message: HostToDataset) => {
+  switch (message.type) {
+    case 'query':
+      respond(host, message.id, () => runQuery(message.sql, message.params ?? []), serializeError);
+      break;
+    case 'status':
+      respond(host, message.id, () => datasetStatus(actor.getSnapshot()), serializeError);
+      break;
+    case 'command':
+      respond(
+        host,
+        message.id,
+        () => {
+          actor.send({ type: message.command });
+        },
+        serializeError,
+      );
+      break;
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Messages from the coordinator.
+// ---------------------------------------------------------------------------------------------
+
+async function stop(): Promise<void> {
+  actor.send({ type: 'stop' });
+  actor.stop();
+  for (const file of prepared.values()) await discardPrepared(file);
+  prepared.clear();
+  await serving?.close();
+  await store.close();
+  coordinatorRpc.close('stopped');
+}
+
+coordinator.on('message', (message: CoordinatorToDataset | DatasetToCoordinator) => {
+  if (coordinatorRpc.handle(message)) return;
+  if (message.type === 'announce') {
+    actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
+  } else if (message.type === 'stop') {
+    respond(
+      coordinator,
+      message.id,
+      async () => {
+        await stop();
+        // Let the response leave, then end the thread's handles so it exits on its own.
+        setImmediate(() => {
+          host.close();
+          coordinator.close();
+        });
+      },
+      serializeError,
+    );
+  }
+});
+
+actor.start();

@@ -1,0 +1,51 @@
+/**
+ * Logging. Threads never write logs themselves: they post `LogRecord`s to the host, and the host
+ * hands them to one logger — pino (JSON lines on stdout) unless the embedding app passes its own.
+ * Every record carries `component` and, where it has one, `dataset`; messages the spec quotes are
+ * passed through untouched so operators can grep for them.
+ */
+import { pino } from 'pino';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface LogRecord {
+  readonly level: LogLevel;
+  readonly message: string;
+  readonly component: string;
+  readonly dataset?: string;
+  readonly fields?: Readonly<Record<string, unknown>>;
+}
+
+/** The logger an embedding app may pass: pino's shape (`logger.warn(fields, message)`). */
+export interface Logger {
+  debug(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export function defaultLogger(level: LogLevel = 'info'): Logger {
+  return pino({ level, base: null, timestamp: pino.stdTimeFunctions.isoTime });
+}
+
+export function writeLog(logger: Logger, record: LogRecord): void {
+  const fields = {
+    component: record.component,
+    ...(record.dataset === undefined ? {} : { dataset: record.dataset }),
+    ...record.fields,
+  };
+  logger[record.level](fields, record.message);
+}
+
+/** A logger that keeps records in memory: for tests and for `status()` of the last error. */
+export function memoryLogger(): Logger & {
+  readonly records: { level: LogLevel; fields: object; message: string }[];
+} {
+  const records: { level: LogLevel; fields: object; message: string }[] = [];
+  const at =
+    (level: LogLevel) =>
+    (fields: object, message: string): void => {
+      records.push({ level, fields, message });
+    };
+  return { records, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}

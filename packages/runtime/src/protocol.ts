@@ -1,0 +1,164 @@
+/**
+ * The wire protocol between Ferry's threads: one discriminated union per direction of each channel,
+ * with request ids (`id`) answered by {@link RpcResponse}s. Everything here is structured-clone
+ * data: no functions, no class instances, no engine handles.
+ *
+ *   host  <-> coordinator   the coordinator Worker
+ *   host  <-> dataset       a MessagePort per dataset thread (queries never pass the coordinator)
+ *   coordinator <-> dataset the dataset Worker (metadata reads, announcements, stop)
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type {
+  DatasetConfig,
+  DatasetEmitted,
+  DatasetStatus,
+  JsonValue,
+  ReadMetadataOutput,
+  SerializedError,
+  SpicepodConfig,
+} from '@ferry/core';
+import type { LogRecord } from './logging.js';
+import type { RpcResponse } from './rpc.js';
+
+/** Operator commands a dataset machine accepts from the host (inspector, CLI, embed API). */
+export type DatasetCommand = 'poll.now' | 'polling.pause' | 'polling.resume';
+
+/** A plain-JSON inspection event, tagged with its dataset (see the inspector). */
+export interface InspectionEvent {
+  readonly dataset: string;
+  /** `@xstate.snapshot`, `@xstate.event`, `@xstate.actor` or `@xstate.action`. */
+  readonly type: string;
+  readonly sessionId: string;
+  readonly atMs: number;
+  readonly event?: JsonValue;
+  /** Session id of the actor that sent `event`, when one did. */
+  readonly source?: string;
+  /** The machine's state name (`serving`, …) and full state value, on snapshots of the root actor. */
+  readonly state?: string;
+  readonly value?: JsonValue;
+  readonly status?: DatasetStatus;
+  readonly action?: JsonValue;
+  /** On `@xstate.actor`: this is the dataset's machine (not one of its invoked actors). */
+  readonly root?: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// host <-> dataset (a MessagePort per dataset thread)
+// ---------------------------------------------------------------------------------------------
+
+export type HostToDataset =
+  | {
+      readonly type: 'query';
+      readonly id: number;
+      readonly sql: string;
+      readonly params?: readonly JsonValue[];
+    }
+  | { readonly type: 'status'; readonly id: number }
+  | { readonly type: 'command'; readonly id: number; readonly command: DatasetCommand };
+
+/** Where the host runs SQLite reads: the file of the current generation, opened read-only. */
+export interface SqliteGeneration {
+  readonly generation: number;
+  readonly path: string;
+  readonly table: string;
+}
+
+export type DatasetToHost =
+  | RpcResponse
+  | { readonly type: 'emitted'; readonly event: DatasetEmitted }
+  | { readonly type: 'status-changed'; readonly status: DatasetStatus }
+  | { readonly type: 'inspect'; readonly event: InspectionEvent }
+  | { readonly type: 'log'; readonly record: LogRecord }
+  | { readonly type: 'sqlite-generation'; readonly current: SqliteGeneration | null }
+  | { readonly type: 'downloaded'; readonly bytes: number; readonly seconds: number };
+
+// ---------------------------------------------------------------------------------------------
+// coordinator <-> dataset (the dataset Worker)
+// ---------------------------------------------------------------------------------------------
+
+export interface DatasetWorkerData {
+  readonly dataset: DatasetConfig;
+  /** Absolute live file path. */
+  readonly livePath: string;
+  readonly hostPort: MessagePort;
+  /** Clock phase shared by every dataset of the process, so shared locations poll together. */
+  readonly pollPhaseMs: number;
+  /** Per-query timeout in ms; 0 disables it. */
+  readonly queryTimeoutMs: number;
+  readonly maxResultRows: number;
+}
+
+export type DatasetToCoordinator =
+  | RpcResponse
+  | {
+      readonly type: 'read-metadata';
+      readonly id: number;
+      readonly ifNoneMatch?: string;
+      readonly fresh?: boolean;
+    }
+  | { readonly type: 'log'; readonly record: LogRecord };
+
+export type CoordinatorToDataset =
+  | RpcResponse
+  | { readonly type: 'announce'; readonly snapshotId: number }
+  | { readonly type: 'stop'; readonly id: number };
+
+export type ReadMetadataReply = ReadMetadataOutput;
+
+// ---------------------------------------------------------------------------------------------
+// host <-> coordinator (the coordinator Worker)
+// ---------------------------------------------------------------------------------------------
+
+export interface CoordinatorWorkerData {
+  readonly config: SpicepodConfig;
+  readonly datasets: readonly DatasetConfig[];
+  readonly dataDir: string;
+  readonly baseDir: string;
+  readonly queryTimeoutMs: number;
+  readonly maxResultRows: number;
+  /** Shortest time between two reads of one location's metadata.json by polls. */
+  readonly metadataWindowMs: number;
+  readonly restartBackoffMs: readonly number[];
+  /** How long close() waits for a dataset thread to stop before terminating it. */
+  readonly stopTimeoutMs: number;
+  readonly datasetResourceLimits?: import('node:worker_threads').ResourceLimits;
+  readonly notificationOptions?: {
+    readonly visibilityTimeoutSeconds?: number;
+    readonly waitTimeSeconds?: number;
+    readonly backoffScale?: number;
+  };
+}
+
+export type HostToCoordinator =
+  | { readonly type: 'close'; readonly id: number }
+  | { readonly type: 'terminate-dataset'; readonly id: number; readonly dataset: string }
+  | { readonly type: 'metadata-gets'; readonly id: number };
+
+export interface DatasetDescriptor {
+  readonly name: string;
+  readonly engine: 'duckdb' | 'sqlite' | 'turso' | undefined;
+  readonly fileEngine: 'duckdb' | 'sqlite';
+  readonly livePath: string;
+}
+
+export type CoordinatorToHost =
+  | RpcResponse
+  | {
+      readonly type: 'dataset-started';
+      readonly dataset: DatasetDescriptor;
+      readonly port: MessagePort;
+      readonly incarnation: number;
+    }
+  | {
+      readonly type: 'dataset-exited';
+      readonly dataset: string;
+      readonly exitCode: number;
+      readonly error?: SerializedError;
+      readonly restartInMs: number | null;
+    }
+  | {
+      readonly type: 'notification-stats';
+      readonly outcome: 'received' | 'deleted' | 'left' | 'unparseable';
+      readonly count: number;
+    }
+  | { readonly type: 'log'; readonly record: LogRecord };

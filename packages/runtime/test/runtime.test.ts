@@ -1,0 +1,233 @@
+/**
+ * The runtime with real threads against a real local S3 (fauxqs over HTTP): bootstrap, polling
+ * swaps under query load, waiting for a first snapshot, shared metadata reads, supervision and a
+ * clean shutdown.
+ */
+import { readdir } from 'node:fs/promises';
+import { type LocalAws, startLocalAws } from '@ferry/test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
+import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
+
+let aws: LocalAws;
+
+beforeAll(async () => {
+  aws = await startLocalAws();
+  await aws.createBucket(BUCKET);
+});
+
+afterAll(async () => {
+  await aws?.close();
+});
+
+const WAITING = "Snapshot acceleration for dataset 'late' is waiting for its first snapshot";
+
+async function start(yaml: string, dataDir: string) {
+  const logger = memoryLogger();
+  const runtime = await createRuntime({ yaml, baseDir: dataDir }, { logger, dataDir });
+  return { runtime, logger };
+}
+
+describe('runtime: bootstrap, polling and swaps with real threads', () => {
+  let runtime: Runtime;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    await publishVersion(aws, 'orders', 'duckdb', 1, { prefix: 'three/' });
+    await publishVersion(aws, 'events', 'duckdb', 1, { rows: 50, prefix: 'three/' });
+    await publishVersion(aws, 'users', 'sqlite', 1, { rows: 30, prefix: 'three/' });
+    dataDir = await tempDir('ferry-runtime-');
+    const yaml = spicepod(
+      aws,
+      [
+        { name: 'orders', engine: 'duckdb' },
+        { name: 'events', engine: 'duckdb' },
+        { name: 'users', engine: 'sqlite' },
+      ],
+      { prefix: 'three/' },
+    );
+    ({ runtime } = await start(yaml, dataDir));
+    await runtime.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await runtime?.close();
+  });
+
+  it('three datasets (two DuckDB, one SQLite) bootstrap and serve', async () => {
+    const counts = await Promise.all(
+      ['orders', 'events', 'users'].map((name) => runtime.query(`SELECT count(*) AS n FROM ${name}`)),
+    );
+    expect(counts.map((result) => result.rows[0]?.n)).toEqual([100, 50, 30]);
+    expect(counts.map((result) => result.dataset)).toEqual(['orders', 'events', 'users']);
+    expect(runtime.datasets().map((info) => [info.name, info.state])).toEqual([
+      ['orders', expect.stringMatching(/serving|polling/)],
+      ['events', expect.stringMatching(/serving|polling/)],
+      ['users', expect.stringMatching(/serving|polling/)],
+    ]);
+  });
+
+  it('a publish is picked up by polling and swapped in while queries run, with no failed or mixed reads', async () => {
+    for (const [name, engine] of [
+      ['orders', 'duckdb'],
+      ['users', 'sqlite'],
+    ] as const) {
+      const failures: unknown[] = [];
+      const versions = new Set<number>();
+      let running = true;
+      const load = (async () => {
+        while (running) {
+          try {
+            const result = await runtime.query(
+              `SELECT count(*) AS n, min(version) AS lo, max(version) AS hi FROM ${name}`,
+            );
+            const row = result.rows[0] as { n: number; lo: number; hi: number };
+            // Every result comes wholly from one snapshot.
+            expect(row.lo).toBe(row.hi);
+            versions.add(row.lo);
+          } catch (error) {
+            failures.push(error);
+          }
+        }
+      })();
+      const swapped = nextEvent(runtime, 'swap', (event) => event.dataset === name);
+      const published = await publishVersion(aws, name, engine, 2, {
+        rows: name === 'users' ? 30 : 100,
+        prefix: 'three/',
+      });
+      const swap = await swapped;
+      expect(swap.to).toBe(published.snapshotId);
+      // Keep querying a little after the swap so reads span both snapshots.
+      await Promise.all(Array.from({ length: 20 }, () => runtime.query(`SELECT count(*) FROM ${name}`)));
+      running = false;
+      await load;
+      expect(failures).toEqual([]);
+      const after = await runtime.query(`SELECT max(version) AS v FROM ${name}`);
+      expect(after.rows[0]?.v).toBe(2);
+      expect(after.snapshotId).toBe(published.snapshotId);
+      expect(versions.has(2)).toBe(true);
+    }
+  });
+
+  it('refuses writes with the spec message before they reach a thread, and names unknown tables', async () => {
+    await expect(runtime.query('INSERT INTO orders VALUES (1, 1)')).rejects.toThrow(
+      "writes to accelerated table orders are not permitted when refresh_mode is 'snapshot'; the accelerator is driven exclusively from the snapshot store",
+    );
+    await expect(runtime.query('SELECT * FROM nope')).rejects.toThrow(
+      "Table 'nope' is not a dataset of this runtime; the datasets are: orders, events, users.",
+    );
+  });
+
+  it('killing a dataset thread restarts it from its live file while the others keep answering', async () => {
+    const restarting = nextEvent(
+      runtime,
+      'state',
+      (event) => event.dataset === 'orders' && event.state === 'restarting',
+    );
+    await runtime.terminateDatasetThread('orders');
+    await restarting;
+    await expect(runtime.query('SELECT count(*) AS n FROM orders')).rejects.toMatchObject({
+      code: 'ERR_DATASET_NOT_READY',
+    });
+    expect((await runtime.query('SELECT count(*) AS n FROM users')).rows[0]?.n).toBe(30);
+    expect((await runtime.query('SELECT count(*) AS n FROM events')).rows[0]?.n).toBe(50);
+    await runtime.ready('orders', { timeoutMs: 20_000 });
+    const result = await runtime.query('SELECT max(version) AS v FROM orders');
+    expect(result.rows[0]?.v).toBe(2);
+  });
+});
+
+describe('runtime: waiting for a first snapshot', () => {
+  it('a dataset with nothing published waits (exact log line), then serves once a snapshot appears', async () => {
+    const dataDir = await tempDir('ferry-waiting-');
+    const { runtime, logger } = await start(
+      spicepod(aws, [{ name: 'late', engine: 'duckdb' }], { prefix: 'late/' }),
+      dataDir,
+    );
+    try {
+      await nextEvent(runtime, 'state', (event) => event.dataset === 'late' && event.state === 'waiting');
+      expect(logger.records.some((record) => record.message.startsWith(WAITING))).toBe(true);
+      expect(runtime.status('late').status?.state).toBe('waiting');
+      await expect(runtime.query('SELECT count(*) FROM late')).rejects.toMatchObject({
+        code: 'ERR_DATASET_NOT_READY',
+      });
+      const waiter = runtime.query('SELECT count(*) AS n FROM late', [], {
+        waitForReady: true,
+        readyTimeoutMs: 20_000,
+      });
+      await publishVersion(aws, 'late', 'duckdb', 1, { rows: 7, prefix: 'late/' });
+      expect((await waiter).rows[0]?.n).toBe(7);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe('runtime: shared metadata reads', () => {
+  it('two datasets on one location make one metadata GET per tick', async () => {
+    await publishVersion(aws, 'alpha', 'duckdb', 1, { rows: 5, prefix: 'shared/' });
+    await publishVersion(aws, 'beta', 'sqlite', 1, { rows: 5, prefix: 'shared/' });
+    const dataDir = await tempDir('ferry-shared-');
+    const yaml = spicepod(
+      aws,
+      [
+        { name: 'alpha', engine: 'duckdb', interval: '1s' },
+        { name: 'beta', engine: 'sqlite', interval: '1s' },
+      ],
+      { prefix: 'shared/' },
+    );
+    const { runtime } = await start(yaml, dataDir);
+    try {
+      await runtime.ready(undefined, { timeoutMs: 20_000 });
+      const polls = { alpha: 0, beta: 0 };
+      const target = `${BUCKET}/shared/metadata.json`;
+      const marks: number[] = [];
+      const done = new Promise<void>((resolve) => {
+        const off = runtime.on('poll', (event) => {
+          polls[event.dataset as 'alpha' | 'beta']++;
+          const ticks = Math.min(polls.alpha, polls.beta);
+          if (ticks > marks.length - 1) {
+            marks.push(aws.requests.count('GET', target));
+            if (marks.length === 5) {
+              off();
+              resolve();
+            }
+          }
+        });
+      });
+      await done;
+      // Between "both datasets finished tick k" and "... tick k+3": exactly three GETs.
+      expect((marks[4] ?? 0) - (marks[1] ?? 0)).toBe(3);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe('runtime: shutdown', () => {
+  it('after close() no worker threads, handles or temporary files remain, and close is idempotent', async () => {
+    await publishVersion(aws, 'solo', 'sqlite', 1, { rows: 3, prefix: 'solo/' });
+    const dataDir = await tempDir('ferry-close-');
+    const tally = () => {
+      const counts = new Map<string, number>();
+      for (const kind of process.getActiveResourcesInfo()) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      return counts;
+    };
+    const before = tally();
+    const { runtime } = await start(
+      spicepod(aws, [{ name: 'solo', engine: 'sqlite' }], { prefix: 'solo/' }),
+      dataDir,
+    );
+    await runtime.ready('solo');
+    expect((await runtime.query('SELECT count(*) AS n FROM solo')).rows[0]?.n).toBe(3);
+    await runtime.close();
+    await runtime.close();
+    const leaked = [...tally()].filter(
+      ([kind, count]) => kind !== 'Timeout' && count > (before.get(kind) ?? 0),
+    );
+    expect(leaked).toEqual([]);
+    const files = await readdir(dataDir, { recursive: true });
+    expect(files.filter((file) => file.includes('ferry-tmp'))).toEqual([]);
+    await expect(runtime.query('SELECT 1 FROM solo')).rejects.toMatchObject({ code: 'ERR_RUNTIME_CLOSED' });
+  });
+});
