@@ -1,0 +1,104 @@
+/**
+ * Command-line parsing shared by every command: node's `util.parseArgs` in strict mode, with its
+ * errors turned into {@link UsageError}s, plus the value parsers (`--http host:port`, choices).
+ */
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { UsageError } from './errors.js';
+
+export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
+
+export interface Parsed {
+  readonly values: Readonly<Record<string, string | boolean | undefined>>;
+  readonly positionals: readonly string[];
+  readonly help: boolean;
+}
+
+/** Parses `argv` for `command` with `options` (a `--help`/`-h` flag is added). */
+export function parseCommandLine(command: string, argv: readonly string[], options: OptionSpec): Parsed {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError(command, describeParseError(error));
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  return { values, positionals: parsed.positionals, help: values.help === true };
+}
+
+function describeParseError(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  const quoted = /'([^']+)'/.exec(message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && quoted !== undefined) return `unknown option '${quoted}'`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && quoted !== undefined) {
+    return message.includes('argument missing') ? `option '${quoted}' needs a value` : message;
+  }
+  return message;
+}
+
+/** A string option's value, or undefined. */
+export function stringOption(parsed: Parsed, name: string): string | undefined {
+  const value = parsed.values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Exactly `count` positionals named `names`, or a usage error. */
+export function expectPositionals(command: string, parsed: Parsed, names: readonly string[]): string[] {
+  const got = parsed.positionals;
+  if (got.length < names.length) {
+    throw new UsageError(
+      command,
+      `missing ${names
+        .slice(got.length)
+        .map((n) => `<${n}>`)
+        .join(' ')}`,
+    );
+  }
+  if (got.length > names.length) {
+    throw new UsageError(command, `unexpected argument '${got[names.length]}'`);
+  }
+  return [...got];
+}
+
+export function choiceOption<T extends string>(
+  command: string,
+  parsed: Parsed,
+  name: string,
+  choices: readonly T[],
+): T | undefined {
+  const value = stringOption(parsed, name);
+  if (value === undefined) return undefined;
+  if (!choices.includes(value as T)) {
+    throw new UsageError(command, `--${name} must be one of ${choices.join(', ')}, got '${value}'`);
+  }
+  return value as T;
+}
+
+export interface HttpAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** `127.0.0.1:8090`, `[::1]:8090`, `localhost:0`, `:8090` (host defaults to 127.0.0.1), or `8090`. */
+export function parseHttpAddress(command: string, text: string): HttpAddress {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d+)$/.exec(text) ?? /^()()(\d+)$/.exec(text);
+  const port = Number(match?.[3]);
+  if (match === null || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new UsageError(command, `--http must be host:port (like 127.0.0.1:8090), got '${text}'`);
+  }
+  const host = match[1] || match[2] || '127.0.0.1';
+  return { host, port };
+}
+
+/** The base URL of a server at `--http` (a `host:port` or an `http(s)://` URL). */
+export function serverUrl(command: string, text: string): string {
+  if (/^https?:\/\//i.test(text)) return text.replace(/\/+$/, '');
+  const { host, port } = parseHttpAddress(command, text);
+  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  return `http://${urlHost}:${port}`;
+}

@@ -1,0 +1,74 @@
+/**
+ * The `ferry` command line: dispatches to a subcommand, prints `--help`, and turns errors into
+ * exit codes — 2 for a usage error (with a pointer to `--help`), 1 for any other failure (its
+ * one-sentence message), 0 on success.
+ */
+import { parseCommandLine } from './args.js';
+import type { CliIo, Command } from './command.js';
+import { publishCommand } from './commands/publish.js';
+import { serveCommand } from './commands/serve.js';
+import { statusCommand } from './commands/status.js';
+import { validateCommand } from './commands/validate.js';
+import { UsageError } from './errors.js';
+
+export const COMMANDS: readonly Command[] = [serveCommand, publishCommand, validateCommand, statusCommand];
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+function mainHelp(): string {
+  const width = Math.max(...COMMANDS.map((command) => command.name.length));
+  return [
+    'Usage: ferry <command> [options]',
+    '',
+    'Ferry serves snapshot read replicas: datasets whose DuckDB or SQLite file is replaced,',
+    'while serving, by snapshots a writer publishes to S3 or a file:// store.',
+    '',
+    'Commands:',
+    ...COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
+    '',
+    "Run 'ferry <command> --help' for a command's options.",
+    '',
+  ].join('\n');
+}
+
+/** Runs one `ferry` invocation (`argv` without node and the script); resolves with the exit code. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    const [name, ...rest] = argv;
+    if (name === '--help' || name === '-h' || name === 'help') {
+      io.stdout.write(mainHelp());
+      return EXIT_OK;
+    }
+    if (name === undefined) {
+      io.stderr.write(mainHelp());
+      return EXIT_USAGE;
+    }
+    const command = COMMANDS.find((candidate) => candidate.name === name);
+    if (command === undefined) {
+      throw new UsageError(
+        undefined,
+        name.startsWith('-') ? `unknown option '${name}'` : `unknown command '${name}'`,
+      );
+    }
+    const parsed = parseCommandLine(command.name, rest, command.options);
+    if (parsed.help) {
+      io.stdout.write(command.help);
+      return EXIT_OK;
+    }
+    return await command.run(parsed, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      const help = error.command === undefined ? 'ferry --help' : `ferry ${error.command} --help`;
+      io.stderr.write(`ferry: ${error.message}\nRun '${help}' for usage.\n`);
+      return EXIT_USAGE;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`ferry: error: ${message}\n`);
+    if (io.env.FERRY_DEBUG === '1' && error instanceof Error && error.stack !== undefined) {
+      io.stderr.write(`${error.stack}\n`);
+    }
+    return EXIT_FAILURE;
+  }
+}

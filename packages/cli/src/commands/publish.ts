@@ -1,0 +1,140 @@
+/**
+ * `ferry publish`: builds a snapshot of one dataset (from a DuckDB query, or an existing DuckDB /
+ * SQLite file) and publishes it to a store with @ferry/writer, showing upload progress on stderr
+ * (a bar on a terminal, plain lines otherwise), then prints the new snapshot's id, key, size and
+ * checksum on stdout.
+ */
+import { resolve } from 'node:path';
+import type { PublishResult, SnapshotSource, WriterEngine } from '@ferry/writer';
+import { choiceOption, expectPositionals, type Parsed, stringOption } from '../args.js';
+import type { CliIo, Command } from '../command.js';
+import { UsageError } from '../errors.js';
+import { createProgress, formatBytes } from '../progress.js';
+
+const HELP = `Usage: ferry publish --location URI --dataset NAME [--engine duckdb|sqlite]
+                     (--sql QUERY | --file DB) [S3 options]
+
+Build a snapshot of a dataset and publish it: upload the file to its dated key, then make it
+current in <location>metadata.json. Readers of the location pick it up on their next poll.
+
+Options:
+      --location URI        Snapshot store: s3://bucket/prefix/ or file:///absolute/dir/ (required)
+      --dataset NAME        Dataset (and table) name (required)
+      --engine ENGINE       duckdb or sqlite; default duckdb for --sql, the file's own for --file
+      --sql QUERY           One DuckDB SELECT giving the rows (it may read local CSV/Parquet/JSON:
+                            SELECT * FROM read_csv('orders.csv'))
+      --file DB             Publish an existing DuckDB or SQLite file holding table NAME
+      --not-null COLUMNS    Comma-separated columns to declare NOT NULL (with --sql)
+      --json                Print the result as JSON
+  S3 (otherwise the AWS SDK's environment and credential chain apply):
+      --s3-endpoint URL     S3-compatible endpoint (path-style addressing)
+      --s3-region REGION    Bucket region
+      --allow-http          Permit an http:// endpoint
+      --s3-key KEY          Access key id
+      --s3-secret SECRET    Secret access key
+  -h, --help                Show this help
+`;
+
+const ENGINES: readonly WriterEngine[] = ['duckdb', 'sqlite'];
+
+function required(parsed: Parsed, name: string): string {
+  const value = stringOption(parsed, name);
+  if (value === undefined || value === '') throw new UsageError('publish', `--${name} is required`);
+  return value;
+}
+
+function storeParams(parsed: Parsed): Record<string, string | boolean> {
+  const params: Record<string, string | boolean> = {};
+  const endpoint = stringOption(parsed, 's3-endpoint');
+  const region = stringOption(parsed, 's3-region');
+  const key = stringOption(parsed, 's3-key');
+  const secret = stringOption(parsed, 's3-secret');
+  if ((key === undefined) !== (secret === undefined)) {
+    throw new UsageError('publish', '--s3-key and --s3-secret go together; pass both or neither');
+  }
+  if (endpoint !== undefined) params.endpoint = endpoint;
+  if (region !== undefined) params.region = region;
+  if (parsed.values['allow-http'] === true) params.allowHttp = true;
+  if (key !== undefined && secret !== undefined) {
+    params.auth = 'key';
+    params.accessKeyId = key;
+    params.secretAccessKey = secret;
+  }
+  return params;
+}
+
+async function run(parsed: Parsed, io: CliIo): Promise<number> {
+  expectPositionals('publish', parsed, []);
+  const location = required(parsed, 'location');
+  const dataset = required(parsed, 'dataset');
+  const engine = choiceOption('publish', parsed, 'engine', ENGINES);
+  const sql = stringOption(parsed, 'sql');
+  const file = stringOption(parsed, 'file');
+  if ((sql === undefined) === (file === undefined)) {
+    throw new UsageError('publish', 'pass exactly one of --sql QUERY or --file DB');
+  }
+  const source: SnapshotSource = sql !== undefined ? { sql } : { file: resolve(file as string) };
+  const notNull = stringOption(parsed, 'not-null')
+    ?.split(',')
+    .map((column) => column.trim())
+    .filter((column) => column !== '');
+  if (notNull !== undefined && file !== undefined) {
+    throw new UsageError('publish', '--not-null applies to --sql only (a file keeps its own constraints)');
+  }
+
+  const progress = createProgress(io.stderr, `Uploading ${dataset}`);
+  // Loaded on use: the writer pulls in DuckDB and SQLite.
+  const { publishSnapshot } = await import('@ferry/writer');
+  let result: PublishResult;
+  try {
+    result = await publishSnapshot({
+      dataset,
+      location,
+      source,
+      storeParams: storeParams(parsed),
+      ...(engine === undefined ? {} : { engine }),
+      ...(notNull === undefined ? {} : { notNull }),
+      onProgress: (bytes, total) => progress.update(bytes, total),
+    });
+  } finally {
+    progress.done();
+  }
+  if (parsed.values.json === true) {
+    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  }
+  io.stdout.write(
+    [
+      `Published ${dataset} snapshot ${result.snapshotId}`,
+      `  snapshot-id: ${result.snapshotId}`,
+      `  key:         ${result.key}`,
+      `  uri:         ${result.uri}`,
+      `  size:        ${result.size} bytes (${formatBytes(result.size)})`,
+      `  checksum:    sha256:${result.checksum}`,
+      `  rows:        ${result.rowCount}`,
+      '',
+    ].join('\n'),
+  );
+  return 0;
+}
+
+export const publishCommand: Command = {
+  name: 'publish',
+  summary: 'Publish a snapshot of a dataset to a snapshot store',
+  help: HELP,
+  options: {
+    location: { type: 'string' },
+    dataset: { type: 'string' },
+    engine: { type: 'string' },
+    sql: { type: 'string' },
+    file: { type: 'string' },
+    'not-null': { type: 'string' },
+    json: { type: 'boolean' },
+    's3-endpoint': { type: 'string' },
+    's3-region': { type: 'string' },
+    'allow-http': { type: 'boolean' },
+    's3-key': { type: 'string' },
+    's3-secret': { type: 'string' },
+  },
+  run,
+};

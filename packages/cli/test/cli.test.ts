@@ -1,0 +1,196 @@
+/**
+ * The `ferry` command line as a user meets it: help on every command, usage errors (exit 2),
+ * and `ferry validate` on good and broken spicepods (exit 0 / 1, every key-naming error printed).
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ferry } from './helpers.js';
+
+/** A port nothing listens on: bound once, then released. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
+    });
+  });
+}
+
+describe('ferry help and usage errors', () => {
+  it('prints the command list for --help and exits 0', async () => {
+    const result = await ferry(['--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: ferry <command>/);
+    for (const command of ['serve', 'publish', 'validate', 'status']) {
+      expect(result.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    }
+  });
+
+  it.each(['serve', 'publish', 'validate', 'status'])(
+    'prints help for %s --help and exits 0',
+    async (command) => {
+      const result = await ferry([command, '--help']);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^Usage: ferry ${command}`));
+      expect(result.stderr).toBe('');
+    },
+  );
+
+  it('exits 2 with a pointer to help for no command, an unknown command or an unknown flag', async () => {
+    const none = await ferry([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/^Usage: ferry/);
+
+    const unknown = await ferry(['launch']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe("ferry: unknown command 'launch'\nRun 'ferry --help' for usage.\n");
+
+    const flag = await ferry(['status', '--verbose']);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toBe("ferry: unknown option '--verbose'\nRun 'ferry status --help' for usage.\n");
+
+    const missing = await ferry(['serve']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('missing <spicepod.yaml>');
+
+    const address = await ferry(['serve', 'x.yaml', '--http', 'nowhere']);
+    expect(address.code).toBe(2);
+    expect(address.stderr).toContain("--http must be host:port (like 127.0.0.1:8090), got 'nowhere'");
+
+    const source = await ferry(['publish', '--location', 'file:///tmp/x/', '--dataset', 'd']);
+    expect(source.code).toBe(2);
+    expect(source.stderr).toContain('pass exactly one of --sql QUERY or --file DB');
+
+    const engine = await ferry([
+      'publish',
+      '--location',
+      'file:///tmp/x/',
+      '--dataset',
+      'd',
+      '--engine',
+      'cayenne',
+      '--sql',
+      'SELECT 1',
+    ]);
+    expect(engine.code).toBe(2);
+    expect(engine.stderr).toContain("--engine must be one of duckdb, sqlite, got 'cayenne'");
+  });
+
+  it('exits 1 with a message when status cannot reach a server', async () => {
+    const port = await closedPort();
+    const result = await ferry(['status', '--http', `127.0.0.1:${port}`]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `ferry: error: Request to http://127.0.0.1:${port}/v1/datasets failed: ECONNREFUSED`,
+    );
+  });
+
+  it('exits 1 when --api-key-env names an unset variable', async () => {
+    const result = await ferry(['status', '--api-key-env', 'FERRY_TEST_UNSET_KEY'], {
+      env: { FERRY_TEST_UNSET_KEY: '' },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'Environment variable FERRY_TEST_UNSET_KEY (named by --api-key-env) is not set or empty',
+    );
+  });
+});
+
+describe('ferry validate', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ferry-validate-'));
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function pod(name: string, text: string): Promise<string> {
+    const path = join(dir, name);
+    await writeFile(path, text);
+    return path;
+  }
+
+  it('prints ok: N datasets and exits 0 for a good spicepod', async () => {
+    const path = await pod(
+      'good.yaml',
+      `version: v1
+kind: Spicepod
+name: good
+snapshots:
+  location: file:///srv/snapshots/
+datasets:
+  - from: postgres:public.orders
+    name: orders
+    acceleration: { engine: duckdb, mode: file, refresh_mode: snapshot, snapshots: enabled }
+  - from: postgres:public.users
+    name: users
+    acceleration: { engine: sqlite, mode: file, refresh_mode: snapshot, snapshots: bootstrap_only }
+`,
+    );
+    const result = await ferry(['validate', path]);
+    expect(result.stdout).toBe('ok: 2 datasets\n');
+    expect(result.code).toBe(0);
+  });
+
+  it('prints every error with its key path and exits 1', async () => {
+    const path = await pod(
+      'broken.yaml',
+      `version: v1
+kind: Spicepod
+name: broken
+snapshots:
+  location: file:///srv/snapshots/
+datasets:
+  - from: postgres:public.orders
+    name: orders
+    acceleration:
+      engine: cayenne
+      mode: file
+      refresh_mode: snapshot
+      snapshots: enabled
+  - from: postgres:public.users
+    name: users
+    acceleration:
+      engine: sqlite
+      mode: file
+      refresh_mode: snapshot
+      refresh_check_intervall: 10s
+      snapshots: enabled
+`,
+    );
+    const result = await ferry(['validate', path]);
+    expect(result.code).toBe(1);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toContain(
+      `error: ${path}: datasets[0].acceleration.engine: engine 'cayenne' is not supported by this runtime; use duckdb, sqlite or turso`,
+    );
+    expect(
+      lines.some((line) =>
+        line.startsWith(
+          `error: ${path}: datasets[1].acceleration.refresh_check_intervall: unknown key; did you mean 'refresh_check_interval'?`,
+        ),
+      ),
+    ).toBe(true);
+    expect(lines.at(-1)).toMatch(/^invalid: 2 errors, \d+ warnings?$/);
+  });
+
+  it('reports pod-level errors (unknown top-level key, missing name) and unreadable files', async () => {
+    const path = await pod('pod.yaml', 'version: v1\nkind: Spicepod\ndatasetz: []\n');
+    const result = await ferry(['validate', path]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`error: ${path}: datasetz: unknown key; did you mean 'datasets'?`);
+    expect(result.stdout).toContain(`error: ${path}: name: missing; add a name for the Spicepod`);
+
+    const missing = await ferry(['validate', join(dir, 'absent.yaml')]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`Cannot read spicepod '${join(dir, 'absent.yaml')}'`);
+  });
+});

@@ -1,0 +1,125 @@
+/**
+ * Running the built `ferry` executable as a user would: a child process of
+ * `node packages/cli/dist/main.js` (build it first with `npx tsc -b packages/cli`), collecting
+ * its output, or kept running (`ferry serve`) until the test signals it.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+function assertBuilt(): void {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing; build the CLI first: npx tsc -b packages/cli`);
+}
+
+export interface Finished {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunOptions {
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly cwd?: string;
+  readonly timeoutMs?: number;
+}
+
+function childEnv(extra: RunOptions['env']): NodeJS.ProcessEnv {
+  return { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...extra };
+}
+
+/** Runs `ferry <args>` to completion. */
+export function ferry(args: readonly string[], options: RunOptions = {}): Promise<Finished> {
+  assertBuilt();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], {
+      env: childEnv(options.env),
+      cwd: options.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: options.timeoutMs ?? 60_000,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+export interface Running {
+  readonly child: ChildProcess;
+  /** Everything written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first stdout match of `pattern` (rejects if the process ends first). */
+  waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<Finished>;
+}
+
+/** Starts `ferry <args>` and leaves it running. */
+export function startFerry(args: readonly string[], options: RunOptions = {}): Running {
+  assertBuilt();
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: childEnv(options.env),
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const listeners = new Set<() => void>();
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const listener of listeners) listener();
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<Finished>((resolve) => {
+    child.on('close', (code, signal) => {
+      resolve({ code, signal, stdout, stderr });
+      for (const listener of listeners) listener();
+    });
+  });
+  let ended = false;
+  void exited.then(() => {
+    ended = true;
+  });
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    waitForStdout(pattern, timeoutMs = 60_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`No ${pattern} on stdout within ${timeoutMs} ms; stderr:\n${stderr}`));
+        }, timeoutMs);
+        const check = (): void => {
+          const match = pattern.exec(stdout);
+          if (match !== null) {
+            clearTimeout(timer);
+            listeners.delete(check);
+            resolve(match);
+          } else if (ended || child.exitCode !== null) {
+            clearTimeout(timer);
+            listeners.delete(check);
+            reject(
+              new Error(`ferry exited before printing ${pattern}; stdout:\n${stdout}\nstderr:\n${stderr}`),
+            );
+          }
+        };
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * Errors of the HTTP server and the one table that maps every error code a request can meet
+ * (the runtime's, the engines', the server's own) to an HTTP status. Clients see the code and the
+ * one-sentence message as `{ "error": "<message>", "code": "ERR_..." }`.
+ */
+import { FerryError, type FerryErrorOptions } from '@ferry/core';
+
+/** The request itself is malformed (bad JSON, empty SQL, a parameter list that is not a list). */
+export class BadRequestError extends FerryError {
+  constructor(message: string, options: FerryErrorOptions = {}) {
+    super('ERR_BAD_REQUEST', message, options);
+    this.name = 'BadRequestError';
+  }
+}
+
+/** A dataset command that is not one of `poll.now`, `polling.pause`, `polling.resume`. */
+export class InvalidCommandError extends FerryError {
+  constructor(dataset: string, command: unknown) {
+    super(
+      'ERR_INVALID_COMMAND',
+      `${JSON.stringify(command) ?? 'undefined'} is not a command for dataset '${dataset}'; send { "command": "poll.now" | "polling.pause" | "polling.resume" }.`,
+    );
+    this.name = 'InvalidCommandError';
+  }
+}
+
+/** The request body is larger than the server accepts. */
+export class BodyTooLargeError extends FerryError {
+  readonly limit: number;
+
+  constructor(limit: number) {
+    super(
+      'ERR_BODY_TOO_LARGE',
+      `The request body is larger than ${limit} bytes; send a shorter statement or raise the server's maxBodyBytes.`,
+    );
+    this.name = 'BodyTooLargeError';
+    this.limit = limit;
+  }
+}
+
+/** The API key is missing or wrong. */
+export class UnauthorizedError extends FerryError {
+  constructor() {
+    super(
+      'ERR_UNAUTHORIZED',
+      "This server requires an API key; send it as 'Authorization: Bearer <key>' (or 'X-API-Key: <key>').",
+    );
+    this.name = 'UnauthorizedError';
+  }
+}
+
+/** No route has this path. */
+export class RouteNotFoundError extends FerryError {
+  constructor(method: string, path: string) {
+    super('ERR_NOT_FOUND', `No route for ${method} ${path}; see the server README for the routes it serves.`);
+    this.name = 'RouteNotFoundError';
+  }
+}
+
+/** A route has this path, but not for this method. */
+export class MethodNotAllowedError extends FerryError {
+  readonly allowed: readonly string[];
+
+  constructor(method: string, path: string, allowed: readonly string[]) {
+    super('ERR_METHOD_NOT_ALLOWED', `${path} does not accept ${method}; use ${allowed.join(' or ')}.`);
+    this.name = 'MethodNotAllowedError';
+    this.allowed = allowed;
+  }
+}
+
+const STATUS_BY_CODE: Readonly<Record<string, number>> = {
+  ERR_BAD_REQUEST: 400,
+  ERR_WRITE_REJECTED: 400,
+  ERR_STATEMENT_REJECTED: 400,
+  ERR_QUERY_FAILED: 400,
+  ERR_NO_DATASET: 400,
+  ERR_MULTIPLE_DATASETS: 400,
+  ERR_INVALID_PARAMETER: 400,
+  ERR_RESULT_TOO_LARGE: 400,
+  ERR_INVALID_COMMAND: 400,
+  ERR_UNAUTHORIZED: 401,
+  ERR_UNKNOWN_DATASET: 404,
+  ERR_NOT_FOUND: 404,
+  ERR_METHOD_NOT_ALLOWED: 405,
+  ERR_BODY_TOO_LARGE: 413,
+  ERR_DATASET_NOT_READY: 503,
+  ERR_DATASET_FAILED: 503,
+  ERR_THREAD_EXITED: 503,
+  ERR_RUNTIME_CLOSED: 503,
+  ERR_READY_TIMEOUT: 503,
+  ERR_QUERY_TIMEOUT: 504,
+};
+
+/** The error's stable code, or undefined for errors that carry none. */
+export function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('ERR_') ? code : undefined;
+}
+
+/** The HTTP status a request failing with `error` answers with; 500 for anything unexpected. */
+export function httpStatusFor(error: unknown): number {
+  const code = errorCode(error);
+  return code === undefined ? 500 : (STATUS_BY_CODE[code] ?? 500);
+}
