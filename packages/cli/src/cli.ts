@@ -6,12 +6,19 @@
 import { parseCommandLine } from './args.js';
 import type { CliIo, Command } from './command.js';
 import { publishCommand } from './commands/publish.js';
+import { quickstartCommand } from './commands/quickstart.js';
 import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
 import { validateCommand } from './commands/validate.js';
 import { UsageError } from './errors.js';
 
-export const COMMANDS: readonly Command[] = [serveCommand, publishCommand, validateCommand, statusCommand];
+export const COMMANDS: readonly Command[] = [
+  serveCommand,
+  publishCommand,
+  validateCommand,
+  statusCommand,
+  quickstartCommand,
+];
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
