@@ -93,6 +93,8 @@ export class DuckDbEngine implements SnapshotEngine {
   readonly #instance: DuckDBInstance;
   readonly #maxConnections: number;
   readonly #idle: DuckDBConnection[] = [];
+  readonly #busy = new Set<DuckDBConnection>();
+  #cancelled = false;
   readonly #waiters: ((connection: DuckDBConnection) => void)[] = [];
   readonly #running = new Set<Promise<unknown>>();
   #opened = 0;
@@ -105,6 +107,12 @@ export class DuckDbEngine implements SnapshotEngine {
   }
 
   async #acquire(): Promise<DuckDBConnection> {
+    const connection = await this.#take();
+    this.#busy.add(connection);
+    return connection;
+  }
+
+  async #take(): Promise<DuckDBConnection> {
     const idle = this.#idle.pop();
     if (idle !== undefined) return idle;
     if (this.#opened < this.#maxConnections) {
@@ -120,6 +128,7 @@ export class DuckDbEngine implements SnapshotEngine {
   }
 
   #release(connection: DuckDBConnection): void {
+    this.#busy.delete(connection);
     const waiter = this.#waiters.shift();
     if (waiter === undefined) this.#idle.push(connection);
     else waiter(connection);
@@ -156,6 +165,7 @@ export class DuckDbEngine implements SnapshotEngine {
     return this.#withConnection(async (connection) => {
       const prepared = await connection.prepare(sql);
       try {
+        if (this.#cancelled) throw new EngineClosedError(this.path);
         if (!READ_STATEMENT_TYPES.has(prepared.statementType)) {
           const kind = StatementType[prepared.statementType] ?? String(prepared.statementType);
           throw new StatementRejectedError(
@@ -217,6 +227,25 @@ export class DuckDbEngine implements SnapshotEngine {
 
   async schema(table: string): Promise<ArrowSchema> {
     return schemaOfColumns(this.path, table, await this.columns(table));
+  }
+
+  /**
+   * Cancel every query for good: new ones are refused, running ones are interrupted (they fail with
+   * DuckDB's "Interrupted" error) until none is left. Resolves when nothing runs. Used before a
+   * thread ends: a worker thread must not be torn down while DuckDB executes on its behalf, or the
+   * native addon aborts the whole process.
+   */
+  cancelAll(): Promise<void> {
+    this.#cancelled = true;
+    if (this.#running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const tick = (): void => {
+        for (const connection of this.#busy) connection.interrupt();
+        if (this.#running.size === 0) resolve();
+        else setTimeout(tick, 20);
+      };
+      tick();
+    });
   }
 
   close(): Promise<void> {

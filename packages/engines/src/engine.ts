@@ -27,6 +27,11 @@ export interface TableColumn {
 export interface SnapshotEngine extends Engine {
   /** The columns of `table` in order, or `undefined` when the file has no such table. */
   columns(table: string): Promise<readonly TableColumn[] | undefined>;
+  /**
+   * Refuse new queries and cancel running ones, resolving when none runs (engines whose queries
+   * execute off the JavaScript thread, i.e. DuckDB; synchronous engines have nothing to cancel).
+   */
+  cancelAll?(): Promise<void>;
 }
 
 export interface OpenOptions {

@@ -37,8 +37,11 @@ if (isMainThread || parentPort === null) {
 const port = parentPort;
 const data = workerData as CoordinatorWorkerData;
 const datasetThread = threadFile('dataset-thread');
-/** Datasets of one process poll on one grid, so shared locations are read once per tick. */
-const pollPhaseMs = Date.now() % 1000;
+/**
+ * Datasets of one process poll on one grid, so shared locations are read once per tick; the grid's
+ * phase is random per process, so replicas do not all poll the store at the same instants.
+ */
+const pollPhaseMs = Math.floor(Math.random() * 86_400_000);
 
 function post(message: CoordinatorToHost, transfer: TransferListItem[] = []): void {
   port.postMessage(message, transfer);
@@ -254,8 +257,8 @@ port.on('message', (message: HostToCoordinator) => {
     respond(
       port,
       message.id,
-      async () => {
-        await slots.get(message.dataset)?.worker?.terminate();
+      () => {
+        slots.get(message.dataset)?.worker?.postMessage({ type: 'crash' });
       },
       serializeError,
     );

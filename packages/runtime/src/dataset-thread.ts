@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import type { DatasetEngine, LoadedSnapshot, ReadMetadataOutput } from '@ferry/core';
+import type { DatasetEmitted, DatasetEngine, LoadedSnapshot, ReadMetadataOutput } from '@ferry/core';
 import {
   type DatasetSnapshot,
   datasetMachine,
@@ -104,6 +104,7 @@ async function serveLiveFile(kind: DatasetEngine): Promise<void> {
       engine: 'duckdb',
       table: name,
       livePath: data.livePath,
+      drainTimeoutMs: 5_000,
     });
   } else {
     await serving.swap();
@@ -201,16 +202,25 @@ const actor = createActor(machine, {
   },
 });
 
+/*
+ * Emitted events (swap, poll, error) leave with the status of the snapshot they belong to, so the
+ * host never announces a swap while its status still shows the previous snapshot. XState emits
+ * during the transition and notifies observers after it: hold the events until then.
+ */
 let lastStatus = '';
+const emitted: DatasetEmitted[] = [];
+actor.on('*', (event) => {
+  emitted.push(event);
+});
 actor.subscribe((snapshot: DatasetSnapshot) => {
   const status = datasetStatus(snapshot);
   const text = JSON.stringify(status);
-  if (text !== lastStatus) {
+  const events = emitted.splice(0);
+  if (text !== lastStatus || events.length > 0) {
     lastStatus = text;
-    toHost({ type: 'status-changed', status });
+    toHost({ type: 'status-changed', status, emitted: events });
   }
 });
-actor.on('*', (event) => toHost({ type: 'emitted', event }));
 
 // ---------------------------------------------------------------------------------------------
 // Queries and commands from the host.
@@ -273,9 +283,37 @@ async function stop(): Promise<void> {
   coordinatorRpc.close('stopped');
 }
 
+/**
+ * An uncaught error ends the thread — the coordinator restarts it and it bootstraps again from its
+ * live file — but first the queries DuckDB is executing are interrupted: tearing a thread down while
+ * native code works on its behalf would abort the whole process. Pending queries are not answered;
+ * the host rejects them with ERR_THREAD_EXITED when the thread exits.
+ */
+let crashing = false;
+async function crash(error: unknown): Promise<void> {
+  if (crashing) return;
+  crashing = true;
+  log('error', `Dataset thread of '${name}' hit an uncaught error; ending it so that it is restarted`, {
+    error: error instanceof Error ? error.message : String(error),
+  });
+  host.close();
+  const closed = (async () => {
+    await serving?.cancelAll();
+    await serving?.close();
+  })();
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  process.exit(1);
+}
+process.on('uncaughtException', (error) => void crash(error));
+process.on('unhandledRejection', (error) => void crash(error));
+
 coordinator.on('message', (message: CoordinatorToDataset | DatasetToCoordinator) => {
   if (coordinatorRpc.handle(message)) return;
-  if (message.type === 'announce') {
+  if (message.type === 'crash') {
+    setImmediate(() => {
+      throw new Error('crash drill: terminateDatasetThread() was called');
+    });
+  } else if (message.type === 'announce') {
     actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
   } else if (message.type === 'stop') {
     respond(

@@ -39,8 +39,13 @@ export class LocationMetadataReader {
     return this.#gets;
   }
 
-  /** A fresh read (no reuse window), for a batch of notifications: joins one in flight. */
+  /**
+   * A fresh read (no reuse window), for a batch of notifications. A read already in flight began
+   * before the caller asked and may predate the commit it was told about, so it is waited out, not
+   * joined; a read begun after that is joined.
+   */
   async refresh(): Promise<ParsedMetadata | undefined> {
+    await this.#inflight;
     const document = await this.#read();
     if (document.error !== undefined) throw document.error;
     return document.metadata;

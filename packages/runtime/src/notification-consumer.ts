@@ -1,10 +1,11 @@
 /**
  * The one SQS consumer of the process (per queue and credentials), run by the coordinator. It long-
- * polls the queue, plans each batch with the pure router (`planBatch`), reads each committed
- * location's metadata.json ONCE per batch, announces the new current ids to the datasets whose id
- * moved, and only then deletes the commits (a failed read leaves them on the queue). Messages about
- * objects outside every location stay on the queue. Outages are logged once when they start, once
- * after five minutes, and on recovery; the queue URL never appears in a log line.
+ * polls the queue, plans each batch with the pure router (`planBatch`), reads the location's
+ * metadata.json ONCE per batch that commits it (through the shared reader, so the datasets' follow-up
+ * reloads reuse that read), announces the new current ids to the datasets whose id moved, and only
+ * then deletes the commits (a failed read leaves them on the queue). Messages about objects outside
+ * the location stay on the queue. Outages are logged once when they start, once after five minutes,
+ * and on recovery; the queue URL never appears in a log line.
  */
 import type { DatasetConfig, NotificationQueue, NotificationsConfig, QueueMessage } from '@ferry/core';
 import {
@@ -14,6 +15,7 @@ import {
   diffCurrentIds,
   locationKey,
   type NotificationLocation,
+  type ParsedMetadata,
   planBatch,
   settleCommits,
 } from '@ferry/core';
@@ -37,14 +39,44 @@ export interface NotificationConsumerOptions {
     /** Milliseconds between outage retries are `backoffMs(attempt) × backoffScale` (tests shrink it). */
     readonly backoffScale?: number;
   };
-  /** Injected for tests: the queue to consume. Default: SQS from the configuration. */
+  /** Injected for tests: the queue to consume (closed by `close()`). Default: SQS from the configuration. */
   readonly queue?: NotificationQueue;
+  /** The clock outages are measured on; default `Date.now`. */
   readonly now?: () => number;
 }
+
+export const NotificationLogMessage = {
+  readFailed: 'Could not read metadata.json for a notification; leaving it on the queue',
+  deleteFailed: 'Could not delete notifications from the SQS queue; they will be delivered again',
+  batchFailed: 'Handling a batch of SQS notifications failed; its messages will be delivered again',
+} as const;
 
 function parseS3Location(location: string): NotificationLocation {
   const match = /^s3:\/\/([^/]+)\/(.*)$/.exec(location);
   return { bucket: match?.[1] ?? '', prefix: match?.[2] ?? '' };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `promise`, or a rejection as soon as `signal` aborts (the promise is left to settle unobserved). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 export class NotificationConsumer {
@@ -54,16 +86,17 @@ export class NotificationConsumer {
   readonly #datasets: readonly DatasetConfig[];
   readonly #now: () => number;
   readonly #tracker = createOutageTracker();
+  /** Aborted by `close()`: ends a long poll, a backoff wait or a metadata read at once. */
+  readonly #closing = new AbortController();
   /** Current ids seen by the previous batch read, per dataset: only a move is announced. */
   #previous = new Map<string, number>();
-  #closed = false;
   #loop: Promise<void> | undefined;
-  #wake: (() => void) | undefined;
 
   constructor(options: NotificationConsumerOptions) {
     this.#options = options;
     const { notifications } = options;
     const credentials = notifications.s3.credentials;
+    const tuning = options.options ?? {};
     this.#queue =
       options.queue ??
       createSqsQueue({
@@ -71,12 +104,10 @@ export class NotificationConsumer {
         region: notifications.queue.region,
         ...(notifications.queue.endpoint === undefined ? {} : { endpoint: notifications.queue.endpoint }),
         ...(credentials === undefined ? {} : { credentials }),
-        ...(options.options?.visibilityTimeoutSeconds === undefined
+        ...(tuning.visibilityTimeoutSeconds === undefined
           ? {}
-          : { visibilityTimeoutSeconds: options.options.visibilityTimeoutSeconds }),
-        ...(options.options?.waitTimeSeconds === undefined
-          ? {}
-          : { waitTimeSeconds: options.options.waitTimeSeconds }),
+          : { visibilityTimeoutSeconds: tuning.visibilityTimeoutSeconds }),
+        ...(tuning.waitTimeSeconds === undefined ? {} : { waitTimeSeconds: tuning.waitTimeSeconds }),
       });
     this.#location = parseS3Location(notifications.location);
     const names = new Set(notifications.datasets);
@@ -85,34 +116,37 @@ export class NotificationConsumer {
   }
 
   start(): void {
+    if (this.#closing.signal.aborted) return;
     this.#loop ??= this.#run();
   }
 
+  /** Ends a long poll at once, lets a batch being handled finish its deletes, then closes the queue. */
   async close(): Promise<void> {
-    this.#closed = true;
-    this.#wake?.();
-    await this.#queue.close();
+    this.#closing.abort();
     await this.#loop;
+    await this.#queue.close();
   }
 
   async #run(): Promise<void> {
-    while (!this.#closed) {
+    const signal = this.#closing.signal;
+    while (!signal.aborted) {
       let messages: QueueMessage[];
       try {
-        messages = await this.#queue.receive();
-        this.#logPlanned(this.#tracker.success(this.#now()));
+        messages = await this.#queue.receive({ signal });
       } catch (error) {
-        if (this.#closed) return;
-        this.#logPlanned(
-          this.#tracker.failure(this.#now(), error instanceof Error ? error.message : String(error)),
-        );
-        await this.#sleep(
-          backoffMs(this.#tracker.consecutiveFailures) * (this.#options.options?.backoffScale ?? 1),
-        );
+        if (signal.aborted) return;
+        this.#logPlanned(this.#tracker.failure(this.#now(), messageOf(error)));
+        const scale = this.#options.options?.backoffScale ?? 1;
+        await this.#sleep(backoffMs(this.#tracker.consecutiveFailures) * scale);
         continue;
       }
-      if (messages.length === 0 || this.#closed) continue;
-      await this.#handle(messages);
+      this.#logPlanned(this.#tracker.success(this.#now()));
+      if (messages.length === 0 || signal.aborted) continue;
+      try {
+        await this.#handle(messages);
+      } catch (error) {
+        this.#options.log('error', NotificationLogMessage.batchFailed, { error: messageOf(error) });
+      }
     }
   }
 
@@ -123,55 +157,65 @@ export class NotificationConsumer {
       messages.map((message) => ({ id: message.id, body: message.body })),
       [this.#location],
     );
-    for (const entry of plan.logs) this.#options.log(entry.level, entry.message, { ...entry.fields });
+    const receiveCounts = new Map(messages.map((message) => [message.id, message.receiveCount]));
+    for (const entry of plan.logs) {
+      const id = entry.fields.messageId;
+      const receiveCount = typeof id === 'string' ? receiveCounts.get(id) : undefined;
+      this.#options.log(entry.level, entry.message, {
+        ...entry.fields,
+        ...(receiveCount === undefined ? {} : { receiveCount }),
+      });
+    }
     const unparseable = plan.logs.filter((entry) => entry.level === 'warn').length;
     if (unparseable > 0) report({ outcome: 'unparseable', count: unparseable });
 
     const readSucceeded = new Set<string>();
-    if (plan.commits.size > 0) {
-      const key = locationKey(this.#location);
-      const first = this.#datasets[0];
-      if (first !== undefined) {
-        try {
-          const metadata = await this.#options.readerFor(first).refresh();
-          readSucceeded.add(key);
-          if (metadata !== undefined) this.#fanOut(metadata.datasets);
-        } catch (error) {
-          this.#options.log(
-            'warn',
-            'Could not read metadata.json for a notification; leaving it on the queue',
-            {
-              location: this.#options.notifications.location,
-              error: error instanceof Error ? error.message : String(error),
-            },
-          );
-        }
-      } else {
-        readSucceeded.add(key);
-      }
+    if (plan.commits.size > 0 && (await this.#readAndAnnounce())) {
+      readSucceeded.add(locationKey(this.#location));
     }
     const settled = settleCommits(plan.commits, readSucceeded);
     const deleteIds = new Set([...plan.toDelete, ...settled.toDelete]);
     const toDelete = messages.filter((message) => deleteIds.has(message.id));
-    const left = messages.length - toDelete.length;
+    let deleted = 0;
     if (toDelete.length > 0) {
       try {
         await this.#queue.delete(toDelete);
-        report({ outcome: 'deleted', count: toDelete.length });
+        deleted = toDelete.length;
       } catch (error) {
-        this.#options.log(
-          'warn',
-          'Could not delete notifications from the SQS queue; they will be delivered again',
-          {
-            error: error instanceof Error ? error.message : String(error),
-          },
-        );
+        const failures = (error as { failures?: readonly unknown[] }).failures;
+        deleted = Array.isArray(failures) ? toDelete.length - failures.length : 0;
+        this.#options.log('warn', NotificationLogMessage.deleteFailed, { error: messageOf(error) });
       }
     }
-    if (left > 0) report({ outcome: 'left', count: left });
+    if (deleted > 0) report({ outcome: 'deleted', count: deleted });
+    if (messages.length > deleted) report({ outcome: 'left', count: messages.length - deleted });
   }
 
-  #fanOut(datasets: Parameters<typeof diffCurrentIds>[1]): void {
+  /**
+   * One fresh read of the location for the whole batch, then the fan-out. Every notified dataset is
+   * a `refresh_mode: snapshot` dataset of the pod's location with the pod's S3 settings, so they
+   * share one reader: the datasets' own reads that follow the announcement reuse this one.
+   */
+  async #readAndAnnounce(): Promise<boolean> {
+    const first = this.#datasets[0];
+    if (first === undefined) return true;
+    let metadata: ParsedMetadata | undefined;
+    try {
+      metadata = await untilAborted(this.#options.readerFor(first).refresh(), this.#closing.signal);
+    } catch (error) {
+      if (!this.#closing.signal.aborted) {
+        this.#options.log('warn', NotificationLogMessage.readFailed, {
+          location: this.#options.notifications.location,
+          error: messageOf(error),
+        });
+      }
+      return false;
+    }
+    if (metadata !== undefined) this.#fanOut(metadata.datasets);
+    return true;
+  }
+
+  #fanOut(datasets: ParsedMetadata['datasets']): void {
     const changed = new Set(diffCurrentIds(this.#previous, datasets));
     const current = currentSnapshotIds(datasets);
     for (const dataset of this.#datasets) {
@@ -188,15 +232,19 @@ export class NotificationConsumer {
   }
 
   #sleep(ms: number): Promise<void> {
+    const signal = this.#closing.signal;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#wake = undefined;
+      if (signal.aborted) {
         resolve();
-      }, ms);
-      this.#wake = () => {
+        return;
+      }
+      const done = (): void => {
         clearTimeout(timer);
+        signal.removeEventListener('abort', done);
         resolve();
       };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
     });
   }
 }

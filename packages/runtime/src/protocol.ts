@@ -65,8 +65,12 @@ export interface SqliteGeneration {
 
 export type DatasetToHost =
   | RpcResponse
-  | { readonly type: 'emitted'; readonly event: DatasetEmitted }
-  | { readonly type: 'status-changed'; readonly status: DatasetStatus }
+  /** The machine's status after a transition, with the events (swap, poll, error) it emitted. */
+  | {
+      readonly type: 'status-changed';
+      readonly status: DatasetStatus;
+      readonly emitted: readonly DatasetEmitted[];
+    }
   | { readonly type: 'inspect'; readonly event: InspectionEvent }
   | { readonly type: 'log'; readonly record: LogRecord }
   | { readonly type: 'sqlite-generation'; readonly current: SqliteGeneration | null }
@@ -101,6 +105,8 @@ export type DatasetToCoordinator =
 export type CoordinatorToDataset =
   | RpcResponse
   | { readonly type: 'announce'; readonly snapshotId: number }
+  /** A crash drill: the thread throws an uncaught error, as a bug would. */
+  | { readonly type: 'crash' }
   | { readonly type: 'stop'; readonly id: number };
 
 export type ReadMetadataReply = ReadMetadataOutput;

@@ -12,6 +12,7 @@ import { Worker } from 'node:worker_threads';
 import type {
   ConfigIssue,
   DatasetConfig,
+  DatasetEmitted,
   DatasetStatus,
   JsonValue,
   PollResult,
@@ -280,35 +281,10 @@ class HostRuntime implements Runtime {
 
   #onDataset(entry: DatasetEntry, message: DatasetToHost): void {
     switch (message.type) {
-      case 'emitted': {
-        const event = message.event;
-        if (event.type === 'swap') {
-          this.#metrics.swaps[entry.name] = (this.#metrics.swaps[entry.name] ?? 0) + 1;
-          this.#emit('swap', { dataset: entry.name, from: event.from, to: event.to });
-        } else if (event.type === 'poll') {
-          const polls =
-            this.#metrics.polls[entry.name] ??
-            (Object.fromEntries(POLL_RESULTS.map((result) => [result, 0])) as Record<PollResult, number>);
-          polls[event.result]++;
-          this.#metrics.polls[entry.name] = polls;
-          this.#emit('poll', {
-            dataset: entry.name,
-            result: event.result,
-            currentSnapshotId: event.currentSnapshotId,
-          });
-        } else {
-          this.#emit('error', {
-            dataset: entry.name,
-            code: event.error.code,
-            message: event.error.message,
-            snapshotId: event.snapshotId,
-          });
-        }
-        break;
-      }
       case 'status-changed':
         entry.error = undefined;
         this.#setState(entry, message.status.state, message.status);
+        for (const event of message.emitted) this.#onEmitted(entry, event);
         break;
       case 'inspect':
         for (const listener of this.#inspectors) listener(message.event);
@@ -325,6 +301,31 @@ class HostRuntime implements Runtime {
         break;
       case 'response':
         break;
+    }
+  }
+
+  #onEmitted(entry: DatasetEntry, event: DatasetEmitted): void {
+    if (event.type === 'swap') {
+      this.#metrics.swaps[entry.name] = (this.#metrics.swaps[entry.name] ?? 0) + 1;
+      this.#emit('swap', { dataset: entry.name, from: event.from, to: event.to });
+    } else if (event.type === 'poll') {
+      const polls =
+        this.#metrics.polls[entry.name] ??
+        (Object.fromEntries(POLL_RESULTS.map((result) => [result, 0])) as Record<PollResult, number>);
+      polls[event.result]++;
+      this.#metrics.polls[entry.name] = polls;
+      this.#emit('poll', {
+        dataset: entry.name,
+        result: event.result,
+        currentSnapshotId: event.currentSnapshotId,
+      });
+    } else {
+      this.#emit('error', {
+        dataset: entry.name,
+        code: event.error.code,
+        message: event.error.message,
+        snapshotId: event.snapshotId,
+      });
     }
   }
 

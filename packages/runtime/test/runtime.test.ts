@@ -124,7 +124,14 @@ describe('runtime: bootstrap, polling and swaps with real threads', () => {
       'state',
       (event) => event.dataset === 'orders' && event.state === 'restarting',
     );
+    // A query in flight when the thread dies gets a clear error instead of hanging.
+    const inFlight = runtime.query('SELECT count(*) AS n FROM orders, range(2000000000)');
+    const failed = expect(inFlight).rejects.toMatchObject({
+      code: 'ERR_THREAD_EXITED',
+      message: "Dataset thread of 'orders' exited before answering; the request was not completed.",
+    });
     await runtime.terminateDatasetThread('orders');
+    await failed;
     await restarting;
     await expect(runtime.query('SELECT count(*) AS n FROM orders')).rejects.toMatchObject({
       code: 'ERR_DATASET_NOT_READY',

@@ -3,11 +3,13 @@
  * publisher using the real writer, spicepods pointing at them, and waiting on runtime events.
  */
 import { mkdtemp } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { type AddressInfo, createServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LocalAws } from '@ferry/test-support';
 import { type PublishResult, publishSnapshot } from '@ferry/writer';
-import type { Runtime, RuntimeEvents } from '../src/index.js';
+import type { Logger, LogLevel, Runtime, RuntimeEvents } from '../src/index.js';
 
 export const BUCKET = 'ferry-runtime';
 
@@ -110,4 +112,177 @@ export function nextEvent<K extends keyof RuntimeEvents>(
       resolve(payload);
     });
   });
+}
+
+/** One line written to a {@link WatchedLogger}. */
+export interface LoggedRecord {
+  readonly level: LogLevel;
+  readonly message: string;
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+/** A logger that keeps every line and lets a test await the lines it expects. */
+export interface WatchedLogger extends Logger {
+  readonly records: LoggedRecord[];
+  /** The same sink as a `(level, message, fields)` callback, for components used in-process. */
+  log(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
+  /** Resolves with the matching lines once `count` (default 1) of them have been logged. */
+  waitFor(
+    predicate: (record: LoggedRecord) => boolean,
+    options?: { readonly count?: number; readonly timeoutMs?: number },
+  ): Promise<LoggedRecord[]>;
+}
+
+export function watchedLogger(): WatchedLogger {
+  const records: LoggedRecord[] = [];
+  const waiters = new Set<() => void>();
+  const log = (level: LogLevel, message: string, fields: object = {}): void => {
+    records.push({ level, message, fields: { ...fields } });
+    for (const waiter of [...waiters]) waiter();
+  };
+  const at =
+    (level: LogLevel) =>
+    (fields: object, message: string): void =>
+      log(level, message, fields);
+  return {
+    records,
+    log,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    waitFor(predicate, options = {}) {
+      const count = options.count ?? 1;
+      const timeoutMs = options.timeoutMs ?? 30_000;
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const matched = records.filter(predicate);
+          if (matched.length < count) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(matched);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`fewer than ${count} matching log lines within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+interface SqsModule {
+  readonly SQSClient: new (
+    config: ReturnType<LocalAws['sqsConfig']>,
+  ) => { send(command: unknown): Promise<{ MessageId?: string }>; destroy(): void };
+  readonly SendMessageCommand: new (input: { QueueUrl: string; MessageBody: string }) => unknown;
+}
+
+/**
+ * The real AWS SDK SQS client. @ferry/runtime does not depend on it, so it is loaded from the
+ * package that does (@ferry/test-support), the same build the notification bridge sends with.
+ */
+function sqsModule(): SqsModule {
+  const local = createRequire(import.meta.url);
+  return createRequire(local.resolve('@ferry/test-support'))('@aws-sdk/client-sqs') as SqsModule;
+}
+
+/** Sends one message with exactly this body to the queue (real SQS client, real server); returns its id. */
+export async function sendMessage(aws: LocalAws, queueUrl: string, body: string): Promise<string> {
+  const { SQSClient, SendMessageCommand } = sqsModule();
+  const client = new SQSClient(aws.sqsConfig({ direct: true }));
+  try {
+    const out = await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+    return out.MessageId ?? '';
+  } finally {
+    client.destroy();
+  }
+}
+
+/** A loopback port that nothing listens on (connections are refused). */
+export async function refusedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A TCP proxy to a local server whose link a test can cut (an outage) and restore. */
+export interface CuttableProxy {
+  readonly endpoint: string;
+  /** Data chunks received from clients so far. */
+  traffic(): number;
+  /** Resolves once more than `seen` chunks have arrived from clients. */
+  trafficAfter(seen: number): Promise<void>;
+  /** Drops every open connection and every new one until {@link CuttableProxy.restore}. */
+  cut(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+export async function startCuttableProxy(upstreamPort: number): Promise<CuttableProxy> {
+  const sockets = new Set<Socket>();
+  const waiters = new Set<() => void>();
+  let chunks = 0;
+  let up = true;
+  const server = createServer((client) => {
+    if (!up) {
+      client.destroy();
+      return;
+    }
+    const upstream = netConnect(upstreamPort, '127.0.0.1');
+    sockets.add(client);
+    sockets.add(upstream);
+    const drop = (): void => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    for (const socket of [client, upstream]) {
+      socket.on('error', drop);
+      socket.on('close', drop);
+    }
+    client.on('data', () => {
+      chunks++;
+      for (const waiter of [...waiters]) waiter();
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const cutAll = (): void => {
+    for (const socket of sockets) socket.destroy();
+    sockets.clear();
+  };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    traffic: () => chunks,
+    trafficAfter(seen) {
+      return new Promise((resolve) => {
+        const check = (): void => {
+          if (chunks <= seen) return;
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    cut() {
+      up = false;
+      cutAll();
+    },
+    restore() {
+      up = true;
+    },
+    async close() {
+      cutAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }

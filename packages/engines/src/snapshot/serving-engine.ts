@@ -50,6 +50,7 @@ export class ServingEngine {
   #current: Generation;
   #swapping: Promise<unknown> = Promise.resolve();
   #closing: Promise<void> | undefined;
+  #cancelled = false;
   #onDrained: (() => void) | undefined;
 
   private constructor(options: ServingEngineOptions, engine: SnapshotEngine) {
@@ -122,7 +123,7 @@ export class ServingEngine {
   }
 
   #enter(): Generation {
-    if (this.#closing !== undefined) throw new EngineClosedError(this.livePath);
+    if (this.#closing !== undefined || this.#cancelled) throw new EngineClosedError(this.livePath);
     this.#current.leases++;
     return this.#current;
   }
@@ -172,13 +173,24 @@ export class ServingEngine {
   }
 
   /**
-   * Refuse new queries, wait up to `drainTimeoutMs` for leases to be released, then close every
-   * engine (an engine still waits for a query it is executing). Idempotent.
+   * Cancel every query on every open generation for good (DuckDB; SQLite reads are synchronous) and
+   * resolve when none runs: the step before ending a thread abruptly.
+   */
+  async cancelAll(): Promise<void> {
+    this.#cancelled = true;
+    await Promise.all([...this.#open].map((generation) => generation.engine.cancelAll?.()));
+  }
+
+  /**
+   * Refuse new queries, wait up to `drainTimeoutMs` for leases to be released, interrupt the
+   * queries still executing, then close every engine. Idempotent.
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       await this.#swapping;
-      await this.#drain(this.#options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
+      await this.#drain(this.#cancelled ? 0 : (this.#options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS));
+      // Whatever still executes after the drain is cancelled, so closing never waits on it.
+      await this.cancelAll();
       await Promise.all([...this.#open].map((generation) => this.#closeGeneration(generation)));
     })();
     return this.#closing;
