@@ -161,6 +161,7 @@ class HostRuntime implements Runtime {
   readonly #queryTimeoutMs: number;
   readonly #maxRows: number;
   #pool: Piscina<SqliteReadTask, SqliteReadResult> | undefined;
+  #sqliteGenerations = 0;
   #closing: Promise<void> | undefined;
   readonly #metrics = {
     swaps: {} as Record<string, number>,
@@ -293,7 +294,10 @@ class HostRuntime implements Runtime {
         writeLog(this.#logger, message.record);
         break;
       case 'sqlite-generation':
-        entry.sqlite = message.current;
+        // Numbered here, not by the thread: a restarted thread counts from 1 again, and the read
+        // pool must still see every new file as newer than the one it has open.
+        entry.sqlite =
+          message.current === null ? null : { ...message.current, generation: ++this.#sqliteGenerations };
         break;
       case 'downloaded':
         this.#metrics.downloadedBytes += message.bytes;

@@ -142,6 +142,22 @@ describe('runtime: bootstrap, polling and swaps with real threads', () => {
     const result = await runtime.query('SELECT max(version) AS v FROM orders');
     expect(result.rows[0]?.v).toBe(2);
   });
+  it('a restarted SQLite dataset serves snapshots swapped in after the restart (read pool sees the new file)', async () => {
+    const before = (await runtime.query('SELECT max(version) AS v FROM users')).rows[0]?.v;
+    const restarting = nextEvent(
+      runtime,
+      'state',
+      (event) => event.dataset === 'users' && event.state === 'restarting',
+    );
+    await runtime.terminateDatasetThread('users');
+    await restarting;
+    await runtime.ready('users', { timeoutMs: 20_000 });
+    expect((await runtime.query('SELECT max(version) AS v FROM users')).rows[0]?.v).toBe(before);
+    const swapped = nextEvent(runtime, 'swap', (event) => event.dataset === 'users');
+    await publishVersion(aws, 'users', 'sqlite', 3, { rows: 30, prefix: 'three/' });
+    await swapped;
+    expect((await runtime.query('SELECT max(version) AS v FROM users')).rows[0]?.v).toBe(3);
+  });
 });
 
 describe('runtime: waiting for a first snapshot', () => {
