@@ -104,7 +104,9 @@ describe('dataset machine: pure transitions', () => {
     expect(snapshot.value).toEqual({ polling: 'reading' });
     expect(snapshot.context.serving).toEqual(local);
     expect(snapshot.context.poll).toMatchObject({ trigger: 'startup', startedAtMs: 42 });
-    expect(spawned(actions)).toEqual([{ src: 'readMetadata', input: { dataset: 'orders' } }]);
+    expect(spawned(actions)).toEqual([
+      { src: 'readMetadata', input: { dataset: 'orders', trigger: 'startup' } },
+    ]);
     expect(logged(actions)).toContainEqual(
       expect.objectContaining({ level: 'info', fields: { dataset: 'orders', snapshotId: 3 } }),
     );

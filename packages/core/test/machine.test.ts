@@ -293,7 +293,7 @@ describe('dataset machine: startup', () => {
     const h = start({ store, restore: localSnapshot(2) });
     await h.until((s) => s.matches('polling') && store.reads.length === 1);
     expect(h.status()).toMatchObject({ state: 'polling', servingSnapshotId: 2 });
-    expect(store.reads[0]).toEqual({ dataset: 'orders' });
+    expect(store.reads[0]).toEqual({ dataset: 'orders', trigger: 'startup' });
     store.gate.resolve();
     await h.settle();
     expect(h.downloads.preparedIds).toEqual([3]);
@@ -362,7 +362,7 @@ describe('dataset machine: polling', () => {
     expect(h.store.reads).toHaveLength(1);
     await h.advance(1);
     expect(h.store.reads).toHaveLength(2);
-    expect(h.store.reads[1]).toEqual({ dataset: 'orders', ifNoneMatch: etag });
+    expect(h.store.reads[1]).toEqual({ dataset: 'orders', trigger: 'schedule', ifNoneMatch: etag });
     expect(h.status()).toMatchObject({ lastPollResult: 'unchanged', lastPollAtMs: INTERVAL, etag });
     await h.advance(INTERVAL);
     expect(h.store.reads).toHaveLength(3);
@@ -692,7 +692,7 @@ describe('dataset machine: notifications', () => {
     h.actor.send({ type: 'snapshot.announced', snapshotId: 2 });
     await h.settle();
     expect(h.clock.now()).toBe(0);
-    expect(h.store.reads[1]).toEqual({ dataset: 'orders' });
+    expect(h.store.reads[1]).toEqual({ dataset: 'orders', trigger: 'notification' });
     expect(h.status()).toMatchObject({ servingSnapshotId: 2, nextPollDueMs: INTERVAL });
     expect(h.status().counters.notifications).toBe(1);
   });
@@ -727,7 +727,7 @@ describe('dataset machine: notifications', () => {
     await h.until((s) => s.matches({ serving: 'scheduled' }) && h.store.reads.length === 3);
     await h.settle();
     expect(h.store.reads).toHaveLength(3);
-    expect(h.store.reads[2]).toEqual({ dataset: 'orders' });
+    expect(h.store.reads[2]).toEqual({ dataset: 'orders', trigger: 'notification' });
     expect(h.status().servingSnapshotId).toBe(3);
     expect(h.clock.now()).toBe(0);
   });
@@ -769,7 +769,7 @@ describe('dataset machine: commands', () => {
     expect(h.store.reads).toHaveLength(1);
     h.actor.send({ type: 'polling.resume' });
     await h.settle();
-    expect(h.store.reads[1]).toEqual({ dataset: 'orders' });
+    expect(h.store.reads[1]).toEqual({ dataset: 'orders', trigger: 'notification' });
     expect(h.status()).toMatchObject({ servingSnapshotId: 2, paused: false, nextPollDueMs: INTERVAL });
   });
 

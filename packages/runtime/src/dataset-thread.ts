@@ -71,7 +71,7 @@ function log(level: LogRecord['level'], message: string, fields?: Record<string,
 }
 
 const store = storeFor(config);
-const coordinatorRpc = new RpcClient<{ type: 'read-metadata'; ifNoneMatch?: string }>(
+const coordinatorRpc = new RpcClient<{ type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean }>(
   coordinator,
   'The coordinator thread',
 );
@@ -142,6 +142,8 @@ const machine = datasetMachine.provide({
     readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(async ({ input }) => {
       const reply = await coordinatorRpc.request<MetadataReply>({
         type: 'read-metadata',
+        // An operator's "poll now" wants the store as it is now, not a read shared moments ago.
+        fresh: input.trigger === 'command',
         ...(input.ifNoneMatch === undefined ? {} : { ifNoneMatch: input.ifNoneMatch }),
       });
       if (reply.kind === 'read' && reply.recordedLocation !== undefined)

@@ -227,6 +227,27 @@ describe('runtime: shared metadata reads', () => {
   });
 });
 
+describe('runtime: commands', () => {
+  it('poll.now reads the store as it is now, even right after a shared read', async () => {
+    await publishVersion(aws, 'manual', 'duckdb', 1, { rows: 4, prefix: 'manual/' });
+    const dataDir = await tempDir('ferry-command-');
+    const { runtime } = await start(
+      spicepod(aws, [{ name: 'manual', engine: 'duckdb', interval: '10m' }], { prefix: 'manual/' }),
+      dataDir,
+    );
+    try {
+      await runtime.ready('manual');
+      const published = await publishVersion(aws, 'manual', 'duckdb', 2, { rows: 4, prefix: 'manual/' });
+      const swapped = nextEvent(runtime, 'swap', (event) => event.dataset === 'manual');
+      await runtime.send('manual', 'poll.now');
+      expect((await swapped).to).toBe(published.snapshotId);
+      expect((await runtime.query('SELECT max(version) AS v FROM manual')).rows[0]?.v).toBe(2);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
 describe('runtime: shutdown', () => {
   it('after close() no worker threads, handles or temporary files remain, and close is idempotent', async () => {
     await publishVersion(aws, 'solo', 'sqlite', 1, { rows: 3, prefix: 'solo/' });

@@ -89,7 +89,10 @@ function invariant(context: DatasetContext, what: string): FerryError {
 
 export function readMetadataInput(context: DatasetContext): ReadMetadataInput {
   const ifNoneMatch = context.poll?.ifNoneMatch;
-  return ifNoneMatch === undefined ? { dataset: context.name } : { dataset: context.name, ifNoneMatch };
+  const trigger = context.poll?.trigger ?? 'schedule';
+  return ifNoneMatch === undefined
+    ? { dataset: context.name, trigger }
+    : { dataset: context.name, trigger, ifNoneMatch };
 }
 
 export function prepareSnapshotInput(context: DatasetContext): PrepareSnapshotInput {

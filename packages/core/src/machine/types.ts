@@ -79,6 +79,12 @@ export interface RestoreLocalInput {
 
 export interface ReadMetadataInput {
   readonly dataset: string;
+  /**
+   * What started this read. A runtime that shares reads between datasets may reuse a recent one for
+   * `schedule`, `startup` and `notification` (the notifier has just read), but an operator's
+   * `command` asks for the store as it is now.
+   */
+  readonly trigger: PollTrigger;
   /** The ETag recorded by the previous poll; absent means read in full. */
   readonly ifNoneMatch?: string;
 }
