@@ -1,7 +1,8 @@
 /**
  * @ferry/server: the HTTP API over a Ferry runtime (a Spice-compatible subset) — `startServer`,
- * the router and its `Route` type for adding routes (the inspector), the error-to-status table,
- * and the small Prometheus text formatter `/metrics` uses.
+ * the router and its `Route` type for adding routes, the inspector (its page's routes and the
+ * Stately inspector bridge), the error-to-status table, and the small Prometheus text formatter
+ * `/metrics` uses.
  */
 export { apiRoutes, parseSqlRequest } from './api-routes.js';
 export { apiKeyChecker, presentedKey } from './auth.js';
@@ -17,6 +18,7 @@ export {
   UnauthorizedError,
 } from './errors.js';
 export { type ErrorBody, readBody, sendError, sendJson, sendText } from './http.js';
+export * from './inspector/index.js';
 export { collectMetrics } from './metrics.js';
 export {
   DEFAULT_SECONDS_BUCKETS,
