@@ -57,7 +57,10 @@ export interface S3StoreOptions {
   readonly sessionToken?: string;
   /** Permit an `http://` endpoint. */
   readonly allowHttp?: boolean;
-  /** Connection and per-request socket timeout. */
+  /**
+   * Bounds connecting, the wait for an answer and a stalled body (socket inactivity), each; a long
+   * download that keeps moving is not cut. Default {@link DEFAULT_CLIENT_TIMEOUT_MS}.
+   */
   readonly clientTimeoutMs?: number;
   /** Default: true when `endpoint` is set. */
   readonly forcePathStyle?: boolean;
@@ -216,7 +219,7 @@ export function s3ClientConfig(options: S3StoreOptions): S3ClientConfig {
       throw new StoreConfigError('s3_endpoint', `s3_endpoint '${endpoint}' must be an http(s):// URL.`);
     }
   }
-  const timeout = options.clientTimeoutMs;
+  const timeout = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
   return {
     region: options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
     ...resolveCredentials(options),
@@ -230,11 +233,19 @@ export function s3ClientConfig(options: S3StoreOptions): S3ClientConfig {
         }),
     forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
-    ...(timeout === undefined
-      ? {}
-      : { requestHandler: { connectionTimeout: timeout, requestTimeout: timeout } }),
+    // requestTimeout bounds the wait for an answer (the SDK only warns unless told to throw);
+    // socketTimeout bounds a body that stalls mid-download.
+    requestHandler: {
+      connectionTimeout: timeout,
+      requestTimeout: timeout,
+      throwOnRequestTimeout: true,
+      socketTimeout: timeout,
+    },
   };
 }
+
+/** `client_timeout` when a spicepod does not set it. */
+export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
 
 /** An `ObjectStore` on `s3://bucket/prefix/`. */
 export function createS3Store(options: S3StoreOptions): S3ObjectStore {

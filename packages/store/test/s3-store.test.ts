@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createObjectStore,
   createS3Store,
+  DEFAULT_CLIENT_TIMEOUT_MS,
   PreconditionFailedError,
   type S3ObjectStore,
   type S3StoreOptions,
@@ -104,7 +105,16 @@ describe('createS3Store configuration', () => {
     });
     expect(keyed.credentials).toEqual({ accessKeyId: 'a', secretAccessKey: 's', sessionToken: 't' });
     expect(keyed.forcePathStyle).toBe(true);
-    expect(keyed.requestHandler).toEqual({ connectionTimeout: 1234, requestTimeout: 1234 });
+    expect(keyed.requestHandler).toEqual({
+      connectionTimeout: 1234,
+      requestTimeout: 1234,
+      throwOnRequestTimeout: true,
+      socketTimeout: 1234,
+    });
+    expect(s3ClientConfig({ location: 's3://b/p/' }).requestHandler).toMatchObject({
+      requestTimeout: DEFAULT_CLIENT_TIMEOUT_MS,
+      socketTimeout: DEFAULT_CLIENT_TIMEOUT_MS,
+    });
     const store = makeStore({ location: 's3://b/p' });
     expect(store.location).toBe('s3://b/p/');
     expect(await store.client.config.region()).toBe('us-east-1');
