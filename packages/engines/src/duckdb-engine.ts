@@ -18,6 +18,7 @@ import { type ScalarParam, scalarParams, uniqueColumnNames } from './encode.js';
 import {
   missingTable,
   type OpenOptions,
+  type QueryControl,
   quoteIdentifier,
   type SnapshotEngine,
   schemaOfColumns,
@@ -158,14 +159,34 @@ export class DuckDbEngine implements SnapshotEngine {
     return task;
   }
 
-  async query(sql: string, params: readonly JsonValue[] = []): Promise<QueryResult> {
+  /**
+   * Run one read-only query. `control.signal` interrupts it (its connection is free again at once);
+   * `control.maxRows` stops reading after `maxRows + 1` rows.
+   */
+  async query(
+    sql: string,
+    params: readonly JsonValue[] = [],
+    control: QueryControl = {},
+  ): Promise<QueryResult> {
     if (this.#closing !== undefined) throw new EngineClosedError(this.path);
     assertReadOnlySql(sql, 'duckdb');
     const values = scalarParams(params);
+    const { signal, maxRows } = control;
+    signal?.throwIfAborted();
     return this.#withConnection(async (connection) => {
-      const prepared = await connection.prepare(sql);
+      // Attached only while this query holds the connection (removed before it is released).
+      const interrupt = (): void => connection.interrupt();
+      signal?.addEventListener('abort', interrupt, { once: true });
+      let prepared: DuckDBPreparedStatement;
+      try {
+        prepared = await connection.prepare(sql);
+      } catch (error) {
+        signal?.removeEventListener('abort', interrupt);
+        throw error;
+      }
       try {
         if (this.#cancelled) throw new EngineClosedError(this.path);
+        signal?.throwIfAborted();
         if (!READ_STATEMENT_TYPES.has(prepared.statementType)) {
           const kind = StatementType[prepared.statementType] ?? String(prepared.statementType);
           throw new StatementRejectedError(
@@ -174,7 +195,14 @@ export class DuckDbEngine implements SnapshotEngine {
           );
         }
         bind(prepared, values);
-        const reader = await prepared.runAndReadAll();
+        const reader = await (maxRows === undefined
+          ? prepared.runAndReadAll()
+          : prepared.streamAndReadUntil(maxRows + 1)
+        ).catch((error: unknown) => {
+          // An interrupted query fails with DuckDB's "Interrupted!": report why it was cancelled.
+          if (signal?.aborted === true) throw signal.reason;
+          throw error;
+        });
         const names = uniqueColumnNames(reader.columnNames());
         const columns = reader.columnTypes().map((type, index) => ({
           name: names[index] as string,
@@ -188,6 +216,7 @@ export class DuckDbEngine implements SnapshotEngine {
         });
         return { columns, rows };
       } finally {
+        signal?.removeEventListener('abort', interrupt);
         prepared.destroySync();
       }
     });

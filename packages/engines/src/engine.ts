@@ -8,6 +8,8 @@ import {
   type ArrowDataType,
   type ArrowSchema,
   type Engine,
+  type JsonValue,
+  type QueryResult,
   SnapshotRejectedError,
   SnapshotRejectionCode,
 } from '@ferry/core';
@@ -24,7 +26,22 @@ export interface TableColumn {
   readonly arrow: ArrowDataType | undefined;
 }
 
+/** How a caller bounds one query. */
+export interface QueryControl {
+  /**
+   * Cancels the query: DuckDB interrupts it (its connection is free again at once) and the query
+   * rejects with the signal's reason. Synchronous engines cannot be interrupted from their thread.
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * The caller refuses results with more rows than this: DuckDB stops reading after `maxRows + 1`
+   * rows, so such a result is never held whole (the caller sees `rows.length > maxRows`).
+   */
+  readonly maxRows?: number;
+}
+
 export interface SnapshotEngine extends Engine {
+  query(sql: string, params?: readonly JsonValue[], control?: QueryControl): Promise<QueryResult>;
   /** The columns of `table` in order, or `undefined` when the file has no such table. */
   columns(table: string): Promise<readonly TableColumn[] | undefined>;
   /**

@@ -232,15 +232,25 @@ async function runQuery(sql: string, params: readonly import('@ferry/core').Json
   if (serving === undefined) {
     throw new Error(`Dataset '${name}' has no DuckDB engine open; its queries run in the SQLite read pool.`);
   }
-  const query = serving.query(sql, params);
   const timeoutMs = data.queryTimeoutMs;
+  // The timeout interrupts the query in DuckDB (so it stops using a connection and CPU), and the
+  // row cap stops reading a result after one row too many (so it is never held whole).
+  const controller = new AbortController();
+  const query = serving.query(sql, params, {
+    signal: controller.signal,
+    ...(data.maxResultRows > 0 ? { maxRows: data.maxResultRows } : {}),
+  });
   let timer: NodeJS.Timeout | undefined;
   const result =
     timeoutMs > 0
       ? await Promise.race([
           query,
           new Promise<never>((_resolve, reject) => {
-            timer = setTimeout(() => reject(new QueryTimeoutError(name, timeoutMs)), timeoutMs);
+            timer = setTimeout(() => {
+              const timeout = new QueryTimeoutError(name, timeoutMs);
+              controller.abort(timeout);
+              reject(timeout);
+            }, timeoutMs);
           }),
         ]).finally(() => clearTimeout(timer))
       : await query;

@@ -33,6 +33,26 @@ function qualifiedName(
   return { name, next: i };
 }
 
+/** Whether a CTE's optional column list, `AS`, optional `[NOT] MATERIALIZED` and `(` start at `index`. */
+function cteBodyAt(tokens: readonly SqlToken[], index: number): boolean {
+  let i = index;
+  if (isSymbol(tokens[i], '(')) {
+    // A column list: names separated by commas, then `)`.
+    do {
+      i++;
+      if (!isName(tokens[i])) return false;
+      i++;
+    } while (isSymbol(tokens[i], ','));
+    if (!isSymbol(tokens[i], ')')) return false;
+    i++;
+  }
+  if (!isWord(tokens[i], 'AS')) return false;
+  i++;
+  if (isWord(tokens[i], 'NOT')) i++;
+  if (isWord(tokens[i], 'MATERIALIZED')) i++;
+  return isSymbol(tokens[i], '(');
+}
+
 /** The table names a query reads (as written, last part of a qualified name), CTE names excluded. */
 export function referencedTables(sql: string): string[] {
   const tokens = tokenizeSql(sql);
@@ -40,12 +60,14 @@ export function referencedTables(sql: string): string[] {
   const tables: string[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i];
-    // `name AS (` after WITH or a comma introduces a CTE.
-    if (isName(token) && isWord(tokens[i + 1], 'AS') && isSymbol(tokens[i + 2], '(')) {
-      const before = tokens[i - 1];
-      if (isWord(before, 'WITH') || isWord(before, 'RECURSIVE') || isSymbol(before, ',')) {
-        ctes.add(token.text.toLowerCase());
-      }
+    // `name [(columns)] AS [[NOT] MATERIALIZED] (` after WITH or a comma introduces a CTE.
+    const before = tokens[i - 1];
+    if (
+      isName(token) &&
+      (isWord(before, 'WITH') || isWord(before, 'RECURSIVE') || isSymbol(before, ',')) &&
+      cteBodyAt(tokens, i + 1)
+    ) {
+      ctes.add(token.text.toLowerCase());
     }
     if (
       isWord(token, 'FROM') ||

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import type {
   ConfigIssue,
   DatasetConfig,
@@ -18,7 +18,7 @@ import type {
   PollResult,
   QueryResult,
 } from '@ferry/core';
-import { ConfigError, loadSpicepod, throwIfFatal } from '@ferry/core';
+import { ConfigError, deserializeError, loadSpicepod, throwIfFatal } from '@ferry/core';
 import { assertReadOnlySql } from '@ferry/engines';
 import { Piscina } from 'piscina';
 import type {
@@ -469,20 +469,31 @@ class HostRuntime implements Runtime {
       maxRows: this.#maxRows,
     };
     let result: SqliteReadResult;
-    try {
-      result =
-        this.#queryTimeoutMs > 0
-          ? await this.#pool.run(task, { signal: AbortSignal.timeout(this.#queryTimeoutMs) })
-          : await this.#pool.run(task);
-    } catch (error) {
-      if (
-        (error as { name?: string }).name === 'AbortError' ||
-        (error as { name?: string }).name === 'TimeoutError'
-      ) {
-        throw new QueryTimeoutError(name, this.#queryTimeoutMs);
+    if (this.#queryTimeoutMs > 0) {
+      // The clock starts when a worker starts the query: booting a worker (after a timeout ended
+      // the previous one) is not the query's time.
+      const { port1, port2 } = new MessageChannel();
+      const controller = new AbortController();
+      let timer: NodeJS.Timeout | undefined;
+      port1.once('message', () => {
+        timer = setTimeout(() => controller.abort(), this.#queryTimeoutMs);
+      });
+      try {
+        result = await this.#pool.run(
+          { ...task, started: port2 },
+          { signal: controller.signal, transferList: [port2] },
+        );
+      } catch (error) {
+        if (controller.signal.aborted) throw new QueryTimeoutError(name, this.#queryTimeoutMs);
+        throw error;
+      } finally {
+        clearTimeout(timer);
+        port1.close();
       }
-      throw error;
+    } else {
+      result = await this.#pool.run(task);
     }
+    if ('error' in result) throw deserializeError(result.error);
     if ('tooLarge' in result) throw new ResultTooLargeError(name, this.#maxRows);
     return result;
   }

@@ -65,6 +65,22 @@ export class InsufficientDiskSpaceError extends FerryError {
 }
 
 /**
+ * The disk filled up while a snapshot was being written (something else took the space after the
+ * free-space check). Same code as {@link InsufficientDiskSpaceError}: the fix is the same.
+ */
+export class DiskFullError extends FerryError {
+  constructor(dataset: string, directory: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_DISK_SPACE',
+      `The disk holding ${directory} filled up while the snapshot of dataset '${dataset}' was downloaded; ` +
+        "free space there or point the dataset's file param (duckdb_file / sqlite_file) at a larger volume.",
+      options,
+    );
+    this.name = 'DiskFullError';
+  }
+}
+
+/**
  * The object store ended the body before the announced size (connection cut, object replaced
  * mid-download). A transport failure, not a bad snapshot: download it again.
  */

@@ -1,5 +1,6 @@
 /** The snapshot swap pipeline: download + validate into a temporary file, atomic swap, serving across swaps. */
 export {
+  DiskFullError,
   InsufficientDiskSpaceError,
   PreparedSnapshotGoneError,
   TruncatedDownloadError,

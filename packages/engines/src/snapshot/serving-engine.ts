@@ -9,7 +9,7 @@
  * reaches an engine.
  */
 import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core';
-import type { SnapshotEngine } from '../engine.js';
+import type { QueryControl, SnapshotEngine } from '../engine.js';
 import { EngineClosedError } from '../errors.js';
 import { openEngine } from '../open-engine.js';
 import { assertReadOnlySql, type SqlDialect } from '../sql-guard.js';
@@ -101,12 +101,16 @@ export class ServingEngine {
     };
   }
 
-  /** Run one read-only query on the current generation. */
-  async query(sql: string, params: readonly JsonValue[] = []): Promise<QueryResult> {
+  /** Run one read-only query on the current generation (`control`: see {@link QueryControl}). */
+  async query(
+    sql: string,
+    params: readonly JsonValue[] = [],
+    control: QueryControl = {},
+  ): Promise<QueryResult> {
     assertReadOnlySql(sql, this.#dialect);
     const generation = this.#enter();
     try {
-      return await generation.engine.query(sql, params);
+      return await generation.engine.query(sql, params, control);
     } finally {
       void this.#release(generation).catch(() => undefined);
     }

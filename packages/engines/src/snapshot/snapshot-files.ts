@@ -21,6 +21,7 @@ import { readParallel } from '@ferry/store';
 import { checkSnapshotFile, type SnapshotEngineName } from '../open-engine.js';
 import {
   checksumMismatch,
+  DiskFullError,
   InsufficientDiskSpaceError,
   PreparedSnapshotGoneError,
   sizeMismatch,
@@ -386,8 +387,15 @@ export async function prepareSnapshot(
   } catch (error) {
     if (!closed) await handle.close().catch(() => undefined);
     await removeWithSideFiles(tempPath);
+    if (isDiskFull(error)) throw new DiskFullError(dataset, directory, { cause: error });
     throw error;
   }
+}
+
+/** ENOSPC (no space) or EDQUOT (quota) from a write or fsync of the temporary file. */
+function isDiskFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
 }
 
 /**
