@@ -1,0 +1,385 @@
+/**
+ * Hostile SQL against a running runtime (a DuckDB and an SQLite dataset), and a few of the same over
+ * HTTP: reading other files (`read_csv('/etc/passwd')`, `read_text`, `glob`, replacement scans),
+ * writing them (`COPY … TO`, `EXPORT DATABASE`), `ATTACH`, `INSTALL` / `LOAD`, `SET` / `PRAGMA` that
+ * change behaviour, several statements in one string, SQLite's `ATTACH`, `load_extension()` and
+ * `PRAGMA writable_schema`. Each is refused with a clear error and nothing is read or written (no
+ * file appears, no extension directory is created, a canary file's content never comes back). Then
+ * the resource limits: `queryTimeoutMs` and `maxResultRows` are enforced and reported on both
+ * engines, and a timed-out DuckDB query really stops (its connection is free again at once).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Runtime } from '@ferry/runtime';
+import { startServer } from '@ferry/server';
+import { publishSnapshot } from '@ferry/writer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRuntime, tempDir } from './support.js';
+
+const CANARY = 'ferry-canary-4f1c9e';
+const TIMEOUT_MS = 400;
+const MAX_ROWS = 1_000;
+
+let runtime: Runtime;
+let work: string;
+let canary: string;
+let extensionDirs: string[];
+
+function pod(location: string): string {
+  const dataset = (name: string, engine: string) => [
+    `  - from: postgres:public.${name}`,
+    `    name: ${name}`,
+    '    acceleration:',
+    `      engine: ${engine}`,
+    '      mode: file',
+    '      refresh_mode: snapshot',
+    '      refresh_check_interval: 1h',
+    '      snapshots: enabled',
+  ];
+  return [
+    'version: v1',
+    'kind: Spicepod',
+    'name: hostile',
+    'snapshots:',
+    `  location: ${location}`,
+    'datasets:',
+    ...dataset('orders', 'duckdb'),
+    ...dataset('users', 'sqlite'),
+    '',
+  ].join('\n');
+}
+
+async function listExtensionDirs(): Promise<string[]> {
+  const root = join(homedir(), '.duckdb');
+  return existsSync(root) ? (await readdir(root, { recursive: true })).sort() : [];
+}
+
+beforeAll(async () => {
+  work = await tempDir('ferry-hostile-sql-');
+  const store = join(work, 'store');
+  await mkdir(store);
+  canary = join(work, 'canary.csv');
+  await writeFile(canary, `secret\n${CANARY}\n`);
+  const location = `file://${store}/`;
+  for (const [dataset, engine] of [
+    ['orders', 'duckdb'],
+    ['users', 'sqlite'],
+  ] as const) {
+    await publishSnapshot({
+      dataset,
+      engine,
+      location,
+      source: { sql: `SELECT i::BIGINT AS id, 'name-' || i AS name FROM range(100) t(i)` },
+      notNull: ['id'],
+    });
+  }
+  extensionDirs = await listExtensionDirs();
+  ({ runtime } = await startRuntime(pod(location), {
+    dataDir: join(work, 'data'),
+    queryTimeoutMs: TIMEOUT_MS,
+    maxResultRows: MAX_ROWS,
+  }));
+  await runtime.ready(undefined, { timeoutMs: 30_000 });
+});
+
+afterAll(async () => {
+  await runtime?.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+interface Hostile {
+  readonly sql: (paths: { canary: string; out: string }) => string;
+  readonly code: string;
+  readonly message: RegExp;
+  /** A path the statement would create if it ran. */
+  readonly creates?: boolean;
+}
+
+const EXTERNAL_ACCESS = /disabled by configuration|Permission Error/;
+
+const DUCKDB: readonly Hostile[] = [
+  {
+    sql: (p) => `SELECT * FROM orders, read_csv('${p.canary}')`,
+    code: 'ERR_QUERY_FAILED',
+    message: EXTERNAL_ACCESS,
+  },
+  {
+    sql: () => `SELECT * FROM orders, read_csv('/etc/passwd')`,
+    code: 'ERR_QUERY_FAILED',
+    message: EXTERNAL_ACCESS,
+  },
+  {
+    sql: (p) => `SELECT content FROM orders, read_text('${p.canary}')`,
+    code: 'ERR_QUERY_FAILED',
+    message: EXTERNAL_ACCESS,
+  },
+  {
+    sql: (p) => `SELECT * FROM orders, glob('${p.canary}')`,
+    code: 'ERR_QUERY_FAILED',
+    message: EXTERNAL_ACCESS,
+  },
+  {
+    sql: (p) => `SELECT * FROM orders WHERE name IN (SELECT * FROM '${p.canary}')`,
+    code: 'ERR_QUERY_FAILED',
+    message: EXTERNAL_ACCESS,
+  },
+  {
+    sql: (p) => `COPY orders TO '${p.out}'`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^COPY statements are not permitted/,
+    creates: true,
+  },
+  {
+    sql: (p) => `COPY (SELECT * FROM orders) TO '${p.out}' (FORMAT csv)`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^COPY statements are not permitted/,
+    creates: true,
+  },
+  {
+    sql: (p) => `EXPORT DATABASE '${p.out}'`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^EXPORT statements/,
+    creates: true,
+  },
+  {
+    sql: (p) => `ATTACH '${p.out}' AS evil`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^ATTACH statements/,
+    creates: true,
+  },
+  { sql: () => 'INSTALL httpfs', code: 'ERR_STATEMENT_REJECTED', message: /^INSTALL statements/ },
+  { sql: () => 'LOAD httpfs', code: 'ERR_STATEMENT_REJECTED', message: /^LOAD statements/ },
+  {
+    sql: () => 'SET enable_external_access = true',
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^SET statements/,
+  },
+  { sql: () => "SET memory_limit = '100GB'", code: 'ERR_STATEMENT_REJECTED', message: /^SET statements/ },
+  { sql: () => 'RESET lock_configuration', code: 'ERR_STATEMENT_REJECTED', message: /^RESET statements/ },
+  { sql: () => 'PRAGMA enable_profiling', code: 'ERR_STATEMENT_REJECTED', message: /^PRAGMA statements/ },
+  { sql: () => 'PRAGMA threads = 64', code: 'ERR_STATEMENT_REJECTED', message: /^PRAGMA statements/ },
+  {
+    sql: (p) => `SELECT * FROM orders; COPY orders TO '${p.out}'`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /COPY statements|exactly one statement/,
+    creates: true,
+  },
+  {
+    sql: () => 'SELECT * FROM orders; SELECT 1 FROM orders',
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^A query must be exactly one statement but this one holds 2;/,
+  },
+  {
+    sql: (p) => `/* harmless */ ATTACH '${p.out}' AS evil -- hidden`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^ATTACH statements/,
+    creates: true,
+  },
+  {
+    sql: () => 'DELETE FROM orders',
+    code: 'ERR_WRITE_REJECTED',
+    message: /^deletes on accelerated table orders are not permitted/,
+  },
+  {
+    sql: () => 'WITH x AS (SELECT 1) INSERT INTO orders SELECT 1, 2',
+    code: 'ERR_WRITE_REJECTED',
+    message: /^writes to accelerated table orders are not permitted/,
+  },
+  { sql: () => 'CALL pragma_version()', code: 'ERR_STATEMENT_REJECTED', message: /^CALL statements/ },
+];
+
+const SQLITE: readonly Hostile[] = [
+  {
+    sql: (p) => `ATTACH DATABASE '${p.out}' AS evil`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^ATTACH statements/,
+    creates: true,
+  },
+  {
+    sql: (p) => `SELECT load_extension('${p.out}') FROM users`,
+    code: 'ERR_QUERY_FAILED',
+    message: /not authorized/,
+  },
+  { sql: () => 'PRAGMA writable_schema = 1', code: 'ERR_STATEMENT_REJECTED', message: /^PRAGMA statements/ },
+  {
+    sql: () => 'PRAGMA users.writable_schema = ON',
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^PRAGMA statements/,
+  },
+  { sql: () => 'PRAGMA journal_mode = WAL', code: 'ERR_STATEMENT_REJECTED', message: /^PRAGMA statements/ },
+  { sql: () => 'VACUUM', code: 'ERR_STATEMENT_REJECTED', message: /^VACUUM statements/ },
+  {
+    sql: (p) => `VACUUM INTO '${p.out}'`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^VACUUM statements/,
+    creates: true,
+  },
+  {
+    sql: () => 'SELECT * FROM users; DROP TABLE users',
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /DROP statements|exactly one statement/,
+  },
+  {
+    sql: () => "UPDATE users SET name = 'x'",
+    code: 'ERR_WRITE_REJECTED',
+    message: /^updates on accelerated table users/,
+  },
+];
+
+let counter = 0;
+
+async function expectRefused(hostile: Hostile): Promise<void> {
+  const out = join(work, `out-${++counter}`);
+  const sql = hostile.sql({ canary, out });
+  const error = (await runtime.query(sql).then(
+    (result) => ({ leaked: JSON.stringify(result.rows) }),
+    (e: unknown) => e,
+  )) as { code?: string; message?: string; leaked?: string };
+  expect(error.leaked, `${sql} was answered`).toBeUndefined();
+  expect(error.code, sql).toBe(hostile.code);
+  expect(error.message, sql).toMatch(hostile.message);
+  expect(error.message ?? '').not.toContain(CANARY);
+  if (hostile.creates === true) expect(existsSync(out), `${sql} created ${out}`).toBe(false);
+}
+
+describe('hostile SQL through the runtime', () => {
+  it.each(DUCKDB.map((h) => [h.sql({ canary: '<canary>', out: '<out>' }), h] as const))(
+    'DuckDB: %s',
+    async (_, hostile) => {
+      await expectRefused(hostile);
+    },
+  );
+
+  it.each(SQLITE.map((h) => [h.sql({ canary: '<canary>', out: '<out>' }), h] as const))(
+    'SQLite: %s',
+    async (_, hostile) => {
+      await expectRefused(hostile);
+    },
+  );
+
+  it('nothing was written beside the live files and no extension directory appeared', async () => {
+    const data = await readdir(join(work, 'data'));
+    expect(data.sort()).toEqual([
+      'orders.duckdb',
+      'orders.duckdb.ferry.json',
+      'users.sqlite',
+      'users.sqlite.ferry.json',
+    ]);
+    expect((await readdir(work)).filter((name) => name.startsWith('out-'))).toEqual([]);
+    expect(await listExtensionDirs()).toEqual(extensionDirs);
+    // The datasets still answer.
+    expect((await runtime.query('SELECT count(*) AS n FROM orders')).rows).toEqual([{ n: 100 }]);
+    expect((await runtime.query('SELECT count(*) AS n FROM users')).rows).toEqual([{ n: 100 }]);
+  });
+});
+
+describe('hostile SQL over HTTP', () => {
+  it('refusals map to 400 with the same code and message; the API key guards everything but /health', async () => {
+    const server = await startServer(runtime, { port: 0, apiKey: 'reliability-key' });
+    try {
+      expect(server.host).toBe('127.0.0.1');
+      const post = (sql: string, key?: string) =>
+        fetch(`${server.url}/v1/sql`, {
+          method: 'POST',
+          body: sql,
+          headers: {
+            'content-type': 'text/plain',
+            ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+          },
+        });
+      const unauthorised = await post('SELECT count(*) FROM orders');
+      expect(unauthorised.status).toBe(401);
+      expect(await unauthorised.json()).toMatchObject({ code: 'ERR_UNAUTHORIZED' });
+      expect((await fetch(`${server.url}/health`)).status).toBe(200);
+
+      const out = join(work, 'http-out.csv');
+      for (const [sql, code] of [
+        [`COPY orders TO '${out}'`, 'ERR_STATEMENT_REJECTED'],
+        [`SELECT * FROM orders, read_csv('${canary}')`, 'ERR_QUERY_FAILED'],
+        [`ATTACH DATABASE '${out}' AS evil`, 'ERR_STATEMENT_REJECTED'],
+        ['SELECT 1 FROM users; SELECT 2 FROM users', 'ERR_STATEMENT_REJECTED'],
+        // Refused inside an SQLite read worker: the code survives the trip back (400, not 500).
+        [`SELECT load_extension('${out}') FROM users`, 'ERR_QUERY_FAILED'],
+      ] as const) {
+        const answer = await post(sql, 'reliability-key');
+        expect(answer.status, sql).toBe(400);
+        const body = (await answer.json()) as { code: string; error: string };
+        expect(body.code, sql).toBe(code);
+        expect(body.error).not.toContain(CANARY);
+      }
+      expect(existsSync(out)).toBe(false);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+const RUNAWAY = {
+  duckdb: 'SELECT count(*) AS n FROM orders, range(1000000000000) t(i)',
+  sqlite:
+    'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c, users',
+} as const;
+
+describe('resource limits', () => {
+  it.each([
+    ['orders', 'duckdb'],
+    ['users', 'sqlite'],
+  ] as const)(
+    '%s (%s): a query longer than queryTimeoutMs fails with ERR_QUERY_TIMEOUT',
+    async (name, engine) => {
+      const started = performance.now();
+      await expect(runtime.query(RUNAWAY[engine])).rejects.toMatchObject({
+        code: 'ERR_QUERY_TIMEOUT',
+        message: `The query on dataset '${name}' ran longer than ${TIMEOUT_MS} ms and was cancelled; narrow it or raise queryTimeoutMs.`,
+      });
+      expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 10_000);
+      expect((await runtime.query(`SELECT count(*) AS n FROM ${name}`)).rows).toEqual([{ n: 100 }]);
+    },
+  );
+
+  it('a timed-out DuckDB query really stops: more runaways than connections leave none busy', async () => {
+    // The dataset serves DuckDB queries on 4 connections. Runaways that kept running after their
+    // timeout would hold all of them, and the next query would wait for one (and time out).
+    const runaways = Array.from({ length: 6 }, () => runtime.query(RUNAWAY.duckdb).catch((e: unknown) => e));
+    for (const outcome of await Promise.all(runaways))
+      expect(outcome).toMatchObject({ code: 'ERR_QUERY_TIMEOUT' });
+    // Answered, not timed out waiting for a connection.
+    expect((await runtime.query('SELECT count(*) AS n FROM orders')).rows).toEqual([{ n: 100 }]);
+  });
+
+  it.each([
+    ['orders', 'duckdb'],
+    ['users', 'sqlite'],
+  ] as const)(
+    '%s (%s): a result over maxResultRows fails with ERR_RESULT_TOO_LARGE; at the cap it is answered',
+    async (name, _engine) => {
+      await expect(
+        runtime.query(`SELECT a.id, b.id AS other FROM ${name} a, ${name} b`),
+      ).rejects.toMatchObject({
+        code: 'ERR_RESULT_TOO_LARGE',
+        message: `The query on dataset '${name}' returned more than ${MAX_ROWS} rows; add a LIMIT or raise maxResultRows.`,
+      });
+      const atCap = await runtime.query(`SELECT * FROM ${name} a, ${name} b LIMIT ${MAX_ROWS}`);
+      expect(atCap.rows).toHaveLength(MAX_ROWS);
+    },
+  );
+
+  it('DuckDB stops reading a result at the cap: a billion-row result is refused at once, not materialised', async () => {
+    // Read in full it would take far longer than the query timeout (and that much memory).
+    await expect(runtime.query('SELECT o.id, t.i FROM orders o, range(10000000) t(i)')).rejects.toMatchObject(
+      {
+        code: 'ERR_RESULT_TOO_LARGE',
+      },
+    );
+  });
+
+  it('a recursive CTE with a column list is routed to the dataset it reads (not taken for a table)', async () => {
+    const result = await runtime.query(
+      'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3) SELECT count(*) AS n FROM c, users',
+    );
+    expect(result.dataset).toBe('users');
+    expect(result.rows).toEqual([{ n: 300 }]);
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * SQS faults, with the queue reached through the fault proxy: SQS unreachable, SQS answering with a
+ * malformed body, messages whose bodies are not S3 notifications, and a notification for another
+ * bucket. Notifications only speed reloads up, so in every case the dataset keeps serving and its
+ * scheduled checks keep swapping in new snapshots; the consumer logs the outage (once) and the
+ * recovery, deletes what it cannot parse, and leaves what belongs to another bucket on the queue.
+ */
+import { createRequire } from 'node:module';
+import { type FaultProxy, type LocalAws, s3Event, startFaultProxy, startLocalAws } from '@ferry/test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BUCKET,
+  collect,
+  DATASET,
+  nextEvent,
+  publish,
+  type Started,
+  servedVersion,
+  snapshotFile,
+  spicepod,
+  startRuntime,
+} from './support.js';
+
+const PREFIX = 'notifications/';
+const QUEUE = 'ferry-reliability-events';
+const CANNOT_REACH = 'Cannot reach the SQS queue; retrying with backoff';
+const RECEIVE = 'AmazonSQS.ReceiveMessage';
+
+interface SqsModule {
+  readonly SQSClient: new (
+    config: ReturnType<LocalAws['sqsConfig']>,
+  ) => { send(command: unknown): Promise<unknown>; destroy(): void };
+  readonly SendMessageCommand: new (input: { QueueUrl: string; MessageBody: string }) => unknown;
+}
+
+/** The real SQS client, from the package that depends on it (@ferry/test-support). */
+function sqsModule(): SqsModule {
+  const local = createRequire(import.meta.url);
+  return createRequire(local.resolve('@ferry/test-support'))('@aws-sdk/client-sqs') as SqsModule;
+}
+
+let aws: LocalAws;
+let proxy: FaultProxy;
+let queueUrl: string;
+let s: Started;
+let version = 1;
+
+async function send(body: string): Promise<void> {
+  const { SQSClient, SendMessageCommand } = sqsModule();
+  const client = new SQSClient(aws.sqsConfig({ direct: true }));
+  try {
+    await client.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Publishes the next version and waits until the dataset serves it (by whichever path). */
+async function publishAndServe(): Promise<void> {
+  const swapped = nextEvent(s.runtime, 'swap', (e) => e.dataset === DATASET);
+  const published = await publish(aws, PREFIX, await snapshotFile('duckdb', version + 1));
+  expect((await swapped).to).toBe(published.snapshotId);
+  version++;
+  expect(await servedVersion(s.runtime)).toEqual({ version, snapshotId: published.snapshotId });
+}
+
+beforeAll(async () => {
+  aws = await startLocalAws();
+  await aws.createBucket(BUCKET);
+  queueUrl = await aws.createQueue(QUEUE);
+  proxy = await startFaultProxy(aws.endpoint);
+  await publish(aws, PREFIX, await snapshotFile('duckdb', 1));
+  s = await startRuntime(
+    spicepod(aws, {
+      prefix: PREFIX,
+      endpoint: proxy.endpoint,
+      interval: '500ms',
+      queueUrl,
+      queueEndpoint: proxy.endpoint,
+    }),
+    { notifications: { waitTimeSeconds: 1, backoffScale: 0.05 } },
+  );
+  await s.runtime.ready(DATASET, { timeoutMs: 30_000 });
+  await proxy.waitForRequest({ method: 'POST' }, { since: 0 });
+});
+
+afterAll(async () => {
+  await s?.runtime.close();
+  await proxy?.close();
+  await aws?.close();
+});
+
+describe('SQS faults: notifications fail, snapshots keep flowing', () => {
+  it.each([
+    { name: 'SQS unreachable (connections reset)', fault: { kind: 'drop' } as const },
+    {
+      name: 'SQS answering with a malformed body',
+      fault: {
+        kind: 'replace',
+        body: '{"Messages": [ {"Body": ',
+        headers: { 'content-type': 'application/x-amz-json-1.0' },
+      } as const,
+    },
+  ])('$name: outage logged once, polling still swaps, recovery logged', async ({ fault }) => {
+    const mark = s.logger.records.length;
+    proxy.setRules([{ name: 'sqs', operation: RECEIVE, fault }]);
+    await s.logger.waitFor((r) => r.message === CANNOT_REACH, { since: mark });
+    // Scheduled checks do not depend on the queue.
+    await publishAndServe();
+    await proxy.waitForRequest({ rule: 'sqs' });
+    expect(s.logger.since(mark).filter((r) => r.message === CANNOT_REACH)).toHaveLength(1);
+    expect(s.logger.since(mark).find((r) => r.message === CANNOT_REACH)?.level).toBe('warn');
+    expect(s.runtime.status(DATASET).status?.lastPollResult).toMatch(/newer|same|unchanged/);
+
+    proxy.clear();
+    const recovered = await s.logger.waitFor(
+      (r) => r.message.startsWith('Reached the SQS queue again after an outage of '),
+      {
+        since: mark,
+      },
+    );
+    expect(recovered[0]?.level).toBe('info');
+    // The queue works again: a commit notification reloads the dataset.
+    await publishAndServe();
+  });
+
+  it('messages that are not S3 notifications are deleted with a warning; the dataset is undisturbed', async () => {
+    const mark = s.logger.records.length;
+    const notifications = collect(s.runtime, 'notification');
+    const gets = aws.requests.count('GET', `${BUCKET}/${PREFIX}metadata.json`);
+    const polls = collect(s.runtime, 'poll');
+    await send('this is not json');
+    await send('{"Records":"nope"}');
+    await send('{"Type":"Notification","Message":"{broken"}');
+    await s.logger.waitFor((r) => r.message === 'Deleting an SQS message that is not an S3 notification', {
+      since: mark,
+      count: 3,
+    });
+    const total = (outcome: string): number =>
+      notifications.filter((e) => e.outcome === outcome).reduce((n, e) => n + e.count, 0);
+    if (total('deleted') < 3) await nextEvent(s.runtime, 'notification', () => total('deleted') >= 3);
+    expect(total('unparseable')).toBe(3);
+    const queue = aws.server.inspectQueue(QUEUE);
+    expect((queue?.messages.ready.length ?? 0) + (queue?.messages.inflight.length ?? 0)).toBe(0);
+    // No reload was asked for: only the scheduled checks read metadata.json meanwhile.
+    expect(aws.requests.count('GET', `${BUCKET}/${PREFIX}metadata.json`) - gets).toBeLessThanOrEqual(
+      polls.length,
+    );
+    expect(polls.every((p) => p.result !== 'failed')).toBe(true);
+    expect(await servedVersion(s.runtime)).toMatchObject({ version });
+  });
+
+  it('a notification for another bucket stays on the queue with an error; the dataset is undisturbed', async () => {
+    const mark = s.logger.records.length;
+    const left = nextEvent(s.runtime, 'notification', (e) => e.outcome === 'left');
+    await send(
+      JSON.stringify(
+        s3Event({ eventName: 'ObjectCreated:Put', bucket: 'someone-else', key: `${PREFIX}metadata.json` }),
+      ),
+    );
+    expect((await left).count).toBe(1);
+    const line = s.logger
+      .since(mark)
+      .find((r) =>
+        r.message.startsWith(
+          'Leaving an SQS message on the queue: it names objects outside every configured location',
+        ),
+      );
+    expect(line?.level).toBe('error');
+    const queue = aws.server.inspectQueue(QUEUE);
+    expect(queue?.messages.inflight.map((m) => m.message.body)).toEqual([
+      expect.stringContaining('someone-else'),
+    ]);
+    expect(s.runtime.status(DATASET).status?.servingSnapshotId).not.toBeNull();
+    await publishAndServe();
+  });
+});
