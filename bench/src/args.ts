@@ -1,0 +1,54 @@
+/** The command line: `pnpm bench [scenario…] [--quick] [--minutes N]`. */
+
+export const SCENARIO_IDS = ['b1', 'b2', 'b3', 'b4', 'b5', 'soak'] as const;
+export type ScenarioId = (typeof SCENARIO_IDS)[number];
+
+const ALIASES: Readonly<Record<string, ScenarioId>> = {
+  b1: 'b1',
+  query: 'b1',
+  b2: 'b2',
+  swap: 'b2',
+  b3: 'b3',
+  freshness: 'b3',
+  b4: 'b4',
+  download: 'b4',
+  b5: 'b5',
+  scale: 'b5',
+  soak: 'soak',
+};
+
+export interface BenchArgs {
+  readonly scenarios: readonly ScenarioId[];
+  readonly quick: boolean;
+  readonly minutes: number | undefined;
+}
+
+export const USAGE =
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale soak …] [--quick] [--minutes N]\n' +
+  'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
+
+export function parseArgs(argv: readonly string[]): BenchArgs {
+  const scenarios: ScenarioId[] = [];
+  let quick = false;
+  let minutes: number | undefined;
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index] ?? '';
+    if (arg === '--') continue;
+    if (arg === '--quick') quick = true;
+    else if (arg === '--minutes' || arg.startsWith('--minutes=')) {
+      const text = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++index];
+      const value = Number(text);
+      if (text === undefined || !Number.isFinite(value) || value <= 0) {
+        throw new Error(`--minutes needs a positive number of minutes, got '${text ?? ''}'.\n${USAGE}`);
+      }
+      minutes = value;
+    } else if (arg === '--help' || arg === '-h') throw new Error(USAGE);
+    else {
+      const id = ALIASES[arg.toLowerCase()];
+      if (id === undefined) throw new Error(`Unknown scenario '${arg}'.\n${USAGE}`);
+      if (!scenarios.includes(id)) scenarios.push(id);
+    }
+  }
+  const chosen = scenarios.length > 0 ? scenarios : SCENARIO_IDS.filter((id) => id !== 'soak');
+  return { scenarios: chosen, quick, minutes };
+}

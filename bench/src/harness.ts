@@ -1,0 +1,155 @@
+/**
+ * Pieces the scenarios share: starting a runtime quietly, waiting for swaps by event (never by
+ * sleeping), a once-a-second publisher, and the plain-GetObject download used as a baseline.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createRuntime, type Logger, type Runtime, type RuntimeOptions } from '@ferry/runtime';
+import type { AwsControl } from './aws-client.js';
+import type { FileEngine, PublishReply } from './aws-protocol.js';
+import type { ScenarioContext } from './scenario.js';
+import { BUCKET } from './spicepod.js';
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A logger that drops routine records and keeps warnings and errors (the last few, and counts). */
+export function quietLogger(): Logger & {
+  readonly problems: string[];
+  counts: { warn: number; error: number };
+} {
+  const problems: string[] = [];
+  const counts = { warn: 0, error: 0 };
+  const keep = (level: 'warn' | 'error') => (_fields: object, message: string) => {
+    counts[level]++;
+    problems.push(`${level}: ${message}`);
+    if (problems.length > 20) problems.shift();
+  };
+  return {
+    problems,
+    counts,
+    debug: () => undefined,
+    info: () => undefined,
+    warn: keep('warn'),
+    error: keep('error'),
+  };
+}
+
+export interface StartedRuntime {
+  readonly runtime: Runtime;
+  readonly logger: ReturnType<typeof quietLogger>;
+  readonly dataDir: string;
+}
+
+export async function startRuntime(
+  context: ScenarioContext,
+  yaml: string,
+  options: RuntimeOptions = {},
+): Promise<StartedRuntime> {
+  const dataDir = await mkdtemp(join(context.workDir, 'data-'));
+  const logger = quietLogger();
+  const runtime = await createRuntime({ yaml, baseDir: dataDir }, { logger, dataDir, ...options });
+  return { runtime, logger, dataDir };
+}
+
+/** Resolves with `Date.now()` when `dataset` swaps to `snapshotId` (or a later one). */
+export function swapTo(
+  runtime: Runtime,
+  dataset: string,
+  snapshotId: number,
+  timeoutMs = 120_000,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`dataset '${dataset}' did not swap to snapshot ${snapshotId} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const off = runtime.on('swap', (event) => {
+      if (event.dataset !== dataset || event.to < snapshotId) return;
+      clearTimeout(timer);
+      off();
+      resolve(Date.now());
+    });
+  });
+}
+
+export interface PublisherLoop {
+  /** Stops after the publish in progress; resolves with every reply. */
+  stop(): Promise<PublishReply[]>;
+}
+
+/**
+ * Publishes `files` in turn (as `dataset` to `location`) about once a second, in the AWS process,
+ * until stopped. A publish that takes longer than a second delays the next one.
+ */
+export function publishEverySecond(
+  aws: AwsControl,
+  options: {
+    readonly dataset: string;
+    readonly location: string;
+    readonly engine: FileEngine;
+    readonly files: readonly string[];
+    readonly keepLast?: number;
+  },
+): PublisherLoop {
+  let running = true;
+  const replies: PublishReply[] = [];
+  const done = (async () => {
+    for (let index = 0; running; index++) {
+      const began = Date.now();
+      replies.push(
+        await aws.publish({
+          dataset: options.dataset,
+          location: options.location,
+          engine: options.engine,
+          file: options.files[index % options.files.length] ?? '',
+          ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
+        }),
+      );
+      const wait = 1000 - (Date.now() - began);
+      if (wait > 0 && running) await sleep(wait);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      return replies;
+    },
+  };
+}
+
+/** A plain S3 client on the same endpoint Ferry uses, for baselines. */
+export function plainS3(aws: AwsControl, direct: boolean): S3Client {
+  return new S3Client({
+    endpoint: aws.endpoint(direct),
+    region: aws.info.region,
+    credentials: { accessKeyId: aws.info.accessKeyId, secretAccessKey: aws.info.secretAccessKey },
+    forcePathStyle: true,
+  });
+}
+
+/**
+ * The baseline download: one GetObject streamed to a file (no hashing; no fsync unless `sync`).
+ * Returns ms.
+ */
+export async function plainDownload(s3: S3Client, key: string, path: string, sync = false): Promise<number> {
+  const began = performance.now();
+  const out = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+  await pipeline(out.Body as Readable, createWriteStream(path));
+  if (sync) {
+    const handle = await open(path, 'r+');
+    await handle.sync();
+    await handle.close();
+  }
+  const elapsed = performance.now() - began;
+  await rm(path, { force: true });
+  return elapsed;
+}
+
+/** Bytes as MiB. */
+export const mib = (bytes: number) => bytes / 2 ** 20;

@@ -1,0 +1,232 @@
+/**
+ * B5 scale: 10 / 50 / 100 datasets (half DuckDB, half SQLite) on one location in one process —
+ * time to all-serving, RSS, idle CPU, metadata GETs per poll tick, and the fan-out time of one
+ * metadata.json write that moves every dataset (delivered by SQS). Each count runs in a fresh
+ * process (`b5-child.ts`). Baseline in the same run: the per-dataset cost at 10 datasets.
+ */
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { BatchItem, FileEngine } from '../aws-protocol.js';
+import { buildFile, keyedColumns } from '../data.js';
+import { formatRatio, formatValue } from '../format.js';
+import type { GoalCheck, Measurement, Scenario } from '../scenario.js';
+import { BUCKET, locationOf } from '../spicepod.js';
+import type { B5ChildInput, B5ChildResult } from './b5-child.js';
+
+const PREFIX = 'b5/';
+const INTERVAL = '1s';
+const ROWS = 100;
+
+function runChild(input: B5ChildInput): Promise<B5ChildResult> {
+  const script = fileURLToPath(new URL('./b5-child.js', import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = fork(script, [JSON.stringify(input)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    let settled = false;
+    child.once('message', (message: { ok: true; result: B5ChildResult } | { ok: false; error: string }) => {
+      settled = true;
+      if (message.ok) resolve(message.result);
+      else reject(new Error(`B5 with ${input.items.length} datasets failed: ${message.error}`));
+    });
+    child.once('exit', (code) => {
+      if (!settled)
+        reject(new Error(`B5 child with ${input.items.length} datasets exited with code ${code}`));
+    });
+  });
+}
+
+export const b5: Scenario = {
+  id: 'b5',
+  title: 'B5 scale',
+  measures: `N datasets in one process (alternating DuckDB / SQLite, ${ROWS} rows each, refresh_check_interval ${INTERVAL}, SQS): time to all-serving, RSS, idle CPU, metadata GETs per tick, fan-out time of one batch touching all`,
+  baseline: 'the per-dataset cost at 10 datasets (same run)',
+  goal: 'at 100 datasets: RSS ≤ 1.5 GiB, idle CPU ≤ 1 % (of one core), 1 GET of metadata.json per location per tick',
+  async run(context) {
+    const counts = context.quick ? [1, 3] : [10, 50, 100];
+    const idleMs = context.quick ? 1_500 : 30_000;
+    const max = counts[counts.length - 1] ?? 0;
+    const names = Array.from({ length: max }, (_, index) => `ds_${String(index).padStart(3, '0')}`);
+    const engineOf = (index: number): FileEngine => (index % 2 === 0 ? 'duckdb' : 'sqlite');
+
+    context.log(`building two versions of ${max} small snapshot files`);
+    const versions: [string, string][] = [];
+    for (const [index, name] of names.entries()) {
+      const engine = engineOf(index);
+      const one = await buildFile(context.workDir, engine, name, ROWS, keyedColumns(1));
+      const two = await buildFile(context.workDir, engine, name, ROWS, keyedColumns(2));
+      versions.push([one.path, two.path]);
+    }
+    const published = names.map(() => 0);
+    const batchFor = (n: number): BatchItem[] =>
+      names.slice(0, n).map((dataset, index) => {
+        const pair = versions[index] ?? ['', ''];
+        const file = pair[(published[index] ?? 0) % 2] ?? '';
+        published[index] = (published[index] ?? 0) + 1;
+        return { dataset, engine: engineOf(index), file };
+      });
+    await context.aws.publishBatch(locationOf(PREFIX), batchFor(max));
+
+    const queueUrl = await context.aws.createQueue('bench-b5');
+    const bridge = await context.aws.bridgeMetadata(BUCKET, PREFIX, queueUrl);
+    const results: B5ChildResult[] = [];
+    try {
+      for (const n of counts) {
+        context.log(`${n} datasets`);
+        const result = await runChild({
+          aws: context.aws.info,
+          prefix: PREFIX,
+          queueUrl,
+          interval: INTERVAL,
+          idleMs,
+          pausedMs: context.quick ? 1_000 : 10_000,
+          settleWindowMs: context.quick ? 500 : 5_000,
+          settleMaxMs: context.quick ? 2_000 : 150_000,
+          workDir: context.workDir,
+          items: batchFor(n),
+        });
+        results.push(result);
+        context.log(
+          `${n} datasets: all serving in ${result.allServingMs.toFixed(0)} ms, CPU settled ${result.settleMs.toFixed(0)} ms later, RSS ${result.rssIdleMiB.toFixed(0)} MiB, idle CPU ${result.idleCpuPercent.toFixed(2)} % (paused ${result.pausedCpuPercent.toFixed(2)} %), ${result.metadataGets} GETs over ${result.ticks.toFixed(1)} ticks, fan-out ${result.fanOutMs} ms`,
+        );
+      }
+    } finally {
+      await context.aws.stopBridge(bridge);
+    }
+
+    const base = results[0];
+    const top = results[results.length - 1];
+    if (base === undefined || top === undefined) throw new Error('B5 measured nothing');
+    const baseLabel = `${base.n} datasets, per dataset × N`;
+    const perDataset = (value: number, result: B5ChildResult) => (value / base.n) * result.n;
+    const perPoll = (result: B5ChildResult) =>
+      (((result.idleCpuPercent - result.pausedCpuPercent) / 100) * result.idleMs * 1000) /
+      Math.max(1, result.polls);
+    const measurements: Measurement[] = [];
+    for (const result of results) {
+      const group = `${result.n} datasets`;
+      const rssDelta = result.rssIdleMiB - result.rssBeforeMiB;
+      const baseRssDelta = base.rssIdleMiB - base.rssBeforeMiB;
+      measurements.push(
+        {
+          group,
+          metric: 'time to all-serving',
+          unit: 'ms',
+          value: result.allServingMs,
+          baseline: perDataset(base.allServingMs, result),
+          baselineLabel: baseLabel,
+          ratio: result.allServingMs / perDataset(base.allServingMs, result),
+        },
+        {
+          group,
+          metric: 'then, time until CPU use settles (start-up tail)',
+          unit: 'ms',
+          value: result.settleMs,
+          baseline: base.settleMs,
+          baselineLabel: `${base.n} datasets`,
+          ratio: result.settleMs / base.settleMs,
+        },
+        {
+          group,
+          metric: 'RSS of the process at all-serving',
+          unit: 'MiB',
+          value: result.rssServingMiB,
+          baseline: result.rssBeforeMiB,
+          baselineLabel: 'same process before createRuntime',
+          ratio: result.rssServingMiB / result.rssBeforeMiB,
+        },
+        {
+          group,
+          metric: 'RSS of the process (settled, idle)',
+          unit: 'MiB',
+          value: result.rssIdleMiB,
+          baseline: result.rssBeforeMiB,
+          baselineLabel: 'same process before createRuntime',
+          ratio: result.rssIdleMiB / result.rssBeforeMiB,
+        },
+        {
+          group,
+          metric: 'RSS added by Ferry (settled, idle)',
+          unit: 'MiB',
+          value: rssDelta,
+          baseline: perDataset(baseRssDelta, result),
+          baselineLabel: baseLabel,
+          ratio: rssDelta / perDataset(baseRssDelta, result),
+        },
+        {
+          group,
+          metric: `idle CPU (% of one core, over ${(result.idleMs / 1000).toFixed(0)} s)`,
+          unit: '%',
+          value: result.idleCpuPercent,
+          baseline: perDataset(base.idleCpuPercent, result),
+          baselineLabel: baseLabel,
+          ratio: result.idleCpuPercent / perDataset(base.idleCpuPercent, result),
+        },
+        {
+          group,
+          metric: "idle CPU with every dataset's polling paused (the floor)",
+          unit: '%',
+          value: result.pausedCpuPercent,
+          baseline: perDataset(base.pausedCpuPercent, result),
+          baselineLabel: baseLabel,
+          ratio: result.pausedCpuPercent / perDataset(base.pausedCpuPercent, result),
+        },
+        {
+          group,
+          metric: 'CPU per poll: (idle − paused) CPU time / polls',
+          unit: 'µs',
+          value: perPoll(result),
+          baseline: perPoll(base),
+          baselineLabel: `${base.n} datasets`,
+          ratio: perPoll(result) / perPoll(base),
+        },
+        {
+          group,
+          metric: 'metadata.json GETs per tick (counted at the S3 endpoint)',
+          unit: 'count',
+          value: result.metadataGets / result.ticks,
+          baseline: base.metadataGets / base.ticks,
+          baselineLabel: `${base.n} datasets`,
+          ratio: result.metadataGets / result.ticks / (base.metadataGets / base.ticks),
+        },
+        {
+          group,
+          metric: 'fan-out: metadata.json write → every dataset swapped',
+          unit: 'ms',
+          value: result.fanOutMs,
+          baseline: perDataset(base.fanOutMs, result),
+          baselineLabel: baseLabel,
+          ratio: result.fanOutMs / perDataset(base.fanOutMs, result),
+        },
+      );
+    }
+    const gib = top.rssIdleMiB / 1024;
+    const goals: GoalCheck[] = [
+      {
+        goal: `${top.n} datasets: RSS ≤ 1.5 GiB`,
+        measured: `${gib.toFixed(2)} GiB (process total, settled; ${(top.rssServingMiB / 1024).toFixed(2)} GiB at all-serving)`,
+        met: gib <= 1.5,
+      },
+      {
+        goal: `${top.n} datasets: idle CPU ≤ 1 %`,
+        measured: `${formatValue(top.idleCpuPercent, '%')} of one core with refresh_check_interval ${INTERVAL} (${formatValue(top.pausedCpuPercent, '%')} with polling paused)`,
+        met: top.idleCpuPercent <= 1,
+      },
+      {
+        goal: `${top.n} datasets: 1 metadata.json GET per location per tick`,
+        measured: `${top.metadataGets} GETs over ${top.ticks.toFixed(1)} ticks = ${formatRatio(top.metadataGets / top.ticks)} (at most one extra GET may fall on the window's edge)`,
+        met: top.metadataGets <= Math.ceil(top.ticks) + 1,
+      },
+    ];
+    const notes = [
+      `Each count runs in a fresh process; RSS is that process's total (bench code included: see "before createRuntime"). After all-serving, CPU is sampled in ${context.quick ? 0.5 : 5} s windows until two agree (start-up work — V8 compiling and collecting in each thread's isolate — keeps the cores busy for a while with many datasets); the idle window starts then. Idle CPU is user+system time of the whole process, as % of one core; every dataset polls every ${INTERVAL} (the busiest setting; the default is 1m). The floor is measured over ${context.quick ? 1 : 10} s with polling paused on every dataset (threads, SQS long poll and timers still alive).`,
+      "Fan-out: one metadata.json write (uploaded after the new objects) moves every dataset; S3 → SQS notification by the test bridge, then Ferry's consumer, one shared read, announcements, N downloads and swaps. Timed from fauxqs's timestamp of the write to the last swap event.",
+      ...results.flatMap((result) =>
+        result.errors.length > 0 ? [`${result.n} datasets: ${result.errors.join(' | ')}`] : [],
+      ),
+      ...results.map(
+        (result) =>
+          `${result.n} datasets: ${result.polls} polls, ${result.metadataGets} metadata GETs at the endpoint (${result.coordinatorGets} by the coordinator's count), ${result.openFds} open file descriptors; CPU % of the settling windows: ${result.settleWindows.map((value) => value.toFixed(1)).join(', ')}.`,
+      ),
+    ];
+    return { measurements, goals, notes, raw: results };
+  },
+};

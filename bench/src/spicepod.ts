@@ -1,0 +1,64 @@
+/**
+ * Spicepods for the scenarios: one S3 location on the local server (through the counting proxy or
+ * straight to fauxqs), optionally its SQS queue, and snapshot datasets with their check interval.
+ */
+import type { AwsInfo, FileEngine } from './aws-protocol.js';
+
+export const BUCKET = 'bench';
+
+export function locationOf(prefix: string): string {
+  return `s3://${BUCKET}/${prefix}`;
+}
+
+export interface SpicepodDataset {
+  readonly name: string;
+  readonly engine: FileEngine;
+  /** `refresh_check_interval`, e.g. `1s`, `10m`. */
+  readonly interval: string;
+}
+
+export interface SpicepodOptions {
+  readonly aws: AwsInfo;
+  /** `bucket`-relative prefix ending in `/`. */
+  readonly prefix: string;
+  readonly datasets: readonly SpicepodDataset[];
+  /** Talk to fauxqs directly instead of through the counting proxy. */
+  readonly direct?: boolean;
+  readonly queueUrl?: string;
+}
+
+export function spicepod(options: SpicepodOptions): string {
+  const { aws } = options;
+  const endpoint = options.direct === true ? aws.serverEndpoint : aws.endpoint;
+  const lines = [
+    'version: v1',
+    'kind: Spicepod',
+    'name: ferry-bench',
+    'snapshots:',
+    `  location: ${locationOf(options.prefix)}`,
+    '  params:',
+    `    s3_endpoint: ${endpoint}`,
+    '    allow_http: true',
+    `    s3_region: ${aws.region}`,
+    '    s3_auth: key',
+    `    s3_key: ${aws.accessKeyId}`,
+    `    s3_secret: ${aws.secretAccessKey}`,
+    ...(options.queueUrl === undefined
+      ? []
+      : [`    s3_queue_url: ${options.queueUrl}`, `    s3_queue_endpoint: ${endpoint}`]),
+    'datasets:',
+  ];
+  for (const dataset of options.datasets) {
+    lines.push(
+      `  - from: postgres:public.${dataset.name}`,
+      `    name: ${dataset.name}`,
+      '    acceleration:',
+      `      engine: ${dataset.engine}`,
+      '      mode: file',
+      '      refresh_mode: snapshot',
+      `      refresh_check_interval: ${dataset.interval}`,
+      '      snapshots: enabled',
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
