@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import type {
   ConfigIssue,
   DatasetConfig,
@@ -20,7 +20,6 @@ import type {
 } from '@ferry/core';
 import { ConfigError, deserializeError, loadSpicepod, throwIfFatal } from '@ferry/core';
 import { assertReadOnlySql } from '@ferry/engines';
-import { Piscina } from 'piscina';
 import type {
   DatasetCommand,
   DatasetInfo,
@@ -35,7 +34,6 @@ import type {
 import {
   DatasetFailedError,
   DatasetNotReadyError,
-  QueryTimeoutError,
   ReadyTimeoutError,
   ResultTooLargeError,
   RuntimeClosedError,
@@ -53,8 +51,12 @@ import type {
 } from './protocol.js';
 import { routeQuery } from './query-router.js';
 import { RpcClient } from './rpc.js';
-import type { SqliteReadResult, SqliteReadTask } from './sqlite-read-task.js';
+import { SqliteReadPool } from './sqlite-read-pool.js';
 import { threadFile } from './thread-files.js';
+
+/** Statements whose guard + routing outcome is remembered (see `#plan`), and the longest one. */
+const PLAN_CACHE_ENTRIES = 1_024;
+const PLAN_CACHE_MAX_SQL = 4_096;
 
 /** A spicepod given inline: YAML (or JSON) text, or the parsed object. */
 export interface SpicepodSource {
@@ -160,7 +162,8 @@ class HostRuntime implements Runtime {
   readonly #coordinatorRpc: RpcClient<HostToCoordinator>;
   readonly #queryTimeoutMs: number;
   readonly #maxRows: number;
-  #pool: Piscina<SqliteReadTask, SqliteReadResult> | undefined;
+  #pool: SqliteReadPool | undefined;
+  readonly #plans = new Map<string, string>();
   #sqliteGenerations = 0;
   #closing: Promise<void> | undefined;
   readonly #metrics = {
@@ -425,8 +428,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    assertReadOnlySql(sql);
-    const name = routeQuery(sql, [...this.#entries.keys()]);
+    const name = this.#plan(sql);
     const entry = this.#entry(name);
     if (entry.state === 'failed')
       throw new DatasetFailedError(name, entry.error ?? 'its configuration was refused');
@@ -442,6 +444,23 @@ class HostRuntime implements Runtime {
     return { ...result, dataset: name, snapshotId };
   }
 
+  /**
+   * The SQL guard and the routing, once per distinct statement: both depend only on the text (and
+   * the fixed dataset names), and an application sends the same statements with new parameters.
+   * Refusals are not remembered (they are rare and must keep their message).
+   */
+  #plan(sql: string): string {
+    const known = this.#plans.get(sql);
+    if (known !== undefined) return known;
+    assertReadOnlySql(sql);
+    const name = routeQuery(sql, [...this.#entries.keys()]);
+    if (sql.length <= PLAN_CACHE_MAX_SQL) {
+      if (this.#plans.size >= PLAN_CACHE_ENTRIES) this.#plans.clear();
+      this.#plans.set(sql, name);
+    }
+    return name;
+  }
+
   async #queryThread(entry: DatasetEntry, sql: string, params: readonly JsonValue[]): Promise<QueryResult> {
     const rpc = entry.rpc;
     if (rpc === undefined) throw new DatasetNotReadyError(entry.name, entry.state);
@@ -454,45 +473,18 @@ class HostRuntime implements Runtime {
     sql: string,
     params: readonly JsonValue[],
   ): Promise<QueryResult> {
-    this.#pool ??= new Piscina<SqliteReadTask, SqliteReadResult>({
+    this.#pool ??= new SqliteReadPool({
       filename: threadFile('sqlite-read-task').href,
-      minThreads: 0,
       maxThreads: this.#options.sqliteReadThreads ?? availableParallelism(),
-      idleTimeout: 30_000,
-      atomics: 'disabled',
+      queryTimeoutMs: this.#queryTimeoutMs,
     });
-    const task: SqliteReadTask = {
+    const result = await this.#pool.run(name, {
       path: generation.path,
       generation: generation.generation,
       sql,
       params,
       maxRows: this.#maxRows,
-    };
-    let result: SqliteReadResult;
-    if (this.#queryTimeoutMs > 0) {
-      // The clock starts when a worker starts the query: booting a worker (after a timeout ended
-      // the previous one) is not the query's time.
-      const { port1, port2 } = new MessageChannel();
-      const controller = new AbortController();
-      let timer: NodeJS.Timeout | undefined;
-      port1.once('message', () => {
-        timer = setTimeout(() => controller.abort(), this.#queryTimeoutMs);
-      });
-      try {
-        result = await this.#pool.run(
-          { ...task, started: port2 },
-          { signal: controller.signal, transferList: [port2] },
-        );
-      } catch (error) {
-        if (controller.signal.aborted) throw new QueryTimeoutError(name, this.#queryTimeoutMs);
-        throw error;
-      } finally {
-        clearTimeout(timer);
-        port1.close();
-      }
-    } else {
-      result = await this.#pool.run(task);
-    }
+    });
     if ('error' in result) throw deserializeError(result.error);
     if ('tooLarge' in result) throw new ResultTooLargeError(name, this.#maxRows);
     return result;
@@ -554,6 +546,6 @@ class HostRuntime implements Runtime {
       entry.rpc?.close('closed');
       entry.port?.close();
     }
-    await this.#pool?.destroy();
+    await this.#pool?.close(new RuntimeClosedError());
   }
 }

@@ -1,33 +1,42 @@
 /**
- * The piscina task that runs SQLite reads. Stateless as far as the pool is concerned: each task
- * names the dataset's live file and its generation; the worker keeps one read-only connection per
- * file and reopens it when the generation moves (the live path then names the new snapshot, while
- * the old one stays readable by whoever still holds it; a task of an older generation simply reads
- * the newer file, which is still one whole snapshot). A query cut off by a timeout is aborted by
- * the pool, which ends this worker and so every handle it held. The task says when it starts
- * (`started`), so the timeout counts the query, not a wait for a worker that is still booting.
+ * A piscina worker of the SQLite read pool: runs a batch of read-only queries on the snapshot
+ * files of SQLite datasets. Each worker keeps one read-only connection per live file and reopens it
+ * when the generation moves (the live path then names the new snapshot, while the old one stays
+ * readable by whoever still holds it; a query of an older generation simply reads the newer file,
+ * which is still one whole snapshot). The host batches queries (`sqlite-read-pool.ts`); this
+ * worker records which query of the batch it is running and since when in `progress`, so the host
+ * can time each query out on its own. A timed-out query is stopped by ending this worker, and so
+ * every handle it held.
  */
-import { isMainThread, type MessagePort } from 'node:worker_threads';
+import { isMainThread } from 'node:worker_threads';
 import { type JsonValue, type QueryResult, type SerializedError, serializeError } from '@ferry/core';
 import { openSqliteSync, type SqliteEngine } from '@ferry/engines';
 
 if (isMainThread) {
-  throw new Error('sqlite-read-task.js runs in the SQLite read pool; it is started by createRuntime().');
+  throw new Error('sqlite-read-task runs only as a worker of the SQLite read pool.');
 }
 
-export interface SqliteReadTask {
+export interface SqliteReadQuery {
   readonly path: string;
   readonly generation: number;
   readonly sql: string;
   readonly params: readonly JsonValue[];
   readonly maxRows: number;
-  /** Told (one message) when the query starts running in a worker. */
-  readonly started?: MessagePort;
+}
+
+export interface SqliteReadBatch {
+  readonly queries: readonly SqliteReadQuery[];
+  /**
+   * `[index, startedAtMs]` of the query running now (`Date.now()` clock; the index is -1 before the
+   * first). Absent when queries have no timeout.
+   */
+  readonly progress?: BigInt64Array;
 }
 
 /**
  * The rows, or why not. Errors come back as data: an error thrown here would reach the host as a
- * plain `Error` without its `code` (the pool clones it), and callers branch on the code.
+ * plain `Error` without its `code` (the pool clones it), and callers branch on the code; and one
+ * query's error must not fail its batch.
  */
 export type SqliteReadResult =
   | QueryResult
@@ -36,20 +45,30 @@ export type SqliteReadResult =
 
 const open = new Map<string, { generation: number; engine: SqliteEngine }>();
 
-export default function run(task: SqliteReadTask): SqliteReadResult {
-  task.started?.postMessage(null);
-  task.started?.close();
+function runOne(query: SqliteReadQuery): SqliteReadResult {
   try {
-    let entry = open.get(task.path);
-    if (entry === undefined || task.generation > entry.generation) {
+    let entry = open.get(query.path);
+    if (entry === undefined || query.generation > entry.generation) {
       void entry?.engine.close();
-      entry = { generation: task.generation, engine: openSqliteSync(task.path) };
-      open.set(task.path, entry);
+      entry = { generation: query.generation, engine: openSqliteSync(query.path) };
+      open.set(query.path, entry);
     }
-    const result = entry.engine.querySync(task.sql, task.params);
-    if (task.maxRows > 0 && result.rows.length > task.maxRows) return { tooLarge: true };
+    const result = entry.engine.querySync(query.sql, query.params);
+    if (query.maxRows > 0 && result.rows.length > query.maxRows) return { tooLarge: true };
     return result;
   } catch (error) {
     return { error: serializeError(error) };
   }
+}
+
+export default function run(batch: SqliteReadBatch): SqliteReadResult[] {
+  const { queries, progress } = batch;
+  return queries.map((query, index) => {
+    if (progress !== undefined) {
+      // Start time first, then the index (the host reads them in the other order).
+      Atomics.store(progress, 1, BigInt(Date.now()));
+      Atomics.store(progress, 0, BigInt(index));
+    }
+    return runOne(query);
+  });
 }

@@ -1,0 +1,122 @@
+/**
+ * The SQLite read pool on real worker threads and a real SQLite file (the fixture store's users
+ * snapshot): batching, per-query timeouts inside a batch, errors that stay with their query.
+ */
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixtureStoreDir } from '@ferry/test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqliteReadPool } from '../src/sqlite-read-pool.js';
+import type { SqliteReadResult } from '../src/sqlite-read-task.js';
+import { threadFile } from '../src/thread-files.js';
+
+const USERS = 'month=2026-11/day=2026-11-29/dataset=users/users_20261129T081000Z.sqlite';
+const RUNAWAY =
+  'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c, users';
+
+let dir: string;
+let path: string;
+let expected: number;
+
+function pool(options: { threads: number; timeoutMs: number }): SqliteReadPool {
+  return new SqliteReadPool({
+    filename: threadFile('sqlite-read-task').href,
+    maxThreads: options.threads,
+    queryTimeoutMs: options.timeoutMs,
+  });
+}
+
+function lookup(id: number) {
+  return {
+    path,
+    generation: 1,
+    sql: 'SELECT count(*) AS n FROM users WHERE rowid <= ?',
+    params: [id],
+    maxRows: 100,
+  };
+}
+
+function rowsOf(result: SqliteReadResult): unknown {
+  if ('rows' in result) return result.rows;
+  throw new Error(`expected rows, got ${JSON.stringify(result)}`);
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ferry-sqlite-pool-'));
+  path = join(dir, 'users.sqlite');
+  await copyFile(join(fixtureStoreDir(), USERS), path);
+  const probe = pool({ threads: 1, timeoutMs: 0 });
+  const counted = await probe.run('users', {
+    ...lookup(0),
+    sql: 'SELECT count(*) AS n FROM users',
+    params: [],
+  });
+  expected = Number((rowsOf(counted) as [{ n: number }])[0].n);
+  await probe.close(new Error('closed'));
+  expect(expected).toBeGreaterThan(1);
+  expect(expected).toBeLessThan(40);
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('SqliteReadPool', () => {
+  it('sends the queries of one turn to a busy pool as one batch per worker, each answered on its own', async () => {
+    const reads = pool({ threads: 2, timeoutMs: 30_000 });
+    try {
+      const ids = Array.from({ length: 40 }, (_, i) => i % (expected + 1));
+      const results = await Promise.all(ids.map((id) => reads.run('users', lookup(id))));
+      expect(results.map(rowsOf)).toEqual(ids.map((id) => [{ n: Math.min(id, expected) }]));
+      expect(reads.batches).toBe(2);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('a query past its timeout fails alone: the queries batched around it are answered', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 400 });
+    try {
+      const before = Array.from({ length: 5 }, (_, i) => reads.run('users', lookup(i)));
+      const runaway = reads.run('users', { ...lookup(0), sql: RUNAWAY, params: [] }).catch((e: unknown) => e);
+      const after = Array.from({ length: 5 }, (_, i) => reads.run('users', lookup(i)));
+      expect(await runaway).toMatchObject({
+        code: 'ERR_QUERY_TIMEOUT',
+        message:
+          "The query on dataset 'users' ran longer than 400 ms and was cancelled; narrow it or raise queryTimeoutMs.",
+      });
+      const answered = await Promise.all([...before, ...after]);
+      expect(answered.map(rowsOf)).toEqual(
+        [0, 1, 2, 3, 4, 0, 1, 2, 3, 4].map((i) => [{ n: Math.min(i, expected) }]),
+      );
+      // One batch with all eleven; the ten innocent ones went again in a second.
+      expect(reads.batches).toBe(2);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it("one query's error stays with it and keeps its code", async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    try {
+      const [bad, good] = await Promise.all([
+        reads.run('users', { ...lookup(0), sql: 'SELECT nope FROM users', params: [] }),
+        reads.run('users', lookup(1)),
+      ]);
+      expect(bad).toMatchObject({ error: { message: expect.stringContaining('no such column: nope') } });
+      expect(rowsOf(good)).toEqual([{ n: 1 }]);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('close rejects queued queries with the reason and refuses new ones', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    const reason = new Error('runtime closed');
+    const queued = reads.run('users', lookup(1)).catch((e: unknown) => e);
+    await reads.close(reason);
+    expect(await queued).toBe(reason);
+    await expect(reads.run('users', lookup(1))).rejects.toBe(reason);
+  });
+});
