@@ -113,32 +113,86 @@ async function serveLiveFile(kind: DatasetEngine): Promise<void> {
 
 let rootSessionId: string | undefined;
 
+/**
+ * The machine's invoked work still running. Stopping the machine does not end it (a download sees
+ * its abort signal; a schema check or an engine being opened just finishes), and the thread must
+ * not end while DuckDB works on its behalf: that aborts the whole process. `stop` and `crash`
+ * wait for it.
+ */
+const running = new Set<Promise<unknown>>();
+function tracked<T>(work: Promise<T>): Promise<T> {
+  running.add(work);
+  void work.then(
+    () => running.delete(work),
+    () => running.delete(work),
+  );
+  return work;
+}
+
+/** Serve the live file left by an earlier run, if it matches its manifest. */
+async function restoreLiveFile(): Promise<LoadedSnapshot | null> {
+  if (engine === undefined) return null;
+  const local = await restoreLocal(filesFor(engine));
+  if (local === null) return null;
+  try {
+    await serveLiveFile(engine);
+  } catch (error) {
+    log('warn', `The live file of dataset '${name}' could not be opened; bootstrapping from the store`, {
+      error: (error as Error).message,
+    });
+    return null;
+  }
+  log(
+    'info',
+    `Dataset '${name}' serves snapshot ${local.snapshotId} from its live file while the store is consulted`,
+  );
+  return {
+    snapshotId: local.snapshotId,
+    timestampMs: local.timestampMs,
+    checksum: local.checksum,
+    schema: local.schema,
+    schemaId: local.schemaId,
+  };
+}
+
+/** Download and validate a snapshot into a temporary file; the machine swaps it in later. */
+async function prepareFile(
+  input: PrepareSnapshotInput,
+  signal: AbortSignal,
+): Promise<{ snapshotId: number; token: string }> {
+  const kind = (input.engine as DatasetEngine | undefined) ?? engine ?? 'duckdb';
+  const started = performance.now();
+  const file = await prepareSnapshot(
+    filesFor(kind),
+    { entry: input.entry, key: resolveSnapshotKey(recordedLocation, input.entry.uri) },
+    { schemaId: input.schemaId, schema: input.schema },
+    { signal },
+  );
+  toHost({
+    type: 'downloaded',
+    bytes: input.entry.size,
+    seconds: (performance.now() - started) / 1000,
+  });
+  const token = `${input.entry.snapshotId}:${file.tempPath}`;
+  prepared.set(token, file);
+  engine = kind;
+  return { snapshotId: input.entry.snapshotId, token };
+}
+
+/** Commit a prepared snapshot over the live file and serve it. */
+async function swapIn(input: SwapSnapshotInput): Promise<void> {
+  const file = prepared.get(input.prepared.token);
+  if (file === undefined)
+    throw new Error(`Prepared snapshot ${input.prepared.token} of dataset '${name}' is gone.`);
+  prepared.delete(input.prepared.token);
+  const kind = engine ?? 'duckdb';
+  await commitSnapshot(filesFor(kind), file);
+  await serveLiveFile(kind);
+}
+
 const machine = datasetMachine.provide({
   actors: {
-    restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(async () => {
-      if (engine === undefined) return null;
-      const local = await restoreLocal(filesFor(engine));
-      if (local === null) return null;
-      try {
-        await serveLiveFile(engine);
-      } catch (error) {
-        log('warn', `The live file of dataset '${name}' could not be opened; bootstrapping from the store`, {
-          error: (error as Error).message,
-        });
-        return null;
-      }
-      log(
-        'info',
-        `Dataset '${name}' serves snapshot ${local.snapshotId} from its live file while the store is consulted`,
-      );
-      return {
-        snapshotId: local.snapshotId,
-        timestampMs: local.timestampMs,
-        checksum: local.checksum,
-        schema: local.schema,
-        schemaId: local.schemaId,
-      };
-    }),
+    restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() => tracked(restoreLiveFile())),
     readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(async ({ input }) => {
       const reply = await coordinatorRpc.request<MetadataReply>({
         type: 'read-metadata',
@@ -151,35 +205,9 @@ const machine = datasetMachine.provide({
       return reply;
     }),
     prepareSnapshot: fromPromise<{ snapshotId: number; token: string }, PrepareSnapshotInput>(
-      async ({ input, signal }) => {
-        const kind = (input.engine as DatasetEngine | undefined) ?? engine ?? 'duckdb';
-        const started = performance.now();
-        const file = await prepareSnapshot(
-          filesFor(kind),
-          { entry: input.entry, key: resolveSnapshotKey(recordedLocation, input.entry.uri) },
-          { schemaId: input.schemaId, schema: input.schema },
-          { signal },
-        );
-        toHost({
-          type: 'downloaded',
-          bytes: input.entry.size,
-          seconds: (performance.now() - started) / 1000,
-        });
-        const token = `${input.entry.snapshotId}:${file.tempPath}`;
-        prepared.set(token, file);
-        engine = kind;
-        return { snapshotId: input.entry.snapshotId, token };
-      },
+      ({ input, signal }) => tracked(prepareFile(input, signal)),
     ),
-    swapSnapshot: fromPromise<void, SwapSnapshotInput>(async ({ input }) => {
-      const file = prepared.get(input.prepared.token);
-      if (file === undefined)
-        throw new Error(`Prepared snapshot ${input.prepared.token} of dataset '${name}' is gone.`);
-      prepared.delete(input.prepared.token);
-      const kind = engine ?? 'duckdb';
-      await commitSnapshot(filesFor(kind), file);
-      await serveLiveFile(kind);
-    }),
+    swapSnapshot: fromPromise<void, SwapSnapshotInput>(({ input }) => tracked(swapIn(input))),
   },
   actions: {
     log: (_args, entry) => log(entry.level, entry.message, { ...entry.fields }),
@@ -288,6 +316,7 @@ host.on('message', (message: HostToDataset) => {
 async function stop(): Promise<void> {
   actor.send({ type: 'stop' });
   actor.stop();
+  await Promise.allSettled(running);
   for (const file of prepared.values()) await discardPrepared(file);
   prepared.clear();
   await serving?.close();
@@ -311,6 +340,7 @@ async function crash(error: unknown): Promise<void> {
   host.close();
   const closed = (async () => {
     await serving?.cancelAll();
+    await Promise.allSettled(running);
     await serving?.close();
   })();
   await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000))]);
