@@ -97,6 +97,11 @@ export const soak: Scenario = {
             dataFiles: readdirSync(dataDir, { recursive: true }).length,
             swaps,
           });
+          const latest = samples[samples.length - 1];
+          if (latest !== undefined && samples.length % 12 === 0)
+            context.log(
+              `${latest.atS.toFixed(0)} s: RSS ${latest.rssMiB.toFixed(0)} MiB, ${latest.fds} fds, ${latest.dataFiles} data files, ${latest.swaps} swaps`,
+            );
           await sleep(5_000);
         }
       })();
