@@ -112,6 +112,11 @@ async function serveLiveFile(kind: DatasetEngine): Promise<void> {
 }
 
 let rootSessionId: string | undefined;
+/**
+ * Inspection events cost a third of an idle poll's CPU: they are built only while someone inspects
+ * (the host says so; on until it does, so an early inspector sees the machine start).
+ */
+let inspecting = true;
 
 /**
  * The machine's invoked work still running. Stopping the machine does not end it (a download sees
@@ -227,6 +232,7 @@ const actor = createActor(machine, {
   inspect: (event) => {
     // The machine's own actor is the first one inspected; invoked actors come later.
     rootSessionId ??= event.actorRef.sessionId;
+    if (!inspecting) return;
     const plain = toInspectionEvent(name, event, rootSessionId, Date.now());
     if (plain !== undefined) toHost({ type: 'inspect', event: plain });
   },
@@ -290,6 +296,9 @@ async function runQuery(sql: string, params: readonly import('@ferry/core').Json
 
 host.on('message', (message: HostToDataset) => {
   switch (message.type) {
+    case 'inspecting':
+      inspecting = message.on;
+      break;
     case 'query':
       respond(host, message.id, () => runQuery(message.sql, message.params ?? []), serializeError);
       break;

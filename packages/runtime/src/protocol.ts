@@ -54,7 +54,9 @@ export type HostToDataset =
       readonly params?: readonly JsonValue[];
     }
   | { readonly type: 'status'; readonly id: number }
-  | { readonly type: 'command'; readonly id: number; readonly command: DatasetCommand };
+  | { readonly type: 'command'; readonly id: number; readonly command: DatasetCommand }
+  /** Whether anyone inspects: a thread builds and posts inspection events only then (default on). */
+  | { readonly type: 'inspecting'; readonly on: boolean };
 
 /** Where the host runs SQLite reads: the file of the current generation, opened read-only. */
 export interface SqliteGeneration {

@@ -255,6 +255,7 @@ class HostRuntime implements Runtime {
         message.port.on('message', (event: DatasetToHost) => {
           if (!rpc.handle(event)) this.#onDataset(entry, event);
         });
+        if (this.#inspectors.size === 0) this.#tellInspecting(entry);
         break;
       }
       case 'dataset-exited': {
@@ -501,8 +502,19 @@ class HostRuntime implements Runtime {
   }
 
   inspect(listener: (event: InspectionEvent) => void): () => void {
+    const first = this.#inspectors.size === 0;
     this.#inspectors.add(listener);
-    return () => this.#inspectors.delete(listener);
+    if (first) for (const entry of this.#entries.values()) this.#tellInspecting(entry);
+    return () => {
+      if (this.#inspectors.delete(listener) && this.#inspectors.size === 0)
+        for (const entry of this.#entries.values()) this.#tellInspecting(entry);
+    };
+  }
+
+  /** Tell a dataset thread whether anyone inspects (it builds inspection events only then). */
+  #tellInspecting(entry: DatasetEntry): void {
+    const message: HostToDataset = { type: 'inspecting', on: this.#inspectors.size > 0 };
+    entry.port?.postMessage(message);
   }
 
   async send(name: string, command: DatasetCommand): Promise<void> {

@@ -248,6 +248,42 @@ describe('runtime: commands', () => {
   });
 });
 
+describe('runtime: inspection', () => {
+  it('a listener added after start gets the events of the next check; the threads stop building them when it leaves', async () => {
+    await publishVersion(aws, 'seen', 'duckdb', 1, { rows: 2, prefix: 'seen/' });
+    const dataDir = await tempDir('ferry-inspect-');
+    const { runtime } = await start(
+      spicepod(aws, [{ name: 'seen', engine: 'duckdb', interval: '10m' }], { prefix: 'seen/' }),
+      dataDir,
+    );
+    try {
+      // Serving with nobody inspecting: the thread has been told to build no inspection events.
+      await runtime.ready('seen');
+      const seen: { type: string; state?: string; event?: unknown }[] = [];
+      const stop = runtime.inspect((event) => {
+        if (event.dataset === 'seen') seen.push(event);
+      });
+      const polled = nextEvent(runtime, 'poll', (event) => event.dataset === 'seen');
+      await runtime.send('seen', 'poll.now');
+      await polled;
+      expect(
+        seen.some(
+          (event) => event.type === '@xstate.event' && JSON.stringify(event.event).includes('poll.now'),
+        ),
+      ).toBe(true);
+      expect(seen.some((event) => event.type === '@xstate.snapshot' && event.state === 'polling')).toBe(true);
+      stop();
+      const count = seen.length;
+      const again = nextEvent(runtime, 'poll', (event) => event.dataset === 'seen');
+      await runtime.send('seen', 'poll.now');
+      await again;
+      expect(seen).toHaveLength(count);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
 describe('runtime: shutdown', () => {
   it('after close() no worker threads, handles or temporary files remain, and close is idempotent', async () => {
     await publishVersion(aws, 'solo', 'sqlite', 1, { rows: 3, prefix: 'solo/' });
