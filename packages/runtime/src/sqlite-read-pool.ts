@@ -1,7 +1,9 @@
 /**
  * The host side of the SQLite read pool: queries queue here and go to the piscina pool in batches,
  * one batch per worker, so one thread hop carries many queries when the workers are busy (and a
- * single query at once when one is idle: an idle pool adds no delay).
+ * single query at once when one is idle: an idle pool adds no delay). A worker answers a batch
+ * early once it has run for a few milliseconds, and the queries it did not reach go back to the
+ * front of the queue, so an expensive query holds up only itself.
  *
  * Timeouts are per query and count from the moment a worker starts it: the worker records the
  * index and start time of the query it runs in a small shared buffer, and the host checks it when
@@ -159,6 +161,12 @@ export class SqliteReadPool {
     } finally {
       clearTimeout(timer);
     }
-    for (const [index, pending] of batch.entries()) pending.resolve(results[index] as SqliteReadResult);
+    for (const [index, result] of results.entries()) (batch[index] as Pending).resolve(result);
+    // A batch that ran past its time budget answers early: the rest goes first in the queue again.
+    const rest = batch.slice(results.length);
+    if (rest.length > 0) {
+      if (this.#closed !== undefined) for (const pending of rest) pending.reject(this.#closed);
+      else this.#queue.unshift(...rest);
+    }
   }
 }

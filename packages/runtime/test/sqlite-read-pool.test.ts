@@ -69,7 +69,8 @@ describe('SqliteReadPool', () => {
       const ids = Array.from({ length: 40 }, (_, i) => i % (expected + 1));
       const results = await Promise.all(ids.map((id) => reads.run('users', lookup(id))));
       expect(results.map(rowsOf)).toEqual(ids.map((id) => [{ n: Math.min(id, expected) }]));
-      expect(reads.batches).toBe(2);
+      // Batched: far fewer hops than queries (a cold worker may answer its first batch early).
+      expect(reads.batches).toBeLessThanOrEqual(8);
     } finally {
       await reads.close(new Error('closed'));
     }
@@ -90,8 +91,35 @@ describe('SqliteReadPool', () => {
       expect(answered.map(rowsOf)).toEqual(
         [0, 1, 2, 3, 4, 0, 1, 2, 3, 4].map((i) => [{ n: Math.min(i, expected) }]),
       );
-      // One batch with all eleven; the ten innocent ones went again in a second.
-      expect(reads.batches).toBe(2);
+      // The innocent ones behind it went again in another batch.
+      expect(reads.batches).toBeGreaterThanOrEqual(2);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('an answered query is not held back by slow queries batched after it', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    const slow = {
+      ...lookup(0),
+      sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
+      params: [],
+    };
+    try {
+      await reads.run('users', lookup(1)); // a warm worker
+      const answeredAt: number[] = [];
+      const started = performance.now();
+      const runs = [0, 1, 2].map((i) =>
+        reads.run('users', slow).then((result) => {
+          answeredAt[i] = performance.now() - started;
+          return result;
+        }),
+      );
+      expect((await Promise.all(runs)).map(rowsOf)).toEqual([0, 1, 2].map(() => [{ n: 400000 }]));
+      // One batch of three would answer all three at once; each answers when it is done.
+      const [first, second, third] = answeredAt as [number, number, number];
+      expect(second - first).toBeGreaterThan(first / 3);
+      expect(third - second).toBeGreaterThan(first / 3);
     } finally {
       await reads.close(new Error('closed'));
     }
