@@ -3,7 +3,8 @@
  * one batch per worker, so one thread hop carries many queries when the workers are busy (and a
  * single query at once when one is idle: an idle pool adds no delay). A worker answers a batch
  * early once it has run for a few milliseconds, and the queries it did not reach go back to the
- * front of the queue, so an expensive query holds up only itself.
+ * front of the queue (for whichever worker is free first), so expensive queries are not run back to
+ * back in one batch while another worker idles.
  *
  * Timeouts are per query and count from the moment a worker starts it: the worker records the
  * index and start time of the query it runs in a small shared buffer, and the host checks it when
