@@ -9,17 +9,23 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { appendSnapshot } from '@ferry/core';
-import {
-  createRuntime,
-  type Logger,
-  type LogLevel,
-  type Runtime,
-  type RuntimeEvents,
-  type RuntimeOptions,
-} from '@ferry/runtime';
-import type { LocalAws } from '@ferry/test-support';
+import { createRuntime, type Runtime, type RuntimeEvents, type RuntimeOptions } from '@ferry/runtime';
+import { type LocalAws, nextEventOf, type WatchedLogger, watchedLogger } from '@ferry/test-support';
 import { type BuiltSnapshot, buildSnapshotFile } from '@ferry/writer';
 import { afterAll } from 'vitest';
+
+export type { LoggedRecord } from '@ferry/test-support';
+export { type WatchedLogger, watchedLogger };
+
+/** Resolves with the first event of `kind` that satisfies `predicate` (no polling, no sleeps). */
+export function nextEvent<K extends keyof RuntimeEvents>(
+  runtime: Runtime,
+  kind: K,
+  predicate?: (payload: RuntimeEvents[K]) => boolean,
+  timeoutMs?: number,
+): Promise<RuntimeEvents[K]> {
+  return nextEventOf<RuntimeEvents, K>(runtime, kind, predicate, timeoutMs);
+}
 
 export const BUCKET = 'ferry-reliability';
 export const DATASET = 'orders';
@@ -213,85 +219,6 @@ export function spicepod(aws: LocalAws, options: PodOptions): string {
     );
   }
   return `${lines.join('\n')}\n`;
-}
-
-/** One line written to a {@link WatchedLogger}. */
-export interface LoggedRecord {
-  readonly level: LogLevel;
-  readonly message: string;
-  readonly fields: Readonly<Record<string, unknown>>;
-}
-
-/** A logger that keeps every line and lets a test await the lines it expects. */
-export interface WatchedLogger extends Logger {
-  readonly records: LoggedRecord[];
-  /** Lines logged since `mark` (a previous `records.length`). */
-  since(mark: number): LoggedRecord[];
-  /** Resolves with the matching lines logged since `since` once `count` (default 1) have been. */
-  waitFor(
-    predicate: (record: LoggedRecord) => boolean,
-    options?: { readonly count?: number; readonly since?: number; readonly timeoutMs?: number },
-  ): Promise<LoggedRecord[]>;
-}
-
-export function watchedLogger(): WatchedLogger {
-  const records: LoggedRecord[] = [];
-  const waiters = new Set<() => void>();
-  const at =
-    (level: LogLevel) =>
-    (fields: object, message: string): void => {
-      records.push({ level, message, fields: { ...fields } });
-      for (const waiter of [...waiters]) waiter();
-    };
-  return {
-    records,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    since: (mark) => records.slice(mark),
-    waitFor(predicate, options = {}) {
-      const count = options.count ?? 1;
-      const since = options.since ?? 0;
-      const timeoutMs = options.timeoutMs ?? 30_000;
-      return new Promise((resolve, reject) => {
-        const check = (): void => {
-          const matched = records.slice(since).filter(predicate);
-          if (matched.length < count) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve(matched);
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`fewer than ${count} matching log lines within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
-  };
-}
-
-/** Resolves with the first event of `kind` that satisfies `predicate` (no polling, no sleeps). */
-export function nextEvent<K extends keyof RuntimeEvents>(
-  runtime: Runtime,
-  kind: K,
-  predicate: (payload: RuntimeEvents[K]) => boolean = () => true,
-  timeoutMs = 30_000,
-): Promise<RuntimeEvents[K]> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      off();
-      reject(new Error(`no '${kind}' event matched within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const off = runtime.on(kind, (payload) => {
-      if (!predicate(payload)) return;
-      clearTimeout(timer);
-      off();
-      resolve(payload);
-    });
-  });
 }
 
 /** Collects every event of `kind` from now on. */

@@ -7,9 +7,21 @@ import { createRequire } from 'node:module';
 import { type AddressInfo, createServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LocalAws } from '@ferry/test-support';
+import { type LocalAws, nextEventOf } from '@ferry/test-support';
 import { type PublishResult, publishSnapshot } from '@ferry/writer';
-import type { Logger, LogLevel, Runtime, RuntimeEvents } from '../src/index.js';
+import type { Runtime, RuntimeEvents } from '../src/index.js';
+
+export { type LoggedRecord, type WatchedLogger, watchedLogger } from '@ferry/test-support';
+
+/** Resolves with the first event of `kind` that satisfies `predicate` (no polling, no sleeps). */
+export function nextEvent<K extends keyof RuntimeEvents>(
+  runtime: Runtime,
+  kind: K,
+  predicate?: (payload: RuntimeEvents[K]) => boolean,
+  timeoutMs?: number,
+): Promise<RuntimeEvents[K]> {
+  return nextEventOf<RuntimeEvents, K>(runtime, kind, predicate, timeoutMs);
+}
 
 export const BUCKET = 'ferry-runtime';
 
@@ -91,86 +103,6 @@ export function spicepod(
 
 export function tempDir(prefix: string): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
-}
-
-/** Resolves with the first event of `kind` that satisfies `predicate` (no polling, no sleeps). */
-export function nextEvent<K extends keyof RuntimeEvents>(
-  runtime: Runtime,
-  kind: K,
-  predicate: (payload: RuntimeEvents[K]) => boolean = () => true,
-  timeoutMs = 30_000,
-): Promise<RuntimeEvents[K]> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      off();
-      reject(new Error(`no '${kind}' event matched within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const off = runtime.on(kind, (payload) => {
-      if (!predicate(payload)) return;
-      clearTimeout(timer);
-      off();
-      resolve(payload);
-    });
-  });
-}
-
-/** One line written to a {@link WatchedLogger}. */
-export interface LoggedRecord {
-  readonly level: LogLevel;
-  readonly message: string;
-  readonly fields: Readonly<Record<string, unknown>>;
-}
-
-/** A logger that keeps every line and lets a test await the lines it expects. */
-export interface WatchedLogger extends Logger {
-  readonly records: LoggedRecord[];
-  /** The same sink as a `(level, message, fields)` callback, for components used in-process. */
-  log(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
-  /** Resolves with the matching lines once `count` (default 1) of them have been logged. */
-  waitFor(
-    predicate: (record: LoggedRecord) => boolean,
-    options?: { readonly count?: number; readonly timeoutMs?: number },
-  ): Promise<LoggedRecord[]>;
-}
-
-export function watchedLogger(): WatchedLogger {
-  const records: LoggedRecord[] = [];
-  const waiters = new Set<() => void>();
-  const log = (level: LogLevel, message: string, fields: object = {}): void => {
-    records.push({ level, message, fields: { ...fields } });
-    for (const waiter of [...waiters]) waiter();
-  };
-  const at =
-    (level: LogLevel) =>
-    (fields: object, message: string): void =>
-      log(level, message, fields);
-  return {
-    records,
-    log,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    waitFor(predicate, options = {}) {
-      const count = options.count ?? 1;
-      const timeoutMs = options.timeoutMs ?? 30_000;
-      return new Promise((resolve, reject) => {
-        const check = (): void => {
-          const matched = records.filter(predicate);
-          if (matched.length < count) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve(matched);
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`fewer than ${count} matching log lines within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
-  };
 }
 
 interface SqsModule {

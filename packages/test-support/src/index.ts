@@ -6,3 +6,4 @@ export * from './notification-bridge.js';
 export * from './request-log.js';
 export * from './s3-events.js';
 export * from './s3-faults.js';
+export * from './waiting.js';
