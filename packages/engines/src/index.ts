@@ -15,7 +15,7 @@ export {
   openDuckDb,
 } from './duckdb-engine.js';
 export { duckDbTypeToArrow } from './duckdb-types.js';
-export type { OpenOptions, SnapshotEngine, TableColumn } from './engine.js';
+export type { OpenOptions, QueryControl, SnapshotEngine, TableColumn } from './engine.js';
 export {
   EngineClosedError,
   EngineOpenError,
@@ -30,7 +30,6 @@ export {
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
 export { checkSnapshotFile, openEngine, type SnapshotEngineName } from './open-engine.js';
 export { checkTableSchema } from './schema-check.js';
-export * from './snapshot/index.js';
 export {
   assertReadOnlySql,
   classifyStatement,

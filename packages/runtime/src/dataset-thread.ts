@@ -27,7 +27,7 @@ import {
   restoreLocal,
   ServingEngine,
   type SnapshotFilesOptions,
-} from '@ferry/engines';
+} from '@ferry/snapshots';
 import { createActor, fromPromise } from 'xstate';
 import { QueryTimeoutError, ResultTooLargeError } from './errors.js';
 import { toInspectionEvent } from './inspection.js';

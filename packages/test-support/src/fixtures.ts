@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { LocalAws } from './local-aws.js';
+import type { LocalAws } from '@ferry/local-aws';
 
 /** The location the fixture's metadata.json records. */
 export const FIXTURE_LOCATION = 's3://example-bucket/snapshots/';

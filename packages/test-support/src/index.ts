@@ -1,9 +1,9 @@
-/** @ferry/test-support: a real local S3/SQS (fauxqs), S3 notifications, fault injection and the fixture store for tests. */
+/**
+ * @ferry/test-support: the test harness built on `@ferry/local-aws` (re-exported here, so a test has
+ * one import): fault injection, the fixture store, and waiting on events and logs.
+ */
+export * from '@ferry/local-aws';
 export * from './fault-proxy.js';
 export * from './fixtures.js';
-export * from './local-aws.js';
-export * from './notification-bridge.js';
-export * from './request-log.js';
-export * from './s3-events.js';
 export * from './s3-faults.js';
 export * from './waiting.js';

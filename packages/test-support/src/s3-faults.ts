@@ -7,7 +7,7 @@
  * injected response exactly as it parses a real one. The requests they let through are untouched.
  */
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import type { LocalAws } from './local-aws.js';
+import type { LocalAws } from '@ferry/local-aws';
 
 export interface S3RequestContext {
   /** `PutObjectCommand`, `GetObjectCommand`, … */

@@ -127,7 +127,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const out = io.stdout;
   const shutdown = io.waitForShutdown();
 
-  const { startLocalAws, startNotificationBridge } = await import('@ferry/test-support');
+  const { startLocalAws, startNotificationBridge } = await import('@ferry/local-aws');
   const { publishSnapshot } = await import('@ferry/writer');
 
   await rm(dir, { recursive: true, force: true });

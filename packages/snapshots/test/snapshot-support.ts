@@ -10,9 +10,9 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { ArrowSchema, SnapshotEntry } from '@ferry/core';
+import { arrowField } from '@ferry/engines';
 import type { LocalAws } from '@ferry/test-support';
 import Database from 'better-sqlite3';
-import { arrowField } from '../src/arrow-types.js';
 
 export type Kind = 'duckdb' | 'sqlite';
 

@@ -9,10 +9,14 @@
  * reaches an engine.
  */
 import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core';
-import type { QueryControl, SnapshotEngine } from '../engine.js';
-import { EngineClosedError } from '../errors.js';
-import { openEngine } from '../open-engine.js';
-import { assertReadOnlySql, type SqlDialect } from '../sql-guard.js';
+import {
+  assertReadOnlySql,
+  EngineClosedError,
+  openEngine,
+  type QueryControl,
+  type SnapshotEngine,
+  type SqlDialect,
+} from '@ferry/engines';
 import type { LiveFileOptions } from './snapshot-files.js';
 
 export interface ServingEngineOptions extends LiveFileOptions {

@@ -18,10 +18,10 @@ import {
   resolveSnapshotKey,
   type SnapshotEntry,
 } from '@ferry/core';
+import { arrowField } from '@ferry/engines';
 import { createS3Store } from '@ferry/store';
 import { copyFixtureStore, fixtureMetadata, type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { arrowField } from '../src/arrow-types.js';
 import {
   commitSnapshot,
   discardPrepared,

@@ -17,8 +17,8 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat, stat
 import { basename, dirname, join } from 'node:path';
 import type { ArrowSchema, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
 import { SnapshotRejectedError } from '@ferry/core';
+import { checkSnapshotFile, type SnapshotEngineName } from '@ferry/engines';
 import { readParallel } from '@ferry/store';
-import { checkSnapshotFile, type SnapshotEngineName } from '../open-engine.js';
 import {
   checksumMismatch,
   DiskFullError,
