@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { appendSnapshot, type ObjectStore } from '@ferry/core';
+import { appendSnapshot, type ObjectStore, requireLocation } from '@ferry/core';
 import { openEngine } from '@ferry/engines';
 import { createObjectStore } from '@ferry/store';
 import {
@@ -49,9 +49,9 @@ void aws.server.spy
   .catch(() => undefined);
 
 function splitLocation(location: string): { bucket: string; prefix: string } {
-  const match = /^s3:\/\/([^/]+)\/(.*)$/.exec(location);
-  if (match === null) throw new Error(`Location '${location}' is not s3://bucket/prefix/.`);
-  return { bucket: match[1] ?? '', prefix: match[2] ?? '' };
+  const parsed = requireLocation(location);
+  if (parsed.scheme !== 's3') throw new Error(`Location '${location}' is not s3://bucket/prefix/.`);
+  return parsed;
 }
 
 function storeFor(location: string): ObjectStore {

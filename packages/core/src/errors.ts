@@ -86,3 +86,27 @@ export function isSnapshotRejection(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && rejectionCodes.has(code);
 }
+
+/**
+ * A snapshot URI (recorded in metadata.json) or an object key that does not name an object under
+ * the location: another bucket or scheme, outside the prefix, or an escape (`..`, `%2e%2e`, `\`).
+ */
+export class OutsideLocationError extends FerryError {
+  readonly location: string;
+  /** The URI or key refused, as given. */
+  readonly uri: string;
+  readonly reason: string;
+
+  constructor(location: string, uri: string, reason: string, what: 'uri' | 'key' = 'uri') {
+    super(
+      'ERR_OUTSIDE_LOCATION',
+      what === 'uri'
+        ? `Snapshot URI '${uri}' is outside location '${location}' (${reason}); record snapshot URIs as absolute URIs under the location.`
+        : `Object key '${uri}' is outside location '${location}' (${reason}); use a relative key under the location.`,
+    );
+    this.name = 'OutsideLocationError';
+    this.location = location;
+    this.uri = uri;
+    this.reason = reason;
+  }
+}

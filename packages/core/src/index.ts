@@ -2,6 +2,7 @@
 
 export * from './config/index.js';
 export * from './errors.js';
+export * from './location.js';
 export * from './machine/index.js';
 export * from './metadata/index.js';
 export * from './notifications/index.js';

@@ -60,11 +60,6 @@ export interface ObjectStore {
   ): Promise<{ etag: string }>;
   list(prefix?: string): AsyncIterable<ObjectInfo>;
   delete(key: string): Promise<void>;
-  /**
-   * The key of an absolute URI recorded in metadata.json, or an `ERR_OUTSIDE_LOCATION` error when the
-   * URI is in another bucket, outside the location or tries to escape it (`..`).
-   */
-  keyOf(uri: string): string;
   /** Release sockets and handles. */
   close(): Promise<void>;
 }

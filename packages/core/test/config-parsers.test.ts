@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { closest, parseDuration, parseLocation, parseQueueUrl } from '../src/config/index.js';
+import { closest, parseDuration, parseQueueUrl } from '../src/config/index.js';
 import { FerryError } from '../src/errors.js';
 
 describe('parseDuration', () => {
@@ -39,40 +39,6 @@ describe('parseDuration', () => {
     }
     expect(thrown).toBeInstanceOf(FerryError);
     expect(thrown).toMatchObject({ code: 'ERR_INVALID_DURATION', message: `Invalid duration: ${problem}.` });
-  });
-});
-
-describe('parseLocation', () => {
-  it.each([
-    ['s3://bucket/prefix', { scheme: 's3', uri: 's3://bucket/prefix/' }],
-    ['s3://bucket/prefix/', { scheme: 's3', uri: 's3://bucket/prefix/' }],
-    ['s3://bucket', { scheme: 's3', uri: 's3://bucket/' }],
-    ['S3://my.bucket-1/a/b', { scheme: 's3', uri: 's3://my.bucket-1/a/b/' }],
-    ['file:///srv/snapshots', { scheme: 'file', uri: 'file:///srv/snapshots/' }],
-    ['file://localhost/srv/snapshots/', { scheme: 'file', uri: 'file:///srv/snapshots/' }],
-  ])('%s', (text, expected) => {
-    expect(parseLocation(text)).toStrictEqual(expected);
-  });
-
-  it.each([
-    ['/srv/snapshots', "'/srv/snapshots' has no scheme; use s3://bucket/prefix/ or file:///absolute/path/"],
-    [
-      'abfss://c@a.dfs.core.windows.net/p/',
-      "scheme 'abfss://' is not supported by this runtime; use s3://bucket/prefix/ or file:///absolute/path/",
-    ],
-    ['s3:///prefix/', "'s3:///prefix/' does not name a valid S3 bucket; use s3://bucket/prefix/"],
-    ['s3://Bucket/prefix/', "'s3://Bucket/prefix/' does not name a valid S3 bucket; use s3://bucket/prefix/"],
-    ['s3://bucket/a//b/', "'s3://bucket/a//b/' contains an empty path segment ('//'); remove it"],
-    [
-      's3://bucket/a/../b/',
-      "'s3://bucket/a/../b/' contains a query, a fragment, a backslash or a '.'/'..' segment; use a plain prefix such as s3://bucket/prefix/",
-    ],
-    [
-      'file://srv/snapshots',
-      "'file://srv/snapshots' is not an absolute file:// URI; use file:///absolute/path/",
-    ],
-  ])('%s is refused', (text, problem) => {
-    expect(parseLocation(text)).toStrictEqual({ problem });
   });
 });
 

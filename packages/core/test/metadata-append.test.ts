@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { OutsideLocationError } from '../src/errors.js';
 import {
   type AppendSnapshotInput,
   type ArrowField,
@@ -10,7 +11,6 @@ import {
   getDataset,
   IncompatibleSchemaError,
   MetadataError,
-  OutsideLocationError,
   parseMetadata,
   recordedSchema,
 } from '../src/metadata/index.js';

@@ -17,6 +17,7 @@ import {
   type NotificationLocation,
   type ParsedMetadata,
   planBatch,
+  requireLocation,
   settleCommits,
 } from '@ferry/core';
 import { createSqsQueue } from '@ferry/store';
@@ -50,11 +51,6 @@ export const NotificationLogMessage = {
   deleteFailed: 'Could not delete notifications from the SQS queue; they will be delivered again',
   batchFailed: 'Handling a batch of SQS notifications failed; its messages will be delivered again',
 } as const;
-
-function parseS3Location(location: string): NotificationLocation {
-  const match = /^s3:\/\/([^/]+)\/(.*)$/.exec(location);
-  return { bucket: match?.[1] ?? '', prefix: match?.[2] ?? '' };
-}
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -109,7 +105,7 @@ export class NotificationConsumer {
           : { visibilityTimeoutSeconds: tuning.visibilityTimeoutSeconds }),
         ...(tuning.waitTimeSeconds === undefined ? {} : { waitTimeSeconds: tuning.waitTimeSeconds }),
       });
-    this.#location = parseS3Location(notifications.location);
+    this.#location = requireLocation(notifications.location);
     const names = new Set(notifications.datasets);
     this.#datasets = options.datasets.filter((dataset) => names.has(dataset.name));
     this.#now = options.now ?? Date.now;

@@ -93,23 +93,6 @@ export class ObjectTooLargeError extends FerryError {
   }
 }
 
-/** A URI recorded in metadata.json (or a key) does not name an object inside the store location. */
-export class OutsideLocationError extends FerryError {
-  readonly uri: string;
-  readonly location: string;
-
-  constructor(uri: string, location: string, why: string, options: FerryErrorOptions = {}) {
-    super(
-      'ERR_OUTSIDE_LOCATION',
-      `'${uri}' is not inside the store location '${location}' (${why}); record snapshot URIs under the location the reader is configured with.`,
-      options,
-    );
-    this.name = 'OutsideLocationError';
-    this.uri = uri;
-    this.location = location;
-  }
-}
-
 /** The store's location or parameters are unusable; the message names the setting to change. */
 export class StoreConfigError extends FerryError {
   readonly setting: string;

@@ -11,9 +11,12 @@ import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from 'node:fs
 import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
+  assertKey,
+  assertPrefix,
   FerryError,
   type GetOptions,
   type GetResult,
+  keyProblem,
   type ObjectInfo,
   type ObjectStore,
   type PutOptions,
@@ -22,14 +25,12 @@ import {
 import {
   ObjectNotFoundError,
   ObjectTooLargeError,
-  OutsideLocationError,
   PreconditionFailedError,
   StoreConfigError,
   StoreError,
   type StoreOperation,
 } from './errors.js';
 import { LockTimeoutError, withLock } from './file-lock.js';
-import { assertKey, assertPrefix, keyProblem } from './keys.js';
 
 export interface FileStoreOptions {
   /** `file:///abs/dir/`. */
@@ -345,41 +346,6 @@ export function createFileStore(options: FileStoreOptions): FileObjectStore {
         if (MISSING.has(errnoOf(error) ?? '')) return;
         throw fail(error, 'delete', key);
       }
-    },
-
-    keyOf(uri) {
-      let url: URL;
-      try {
-        url = new URL(uri);
-      } catch {
-        throw new OutsideLocationError(uri, location, 'it is not a URI');
-      }
-      if (url.protocol !== 'file:') throw new OutsideLocationError(uri, location, 'it is not a file:// URI');
-      if (url.host !== '' && url.host !== 'localhost') {
-        throw new OutsideLocationError(uri, location, `it names host '${url.host}'`);
-      }
-      if (url.search !== '' || url.hash !== '' || /[?#]/.test(uri)) {
-        throw new OutsideLocationError(uri, location, 'it has a query or fragment');
-      }
-      // Check the URI as written: the URL parser would silently resolve `..` and `%2e%2e`.
-      const rawPath = uri.replace(/^file:\/\/[^/]*/i, '');
-      for (const segment of rawPath.split('/')) {
-        if (/%2f|%5c|\\/i.test(segment))
-          throw new OutsideLocationError(uri, location, 'it has an encoded separator');
-        if (/^(\.|%2e){1,2}$/i.test(segment))
-          throw new OutsideLocationError(uri, location, `it has a '${segment}' segment`);
-      }
-      const path = fileURLToPath(url);
-      if (!path.startsWith(root === sep ? root : `${root}${sep}`)) {
-        throw new OutsideLocationError(uri, location, 'it is not under the store directory');
-      }
-      const key = path
-        .slice(root === sep ? 1 : root.length + 1)
-        .split(sep)
-        .join('/');
-      const problem = keyProblem(key);
-      if (problem !== undefined) throw new OutsideLocationError(uri, location, problem);
-      return key;
     },
 
     async close() {},

@@ -19,24 +19,26 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import {
+  assertKey,
+  assertPrefix,
   FerryError,
   type GetOptions,
   type GetResult,
+  keyProblem,
   type ObjectInfo,
   type ObjectStore,
   type PutOptions,
+  parseLocation,
   type ReadOptions,
 } from '@ferry/core';
 import {
   ObjectNotFoundError,
   ObjectTooLargeError,
-  OutsideLocationError,
   PreconditionFailedError,
   StoreConfigError,
   StoreError,
   type StoreOperation,
 } from './errors.js';
-import { assertKey, assertPrefix, keyProblem, parseS3Location } from './keys.js';
 
 /** Part size of multipart uploads (and the single-PUT limit), 8 MiB. */
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
@@ -249,11 +251,12 @@ export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
 
 /** An `ObjectStore` on `s3://bucket/prefix/`. */
 export function createS3Store(options: S3StoreOptions): S3ObjectStore {
-  const parsed = parseS3Location(options.location);
-  if (parsed === undefined) {
+  const parsed = parseLocation(options.location);
+  if ('problem' in parsed || parsed.scheme !== 's3') {
+    const why = 'problem' in parsed ? ` (${parsed.problem})` : '';
     throw new StoreConfigError(
       'location',
-      `Store location '${options.location}' is not an s3://bucket/prefix/ URI; give the bucket and an optional prefix.`,
+      `Store location '${options.location}' is not an s3://bucket/prefix/ URI${why}; give the bucket and an optional prefix.`,
     );
   }
   const partSize = options.partSize ?? DEFAULT_PART_SIZE;
@@ -547,21 +550,6 @@ export function createS3Store(options: S3StoreOptions): S3ObjectStore {
         if (isNotFound(error)) return;
         throw fail(error, 'delete', key);
       }
-    },
-
-    keyOf(uri) {
-      const match = /^s3:\/\/([^/]*)\/(.*)$/is.exec(uri);
-      if (match === null) throw new OutsideLocationError(uri, location, 'it is not an s3://bucket/key URI');
-      if (match[1] !== bucket) throw new OutsideLocationError(uri, location, `it is in bucket '${match[1]}'`);
-      const path = match[2] ?? '';
-      if (/%[0-9a-f]{2}/i.test(path)) {
-        throw new OutsideLocationError(uri, location, 'it contains a percent-encoded escape');
-      }
-      if (!path.startsWith(prefix))
-        throw new OutsideLocationError(uri, location, `its key is not under '${prefix}'`);
-      const problem = keyProblem(path.slice(prefix.length));
-      if (problem !== undefined) throw new OutsideLocationError(uri, location, problem);
-      return path.slice(prefix.length);
     },
 
     async close() {

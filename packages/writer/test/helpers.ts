@@ -159,7 +159,6 @@ export function withHookBeforeMetadataPut(
     },
     list: (prefix) => store.list(prefix),
     delete: (key) => store.delete(key),
-    keyOf: (uri) => store.keyOf(uri),
     close: () => store.close(),
   };
 }

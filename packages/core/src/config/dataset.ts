@@ -5,9 +5,10 @@
  * reported against the dataset, so a bad dataset fails only itself. Checks that span datasets
  * (duplicate names, shared files, the notification queue) are done by the loader.
  */
+
+import { type Location, parseLocation } from '../location.js';
 import type { EngineKind } from '../ports.js';
 import { closest, type Reporter } from './issues.js';
-import { type ParsedLocation, parseLocation } from './location.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
 import type {
   BootstrapOnFailure,
@@ -25,7 +26,7 @@ export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
 export interface PodSnapshots {
   readonly enabled: boolean;
   /** Absent when not set, or when invalid (already reported as fatal). */
-  readonly location?: ParsedLocation;
+  readonly location?: Location;
   readonly locationBroken: boolean;
   readonly bootstrapOnFailure: BootstrapOnFailure;
   readonly s3?: S3Settings;
@@ -386,7 +387,7 @@ function readFileFormatDataset(
   { env }: DatasetContext,
 ): FormResult {
   const base = `datasets[${index}]`;
-  let location: ParsedLocation | undefined;
+  let location: Location | undefined;
   if (from !== undefined) {
     const parsed = parseLocation(from);
     if ('problem' in parsed || parsed.scheme !== 's3') {

@@ -2,7 +2,6 @@
 export { DEFAULT_REFRESH_CHECK_INTERVAL_MS, FILE_FORMAT_PARAMS } from './dataset.js';
 export { MAX_DURATION_MS, parseDuration } from './duration.js';
 export { ConfigError, closest, editDistance } from './issues.js';
-export { type LocationScheme, type ParsedLocation, parseLocation } from './location.js';
 export { type ParsedQueueUrl, parseEndpoint, parseQueueUrl, QUEUE_URL_FORM } from './queue-url.js';
 export { S3_PARAM_KEYS } from './s3-params.js';
 export { loadSpicepod, throwIfFatal, throwIfInvalid } from './spicepod.js';

@@ -5,9 +5,9 @@
  * passes the environment.
  */
 import { LineCounter, parseDocument } from 'yaml';
+import { type Location, parseLocation } from '../location.js';
 import { type DatasetDraft, type PodSnapshots, readDataset } from './dataset.js';
 import { ConfigError, IssueSink, Reporter } from './issues.js';
-import { type ParsedLocation, parseLocation } from './location.js';
 import { parseEndpoint, parseQueueUrl } from './queue-url.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
 import type {
@@ -203,7 +203,7 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
   const enabled =
     block.enabled === undefined ? true : (readBoolean(pod, 'snapshots.enabled', block.enabled) ?? true);
 
-  let location: ParsedLocation | undefined;
+  let location: Location | undefined;
   let locationBroken = false;
   if (block.location !== undefined) {
     const text = readText(pod, 'snapshots.location', block.location);

@@ -4,9 +4,10 @@
  * appends: other datasets, unknown keys and old entries are carried over untouched, so a Spice
  * writer sharing the location loses nothing. The result always round-trips through parseMetadata.
  */
+
+import { normalizeLocation, recordedLocationProblem, resolveSnapshotKey } from '../location.js';
 import { parseArrowSchema, serializeArrowSchema } from './arrow-schema.js';
 import { IncompatibleSchemaError, MetadataError } from './errors.js';
-import { locationProblem, normalizeLocation, resolveSnapshotKey } from './location.js';
 import { getDataset, parseMetadata } from './parse.js';
 import { recordedSchema } from './queries.js';
 import { childPath, indexPath, isRecord } from './read-json.js';
@@ -50,7 +51,7 @@ const sha256Hex = /^[0-9a-f]{64}$/;
  */
 export function appendSnapshot(existing: unknown, input: AppendSnapshotInput): Record<string, unknown> {
   const { dataset } = input;
-  const problem = locationProblem(input.location);
+  const problem = recordedLocationProblem(input.location);
   if (problem !== undefined) throw new MetadataError(input.location, 'location', problem);
   const location = normalizeLocation(input.location);
 

@@ -57,25 +57,6 @@ export class UnsupportedFormatVersionError extends FerryError {
   }
 }
 
-/** A snapshot URI that is not an object under the location (other bucket, `..`, escapes). */
-export class OutsideLocationError extends FerryError {
-  readonly location: string;
-  readonly uri: string;
-  readonly reason: string;
-
-  constructor(location: string, uri: string, reason: string) {
-    super(
-      'ERR_OUTSIDE_LOCATION',
-      `Snapshot URI '${uri}' is outside location '${location}' (${reason}); ` +
-        'record snapshot URIs as absolute URIs under the location.',
-    );
-    this.name = 'OutsideLocationError';
-    this.location = location;
-    this.uri = uri;
-    this.reason = reason;
-  }
-}
-
 /** The dataset's `current-schema-id` names no entry in its `schemas`. */
 export class SchemaNotFoundError extends FerryError {
   readonly dataset: string;

@@ -2,7 +2,6 @@
 export * from './append.js';
 export { parseArrowSchema, serializeArrowSchema } from './arrow-schema.js';
 export * from './errors.js';
-export { isSafeDatasetName, locationProblem, normalizeLocation, resolveSnapshotKey } from './location.js';
 export * from './parse.js';
 export * from './queries.js';
 export * from './schema.js';

@@ -9,9 +9,15 @@
  * top-level keys whose value is not an object are not datasets.
  */
 
+import { OutsideLocationError } from '../errors.js';
+import {
+  isSafeDatasetName,
+  normalizeLocation,
+  recordedLocationProblem,
+  resolveSnapshotKey,
+} from '../location.js';
 import { readArrowSchema } from './arrow-schema.js';
-import { MetadataError, OutsideLocationError, UnsupportedFormatVersionError } from './errors.js';
-import { isSafeDatasetName, locationProblem, normalizeLocation, resolveSnapshotKey } from './location.js';
+import { MetadataError, UnsupportedFormatVersionError } from './errors.js';
 import {
   childPath,
   describeValue,
@@ -61,7 +67,7 @@ export function parseMetadata(input: unknown, location: string): ParsedMetadata 
   let lastUpdatedMs: number;
   try {
     const raw = expectString(document.location, 'location');
-    const problem = locationProblem(raw);
+    const problem = recordedLocationProblem(raw);
     if (problem !== undefined) throw new Invalid('location', `${problem}, got ${describeValue(raw)}`);
     recordedLocation = normalizeLocation(raw);
     lastUpdatedMs = expectCount(document['last-updated-ms'], 'last-updated-ms');
