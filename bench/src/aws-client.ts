@@ -6,7 +6,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { AwsInfo, AwsRequest, BatchItem, BatchReply, FileEngine, PublishReply } from './aws-protocol.js';
+import type { FileFormat } from '@ferry/core';
+import type { AwsInfo, AwsRequest, BatchItem, BatchReply, PublishReply } from './aws-protocol.js';
 
 export class AwsControl {
   readonly info: AwsInfo;
@@ -65,7 +66,7 @@ export class AwsControl {
     dataset: string;
     location: string;
     file: string;
-    engine?: FileEngine;
+    engine?: FileFormat;
     keepLast?: number;
   }): Promise<PublishReply> {
     return this.request({ op: 'publish', ...options });

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { appendSnapshot, type ObjectStore, requireLocation } from '@ferry/core';
+import { appendSnapshot, type FileFormat, type ObjectStore, requireLocation } from '@ferry/core';
 import { openEngine } from '@ferry/engines';
 import { createObjectStore } from '@ferry/store';
 import {
@@ -22,7 +22,7 @@ import {
   startLocalAws,
   startNotificationBridge,
 } from '@ferry/test-support';
-import { publishSnapshot, snapshotKey, type WriterEngine } from '@ferry/writer';
+import { publishSnapshot, snapshotKey } from '@ferry/writer';
 import type { AwsInfo, AwsRequest, BatchItem, PublishReply } from './aws-protocol.js';
 
 const aws: LocalAws = await startLocalAws();
@@ -119,7 +119,7 @@ async function publishBatch(request: Extract<AwsRequest, { op: 'publish-batch' }
     const { bytes, schema, checksum } = await describe(item);
     const timeMs = Math.max(Date.now(), (lastKeyTime.get(item.dataset) ?? 0) + 1000);
     lastKeyTime.set(item.dataset, timeMs);
-    const key = snapshotKey(item.dataset, item.engine as WriterEngine, timeMs);
+    const key = snapshotKey(item.dataset, item.engine as FileFormat, timeMs);
     await aws.putObject(bucket, `${prefix}${key}`, bytes);
     entries.push({
       location: request.location,

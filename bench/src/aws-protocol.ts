@@ -2,9 +2,8 @@
  * The requests the benchmark's AWS process answers (see `aws-process.ts`), shared by that process
  * and its client so both sides agree on one discriminated union.
  */
+import type { FileFormat } from '@ferry/core';
 import type { PublishResult } from '@ferry/writer';
-
-export type FileEngine = 'duckdb' | 'sqlite';
 
 /** The first line the AWS process prints: where everything is. */
 export interface AwsInfo {
@@ -22,7 +21,7 @@ export interface AwsInfo {
 
 export interface BatchItem {
   readonly dataset: string;
-  readonly engine: FileEngine;
+  readonly engine: FileFormat;
   readonly file: string;
 }
 
@@ -43,7 +42,7 @@ export type AwsRequest =
       readonly dataset: string;
       readonly location: string;
       readonly file: string;
-      readonly engine?: FileEngine;
+      readonly engine?: FileFormat;
       readonly workDir?: string;
       /** Delete the dataset's older objects, keeping this many (a lifecycle rule, for long runs). */
       readonly keepLast?: number;

@@ -6,9 +6,9 @@
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { FileFormat } from '@ferry/core';
 import { buildSnapshotFile } from '@ferry/writer';
 import Database from 'better-sqlite3';
-import type { FileEngine } from './aws-protocol.js';
 
 export interface Column {
   readonly name: string;
@@ -44,7 +44,7 @@ export const QUERY_COLUMNS: readonly Column[] = [
 
 export interface BuiltFile {
   readonly path: string;
-  readonly engine: FileEngine;
+  readonly engine: FileFormat;
   readonly dataset: string;
   readonly rows: number;
   readonly size: number;
@@ -55,7 +55,7 @@ let counter = 0;
 /** Builds `<dir>/<dataset>-<n>.<ext>` holding table `dataset` with `rows` rows of `columns`. */
 export async function buildFile(
   dir: string,
-  engine: FileEngine,
+  engine: FileFormat,
   dataset: string,
   rows: number,
   columns: readonly Column[],

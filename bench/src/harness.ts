@@ -9,9 +9,10 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { FileFormat } from '@ferry/core';
 import { createRuntime, type Logger, type Runtime, type RuntimeOptions } from '@ferry/runtime';
 import type { AwsControl } from './aws-client.js';
-import type { FileEngine, PublishReply } from './aws-protocol.js';
+import type { PublishReply } from './aws-protocol.js';
 import type { ScenarioContext } from './scenario.js';
 import { BUCKET } from './spicepod.js';
 
@@ -91,7 +92,7 @@ export function publishEverySecond(
   options: {
     readonly dataset: string;
     readonly location: string;
-    readonly engine: FileEngine;
+    readonly engine: FileFormat;
     readonly files: readonly string[];
     readonly keepLast?: number;
   },

@@ -2,7 +2,8 @@
  * Spicepods for the scenarios: one S3 location on the local server (through the counting proxy or
  * straight to fauxqs), optionally its SQS queue, and snapshot datasets with their check interval.
  */
-import type { AwsInfo, FileEngine } from './aws-protocol.js';
+import type { FileFormat } from '@ferry/core';
+import type { AwsInfo } from './aws-protocol.js';
 
 export const BUCKET = 'bench';
 
@@ -12,7 +13,7 @@ export function locationOf(prefix: string): string {
 
 export interface SpicepodDataset {
   readonly name: string;
-  readonly engine: FileEngine;
+  readonly engine: FileFormat;
   /** `refresh_check_interval`, e.g. `1s`, `10m`. */
   readonly interval: string;
 }

@@ -5,9 +5,8 @@
  * floor of any thread hop).
  */
 import { Worker } from 'node:worker_threads';
-import type { JsonValue } from '@ferry/core';
+import type { FileFormat, JsonValue } from '@ferry/core';
 import { openEngine } from '@ferry/engines';
-import type { FileEngine } from '../aws-protocol.js';
 import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
 import { startRuntime } from '../harness.js';
@@ -16,7 +15,7 @@ import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scena
 import { locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b1/';
-const ENGINES: readonly { engine: FileEngine; label: string; dataset: string }[] = [
+const ENGINES: readonly { engine: FileFormat; label: string; dataset: string }[] = [
   { engine: 'duckdb', label: 'DuckDB', dataset: 'q_duck' },
   { engine: 'sqlite', label: 'SQLite', dataset: 'q_lite' },
 ];
@@ -87,7 +86,7 @@ export const b1: Scenario = {
     const long = context.quick ? { warmupMs: 500, durationMs: 1000 } : { warmupMs: 2000, durationMs: 2000 };
 
     context.log(`building ${rows}-row DuckDB and SQLite files`);
-    const files = new Map<FileEngine, BuiltFile>();
+    const files = new Map<FileFormat, BuiltFile>();
     for (const { engine, dataset } of ENGINES) {
       const file = await buildFile(context.workDir, engine, dataset, rows, keyedColumns(1, QUERY_COLUMNS));
       files.set(engine, file);

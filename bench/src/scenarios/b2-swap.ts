@@ -5,7 +5,7 @@
  * difference between the two phases is Ferry's own download, validation and swap. The two phases
  * run as interleaved slices so other work on the machine falls on both.
  */
-import type { FileEngine } from '../aws-protocol.js';
+import type { FileFormat } from '@ferry/core';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
 import { publishEverySecond, startRuntime, swapTo } from '../harness.js';
@@ -16,7 +16,7 @@ import { BUCKET, locationOf, spicepod } from '../spicepod.js';
 const PREFIX = 'b2/';
 const DECOY = 'b2-decoy/';
 const CLIENTS = 8;
-const ENGINES: readonly { engine: FileEngine; label: string; dataset: string }[] = [
+const ENGINES: readonly { engine: FileFormat; label: string; dataset: string }[] = [
   { engine: 'duckdb', label: 'DuckDB', dataset: 's_duck' },
   { engine: 'sqlite', label: 'SQLite', dataset: 's_lite' },
 ];
@@ -44,7 +44,7 @@ export const b2: Scenario = {
     const bridge = await context.aws.bridgeMetadata(BUCKET, PREFIX, queueUrl);
 
     context.log(`building two versions of ${rows}-row DuckDB and SQLite files`);
-    const files = new Map<FileEngine, string[]>();
+    const files = new Map<FileFormat, string[]>();
     for (const { engine, dataset } of ENGINES) {
       const versions: string[] = [];
       for (const version of [1, 2]) {

@@ -6,7 +6,8 @@
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { BatchItem, FileEngine } from '../aws-protocol.js';
+import type { FileFormat } from '@ferry/core';
+import type { BatchItem } from '../aws-protocol.js';
 import { buildFile, keyedColumns } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
 import type { GoalCheck, Measurement, Scenario } from '../scenario.js';
@@ -45,7 +46,7 @@ export const b5: Scenario = {
     const idleMs = context.quick ? 1_500 : 30_000;
     const max = counts[counts.length - 1] ?? 0;
     const names = Array.from({ length: max }, (_, index) => `ds_${String(index).padStart(3, '0')}`);
-    const engineOf = (index: number): FileEngine => (index % 2 === 0 ? 'duckdb' : 'sqlite');
+    const engineOf = (index: number): FileFormat => (index % 2 === 0 ? 'duckdb' : 'sqlite');
 
     context.log(`building two versions of ${max} small snapshot files`);
     const versions: [string, string][] = [];

@@ -5,7 +5,7 @@
  * a tenth of the run, at least 30 s), compared with the last window of the run.
  */
 import { readdirSync } from 'node:fs';
-import type { FileEngine } from '../aws-protocol.js';
+import type { FileFormat } from '@ferry/core';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatValue } from '../format.js';
 import { publishEverySecond, sleep, startRuntime } from '../harness.js';
@@ -14,7 +14,7 @@ import type { GoalCheck, Measurement, Scenario } from '../scenario.js';
 import { BUCKET, locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'soak/';
-const ENGINES: readonly { engine: FileEngine; dataset: string }[] = [
+const ENGINES: readonly { engine: FileFormat; dataset: string }[] = [
   { engine: 'duckdb', dataset: 'soak_duck' },
   { engine: 'sqlite', dataset: 'soak_lite' },
 ];
@@ -42,7 +42,7 @@ export const soak: Scenario = {
     const rows = 20_000;
     const queueUrl = await context.aws.createQueue('bench-soak');
     const bridge = await context.aws.bridgeMetadata(BUCKET, PREFIX, queueUrl);
-    const files = new Map<FileEngine, string[]>();
+    const files = new Map<FileFormat, string[]>();
     for (const { engine, dataset } of ENGINES) {
       const pair: string[] = [];
       for (const version of [1, 2]) {

@@ -1,6 +1,7 @@
 /** @ferry/core: the pure heart of Ferry — config, metadata model, dataset machine, routing. No I/O. */
 
 export * from './config/index.js';
+export * from './engines.js';
 export * from './errors.js';
 export * from './location.js';
 export * from './machine/index.js';

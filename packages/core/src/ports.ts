@@ -3,6 +3,7 @@
  * (`@ferry/store`: S3, file, SQS; `@ferry/engines`: DuckDB, SQLite) and each port has one
  * contract suite run against every adapter. Types only: nothing here does I/O.
  */
+import type { FileFormat } from './engines.js';
 import type { ArrowSchema } from './metadata/types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -89,8 +90,6 @@ export interface NotificationQueue {
 // Engine: one open, read-only database file.
 // ---------------------------------------------------------------------------------------------
 
-export type EngineKind = 'duckdb' | 'sqlite';
-
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export interface ColumnInfo {
@@ -106,7 +105,7 @@ export interface QueryResult {
 }
 
 export interface Engine {
-  readonly kind: EngineKind;
+  readonly kind: FileFormat;
   readonly path: string;
   /** The table's real schema, mapped to the Arrow-JSON form a writer records. */
   schema(table: string): Promise<ArrowSchema>;

@@ -6,10 +6,15 @@
  * be read without creating `-wal`/`-shm` side files, and the spec requires `journal_mode=DELETE`.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
-import { SnapshotRejectedError, SnapshotRejectionCode } from '@ferry/core';
+import {
+  FILE_FORMAT_NAMES,
+  type FileFormat,
+  SnapshotRejectedError,
+  SnapshotRejectionCode,
+} from '@ferry/core';
 import { EngineOpenError } from './errors.js';
 
-export type DatabaseFormat = 'duckdb' | 'sqlite' | 'unknown';
+export type DatabaseFormat = FileFormat | 'unknown';
 
 export interface DatabaseHeader {
   readonly format: DatabaseFormat;
@@ -52,7 +57,7 @@ export function readDatabaseHeader(path: string): DatabaseHeader {
 }
 
 const describe = (format: DatabaseFormat): string =>
-  format === 'unknown' ? 'not a database file' : `a ${format === 'duckdb' ? 'DuckDB' : 'SQLite'} file`;
+  format === 'unknown' ? 'not a database file' : `a ${FILE_FORMAT_NAMES[format]} file`;
 
 export function notADatabase(
   path: string,

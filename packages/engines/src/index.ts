@@ -28,7 +28,7 @@ export {
   WriteRejectedError,
 } from './errors.js';
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
-export { checkSnapshotFile, openEngine, type SnapshotEngineName } from './open-engine.js';
+export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { checkTableSchema } from './schema-check.js';
 export {
   assertReadOnlySql,

@@ -3,16 +3,14 @@
  * after-download validation of a file in one call. Turso snapshots are SQLite-format files and
  * use the SQLite adapter (their `kind` is therefore `sqlite`).
  */
-import type { ArrowSchema } from '@ferry/core';
+import type { ArrowSchema, EngineName } from '@ferry/core';
 import { openDuckDb } from './duckdb-engine.js';
 import type { OpenOptions, SnapshotEngine } from './engine.js';
 import { checkTableSchema } from './schema-check.js';
 import { openSqlite } from './sqlite-engine.js';
 
-export type SnapshotEngineName = 'duckdb' | 'sqlite' | 'turso';
-
 export function openEngine(
-  kind: SnapshotEngineName,
+  kind: EngineName,
   path: string,
   options: OpenOptions = {},
 ): Promise<SnapshotEngine> {
@@ -25,7 +23,7 @@ export function openEngine(
  * or `ERR_SNAPSHOT_SCHEMA_MISMATCH` (a `SnapshotRejectedError`), or an I/O error.
  */
 export async function checkSnapshotFile(
-  kind: SnapshotEngineName,
+  kind: EngineName,
   path: string,
   table: string,
   recorded: ArrowSchema,

@@ -6,10 +6,14 @@
  * ({@link WriteRejectedError}); everything else that is not a plain read is refused by kind
  * ({@link StatementRejectedError}). The engines' own settings are the second line of defence.
  */
+import type { FileFormat } from '@ferry/core';
 import { StatementRejectedError, type WriteOperation, WriteRejectedError } from './errors.js';
 
-/** `duckdb` treats `[` as a list literal; `sqlite` reads `[name]` as a quoted identifier and `:a`/`@a` as parameters. */
-export type SqlDialect = 'duckdb' | 'sqlite';
+/**
+ * The guard follows the SQL of a file format's engine: `duckdb` treats `[` as a list literal;
+ * `sqlite` reads `[name]` as a quoted identifier and `:a`/`@a` as parameters.
+ */
+export type SqlDialect = FileFormat;
 
 export interface SqlToken {
   readonly kind: 'word' | 'identifier' | 'string' | 'number' | 'parameter' | 'symbol';

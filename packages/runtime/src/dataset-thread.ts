@@ -7,11 +7,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import type { DatasetEmitted, DatasetEngine, LoadedSnapshot, ReadMetadataOutput } from '@ferry/core';
+import type { DatasetEmitted, EngineName, LoadedSnapshot, ReadMetadataOutput } from '@ferry/core';
 import {
   type DatasetSnapshot,
   datasetMachine,
   datasetStatus,
+  fileFormatOf,
   type PrepareSnapshotInput,
   type ReadMetadataInput,
   type RestoreLocalInput,
@@ -77,24 +78,20 @@ const coordinatorRpc = new RpcClient<{ type: 'read-metadata'; ifNoneMatch?: stri
 );
 
 /** The engine whose file format a dataset's snapshots have, once known (configured, or from metadata). */
-let engine: DatasetEngine | undefined = config.engine;
+let engine: EngineName | undefined = config.engine;
 let recordedLocation = config.location;
 let serving: ServingEngine | undefined;
 let generation = 0;
 const prepared = new Map<string, PreparedFile>();
 
-function fileEngine(kind: DatasetEngine): 'duckdb' | 'sqlite' {
-  return kind === 'duckdb' ? 'duckdb' : 'sqlite';
-}
-
-function filesFor(kind: DatasetEngine): SnapshotFilesOptions {
-  return { dataset: name, engine: fileEngine(kind), table: name, livePath: data.livePath, store };
+function filesFor(kind: EngineName): SnapshotFilesOptions {
+  return { dataset: name, engine: fileFormatOf(kind), table: name, livePath: data.livePath, store };
 }
 
 /** Opens (or reopens, after a swap) the engine on the live file and tells the host where to read. */
-async function serveLiveFile(kind: DatasetEngine): Promise<void> {
+async function serveLiveFile(kind: EngineName): Promise<void> {
   generation++;
-  if (fileEngine(kind) === 'sqlite') {
+  if (fileFormatOf(kind) === 'sqlite') {
     toHost({ type: 'sqlite-generation', current: { generation, path: data.livePath, table: name } });
     return;
   }
@@ -165,7 +162,7 @@ async function prepareFile(
   input: PrepareSnapshotInput,
   signal: AbortSignal,
 ): Promise<{ snapshotId: number; token: string }> {
-  const kind = (input.engine as DatasetEngine | undefined) ?? engine ?? 'duckdb';
+  const kind = (input.engine as EngineName | undefined) ?? engine ?? 'duckdb';
   const started = performance.now();
   const file = await prepareSnapshot(
     filesFor(kind),

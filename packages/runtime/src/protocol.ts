@@ -12,6 +12,8 @@ import type {
   DatasetConfig,
   DatasetEmitted,
   DatasetStatus,
+  EngineName,
+  FileFormat,
   JsonValue,
   ReadMetadataOutput,
   SerializedError,
@@ -144,8 +146,8 @@ export type HostToCoordinator =
 
 export interface DatasetDescriptor {
   readonly name: string;
-  readonly engine: 'duckdb' | 'sqlite' | 'turso' | undefined;
-  readonly fileEngine: 'duckdb' | 'sqlite';
+  readonly engine: EngineName | undefined;
+  readonly fileEngine: FileFormat;
   readonly livePath: string;
 }
 

@@ -8,7 +8,7 @@
  * SQL is checked by the read-only guard before any generation is leased, so a refusal never
  * reaches an engine.
  */
-import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core';
+import { type ArrowSchema, fileFormatOf, type JsonValue, type QueryResult } from '@ferry/core';
 import {
   assertReadOnlySql,
   EngineClosedError,
@@ -62,7 +62,7 @@ export class ServingEngine {
     this.table = options.table;
     this.livePath = options.livePath;
     this.#options = options;
-    this.#dialect = options.engine === 'duckdb' ? 'duckdb' : 'sqlite';
+    this.#dialect = fileFormatOf(options.engine);
     this.#current = { number: 1, engine, leases: 0, retired: false, closing: undefined };
     this.#open.add(this.#current);
   }

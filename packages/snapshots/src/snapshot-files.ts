@@ -15,9 +15,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat, statfs } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { ArrowSchema, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
+import type { ArrowSchema, EngineName, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
 import { SnapshotRejectedError } from '@ferry/core';
-import { checkSnapshotFile, type SnapshotEngineName } from '@ferry/engines';
+import { checkSnapshotFile } from '@ferry/engines';
 import { readParallel } from '@ferry/store';
 import {
   checksumMismatch,
@@ -53,7 +53,7 @@ export interface PreparedSnapshot {
 export interface LiveFileOptions {
   readonly dataset: string;
   /** The engine whose file format the snapshot has (`turso` files are SQLite files). */
-  readonly engine: SnapshotEngineName;
+  readonly engine: EngineName;
   /** The table inside the file; Spice writers name it after the dataset. */
   readonly table: string;
   /** Absolute path of the live file. Temporary files and the manifest are created beside it. */

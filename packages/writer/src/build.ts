@@ -8,12 +8,17 @@
 import { existsSync } from 'node:fs';
 import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { type ArrowSchema, FerryError, isSafeDatasetName } from '@ferry/core';
+import {
+  type ArrowSchema,
+  FerryError,
+  FILE_FORMAT_NAMES,
+  type FileFormat,
+  isSafeDatasetName,
+} from '@ferry/core';
 import { openEngine, readDatabaseHeader, type SnapshotEngine } from '@ferry/engines';
 import { createDuckDbTable, quoteIdentifier } from './build-duckdb.js';
 import { copyDuckDbTableToSqlite, copySqliteFile } from './build-sqlite.js';
 import { SnapshotFileError, SnapshotQueryError, SourceFileError, WriterOptionsError } from './errors.js';
-import type { WriterEngine } from './snapshot-key.js';
 
 /** Where a snapshot's data comes from: a DuckDB query, or an existing database file. */
 export type SnapshotSource = { readonly sql: string } | { readonly file: string };
@@ -23,7 +28,7 @@ export interface BuildSnapshotOptions {
   readonly dataset: string;
   readonly source: SnapshotSource;
   /** Engine of the file to produce. Default: `duckdb` for `sql`; for `file`, what its header says. */
-  readonly engine?: WriterEngine;
+  readonly engine?: FileFormat;
   /** Path of the file to write; it must not exist. */
   readonly output: string;
   /** `sql` only: columns to declare NOT NULL (absent names are ignored). */
@@ -33,7 +38,7 @@ export interface BuildSnapshotOptions {
 export interface BuiltSnapshot {
   readonly path: string;
   readonly dataset: string;
-  readonly engine: WriterEngine;
+  readonly engine: FileFormat;
   /** The table's Arrow schema as `@ferry/engines` reads it: what metadata.json records. */
   readonly schema: ArrowSchema;
   readonly rowCount: number;
@@ -41,12 +46,10 @@ export interface BuiltSnapshot {
 }
 
 /** Files an engine may leave beside a database; a snapshot must have none. */
-const SIDE_FILE_SUFFIXES: Readonly<Record<WriterEngine, readonly string[]>> = {
+const SIDE_FILE_SUFFIXES: Readonly<Record<FileFormat, readonly string[]>> = {
   duckdb: ['.wal'],
   sqlite: ['-wal', '-shm', '-journal'],
 };
-
-const ENGINE_NAMES: Readonly<Record<WriterEngine, string>> = { duckdb: 'DuckDB', sqlite: 'SQLite' };
 
 export function assertDatasetName(dataset: string): void {
   if (!isSafeDatasetName(dataset)) {
@@ -57,7 +60,7 @@ export function assertDatasetName(dataset: string): void {
   }
 }
 
-function assertEngine(engine: string): asserts engine is WriterEngine {
+function assertEngine(engine: string): asserts engine is FileFormat {
   if (engine !== 'duckdb' && engine !== 'sqlite') {
     throw new WriterOptionsError(
       'engine',
@@ -70,7 +73,7 @@ function assertEngine(engine: string): asserts engine is WriterEngine {
  * The engine a source will be published as: the given one (checked against a file's header), else
  * `duckdb` for a query and the header's engine for a file.
  */
-export function resolveEngine(dataset: string, source: SnapshotSource, engine?: string): WriterEngine {
+export function resolveEngine(dataset: string, source: SnapshotSource, engine?: string): FileFormat {
   if (engine !== undefined) assertEngine(engine);
   if ('sql' in source) return engine ?? 'duckdb';
   const format = readSourceFormat(dataset, source.file);
@@ -78,13 +81,13 @@ export function resolveEngine(dataset: string, source: SnapshotSource, engine?: 
     throw new SourceFileError(
       dataset,
       source.file,
-      `it is a ${ENGINE_NAMES[format]} database, not a ${ENGINE_NAMES[engine]} one; publish it with engine '${format}' or convert it`,
+      `it is a ${FILE_FORMAT_NAMES[format]} database, not a ${FILE_FORMAT_NAMES[engine]} one; publish it with engine '${format}' or convert it`,
     );
   }
   return format;
 }
 
-function readSourceFormat(dataset: string, file: string): WriterEngine {
+function readSourceFormat(dataset: string, file: string): FileFormat {
   let format: string;
   try {
     format = readDatabaseHeader(file).format;
@@ -108,7 +111,7 @@ function messageOf(error: unknown): string {
 }
 
 /** Throws unless no engine side file (`.wal`, `-wal`, `-shm`, `-journal`) sits beside `path`. */
-export function assertNoSideFiles(path: string, engine: WriterEngine): void {
+export function assertNoSideFiles(path: string, engine: FileFormat): void {
   for (const suffix of SIDE_FILE_SUFFIXES[engine]) {
     if (existsSync(`${path}${suffix}`)) {
       throw new SnapshotFileError(
@@ -119,7 +122,7 @@ export function assertNoSideFiles(path: string, engine: WriterEngine): void {
   }
 }
 
-async function removeWithSideFiles(path: string, engine: WriterEngine): Promise<void> {
+async function removeWithSideFiles(path: string, engine: FileFormat): Promise<void> {
   await Promise.all(
     ['', ...SIDE_FILE_SUFFIXES[engine]].map((suffix) => rm(`${path}${suffix}`, { force: true })),
   );
@@ -128,7 +131,7 @@ async function removeWithSideFiles(path: string, engine: WriterEngine): Promise<
 async function buildFromSql(
   dataset: string,
   sql: string,
-  engine: WriterEngine,
+  engine: FileFormat,
   output: string,
   notNull: readonly string[],
 ): Promise<void> {
@@ -154,7 +157,7 @@ async function buildFromSql(
   }
 }
 
-async function stageFile(dataset: string, file: string, engine: WriterEngine, output: string): Promise<void> {
+async function stageFile(dataset: string, file: string, engine: FileFormat, output: string): Promise<void> {
   if (engine === 'duckdb') {
     if (existsSync(`${file}.wal`)) {
       throw new SourceFileError(
@@ -178,7 +181,7 @@ async function stageFile(dataset: string, file: string, engine: WriterEngine, ou
 async function inspect(
   path: string,
   dataset: string,
-  engine: WriterEngine,
+  engine: FileFormat,
   sourceFile: string | undefined,
 ): Promise<{ schema: ArrowSchema; rowCount: number }> {
   let opened: SnapshotEngine;
@@ -189,7 +192,7 @@ async function inspect(
     throw new SourceFileError(
       dataset,
       sourceFile,
-      `${ENGINE_NAMES[engine]} cannot open it (${messageOf(error)})`,
+      `${FILE_FORMAT_NAMES[engine]} cannot open it (${messageOf(error)})`,
       {
         cause: error,
       },

@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ObjectStore } from '@ferry/core';
+import type { FileFormat, ObjectStore } from '@ferry/core';
 import { createObjectStore, type ObjectStoreParams } from '@ferry/store';
 import { assertDatasetName, buildSnapshotFile, resolveEngine, type SnapshotSource } from './build.js';
 import { WriterOptionsError } from './errors.js';
@@ -21,7 +21,7 @@ import {
   readMetadata,
   recordedNotNull,
 } from './metadata-commit.js';
-import { snapshotKey, type WriterEngine } from './snapshot-key.js';
+import { snapshotKey } from './snapshot-key.js';
 import { type ProgressCallback, uploadSnapshot } from './upload.js';
 
 export interface PublishSnapshotOptions {
@@ -32,7 +32,7 @@ export interface PublishSnapshotOptions {
   readonly storeParams?: ObjectStoreParams;
   readonly source: SnapshotSource;
   /** Default: `duckdb` for `sql`; for `file`, what its header says. */
-  readonly engine?: WriterEngine;
+  readonly engine?: FileFormat;
   /**
    * `sql` only: columns to declare NOT NULL. The recorded schema's NOT NULL columns are always
    * added, so a republished table keeps matching it.

@@ -3,9 +3,7 @@
  * `month=YYYY-MM/day=YYYY-MM-DD/dataset=<name>/<name>_<YYYYMMDDTHHMMSSZ>.<ext>`, in UTC at second
  * resolution. Pure functions, so tests and tools can compute the key a publish will use.
  */
-
-/** The engines the writer produces files for; also the file extension. */
-export type WriterEngine = 'duckdb' | 'sqlite';
+import type { FileFormat } from '@ferry/core';
 
 const pad = (value: number, width = 2): string => String(value).padStart(width, '0');
 
@@ -19,7 +17,7 @@ export function snapshotTimestamp(timeMs: number): string {
 }
 
 /** The key, relative to the location, of `dataset`'s snapshot taken at `timeMs`. */
-export function snapshotKey(dataset: string, engine: WriterEngine, timeMs: number): string {
+export function snapshotKey(dataset: string, engine: FileFormat, timeMs: number): string {
   const d = new Date(timeMs);
   const month = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1)}`;
   const day = `${month}-${pad(d.getUTCDate())}`;

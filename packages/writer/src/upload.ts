@@ -9,9 +9,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { FerryError, type ObjectStore } from '@ferry/core';
+import { FerryError, type FileFormat, type ObjectStore } from '@ferry/core';
 import { SnapshotFileError, SnapshotKeyTakenError } from './errors.js';
-import { snapshotKey, type WriterEngine } from './snapshot-key.js';
+import { snapshotKey } from './snapshot-key.js';
 
 /** Called as bytes reach the store: bytes sent so far, total file size. */
 export type ProgressCallback = (bytes: number, total: number) => void;
@@ -19,7 +19,7 @@ export type ProgressCallback = (bytes: number, total: number) => void;
 export interface UploadInput {
   readonly store: ObjectStore;
   readonly dataset: string;
-  readonly engine: WriterEngine;
+  readonly engine: FileFormat;
   readonly path: string;
   readonly size: number;
   readonly onProgress?: ProgressCallback;

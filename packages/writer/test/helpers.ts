@@ -8,6 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import type { FileFormat } from '@ferry/core';
 import {
   type DatasetMetadata,
   getDataset,
@@ -18,7 +19,7 @@ import {
 } from '@ferry/core';
 import { checkTableSchema, openEngine } from '@ferry/engines';
 import { expect } from 'vitest';
-import type { PublishResult, WriterEngine } from '../src/index.js';
+import type { PublishResult } from '../src/index.js';
 
 const dirs: string[] = [];
 
@@ -96,7 +97,7 @@ export async function datasetOf(store: ObjectStore, dataset: string): Promise<Da
 export async function verifyPublished(
   store: ObjectStore,
   dataset: string,
-  engine: WriterEngine,
+  engine: FileFormat,
   result: PublishResult,
   rows: number,
 ): Promise<void> {

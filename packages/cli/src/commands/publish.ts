@@ -5,7 +5,8 @@
  * checksum on stdout.
  */
 import { resolve } from 'node:path';
-import type { PublishResult, SnapshotSource, WriterEngine } from '@ferry/writer';
+import type { FileFormat } from '@ferry/core';
+import type { PublishResult, SnapshotSource } from '@ferry/writer';
 import { choiceOption, expectPositionals, type Parsed, stringOption } from '../args.js';
 import type { CliIo, Command } from '../command.js';
 import { UsageError } from '../errors.js';
@@ -35,7 +36,7 @@ Options:
   -h, --help                Show this help
 `;
 
-const ENGINES: readonly WriterEngine[] = ['duckdb', 'sqlite'];
+const ENGINES: readonly FileFormat[] = ['duckdb', 'sqlite'];
 
 function required(parsed: Parsed, name: string): string {
   const value = stringOption(parsed, name);

@@ -6,18 +6,11 @@
  * (duplicate names, shared files, the notification queue) are done by the loader.
  */
 
+import { ENGINE_NAMES, type EngineName, fileFormatOf } from '../engines.js';
 import { type Location, parseLocation } from '../location.js';
-import type { EngineKind } from '../ports.js';
 import { closest, type Reporter } from './issues.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
-import type {
-  BootstrapOnFailure,
-  DatasetConfig,
-  DatasetForm,
-  S3Settings,
-  SnapshotEngine,
-  SnapshotsMode,
-} from './types.js';
+import type { BootstrapOnFailure, DatasetConfig, DatasetForm, S3Settings, SnapshotsMode } from './types.js';
 import { type Env, isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
 
 export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
@@ -44,7 +37,7 @@ export interface DatasetDraft {
 }
 
 const NAME = /^[A-Za-z0-9_]{1,128}$/;
-const SNAPSHOT_ENGINES: readonly SnapshotEngine[] = ['duckdb', 'sqlite', 'turso'];
+const SNAPSHOT_ENGINES: readonly EngineName[] = ENGINE_NAMES;
 const NON_FILE_ENGINES = ['arrow', 'postgres'];
 const UNSUPPORTED_ENGINES = ['cayenne'];
 
@@ -113,7 +106,7 @@ const REFRESH_MODES = ['full', 'append', 'changes', 'caching', 'snapshot'];
 const SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only', 'create_only', 'disabled'];
 
 /** The live-file params Spice names per engine (Turso also accepts `sqlite_file`: its file is SQLite-format). */
-const FILE_PARAMS: Readonly<Record<SnapshotEngine, readonly string[]>> = {
+const FILE_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
   duckdb: ['duckdb_file'],
   sqlite: ['sqlite_file'],
   turso: ['turso_file', 'sqlite_file'],
@@ -122,7 +115,7 @@ const ALL_FILE_PARAMS = ['duckdb_file', 'sqlite_file', 'turso_file'];
 /** Params that choose where the engine's data lives; the runtime decides that for a snapshot dataset. */
 const PLACEMENT_PARAMS = ['duckdb_data_dir'];
 /** Spice engine tuning params: recorded as ignored. */
-const TUNING_PARAMS: Readonly<Record<SnapshotEngine, readonly string[]>> = {
+const TUNING_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
   duckdb: [
     'duckdb_memory_limit',
     'duckdb_threads',
@@ -296,7 +289,7 @@ function readRefreshModeDataset(
   checkAccelerationKeys(report, at, accel, 'refresh_mode');
   readEnabled(report, at, accel);
 
-  let engine: SnapshotEngine | undefined;
+  let engine: EngineName | undefined;
   if (accel.engine === undefined) {
     report.error(
       `${at}.engine`,
@@ -366,7 +359,7 @@ function readRefreshModeDataset(
       form: 'refresh_mode',
       from,
       engine,
-      fileEngine: fileEngineOf(engine),
+      fileEngine: fileFormatOf(engine),
       location: pod.location.uri,
       refreshCheckIntervalMs,
       bootstrapOnFailure: pod.bootstrapOnFailure,
@@ -425,7 +418,7 @@ function readFileFormatDataset(
   }
   const s3 = readS3Params(report, `${base}.params`, params, env);
 
-  let engine: SnapshotEngine | undefined;
+  let engine: EngineName | undefined;
   let refreshCheckIntervalMs: number | undefined = DEFAULT_REFRESH_CHECK_INTERVAL_MS;
   if (accel !== undefined) {
     const at = `${base}.acceleration`;
@@ -483,7 +476,7 @@ function readFileFormatDataset(
       form: 'file_format',
       from,
       engine,
-      fileEngine: engine === undefined ? undefined : fileEngineOf(engine),
+      fileEngine: engine === undefined ? undefined : fileFormatOf(engine),
       location: location.uri,
       refreshCheckIntervalMs,
       bootstrapOnFailure: 'warn',
@@ -546,7 +539,7 @@ function readEnabled(report: Reporter, at: string, accel: Record<string, unknown
   }
 }
 
-function readEngine(report: Reporter, path: string, value: unknown): SnapshotEngine | undefined {
+function readEngine(report: Reporter, path: string, value: unknown): EngineName | undefined {
   const engine = readText(report, path, value);
   if (engine === undefined) return undefined;
   const found = SNAPSHOT_ENGINES.find((candidate) => candidate === engine);
@@ -580,7 +573,7 @@ function readEngineParams(
   report: Reporter,
   at: string,
   value: unknown,
-  engine: SnapshotEngine | undefined,
+  engine: EngineName | undefined,
   form: DatasetForm,
   env: Env,
 ): LiveFile | undefined {
@@ -635,10 +628,6 @@ function readEngineParams(
     }
   }
   return live;
-}
-
-function fileEngineOf(engine: SnapshotEngine): EngineKind {
-  return engine === 'duckdb' ? 'duckdb' : 'sqlite';
 }
 
 function suggestion(word: string, known: readonly string[]): string {

@@ -3,10 +3,7 @@
  * read. Wire names (`refresh_check_interval`) become camelCase here, durations become
  * milliseconds and locations are normalised to end in `/`. See CONFIG.md for the YAML side.
  */
-import type { EngineKind } from '../ports.js';
-
-/** The acceleration engines a snapshot dataset may name. Turso files are SQLite-format. */
-export type SnapshotEngine = 'duckdb' | 'sqlite' | 'turso';
+import type { EngineName, FileFormat } from '../engines.js';
 
 /** `snapshots.bootstrap_on_failure_behavior`. */
 export type BootstrapOnFailure = 'warn' | 'retry' | 'fallback';
@@ -95,9 +92,9 @@ export interface DatasetConfig {
   /** As written; never contacted (for `file_format` datasets it is the location). */
   readonly from: string;
   /** The configured engine; `undefined` when it is taken from metadata.json. */
-  readonly engine: SnapshotEngine | undefined;
+  readonly engine: EngineName | undefined;
   /** The file format the engine reads (turso → sqlite); `undefined` with `engine`. */
-  readonly fileEngine: EngineKind | undefined;
+  readonly fileEngine: FileFormat | undefined;
   /** Normalised location, ending in `/`. */
   readonly location: string;
   readonly refreshCheckIntervalMs: number;

@@ -5,16 +5,15 @@
  * functions `now` and `random` are the only exception and JSON drops them.
  */
 import type { BootstrapOnFailure, SnapshotsMode } from '../config/types.js';
+import type { EngineName } from '../engines.js';
 import type { ArrowSchema, DatasetMetadata, SchemaEntry, SnapshotEntry } from '../metadata/types.js';
 
 export type { BootstrapOnFailure, SnapshotsMode };
 
-export type DatasetEngine = 'duckdb' | 'sqlite' | 'turso';
-
 export interface DatasetMachineInput {
   readonly name: string;
   /** The configured engine; when absent the dataset's metadata `engine` is used. */
-  readonly engine?: DatasetEngine;
+  readonly engine?: EngineName;
   readonly refreshCheckIntervalMs: number;
   /** What a failed download does; defaults to `warn`. */
   readonly bootstrapOnFailure?: BootstrapOnFailure;
@@ -183,7 +182,7 @@ export interface PollInProgress {
 
 export interface DatasetContext {
   readonly name: string;
-  readonly engine: DatasetEngine | undefined;
+  readonly engine: EngineName | undefined;
   readonly refreshCheckIntervalMs: number;
   readonly bootstrapOnFailure: BootstrapOnFailure;
   readonly snapshotsMode: SnapshotsMode;
