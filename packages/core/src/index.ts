@@ -1,5 +1,6 @@
 /** @ferry/core: the pure heart of Ferry — config, metadata model, dataset machine, routing. No I/O. */
 
+export * from './backoff.js';
 export * from './config/index.js';
 export * from './engines.js';
 export * from './errors.js';

@@ -1,7 +1,7 @@
 /**
  * The dataset machine through XState's pure API: `initialTransition` / `transition` return the
  * next snapshot and the actions a step WOULD run, without running any of them. Also the
- * inspector-facing definition, the backoff rule and the defaults the runtime must override.
+ * inspector-facing definition and the defaults the runtime must override.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -13,8 +13,6 @@ import {
   waitFor,
 } from 'xstate';
 import {
-  BACKOFF_JITTER,
-  backoffBaseMs,
   type DatasetEvent,
   type DatasetMachine,
   type DatasetMachineInput,
@@ -23,7 +21,6 @@ import {
   datasetStatus,
   type LoadedSnapshot,
   type ReadMetadataOutput,
-  retryBackoffMs,
 } from '../src/machine/index.js';
 import type { ArrowSchema, DatasetMetadata } from '../src/metadata/types.js';
 
@@ -167,25 +164,5 @@ describe('dataset machine: definition and defaults', () => {
     expect(snapshot.context.lastError?.code).toBe('ERR_ACTOR_NOT_PROVIDED');
     expect(snapshot.context.lastError?.message).toContain("'readMetadata'");
     actor.stop();
-  });
-});
-
-describe('dataset machine: retry backoff', () => {
-  it('retry backoff: Fibonacci 1, 2, 3, 5, 8 … s, capped at 300 s', () => {
-    const bases = Array.from({ length: 15 }, (_, i) => backoffBaseMs(i + 1));
-    expect(bases).toEqual([
-      1000, 2000, 3000, 5000, 8000, 13_000, 21_000, 34_000, 55_000, 89_000, 144_000, 233_000, 300_000,
-      300_000, 300_000,
-    ]);
-    expect(backoffBaseMs(1000)).toBe(300_000);
-  });
-
-  it('retry backoff: ±30 % jitter from the injected source, never above the cap', () => {
-    expect(BACKOFF_JITTER).toBe(0.3);
-    expect(retryBackoffMs(4, () => 0.5)).toBe(5000);
-    expect(retryBackoffMs(4, () => 0)).toBe(3500);
-    expect(retryBackoffMs(4, () => 0.999_999)).toBe(6500);
-    expect(retryBackoffMs(12, () => 0.999_999)).toBe(300_000);
-    expect(retryBackoffMs(13, () => 0)).toBe(210_000);
   });
 });

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  backoffMs,
-  createOutageTracker,
-  formatOutageDuration,
-  type PlannedLog,
-} from '../src/notifications/index.js';
+import { createOutageTracker, formatOutageDuration, type PlannedLog } from '../src/notifications/index.js';
 
 type Step = [call: 'failure' | 'success', nowMs: number, expected: PlannedLog | undefined];
 
@@ -112,26 +107,6 @@ describe('outage tracker', () => {
         'Still cannot reach the notification queue after 1 min; new snapshots are not noticed until it recovers',
       fields: { outageMs: 60_000 },
     });
-  });
-});
-
-describe('backoffMs', () => {
-  it.each([
-    [0, 0],
-    [1, 1_000],
-    [2, 2_000],
-    [3, 4_000],
-    [5, 16_000],
-    [6, 30_000],
-    [7, 30_000],
-    [1_000, 30_000],
-  ])('attempt %i waits %i ms', (attempt, expected) => {
-    expect(backoffMs(attempt)).toBe(expected);
-  });
-
-  it('takes a base and a cap', () => {
-    expect(backoffMs(3, { baseMs: 100, maxMs: 250 })).toBe(250);
-    expect(backoffMs(2, { baseMs: 100, maxMs: 250 })).toBe(200);
   });
 });
 

@@ -13,7 +13,7 @@ import {
   workerData,
 } from 'node:worker_threads';
 import type { DatasetConfig } from '@ferry/core';
-import { serializeError } from '@ferry/core';
+import { backoffDelayMs, serializeError } from '@ferry/core';
 import type { LogRecord } from './logging.js';
 import { LocationMetadataReader } from './metadata-reader.js';
 import { NotificationConsumer } from './notification-consumer.js';
@@ -169,9 +169,8 @@ class DatasetSlot {
   #scheduleRestart(exitCode: number, error: unknown): void {
     // A thread that ran a while before dying starts again from the shortest backoff.
     if (Date.now() - this.startedAtMs > 60_000) this.failures = 0;
-    const backoff = data.restartBackoffMs;
-    const delay = backoff[Math.min(this.failures, backoff.length - 1)] ?? 1000;
     this.failures++;
+    const delay = backoffDelayMs({ kind: 'steps', delaysMs: data.restartBackoffMs }, this.failures);
     const reason = error instanceof Error ? error.message : `exit code ${exitCode}`;
     log(
       'error',

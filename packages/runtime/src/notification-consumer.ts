@@ -9,7 +9,7 @@
  */
 import type { DatasetConfig, NotificationQueue, NotificationsConfig, QueueMessage } from '@ferry/core';
 import {
-  backoffMs,
+  backoffDelayMs,
   createOutageTracker,
   currentSnapshotIds,
   diffCurrentIds,
@@ -18,6 +18,7 @@ import {
   type ParsedMetadata,
   planBatch,
   requireLocation,
+  SQS_OUTAGE_BACKOFF,
   settleCommits,
 } from '@ferry/core';
 import { createSqsQueue } from '@ferry/store';
@@ -37,7 +38,7 @@ export interface NotificationConsumerOptions {
   readonly options?: {
     readonly visibilityTimeoutSeconds?: number;
     readonly waitTimeSeconds?: number;
-    /** Milliseconds between outage retries are `backoffMs(attempt) × backoffScale` (tests shrink it). */
+    /** Milliseconds between outage retries are `backoffDelayMs(SQS_OUTAGE_BACKOFF, attempt) × backoffScale` (tests shrink it). */
     readonly backoffScale?: number;
   };
   /** Injected for tests: the queue to consume (closed by `close()`). Default: SQS from the configuration. */
@@ -133,7 +134,7 @@ export class NotificationConsumer {
         if (signal.aborted) return;
         this.#logPlanned(this.#tracker.failure(this.#now(), messageOf(error)));
         const scale = this.#options.options?.backoffScale ?? 1;
-        await this.#sleep(backoffMs(this.#tracker.consecutiveFailures) * scale);
+        await this.#sleep(backoffDelayMs(SQS_OUTAGE_BACKOFF, this.#tracker.consecutiveFailures) * scale);
         continue;
       }
       this.#logPlanned(this.#tracker.success(this.#now()));

@@ -10,6 +10,7 @@ import {
   type AppendSnapshotInput,
   type ArrowSchema,
   appendSnapshot,
+  backoffDelayMs,
   type DatasetMetadata,
   FerryError,
   getDataset,
@@ -129,10 +130,11 @@ function isPreconditionFailed(error: unknown): boolean {
   return error instanceof FerryError && error.code === 'ERR_PRECONDITION_FAILED';
 }
 
-/** Exponential backoff with jitter: ~25 ms, 50 ms, … capped at 1 s. */
+/** Between attempts of a lost conditional write: ~25 ms, 50 ms, … capped at 1 s, spread so racing writers part. */
+const COMMIT_BACKOFF = { kind: 'exponential', baseMs: 25, maxMs: 1_000, jitter: 0.5 } as const;
+
 function backoff(attempt: number): Promise<void> {
-  const ceiling = Math.min(1000, 25 * 2 ** (attempt - 1));
-  return delay(ceiling / 2 + Math.random() * (ceiling / 2));
+  return delay(backoffDelayMs(COMMIT_BACKOFF, attempt, Math.random));
 }
 
 function ids(

@@ -15,7 +15,7 @@ import {
   type SnapshotFrom,
   setup,
 } from 'xstate';
-import { DEFAULT_MAX_BACKOFF_MS } from './backoff.js';
+import { SPICE_RETRY_BACKOFF } from '../backoff.js';
 import { ActorNotProvidedError } from './errors.js';
 import * as steps from './poll-steps.js';
 import type {
@@ -215,7 +215,7 @@ export const datasetMachine = datasetSetup.createMachine({
     refreshCheckIntervalMs: input.refreshCheckIntervalMs,
     bootstrapOnFailure: input.bootstrapOnFailure ?? 'warn',
     snapshotsMode: input.snapshotsMode ?? 'enabled',
-    maxBackoffMs: input.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS,
+    maxBackoffMs: input.maxBackoffMs ?? SPICE_RETRY_BACKOFF.maxMs,
     pollPhaseMs: input.pollPhaseMs ?? null,
     now: input.now,
     random: input.random ?? Math.random,

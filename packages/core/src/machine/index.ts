@@ -1,5 +1,4 @@
-/** The dataset machine's public face: the machine, its types, the status view and the backoff rule. */
-export { BACKOFF_JITTER, backoffBaseMs, DEFAULT_MAX_BACKOFF_MS, retryBackoffMs } from './backoff.js';
+/** The dataset machine's public face: the machine, its types and the status view. */
 export { type DatasetMachine, type DatasetSnapshot, datasetMachine } from './dataset-machine.js';
 export { ActorNotProvidedError, CurrentSnapshotMissingError } from './errors.js';
 export {

@@ -4,9 +4,9 @@
  * these to its states; keeping the decisions here keeps the state chart readable and lets every
  * rule (ETag bookkeeping, fallback order, backoff) live in one place.
  */
+import { backoffDelayMs, SPICE_RETRY_BACKOFF } from '../backoff.js';
 import { FerryError, isSnapshotRejection, serializeError } from '../errors.js';
 import type { SchemaEntry, SnapshotEntry } from '../metadata/types.js';
-import { retryBackoffMs } from './backoff.js';
 import { CurrentSnapshotMissingError } from './errors.js';
 import {
   loadCandidates,
@@ -485,7 +485,9 @@ function intervalDelay(context: DatasetContext): number {
 export function scheduleNextPoll(context: DatasetContext): Step {
   const attempt = context.backoffAttempt;
   const delay =
-    attempt > 0 ? retryBackoffMs(attempt, context.random, context.maxBackoffMs) : intervalDelay(context);
+    attempt > 0
+      ? backoffDelayMs({ ...SPICE_RETRY_BACKOFF, maxMs: context.maxBackoffMs }, attempt, context.random)
+      : intervalDelay(context);
   return {
     context: { nextPollDelayMs: delay, nextPollDueMs: context.now() + delay },
     logs:

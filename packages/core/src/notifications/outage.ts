@@ -1,6 +1,6 @@
 /**
  * What to log while the notification queue cannot be reached, so an outage shows up as three lines
- * (it started, it is long, it is over) instead of one per failed receive; plus the retry backoff.
+ * (it started, it is long, it is over) instead of one per failed receive; the retry delay comes from `backoff.ts`.
  * Time is passed in (`nowMs`), never read, so tests run on simulated timestamps. The description
  * names the queue without its URL ("the SQS queue"): URLs carry account ids and stay out of logs.
  */
@@ -18,7 +18,7 @@ export interface OutageTracker {
   failure(nowMs: number, error?: string): PlannedLog | undefined;
   /** A call succeeded at `nowMs`. Returns the recovery line when an outage just ended. */
   success(nowMs: number): PlannedLog | undefined;
-  /** Failures since the last success: the `attempt` to pass to {@link backoffMs}. */
+  /** Failures since the last success: the `attempt` to pass to `backoffDelayMs(SQS_OUTAGE_BACKOFF, attempt)`. */
   readonly consecutiveFailures: number;
 }
 
@@ -79,15 +79,4 @@ export function createOutageTracker(options: OutageTrackerOptions = {}): OutageT
       };
     },
   };
-}
-
-/**
- * Delay before retry number `attempt` (1 for the first retry): 1 s, 2 s, 4 s, … capped at 30 s.
- * Deterministic: there is one consumer per queue, so no herd to spread with jitter.
- */
-export function backoffMs(attempt: number, options: { baseMs?: number; maxMs?: number } = {}): number {
-  const baseMs = options.baseMs ?? 1000;
-  const maxMs = options.maxMs ?? 30_000;
-  if (!(attempt >= 1)) return 0;
-  return Math.min(maxMs, baseMs * 2 ** (Math.floor(attempt) - 1));
 }

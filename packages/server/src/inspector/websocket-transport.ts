@@ -6,6 +6,7 @@
  * and keeps retrying after `stop()`. This one reconnects after any close with a backoff, sends a
  * bounded backlog once, lets the owner re-announce its actors first (`onOpen`), and stops for good.
  */
+import { backoffDelayMs } from '@ferry/core';
 import { WebSocket } from 'ws';
 
 export interface WebSocketTransportOptions {
@@ -115,8 +116,8 @@ export class WebSocketTransport {
       this.#socket = undefined;
       if (this.#stopped) return;
       this.#onDisconnect?.(lastError || `closed with code ${code}`, wasOpen);
-      const delay = this.#delays[Math.min(this.#attempt, this.#delays.length - 1)] ?? 1_000;
       this.#attempt++;
+      const delay = backoffDelayMs({ kind: 'steps', delaysMs: this.#delays }, this.#attempt);
       this.#timer = setTimeout(() => this.#connect(), delay);
       this.#timer.unref();
     });
