@@ -593,7 +593,7 @@ describe('snapshots.params.s3_queue_url', () => {
       errors: [],
       valid: ['partner'],
       warnings: [
-        'spicepod.yaml: snapshots.params.s3_queue_url: is set, but no dataset uses refresh_mode: snapshot, so the queue is not read; remove it or add a refresh_mode: snapshot dataset',
+        'spicepod.yaml: snapshots.params.s3_queue_url: `snapshots.params.s3_queue_url` is set, but no dataset uses `refresh_mode: snapshot`, so the SQS queue is not read. Set `refresh_mode: snapshot` on the datasets that load snapshots, or remove `s3_queue_url`. See: https://spiceai.org/docs/features/data-acceleration/snapshots',
       ],
     },
   ]);

@@ -7,6 +7,8 @@ import {
   settleCommits,
 } from '../src/notifications/index.js';
 
+const DISPLAY = 's3://b/snapshots';
+
 const locations: NotificationLocation[] = [
   { bucket: 'b', prefix: 'snapshots/' },
   { bucket: 'c', prefix: '' },
@@ -37,6 +39,7 @@ describe('planBatch', () => {
         { id: 'm7', body: put('c', 'metadata.json') },
       ],
       locations,
+      DISPLAY,
     );
     const expected: BatchPlan = {
       commits: new Map([
@@ -53,14 +56,16 @@ describe('planBatch', () => {
         },
         {
           level: 'warn',
-          message: 'Deleting an SQS message that is not an S3 notification',
+          message:
+            "Snapshot location 's3://b/snapshots' dropped an SQS message that is not an S3 event notification, so it was deleted without reloading any dataset. " +
+            "Cause: the body is not JSON. Point only the location's S3 event notifications at the queue in `s3_queue_url`. See: https://spiceai.org/docs/features/data-acceleration/snapshots",
           fields: { messageId: 'm2', reason: 'the body is not JSON' },
         },
         {
           level: 'error',
           message:
-            'Leaving an SQS message on the queue: it names objects outside every configured location; ' +
-            "fix the bucket's event notification configuration or the configured locations",
+            "Snapshot location 's3://b/snapshots' received an S3 event notification for 's3://x/metadata.json', which is outside the location, so the SQS message was left on the queue (not deleted) and will be delivered again after each visibility timeout until it expires. " +
+            "The queue in `s3_queue_url` must receive only this location's notifications: filter the bucket notification by the location's prefix, or fan out through SNS to a queue per consumer. See: https://spiceai.org/docs/features/data-acceleration/snapshots",
           fields: { messageId: 'm3', objects: ['s3://x/metadata.json'] },
         },
         {
@@ -99,7 +104,7 @@ describe('planBatch', () => {
         },
       ],
     });
-    const plan = planBatch([{ id: 'm1', body }], locations);
+    const plan = planBatch([{ id: 'm1', body }], locations, DISPLAY);
     expect(plan.commits).toEqual(
       new Map([
         ['s3://b/snapshots/', ['m1']],
@@ -111,7 +116,12 @@ describe('planBatch', () => {
   });
 
   it('plans an empty batch as nothing', () => {
-    expect(planBatch([], locations)).toEqual({ commits: new Map(), toDelete: [], toKeep: [], logs: [] });
+    expect(planBatch([], locations, DISPLAY)).toEqual({
+      commits: new Map(),
+      toDelete: [],
+      toKeep: [],
+      logs: [],
+    });
   });
 });
 
@@ -132,5 +142,14 @@ describe('settleCommits', () => {
     { name: 'every read failed', succeeded: [], toDelete: [], toKeep: ['m1', 'm2', 'm3'] },
   ])('$name', ({ succeeded, toDelete, toKeep }) => {
     expect(settleCommits(commits, new Set(succeeded))).toEqual({ toDelete, toKeep });
+  });
+});
+
+describe('notification log lines', () => {
+  it('escape control characters in an outside object so the line stays one line', () => {
+    const body = put('x', 'a\nb\u0007.json');
+    const [line] = planBatch([{ id: 'm1', body }], locations, DISPLAY).logs;
+    expect(line?.message).toContain("for 's3://x/a\\u000ab\\u0007.json', which is outside the location");
+    expect(line?.message).not.toMatch(/[\n\u0007]/);
   });
 });

@@ -3,24 +3,31 @@ import { createOutageTracker, formatOutageDuration, type PlannedLog } from '../s
 
 type Step = [call: 'failure' | 'success', nowMs: number, expected: PlannedLog | undefined];
 
-const started: PlannedLog = {
-  level: 'warn',
-  message: 'Cannot reach the SQS queue; retrying with backoff',
-  fields: { error: 'connect ECONNREFUSED' },
-};
+const LOCATION = 's3://bucket/snapshots';
+const CAUSE = 'connect ECONNREFUSED';
+const TAIL =
+  ', so datasets with `refresh_mode: snapshot` fall back to checking the location every `refresh_check_interval` until it recovers. ' +
+  'Cause: connect ECONNREFUSED. Check the queue URL and the `sqs:ReceiveMessage` permission. See: https://spiceai.org/docs/features/data-acceleration/snapshots';
 
-function longOutage(outageMs: number): PlannedLog {
-  return {
-    level: 'error',
-    message: 'Still cannot reach the SQS queue after 5 min; new snapshots are not noticed until it recovers',
-    fields: { outageMs, error: 'connect ECONNREFUSED' },
-  };
+/** Spice's outage line, word for word. */
+function outageLine(lasted?: string): string {
+  return `Failed to receive S3 event notifications from the SQS queue in \`s3_queue_url\` for snapshot location 's3://bucket/snapshots'${lasted === undefined ? '' : ` for ${lasted}`}${TAIL}`;
+}
+
+const started: PlannedLog = { level: 'warn', message: outageLine(), fields: {} };
+
+function longOutage(outageMs: number, lasted: string): PlannedLog {
+  return { level: 'error', message: outageLine(lasted), fields: { outageMs } };
+}
+
+function quiet(outageMs: number, lasted: string): PlannedLog {
+  return { level: 'debug', message: outageLine(lasted), fields: { outageMs } };
 }
 
 function recovered(outageMs: number, duration: string): PlannedLog {
   return {
     level: 'info',
-    message: `Reached the SQS queue again after an outage of ${duration}`,
+    message: `Snapshot location 's3://bucket/snapshots' is receiving S3 event notifications from the SQS queue in \`s3_queue_url\` again after ${duration}, so datasets with \`refresh_mode: snapshot\` reload as soon as a new snapshot is published.`,
     fields: { outageMs },
   };
 }
@@ -38,9 +45,9 @@ const scenarios: Array<{ name: string; steps: Step[] }> = [
     steps: [
       ['success', 0, undefined],
       ['failure', 1_000, started],
-      ['failure', 2_000, undefined],
-      ['failure', 4_000, undefined],
-      ['success', 13_400, recovered(12_400, '12 s')],
+      ['failure', 2_000, quiet(1_000, '1s')],
+      ['failure', 4_000, quiet(3_000, '3s')],
+      ['success', 13_400, recovered(12_400, '12s')],
       ['success', 14_000, undefined],
     ],
   },
@@ -48,75 +55,74 @@ const scenarios: Array<{ name: string; steps: Step[] }> = [
     name: 'a long outage adds one error at five minutes',
     steps: [
       ['failure', 10_000, started],
-      ['failure', 309_999, undefined],
-      ['failure', 310_000, longOutage(300_000)],
-      ['failure', 340_000, undefined],
-      ['failure', 900_000, undefined],
-      ['success', 922_000, recovered(912_000, '15 min 12 s')],
+      ['failure', 309_999, quiet(299_999, '4m')],
+      ['failure', 310_000, longOutage(300_000, '5m')],
+      ['failure', 340_000, quiet(330_000, '5m')],
+      ['failure', 900_000, quiet(890_000, '14m')],
+      ['success', 922_000, recovered(912_000, '15m')],
     ],
   },
   {
     name: 'the error comes at the first failure past five minutes',
     steps: [
       ['failure', 0, started],
-      ['failure', 330_000, longOutage(330_000)],
-      ['success', 360_000, recovered(360_000, '6 min')],
+      ['failure', 330_000, longOutage(330_000, '5m')],
+      ['success', 360_000, recovered(360_000, '6m')],
     ],
   },
   {
     name: 'a second outage starts over',
     steps: [
       ['failure', 0, started],
-      ['failure', 300_000, longOutage(300_000)],
-      ['success', 301_000, recovered(301_000, '5 min 1 s')],
+      ['failure', 300_000, longOutage(300_000, '5m')],
+      ['success', 301_000, recovered(301_000, '5m')],
       ['failure', 400_000, started],
-      ['failure', 700_000, longOutage(300_000)],
+      ['failure', 700_000, longOutage(300_000, '5m')],
     ],
   },
 ];
 
-describe('outage tracker', () => {
+describe('outage tracker (Spice: warn when it starts, an error if it lasts five minutes, info when it recovers)', () => {
   it.each(scenarios)('$name', ({ steps }) => {
-    const tracker = createOutageTracker();
+    const tracker = createOutageTracker({ location: LOCATION });
     for (const [call, nowMs, expected] of steps) {
-      const log =
-        call === 'failure' ? tracker.failure(nowMs, 'connect ECONNREFUSED') : tracker.success(nowMs);
+      const log = call === 'failure' ? tracker.failure(nowMs, CAUSE) : tracker.success(nowMs);
       expect({ call, nowMs, log }).toEqual({ call, nowMs, log: expected });
     }
   });
 
   it('counts consecutive failures for the backoff', () => {
-    const tracker = createOutageTracker();
-    tracker.failure(0);
-    tracker.failure(1_000);
+    const tracker = createOutageTracker({ location: LOCATION });
+    tracker.failure(0, CAUSE);
+    tracker.failure(1_000, CAUSE);
     expect(tracker.consecutiveFailures).toBe(2);
     tracker.success(3_000);
     expect(tracker.consecutiveFailures).toBe(0);
   });
 
-  it('uses the description it is given, and omits a missing error', () => {
-    const tracker = createOutageTracker({ description: 'the notification queue', errorAfterMs: 60_000 });
-    expect(tracker.failure(0)).toEqual({
+  it('names a connection failure with the credentials fix, and honours another error threshold', () => {
+    const tracker = createOutageTracker({ location: LOCATION, errorAfterMs: 60_000 });
+    expect(tracker.failure(0, 'Could not load credentials from any providers.', 'connect')).toEqual({
       level: 'warn',
-      message: 'Cannot reach the notification queue; retrying with backoff',
+      message:
+        "Failed to connect to the SQS queue in `s3_queue_url` for snapshot location 's3://bucket/snapshots', so datasets with `refresh_mode: snapshot` fall back to checking the location every `refresh_check_interval` until it recovers. " +
+        'Cause: Could not load credentials from any providers. Check the AWS credentials for the snapshot location. See: https://spiceai.org/docs/features/data-acceleration/snapshots',
       fields: {},
     });
-    expect(tracker.failure(60_000)).toEqual({
+    expect(tracker.failure(60_000, 'x', 'connect')).toMatchObject({
       level: 'error',
-      message:
-        'Still cannot reach the notification queue after 1 min; new snapshots are not noticed until it recovers',
       fields: { outageMs: 60_000 },
     });
   });
 });
 
-describe('formatOutageDuration', () => {
+describe('formatOutageDuration (Spice: whole minutes from one minute, else seconds)', () => {
   it.each([
-    [0, '0 s'],
-    [4_200, '4 s'],
-    [59_499, '59 s'],
-    [60_000, '1 min'],
-    [312_000, '5 min 12 s'],
+    [0, '0s'],
+    [4_200, '4s'],
+    [59_999, '59s'],
+    [60_000, '1m'],
+    [312_000, '5m'],
   ])('%i ms reads %s', (ms, expected) => {
     expect(formatOutageDuration(ms)).toBe(expected);
   });

@@ -5,7 +5,8 @@
  * reloads reuse that read), announces the new current ids to the datasets whose id moved, and only
  * then deletes the commits (a failed read leaves them on the queue). Messages about objects outside
  * the location stay on the queue. Outages are logged once when they start, once after five minutes,
- * and on recovery; the queue URL never appears in a log line.
+ * and on recovery. Every line an operator greps for is Spice's (`NotificationMessages`); the queue
+ * URL never appears in a log line.
  */
 import type { DatasetConfig, NotificationQueue, NotificationsConfig, QueueMessage } from '@ferry/core';
 import {
@@ -13,10 +14,14 @@ import {
   createOutageTracker,
   currentSnapshotIds,
   diffCurrentIds,
+  locationDisplay,
   locationKey,
   type NotificationLocation,
+  NotificationMessages,
+  type OutageTracker,
   type ParsedMetadata,
   planBatch,
+  type QueueFailure,
   requireLocation,
   SQS_OUTAGE_BACKOFF,
   settleCommits,
@@ -48,13 +53,32 @@ export interface NotificationConsumerOptions {
 }
 
 export const NotificationLogMessage = {
-  readFailed: 'Could not read metadata.json for a notification; leaving it on the queue',
-  deleteFailed: 'Could not delete notifications from the SQS queue; they will be delivered again',
   batchFailed: 'Handling a batch of SQS notifications failed; its messages will be delivered again',
 } as const;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** SDK error names that mean the credentials, not the queue, are wrong. */
+const CREDENTIAL_ERRORS = new Set([
+  'CredentialsProviderError',
+  'ExpiredToken',
+  'ExpiredTokenException',
+  'InvalidClientTokenId',
+  'InvalidSignatureException',
+  'MissingAuthenticationToken',
+  'SignatureDoesNotMatch',
+  'UnrecognizedClientException',
+]);
+
+/** Spice's two outage actions: could not connect (credentials), or could not receive (the queue). */
+function queueFailure(error: unknown): QueueFailure {
+  const cause = (error as { cause?: { name?: unknown; Code?: unknown } } | null)?.cause;
+  const names = [cause?.name, cause?.Code, (error as { name?: unknown } | null)?.name];
+  return names.some((name) => typeof name === 'string' && CREDENTIAL_ERRORS.has(name))
+    ? 'connect'
+    : 'receive';
 }
 
 /** `promise`, or a rejection as soon as `signal` aborts (the promise is left to settle unobserved). */
@@ -82,7 +106,8 @@ export class NotificationConsumer {
   readonly #location: NotificationLocation;
   readonly #datasets: readonly DatasetConfig[];
   readonly #now: () => number;
-  readonly #tracker = createOutageTracker();
+  readonly #display: string;
+  readonly #tracker: OutageTracker;
   /** Aborted by `close()`: ends a long poll, a backoff wait or a metadata read at once. */
   readonly #closing = new AbortController();
   /** Current ids seen by the previous batch read, per dataset: only a move is announced. */
@@ -106,15 +131,19 @@ export class NotificationConsumer {
           : { visibilityTimeoutSeconds: tuning.visibilityTimeoutSeconds }),
         ...(tuning.waitTimeSeconds === undefined ? {} : { waitTimeSeconds: tuning.waitTimeSeconds }),
       });
-    this.#location = requireLocation(notifications.location);
+    const location = requireLocation(notifications.location);
+    this.#location = location;
+    this.#display = locationDisplay(location.uri);
+    this.#tracker = createOutageTracker({ location: this.#display });
     const names = new Set(notifications.datasets);
     this.#datasets = options.datasets.filter((dataset) => names.has(dataset.name));
     this.#now = options.now ?? Date.now;
   }
 
   start(): void {
-    if (this.#closing.signal.aborted) return;
-    this.#loop ??= this.#run();
+    if (this.#closing.signal.aborted || this.#loop !== undefined) return;
+    this.#options.log('info', NotificationMessages.listening(this.#display));
+    this.#loop = this.#run();
   }
 
   /** Ends a long poll at once, lets a batch being handled finish its deletes, then closes the queue. */
@@ -132,7 +161,7 @@ export class NotificationConsumer {
         messages = await this.#queue.receive({ signal });
       } catch (error) {
         if (signal.aborted) return;
-        this.#logPlanned(this.#tracker.failure(this.#now(), messageOf(error)));
+        this.#logPlanned(this.#tracker.failure(this.#now(), messageOf(error), queueFailure(error)));
         const scale = this.#options.options?.backoffScale ?? 1;
         await this.#sleep(backoffDelayMs(SQS_OUTAGE_BACKOFF, this.#tracker.consecutiveFailures) * scale);
         continue;
@@ -153,6 +182,7 @@ export class NotificationConsumer {
     const plan = planBatch(
       messages.map((message) => ({ id: message.id, body: message.body })),
       [this.#location],
+      this.#display,
     );
     const receiveCounts = new Map(messages.map((message) => [message.id, message.receiveCount]));
     for (const entry of plan.logs) {
@@ -181,7 +211,9 @@ export class NotificationConsumer {
       } catch (error) {
         const failures = (error as { failures?: readonly unknown[] }).failures;
         deleted = Array.isArray(failures) ? toDelete.length - failures.length : 0;
-        this.#options.log('warn', NotificationLogMessage.deleteFailed, { error: messageOf(error) });
+        this.#options.log('warn', NotificationMessages.deleteFailed(this.#display, messageOf(error)), {
+          error: messageOf(error),
+        });
       }
     }
     if (deleted > 0) report({ outcome: 'deleted', count: deleted });
@@ -201,7 +233,7 @@ export class NotificationConsumer {
       metadata = await untilAborted(this.#options.readerFor(first).refresh(), this.#closing.signal);
     } catch (error) {
       if (!this.#closing.signal.aborted) {
-        this.#options.log('warn', NotificationLogMessage.readFailed, {
+        this.#options.log('warn', NotificationMessages.metadataReadFailed(this.#display, messageOf(error)), {
           location: this.#options.notifications.location,
           error: messageOf(error),
         });

@@ -25,7 +25,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type NotificationEvent, type Runtime, type SwapEvent } from '../src/index.js';
 import { LocationMetadataReader } from '../src/metadata-reader.js';
-import { NotificationConsumer, NotificationLogMessage } from '../src/notification-consumer.js';
+import { NotificationConsumer } from '../src/notification-consumer.js';
 import {
   BUCKET,
   type DatasetSpec,
@@ -42,7 +42,20 @@ import {
 } from './support.js';
 
 const TEN_MINUTES = '10m';
-const CANNOT_REACH = 'Cannot reach the SQS queue; retrying with backoff';
+/** Spice's outage line for a location (any cause), word for word around the cause. */
+function outageLine(location: string, lasted?: string): RegExp {
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(
+    `^${escape(`Failed to receive S3 event notifications from the SQS queue in \`s3_queue_url\` for snapshot location '${location}'${lasted === undefined ? '' : ` for ${lasted}`}, so datasets with \`refresh_mode: snapshot\` fall back to checking the location every \`refresh_check_interval\` until it recovers. Cause: `)}.+${escape('. Check the queue URL and the `sqs:ReceiveMessage` permission. See: https://spiceai.org/docs/features/data-acceleration/snapshots')}$`,
+  );
+}
+
+/** Spice's startup line. */
+const listening = (location: string): string =>
+  `Snapshot location '${location}' is listening for S3 event notifications on the SQS queue in \`s3_queue_url\`, so datasets with \`refresh_mode: snapshot\` reload as soon as a new snapshot is published.`;
+
+/** Lines an operator sees at info and above (Spice logs an outage's repeats at debug). */
+const visible = (logger: WatchedLogger) => logger.records.filter((line) => line.level !== 'debug');
 
 let aws: LocalAws;
 
@@ -344,7 +357,10 @@ describe('notifications: objects outside the location', () => {
         [outsidePrefix, `s3://${BUCKET}/elsewhere/metadata.json`],
       ] as const) {
         const lines = await logger.waitFor(
-          (line) => line.message === BatchLogMessage.outside && line.fields.messageId === id,
+          (line) =>
+            line.message.includes(
+              ', which is outside the location, so the SQS message was left on the queue (not deleted)',
+            ) && line.fields.messageId === id,
           { count: 2 },
         );
         expect(lines.map((line) => [line.level, line.fields.objects])).toEqual([
@@ -354,9 +370,12 @@ describe('notifications: objects outside the location', () => {
         const counts = lines.map((line) => line.fields.receiveCount as number);
         expect(counts[1]).toBeGreaterThan(counts[0] ?? Number.POSITIVE_INFINITY);
       }
-      expect(BatchLogMessage.outside).toBe(
-        'Leaving an SQS message on the queue: it names objects outside every configured location; ' +
-          "fix the bucket's event notification configuration or the configured locations",
+      const [first] = logger.records.filter(
+        (line) => line.fields.messageId === otherBucket && line.level === 'error',
+      );
+      expect(first?.message).toBe(
+        `Snapshot location 's3://${BUCKET}/${prefix.slice(0, -1)}' received an S3 event notification for 's3://another-bucket/${prefix}metadata.json', which is outside the location, so the SQS message was left on the queue (not deleted) and will be delivered again after each visibility timeout until it expires. ` +
+          "The queue in `s3_queue_url` must receive only this location's notifications: filter the bucket notification by the location's prefix, or fan out through SNS to a queue per consumer. See: https://spiceai.org/docs/features/data-acceleration/snapshots",
       );
       await leftFour;
       expect(total(seen.notifications, 'deleted')).toBe(0);
@@ -441,30 +460,33 @@ describe('notifications: the consumer in-process', () => {
       const firstReceive = clock.reads(1);
       consumer.start();
       await firstReceive;
-      expect(logger.records).toEqual([]);
+      const location = `s3://${BUCKET}/outage`;
+      expect(logger.records.map((line) => [line.level, line.message])).toEqual([
+        ['info', listening(location)],
+      ]);
 
       proxy.cut();
       const [warning] = await logger.waitFor((line) => line.level === 'warn');
-      expect(warning?.message).toBe(CANNOT_REACH);
+      expect(warning?.message).toMatch(outageLine(location));
 
       clock.set(4 * 60_000 + 59_000);
       await clock.reads(2);
-      expect(logger.records.map((line) => line.level)).toEqual(['warn']);
+      expect(visible(logger).map((line) => line.level)).toEqual(['info', 'warn']);
 
       clock.set(5 * 60_000);
       const [error] = await logger.waitFor((line) => line.level === 'error');
-      expect(error?.message).toBe(
-        'Still cannot reach the SQS queue after 5 min; new snapshots are not noticed until it recovers',
-      );
+      expect(error?.message).toMatch(outageLine(location, '5m'));
       await clock.reads(2);
-      expect(logger.records.map((line) => line.level)).toEqual(['warn', 'error']);
+      expect(visible(logger).map((line) => line.level)).toEqual(['info', 'warn', 'error']);
 
       clock.set(5 * 60_000 + 12_000);
       proxy.restore();
-      const [recovered] = await logger.waitFor((line) => line.level === 'info');
-      expect(recovered?.message).toBe('Reached the SQS queue again after an outage of 5 min 12 s');
+      const [, recovered] = await logger.waitFor((line) => line.level === 'info', { count: 2 });
+      expect(recovered?.message).toBe(
+        `Snapshot location '${location}' is receiving S3 event notifications from the SQS queue in \`s3_queue_url\` again after 5m, so datasets with \`refresh_mode: snapshot\` reload as soon as a new snapshot is published.`,
+      );
       expect(recovered?.fields.outageMs).toBe(312_000);
-      expect(logger.records.map((line) => line.level)).toEqual(['warn', 'error', 'info']);
+      expect(visible(logger).map((line) => line.level)).toEqual(['info', 'warn', 'error', 'info']);
 
       const written = JSON.stringify(logger.records);
       expect(written).not.toContain(queueUrl);
@@ -500,7 +522,7 @@ describe('notifications: the consumer in-process', () => {
       const started = Date.now();
       await consumer.close();
       expect(Date.now() - started).toBeLessThan(1_000);
-      expect(logger.records).toEqual([]);
+      expect(logger.records.map((line) => line.level)).toEqual(['info']);
     } finally {
       await consumer.close();
       await proxy.close();
@@ -555,7 +577,11 @@ describe('notifications: the consumer in-process', () => {
       consumer.start();
       await sendMessage(aws, queueUrl, createdEvent(`${prefix}metadata.json`));
       await reportsReach('left', 2);
-      const failed = logger.records.filter((line) => line.message === NotificationLogMessage.readFailed);
+      const failed = logger.records.filter((line) =>
+        line.message.startsWith(
+          `Failed to read the snapshot metadata of snapshot location 's3://${BUCKET}/${prefix.slice(0, -1)}' after an S3 event notification, so the notification was left on the SQS queue and datasets reload when it is delivered again or on \`refresh_check_interval\`. Cause: `,
+        ),
+      );
       expect(failed.map((line) => line.level)).toEqual(['warn', 'warn']);
       expect(announced).toEqual([]);
       expect(reports.filter((event) => event.outcome === 'deleted')).toEqual([]);
@@ -622,7 +648,9 @@ describe('notifications: SQS unreachable', () => {
     });
     try {
       await runtime.ready('kept');
-      const [warning] = await logger.waitFor((line) => line.message === CANNOT_REACH);
+      const [warning] = await logger.waitFor((line) =>
+        outageLine(`s3://${BUCKET}/${prefix.slice(0, -1)}`).test(line.message),
+      );
       expect(warning?.level).toBe('warn');
       expect(warning?.fields.component).toBe('coordinator');
       const swapped = nextEvent(runtime, 'swap', (event) => event.dataset === 'kept' && event.from === 0);

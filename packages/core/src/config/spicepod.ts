@@ -6,6 +6,7 @@
  */
 import { LineCounter, parseDocument } from 'yaml';
 import { type Location, parseLocation } from '../location.js';
+import { NotificationMessages } from '../notifications/messages.js';
 import { type DatasetDraft, type PodSnapshots, readDataset } from './dataset.js';
 import { ConfigError, IssueSink, Reporter } from './issues.js';
 import { parseEndpoint, parseQueueUrl } from './queue-url.js';
@@ -367,10 +368,8 @@ function resolveQueue(
   const readers = drafts.filter((draft) => draft.form === 'refresh_mode');
   const path = `snapshots.params.${QUEUE_PARAM}`;
   if (readers.length === 0) {
-    pod.warn(
-      path,
-      'is set, but no dataset uses refresh_mode: snapshot, so the queue is not read; remove it or add a refresh_mode: snapshot dataset',
-    );
+    // Spice's warning, word for word (operators grep for it).
+    pod.warn(path, NotificationMessages.queueUnused());
     return undefined;
   }
   const endpoint = snapshots.queueEndpoint ?? endpointFromEnv(pod, env);

@@ -6,6 +6,7 @@
  * was read, kept for redelivery otherwise). Pure: the log lines are returned, not written.
  */
 import type { JsonValue } from '../ports.js';
+import { NotificationMessages } from './messages.js';
 import { parseNotification } from './parse.js';
 import { locationKey, type NotificationLocation, routeMessage } from './route.js';
 
@@ -32,19 +33,21 @@ export interface BatchPlan {
   readonly logs: PlannedLog[];
 }
 
+/** The debug lines of a batch; the warning and the error are Spice's (`NotificationMessages`). */
 export const BatchLogMessage = {
-  unparseable: 'Deleting an SQS message that is not an S3 notification',
-  outside:
-    'Leaving an SQS message on the queue: it names objects outside every configured location; ' +
-    "fix the bucket's event notification configuration or the configured locations",
   test: 'Deleting an s3:TestEvent message',
   ignore: 'Deleting a notification that needs no reload',
   commit: 'Notification of a new metadata.json',
 } as const;
 
+/**
+ * `display` is how the messages name the consumer's location, as Spice shows it
+ * (`s3://bucket/prefix`, see `locationDisplay`).
+ */
 export function planBatch(
   messages: readonly BatchMessage[],
   locations: readonly NotificationLocation[],
+  display: string,
 ): BatchPlan {
   const plan: BatchPlan = { commits: new Map(), toDelete: [], toKeep: [], logs: [] };
   for (const message of messages) {
@@ -55,7 +58,7 @@ export function planBatch(
         plan.toDelete.push(messageId);
         plan.logs.push({
           level: 'warn',
-          message: BatchLogMessage.unparseable,
+          message: NotificationMessages.dropped(display, decision.reason),
           fields: { messageId, reason: decision.reason },
         });
         break;
@@ -63,7 +66,11 @@ export function planBatch(
         plan.toKeep.push(messageId);
         plan.logs.push({
           level: 'error',
-          message: BatchLogMessage.outside,
+          message: NotificationMessages.outside(
+            display,
+            decision.records[0]?.bucket ?? '',
+            decision.records[0]?.key ?? '',
+          ),
           fields: {
             messageId,
             objects: decision.records.map((record) => `s3://${record.bucket}/${record.key}`),

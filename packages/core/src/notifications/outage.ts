@@ -1,39 +1,35 @@
 /**
- * What to log while the notification queue cannot be reached, so an outage shows up as three lines
- * (it started, it is long, it is over) instead of one per failed receive; the retry delay comes from `backoff.ts`.
- * Time is passed in (`nowMs`), never read, so tests run on simulated timestamps. The description
- * names the queue without its URL ("the SQS queue"): URLs carry account ids and stay out of logs.
+ * What to log while the notification queue cannot be reached, as Spice logs it: a warning when the
+ * outage starts, one error once it has lasted five minutes, debug lines in between, and an info line
+ * with its duration when it recovers — instead of one warning per failed receive. The retry delay
+ * comes from `backoff.ts` (`SQS_OUTAGE_BACKOFF`). Time is passed in (`nowMs`), never read, so tests
+ * run on simulated timestamps. Messages name the location, never the queue URL.
  */
 import type { PlannedLog } from './batch.js';
+import { NotificationMessages, type QueueFailure } from './messages.js';
 
 export interface OutageTrackerOptions {
-  /** How messages name the queue; never its URL. Default `the SQS queue`. */
-  readonly description?: string;
+  /** The location as Spice shows it (`s3://bucket/prefix`). */
+  readonly location: string;
   /** How long an outage lasts before the (single) error. Default 5 minutes. */
   readonly errorAfterMs?: number;
 }
 
 export interface OutageTracker {
-  /** A receive (or delete) failed at `nowMs`. Returns the line to log, if any. */
-  failure(nowMs: number, error?: string): PlannedLog | undefined;
-  /** A call succeeded at `nowMs`. Returns the recovery line when an outage just ended. */
+  /** A receive failed at `nowMs` (`connect`: credentials or the connection; `receive`: the queue). */
+  failure(nowMs: number, cause: string, failure?: QueueFailure): PlannedLog;
+  /** A receive succeeded at `nowMs`. Returns the recovery line when an outage just ended. */
   success(nowMs: number): PlannedLog | undefined;
   /** Failures since the last success: the `attempt` to pass to `backoffDelayMs(SQS_OUTAGE_BACKOFF, attempt)`. */
   readonly consecutiveFailures: number;
 }
 
-/** `4_200` → `4 s`, `300_000` → `5 min`, `312_000` → `5 min 12 s`. */
-export function formatOutageDuration(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 60) return `${seconds} s`;
-  const minutes = Math.floor(seconds / 60);
-  const rest = seconds % 60;
-  return rest === 0 ? `${minutes} min` : `${minutes} min ${rest} s`;
-}
+/** Spice's `SQS_OUTAGE_ERROR_AFTER`. */
+export const OUTAGE_ERROR_AFTER_MS = 5 * 60_000;
 
-export function createOutageTracker(options: OutageTrackerOptions = {}): OutageTracker {
-  const description = options.description ?? 'the SQS queue';
-  const errorAfterMs = options.errorAfterMs ?? 5 * 60_000;
+export function createOutageTracker(options: OutageTrackerOptions): OutageTracker {
+  const { location } = options;
+  const errorAfterMs = options.errorAfterMs ?? OUTAGE_ERROR_AFTER_MS;
   let startedAtMs: number | undefined;
   let reported = false;
   let failures = 0;
@@ -42,29 +38,19 @@ export function createOutageTracker(options: OutageTrackerOptions = {}): OutageT
     get consecutiveFailures() {
       return failures;
     },
-    failure(nowMs, error) {
+    failure(nowMs, cause, failure = 'receive') {
       failures += 1;
-      const errorField = error === undefined ? {} : { error };
       if (startedAtMs === undefined) {
         startedAtMs = nowMs;
-        return {
-          level: 'warn',
-          message: `Cannot reach ${description}; retrying with backoff`,
-          fields: { ...errorField },
-        };
+        return { level: 'warn', message: NotificationMessages.outage(failure, location, cause), fields: {} };
       }
       const outageMs = nowMs - startedAtMs;
+      const message = NotificationMessages.outage(failure, location, cause, outageMs);
       if (!reported && outageMs >= errorAfterMs) {
         reported = true;
-        return {
-          level: 'error',
-          message:
-            `Still cannot reach ${description} after ${formatOutageDuration(errorAfterMs)}; ` +
-            'new snapshots are not noticed until it recovers',
-          fields: { outageMs, ...errorField },
-        };
+        return { level: 'error', message, fields: { outageMs } };
       }
-      return undefined;
+      return { level: 'debug', message, fields: { outageMs } };
     },
     success(nowMs) {
       failures = 0;
@@ -74,7 +60,7 @@ export function createOutageTracker(options: OutageTrackerOptions = {}): OutageT
       reported = false;
       return {
         level: 'info',
-        message: `Reached ${description} again after an outage of ${formatOutageDuration(outageMs)}`,
+        message: NotificationMessages.recovered(location, outageMs),
         fields: { outageMs },
       };
     },
