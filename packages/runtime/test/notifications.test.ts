@@ -44,9 +44,9 @@ import {
 const TEN_MINUTES = '10m';
 /** Spice's outage line for a location (any cause), word for word around the cause. */
 function outageLine(location: string, lasted?: string): RegExp {
-  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(
-    `^${escape(`Failed to receive S3 event notifications from the SQS queue in \`s3_queue_url\` for snapshot location '${location}'${lasted === undefined ? '' : ` for ${lasted}`}, so datasets with \`refresh_mode: snapshot\` fall back to checking the location every \`refresh_check_interval\` until it recovers. Cause: `)}.+${escape('. Check the queue URL and the `sqs:ReceiveMessage` permission. See: https://spiceai.org/docs/features/data-acceleration/snapshots')}$`,
+    `^${literal(`Failed to receive S3 event notifications from the SQS queue in \`s3_queue_url\` for snapshot location '${location}'${lasted === undefined ? '' : ` for ${lasted}`}, so datasets with \`refresh_mode: snapshot\` fall back to checking the location every \`refresh_check_interval\` until it recovers. Cause: `)}.+${literal('. Check the queue URL and the `sqs:ReceiveMessage` permission. See: https://spiceai.org/docs/features/data-acceleration/snapshots')}$`,
   );
 }
 
