@@ -1,6 +1,6 @@
 /**
  * Running the built `ferry` executable as a user would: a child process of
- * `node packages/cli/dist/main.js` (build it first with `npx tsc -b packages/cli`), collecting
+ * `node packages/cli/dist/main.js` (the integration project builds it before the tests), collecting
  * its output, or kept running (`ferry serve`) until the test signals it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
