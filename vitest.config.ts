@@ -14,6 +14,7 @@ const UNIT = [
   'packages/core/test/**/*.test.ts',
   'packages/engines/test/**/*.test.ts',
   'packages/cli/test/parts.test.ts',
+  'packages/cli/test/work-dir.test.ts',
   'packages/local-aws/test/s3-events.test.ts',
   'packages/runtime/test/query-router.test.ts',
   'packages/server/test/prometheus.test.ts',
