@@ -19,7 +19,6 @@ const UNIT = [
   'packages/runtime/test/query-router.test.ts',
   'packages/server/test/prometheus.test.ts',
   'packages/store/test/file-store.test.ts',
-  'packages/store/test/file-lock.test.ts',
   'packages/store/test/read-parallel.test.ts',
   'packages/test-support/test/fixture-store.test.ts',
   'packages/writer/test/build.test.ts',
