@@ -8,20 +8,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ferry } from './helpers.js';
+import { ferry, snapshotOf } from './helpers.js';
 
 const MARKER = '.ferry-quickstart';
-
-/** Every path under `dir` with its bytes (folders as `/`), sorted. */
-async function snapshotOf(dir: string): Promise<[string, string][]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  const out: [string, string][] = [];
-  for (const entry of entries) {
-    const path = join(entry.parentPath, entry.name);
-    out.push([path, entry.isDirectory() ? '/' : (await readFile(path)).toString('base64')]);
-  }
-  return out.sort(([a], [b]) => a.localeCompare(b));
-}
 
 function quickstart(dir: string) {
   return ferry(['quickstart', '--dir', dir, '--duration', '1', '--every', '1', '--http', '127.0.0.1:0'], {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimWorkDir, UsageError, WORK_DIR_MARKER } from '../src/index.js';
+import { snapshotOf } from './helpers.js';
 
 const OWNED = ['spicepod.yaml', 'data'];
 const dirs: string[] = [];
@@ -12,17 +13,6 @@ async function scratch(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'ferry-work-dir-'));
   dirs.push(dir);
   return dir;
-}
-
-/** Every path under `dir` with its bytes (folders as `/`), sorted. */
-async function snapshotOf(dir: string): Promise<[string, string][]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  const out: [string, string][] = [];
-  for (const entry of entries) {
-    const path = join(entry.parentPath, entry.name);
-    out.push([path, entry.isDirectory() ? '/' : (await readFile(path)).toString('base64')]);
-  }
-  return out.sort(([a], [b]) => a.localeCompare(b));
 }
 
 afterEach(async () => {
