@@ -1,12 +1,63 @@
-import { defineConfig } from 'vitest/config';
+/**
+ * Three test projects. `unit`: pure tests and tests of one component on real files, no server,
+ * thread or child `ferry` (`pnpm test:unit`, no build needed: `@ferry/*` resolve to sources).
+ * `integration`: everything else under packages/*\/test (local S3 + SQS, worker threads, the built
+ * CLI). `reliability`: test/reliability (faults, hostile input, the crash loop). The last two build
+ * the packages first (test/support/build-packages.ts), since threads and child processes run `dist/`.
+ * `unit` runs its files in shared worker threads (no per-file isolation): its tests keep no global
+ * state, and that takes the run from ~20 s to ~5 s on two cores.
+ */
+import { fileURLToPath } from 'node:url';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+const UNIT = [
+  'packages/core/test/**/*.test.ts',
+  'packages/engines/test/**/*.test.ts',
+  'packages/cli/test/parts.test.ts',
+  'packages/cli/test/work-dir.test.ts',
+  'packages/local-aws/test/s3-events.test.ts',
+  'packages/runtime/test/query-router.test.ts',
+  'packages/server/test/prometheus.test.ts',
+  'packages/store/test/file-store.test.ts',
+  'packages/store/test/read-parallel.test.ts',
+  'packages/test-support/test/fixture-store.test.ts',
+  'packages/writer/test/build.test.ts',
+];
+const BUILD_FIRST = ['./test/support/build-packages.ts'];
 
 export default defineConfig({
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     reporters: ['default', './test/support/summary-reporter.ts'],
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    projects: [
+      {
+        extends: true,
+        resolve: {
+          alias: [
+            {
+              find: /^@ferry\/([a-z-]+)$/,
+              replacement: fileURLToPath(new URL('./packages/$1/src/index.ts', import.meta.url)),
+            },
+          ],
+        },
+        test: { name: 'unit', include: UNIT, pool: 'threads', isolate: false },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['packages/*/test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...UNIT],
+          globalSetup: BUILD_FIRST,
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'reliability', include: ['test/reliability/**/*.test.ts'], globalSetup: BUILD_FIRST },
+      },
+    ],
   },
 });

@@ -9,3 +9,4 @@ export * from './errors.js';
 export { type CliLoggerOptions, createCliLogger, type LogFormat, type LogSink } from './log-format.js';
 export { createProgress, formatBytes, type Progress, type ProgressOutput } from './progress.js';
 export { formatTable } from './table.js';
+export { type ClaimedWorkDir, claimWorkDir, WORK_DIR_MARKER } from './work-dir.js';

@@ -1,10 +1,13 @@
 /**
- * The CLI's logger (the runtime's `Logger` shape): pretty lines on a terminal —
- * `12:04:05.123 INFO  orders  Swapped to snapshot 3` — and JSON lines otherwise (one object a line:
- * `time`, `level`, `component`, `dataset`, `msg` and the record's other fields), so a terminal is
- * readable and a log collector gets structure. Messages pass through untouched.
+ * The CLI's logger: pino (the runtime's logger library), writing JSON lines — one object a line:
+ * `time`, `level`, `component`, `dataset`, the record's other fields (errors as plain objects) and
+ * `msg` — or, on a terminal, pino-pretty lines: `12:04:05.123 INFO  orders       Swapped to snapshot 3`
+ * (local time, level, dataset or component, message). A terminal is readable and a log collector
+ * gets structure. Messages pass through untouched.
  */
 import type { Logger, LogLevel } from '@ferry/runtime';
+import { type DestinationStream, type LoggerOptions, pino } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 
 export type LogFormat = 'pretty' | 'json';
 
@@ -20,53 +23,50 @@ export interface CliLoggerOptions {
   readonly now?: () => Date;
 }
 
-const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
-
-/** Errors become `{ type, message, code?, stack? }`; everything else is left for JSON.stringify. */
-function plain(value: unknown): unknown {
-  if (value instanceof Error) {
-    const code = (value as { code?: unknown }).code;
-    return {
-      type: value.name,
-      message: value.message,
-      ...(typeof code === 'string' ? { code } : {}),
-      ...(value.stack === undefined ? {} : { stack: value.stack }),
-    };
-  }
-  return value;
-}
-
-function jsonLine(time: Date, level: LogLevel, fields: object, message: string): string {
-  const record: Record<string, unknown> = { time: time.toISOString(), level };
-  for (const [key, value] of Object.entries(fields)) record[key] = plain(value);
-  record.msg = message;
-  try {
-    return `${JSON.stringify(record)}\n`;
-  } catch {
-    return `${JSON.stringify({ time: record.time, level, msg: message })}\n`;
-  }
-}
-
-function pad2(value: number, width = 2): string {
+function pad(value: number, width = 2): string {
   return String(value).padStart(width, '0');
 }
 
-function prettyLine(time: Date, level: LogLevel, fields: object, message: string): string {
-  const clock = `${pad2(time.getHours())}:${pad2(time.getMinutes())}:${pad2(time.getSeconds())}.${pad2(time.getMilliseconds(), 3)}`;
-  const { dataset, component } = fields as { dataset?: unknown; component?: unknown };
-  const scope = typeof dataset === 'string' ? dataset : typeof component === 'string' ? component : '-';
-  return `${clock} ${level.toUpperCase().padEnd(5)} ${scope.padEnd(12)} ${message}\n`;
+/** The pretty line's text: local time, level, dataset (else component, else `-`), message. */
+function prettyLine(log: Record<string, unknown>): string {
+  const time = new Date(String(log.time));
+  const clock = `${pad(time.getHours())}:${pad(time.getMinutes())}:${pad(time.getSeconds())}.${pad(time.getMilliseconds(), 3)}`;
+  const scope =
+    typeof log.dataset === 'string' ? log.dataset : typeof log.component === 'string' ? log.component : '-';
+  return `${clock} ${String(log.level).toUpperCase().padEnd(5)} ${scope.padEnd(12)} ${String(log.msg)}`;
+}
+
+/**
+ * Errors under any field become pino's `{ type, message, stack, code… }`, as pino's own serializer
+ * already makes them under `err` (which is left to it).
+ */
+function plainErrors(fields: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(fields)) {
+    if (key !== 'err' && value instanceof Error) {
+      out ??= { ...fields };
+      out[key] = pino.stdSerializers.err(value);
+    }
+  }
+  return out ?? fields;
 }
 
 export function createCliLogger(options: CliLoggerOptions): Logger {
-  const threshold = RANK[options.level ?? 'info'];
   const now = options.now ?? (() => new Date());
-  const format = options.format === 'json' ? jsonLine : prettyLine;
-  const at =
-    (level: LogLevel) =>
-    (fields: object, message: string): void => {
-      if (RANK[level] < threshold) return;
-      options.sink.write(format(now(), level, fields, message));
-    };
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  const settings: LoggerOptions = {
+    level: options.level ?? 'info',
+    base: null,
+    timestamp: () => `,"time":"${now().toISOString()}"`,
+    formatters: { level: (label) => ({ level: label }), log: plainErrors },
+  };
+  if (options.format === 'json') return pino(settings, options.sink as DestinationStream);
+  const prettify = prettyFactory({
+    colorize: false,
+    // The message line carries time and level; other fields stay in the JSON format.
+    ignore: 'time,level',
+    hideObject: true,
+    messageFormat: prettyLine,
+  });
+  const sink = options.sink;
+  return pino(settings, { write: (line: string) => sink.write(prettify(line)) });
 }

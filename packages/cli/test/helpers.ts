@@ -1,10 +1,12 @@
 /**
  * Running the built `ferry` executable as a user would: a child process of
- * `node packages/cli/dist/main.js` (build it first with `npx tsc -b packages/cli`), collecting
+ * `node packages/cli/dist/main.js` (the integration project builds it before the tests), collecting
  * its output, or kept running (`ferry serve`) until the test signals it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
@@ -122,4 +124,15 @@ export function startFerry(args: readonly string[], options: RunOptions = {}): R
       });
     },
   };
+}
+
+/** Every path under `dir` with its bytes (folders as `/`), sorted: a folder's whole content, to compare. */
+export async function snapshotOf(dir: string): Promise<[string, string][]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const out: [string, string][] = [];
+  for (const entry of entries) {
+    const path = join(entry.parentPath, entry.name);
+    out.push([path, entry.isDirectory() ? '/' : (await readFile(path)).toString('base64')]);
+  }
+  return out.sort(([a], [b]) => a.localeCompare(b));
 }

@@ -36,6 +36,18 @@ describe('createCliLogger', () => {
     });
   });
 
+  it('makes plain objects of errors under any field, and adds no pid or hostname', () => {
+    const out = sink();
+    const logger = createCliLogger({ sink: out, format: 'json', now });
+    logger.error({ component: 'server', error: new TypeError('bad body') }, 'Request failed');
+    const record = JSON.parse(out.chunks[0] as string) as Record<string, unknown>;
+    expect(record.error).toMatchObject({ type: 'TypeError', message: 'bad body' });
+    expect((record.error as { stack?: unknown }).stack).toEqual(
+      expect.stringContaining('TypeError: bad body'),
+    );
+    expect(Object.keys(record).sort()).toEqual(['component', 'error', 'level', 'msg', 'time']);
+  });
+
   it('writes pretty lines: time, level, dataset (or component), message', () => {
     const out = sink(true);
     const logger = createCliLogger({ sink: out, format: 'pretty', now });

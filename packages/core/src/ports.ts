@@ -44,6 +44,8 @@ export interface PutOptions {
   /** `'*'`: only write when the object does not exist (412 → `ERR_PRECONDITION_FAILED`). */
   readonly ifNoneMatch?: '*';
   readonly contentType?: string;
+  /** A streamed body's expected size, when known: lets S3 pick a part size within its 10,000 parts. */
+  readonly size?: number;
 }
 
 export interface ObjectStore {

@@ -91,9 +91,9 @@ describe('loadSpicepod: a real-looking Spice reader pod with both dataset forms'
   });
 });
 
-describe('loadSpicepod: the shared fixture store as a spicepod', () => {
+describe('loadSpicepod: the fixture store as a spicepod', () => {
   const metadata = JSON.parse(
-    readFileSync('/work/shared/fixtures/spice-store/metadata.json', 'utf8'),
+    readFileSync(new URL('../../test-support/fixtures/spice-store/metadata.json', import.meta.url), 'utf8'),
   ) as Record<string, unknown> & { location: string };
   const load = loadSpicepod(fixture('fixture-store.yaml'), { file: 'fixture-store.yaml' });
   const s3: S3Settings = {

@@ -16,7 +16,7 @@ import {
 } from '../src/metadata/index.js';
 
 const fixtureText = readFileSync(
-  new URL('../../../../shared/fixtures/spice-store/metadata.json', import.meta.url),
+  new URL('../../test-support/fixtures/spice-store/metadata.json', import.meta.url),
   'utf8',
 );
 const loc = 's3://example-bucket/snapshots/';

@@ -1,15 +1,14 @@
 /**
  * Real database files for the engine tests: small DuckDB files built with a writable instance
  * then checkpointed and closed (no `.wal`), small SQLite files in `journal_mode=DELETE`, and
- * copies of the shared fixture store's snapshot files with their recorded schemas.
+ * copies of the repository's fixture store's snapshot files with their recorded schemas.
  */
-import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { ArrowSchema } from '@ferry/core';
+import { fixtureStoreDir } from '@ferry/test-support';
 import Database from 'better-sqlite3';
 
 export async function makeTempDir(): Promise<{ dir: string; remove: () => Promise<void> }> {
@@ -45,19 +44,6 @@ export async function listDir(dir: string): Promise<string[]> {
   return (await readdir(dir)).sort();
 }
 
-function fixtureStore(): string {
-  const fromEnv = process.env.FERRY_SHARED_DIR;
-  let shared: string;
-  if (fromEnv !== undefined && fromEnv !== '') {
-    shared = resolve(fromEnv);
-  } else {
-    let dir = dirname(fileURLToPath(import.meta.url));
-    while (!existsSync(join(dir, 'pnpm-workspace.yaml')) && dirname(dir) !== dir) dir = dirname(dir);
-    shared = resolve(dir, '..', 'shared');
-  }
-  return join(shared, 'fixtures', 'spice-store');
-}
-
 export interface FixtureFile {
   readonly dataset: string;
   readonly engine: 'duckdb' | 'sqlite';
@@ -76,7 +62,7 @@ interface RecordedDataset {
 
 /** Copy every snapshot file of the fixture store into `dir`, with the schema it was recorded with. */
 export async function copyFixtureFiles(dir: string): Promise<FixtureFile[]> {
-  const store = fixtureStore();
+  const store = fixtureStoreDir();
   const metadata = JSON.parse(await readFile(join(store, 'metadata.json'), 'utf8')) as Record<
     string,
     unknown

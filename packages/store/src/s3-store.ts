@@ -2,22 +2,20 @@
  * The S3 adapter of the `ObjectStore` port (AWS SDK v3), also for S3-compatible stores through
  * `endpoint`. Conditional reads use If-None-Match (a 304 transfers no body), conditional writes use
  * If-Match / If-None-Match on PutObject or CompleteMultipartUpload, and bodies larger than one part
- * (or streamed) go up as a multipart upload, so a reader never sees a partial object.
+ * go up as a multipart upload (@aws-sdk/lib-storage's `Upload`), so a reader never sees a partial
+ * object.
  */
+import { Readable } from 'node:stream';
 import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   type ListObjectsV2CommandOutput,
-  PutObjectCommand,
   S3Client,
   type S3ClientConfig,
-  UploadPartCommand,
 } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 import {
   assertKey,
   assertPrefix,
@@ -141,36 +139,6 @@ function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
     offset += chunk.byteLength;
   }
   return out;
-}
-
-/** Re-chunk a stream into parts: `partSize` each (growing every 1,000 parts to stay under S3's 10,000), the last shorter. */
-async function* partsOf(body: AsyncIterable<Uint8Array>, partSize: number): AsyncGenerator<Uint8Array> {
-  let size = partSize;
-  let count = 0;
-  let buffer = new Uint8Array(size);
-  let filled = 0;
-  for await (const chunk of body) {
-    let offset = 0;
-    while (offset < chunk.byteLength) {
-      const take = Math.min(size - filled, chunk.byteLength - offset);
-      buffer.set(chunk.subarray(offset, offset + take), filled);
-      filled += take;
-      offset += take;
-      if (filled === size) {
-        yield buffer;
-        count++;
-        size = partSize * (1 + Math.floor(count / 1000));
-        buffer = new Uint8Array(size);
-        filled = 0;
-      }
-    }
-  }
-  if (filled > 0 || count === 0) yield buffer.subarray(0, filled);
-}
-
-async function* slicesOf(body: Uint8Array, partSize: number): AsyncGenerator<Uint8Array> {
-  const size = Math.max(partSize, Math.ceil(body.byteLength / MAX_PARTS));
-  for (let offset = 0; offset < body.byteLength; offset += size) yield body.subarray(offset, offset + size);
 }
 
 function resolveCredentials(
@@ -313,76 +281,26 @@ export function createS3Store(options: S3StoreOptions): S3ObjectStore {
     ...(o.ifNoneMatch === undefined ? {} : { IfNoneMatch: o.ifNoneMatch }),
   });
 
-  async function putSingle(key: string, body: Uint8Array, o: PutOptions): Promise<{ etag: string }> {
-    const out = await client.send(
-      new PutObjectCommand({
+  /**
+   * One PutObject when the body fits one part, else a multipart upload whose CompleteMultipartUpload
+   * carries the condition (lib-storage aborts the upload on any failure). Parts stay under S3's
+   * 10,000 for a body of known size (a Uint8Array, or `options.size` for a stream).
+   */
+  async function upload(key: string, body: Uint8Array | AsyncIterable<Uint8Array>, o: PutOptions) {
+    const size = body instanceof Uint8Array ? body.byteLength : o.size;
+    const out = await new Upload({
+      client,
+      queueSize: UPLOAD_CONCURRENCY,
+      partSize: size === undefined ? partSize : Math.max(partSize, Math.ceil(size / MAX_PARTS)),
+      params: {
         Bucket: bucket,
         Key: prefix + key,
-        Body: body,
-        ContentLength: body.byteLength,
+        Body: body instanceof Uint8Array ? body : Readable.from(body),
         ...(o.contentType === undefined ? {} : { ContentType: o.contentType }),
         ...conditions(o),
-      }),
-    );
+      },
+    }).done();
     return { etag: out.ETag ?? '' };
-  }
-
-  async function putMultipart(
-    key: string,
-    parts: AsyncIterable<Uint8Array>,
-    o: PutOptions,
-  ): Promise<{ etag: string }> {
-    const created = await client.send(
-      new CreateMultipartUploadCommand({
-        Bucket: bucket,
-        Key: prefix + key,
-        ...(o.contentType === undefined ? {} : { ContentType: o.contentType }),
-      }),
-    );
-    const uploadId = created.UploadId;
-    try {
-      const done: { PartNumber: number; ETag: string }[] = [];
-      const inFlight = new Set<Promise<void>>();
-      let partNumber = 0;
-      for await (const part of parts) {
-        const number = ++partNumber;
-        const upload = client
-          .send(
-            new UploadPartCommand({
-              Bucket: bucket,
-              Key: prefix + key,
-              UploadId: uploadId,
-              PartNumber: number,
-              Body: part,
-            }),
-          )
-          .then((out) => {
-            done.push({ PartNumber: number, ETag: out.ETag ?? '' });
-          });
-        const tracked: Promise<void> = upload.finally(() => inFlight.delete(tracked));
-        // Failures surface through Promise.race/all below; this only silences the detached copy.
-        tracked.catch(() => undefined);
-        inFlight.add(tracked);
-        if (inFlight.size >= UPLOAD_CONCURRENCY) await Promise.race(inFlight);
-      }
-      await Promise.all(inFlight);
-      done.sort((a, b) => a.PartNumber - b.PartNumber);
-      const out = await client.send(
-        new CompleteMultipartUploadCommand({
-          Bucket: bucket,
-          Key: prefix + key,
-          UploadId: uploadId,
-          MultipartUpload: { Parts: done },
-          ...conditions(o),
-        }),
-      );
-      return { etag: out.ETag ?? '' };
-    } catch (error) {
-      await client
-        .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: prefix + key, UploadId: uploadId }))
-        .catch(() => undefined);
-      throw error;
-    }
   }
 
   async function* read(key: string, o: ReadOptions = {}): AsyncGenerator<Uint8Array> {
@@ -492,25 +410,7 @@ export function createS3Store(options: S3StoreOptions): S3ObjectStore {
     async put(key, body, o = {}) {
       assertKey(key, location);
       try {
-        if (body instanceof Uint8Array) {
-          if (body.byteLength <= partSize) return await putSingle(key, body, o);
-          return await putMultipart(key, slicesOf(body, partSize), o);
-        }
-        const parts = partsOf(body, partSize);
-        const first = await parts.next();
-        const firstPart = first.done === true ? new Uint8Array() : first.value;
-        const second = first.done === true ? first : await parts.next();
-        if (second.done === true) return await putSingle(key, firstPart, o);
-        const rest = parts;
-        return await putMultipart(
-          key,
-          (async function* () {
-            yield firstPart;
-            yield second.value;
-            yield* rest;
-          })(),
-          o,
-        );
+        return await upload(key, body, o);
       } catch (error) {
         throw conditionFailure(error, key, o) ?? fail(error, 'put', key);
       }

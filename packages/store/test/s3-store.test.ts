@@ -169,6 +169,34 @@ describe('S3 requests on the wire', () => {
     expect(parts.every((p) => /partNumber=\d/.test(p.query))).toBe(true);
   });
 
+  it('uploads a streamed body in 8 MiB parts, with the condition on the completing request', async () => {
+    const store = makeStore();
+    const body = randomBytes(17 * 1024 * 1024);
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      for (let offset = 0; offset < body.byteLength; offset += 1024 * 1024) {
+        yield body.subarray(offset, offset + 1024 * 1024);
+      }
+    }
+    aws.requests.clear();
+    const { etag } = await store.put('streamed.duckdb', chunks(), {
+      ifNoneMatch: '*',
+      size: body.byteLength,
+    });
+    expect(etag).toMatch(/-3"$/);
+    const target = `${bucket}/${store.prefix}streamed.duckdb`;
+    const parts = aws.requests.list({ method: 'PUT', target });
+    expect(parts.map((p) => Number(p.headers['content-length'])).sort((a, b) => b - a)).toEqual([
+      8 * 1024 * 1024,
+      8 * 1024 * 1024,
+      1024 * 1024,
+    ]);
+    const [complete] = aws.requests.list({ method: 'POST', target }).filter((r) => /uploadId=/.test(r.query));
+    expect(complete?.headers['if-none-match']).toBe('*');
+    const read: Uint8Array[] = [];
+    for await (const chunk of store.read('streamed.duckdb')) read.push(chunk);
+    expect(Buffer.concat(read).equals(body)).toBe(true);
+  });
+
   it('lists past the 1,000-key page size by following continuation tokens', async () => {
     const store = makeStore();
     const keys = Array.from({ length: 1003 }, (_, i) => `k/${String(i).padStart(4, '0')}.json`);
@@ -293,6 +321,27 @@ describe('S3 failures as Ferry errors', () => {
       code: 'ERR_STORE',
       retryable: false,
     });
+  });
+
+  it('aborts the multipart upload when a streamed body fails after some parts', async () => {
+    const store = makeStore();
+    async function* failsLate(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 5; i++) yield randomBytes(4 * 1024 * 1024);
+      throw new Error('source failed');
+    }
+    aws.requests.clear();
+    expect(await errorOf(store.put('late.bin', failsLate(), { size: 24 * 1024 * 1024 }))).toMatchObject({
+      code: 'ERR_STORE',
+      retryable: false,
+    });
+    const target = `${bucket}/${store.prefix}late.bin`;
+    expect(aws.requests.list({ method: 'PUT', target }).every((r) => /partNumber=\d/.test(r.query))).toBe(
+      true,
+    );
+    expect(
+      aws.requests.list({ method: 'DELETE', target }).filter((r) => /uploadId=/.test(r.query)),
+    ).toHaveLength(1);
+    expect(await store.head('late.bin')).toBeUndefined();
   });
 
   it('rejects with the abort reason when the signal is aborted', async () => {

@@ -39,7 +39,6 @@ afterAll(async () => {
 });
 
 afterEach(async () => {
-  delete process.env.FERRY_SHARED_DIR;
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
@@ -92,12 +91,5 @@ describe('fixture store', () => {
       expect(createHash('sha256').update(bytes).digest('hex')).toBe(snapshot['snapshot-checksum']);
       expect((await stat(path)).mode & 0o200).toBe(0o200);
     }
-  });
-
-  it('finds the shared directory through FERRY_SHARED_DIR', async () => {
-    const empty = await mkdtemp(join(tmpdir(), 'ferry-shared-'));
-    dirs.push(empty);
-    process.env.FERRY_SHARED_DIR = empty;
-    expect(() => fixtureStoreDir()).toThrow(/FERRY_SHARED_DIR/);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Step 1 of publishing: upload the snapshot file to a fresh dated key, hashing it with SHA-256 in
- * the same pass that streams it to the store (multipart above one part, by the store).
+ * the same pass that streams it to the store (multipart above one part: the S3 store uses
+ * @aws-sdk/lib-storage; the expected size lets it keep a huge file within S3's 10,000 parts).
  *
  * A key is never overwritten: the put is `If-None-Match: *` (after a HEAD, for stores that ignore
  * the condition), and when the key of this second is taken the writer waits for the next second
@@ -77,7 +78,7 @@ export async function uploadSnapshot(input: UploadInput): Promise<UploadedSnapsh
           sent += chunk.byteLength;
           input.onProgress?.(sent, size);
         }),
-        { ifNoneMatch: '*', contentType: 'application/octet-stream' },
+        { ifNoneMatch: '*', contentType: 'application/octet-stream', size },
       );
     } catch (error) {
       if (isPreconditionFailed(error)) continue;

@@ -3,13 +3,15 @@
  * (fauxqs on loopback, with the S3 → SQS notification bridge), publishes sample datasets (DuckDB and
  * SQLite), keeps publishing a new snapshot every few seconds, and runs `ferry serve` on a spicepod
  * that reloads on SQS notifications. It prints the HTTP and inspector addresses and a sample `curl`,
- * and stops cleanly on Ctrl-C (or after `--duration`).
+ * and stops cleanly on Ctrl-C (or after `--duration`). Its `--dir` is a folder it made itself (see
+ * work-dir.ts); it never deletes a folder it did not create.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { type Parsed, parseCommandLine, stringOption } from '../args.js';
 import type { CliIo, CliOutput, Command } from '../command.js';
 import { UsageError } from '../errors.js';
+import { claimWorkDir, WORK_DIR_MARKER } from '../work-dir.js';
 import { serveCommand } from './serve.js';
 
 const HELP = `Usage: ferry quickstart [options]
@@ -20,7 +22,9 @@ seconds, and 'ferry serve' reloading them as S3 notifications arrive on SQS.
 
 Options:
       --http HOST:PORT     Address of the HTTP server; default 127.0.0.1:8090
-      --dir DIR            Working directory (spicepod, live files); default .ferry/quickstart
+      --dir DIR            Working folder (spicepod, live files); default .ferry/quickstart.
+                           Created and marked with a ${WORK_DIR_MARKER} file; an empty folder is
+                           accepted; a non-empty folder quickstart did not make is refused
       --every SECONDS      Seconds between two publishes; default 5
       --duration SECONDS   Stop by itself after this long (default: run until Ctrl-C)
       --check              Before stopping, query every dataset over HTTP and fail (exit 1)
@@ -31,6 +35,10 @@ Options:
 const BUCKET = 'ferry-quickstart';
 const PREFIX = 'snapshots/';
 const LOCATION = `s3://${BUCKET}/${PREFIX}`;
+/** What quickstart writes in its folder, removed again when it reuses the folder. */
+const SPICEPOD = 'spicepod.yaml';
+const DATA_DIR = 'data';
+const OWNED_ENTRIES = [SPICEPOD, DATA_DIR];
 
 interface Sample {
   readonly dataset: string;
@@ -127,11 +135,11 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const out = io.stdout;
   const shutdown = io.waitForShutdown();
 
+  // Before anything starts: a folder quickstart did not make is refused, and left untouched.
+  await claimWorkDir(dir, OWNED_ENTRIES);
   const { startLocalAws, startNotificationBridge } = await import('@ferry/local-aws');
   const { publishSnapshot } = await import('@ferry/writer');
 
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
   out.write('Starting a local S3 + SQS server (fauxqs) on loopback…\n');
   const aws = await startLocalAws();
   await aws.createBucket(BUCKET);
@@ -163,7 +171,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   };
   for (const sample of SAMPLES) await publish(sample);
 
-  const spicepod = join(dir, 'spicepod.yaml');
+  const spicepod = join(dir, SPICEPOD);
   await writeFile(
     spicepod,
     spicepodYaml(
@@ -238,7 +246,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     code = await serveCommand.run(
       parseCommandLine(
         'serve',
-        [spicepod, '--http', http, '--data-dir', join(dir, 'data')],
+        [spicepod, '--http', http, '--data-dir', join(dir, DATA_DIR)],
         serveCommand.options,
       ),
       serveIo,
