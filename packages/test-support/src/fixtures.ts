@@ -8,6 +8,7 @@
 import { chmod, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseLocation } from '@ferry/core';
 import type { LocalAws } from '@ferry/local-aws';
 
 /** The location the fixture's metadata.json records. */
@@ -54,12 +55,11 @@ export type FixtureTarget =
   | { readonly kind: 'dir'; readonly dir: string };
 
 function splitS3Location(location: string): { bucket: string; prefix: string } {
-  const match = /^s3:\/\/([^/]+)\/(.*)$/.exec(location);
-  if (match === null || match[1] === undefined) {
+  const parsed = parseLocation(location);
+  if ('problem' in parsed || parsed.scheme !== 's3') {
     throw new Error(`Fixture location '${location}' is not an s3://bucket/prefix/ URI.`);
   }
-  const prefix = match[2] ?? '';
-  return { bucket: match[1], prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/` };
+  return parsed;
 }
 
 /** Upload the fixture store to `location` (default `s3://example-bucket/snapshots/`), creating the bucket. */
