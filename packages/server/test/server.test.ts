@@ -137,7 +137,7 @@ describe('server over a file:// fixture store', () => {
     const answer = await request(`${base}/metrics`);
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    const families = parsePrometheus(answer.text);
+    const families = await parsePrometheus(answer.text);
     expect(families.get('ferry_dataset_snapshot_id')?.type).toBe('gauge');
     expect(sampleValue(families, 'ferry_dataset_snapshot_id', { dataset: 'orders' })).toBe(1);
     expect(sampleValue(families, 'ferry_dataset_snapshot_id', { dataset: 'users' })).toBe(0);
