@@ -11,6 +11,7 @@ import type {
   JsonValue,
   PollResult,
   QueryResult,
+  SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core';
 import type { Logger, LogLevel } from './logging.js';
@@ -145,23 +146,13 @@ export interface RuntimeMetrics {
   readonly failures: Readonly<Record<string, number>>;
 }
 
-/** One `snapshots[]` entry of a dataset's metadata.json, checked against the store. */
-export interface SnapshotInfo {
-  readonly snapshotId: number;
-  readonly timestampMs: number;
-  /** The snapshot object's URI, as recorded (`snapshot`). */
-  readonly uri: string;
-  readonly checksum: string;
-  readonly checksumAlgorithm: string;
-  /** `snapshot-size`: the size the writer recorded, in bytes. */
-  readonly size: number;
-  readonly engine?: string;
-  readonly rowCount?: number;
+/** One `snapshots[]` entry of a dataset's metadata.json (as parsed), checked against the store. */
+export interface SnapshotInfo extends SnapshotEntry {
   /** The entry `current-snapshot-id` names. */
   readonly isCurrent: boolean;
   /** The object's size as a HEAD found it; null when it is missing or its URI lies outside the location. */
   readonly storedSize: number | null;
-  /** The object exists with the recorded size (a HEAD, not a download: the checksum is not recomputed). */
+  /** The object exists with the recorded `size` (a HEAD, not a download: the checksum is not recomputed). */
   readonly verified: boolean;
 }
 

@@ -268,14 +268,7 @@ async function listSnapshots(name: string, limit: number | undefined): Promise<S
         if (!(error instanceof OutsideLocationError)) throw error;
       }
       return {
-        snapshotId: entry.snapshotId,
-        timestampMs: entry.timestampMs,
-        uri: entry.uri,
-        checksum: entry.checksum,
-        checksumAlgorithm: entry.checksumAlgorithm,
-        size: entry.size,
-        ...(entry.engine === undefined ? {} : { engine: entry.engine }),
-        ...(entry.rowCount === undefined ? {} : { rowCount: entry.rowCount }),
+        ...entry,
         isCurrent: entry.snapshotId === dataset?.currentSnapshotId,
         storedSize,
         verified: storedSize === entry.size,

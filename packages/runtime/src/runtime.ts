@@ -85,7 +85,8 @@ interface DatasetEntry {
   sqlite: SqliteGeneration | null;
 }
 
-const POLL_RESULTS: readonly PollResult[] = [
+/** Every poll result, in the order `/metrics` lists them. */
+export const POLL_RESULTS: readonly PollResult[] = [
   'unchanged',
   'newer',
   'same',

@@ -6,20 +6,9 @@
  * (`dataset_acceleration_snapshot_*`, label `dataset`); and the latency histogram of
  * `POST /v1/sql`, measured around `runtime.query`.
  */
-import type { PollResult } from '@ferry/core';
-import type { Runtime } from '@ferry/runtime';
+import { POLL_RESULTS, type Runtime } from '@ferry/runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isServing } from './dataset-view.js';
-
-const POLL_RESULTS: readonly PollResult[] = [
-  'unchanged',
-  'newer',
-  'same',
-  'older',
-  'refused',
-  'failed',
-  'waiting',
-];
 
 /** Latency buckets of `ferry_query_duration_seconds`, in seconds. */
 export const QUERY_SECONDS_BUCKETS: readonly number[] = [

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatasetInfo, RuntimeEvents } from '@ferry/runtime';
-import { copyFixtureStore, type LocalAws, nextEventOf, startLocalAws } from '@ferry/test-support';
+import { type LocalAws, nextEventOf, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatasetView, type SpiceSnapshotSummary, spiceStatus } from '../src/index.js';
-import { type Answer, request, type Served, serve, spicepod } from './helpers.js';
+import { type Answer, request, type Served, serve, serveFixtureFromS3, spicepod } from './helpers.js';
 import { parsePrometheus, sampleValue } from './prometheus-parser.js';
 
 const KEY = 'spice-key';
@@ -57,23 +57,8 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
 
   beforeAll(async () => {
     aws = await startLocalAws();
-    const { location } = await copyFixtureStore({ kind: 's3', aws });
-    served = await serve(
-      spicepod({
-        location,
-        // No scheduled poll while the tests run: every poll here is one a test asked for.
-        interval: '1h',
-        params: {
-          s3_region: aws.region,
-          s3_endpoint: aws.endpoint,
-          allow_http: true,
-          s3_auth: 'key',
-          s3_key: aws.credentials.accessKeyId,
-          s3_secret: aws.credentials.secretAccessKey,
-        },
-      }),
-      { apiKey: KEY },
-    );
+    // No scheduled poll while the tests run: every poll here is one a test asked for.
+    served = await serveFixtureFromS3(aws, { interval: '1h', server: { apiKey: KEY } });
     base = served.server.url;
     await served.runtime.ready(undefined, { timeoutMs: 30_000 });
     const text = new TextDecoder().decode(await aws.getObject(BUCKET, `${PREFIX}metadata.json`));

@@ -8,10 +8,10 @@
  * `isSpiceReady` and `isSpiceHealthy`.
  */
 import type { RuntimeEvents } from '@ferry/runtime';
-import { copyFixtureStore, type LocalAws, nextEventOf, startLocalAws } from '@ferry/test-support';
+import { type LocalAws, nextEventOf, startLocalAws } from '@ferry/test-support';
 import { SpiceClient } from '@spiceai/spice';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Served, serve, spicepod } from './helpers.js';
+import { type Served, serveFixtureFromS3 } from './helpers.js';
 
 const KEY = 'sdk-key';
 
@@ -37,22 +37,8 @@ describe('the Spice JS SDK against ferry over HTTP', () => {
 
   beforeAll(async () => {
     aws = await startLocalAws();
-    const { location } = await copyFixtureStore({ kind: 's3', aws });
-    served = await serve(
-      spicepod({
-        location,
-        interval: '1h',
-        params: {
-          s3_region: aws.region,
-          s3_endpoint: aws.endpoint,
-          allow_http: true,
-          s3_auth: 'key',
-          s3_key: aws.credentials.accessKeyId,
-          s3_secret: aws.credentials.secretAccessKey,
-        },
-      }),
-      { apiKey: KEY },
-    );
+    // No scheduled poll while the tests run: every poll here is one a test asked for.
+    served = await serveFixtureFromS3(aws, { interval: '1h', server: { apiKey: KEY } });
     client = sdk({ apiKey: KEY });
   });
 
