@@ -141,7 +141,7 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
   });
 
   const routes = options.routes ?? [];
-  const extra = new Set(routes.flatMap((route) => [`${route.method} ${route.path}`]));
+  const extra = new Set(routes.map((route) => `${route.method} ${route.path}`));
   app.register(extraRoutes, { runtime, routes, open, onServerError: logServerError });
   app.register(apiRoutes, {
     runtime,
@@ -176,6 +176,12 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
 export function createRequestHandler(runtime: Runtime, options: ServerOptions = {}): RequestHandler {
   const { app, open } = buildApp(runtime, options);
   const ready = app.ready();
+  ready.catch((error: unknown) => {
+    options.logger?.error(
+      { component: 'server', err: error },
+      `The request handler could not start: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  });
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     ready.then(
       () => app.routing(req, res),
