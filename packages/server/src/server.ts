@@ -175,7 +175,7 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
 /** The server as a plain node:http request listener (requests wait until it is ready). */
 export function createRequestHandler(runtime: Runtime, options: ServerOptions = {}): RequestHandler {
   const { app, open } = buildApp(runtime, options);
-  const ready = app.ready();
+  const ready = Promise.resolve(app.ready());
   ready.catch((error: unknown) => {
     options.logger?.error(
       { component: 'server', err: error },
