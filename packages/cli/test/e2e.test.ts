@@ -145,7 +145,7 @@ describe('ferry publish + ferry serve, end to end', () => {
   it('exposes parseable metrics with the loaded snapshot and swaps', async () => {
     const response = await fetch(`${base}/metrics`);
     expect(response.status).toBe(200);
-    const families = parsePrometheus(await response.text());
+    const families = await parsePrometheus(await response.text());
     expect(sampleValue(families, 'ferry_dataset_snapshot_id', { dataset: 'orders' })).toBe(1);
     expect(sampleValue(families, 'ferry_dataset_swaps_total', { dataset: 'orders' })).toBe(2);
     expect(

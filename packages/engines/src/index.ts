@@ -28,7 +28,9 @@ export {
   WriteRejectedError,
 } from './errors.js';
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
+export { type NumberedStatement, numberNamedParameters } from './named-parameters.js';
 export { checkSnapshotFile, openEngine } from './open-engine.js';
+export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema } from './schema-check.js';
 export {
   assertReadOnlySql,

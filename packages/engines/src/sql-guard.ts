@@ -19,6 +19,9 @@ export interface SqlToken {
   readonly kind: 'word' | 'identifier' | 'string' | 'number' | 'parameter' | 'symbol';
   /** Words and symbols as written, identifiers unquoted, strings and parameters raw. */
   readonly text: string;
+  /** With `{ positions: true }`: where the token starts in the SQL, and where it ends (exclusive). */
+  readonly start?: number;
+  readonly end?: number;
 }
 
 export type StatementClass =
@@ -46,7 +49,11 @@ const isWordChar = (c: string): boolean => /[\p{L}\p{N}_$]/u.test(c);
 const isWordStart = (c: string): boolean => /[\p{L}_]/u.test(c);
 
 /** Split SQL into tokens; comments and whitespace are dropped, unterminated literals run to the end. */
-export function tokenizeSql(sql: string, dialect: SqlDialect = 'duckdb'): SqlToken[] {
+export function tokenizeSql(
+  sql: string,
+  dialect: SqlDialect = 'duckdb',
+  options: { readonly positions?: boolean } = {},
+): SqlToken[] {
   const tokens: SqlToken[] = [];
   const n = sql.length;
   let i = 0;
@@ -68,6 +75,8 @@ export function tokenizeSql(sql: string, dialect: SqlDialect = 'duckdb'): SqlTok
     return { text, end: n };
   };
   while (i < n) {
+    const start = i;
+    const count = tokens.length;
     const c = sql[i] as string;
     const next = sql[i + 1] ?? '';
     if (/\s/u.test(c)) {
@@ -148,6 +157,9 @@ export function tokenizeSql(sql: string, dialect: SqlDialect = 'duckdb'): SqlTok
     } else {
       tokens.push({ kind: 'symbol', text: c });
       i++;
+    }
+    if (options.positions === true && tokens.length > count) {
+      tokens[count] = { ...(tokens[count] as SqlToken), start, end: i };
     }
   }
   return tokens;

@@ -7,9 +7,11 @@ import type { ResourceLimits } from 'node:worker_threads';
 import type {
   ConfigIssue,
   DatasetStatus,
+  FileFormat,
   JsonValue,
   PollResult,
   QueryResult,
+  SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core';
 import type { Logger, LogLevel } from './logging.js';
@@ -61,6 +63,8 @@ export interface RuntimeQueryResult extends QueryResult {
   readonly dataset: string;
   /** The snapshot the result was read from. */
   readonly snapshotId: number | null;
+  /** The engine that ran it (`sqlite` for Turso files too): what `columns[].type` names are names of. */
+  readonly engine: FileFormat;
 }
 
 export interface DatasetInfo {
@@ -72,6 +76,8 @@ export interface DatasetInfo {
   readonly status: DatasetStatus | undefined;
   /** Why the dataset cannot run (config error) or its thread died. */
   readonly error: string | undefined;
+  /** The dataset's `from` as written in the spicepod; absent when its configuration was refused. */
+  readonly from?: string;
 }
 
 export interface SwapEvent {
@@ -113,6 +119,20 @@ export interface RuntimeEvents {
   readonly notification: NotificationEvent;
 }
 
+/**
+ * A dataset's bootstraps: snapshots it downloaded (and validated) while it served nothing, i.e.
+ * at the start of a dataset thread that had no usable live file.
+ */
+export interface BootstrapMetrics {
+  /** Milliseconds spent downloading and validating bootstrap snapshots, summed over thread starts. */
+  readonly durationMs: number;
+  /** `snapshot-size` of the last bootstrap snapshot. */
+  readonly bytes: number;
+  /** `snapshot-checksum` (SHA-256, hex) of the last bootstrap snapshot. */
+  readonly checksum: string;
+  readonly snapshotId: number;
+}
+
 /** Counters kept by the host for `/metrics`. */
 export interface RuntimeMetrics {
   readonly swaps: Readonly<Record<string, number>>;
@@ -120,6 +140,39 @@ export interface RuntimeMetrics {
   readonly downloadedBytes: number;
   readonly downloadSeconds: number;
   readonly sqsMessages: { readonly received: number; readonly deleted: number; readonly left: number };
+  /** Per dataset, once it bootstrapped from the store. */
+  readonly bootstraps: Readonly<Record<string, BootstrapMetrics>>;
+  /** Per dataset: the snapshot failures its machine reported (each `error` event). */
+  readonly failures: Readonly<Record<string, number>>;
+}
+
+/** One `snapshots[]` entry of a dataset's metadata.json (as parsed), checked against the store. */
+export interface SnapshotInfo extends SnapshotEntry {
+  /** The entry `current-snapshot-id` names. */
+  readonly isCurrent: boolean;
+  /** The object's size as a HEAD found it; null when it is missing or its URI lies outside the location. */
+  readonly storedSize: number | null;
+  /** The object exists with the recorded `size` (a HEAD, not a download: the checksum is not recomputed). */
+  readonly verified: boolean;
+}
+
+/** What `runtime.snapshots()` answers: a dataset's snapshots as the store records them now. */
+export interface SnapshotListing {
+  readonly dataset: string;
+  /** The location recorded in metadata.json (the configured one when there is no metadata.json). */
+  readonly location: string;
+  /** `last-updated-ms` of metadata.json; null when the location has no metadata.json yet. */
+  readonly lastUpdatedMs: number | null;
+  /** The dataset entry's `engine`, when recorded. */
+  readonly engine?: string;
+  readonly currentSnapshotId?: number;
+  /** In recorded order (oldest first); only the last `limit` entries when a limit was given. */
+  readonly snapshots: readonly SnapshotInfo[];
+}
+
+export interface SnapshotsOptions {
+  /** Keep only the last `limit` entries (a positive integer); default: all. */
+  readonly limit?: number;
 }
 
 export interface Runtime {
@@ -139,6 +192,14 @@ export interface Runtime {
   inspect(listener: (event: InspectionEvent) => void): () => void;
   send(name: string, command: DatasetCommand): Promise<void>;
   metrics(): RuntimeMetrics;
+  /**
+   * The dataset's snapshots: a fresh (conditional) read of its location's metadata.json by the
+   * coordinator's shared reader, then one HEAD per listed entry through the coordinator's store for
+   * that location. Throws `ERR_UNKNOWN_DATASET` for a name not configured, `ERR_DATASET_FAILED`
+   * for a dataset whose configuration was refused, and the store's or the metadata's error when
+   * the read fails.
+   */
+  snapshots(name: string, options?: SnapshotsOptions): Promise<SnapshotListing>;
   /** Diagnostics: how many GETs of metadata.json the coordinator has made so far. */
   metadataGets(): Promise<number>;
   /** Diagnostics: end a dataset's thread as a crash would (it is restarted by supervision). */

@@ -13,7 +13,14 @@ import {
   workerData,
 } from 'node:worker_threads';
 import type { DatasetConfig } from '@ferry/core';
-import { backoffDelayMs, serializeError } from '@ferry/core';
+import {
+  backoffDelayMs,
+  getDataset,
+  OutsideLocationError,
+  resolveSnapshotKey,
+  serializeError,
+} from '@ferry/core';
+import type { SnapshotInfo, SnapshotListing } from './api.js';
 import type { LogRecord } from './logging.js';
 import { LocationMetadataReader } from './metadata-reader.js';
 import { NotificationConsumer } from './notification-consumer.js';
@@ -240,6 +247,50 @@ const consumer =
         ...(data.notificationOptions === undefined ? {} : { options: data.notificationOptions }),
       });
 
+/** HEADs in flight at once while listing a dataset's snapshots. */
+const LISTING_HEADS = 8;
+
+/**
+ * A dataset's snapshots for `runtime.snapshots()`: a fresh conditional read of metadata.json by the
+ * location's shared reader, then a HEAD of each listed object through the same store.
+ */
+async function listSnapshots(name: string, limit: number | undefined): Promise<SnapshotListing> {
+  const slot = slots.get(name);
+  if (slot === undefined) throw new Error(`The coordinator runs no dataset named '${name}'.`);
+  const metadata = await slot.reader.refresh();
+  const dataset = metadata === undefined ? undefined : getDataset(metadata, name);
+  const location = metadata?.location ?? slot.config.location;
+  const entries = dataset?.snapshots ?? [];
+  const listed = limit === undefined ? entries : entries.slice(Math.max(0, entries.length - limit));
+  const snapshots: SnapshotInfo[] = [];
+  for (let start = 0; start < listed.length; start += LISTING_HEADS) {
+    const batch = listed.slice(start, start + LISTING_HEADS).map(async (entry): Promise<SnapshotInfo> => {
+      let storedSize: number | null = null;
+      try {
+        storedSize = (await slot.reader.store.head(resolveSnapshotKey(location, entry.uri)))?.size ?? null;
+      } catch (error) {
+        // A URI outside the location cannot be checked (and is refused when bootstrapping).
+        if (!(error instanceof OutsideLocationError)) throw error;
+      }
+      return {
+        ...entry,
+        isCurrent: entry.snapshotId === dataset?.currentSnapshotId,
+        storedSize,
+        verified: storedSize === entry.size,
+      };
+    });
+    snapshots.push(...(await Promise.all(batch)));
+  }
+  return {
+    dataset: name,
+    location,
+    lastUpdatedMs: metadata?.lastUpdatedMs ?? null,
+    ...(dataset?.engine === undefined ? {} : { engine: dataset.engine }),
+    ...(dataset?.currentSnapshotId === undefined ? {} : { currentSnapshotId: dataset.currentSnapshotId }),
+    snapshots,
+  };
+}
+
 let closing: Promise<void> | undefined;
 
 async function close(): Promise<void> {
@@ -268,6 +319,8 @@ port.on('message', (message: HostToCoordinator) => {
       () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0),
       serializeError,
     );
+  } else if (message.type === 'snapshots') {
+    respond(port, message.id, () => listSnapshots(message.dataset, message.limit), serializeError);
   }
 });
 

@@ -174,6 +174,8 @@ async function prepareFile(
     type: 'downloaded',
     bytes: input.entry.size,
     seconds: (performance.now() - started) / 1000,
+    snapshotId: input.entry.snapshotId,
+    checksum: input.entry.checksum,
   });
   const token = `${input.entry.snapshotId}:${file.tempPath}`;
   prepared.set(token, file);

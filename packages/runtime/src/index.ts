@@ -7,4 +7,4 @@ export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
 export { referencedTables, routeQuery } from './query-router.js';
-export { createRuntime, type SpicepodSource } from './runtime.js';
+export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';

@@ -78,7 +78,14 @@ export type DatasetToHost =
   | { readonly type: 'inspect'; readonly event: InspectionEvent }
   | { readonly type: 'log'; readonly record: LogRecord }
   | { readonly type: 'sqlite-generation'; readonly current: SqliteGeneration | null }
-  | { readonly type: 'downloaded'; readonly bytes: number; readonly seconds: number };
+  /** A snapshot downloaded and validated (`bytes` is its recorded size), before it is swapped in. */
+  | {
+      readonly type: 'downloaded';
+      readonly bytes: number;
+      readonly seconds: number;
+      readonly snapshotId: number;
+      readonly checksum: string;
+    };
 
 // ---------------------------------------------------------------------------------------------
 // coordinator <-> dataset (the dataset Worker)
@@ -142,7 +149,9 @@ export interface CoordinatorWorkerData {
 export type HostToCoordinator =
   | { readonly type: 'close'; readonly id: number }
   | { readonly type: 'terminate-dataset'; readonly id: number; readonly dataset: string }
-  | { readonly type: 'metadata-gets'; readonly id: number };
+  | { readonly type: 'metadata-gets'; readonly id: number }
+  /** A dataset's snapshots from its location's metadata.json, each checked with a HEAD. */
+  | { readonly type: 'snapshots'; readonly id: number; readonly dataset: string; readonly limit?: number };
 
 export interface DatasetDescriptor {
   readonly name: string;

@@ -21,6 +21,7 @@ import type {
 import { ConfigError, deserializeError, loadSpicepod, throwIfFatal } from '@ferry/core';
 import { assertReadOnlySql } from '@ferry/engines';
 import type {
+  BootstrapMetrics,
   DatasetCommand,
   DatasetInfo,
   InspectionEvent,
@@ -30,6 +31,8 @@ import type {
   RuntimeMetrics,
   RuntimeOptions,
   RuntimeQueryResult,
+  SnapshotListing,
+  SnapshotsOptions,
 } from './api.js';
 import {
   DatasetFailedError,
@@ -82,7 +85,8 @@ interface DatasetEntry {
   sqlite: SqliteGeneration | null;
 }
 
-const POLL_RESULTS: readonly PollResult[] = [
+/** Every poll result, in the order `/metrics` lists them. */
+export const POLL_RESULTS: readonly PollResult[] = [
   'unchanged',
   'newer',
   'same',
@@ -172,6 +176,8 @@ class HostRuntime implements Runtime {
     downloadedBytes: 0,
     downloadSeconds: 0,
     sqsMessages: { received: 0, deleted: 0, left: 0 },
+    bootstraps: {} as Record<string, BootstrapMetrics>,
+    failures: {} as Record<string, number>,
   };
 
   constructor(
@@ -303,10 +309,21 @@ class HostRuntime implements Runtime {
         entry.sqlite =
           message.current === null ? null : { ...message.current, generation: ++this.#sqliteGenerations };
         break;
-      case 'downloaded':
+      case 'downloaded': {
         this.#metrics.downloadedBytes += message.bytes;
         this.#metrics.downloadSeconds += message.seconds;
+        // Downloaded while nothing is served: this thread is bootstrapping from the store.
+        if (entry.status?.servingSnapshotId == null) {
+          const earlier = this.#metrics.bootstraps[entry.name]?.durationMs ?? 0;
+          this.#metrics.bootstraps[entry.name] = {
+            durationMs: earlier + message.seconds * 1000,
+            bytes: message.bytes,
+            checksum: message.checksum,
+            snapshotId: message.snapshotId,
+          };
+        }
         break;
+      }
       case 'response':
         break;
     }
@@ -328,6 +345,7 @@ class HostRuntime implements Runtime {
         currentSnapshotId: event.currentSnapshotId,
       });
     } else {
+      this.#metrics.failures[entry.name] = (this.#metrics.failures[entry.name] ?? 0) + 1;
       this.#emit('error', {
         dataset: entry.name,
         code: event.error.code,
@@ -366,6 +384,7 @@ class HostRuntime implements Runtime {
       state: entry.state,
       status: entry.status,
       error: entry.error,
+      ...(entry.config === undefined ? {} : { from: entry.config.from }),
     };
   }
 
@@ -438,11 +457,13 @@ class HostRuntime implements Runtime {
       await this.ready(name, { timeoutMs: options.readyTimeoutMs ?? 30_000 });
     }
     const snapshotId = entry.status?.servingSnapshotId ?? null;
+    // SQLite files are read by the host's pool; a dataset thread answers only for DuckDB.
+    const sqlite = entry.sqlite;
     const result =
-      entry.sqlite !== null
-        ? await this.#querySqlite(name, entry.sqlite, sql, params)
+      sqlite !== null
+        ? await this.#querySqlite(name, sqlite, sql, params)
         : await this.#queryThread(entry, sql, params);
-    return { ...result, dataset: name, snapshotId };
+    return { ...result, dataset: name, snapshotId, engine: sqlite !== null ? 'sqlite' : 'duckdb' };
   }
 
   /**
@@ -525,6 +546,24 @@ class HostRuntime implements Runtime {
 
   metrics(): RuntimeMetrics {
     return structuredClone(this.#metrics);
+  }
+
+  async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {
+    if (this.#closing !== undefined) throw new RuntimeClosedError();
+    const entry = this.#entry(name);
+    if (entry.config === undefined) {
+      throw new DatasetFailedError(name, entry.error ?? 'its configuration was refused');
+    }
+    const limit = options.limit;
+    if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
+      throw new RangeError(`snapshots('${name}'): limit must be a positive integer, got ${limit}.`);
+    }
+    return this.#coordinatorRpc.request<SnapshotListing>({
+      type: 'snapshots',
+      id: 0,
+      dataset: name,
+      ...(limit === undefined ? {} : { limit }),
+    });
   }
 
   /** For tests and operators: how many GETs of metadata.json the coordinator has made. */

@@ -1,121 +1,238 @@
 /**
- * The built-in HTTP API, a Spice-compatible subset: `POST /v1/sql`, `GET /v1/datasets`,
- * `POST /v1/datasets/:name/commands`, `GET /v1/ready`, `GET /health` and `GET /metrics`.
- * Every route is a thin layer over the embed API; errors keep the runtime's code and message.
+ * The built-in HTTP API, Spice's surface plus Ferry's own routes, as a fastify plugin: every route
+ * is a thin layer over the embed API, and errors keep the runtime's code and message.
+ *
+ *   GET  /health                                     ok (no API key)
+ *   GET  /v1/ready                                   ready | 503 not ready: …
+ *   POST /v1/sql                                     rows, in the format `Accept` picks
+ *   GET  /v1/datasets                                ?status=true ?format=csv ?source=…
+ *   POST /v1/datasets/:name/commands                 Ferry's machine commands
+ *   POST /v1/datasets/:name/acceleration/refresh     a poll now (Spice)
+ *   GET  /v1/datasets/:name/acceleration/snapshots   ?limit=N (Spice's SnapshotSummary)
+ *   GET  /v1/status                                  the endpoints served; ?format=csv
+ *   GET  /metrics                                    Prometheus text format
  */
 import type { JsonValue } from '@ferry/core';
-import type { DatasetCommand, Runtime } from '@ferry/runtime';
+import type { SqlDialect } from '@ferry/engines';
+import { type DatasetInfo, type Runtime, routeQuery } from '@ferry/runtime';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { runCommand } from './commands.js';
 import { datasetView, isServing } from './dataset-view.js';
-import { BadRequestError, InvalidCommandError } from './errors.js';
-import { sendJson, sendText } from './http.js';
-import { collectMetrics } from './metrics.js';
-import { formatMetrics, type Histogram, PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
-import type { Route, RouteContext } from './router.js';
+import { BadRequestError } from './errors.js';
+import { toCsv } from './formats.js';
+import type { QueryOutcome, ServerMetrics } from './metrics.js';
+import { snapshotSummary } from './snapshot-view.js';
+import { parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
+import { renderResult, SQL_MEDIA_TYPES, type SqlMediaType } from './sql-response.js';
 
-const COMMANDS: readonly DatasetCommand[] = ['poll.now', 'polling.pause', 'polling.resume'];
-
-interface SqlRequest {
-  readonly sql: string;
-  readonly params: readonly JsonValue[];
+export interface ApiRoutesOptions {
+  readonly runtime: Runtime;
+  readonly metrics: ServerMetrics;
+  /** True when an extra route already serves this method and path (it wins). */
+  readonly taken: (method: string, path: string) => boolean;
 }
 
-function parseJson(body: Buffer, what: string): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch (error) {
-    throw new BadRequestError(
-      `The ${what} body is not valid JSON (${(error as Error).message}); fix the JSON.`,
-      {
-        cause: error,
-      },
+const FORMAT_QUERY = {
+  type: 'object',
+  properties: { format: { type: 'string', enum: ['json', 'csv'] } },
+} as const;
+
+const NAME_PARAMS = {
+  type: 'object',
+  properties: { name: { type: 'string', minLength: 1 } },
+  required: ['name'],
+} as const;
+
+/** Answers a list of flat objects as JSON, or as CSV for `?format=csv`. */
+function sendList(
+  reply: FastifyReply,
+  format: string | undefined,
+  columns: readonly string[],
+  items: readonly Record<string, unknown>[],
+): FastifyReply {
+  if (format === 'csv') return reply.type('text/csv; charset=utf-8').send(toCsv(columns, items));
+  return reply.send(items);
+}
+
+/** How the dataset a statement reads tokenizes its SQL (only named parameters depend on it). */
+function dialectFor(runtime: Runtime): (sql: string) => SqlDialect {
+  return (sql) => {
+    const dataset = routeQuery(
+      sql,
+      runtime.datasets().map((info) => info.name),
     );
-  }
+    const engine = runtime.status(dataset).engine;
+    return engine === 'sqlite' || engine === 'turso' ? 'sqlite' : 'duckdb';
+  };
 }
 
-/** `text/plain` (or any non-JSON type): the body is the SQL; `application/json`: `{ sql, params? }`. */
-export function parseSqlRequest(body: Buffer, contentType: string | undefined): SqlRequest {
-  let sql: unknown;
-  let params: unknown = [];
-  if (contentType !== undefined && /\bjson\b/i.test(contentType)) {
-    const value = parseJson(body, '/v1/sql');
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      throw new BadRequestError(
-        'The /v1/sql JSON body must be an object: { "sql": "SELECT …", "params": [] }.',
-      );
-    }
-    sql = (value as { sql?: unknown }).sql;
-    params = (value as { params?: unknown }).params ?? [];
-    if (typeof sql !== 'string') {
-      throw new BadRequestError('The /v1/sql JSON body has no "sql" string; send { "sql": "SELECT …" }.');
-    }
-    if (!Array.isArray(params)) {
-      throw new BadRequestError(
-        '"params" of the /v1/sql JSON body must be an array of values, one per placeholder.',
-      );
-    }
-  } else {
-    sql = body.toString('utf8');
-  }
-  if ((sql as string).trim() === '') {
-    throw new BadRequestError('The /v1/sql body holds no SQL; send one SELECT statement as the body.');
-  }
-  return { sql: sql as string, params: params as JsonValue[] };
+/** The address the request came in on, as `host:port`. */
+function localEndpoint(request: FastifyRequest): string {
+  const { localAddress, localPort } = request.raw.socket;
+  const host = localAddress?.includes(':') === true ? `[${localAddress}]` : (localAddress ?? '');
+  return `${host}:${localPort ?? ''}`;
 }
 
-async function postSql(context: RouteContext, latency: Histogram): Promise<void> {
-  const { sql, params } = parseSqlRequest(await context.body(), context.req.headers['content-type']);
-  const started = performance.now();
-  let outcome = 'error';
-  try {
-    const result = await context.runtime.query(sql, params);
-    outcome = 'ok';
-    sendJson(context.res, 200, result.rows, {
-      'x-ferry-dataset': result.dataset,
-      ...(result.snapshotId === null ? {} : { 'x-ferry-snapshot-id': String(result.snapshotId) }),
-    });
-  } finally {
-    latency.observe((performance.now() - started) / 1000, { outcome });
-  }
-}
+export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions): Promise<void> {
+  const { runtime, metrics } = options;
+  const dialect = dialectFor(runtime);
+  // JSON for any JSON media type (`application/json`, `…/…+json`); any other body is text.
+  app.addContentTypeParser(
+    /^[a-z]+\/(?:[\w.-]+\+)?json\s*(?:;|$)/i,
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  );
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-function getReady(context: RouteContext): void {
-  const pending = context.runtime.datasets().filter((info) => !isServing(info));
-  if (pending.length === 0) {
-    sendText(context.res, 200, 'ready');
-    return;
-  }
-  const list = pending.map((info) => `${info.name} (${info.state})`).join(', ');
-  sendText(context.res, 503, `not ready: ${list}`);
-}
+  const route = (definition: RouteOptions): void => {
+    const methods = [definition.method].flat();
+    if (!methods.some((method) => options.taken(method, definition.url))) app.route(definition);
+  };
 
-async function postCommand(context: RouteContext): Promise<void> {
-  const name = context.params.name as string;
-  const value = parseJson(await context.body(), 'command');
-  const command = (value as { command?: unknown } | null)?.command;
-  if (!COMMANDS.includes(command as DatasetCommand)) throw new InvalidCommandError(name, command);
-  await context.runtime.send(name, command as DatasetCommand);
-  sendJson(context.res, 202, { dataset: name, command, accepted: true });
-}
+  route({
+    method: 'GET',
+    url: '/health',
+    config: { public: true },
+    handler: (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'),
+  });
 
-/** The built-in routes; `latency` records POST /v1/sql query times for /metrics. */
-export function apiRoutes(runtime: Runtime, latency: Histogram): Route[] {
-  return [
-    { method: 'GET', path: '/health', public: true, handle: ({ res }) => sendText(res, 200, 'ok') },
-    { method: 'GET', path: '/v1/ready', handle: getReady },
-    { method: 'POST', path: '/v1/sql', handle: (context) => postSql(context, latency) },
-    {
-      method: 'GET',
-      path: '/v1/datasets',
-      handle: ({ res }) => sendJson(res, 200, runtime.datasets().map(datasetView)),
+  route({
+    method: 'GET',
+    url: '/v1/ready',
+    handler: (_request, reply) => {
+      const pending = runtime.datasets().filter((info) => !isServing(info));
+      reply.type('text/plain; charset=utf-8');
+      if (pending.length === 0) return reply.send('ready');
+      const list = pending.map((info) => `${info.name} (${info.state})`).join(', ');
+      return reply.code(503).send(`not ready: ${list}`);
     },
-    { method: 'POST', path: '/v1/datasets/:name/commands', handle: postCommand },
-    {
-      method: 'GET',
-      path: '/metrics',
-      handle: ({ res }) =>
-        sendText(res, 200, formatMetrics(collectMetrics(runtime, latency, Date.now())), {
-          'content-type': PROMETHEUS_CONTENT_TYPE,
-        }),
+  });
+
+  route({
+    method: 'POST',
+    url: '/v1/sql',
+    schema: { body: SQL_BODY_SCHEMA },
+    config: { hint: SQL_BODY_HINT },
+    handler: async (request, reply) => {
+      const { sql, params } = parseSqlRequest(request.body, dialect);
+      const accepted = request.accepts().type([...SQL_MEDIA_TYPES]);
+      const type: SqlMediaType =
+        typeof accepted === 'string' ? (accepted as SqlMediaType) : 'application/json';
+      const started = performance.now();
+      let outcome: QueryOutcome = 'error';
+      let result: Awaited<ReturnType<Runtime['query']>>;
+      try {
+        result = await runtime.query(sql, params as JsonValue[]);
+        outcome = 'ok';
+      } finally {
+        metrics.observeQuery((performance.now() - started) / 1000, outcome);
+      }
+      const { contentType, body } = renderResult(result, type);
+      reply.header('vary', 'Accept').header('x-ferry-dataset', result.dataset);
+      if (result.snapshotId !== null) reply.header('x-ferry-snapshot-id', String(result.snapshotId));
+      return reply.type(contentType).send(body);
     },
-  ];
+  });
+
+  route({
+    method: 'GET',
+    url: '/v1/datasets',
+    schema: {
+      querystring: {
+        type: 'object',
+        properties: {
+          ...FORMAT_QUERY.properties,
+          status: { type: 'boolean' },
+          source: { type: 'string' },
+        },
+      },
+    },
+    handler: (request, reply) => {
+      const query = request.query as { format?: string; status?: boolean; source?: string };
+      const infos = runtime
+        .datasets()
+        .filter((info) => query.source === undefined || info.from?.split(':')[0] === query.source);
+      const view = { status: query.status === true };
+      const items = infos.map((info) => datasetView(info, view));
+      const columns = Object.keys(datasetView(TEMPLATE_INFO, view));
+      return sendList(reply, query.format, columns, items as unknown as Record<string, unknown>[]);
+    },
+  });
+
+  route({
+    method: 'POST',
+    url: '/v1/datasets/:name/commands',
+    schema: { params: NAME_PARAMS },
+    config: { hint: 'send { "command": "poll.now" | "polling.pause" | "polling.resume" }' },
+    handler: async (request, reply) => {
+      const { name } = request.params as { name: string };
+      return reply.code(202).send(await runCommand(runtime, name, request.body));
+    },
+  });
+
+  route({
+    method: 'POST',
+    url: '/v1/datasets/:name/acceleration/refresh',
+    schema: { params: NAME_PARAMS },
+    handler: async (request, reply) => {
+      const { name } = request.params as { name: string };
+      const overrides = request.body as { refresh_sql?: unknown; refresh_mode?: unknown } | undefined;
+      if (typeof overrides === 'object' && overrides !== null) {
+        const refused = (['refresh_sql', 'refresh_mode'] as const).filter((key) => overrides[key] != null);
+        if (refused.length > 0) {
+          throw new BadRequestError(
+            `Dataset '${name}' refreshes from its snapshot store (refresh_mode: snapshot), so ${refused.join(' and ')} cannot apply; send the refresh without a body (or {}).`,
+          );
+        }
+      }
+      await runtime.send(name, 'poll.now');
+      return reply.code(201).send({ message: `Dataset refresh triggered for ${name}.` });
+    },
+  });
+
+  route({
+    method: 'GET',
+    url: '/v1/datasets/:name/acceleration/snapshots',
+    schema: {
+      params: NAME_PARAMS,
+      querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1 } } },
+    },
+    config: { hint: 'limit is a positive integer: keep the last N snapshots' },
+    handler: async (request, reply) => {
+      const { name } = request.params as { name: string };
+      const { limit } = request.query as { limit?: number };
+      const listing = await runtime.snapshots(name, limit === undefined ? {} : { limit });
+      return reply.send(snapshotSummary(listing));
+    },
+  });
+
+  route({
+    method: 'GET',
+    url: '/v1/status',
+    schema: { querystring: FORMAT_QUERY },
+    handler: (request, reply) => {
+      const endpoint = localEndpoint(request);
+      const items = [
+        { name: 'http', endpoint, status: 'Ready' },
+        { name: 'metrics', endpoint, status: 'Ready' },
+      ];
+      const { format } = request.query as { format?: string };
+      return sendList(reply, format, ['name', 'endpoint', 'status'], items);
+    },
+  });
+
+  route({
+    method: 'GET',
+    url: '/metrics',
+    handler: async (_request, reply) => reply.type(metrics.contentType).send(await metrics.scrape()),
+  });
 }
+
+/** A dataset whose view has every column, so the CSV header is there even with no rows. */
+const TEMPLATE_INFO: DatasetInfo = {
+  name: '',
+  engine: undefined,
+  state: 'starting',
+  status: undefined,
+  error: undefined,
+};

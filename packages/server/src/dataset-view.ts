@@ -1,11 +1,24 @@
 /**
  * The JSON shape of one dataset in `GET /v1/datasets`, built from the runtime's `DatasetInfo`:
- * times as ISO-8601 strings, `null` where there is nothing to report. `ferry status` reads it.
+ * Spice's fields (`from`, `name`, `replication_enabled`, `acceleration_enabled`, and with
+ * `?status=true` a Spice `status`), then Ferry's (times as ISO-8601 strings, `null` where there is
+ * nothing to report). `ferry status` reads it.
  */
 import type { DatasetInfo } from '@ferry/runtime';
 
+/** Spice's dataset status values (`Disabled` never applies: every Ferry dataset is accelerated). */
+export type SpiceDatasetStatus = 'Initializing' | 'Ready' | 'Refreshing' | 'Error' | 'ShuttingDown';
+
 export interface DatasetView {
+  /** As written in the spicepod; null for a dataset whose configuration was refused. */
+  readonly from: string | null;
   readonly name: string;
+  /** Always false: Ferry does not replicate. */
+  readonly replication_enabled: boolean;
+  /** True for every configured dataset (each is accelerated from snapshots). */
+  readonly acceleration_enabled: boolean;
+  /** Only with `?status=true`; see {@link spiceStatus}. */
+  readonly status?: SpiceDatasetStatus;
   readonly engine: string | null;
   /** The machine state (`waiting`, `serving`, `polling`, …), or `starting` / `restarting` / `failed`. */
   readonly state: string;
@@ -33,11 +46,44 @@ export function isServing(info: DatasetInfo): boolean {
   return info.status?.servingSnapshotId != null && !NOT_SERVING.has(info.state);
 }
 
-export function datasetView(info: DatasetInfo): DatasetView {
+/**
+ * The Spice status of a dataset: `Initializing` until its first snapshot is served (`starting`,
+ * `bootstrapping`, and `waiting` for a first snapshot); `Ready` while `serving`; `Refreshing`
+ * while a served dataset checks the store or swaps a newer snapshot in (`polling`, `swapping`);
+ * `Error` when its configuration was refused (`failed`), its thread died (`restarting`), or it
+ * serves nothing and its last attempt failed (`waiting` with an error); `ShuttingDown` once its
+ * machine has stopped (the runtime is closing).
+ */
+export function spiceStatus(info: DatasetInfo): SpiceDatasetStatus {
+  const served = info.status?.servingSnapshotId != null;
+  const failing = info.status?.lastError != null;
+  switch (info.state) {
+    case 'serving':
+      return 'Ready';
+    case 'polling':
+    case 'swapping':
+      return served ? 'Refreshing' : failing ? 'Error' : 'Initializing';
+    case 'waiting':
+      return failing ? 'Error' : 'Initializing';
+    case 'failed':
+    case 'restarting':
+      return 'Error';
+    case 'stopped':
+      return 'ShuttingDown';
+    default:
+      return 'Initializing';
+  }
+}
+
+export function datasetView(info: DatasetInfo, options: { readonly status?: boolean } = {}): DatasetView {
   const status = info.status;
   const statusError = status?.lastError ?? null;
   return {
+    from: info.from ?? null,
     name: info.name,
+    replication_enabled: false,
+    acceleration_enabled: info.state !== 'failed',
+    ...(options.status === true ? { status: spiceStatus(info) } : {}),
     engine: info.engine ?? null,
     state: info.state,
     ready: isServing(info),

@@ -88,8 +88,49 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   ERR_THREAD_EXITED: 503,
   ERR_RUNTIME_CLOSED: 503,
   ERR_READY_TIMEOUT: 503,
+  ERR_METADATA_INVALID: 502,
+  ERR_UNSUPPORTED_FORMAT_VERSION: 502,
+  ERR_OBJECT_TOO_LARGE: 502,
+  ERR_STORE: 502,
   ERR_QUERY_TIMEOUT: 504,
 };
+
+interface FrameworkError {
+  readonly code?: unknown;
+  readonly statusCode?: unknown;
+  readonly validation?: unknown;
+  readonly message?: unknown;
+}
+
+/**
+ * The server's own error for an error fastify raised before a handler ran (body parsing, the body
+ * cap, schema validation); any other error unchanged. `hint` says how to send the request right.
+ */
+export function requestError(error: unknown, maxBodyBytes: number, hint?: string): unknown {
+  const framework = (error ?? {}) as FrameworkError;
+  const fix = hint === undefined ? '' : `; ${hint}`;
+  if (framework.validation !== undefined) {
+    return new BadRequestError(`The request is invalid: ${String(framework.message)}${fix}.`, {
+      cause: error,
+    });
+  }
+  switch (framework.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new BodyTooLargeError(maxBodyBytes);
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new BadRequestError(`The request body is not valid JSON${fix}.`, { cause: error });
+  }
+  const status = framework.statusCode;
+  if (typeof framework.code === 'string' && framework.code.startsWith('FST_') && typeof status === 'number') {
+    if (status >= 400 && status < 500) {
+      return new BadRequestError(`The request is malformed (${String(framework.message)})${fix}.`, {
+        cause: error,
+      });
+    }
+  }
+  return error;
+}
 
 /** The error's stable code, or undefined for errors that carry none. */
 export function errorCode(error: unknown): string | undefined {

@@ -1,15 +1,28 @@
 /**
- * Small helpers over node:http that every route uses: JSON and text responses, the JSON error
- * shape, and reading a request body with a size cap. A body over the cap is drained (not
- * buffered) before the 413 is sent, so the client reads the answer instead of a reset connection.
+ * The error body every route answers with, and small helpers for routes that write the raw
+ * node:http response themselves (extra routes, the inspector): JSON and text responses and the
+ * JSON error. The fastify routes send the same error body through the server's error handler.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLargeError, errorCode, httpStatusFor } from './errors.js';
+import type { ServerResponse } from 'node:http';
+import { errorCode, httpStatusFor } from './errors.js';
 
 /** The JSON body of every error response. */
 export interface ErrorBody {
   readonly error: string;
   readonly code?: string;
+}
+
+/** The status and body a request failing with `error` answers with. */
+export function errorResponse(error: unknown): { readonly status: number; readonly body: ErrorBody } {
+  const status = httpStatusFor(error);
+  const code = errorCode(error);
+  const message =
+    status === 500 && code === undefined
+      ? 'Internal server error; see the server log for details.'
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  return { status, body: code === undefined ? { error: message } : { error: message, code } };
 }
 
 export function sendJson(
@@ -47,44 +60,11 @@ export function sendError(
   error: unknown,
   headers: Readonly<Record<string, string>> = {},
 ): number {
-  const status = httpStatusFor(error);
-  const code = errorCode(error);
-  const message =
-    status === 500 && code === undefined
-      ? 'Internal server error; see the server log for details.'
-      : error instanceof Error
-        ? error.message
-        : String(error);
-  const body: ErrorBody = code === undefined ? { error: message } : { error: message, code };
+  const { status, body } = errorResponse(error);
   if (res.headersSent) {
     res.destroy();
   } else {
     sendJson(res, status, body, headers);
   }
   return status;
-}
-
-/** Reads the whole body, rejecting with {@link BodyTooLargeError} (after draining the rest) above `limit` bytes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    let size = 0;
-    let overflow = Number.isFinite(declared) && declared > limit;
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => {
-      if (overflow) return;
-      size += chunk.length;
-      if (size > limit) {
-        overflow = true;
-        chunks.length = 0;
-      } else {
-        chunks.push(chunk);
-      }
-    });
-    req.on('end', () => {
-      if (overflow) reject(new BodyTooLargeError(limit));
-      else resolve(Buffer.concat(chunks));
-    });
-    req.on('error', reject);
-  });
 }

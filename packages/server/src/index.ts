@@ -1,12 +1,19 @@
 /**
- * @ferry/server: the HTTP API over a Ferry runtime (a Spice-compatible subset) — `startServer`,
- * the router and its `Route` type for adding routes, the inspector (its page's routes and the
- * Stately inspector bridge), the error-to-status table, and the small Prometheus text formatter
- * `/metrics` uses.
+ * @ferry/server: the HTTP API over a Ferry runtime (Spice's HTTP surface plus Ferry's routes) on
+ * fastify — `startServer`, the `Route` type for adding routes, the inspector (its page's routes
+ * and the Stately inspector bridge), the error-to-status table, the response formats and the
+ * prom-client registry `/metrics` serves.
  */
-export { apiRoutes, parseSqlRequest } from './api-routes.js';
+export { type ApiRoutesOptions, apiRoutes } from './api-routes.js';
 export { apiKeyChecker, presentedKey } from './auth.js';
-export { type DatasetView, datasetView, isServing } from './dataset-view.js';
+export { type CommandAccepted, DATASET_COMMANDS, parseCommand, runCommand } from './commands.js';
+export {
+  type DatasetView,
+  datasetView,
+  isServing,
+  type SpiceDatasetStatus,
+  spiceStatus,
+} from './dataset-view.js';
 export {
   BadRequestError,
   BodyTooLargeError,
@@ -15,23 +22,19 @@ export {
   InvalidCommandError,
   MethodNotAllowedError,
   RouteNotFoundError,
+  requestError,
   UnauthorizedError,
 } from './errors.js';
-export { type ErrorBody, readBody, sendError, sendJson, sendText } from './http.js';
+export { toCsv, toTextTable } from './formats.js';
+export { type ErrorBody, errorResponse, sendError, sendJson, sendText } from './http.js';
 export * from './inspector/index.js';
-export { collectMetrics } from './metrics.js';
 export {
-  DEFAULT_SECONDS_BUCKETS,
-  formatMetrics,
-  formatValue,
-  Histogram,
-  type Labels,
-  type MetricFamily,
-  type MetricType,
-  PROMETHEUS_CONTENT_TYPE,
-  type Sample,
-} from './prometheus.js';
-export { matchRoute, type Route, type RouteContext, type RouteMatch } from './router.js';
+  createServerMetrics,
+  QUERY_SECONDS_BUCKETS,
+  type QueryOutcome,
+  type ServerMetrics,
+} from './metrics.js';
+export { OpenRequests, type Route, type RouteContext } from './route.js';
 export {
   createRequestHandler,
   DEFAULT_HOST,
@@ -42,3 +45,12 @@ export {
   type ServerOptions,
   startServer,
 } from './server.js';
+export { type SpiceSnapshotEntry, type SpiceSnapshotSummary, snapshotSummary } from './snapshot-view.js';
+export { parseSqlRequest, SQL_BODY_HINT, type SqlRequest } from './sql-request.js';
+export {
+  type RenderedResult,
+  renderResult,
+  resultSchema,
+  SQL_MEDIA_TYPES,
+  type SqlMediaType,
+} from './sql-response.js';

@@ -1,98 +1,195 @@
 /**
- * What `GET /metrics` exposes: per-dataset snapshot id, staleness, readiness, swaps and polls by
- * result, download totals and SQS message counts from `runtime.metrics()`, and the query latency
- * histogram the server measures around `runtime.query`. Built fresh on every scrape.
+ * What `GET /metrics` exposes, in a prom-client registry of its own per server (so two servers in
+ * one process never share series): per-dataset snapshot id, staleness, readiness, swaps and polls
+ * by result, download totals and SQS message counts, read from the runtime at every scrape (each
+ * metric's `collect`); Spice's reader-side snapshot metrics under their Spice names
+ * (`dataset_acceleration_snapshot_*`, label `dataset`); and the latency histogram of
+ * `POST /v1/sql`, measured around `runtime.query`.
  */
-import type { Runtime } from '@ferry/runtime';
+import { POLL_RESULTS, type Runtime } from '@ferry/runtime';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isServing } from './dataset-view.js';
-import type { Histogram, MetricFamily, Sample } from './prometheus.js';
 
-const POLL_RESULTS = ['unchanged', 'newer', 'same', 'older', 'refused', 'failed', 'waiting'] as const;
+/** Latency buckets of `ferry_query_duration_seconds`, in seconds. */
+export const QUERY_SECONDS_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
 
-/** The families of one scrape; `nowMs` is the wall clock staleness is measured against. */
-export function collectMetrics(runtime: Runtime, queryLatency: Histogram, nowMs: number): MetricFamily[] {
-  const datasets = runtime.datasets();
-  const counters = runtime.metrics();
-  const snapshotIds: Sample[] = [];
-  const staleness: Sample[] = [];
-  const ready: Sample[] = [];
-  const swaps: Sample[] = [];
-  const polls: Sample[] = [];
-  for (const info of datasets) {
-    const labels = { dataset: info.name };
-    const status = info.status;
-    if (status?.servingSnapshotId != null) {
-      snapshotIds.push({ labels, value: status.servingSnapshotId });
-    }
-    if (status?.servingTimestampMs != null) {
-      staleness.push({ labels, value: Math.max(0, (nowMs - status.servingTimestampMs) / 1000) });
-    }
-    ready.push({ labels, value: isServing(info) ? 1 : 0 });
-    swaps.push({ labels, value: counters.swaps[info.name] ?? 0 });
-    const byResult = counters.polls[info.name];
-    for (const result of POLL_RESULTS) {
-      polls.push({ labels: { dataset: info.name, result }, value: byResult?.[result] ?? 0 });
-    }
-  }
-  const sqs = counters.sqsMessages;
-  return [
-    {
-      name: 'ferry_dataset_snapshot_id',
-      help: 'The snapshot id the dataset serves (absent before its first snapshot is loaded).',
-      type: 'gauge',
-      samples: snapshotIds,
+export type QueryOutcome = 'ok' | 'error';
+
+export interface ServerMetrics {
+  readonly registry: Registry;
+  /** The exposition's content type (text format 0.0.4). */
+  readonly contentType: string;
+  observeQuery(seconds: number, outcome: QueryOutcome): void;
+  /** The exposition text, every runtime-backed metric read afresh. */
+  scrape(): Promise<string>;
+}
+
+/** A registry over `runtime`; `now` is the wall clock staleness is measured against. */
+export function createServerMetrics(runtime: Runtime, now: () => number = Date.now): ServerMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const datasets = () => runtime.datasets();
+  const counters = () => runtime.metrics();
+
+  new Gauge({
+    name: 'ferry_dataset_snapshot_id',
+    help: 'The snapshot id the dataset serves (absent before its first snapshot is loaded).',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      for (const info of datasets()) {
+        const id = info.status?.servingSnapshotId;
+        if (id != null) this.set({ dataset: info.name }, id);
+      }
     },
-    {
-      name: 'ferry_dataset_snapshot_staleness_seconds',
-      help: 'Seconds between now and the timestamp of the snapshot the dataset serves.',
-      type: 'gauge',
-      samples: staleness,
+  });
+  new Gauge({
+    name: 'ferry_dataset_snapshot_staleness_seconds',
+    help: 'Seconds between now and the timestamp of the snapshot the dataset serves.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      const at = now();
+      for (const info of datasets()) {
+        const timestamp = info.status?.servingTimestampMs;
+        if (timestamp != null) this.set({ dataset: info.name }, Math.max(0, (at - timestamp) / 1000));
+      }
     },
-    {
-      name: 'ferry_dataset_ready',
-      help: '1 when the dataset answers queries from a loaded snapshot, else 0.',
-      type: 'gauge',
-      samples: ready,
+  });
+  new Gauge({
+    name: 'ferry_dataset_ready',
+    help: '1 when the dataset answers queries from a loaded snapshot, else 0.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      for (const info of datasets()) this.set({ dataset: info.name }, isServing(info) ? 1 : 0);
     },
-    {
-      name: 'ferry_dataset_swaps_total',
-      help: 'Snapshots swapped in by the dataset since the runtime started.',
-      type: 'counter',
-      samples: swaps,
+  });
+  new Counter({
+    name: 'ferry_dataset_swaps_total',
+    help: 'Snapshots swapped in by the dataset since the runtime started.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      const swaps = counters().swaps;
+      for (const info of datasets()) this.inc({ dataset: info.name }, swaps[info.name] ?? 0);
     },
-    {
-      name: 'ferry_dataset_polls_total',
-      help: 'Checks of the snapshot store by the dataset, by result.',
-      type: 'counter',
-      samples: polls,
+  });
+  new Counter({
+    name: 'ferry_dataset_polls_total',
+    help: 'Checks of the snapshot store by the dataset, by result.',
+    labelNames: ['dataset', 'result'],
+    registers,
+    collect() {
+      this.reset();
+      const polls = counters().polls;
+      for (const info of datasets()) {
+        for (const result of POLL_RESULTS) {
+          this.inc({ dataset: info.name, result }, polls[info.name]?.[result] ?? 0);
+        }
+      }
     },
-    {
-      name: 'ferry_snapshot_downloaded_bytes_total',
-      help: 'Bytes of snapshot files downloaded.',
-      type: 'counter',
-      samples: [{ value: counters.downloadedBytes }],
+  });
+  new Counter({
+    name: 'ferry_snapshot_downloaded_bytes_total',
+    help: 'Bytes of snapshot files downloaded.',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(counters().downloadedBytes);
     },
-    {
-      name: 'ferry_snapshot_download_seconds_total',
-      help: 'Seconds spent downloading snapshot files.',
-      type: 'counter',
-      samples: [{ value: counters.downloadSeconds }],
+  });
+  new Counter({
+    name: 'ferry_snapshot_download_seconds_total',
+    help: 'Seconds spent downloading snapshot files.',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(counters().downloadSeconds);
     },
-    {
-      name: 'ferry_sqs_messages_total',
-      help: 'SQS notification messages, by outcome (received, deleted, left on the queue).',
-      type: 'counter',
-      samples: [
-        { labels: { outcome: 'received' }, value: sqs.received },
-        { labels: { outcome: 'deleted' }, value: sqs.deleted },
-        { labels: { outcome: 'left' }, value: sqs.left },
-      ],
+  });
+  new Counter({
+    name: 'ferry_sqs_messages_total',
+    help: 'SQS notification messages, by outcome (received, deleted, left on the queue).',
+    labelNames: ['outcome'],
+    registers,
+    collect() {
+      this.reset();
+      const sqs = counters().sqsMessages;
+      this.inc({ outcome: 'received' }, sqs.received);
+      this.inc({ outcome: 'deleted' }, sqs.deleted);
+      this.inc({ outcome: 'left' }, sqs.left);
     },
-    {
-      name: 'ferry_query_duration_seconds',
-      help: 'Time of POST /v1/sql queries in the runtime, by outcome (ok or error).',
-      type: 'histogram',
-      samples: queryLatency.samples(),
+  });
+  const latency = new Histogram({
+    name: 'ferry_query_duration_seconds',
+    help: 'Time of POST /v1/sql queries in the runtime, by outcome (ok or error).',
+    labelNames: ['outcome'],
+    buckets: [...QUERY_SECONDS_BUCKETS],
+    registers,
+  });
+
+  // Spice's reader-side snapshot metrics (meter `dataset_acceleration_snapshot_metrics`).
+  new Counter({
+    name: 'dataset_acceleration_snapshot_bootstrap_duration_ms',
+    help: 'Milliseconds the dataset spent downloading and validating the snapshot it bootstrapped from.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [dataset, bootstrap] of Object.entries(counters().bootstraps)) {
+        this.inc({ dataset }, Math.round(bootstrap.durationMs));
+      }
     },
-  ];
+  });
+  new Gauge({
+    name: 'dataset_acceleration_snapshot_bootstrap_bytes',
+    help: 'Size in bytes of the snapshot the dataset bootstrapped from.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [dataset, bootstrap] of Object.entries(counters().bootstraps)) {
+        this.set({ dataset }, bootstrap.bytes);
+      }
+    },
+  });
+  new Gauge({
+    name: 'dataset_acceleration_snapshot_bootstrap_checksum',
+    help: 'Always 1; the checksum label is the SHA-256 of the snapshot the dataset bootstrapped from.',
+    labelNames: ['dataset', 'checksum'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [dataset, bootstrap] of Object.entries(counters().bootstraps)) {
+        this.set({ dataset, checksum: bootstrap.checksum }, 1);
+      }
+    },
+  });
+  new Counter({
+    name: 'dataset_acceleration_snapshot_failure_count',
+    help: 'Snapshot failures of the dataset: metadata reads, refused candidates, downloads and swaps that failed.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      const failures = counters().failures;
+      for (const info of datasets()) this.inc({ dataset: info.name }, failures[info.name] ?? 0);
+    },
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    observeQuery(seconds, outcome) {
+      latency.observe({ outcome }, seconds);
+    },
+    scrape: () => registry.metrics(),
+  };
 }

@@ -1,19 +1,25 @@
 /**
- * The HTTP server: `startServer(runtime, options)` binds node:http (127.0.0.1:8090 by default) and
- * serves the built-in API plus any extra routes. `createRequestHandler` is the same router without
- * the listening socket, for mounting in an existing server. `close()` stops accepting, aborts
- * long-lived responses, lets in-flight requests finish (up to a grace period) and never closes the
- * runtime: its owner does that, after the server.
+ * The HTTP server, on fastify: `startServer(runtime, options)` listens (127.0.0.1:8090 by default)
+ * and serves the built-in API plus any extra routes. fastify routes, caps and parses bodies and
+ * validates them against the routes' JSON schemas; this file adds what Ferry needs around that:
+ * the API key check (every route but public ones), the JSON error body for every failure (its
+ * status from the error's code), 405 with `Allow` for a known path and a wrong method, and a close
+ * that ends long-lived responses first. `createRequestHandler` is the same app without the
+ * listening socket, for mounting in an existing node:http server. Neither ever closes the runtime:
+ * its owner does that, after the server.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import fastifyAccepts from '@fastify/accepts';
 import type { Logger, Runtime } from '@ferry/runtime';
+import { Ajv } from 'ajv';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { apiRoutes } from './api-routes.js';
 import { apiKeyChecker } from './auth.js';
-import { MethodNotAllowedError, RouteNotFoundError, UnauthorizedError } from './errors.js';
-import { readBody, sendError } from './http.js';
-import { Histogram } from './prometheus.js';
-import { matchRoute, type Route } from './router.js';
+import { MethodNotAllowedError, RouteNotFoundError, requestError, UnauthorizedError } from './errors.js';
+import { errorResponse } from './http.js';
+import { createServerMetrics } from './metrics.js';
+import { extraRoutes, OpenRequests, type Route } from './route.js';
 
 export interface ServerOptions {
   /** Interface to bind; default `127.0.0.1` (use `0.0.0.0` to accept remote clients). */
@@ -22,7 +28,7 @@ export interface ServerOptions {
   readonly port?: number;
   /** When set, every route but public ones (`/health`) requires `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string;
-  /** Extra routes (the inspector page, its event stream); matched before the built-in ones. */
+  /** Extra routes (the inspector page, its event stream); one with a built-in's method and path replaces it. */
   readonly routes?: readonly Route[];
   /** Largest request body accepted; default 1 MiB (larger: 413). */
   readonly maxBodyBytes?: number;
@@ -52,101 +58,163 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8090;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
-/** The router as a plain node:http request listener. */
-export function createRequestHandler(runtime: Runtime, options: ServerOptions = {}): RequestHandler {
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Served without the API key. */
+    public?: boolean;
+    /** How to send the request right, appended to messages about a malformed one. */
+    hint?: string;
+  }
+}
+
+/**
+ * Bodies are validated strictly (a number is not a string, a scalar is not a list); query strings
+ * and path params are text, so there `?limit=5` and `?status=true` are read as what the schema says.
+ */
+function validators(): (route: { schema: object; httpPart?: string }) => (data: unknown) => boolean {
+  const options = { allErrors: false, allowUnionTypes: true } as const;
+  const body = new Ajv({ ...options, coerceTypes: false });
+  const text = new Ajv({ ...options, coerceTypes: true, useDefaults: true });
+  return ({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema);
+}
+
+interface Built {
+  readonly app: FastifyInstance;
+  readonly open: OpenRequests;
+}
+
+function buildApp(runtime: Runtime, options: ServerOptions): Built {
   if (options.apiKey === '') {
     throw new TypeError('apiKey is empty; pass a non-empty key or leave apiKey unset to serve without one.');
   }
-  const latency = new Histogram();
-  const routes: readonly Route[] = [...(options.routes ?? []), ...apiRoutes(runtime, latency)];
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const authorized = options.apiKey === undefined ? undefined : apiKeyChecker(options.apiKey);
-  const open = new Set<AbortController>();
   const logger = options.logger;
-
-  const handle = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    controller: AbortController,
-  ): Promise<void> => {
-    const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    try {
-      const match = matchRoute(routes, method, url.pathname);
-      if (match.kind === 'none') throw new RouteNotFoundError(method, url.pathname);
-      if (match.kind === 'method') {
-        const error = new MethodNotAllowedError(method, url.pathname, match.allowed);
-        sendError(res, error, { allow: match.allowed.join(', ') });
-        return;
-      }
-      if (authorized !== undefined && match.route.public !== true && !authorized(req)) {
-        req.resume();
-        sendError(res, new UnauthorizedError(), { 'www-authenticate': 'Bearer' });
-        return;
-      }
-      await match.route.handle({
-        req,
-        res,
-        url,
-        params: match.params,
-        runtime,
-        signal: controller.signal,
-        body: () => readBody(req, maxBodyBytes),
-      });
-    } catch (error) {
-      const status = sendError(res, error);
-      if (status === 500) {
-        logger?.error(
-          { component: 'server', method, path: url.pathname, err: error },
-          `${method} ${url.pathname} failed: ${error instanceof Error ? error.message : String(error)}`,
-        );
-      }
-    }
-  };
-
-  const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    const controller = new AbortController();
-    open.add(controller);
-    res.on('close', () => {
-      open.delete(controller);
-      controller.abort();
-    });
-    void handle(req, res, controller);
-  };
-  return Object.assign(listener, {
-    abortAll(): void {
-      for (const controller of open) controller.abort();
-    },
+  const open = new OpenRequests();
+  const app = Fastify({
+    bodyLimit: maxBodyBytes,
+    routerOptions: { maxParamLength: 1024 },
+    logger: false,
   });
+  app.setValidatorCompiler(validators());
+
+  const logServerError = (request: FastifyRequest, error: unknown): void => {
+    const path = request.url.split('?')[0] ?? request.url;
+    logger?.error(
+      { component: 'server', method: request.method, path, err: error },
+      `${request.method} ${path} failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  };
+  const sendError = (request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply => {
+    const { status, body } = errorResponse(
+      requestError(error, maxBodyBytes, request.routeOptions.config.hint),
+    );
+    if (status === 500) logServerError(request, error);
+    return reply.code(status).type('application/json; charset=utf-8').send(body);
+  };
+
+  app.register(fastifyAccepts);
+  app.setErrorHandler((error, request, reply) => sendError(request, reply, error));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new RouteNotFoundError(request.method, request.url.split('?')[0] ?? '/')),
+  );
+  app.addHook('onRequest', async (request, reply) => {
+    if (authorized === undefined || request.is404 || request.routeOptions.config.public === true) return;
+    if (!authorized(request.raw)) {
+      reply.header('www-authenticate', 'Bearer');
+      throw new UnauthorizedError();
+    }
+  });
+
+  // Every method a path answers, to answer the others with 405.
+  const methodsByPath = new Map<string, Set<string>>();
+  let collecting = true;
+  app.addHook('onRoute', (route) => {
+    if (!collecting) return;
+    const methods = methodsByPath.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    // fastify answers HEAD for every GET route.
+    if (methods.has('GET')) methods.add('HEAD');
+    methodsByPath.set(route.url, methods);
+  });
+
+  const routes = options.routes ?? [];
+  const extra = new Set(routes.map((route) => `${route.method} ${route.path}`));
+  app.register(extraRoutes, { runtime, routes, open, onServerError: logServerError });
+  app.register(apiRoutes, {
+    runtime,
+    metrics: createServerMetrics(runtime),
+    taken: (method, path) => extra.has(`${method} ${path}`),
+  });
+  app.after(() => {
+    collecting = false;
+    for (const [path, methods] of methodsByPath) {
+      const allowed = [...methods].filter((method) => method !== 'HEAD' || !methods.has('GET'));
+      const others = METHODS.filter((method) => !methods.has(method));
+      if (others.length === 0) continue;
+      app.route({
+        method: others,
+        url: path,
+        config: { public: true },
+        handler: (request, reply) => {
+          reply.header('allow', allowed.join(', '));
+          return sendError(
+            request,
+            reply,
+            new MethodNotAllowedError(request.method, request.url.split('?')[0] ?? path, allowed),
+          );
+        },
+      });
+    }
+  });
+  return { app, open };
+}
+
+/** The server as a plain node:http request listener (requests wait until it is ready). */
+export function createRequestHandler(runtime: Runtime, options: ServerOptions = {}): RequestHandler {
+  const { app, open } = buildApp(runtime, options);
+  const ready = Promise.resolve(app.ready());
+  ready.catch((error: unknown) => {
+    options.logger?.error(
+      { component: 'server', err: error },
+      `The request handler could not start: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  });
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    ready.then(
+      () => app.routing(req, res),
+      () => {
+        res.statusCode = 500;
+        res.end();
+      },
+    );
+  };
+  return Object.assign(listener, { abortAll: () => open.abortAll() });
 }
 
 /** Starts the HTTP server; resolves once it listens. */
 export async function startServer(runtime: Runtime, options: ServerOptions = {}): Promise<RunningServer> {
-  const handler = createRequestHandler(runtime, options);
-  const server = createServer(handler);
+  const { app, open } = buildApp(runtime, options);
   const host = options.host ?? DEFAULT_HOST;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? DEFAULT_PORT, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await app.listen({ port: options.port ?? DEFAULT_PORT, host });
+  const server = app.server;
   const address = server.address() as AddressInfo;
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const grace = options.closeGraceMs ?? 5_000;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
-    closing ??= new Promise<void>((resolve) => {
+    closing ??= (async () => {
       const timer = setTimeout(() => server.closeAllConnections(), grace);
       timer.unref();
-      server.close(() => {
+      open.abortAll();
+      try {
+        await app.close();
+      } finally {
         clearTimeout(timer);
-        resolve();
-      });
-      server.closeIdleConnections();
-      handler.abortAll();
-    });
+      }
+    })();
     return closing;
   };
   return {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRuntime, memoryLogger, type Runtime } from '@ferry/runtime';
-import { copyFixtureStore } from '@ferry/test-support';
+import { copyFixtureStore, type LocalAws } from '@ferry/test-support';
 import { type RunningServer, type ServerOptions, startServer } from '../src/index.js';
 
 export interface SpicepodOptions {
@@ -70,6 +70,37 @@ export async function serve(yaml: string, options: ServerOptions = {}): Promise<
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** `snapshots.params` that read a local fauxqs with its static key. */
+export function s3Params(aws: LocalAws): Readonly<Record<string, string | boolean>> {
+  return {
+    s3_region: aws.region,
+    s3_endpoint: aws.endpoint,
+    allow_http: true,
+    s3_auth: 'key',
+    s3_key: aws.credentials.accessKeyId,
+    s3_secret: aws.credentials.secretAccessKey,
+  };
+}
+
+/**
+ * The fixture store copied to `aws` and served from there (`interval` between polls, default 1 s;
+ * server options as `serve` takes them).
+ */
+export async function serveFixtureFromS3(
+  aws: LocalAws,
+  options: { readonly interval?: string; readonly server?: ServerOptions } = {},
+): Promise<Served> {
+  const { location } = await copyFixtureStore({ kind: 's3', aws });
+  return serve(
+    spicepod({
+      location,
+      params: s3Params(aws),
+      ...(options.interval === undefined ? {} : { interval: options.interval }),
+    }),
+    options.server,
+  );
 }
 
 /** A copy of the fixture store in a fresh temp dir; returns its file:// location and directory. */

@@ -7,10 +7,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { copyFixtureStore, type LocalAws, startLocalAws } from '@ferry/test-support';
+import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatasetView } from '../src/index.js';
-import { fixtureDir, landFixtureIn, request, type Served, serve, spicepod, sql } from './helpers.js';
+import {
+  fixtureDir,
+  landFixtureIn,
+  request,
+  type Served,
+  serve,
+  serveFixtureFromS3,
+  spicepod,
+  sql,
+} from './helpers.js';
 import { parsePrometheus, sampleValue } from './prometheus-parser.js';
 
 const DML_MESSAGE =
@@ -137,7 +146,7 @@ describe('server over a file:// fixture store', () => {
     const answer = await request(`${base}/metrics`);
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    const families = parsePrometheus(answer.text);
+    const families = await parsePrometheus(answer.text);
     expect(families.get('ferry_dataset_snapshot_id')?.type).toBe('gauge');
     expect(sampleValue(families, 'ferry_dataset_snapshot_id', { dataset: 'orders' })).toBe(1);
     expect(sampleValue(families, 'ferry_dataset_snapshot_id', { dataset: 'users' })).toBe(0);
@@ -286,20 +295,7 @@ describe('server over an S3 fixture store (fauxqs)', () => {
 
   beforeAll(async () => {
     aws = await startLocalAws();
-    const { location } = await copyFixtureStore({ kind: 's3', aws });
-    served = await serve(
-      spicepod({
-        location,
-        params: {
-          s3_region: aws.region,
-          s3_endpoint: aws.endpoint,
-          allow_http: true,
-          s3_auth: 'key',
-          s3_key: aws.credentials.accessKeyId,
-          s3_secret: aws.credentials.secretAccessKey,
-        },
-      }),
-    );
+    served = await serveFixtureFromS3(aws);
     await served.runtime.ready(undefined, { timeoutMs: 30_000 });
   });
 

@@ -13,11 +13,12 @@
  * header check (so a keyed server mounted without telling the inspector its key fails closed).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { DatasetCommand, Runtime } from '@ferry/runtime';
+import type { Runtime } from '@ferry/runtime';
 import { apiKeyChecker } from '../auth.js';
-import { BadRequestError, InvalidCommandError, UnauthorizedError } from '../errors.js';
+import { runCommand } from '../commands.js';
+import { UnauthorizedError } from '../errors.js';
 import { sendError, sendJson } from '../http.js';
-import type { Route, RouteContext } from '../router.js';
+import type { Route, RouteContext } from '../route.js';
 import { loadAsset, sendAsset } from './assets.js';
 import { type HubMessage, InspectorHub, type InspectorHubOptions } from './hub.js';
 
@@ -33,8 +34,6 @@ export interface InspectorRoutesOptions {
   /** The stream's `retry:` hint to `EventSource`, in ms; default 1 000. */
   readonly reconnectMs?: number;
 }
-
-const COMMANDS: readonly DatasetCommand[] = ['poll.now', 'polling.pause', 'polling.resume'];
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
@@ -100,19 +99,7 @@ function streamEvents(
 
 async function postCommand(context: RouteContext): Promise<void> {
   const name = context.params.name as string;
-  let value: unknown;
-  try {
-    value = JSON.parse((await context.body()).toString('utf8'));
-  } catch (error) {
-    throw new BadRequestError(
-      `The command body for dataset '${name}' is not valid JSON; send { "command": "poll.now" }.`,
-      { cause: error },
-    );
-  }
-  const command = (value as { command?: unknown } | null)?.command;
-  if (!COMMANDS.includes(command as DatasetCommand)) throw new InvalidCommandError(name, command);
-  await context.runtime.send(name, command as DatasetCommand);
-  sendJson(context.res, 202, { dataset: name, command, accepted: true });
+  sendJson(context.res, 202, await runCommand(context.runtime, name, await context.body()));
 }
 
 /** The inspector page, its event stream and its command route, for `startServer`'s `routes`. */

@@ -1,0 +1,55 @@
+/**
+ * `GET /v1/datasets/:name/acceleration/snapshots`: the runtime's snapshot listing in Spice's
+ * `SnapshotSummary` shape (snake_case; optional fields left out when metadata.json has none).
+ * `status` is `verified` when a HEAD found the object with its recorded size, else `unverified`.
+ */
+import type { SnapshotInfo, SnapshotListing } from '@ferry/runtime';
+
+export interface SpiceSnapshotEntry {
+  readonly snapshot_id: number;
+  readonly timestamp_ms: number;
+  readonly location: string;
+  readonly checksum: string;
+  readonly checksum_algorithm: string;
+  readonly size_bytes: number;
+  readonly engine?: string;
+  readonly row_count?: number;
+  readonly is_current: boolean;
+  readonly status: 'verified' | 'unverified';
+}
+
+export interface SpiceSnapshotSummary {
+  readonly dataset_name: string;
+  readonly location: string;
+  /** Null when the location has no metadata.json yet. */
+  readonly last_updated_ms: number | null;
+  readonly engine?: string;
+  readonly current_snapshot_id?: number;
+  readonly snapshots: readonly SpiceSnapshotEntry[];
+}
+
+function entryView(snapshot: SnapshotInfo): SpiceSnapshotEntry {
+  return {
+    snapshot_id: snapshot.snapshotId,
+    timestamp_ms: snapshot.timestampMs,
+    location: snapshot.uri,
+    checksum: snapshot.checksum,
+    checksum_algorithm: snapshot.checksumAlgorithm,
+    size_bytes: snapshot.size,
+    ...(snapshot.engine === undefined ? {} : { engine: snapshot.engine }),
+    ...(snapshot.rowCount === undefined ? {} : { row_count: snapshot.rowCount }),
+    is_current: snapshot.isCurrent,
+    status: snapshot.verified ? 'verified' : 'unverified',
+  };
+}
+
+export function snapshotSummary(listing: SnapshotListing): SpiceSnapshotSummary {
+  return {
+    dataset_name: listing.dataset,
+    location: listing.location,
+    last_updated_ms: listing.lastUpdatedMs,
+    ...(listing.engine === undefined ? {} : { engine: listing.engine }),
+    ...(listing.currentSnapshotId === undefined ? {} : { current_snapshot_id: listing.currentSnapshotId }),
+    snapshots: listing.snapshots.map(entryView),
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * The body of `POST /v1/sql`: the SQL itself (`text/plain`, or any type that is not JSON, so
+ * `curl -d` works), or Spice's JSON `{ "sql": "…", "parameters": … }` where `parameters` is a list
+ * (positional `?`, `$1`, `$2`, …) or an object of named values (`$name`, numbered here by
+ * `numberNamedParameters`). Ferry's `params` (a list) stays as an alias. The JSON schema checks the
+ * shape; this turns it into the statement and the values the runtime binds.
+ */
+import type { JsonValue } from '@ferry/core';
+import { numberNamedParameters, type SqlDialect } from '@ferry/engines';
+import { BadRequestError } from './errors.js';
+
+/** How to send a `POST /v1/sql` body, for error messages. */
+export const SQL_BODY_HINT =
+  'send { "sql": "SELECT …", "parameters": [] } as application/json, or the SQL itself as text/plain';
+
+/** The JSON schema of the body: the SQL as a string, or the JSON object. */
+export const SQL_BODY_SCHEMA = {
+  anyOf: [
+    { type: 'string' },
+    {
+      type: 'object',
+      required: ['sql'],
+      properties: {
+        sql: { type: 'string' },
+        parameters: { type: ['array', 'object'] },
+        params: { type: 'array' },
+      },
+    },
+  ],
+} as const;
+
+export interface SqlRequest {
+  readonly sql: string;
+  readonly params: readonly JsonValue[];
+}
+
+interface SqlJsonBody {
+  readonly sql: string;
+  readonly parameters?: readonly JsonValue[] | Readonly<Record<string, JsonValue>>;
+  readonly params?: readonly JsonValue[];
+}
+
+/**
+ * The statement and its positional values. `dialect` says how the statement's dataset tokenizes
+ * (it matters only for named parameters).
+ */
+export function parseSqlRequest(body: unknown, dialect: (sql: string) => SqlDialect): SqlRequest {
+  if (typeof body !== 'object' || body === null) {
+    const sql = typeof body === 'string' ? body : '';
+    if (sql.trim() === '') {
+      throw new BadRequestError('The /v1/sql body holds no SQL; send one SELECT statement as the body.');
+    }
+    return { sql, params: [] };
+  }
+  const { sql, parameters, params } = body as SqlJsonBody;
+  if (sql.trim() === '') {
+    throw new BadRequestError(`The /v1/sql JSON body has an empty "sql"; ${SQL_BODY_HINT}.`);
+  }
+  if (parameters !== undefined && params !== undefined) {
+    throw new BadRequestError(
+      'The /v1/sql JSON body has both "parameters" and "params"; send the values once, as "parameters".',
+    );
+  }
+  const values = parameters ?? params ?? [];
+  if (Array.isArray(values)) return { sql, params: values };
+  return numberNamedParameters(sql, values as Readonly<Record<string, JsonValue>>, dialect(sql));
+}
