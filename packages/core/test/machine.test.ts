@@ -7,24 +7,28 @@ import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise, SimulatedClock, waitFor } from 'xstate';
 import { FerryError, SnapshotRejectedError, SnapshotRejectionCode } from '../src/errors.js';
 import {
+  createDatasetMachine,
   type DatasetEmitted,
   type DatasetMachineInput,
   type DatasetSnapshot,
-  datasetMachine,
+  type DownloadedSnapshot,
+  type DownloadSnapshotInput,
   datasetStatus,
   type LoadedSnapshot,
   type LogEntry,
   type PreparedSnapshot,
-  type PrepareSnapshotInput,
   type ReadMetadataInput,
   type ReadMetadataOutput,
   type SwapSnapshotInput,
+  type VerifySnapshotInput,
 } from '../src/machine/index.js';
 import type { ArrowSchema, DatasetMetadata, SchemaEntry, SnapshotEntry } from '../src/metadata/types.js';
 
 const INTERVAL = 10_000;
 const WAITING = "Snapshot acceleration for dataset 'orders' is waiting for its first snapshot";
-const OLDER = 'snapshot metadata current id is older than the locally loaded snapshot';
+const OLDER =
+  'snapshot metadata current id is older than the locally loaded snapshot; skipping reload to avoid regression';
+const LOCATION = 's3://bucket/snapshots/';
 
 const idSchema: ArrowSchema = {
   fields: [{ name: 'id', data_type: 'Int64', nullable: false, metadata: {} }],
@@ -126,19 +130,35 @@ class FakeStore {
   }
 }
 
+/**
+ * The download, verification and swap actors: `failures` fail a snapshot id's download,
+ * `verifyFailures` its verification; the gates hold a step open.
+ */
 class FakeDownloads {
-  readonly prepared: PrepareSnapshotInput[] = [];
+  readonly prepared: DownloadSnapshotInput[] = [];
+  readonly verifications: VerifySnapshotInput[] = [];
   readonly swapped: SwapSnapshotInput[] = [];
   readonly failures = new Map<number, unknown>();
+  readonly verifyFailures = new Map<number, unknown>();
   prepareGate: Deferred | undefined;
+  verifyGate: Deferred | undefined;
   swapGate: Deferred | undefined;
   lastSignal: AbortSignal | undefined;
 
-  async prepare(input: PrepareSnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
+  async download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
     this.prepared.push(input);
     this.lastSignal = signal;
     if (this.prepareGate !== undefined) await this.prepareGate.promise;
     const failure = this.failures.get(input.entry.snapshotId);
+    if (failure !== undefined) throw failure;
+    return { snapshotId: input.entry.snapshotId, token: `dl-${input.entry.snapshotId}` };
+  }
+
+  async verify(input: VerifySnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
+    this.verifications.push(input);
+    this.lastSignal = signal;
+    if (this.verifyGate !== undefined) await this.verifyGate.promise;
+    const failure = this.verifyFailures.get(input.entry.snapshotId);
     if (failure !== undefined) throw failure;
     return { snapshotId: input.entry.snapshotId, token: `tmp-${input.entry.snapshotId}` };
   }
@@ -177,6 +197,11 @@ type InputOverrides = { readonly [K in keyof DatasetMachineInput]?: DatasetMachi
 
 interface StartOptions {
   readonly input?: InputOverrides;
+  /** The backoff jitter source; default 0.5 (no jitter). */
+  readonly random?: () => number;
+  /** A persisted snapshot to restore instead of starting fresh. */
+  readonly snapshot?: unknown;
+  readonly clock?: SimulatedClock;
   readonly restore?: LoadedSnapshot | null;
   readonly store?: FakeStore;
   readonly downloads?: FakeDownloads;
@@ -184,8 +209,8 @@ interface StartOptions {
 
 const IDLE = [
   { serving: 'scheduled' },
+  { serving: 'backingOff' },
   { serving: 'paused' },
-  { serving: 'idle' },
   'waiting',
   'stopped',
 ] as const;
@@ -195,19 +220,23 @@ function isIdle(snapshot: DatasetSnapshot): boolean {
 }
 
 function start(options: StartOptions = {}) {
-  const clock = new SimulatedClock();
+  const clock = options.clock ?? new SimulatedClock();
   const store = options.store ?? new FakeStore();
   const downloads = options.downloads ?? new FakeDownloads();
   const logs: LogEntry[] = [];
   const emitted: DatasetEmitted[] = [];
   const restore = options.restore ?? null;
-  const machine = datasetMachine.provide({
+  const random = options.random ?? (() => 0.5);
+  const machine = createDatasetMachine({ now: () => clock.now(), random }).provide({
     actors: {
       restoreLocal: fromPromise(() => Promise.resolve(restore)),
       readMetadata: fromPromise(({ input }: { input: ReadMetadataInput }) => store.read(input)),
-      prepareSnapshot: fromPromise(
-        ({ input, signal }: { input: PrepareSnapshotInput; signal: AbortSignal }) =>
-          downloads.prepare(input, signal),
+      downloadSnapshot: fromPromise(
+        ({ input, signal }: { input: DownloadSnapshotInput; signal: AbortSignal }) =>
+          downloads.download(input, signal),
+      ),
+      verifySnapshot: fromPromise(({ input, signal }: { input: VerifySnapshotInput; signal: AbortSignal }) =>
+        downloads.verify(input, signal),
       ),
       swapSnapshot: fromPromise(({ input }: { input: SwapSnapshotInput }) => downloads.swap(input)),
     },
@@ -221,14 +250,16 @@ function start(options: StartOptions = {}) {
     name: 'orders',
     engine: 'duckdb',
     refreshCheckIntervalMs: INTERVAL,
-    now: () => clock.now(),
-    random: () => 0.5,
+    location: LOCATION,
     ...options.input,
   };
   const input = Object.fromEntries(
     Object.entries(settings).filter(([, value]) => value !== undefined),
   ) as unknown as DatasetMachineInput;
-  const actor = createActor(machine, { clock, input });
+  const actor =
+    options.snapshot === undefined
+      ? createActor(machine, { clock, input })
+      : createActor(machine, { clock, input, snapshot: options.snapshot as DatasetSnapshot });
   actor.on('*', (event) => {
     emitted.push(event);
   });
@@ -483,7 +514,9 @@ describe('dataset machine: validation before download', () => {
     const prepared = h.downloads.prepared[1];
     expect(prepared?.dataset).toBe(output.dataset);
     expect(prepared?.entry).toBe(output.dataset.snapshots.find((s) => s.snapshotId === 2));
-    expect(prepared?.schema).toBe(output.dataset.schemas[0]?.schema);
+    const verification = h.downloads.verifications[1];
+    expect(verification?.entry).toBe(prepared?.entry);
+    expect(verification?.schema).toBe(output.dataset.schemas[0]?.schema);
   });
 });
 
@@ -528,7 +561,7 @@ describe('dataset machine: bootstrap_on_failure', () => {
   });
 
   it('retry: the backoff jitter source is injectable', async () => {
-    const h = await serving({ input: { bootstrapOnFailure: 'retry', random: () => 0 } });
+    const h = await serving({ input: { bootstrapOnFailure: 'retry' }, random: () => 0 });
     h.downloads.failures.set(2, networkError());
     h.store.publish(2);
     await h.advance(INTERVAL);
@@ -583,7 +616,12 @@ describe('dataset machine: bootstrap_on_failure', () => {
     await h.settle();
     expect(downloads.preparedIds).toEqual([1]);
     expect(h.status()).toMatchObject({ state: 'waiting', servingSnapshotId: null, lastPollResult: 'failed' });
-    expect(h.messages('error').some((m) => m.includes('stopped at snapshot 1'))).toBe(true);
+    expect(h.messages('warn')).toContain(
+      `Failed to download snapshot while attempting fallback. dataset=orders snapshot=s3://bucket/snapshots/orders_1.duckdb sha=sha-1 error=The store at s3://bucket/snapshots/ is unreachable.`,
+    );
+    expect(h.messages('error')).toContain(
+      `Failed to bootstrap snapshot even after fallback attempts; continuing. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+    );
   });
 
   it('fallback: when every candidate fails it logs it and continues without bootstrapping (or keeps serving)', async () => {
@@ -601,8 +639,12 @@ describe('dataset machine: bootstrap_on_failure', () => {
       servingSnapshotId: null,
       lastPollResult: 'refused',
     });
+    expect(h.messages('warn')).toEqual([
+      'Snapshot integrity issue; attempting next available snapshot. dataset=orders snapshot=s3://bucket/snapshots/orders_1.duckdb sha=sha-1',
+      'Snapshot integrity issue; attempting next available snapshot. dataset=orders snapshot=s3://bucket/snapshots/orders_0.duckdb sha=sha-0',
+    ]);
     expect(h.messages('error')).toContain(
-      "Snapshot fallback for dataset 'orders' found no loadable snapshot among 2 candidate(s); continuing without bootstrapping",
+      'All available snapshots failed validation; continuing without bootstrapping. dataset=orders',
     );
 
     downloads.failures.clear();
@@ -790,16 +832,20 @@ describe('dataset machine: commands', () => {
     expect(h.downloads.swapped).toHaveLength(1);
   });
 
-  it('snapshots: bootstrap_only bootstraps then serves without polling (notifications ignored)', async () => {
+  it('snapshots: bootstrap_only behaves as enabled: it polls at the interval, honours poll.now and reloads on notifications', async () => {
     const h = await serving({ input: { snapshotsMode: 'bootstrap_only' } });
-    expect(h.actor.getSnapshot().matches({ serving: 'idle' })).toBe(true);
-    expect(h.status().nextPollDueMs).toBeNull();
+    expect(h.actor.getSnapshot().matches({ serving: 'scheduled' })).toBe(true);
+    expect(h.status()).toMatchObject({ snapshotsMode: 'bootstrap_only', nextPollDueMs: INTERVAL });
+    await h.advance(INTERVAL);
+    expect(h.store.reads).toHaveLength(2);
+    h.actor.send({ type: 'poll.now' });
+    await h.settle();
+    expect(h.store.reads).toHaveLength(3);
     h.store.publish(2);
     h.actor.send({ type: 'snapshot.announced', snapshotId: 2 });
-    await h.advance(10 * INTERVAL);
-    expect(h.store.reads).toHaveLength(1);
-    expect(h.status().servingSnapshotId).toBe(1);
-    expect(h.status().counters.notifications).toBe(1);
+    await h.settle();
+    expect(h.store.reads).toHaveLength(4);
+    expect(h.status()).toMatchObject({ servingSnapshotId: 2, counters: { notifications: 1 } });
   });
 });
 
