@@ -1,303 +1,25 @@
 /**
- * The dataset machine's rules, one named test each, run on a SimulatedClock with fake actors: an
- * in-memory metadata store with ETags, a download/validate fake that can be told to fail per
- * snapshot id, and a swap fake that can be held open. No threads, no network, no real time.
+ * The dataset machine's rules, one named test each, run on a SimulatedClock with the fakes of
+ * `machine-harness.ts`. No threads, no network, no real time.
  */
 import { describe, expect, it } from 'vitest';
-import { createActor, fromPromise, SimulatedClock, waitFor } from 'xstate';
 import { FerryError, SnapshotRejectedError, SnapshotRejectionCode } from '../src/errors.js';
+import type { ReadMetadataOutput } from '../src/machine/index.js';
 import {
-  createDatasetMachine,
-  type DatasetEmitted,
-  type DatasetMachineInput,
-  type DatasetSnapshot,
-  type DownloadedSnapshot,
-  type DownloadSnapshotInput,
-  datasetStatus,
-  type LoadedSnapshot,
-  type LogEntry,
-  type PreparedSnapshot,
-  type ReadMetadataInput,
-  type ReadMetadataOutput,
-  type SwapSnapshotInput,
-  type VerifySnapshotInput,
-} from '../src/machine/index.js';
-import type { ArrowSchema, DatasetMetadata, SchemaEntry, SnapshotEntry } from '../src/metadata/types.js';
-
-const INTERVAL = 10_000;
-const WAITING = "Snapshot acceleration for dataset 'orders' is waiting for its first snapshot";
-const OLDER =
-  'snapshot metadata current id is older than the locally loaded snapshot; skipping reload to avoid regression';
-const LOCATION = 's3://bucket/snapshots/';
-
-const idSchema: ArrowSchema = {
-  fields: [{ name: 'id', data_type: 'Int64', nullable: false, metadata: {} }],
-  metadata: {},
-};
-const textIdSchema: ArrowSchema = {
-  fields: [{ name: 'id', data_type: 'Utf8', nullable: false, metadata: {} }],
-  metadata: {},
-};
-
-// ---------------------------------------------------------------------------------------------
-// Fakes.
-// ---------------------------------------------------------------------------------------------
-
-interface Deferred<T = void> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-  reject(error: unknown): void;
-}
-
-function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-interface PublishOptions {
-  readonly engine?: string;
-  readonly schema?: ArrowSchema;
-  /** Append the entry without making it current. */
-  readonly current?: boolean;
-}
-
-/** metadata.json for one location holding the dataset `orders`, with an ETag per version. */
-class FakeStore {
-  exists = true;
-  hasEntry = true;
-  datasetEngine: string | undefined = undefined;
-  currentSnapshotId: number | undefined = undefined;
-  currentSchemaId = 0;
-  schemas: SchemaEntry[] = [{ schemaId: 0, schema: idSchema }];
-  snapshots: SnapshotEntry[] = [];
-  version = 1;
-  readonly reads: ReadMetadataInput[] = [];
-  readonly failures: unknown[] = [];
-  gate: Deferred | undefined;
-
-  publish(snapshotId: number, options: PublishOptions = {}): void {
-    if (options.schema !== undefined) {
-      const schemaId = Math.max(...this.schemas.map((s) => s.schemaId)) + 1;
-      this.schemas.push({ schemaId, schema: options.schema });
-      this.currentSchemaId = schemaId;
-    }
-    this.snapshots.push({
-      snapshotId,
-      timestampMs: 1_764_400_000_000 + snapshotId * 1000,
-      uri: `s3://bucket/snapshots/orders_${snapshotId}.duckdb`,
-      checksum: `sha-${snapshotId}`,
-      checksumAlgorithm: 'SHA256',
-      size: 1024,
-      engine: options.engine ?? 'duckdb',
-    });
-    if (options.current !== false) this.currentSnapshotId = snapshotId;
-    this.version++;
-  }
-
-  /** Rewrite metadata.json, e.g. another dataset changed: new ETag, same content for ours. */
-  touch(): void {
-    this.version++;
-  }
-
-  get etag(): string {
-    return `"v${this.version}"`;
-  }
-
-  dataset(): DatasetMetadata {
-    return structuredClone({
-      name: 'orders',
-      ...(this.datasetEngine === undefined ? {} : { engine: this.datasetEngine }),
-      schemas: this.schemas,
-      currentSchemaId: this.currentSchemaId,
-      snapshots: this.snapshots,
-      ...(this.currentSnapshotId === undefined ? {} : { currentSnapshotId: this.currentSnapshotId }),
-      properties: {},
-    });
-  }
-
-  async read(input: ReadMetadataInput): Promise<ReadMetadataOutput> {
-    this.reads.push(input);
-    if (this.gate !== undefined) await this.gate.promise;
-    if (this.failures.length > 0) throw this.failures.shift();
-    if (!this.exists) return { kind: 'read', dataset: undefined };
-    if (input.ifNoneMatch === this.etag) return { kind: 'unchanged' };
-    return { kind: 'read', etag: this.etag, dataset: this.hasEntry ? this.dataset() : undefined };
-  }
-}
-
-/**
- * The download, verification and swap actors: `failures` fail a snapshot id's download,
- * `verifyFailures` its verification; the gates hold a step open.
- */
-class FakeDownloads {
-  readonly prepared: DownloadSnapshotInput[] = [];
-  readonly verifications: VerifySnapshotInput[] = [];
-  readonly swapped: SwapSnapshotInput[] = [];
-  readonly failures = new Map<number, unknown>();
-  readonly verifyFailures = new Map<number, unknown>();
-  prepareGate: Deferred | undefined;
-  verifyGate: Deferred | undefined;
-  swapGate: Deferred | undefined;
-  lastSignal: AbortSignal | undefined;
-
-  async download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
-    this.prepared.push(input);
-    this.lastSignal = signal;
-    if (this.prepareGate !== undefined) await this.prepareGate.promise;
-    const failure = this.failures.get(input.entry.snapshotId);
-    if (failure !== undefined) throw failure;
-    return { snapshotId: input.entry.snapshotId, token: `dl-${input.entry.snapshotId}` };
-  }
-
-  async verify(input: VerifySnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
-    this.verifications.push(input);
-    this.lastSignal = signal;
-    if (this.verifyGate !== undefined) await this.verifyGate.promise;
-    const failure = this.verifyFailures.get(input.entry.snapshotId);
-    if (failure !== undefined) throw failure;
-    return { snapshotId: input.entry.snapshotId, token: `tmp-${input.entry.snapshotId}` };
-  }
-
-  async swap(input: SwapSnapshotInput): Promise<void> {
-    this.swapped.push(input);
-    if (this.swapGate !== undefined) await this.swapGate.promise;
-  }
-
-  get preparedIds(): number[] {
-    return this.prepared.map((input) => input.entry.snapshotId);
-  }
-}
-
-function checksumMismatch(id: number): SnapshotRejectedError {
-  return new SnapshotRejectedError(
-    SnapshotRejectionCode.checksumMismatch,
-    `Snapshot ${id} of dataset 'orders' has a bad checksum.`,
-  );
-}
-
-function networkError(): FerryError {
-  return new FerryError('ERR_NETWORK', 'The store at s3://bucket/snapshots/ is unreachable.');
-}
-
-function localSnapshot(snapshotId: number, schema: ArrowSchema = idSchema): LoadedSnapshot {
-  return { snapshotId, timestampMs: 1_764_300_000_000, checksum: `sha-${snapshotId}`, schema };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Harness.
-// ---------------------------------------------------------------------------------------------
-
-/** Overrides of the harness input; `undefined` removes a setting. */
-type InputOverrides = { readonly [K in keyof DatasetMachineInput]?: DatasetMachineInput[K] | undefined };
-
-interface StartOptions {
-  readonly input?: InputOverrides;
-  /** The backoff jitter source; default 0.5 (no jitter). */
-  readonly random?: () => number;
-  /** A persisted snapshot to restore instead of starting fresh. */
-  readonly snapshot?: unknown;
-  readonly clock?: SimulatedClock;
-  readonly restore?: LoadedSnapshot | null;
-  readonly store?: FakeStore;
-  readonly downloads?: FakeDownloads;
-}
-
-const IDLE = [
-  { serving: 'scheduled' },
-  { serving: 'backingOff' },
-  { serving: 'paused' },
-  'waiting',
-  'stopped',
-] as const;
-
-function isIdle(snapshot: DatasetSnapshot): boolean {
-  return IDLE.some((state) => snapshot.matches(state));
-}
-
-function start(options: StartOptions = {}) {
-  const clock = options.clock ?? new SimulatedClock();
-  const store = options.store ?? new FakeStore();
-  const downloads = options.downloads ?? new FakeDownloads();
-  const logs: LogEntry[] = [];
-  const emitted: DatasetEmitted[] = [];
-  const restore = options.restore ?? null;
-  const random = options.random ?? (() => 0.5);
-  const machine = createDatasetMachine({ now: () => clock.now(), random }).provide({
-    actors: {
-      restoreLocal: fromPromise(() => Promise.resolve(restore)),
-      readMetadata: fromPromise(({ input }: { input: ReadMetadataInput }) => store.read(input)),
-      downloadSnapshot: fromPromise(
-        ({ input, signal }: { input: DownloadSnapshotInput; signal: AbortSignal }) =>
-          downloads.download(input, signal),
-      ),
-      verifySnapshot: fromPromise(({ input, signal }: { input: VerifySnapshotInput; signal: AbortSignal }) =>
-        downloads.verify(input, signal),
-      ),
-      swapSnapshot: fromPromise(({ input }: { input: SwapSnapshotInput }) => downloads.swap(input)),
-    },
-    actions: {
-      log: (_args, entry) => {
-        logs.push(entry);
-      },
-    },
-  });
-  const settings = {
-    name: 'orders',
-    engine: 'duckdb',
-    refreshCheckIntervalMs: INTERVAL,
-    location: LOCATION,
-    ...options.input,
-  };
-  const input = Object.fromEntries(
-    Object.entries(settings).filter(([, value]) => value !== undefined),
-  ) as unknown as DatasetMachineInput;
-  const actor =
-    options.snapshot === undefined
-      ? createActor(machine, { clock, input })
-      : createActor(machine, { clock, input, snapshot: options.snapshot as DatasetSnapshot });
-  actor.on('*', (event) => {
-    emitted.push(event);
-  });
-  actor.start();
-
-  const settle = () => waitFor(actor, isIdle, { timeout: 1000 });
-  return {
-    actor,
-    clock,
-    store,
-    downloads,
-    logs,
-    emitted,
-    settle,
-    until: (predicate: (snapshot: DatasetSnapshot) => boolean) =>
-      waitFor(actor, predicate, { timeout: 1000 }),
-    /** Move the clock on and let the machine come to rest. */
-    advance: async (ms: number) => {
-      clock.increment(ms);
-      return settle();
-    },
-    context: () => actor.getSnapshot().context,
-    status: () => datasetStatus(actor.getSnapshot()),
-    messages: (level?: LogEntry['level']) =>
-      logs.filter((entry) => level === undefined || entry.level === level).map((entry) => entry.message),
-    polls: () => emitted.filter((event) => event.type === 'poll').map((event) => event.result),
-  };
-}
-
-/** A store with snapshot 1 current, and a dataset that has bootstrapped from it. */
-async function serving(options: StartOptions = {}) {
-  const store = options.store ?? new FakeStore();
-  if (store.snapshots.length === 0) store.publish(1);
-  const harness = start({ ...options, store });
-  await harness.settle();
-  expect(harness.context().serving?.snapshotId).toBe(store.currentSnapshotId);
-  return harness;
-}
+  checksumMismatch,
+  deferred,
+  FakeDownloads,
+  FakeStore,
+  INTERVAL,
+  LOCATION,
+  localSnapshot,
+  networkError,
+  OLDER,
+  serving,
+  start,
+  textIdSchema,
+  WAITING,
+} from './machine-harness.js';
 
 // ---------------------------------------------------------------------------------------------
 // The rules.
@@ -579,6 +301,39 @@ describe('dataset machine: bootstrap_on_failure', () => {
       h.messages('warn').some((m) => m.includes('unreachable') && m.includes('keeping snapshot 1')),
     ).toBe(true);
     expect(h.status().counters.failures).toBe(1);
+  });
+
+  it("warn at bootstrap: a failed download logs Spice's line, Failed to bootstrap snapshot; continuing without a downloaded snapshot", async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    const downloads = new FakeDownloads();
+    downloads.failures.set(0, networkError());
+    const h = start({ store, downloads });
+    await h.settle();
+    expect(h.status()).toMatchObject({ state: 'waiting', lastPollResult: 'failed' });
+    expect(h.logs.filter((entry) => entry.level === 'warn')).toEqual([
+      {
+        level: 'warn',
+        message: `Failed to bootstrap snapshot; continuing without a downloaded snapshot. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+        fields: { dataset: 'orders', code: 'ERR_NETWORK', snapshotId: 0 },
+      },
+    ]);
+  });
+
+  it("retry at bootstrap: a failed metadata read logs Spice's line, Failed to bootstrap snapshot; retrying, at error", async () => {
+    const store = new FakeStore();
+    store.failures.push(networkError());
+    const h = start({ store, input: { bootstrapOnFailure: 'retry' } });
+    await h.settle();
+    expect(h.actor.getSnapshot().matches({ waiting: 'backingOff' })).toBe(true);
+    expect(h.logs.filter((entry) => entry.level === 'error')).toEqual([
+      {
+        level: 'error',
+        message: `Failed to bootstrap snapshot; retrying. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+        fields: { dataset: 'orders', code: 'ERR_NETWORK', snapshotId: null },
+      },
+    ]);
+    expect(h.messages('info')).toContain("Retrying the snapshot check of dataset 'orders' in 1000 ms");
   });
 
   it('fallback: tries the current snapshot, then older ones by id descending, skipping other engines', async () => {
@@ -902,6 +657,146 @@ describe('dataset machine: metadata read failures', () => {
       servingSnapshotId: null,
       nextPollDueMs: 3 * INTERVAL,
     });
+  });
+});
+
+describe('dataset machine: the chart shows its decisions', () => {
+  /** The states a scheduled poll passes through, from the timer to the next resting state. */
+  async function pollPath(h: Awaited<ReturnType<typeof serving>>): Promise<string[]> {
+    const mark = h.steps.length;
+    await h.advance(h.status().nextPollDueMs === null ? 0 : (h.status().nextPollDueMs ?? 0) - h.clock.now());
+    return h.pathSince(mark);
+  }
+
+  it('an unchanged poll ends in metadataUnchanged', async () => {
+    const h = await serving();
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.metadataUnchanged',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('an older current id ends in olderSnapshot', async () => {
+    const store = new FakeStore();
+    store.publish(3);
+    const h = start({ store, restore: localSnapshot(5) });
+    await h.settle();
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.comparingSnapshotIds',
+      'polling.olderSnapshot',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('the same id ends in sameSnapshot; nothing published ends in noSnapshotYet', async () => {
+    const h = await serving();
+    h.store.touch();
+    expect(await pollPath(h)).toContain('polling.sameSnapshot');
+    const empty = start();
+    await empty.settle();
+    expect(empty.steps).toContain('bootstrapping.noSnapshotYet');
+    expect(empty.steps.at(-1)).toBe('waiting.scheduled');
+  });
+
+  it('a candidate refused before download ends in candidateRefused', async () => {
+    const h = await serving();
+    h.store.publish(2, { engine: 'sqlite' });
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.comparingSnapshotIds',
+      'polling.newerSnapshotFound',
+      'polling.validatingCandidate',
+      'polling.candidateFailed',
+      'polling.candidateRefused',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('retry: a failed download ends in retryScheduled and the dataset backs off', async () => {
+    const h = await serving({ input: { bootstrapOnFailure: 'retry' } });
+    h.downloads.failures.set(2, networkError());
+    h.store.publish(2);
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.comparingSnapshotIds',
+      'polling.newerSnapshotFound',
+      'polling.validatingCandidate',
+      'polling.downloading',
+      'polling.candidateFailed',
+      'polling.retryScheduled',
+      'serving.deciding',
+      'serving.backingOff',
+    ]);
+    h.downloads.failures.clear();
+    expect(await pollPath(h)).toEqual(expect.arrayContaining(['polling.verifying', 'swapping.installing']));
+    expect(h.steps.at(-1)).toBe('serving.scheduled');
+  });
+
+  it('warn: a failed verification ends in downloadSkipped', async () => {
+    const h = await serving();
+    h.downloads.verifyFailures.set(2, checksumMismatch(2));
+    h.store.publish(2);
+    const path = await pollPath(h);
+    expect(path.slice(-5)).toEqual([
+      'polling.verifying',
+      'polling.candidateFailed',
+      'polling.downloadSkipped',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+    expect(h.status()).toMatchObject({ lastPollResult: 'refused', servingSnapshotId: 1 });
+  });
+
+  it('fallback: a rejected candidate moves through fallingBack to the next one, then swaps', async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    store.publish(1);
+    const downloads = new FakeDownloads();
+    downloads.verifyFailures.set(1, checksumMismatch(1));
+    const h = start({ store, downloads, input: { bootstrapOnFailure: 'fallback' } });
+    await h.settle();
+    // (The initial state, bootstrapping.restoring, is entered before any microstep.)
+    expect(h.steps).toEqual([
+      'bootstrapping.readingMetadata',
+      'bootstrapping.comparingSnapshotIds',
+      'bootstrapping.newerSnapshotFound',
+      'bootstrapping.validatingCandidate',
+      'bootstrapping.downloading',
+      'bootstrapping.verifying',
+      'bootstrapping.candidateFailed',
+      'bootstrapping.fallingBack',
+      'bootstrapping.validatingCandidate',
+      'bootstrapping.downloading',
+      'bootstrapping.verifying',
+      'swapping.installing',
+      'swapping.swapped',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('a failed swap under retry ends in swapping.retryScheduled', async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    const downloads = new FakeDownloads();
+    const h = start({ store, downloads, input: { bootstrapOnFailure: 'retry' } });
+    downloads.swap = () => Promise.reject(networkError());
+    await h.settle();
+    expect(h.steps.slice(-5)).toEqual([
+      'swapping.installing',
+      'swapping.swapFailed',
+      'swapping.retryScheduled',
+      'waiting.deciding',
+      'waiting.backingOff',
+    ]);
+    expect(h.messages('error')).toContain(
+      `Failed to bootstrap snapshot; retrying. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+    );
   });
 });
 
