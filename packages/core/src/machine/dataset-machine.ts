@@ -210,14 +210,28 @@ const failed = (stage: FailureStage) =>
     params: ({ event }: { event: unknown }) => ({ error: (event as { error?: unknown }).error, stage }),
   }) as const;
 
+/** The actions an outcome state runs before its poll ends. */
+type OutcomeAction =
+  | 'noteMetadataUnchanged'
+  | 'noteNoSnapshotPublished'
+  | 'noteSameSnapshot'
+  | 'warnOlderSnapshot'
+  | 'logFailure'
+  | 'markRetry'
+  | 'logFallbackExhausted'
+  | 'logFallbackStopped';
+
 /** Builds the chart on a clock: `now()` for due times and poll timestamps, `random()` for the backoff jitter. */
 export function createDatasetMachine(clock: DatasetMachineClock) {
   const chart = datasetSetup(clock);
 
-  /** An outcome state: its entry actions, then the poll ends and the dataset serves or waits. */
-  const outcome = (entry: readonly ({ type: string; params?: unknown } | string)[], result?: PollResult) =>
+  /**
+   * An outcome state: its action records and says what happened, then the poll ends (with `result`,
+   * else failed / refused by the failure) and the dataset serves or waits.
+   */
+  const outcome = (action: OutcomeAction | undefined, result?: PollResult) =>
     chart.createStateConfig({
-      entry: [...(entry as never[]), endPoll(result)],
+      entry: action === undefined ? [endPoll(result)] : [action, endPoll(result)],
       always: [{ guard: 'isServing', target: '#dataset.serving' }, { target: '#dataset.waiting' }],
     });
 
@@ -271,7 +285,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       },
     }),
     /** "When the store reports that the metadata is unchanged, the poll ends without downloading it." */
-    metadataUnchanged: outcome(['noteMetadataUnchanged'], 'unchanged'),
+    metadataUnchanged: outcome('noteMetadataUnchanged', 'unchanged'),
     /** The one read decides: nothing published, the same snapshot, an older one, or a newer one. */
     comparingSnapshotIds: chart.createStateConfig({
       always: [
@@ -282,11 +296,11 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       ],
     }),
     /** "When no snapshot has been published yet, the dataset waits for the first one." */
-    noSnapshotYet: outcome(['noteNoSnapshotPublished'], 'waiting'),
+    noSnapshotYet: outcome('noteNoSnapshotPublished', 'waiting'),
     /** The store's current snapshot is the loaded one: the ETag is recorded. */
-    sameSnapshot: outcome(['noteSameSnapshot'], 'same'),
+    sameSnapshot: outcome('noteSameSnapshot', 'same'),
     /** "…the store's current snapshot id is older than the loaded one": warn, reload nothing, no ETag. */
-    olderSnapshot: outcome(['warnOlderSnapshot'], 'older'),
+    olderSnapshot: outcome('warnOlderSnapshot', 'older'),
     /** "When a newer snapshot is found…": the candidates to try come from the same read. */
     newerSnapshotFound: chart.createStateConfig({
       always: [
@@ -304,7 +318,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       ],
     }),
     /** `current-snapshot-id` names no entry of `snapshots`. */
-    currentSnapshotMissing: outcome(['logFailure'], 'failed'),
+    currentSnapshotMissing: outcome('logFailure', 'failed'),
     /** "…its schema is validated against the current acceleration schema before downloading" (engine first). */
     validatingCandidate: chart.createStateConfig({
       always: [
@@ -340,22 +354,22 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
     }),
     candidateFailed,
     /** A candidate refused before download (engine or schema): kept out, not retried with backoff. */
-    candidateRefused: outcome(['logFailure'], 'refused'),
+    candidateRefused: outcome('logFailure', 'refused'),
     /** "…`bootstrap_on_failure_behavior: warn` skipped a failed download": the dataset keeps what it has. */
-    downloadSkipped: outcome(['logFailure']),
+    downloadSkipped: outcome('logFailure'),
     /** "With `bootstrap_on_failure_behavior: retry`, a failed download retries the whole poll." */
-    retryScheduled: outcome(['markRetry']),
+    retryScheduled: outcome('markRetry'),
     /** `fallback`: the candidate was rejected; the next one is validated, downloaded and verified. */
     fallingBack: chart.createStateConfig({
       entry: 'attemptNextSnapshot',
       always: { target: 'validatingCandidate' },
     }),
     /** `fallback`: every candidate was rejected. */
-    fallbackExhausted: outcome(['logFallbackExhausted'], 'refused'),
+    fallbackExhausted: outcome('logFallbackExhausted', 'refused'),
     /** `fallback`: an error that is not a rejection ended the fallback. */
-    fallbackStopped: outcome(['logFallbackStopped'], 'failed'),
+    fallbackStopped: outcome('logFallbackStopped', 'failed'),
     /** The metadata read failed (not retried): keep serving, check again at the next interval. */
-    metadataReadFailed: outcome(['logFailure'], 'failed'),
+    metadataReadFailed: outcome('logFailure', 'failed'),
   };
 
   /** Waiting for the next check: a timer (the interval, or the retry backoff), or paused. */
@@ -509,12 +523,12 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
               onError: { target: 'swapFailed', actions: failed('swap') },
             },
           },
-          swapped: outcome([], 'newer'),
+          swapped: outcome(undefined, 'newer'),
           swapFailed: {
             always: [{ guard: 'isRetry', target: 'retryScheduled' }, { target: 'swapSkipped' }],
           },
-          retryScheduled: outcome(['markRetry']),
-          swapSkipped: outcome(['logFailure']),
+          retryScheduled: outcome('markRetry'),
+          swapSkipped: outcome('logFailure'),
         },
       },
       stopped: {
