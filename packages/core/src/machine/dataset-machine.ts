@@ -210,6 +210,9 @@ const failed = (stage: FailureStage) =>
     params: ({ event }: { event: unknown }) => ({ error: (event as { error?: unknown }).error, stage }),
   }) as const;
 
+/** Where a finished check leaves the dataset. */
+type Rest = '#dataset.serving' | '#dataset.waiting' | 'servingOrWaiting';
+
 /** The actions an outcome state runs before its poll ends. */
 type OutcomeAction =
   | 'noteMetadataUnchanged'
@@ -227,12 +230,16 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
 
   /**
    * An outcome state: its action records and says what happened, then the poll ends (with `result`,
-   * else failed / refused by the failure) and the dataset serves or waits.
+   * else failed / refused by the failure) and the dataset goes to `after`: `serving` from a poll,
+   * `waiting` from a bootstrap attempt (nothing is served there), either after a swap.
    */
-  const outcome = (action: OutcomeAction | undefined, result?: PollResult) =>
+  const outcome = (after: Rest, action: OutcomeAction | undefined, result?: PollResult) =>
     chart.createStateConfig({
       entry: action === undefined ? [endPoll(result)] : [action, endPoll(result)],
-      always: [{ guard: 'isServing', target: '#dataset.serving' }, { target: '#dataset.waiting' }],
+      always:
+        after === 'servingOrWaiting'
+          ? [{ guard: 'isServing', target: '#dataset.serving' }, { target: '#dataset.waiting' }]
+          : { target: after },
     });
 
   /** Events while a check or a swap runs: nothing starts a second one. */
@@ -264,7 +271,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
    * One check of the store, shared by `bootstrapping` and `polling`: one metadata read, the id
    * comparison, validation before download, download, verification; each outcome its own state.
    */
-  const checkStates = {
+  const checkStates = (after: '#dataset.serving' | '#dataset.waiting') => ({
     /** "Each poll reads the snapshot store's metadata conditionally" (If-None-Match: the last ETag). */
     readingMetadata: chart.createStateConfig({
       invoke: {
@@ -285,7 +292,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       },
     }),
     /** "When the store reports that the metadata is unchanged, the poll ends without downloading it." */
-    metadataUnchanged: outcome('noteMetadataUnchanged', 'unchanged'),
+    metadataUnchanged: outcome(after, 'noteMetadataUnchanged', 'unchanged'),
     /** The one read decides: nothing published, the same snapshot, an older one, or a newer one. */
     comparingSnapshotIds: chart.createStateConfig({
       always: [
@@ -296,11 +303,11 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       ],
     }),
     /** "When no snapshot has been published yet, the dataset waits for the first one." */
-    noSnapshotYet: outcome('noteNoSnapshotPublished', 'waiting'),
+    noSnapshotYet: outcome(after, 'noteNoSnapshotPublished', 'waiting'),
     /** The store's current snapshot is the loaded one: the ETag is recorded. */
-    sameSnapshot: outcome('noteSameSnapshot', 'same'),
+    sameSnapshot: outcome(after, 'noteSameSnapshot', 'same'),
     /** "…the store's current snapshot id is older than the loaded one": warn, reload nothing, no ETag. */
-    olderSnapshot: outcome('warnOlderSnapshot', 'older'),
+    olderSnapshot: outcome(after, 'warnOlderSnapshot', 'older'),
     /** "When a newer snapshot is found…": the candidates to try come from the same read. */
     newerSnapshotFound: chart.createStateConfig({
       always: [
@@ -318,7 +325,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       ],
     }),
     /** `current-snapshot-id` names no entry of `snapshots`. */
-    currentSnapshotMissing: outcome('logFailure', 'failed'),
+    currentSnapshotMissing: outcome(after, 'logFailure', 'failed'),
     /** "…its schema is validated against the current acceleration schema before downloading" (engine first). */
     validatingCandidate: chart.createStateConfig({
       always: [
@@ -354,23 +361,23 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
     }),
     candidateFailed,
     /** A candidate refused before download (engine or schema): kept out, not retried with backoff. */
-    candidateRefused: outcome('logFailure', 'refused'),
+    candidateRefused: outcome(after, 'logFailure', 'refused'),
     /** "…`bootstrap_on_failure_behavior: warn` skipped a failed download": the dataset keeps what it has. */
-    downloadSkipped: outcome('logFailure'),
+    downloadSkipped: outcome(after, 'logFailure'),
     /** "With `bootstrap_on_failure_behavior: retry`, a failed download retries the whole poll." */
-    retryScheduled: outcome('markRetry'),
+    retryScheduled: outcome(after, 'markRetry'),
     /** `fallback`: the candidate was rejected; the next one is validated, downloaded and verified. */
     fallingBack: chart.createStateConfig({
       entry: 'attemptNextSnapshot',
       always: { target: 'validatingCandidate' },
     }),
     /** `fallback`: every candidate was rejected. */
-    fallbackExhausted: outcome('logFallbackExhausted', 'refused'),
+    fallbackExhausted: outcome(after, 'logFallbackExhausted', 'refused'),
     /** `fallback`: an error that is not a rejection ended the fallback. */
-    fallbackStopped: outcome('logFallbackStopped', 'failed'),
+    fallbackStopped: outcome(after, 'logFallbackStopped', 'failed'),
     /** The metadata read failed (not retried): keep serving, check again at the next interval. */
-    metadataReadFailed: outcome('logFailure', 'failed'),
-  };
+    metadataReadFailed: outcome(after, 'logFailure', 'failed'),
+  });
 
   /** Waiting for the next check: a timer (the interval, or the retry backoff), or paused. */
   const restingStates = (check: string) => ({
@@ -481,7 +488,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
               },
             },
           },
-          ...checkStates,
+          ...checkStates('#dataset.waiting'),
         },
       },
       /** A snapshot is served; the next poll is scheduled (or backed off, or paused). */
@@ -507,7 +514,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       polling: {
         initial: 'readingMetadata',
         on: busyEvents,
-        states: checkStates,
+        states: checkStates('#dataset.serving'),
       },
       /** "…queries continue to be served from the previous snapshot until the swap completes." */
       swapping: {
@@ -523,12 +530,12 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
               onError: { target: 'swapFailed', actions: failed('swap') },
             },
           },
-          swapped: outcome(undefined, 'newer'),
+          swapped: outcome('#dataset.serving', undefined, 'newer'),
           swapFailed: {
             always: [{ guard: 'isRetry', target: 'retryScheduled' }, { target: 'swapSkipped' }],
           },
-          retryScheduled: outcome('markRetry'),
-          swapSkipped: outcome('logFailure'),
+          retryScheduled: outcome('servingOrWaiting', 'markRetry'),
+          swapSkipped: outcome('servingOrWaiting', 'logFailure'),
         },
       },
       stopped: {

@@ -56,7 +56,7 @@ export interface MachineGraph {
 /** A short label for an event type. */
 export function eventLabel(event: string): string {
   if (event === 'always') return 'auto';
-  if (event.startsWith('xstate.after.')) return 'timer';
+  if (event === 'poll.due' || event.startsWith('xstate.after.')) return 'timer';
   const done = /^xstate\.done\.actor\.(.+)$/.exec(event);
   if (done !== null) return `${done[1]} done`;
   const failed = /^xstate\.error\.actor\.(.+)$/.exec(event);
