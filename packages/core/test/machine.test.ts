@@ -361,6 +361,41 @@ describe('dataset machine: bootstrap_on_failure', () => {
     );
   });
 
+  it('fallback: a current snapshot of another engine is refused, saying why, then an older one of the dataset engine loads', async () => {
+    const h = await serving({ input: { bootstrapOnFailure: 'fallback' } });
+    h.store.publish(2);
+    h.store.publish(3, { engine: 'SQLite' });
+    await h.advance(INTERVAL);
+    expect(h.downloads.preparedIds).toEqual([1, 2]);
+    expect(h.status()).toMatchObject({
+      servingSnapshotId: 2,
+      etag: null,
+      lastError: { code: 'ERR_SNAPSHOT_ENGINE_MISMATCH' },
+      counters: { refusals: 1 },
+    });
+    expect(h.messages('warn')[0]).toMatch(
+      /^Snapshot 3 of dataset 'orders' was written by engine 'SQLite'.* \(falling back to snapshot 2\)$/,
+    );
+  });
+
+  it('fallback: a current-snapshot-id that names no entry falls back to the older ones; without fallback it is ERR_CURRENT_SNAPSHOT_MISSING', async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    store.currentSnapshotId = 7;
+    const fallback = start({ store, input: { bootstrapOnFailure: 'fallback' } });
+    await fallback.settle();
+    expect(fallback.status()).toMatchObject({ servingSnapshotId: 0, etag: null });
+
+    const warn = start({ store });
+    await warn.settle();
+    expect(warn.steps).toContain('bootstrapping.currentSnapshotMissing');
+    expect(warn.status()).toMatchObject({
+      state: 'waiting',
+      lastPollResult: 'failed',
+      lastError: { code: 'ERR_CURRENT_SNAPSHOT_MISSING' },
+    });
+  });
+
   it('fallback: an error that is not a snapshot rejection stops the fallback', async () => {
     const store = new FakeStore();
     store.publish(0);

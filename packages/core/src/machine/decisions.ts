@@ -17,9 +17,10 @@ export function resolveEngine(configured: string | undefined, dataset: DatasetMe
 }
 
 /**
- * The snapshots a poll tries, in order. `fallback`: {@link fallbackCandidates}. Otherwise, or when
- * fallback has none, the current snapshot alone, so that a current snapshot of another engine is
- * refused (and says why) rather than silently skipped. Empty when the current entry is missing.
+ * The snapshots a poll tries, in order: the current one first, whatever its engine (a current
+ * snapshot of another engine is refused, and says why, rather than silently skipped); then, with
+ * `fallback`, the older candidates of {@link fallbackCandidates}. Without a current entry (its id
+ * names none) only fallback's older candidates remain; empty otherwise.
  */
 export function pollCandidates(
   dataset: DatasetMetadata,
@@ -27,10 +28,11 @@ export function pollCandidates(
   loadedId: number | undefined,
   fallback: boolean,
 ): readonly SnapshotEntry[] {
-  const candidates = fallback ? fallbackCandidates(dataset, engine, loadedId) : [];
-  if (candidates.length > 0) return candidates;
   const current = currentSnapshot(dataset);
-  return current === undefined ? [] : [current];
+  const older = fallback
+    ? fallbackCandidates(dataset, engine, loadedId).filter((entry) => entry !== current)
+    : [];
+  return current === undefined ? older : [current, ...older];
 }
 
 /** The store's current snapshot id as this poll read it. */
