@@ -379,38 +379,52 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
     metadataReadFailed: outcome(after, 'logFailure', 'failed'),
   });
 
-  /** Waiting for the next check: a timer (the interval, or the retry backoff), or paused. */
-  const restingStates = (check: string) => ({
-    deciding: chart.createStateConfig({
-      always: [
-        { guard: 'isPaused', target: 'paused' },
-        { guard: 'reloadRequested', target: check, actions: beginPoll('notification') },
-        { guard: 'retryPending', target: 'backingOff' },
-        { target: 'scheduled' },
-      ],
-    }),
-    /** "…polls the snapshot store at `refresh_check_interval`." */
-    scheduled: chart.createStateConfig({
-      entry: 'scheduleNextPoll',
-      invoke: {
-        id: 'pollTimer',
-        src: 'pollTimer',
-        input: ({ context }) => ({ dueMs: context.nextPollDueMs ?? 0 }),
+  /**
+   * Between checks (`waiting`, `serving`): a timer (the interval, or the retry backoff) or paused;
+   * `poll.now` checks at once, and `announced` says what an announcement does here.
+   */
+  type Announced = NonNullable<Parameters<typeof chart.createStateConfig>[0]['on']>['snapshot.announced'];
+  const resting = (check: string, announced: Announced) =>
+    chart.createStateConfig({
+      initial: 'deciding',
+      on: {
+        'snapshot.announced': announced,
+        'poll.now': { target: check, actions: beginPoll('command') },
+        'polling.pause': { guard: not('isPaused'), target: '.paused', actions: 'pause' },
+        'polling.resume': { guard: 'isPaused', target: '.deciding', actions: 'resume' },
       },
-      on: { 'poll.due': { target: check, actions: beginPoll('schedule') } },
-    }),
-    /** `retry`: the whole poll again after the Fibonacci backoff. */
-    backingOff: chart.createStateConfig({
-      entry: 'scheduleRetry',
-      invoke: {
-        id: 'pollTimer',
-        src: 'pollTimer',
-        input: ({ context }) => ({ dueMs: context.nextPollDueMs ?? 0 }),
+      states: {
+        deciding: {
+          always: [
+            { guard: 'isPaused', target: 'paused' },
+            { guard: 'reloadRequested', target: check, actions: beginPoll('notification') },
+            { guard: 'retryPending', target: 'backingOff' },
+            { target: 'scheduled' },
+          ],
+        },
+        /** "…polls the snapshot store at `refresh_check_interval`." */
+        scheduled: {
+          entry: 'scheduleNextPoll',
+          invoke: {
+            id: 'pollTimer',
+            src: 'pollTimer',
+            input: ({ context }) => ({ dueMs: context.nextPollDueMs ?? 0 }),
+          },
+          on: { 'poll.due': { target: check, actions: beginPoll('schedule') } },
+        },
+        /** `retry`: the whole poll again after the Fibonacci backoff. */
+        backingOff: {
+          entry: 'scheduleRetry',
+          invoke: {
+            id: 'pollTimer',
+            src: 'pollTimer',
+            input: ({ context }) => ({ dueMs: context.nextPollDueMs ?? 0 }),
+          },
+          on: { 'poll.due': { target: check, actions: beginPoll('schedule') } },
+        },
+        paused: {},
       },
-      on: { 'poll.due': { target: check, actions: beginPoll('schedule') } },
-    }),
-    paused: {},
-  });
+    });
 
   return chart.createMachine({
     id: 'dataset',
@@ -441,23 +455,14 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
     },
     states: {
       /** Nothing is served: checks every interval (or after the backoff); an announcement checks at once. */
-      waiting: {
-        initial: 'deciding',
-        on: {
-          'snapshot.announced': [
-            {
-              guard: not('isPaused'),
-              target: '#dataset.bootstrapping.readingMetadata',
-              actions: [{ type: 'acceptAnnouncement', params: announcement }, beginPoll('notification')],
-            },
-            { actions: { type: 'deferAnnouncement', params: announcement } },
-          ],
-          'poll.now': { target: '#dataset.bootstrapping.readingMetadata', actions: beginPoll('command') },
-          'polling.pause': { guard: not('isPaused'), target: '.paused', actions: 'pause' },
-          'polling.resume': { guard: 'isPaused', target: '.deciding', actions: 'resume' },
+      waiting: resting('#dataset.bootstrapping.readingMetadata', [
+        {
+          guard: not('isPaused'),
+          target: '#dataset.bootstrapping.readingMetadata',
+          actions: [{ type: 'acceptAnnouncement', params: announcement }, beginPoll('notification')],
         },
-        states: restingStates('#dataset.bootstrapping.readingMetadata'),
-      },
+        { actions: { type: 'deferAnnouncement', params: announcement } },
+      ]),
       /** "On startup, the runtime bootstraps from the most recent snapshot"; and every check while nothing is served. */
       bootstrapping: {
         initial: 'restoring',
@@ -492,24 +497,15 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
         },
       },
       /** A snapshot is served; the next poll is scheduled (or backed off, or paused). */
-      serving: {
-        initial: 'deciding',
-        on: {
-          'snapshot.announced': [
-            {
-              guard: and([not('isPaused'), 'isNewAnnouncement']),
-              target: '#dataset.polling',
-              actions: [{ type: 'acceptAnnouncement', params: announcement }, beginPoll('notification')],
-            },
-            { guard: 'isNewAnnouncement', actions: { type: 'deferAnnouncement', params: announcement } },
-            { actions: { type: 'ignoreAnnouncement', params: announcement } },
-          ],
-          'poll.now': { target: '#dataset.polling', actions: beginPoll('command') },
-          'polling.pause': { guard: not('isPaused'), target: '.paused', actions: 'pause' },
-          'polling.resume': { guard: 'isPaused', target: '.deciding', actions: 'resume' },
+      serving: resting('#dataset.polling', [
+        {
+          guard: and([not('isPaused'), 'isNewAnnouncement']),
+          target: '#dataset.polling',
+          actions: [{ type: 'acceptAnnouncement', params: announcement }, beginPoll('notification')],
         },
-        states: restingStates('#dataset.polling'),
-      },
+        { guard: 'isNewAnnouncement', actions: { type: 'deferAnnouncement', params: announcement } },
+        { actions: { type: 'ignoreAnnouncement', params: announcement } },
+      ]),
       /** "After bootstrap, the runtime polls the snapshot store … for newer snapshots." */
       polling: {
         initial: 'readingMetadata',

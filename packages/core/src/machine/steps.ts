@@ -6,6 +6,7 @@
  */
 import { FerryError, isSnapshotRejection, serializeError } from '../errors.js';
 import { currentSnapshot, findRecordedSchema } from '../metadata/queries.js';
+import type { SnapshotEntry } from '../metadata/types.js';
 import { retryBackoffMs } from './backoff.js';
 import {
   currentCandidate,
@@ -374,99 +375,99 @@ export function attemptNextSnapshot(context: DatasetContext): Step {
   };
 }
 
-/** `fallback`: every candidate was rejected. */
-export function logFallbackExhausted(context: DatasetContext): Step {
+/**
+ * `fallback` ended without loading the candidate: while nothing is served, Spice's lines
+ * (`bootstrapLines`); else Ferry's line naming the snapshot kept, and an error summary.
+ */
+function fallbackEnded(
+  context: DatasetContext,
+  bootstrapLines: (failure: PollFailure, failed: SnapshotEntry) => readonly LogEntry[],
+  summary: (failed: SnapshotEntry, candidates: number) => string,
+): Step {
   const candidate = currentCandidate(context);
   const failure = context.poll?.failure;
   if (candidate === undefined || failure === undefined) return NO_STEP;
-  const { poll, entry: rejected } = candidate;
-  const fields = { ...failureFields(failure), error: failure.error.message };
-  if (context.serving === null) {
-    return {
-      logs: [
-        entry(
-          context,
-          'warn',
-          attemptingNextSnapshot(failure.error.code, context.name, rejected.uri, rejected.checksum),
-          fields,
-        ),
-        entry(context, 'error', allSnapshotsFailed(context.name), { candidates: poll.candidates.length }),
-      ],
-    };
-  }
+  const { entry: failed, poll } = candidate;
+  if (context.serving === null) return { logs: bootstrapLines(failure, failed) };
+  const candidates = poll.candidates.length;
   return {
     logs: [
       ...(logFailure(context, 'keep').logs ?? []),
-      entry(
-        context,
-        'error',
-        `Snapshot fallback for dataset '${context.name}' found no loadable snapshot among ${poll.candidates.length} candidate(s); ${keeping(context)}`,
-        { snapshotId: rejected.snapshotId, candidates: poll.candidates.length },
-      ),
+      entry(context, 'error', `${summary(failed, candidates)}; ${keeping(context)}`, {
+        snapshotId: failed.snapshotId,
+        candidates,
+      }),
     ],
   };
 }
 
+/** `fallback`: every candidate was rejected. */
+export function logFallbackExhausted(context: DatasetContext): Step {
+  const name = context.name;
+  return fallbackEnded(
+    context,
+    (failure, rejected) => [
+      entry(
+        context,
+        'warn',
+        attemptingNextSnapshot(failure.error.code, name, rejected.uri, rejected.checksum),
+        {
+          ...failureFields(failure),
+          error: failure.error.message,
+        },
+      ),
+      entry(context, 'error', allSnapshotsFailed(name), { candidates: context.poll?.candidates.length ?? 0 }),
+    ],
+    (_failed, candidates) =>
+      `Snapshot fallback for dataset '${name}' found no loadable snapshot among ${candidates} candidate(s)`,
+  );
+}
+
 /** `fallback`: a candidate failed on an error that is not a rejection, which ends the fallback. */
 export function logFallbackStopped(context: DatasetContext): Step {
-  const candidate = currentCandidate(context);
-  const failure = context.poll?.failure;
-  if (candidate === undefined || failure === undefined) return NO_STEP;
-  const { entry: failed } = candidate;
-  const message = failure.error.message;
-  const fields = failureFields(failure);
-  if (context.serving === null) {
-    return {
-      logs: [
-        entry(
-          context,
-          'warn',
-          fallbackDownloadFailed(context.name, failed.uri, failed.checksum, message),
-          fields,
-        ),
-        entry(context, 'error', fallbackBootstrapFailed(context.name, context.location, message), fields),
-      ],
-    };
-  }
-  return {
-    logs: [
-      ...(logFailure(context, 'keep').logs ?? []),
+  const name = context.name;
+  return fallbackEnded(
+    context,
+    (failure, failed) => [
+      entry(
+        context,
+        'warn',
+        fallbackDownloadFailed(name, failed.uri, failed.checksum, failure.error.message),
+        failureFields(failure),
+      ),
       entry(
         context,
         'error',
-        `Snapshot fallback for dataset '${context.name}' stopped at snapshot ${failed.snapshotId} on an error that is not a snapshot rejection; ${keeping(context)}`,
-        { snapshotId: failed.snapshotId },
+        fallbackBootstrapFailed(name, context.location, failure.error.message),
+        failureFields(failure),
       ),
+    ],
+    (failed) =>
+      `Snapshot fallback for dataset '${name}' stopped at snapshot ${failed.snapshotId} on an error that is not a snapshot rejection`,
+  );
+}
+
+/** A temporary file the candidate now has (downloaded, then verified), kept for the next step. */
+function holding(
+  context: DatasetContext,
+  patch: Partial<PollInProgress>,
+  snapshotId: number,
+  what: string,
+): Step {
+  return {
+    context: withPoll(context, patch),
+    logs: [
+      entry(context, 'debug', `Snapshot ${snapshotId} of dataset '${context.name}' ${what}`, { snapshotId }),
     ],
   };
 }
 
 export function downloaded(context: DatasetContext, snapshot: DownloadedSnapshot): Step {
-  return {
-    context: withPoll(context, { downloaded: snapshot }),
-    logs: [
-      entry(
-        context,
-        'debug',
-        `Snapshot ${snapshot.snapshotId} of dataset '${context.name}' is downloaded; verifying it`,
-        { snapshotId: snapshot.snapshotId },
-      ),
-    ],
-  };
+  return holding(context, { downloaded: snapshot }, snapshot.snapshotId, 'is downloaded; verifying it');
 }
 
 export function verified(context: DatasetContext, snapshot: PreparedSnapshot): Step {
-  return {
-    context: withPoll(context, { prepared: snapshot }),
-    logs: [
-      entry(
-        context,
-        'debug',
-        `Snapshot ${snapshot.snapshotId} of dataset '${context.name}' is downloaded and valid`,
-        { snapshotId: snapshot.snapshotId },
-      ),
-    ],
-  };
+  return holding(context, { prepared: snapshot }, snapshot.snapshotId, 'is downloaded and valid');
 }
 
 /** The swap actor resolved: only now does the dataset serve the new snapshot. */
