@@ -3,7 +3,7 @@
  * substates) and one arrow per pair of top-level states that some transition of the definition
  * connects, labelled with the events that take it. Built from the resolved state-node tree rather
  * than `toJSON()`, because the JSON form leaves out eventless (`always`) transitions, which are
- * how a check ends (`polling.finished` → `serving`).
+ * how a check ends (`polling.metadataUnchanged` → `serving`, and every other outcome state).
  */
 import { datasetMachine } from '@ferry/core';
 
