@@ -70,13 +70,16 @@ describe.each(['warn', 'retry', 'fallback'] as const)('bootstrap under %s', (beh
         code: 'ERR_DATASET_NOT_READY',
         message: `Dataset '${DATASET}' is not ready (waiting): it has no snapshot loaded yet; retry later or wait with ready('${DATASET}').`,
       });
-      const failure = logger.records.find((r) =>
-        r.message.startsWith(`Reading the snapshot metadata of dataset '${DATASET}' failed: `),
-      );
-      expect(failure?.level).toBe('warn');
+      // Spice's bootstrap-failure lines: `retry` logs each failure at error, the others warn once per check.
+      const failure = logger.records.find((r) => r.message.startsWith('Failed to bootstrap snapshot; '));
+      expect(failure?.level).toBe(behaviour === 'retry' ? 'error' : 'warn');
       expect(failure?.message).toMatch(
-        behaviour === 'retry' ? / \(retrying with backoff\)$/ : / \(nothing is loaded yet\)$/,
+        new RegExp(
+          `^Failed to bootstrap snapshot; ${behaviour === 'retry' ? 'retrying' : 'continuing without a downloaded snapshot'}\\. ` +
+            `dataset=${DATASET} location=s3://${BUCKET}/${prefix} error=Store get of .*metadata\\.json failed with HTTP 503`,
+        ),
       );
+      expect(failure?.fields).toMatchObject({ code: 'ERR_STORE', snapshotId: null });
       if (behaviour === 'retry') await logger.waitFor((r) => r.message.startsWith(RETRYING));
       else await nextEvent(runtime, 'poll', (e) => e.result === 'failed');
 
@@ -106,9 +109,10 @@ describe.each(['warn', 'retry', 'fallback'] as const)('bootstrap under %s', (beh
           code: 'ERR_DATASET_NOT_READY',
         });
         const refusal = lines.find((r) => r.message.includes(`Snapshot ${corrupt.uri} checksum mismatch`));
-        expect(refusal?.level).toBe('warn');
-        expect(refusal?.message).toMatch(
-          behaviour === 'retry' ? / \(retrying with backoff\)$/ : / \(nothing is loaded yet\)$/,
+        expect(refusal?.level).toBe(behaviour === 'retry' ? 'error' : 'warn');
+        expect(refusal?.message).toBe(
+          `Failed to bootstrap snapshot; ${behaviour === 'retry' ? 'retrying' : 'continuing without a downloaded snapshot'}. ` +
+            `dataset=${DATASET} location=s3://${BUCKET}/${prefix} error=${status.lastError?.message}`,
         );
         if (behaviour === 'retry')
           await logger.waitFor((r) => r.message.startsWith(RETRYING), { since: mark });

@@ -9,3 +9,4 @@ export * from './machine/index.js';
 export * from './metadata/index.js';
 export * from './notifications/index.js';
 export * from './ports.js';
+export * from './spice-docs.js';

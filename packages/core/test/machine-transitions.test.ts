@@ -13,6 +13,7 @@ import {
   waitFor,
 } from 'xstate';
 import {
+  createDatasetMachine,
   type DatasetEvent,
   type DatasetMachine,
   type DatasetMachineInput,
@@ -33,9 +34,11 @@ const input: DatasetMachineInput = {
   name: 'orders',
   engine: 'duckdb',
   refreshCheckIntervalMs: 10_000,
-  now: () => 42,
-  random: () => 0.5,
+  location: 's3://bucket/snapshots/',
 };
+
+/** The machine on a clock that always reads 42 ms. */
+const machine = createDatasetMachine({ now: () => 42, random: () => 0.5 });
 
 const local: LoadedSnapshot = { snapshotId: 3, timestampMs: 1_764_400_000_000, checksum: 'sha-3', schema };
 
@@ -82,23 +85,23 @@ function logged(actions: readonly Action[]): unknown[] {
 
 /** The snapshot of a dataset that restored snapshot 3 and is reading the store's metadata. */
 function restoredAndReading(): DatasetSnapshot {
-  const [initial] = initialTransition(datasetMachine, input);
-  const [reading] = transition(datasetMachine, initial, done('restoreLocal', local));
+  const [initial] = initialTransition(machine, input);
+  const [reading] = transition(machine, initial, done('restoreLocal', local));
   return reading;
 }
 
 describe('dataset machine: pure transitions', () => {
   it('initialTransition: starts bootstrapping by restoring the live file (would spawn restoreLocal)', () => {
-    const [snapshot, actions] = initialTransition(datasetMachine, input);
+    const [snapshot, actions] = initialTransition(machine, input);
     expect(snapshot.value).toEqual({ bootstrapping: 'restoring' });
     expect(spawned(actions)).toEqual([{ src: 'restoreLocal', input: { dataset: 'orders' } }]);
     expect(datasetStatus(snapshot)).toMatchObject({ state: 'bootstrapping', servingSnapshotId: null });
   });
 
   it('transition: a restored snapshot is served at once and the store is read without an ETag', () => {
-    const [initial] = initialTransition(datasetMachine, input);
-    const [snapshot, actions] = transition(datasetMachine, initial, done('restoreLocal', local));
-    expect(snapshot.value).toEqual({ polling: 'reading' });
+    const [initial] = initialTransition(machine, input);
+    const [snapshot, actions] = transition(machine, initial, done('restoreLocal', local));
+    expect(snapshot.value).toEqual({ polling: 'readingMetadata' });
     expect(snapshot.context.serving).toEqual(local);
     expect(snapshot.context.poll).toMatchObject({ trigger: 'startup', startedAtMs: 42 });
     expect(spawned(actions)).toEqual([
@@ -109,21 +112,21 @@ describe('dataset machine: pure transitions', () => {
     );
   });
 
-  it('transition: a newer snapshot would be prepared from the entry of the same read', () => {
+  it('transition: a newer snapshot would be downloaded from the entry of the same read', () => {
     const read: ReadMetadataOutput = { kind: 'read', etag: '"e1"', dataset: metadata(4) };
-    const [snapshot, actions] = transition(datasetMachine, restoredAndReading(), done('readMetadata', read));
-    expect(snapshot.value).toEqual({ polling: 'preparing' });
-    expect(spawned(actions)).toEqual([{ src: 'prepareSnapshot', input: expect.anything() }]);
+    const [snapshot, actions] = transition(machine, restoredAndReading(), done('readMetadata', read));
+    expect(snapshot.value).toEqual({ polling: 'downloading' });
+    expect(spawned(actions)).toEqual([{ src: 'downloadSnapshot', input: expect.anything() }]);
     const prepare = spawned(actions)[0]?.input as { entry: unknown } | undefined;
     expect(prepare?.entry).toBe(read.kind === 'read' ? read.dataset?.snapshots[0] : null);
     expect(snapshot.context.serving?.snapshotId).toBe(3);
   });
 
-  it('transition: a refused candidate would never spawn prepareSnapshot', () => {
+  it('transition: a refused candidate would never spawn downloadSnapshot', () => {
     const read: ReadMetadataOutput = { kind: 'read', etag: '"e1"', dataset: metadata(4, 'sqlite') };
-    const [snapshot, actions] = transition(datasetMachine, restoredAndReading(), done('readMetadata', read));
+    const [snapshot, actions] = transition(machine, restoredAndReading(), done('readMetadata', read));
     expect(snapshot.value).toEqual({ serving: 'scheduled' });
-    expect(spawned(actions)).toEqual([]);
+    expect(spawned(actions)).toEqual([{ src: 'pollTimer', input: { dueMs: 42 + 10_000 } }]);
     expect(logged(actions)).toContainEqual(
       expect.objectContaining({
         level: 'warn',
@@ -135,13 +138,13 @@ describe('dataset machine: pure transitions', () => {
 
   it('transition: poll.now while a check runs stays put and would only log', () => {
     const reading = restoredAndReading();
-    const [snapshot, actions] = transition(datasetMachine, reading, { type: 'poll.now' });
-    expect(snapshot.value).toEqual({ polling: 'reading' });
+    const [snapshot, actions] = transition(machine, reading, { type: 'poll.now' });
+    expect(snapshot.value).toEqual({ polling: 'readingMetadata' });
     expect(actions.map((action) => action.type)).toEqual(['log']);
   });
 
   it('transition: stop from any state ends in the final stopped state', () => {
-    const [snapshot, actions] = transition(datasetMachine, restoredAndReading(), { type: 'stop' });
+    const [snapshot, actions] = transition(machine, restoredAndReading(), { type: 'stop' });
     expect(snapshot.value).toBe('stopped');
     expect(snapshot.status).toBe('done');
     expect(actions.map((action) => action.type)).toContain('xstate.stopChild');
@@ -159,7 +162,8 @@ describe('dataset machine: definition and defaults', () => {
 
   it('an actor the runtime did not provide fails with ERR_ACTOR_NOT_PROVIDED and the dataset waits', async () => {
     const clock = new SimulatedClock();
-    const actor = createActor(datasetMachine, { clock, input: { ...input, now: () => clock.now() } }).start();
+    const onClock = createDatasetMachine({ now: () => clock.now(), random: () => 0.5 });
+    const actor = createActor(onClock, { clock, input }).start();
     const snapshot = await waitFor(actor, (s) => s.matches('waiting'), { timeout: 1000 });
     expect(snapshot.context.lastError?.code).toBe('ERR_ACTOR_NOT_PROVIDED');
     expect(snapshot.context.lastError?.message).toContain("'readMetadata'");

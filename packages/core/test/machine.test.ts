@@ -1,272 +1,25 @@
 /**
- * The dataset machine's rules, one named test each, run on a SimulatedClock with fake actors: an
- * in-memory metadata store with ETags, a download/validate fake that can be told to fail per
- * snapshot id, and a swap fake that can be held open. No threads, no network, no real time.
+ * The dataset machine's rules, one named test each, run on a SimulatedClock with the fakes of
+ * `machine-harness.ts`. No threads, no network, no real time.
  */
 import { describe, expect, it } from 'vitest';
-import { createActor, fromPromise, SimulatedClock, waitFor } from 'xstate';
 import { FerryError, SnapshotRejectedError, SnapshotRejectionCode } from '../src/errors.js';
+import type { ReadMetadataOutput } from '../src/machine/index.js';
 import {
-  type DatasetEmitted,
-  type DatasetMachineInput,
-  type DatasetSnapshot,
-  datasetMachine,
-  datasetStatus,
-  type LoadedSnapshot,
-  type LogEntry,
-  type PreparedSnapshot,
-  type PrepareSnapshotInput,
-  type ReadMetadataInput,
-  type ReadMetadataOutput,
-  type SwapSnapshotInput,
-} from '../src/machine/index.js';
-import type { ArrowSchema, DatasetMetadata, SchemaEntry, SnapshotEntry } from '../src/metadata/types.js';
-
-const INTERVAL = 10_000;
-const WAITING = "Snapshot acceleration for dataset 'orders' is waiting for its first snapshot";
-const OLDER = 'snapshot metadata current id is older than the locally loaded snapshot';
-
-const idSchema: ArrowSchema = {
-  fields: [{ name: 'id', data_type: 'Int64', nullable: false, metadata: {} }],
-  metadata: {},
-};
-const textIdSchema: ArrowSchema = {
-  fields: [{ name: 'id', data_type: 'Utf8', nullable: false, metadata: {} }],
-  metadata: {},
-};
-
-// ---------------------------------------------------------------------------------------------
-// Fakes.
-// ---------------------------------------------------------------------------------------------
-
-interface Deferred<T = void> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-  reject(error: unknown): void;
-}
-
-function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-interface PublishOptions {
-  readonly engine?: string;
-  readonly schema?: ArrowSchema;
-  /** Append the entry without making it current. */
-  readonly current?: boolean;
-}
-
-/** metadata.json for one location holding the dataset `orders`, with an ETag per version. */
-class FakeStore {
-  exists = true;
-  hasEntry = true;
-  datasetEngine: string | undefined = undefined;
-  currentSnapshotId: number | undefined = undefined;
-  currentSchemaId = 0;
-  schemas: SchemaEntry[] = [{ schemaId: 0, schema: idSchema }];
-  snapshots: SnapshotEntry[] = [];
-  version = 1;
-  readonly reads: ReadMetadataInput[] = [];
-  readonly failures: unknown[] = [];
-  gate: Deferred | undefined;
-
-  publish(snapshotId: number, options: PublishOptions = {}): void {
-    if (options.schema !== undefined) {
-      const schemaId = Math.max(...this.schemas.map((s) => s.schemaId)) + 1;
-      this.schemas.push({ schemaId, schema: options.schema });
-      this.currentSchemaId = schemaId;
-    }
-    this.snapshots.push({
-      snapshotId,
-      timestampMs: 1_764_400_000_000 + snapshotId * 1000,
-      uri: `s3://bucket/snapshots/orders_${snapshotId}.duckdb`,
-      checksum: `sha-${snapshotId}`,
-      checksumAlgorithm: 'SHA256',
-      size: 1024,
-      engine: options.engine ?? 'duckdb',
-    });
-    if (options.current !== false) this.currentSnapshotId = snapshotId;
-    this.version++;
-  }
-
-  /** Rewrite metadata.json, e.g. another dataset changed: new ETag, same content for ours. */
-  touch(): void {
-    this.version++;
-  }
-
-  get etag(): string {
-    return `"v${this.version}"`;
-  }
-
-  dataset(): DatasetMetadata {
-    return structuredClone({
-      name: 'orders',
-      ...(this.datasetEngine === undefined ? {} : { engine: this.datasetEngine }),
-      schemas: this.schemas,
-      currentSchemaId: this.currentSchemaId,
-      snapshots: this.snapshots,
-      ...(this.currentSnapshotId === undefined ? {} : { currentSnapshotId: this.currentSnapshotId }),
-      properties: {},
-    });
-  }
-
-  async read(input: ReadMetadataInput): Promise<ReadMetadataOutput> {
-    this.reads.push(input);
-    if (this.gate !== undefined) await this.gate.promise;
-    if (this.failures.length > 0) throw this.failures.shift();
-    if (!this.exists) return { kind: 'read', dataset: undefined };
-    if (input.ifNoneMatch === this.etag) return { kind: 'unchanged' };
-    return { kind: 'read', etag: this.etag, dataset: this.hasEntry ? this.dataset() : undefined };
-  }
-}
-
-class FakeDownloads {
-  readonly prepared: PrepareSnapshotInput[] = [];
-  readonly swapped: SwapSnapshotInput[] = [];
-  readonly failures = new Map<number, unknown>();
-  prepareGate: Deferred | undefined;
-  swapGate: Deferred | undefined;
-  lastSignal: AbortSignal | undefined;
-
-  async prepare(input: PrepareSnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
-    this.prepared.push(input);
-    this.lastSignal = signal;
-    if (this.prepareGate !== undefined) await this.prepareGate.promise;
-    const failure = this.failures.get(input.entry.snapshotId);
-    if (failure !== undefined) throw failure;
-    return { snapshotId: input.entry.snapshotId, token: `tmp-${input.entry.snapshotId}` };
-  }
-
-  async swap(input: SwapSnapshotInput): Promise<void> {
-    this.swapped.push(input);
-    if (this.swapGate !== undefined) await this.swapGate.promise;
-  }
-
-  get preparedIds(): number[] {
-    return this.prepared.map((input) => input.entry.snapshotId);
-  }
-}
-
-function checksumMismatch(id: number): SnapshotRejectedError {
-  return new SnapshotRejectedError(
-    SnapshotRejectionCode.checksumMismatch,
-    `Snapshot ${id} of dataset 'orders' has a bad checksum.`,
-  );
-}
-
-function networkError(): FerryError {
-  return new FerryError('ERR_NETWORK', 'The store at s3://bucket/snapshots/ is unreachable.');
-}
-
-function localSnapshot(snapshotId: number, schema: ArrowSchema = idSchema): LoadedSnapshot {
-  return { snapshotId, timestampMs: 1_764_300_000_000, checksum: `sha-${snapshotId}`, schema };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Harness.
-// ---------------------------------------------------------------------------------------------
-
-/** Overrides of the harness input; `undefined` removes a setting. */
-type InputOverrides = { readonly [K in keyof DatasetMachineInput]?: DatasetMachineInput[K] | undefined };
-
-interface StartOptions {
-  readonly input?: InputOverrides;
-  readonly restore?: LoadedSnapshot | null;
-  readonly store?: FakeStore;
-  readonly downloads?: FakeDownloads;
-}
-
-const IDLE = [
-  { serving: 'scheduled' },
-  { serving: 'paused' },
-  { serving: 'idle' },
-  'waiting',
-  'stopped',
-] as const;
-
-function isIdle(snapshot: DatasetSnapshot): boolean {
-  return IDLE.some((state) => snapshot.matches(state));
-}
-
-function start(options: StartOptions = {}) {
-  const clock = new SimulatedClock();
-  const store = options.store ?? new FakeStore();
-  const downloads = options.downloads ?? new FakeDownloads();
-  const logs: LogEntry[] = [];
-  const emitted: DatasetEmitted[] = [];
-  const restore = options.restore ?? null;
-  const machine = datasetMachine.provide({
-    actors: {
-      restoreLocal: fromPromise(() => Promise.resolve(restore)),
-      readMetadata: fromPromise(({ input }: { input: ReadMetadataInput }) => store.read(input)),
-      prepareSnapshot: fromPromise(
-        ({ input, signal }: { input: PrepareSnapshotInput; signal: AbortSignal }) =>
-          downloads.prepare(input, signal),
-      ),
-      swapSnapshot: fromPromise(({ input }: { input: SwapSnapshotInput }) => downloads.swap(input)),
-    },
-    actions: {
-      log: (_args, entry) => {
-        logs.push(entry);
-      },
-    },
-  });
-  const settings = {
-    name: 'orders',
-    engine: 'duckdb',
-    refreshCheckIntervalMs: INTERVAL,
-    now: () => clock.now(),
-    random: () => 0.5,
-    ...options.input,
-  };
-  const input = Object.fromEntries(
-    Object.entries(settings).filter(([, value]) => value !== undefined),
-  ) as unknown as DatasetMachineInput;
-  const actor = createActor(machine, { clock, input });
-  actor.on('*', (event) => {
-    emitted.push(event);
-  });
-  actor.start();
-
-  const settle = () => waitFor(actor, isIdle, { timeout: 1000 });
-  return {
-    actor,
-    clock,
-    store,
-    downloads,
-    logs,
-    emitted,
-    settle,
-    until: (predicate: (snapshot: DatasetSnapshot) => boolean) =>
-      waitFor(actor, predicate, { timeout: 1000 }),
-    /** Move the clock on and let the machine come to rest. */
-    advance: async (ms: number) => {
-      clock.increment(ms);
-      return settle();
-    },
-    context: () => actor.getSnapshot().context,
-    status: () => datasetStatus(actor.getSnapshot()),
-    messages: (level?: LogEntry['level']) =>
-      logs.filter((entry) => level === undefined || entry.level === level).map((entry) => entry.message),
-    polls: () => emitted.filter((event) => event.type === 'poll').map((event) => event.result),
-  };
-}
-
-/** A store with snapshot 1 current, and a dataset that has bootstrapped from it. */
-async function serving(options: StartOptions = {}) {
-  const store = options.store ?? new FakeStore();
-  if (store.snapshots.length === 0) store.publish(1);
-  const harness = start({ ...options, store });
-  await harness.settle();
-  expect(harness.context().serving?.snapshotId).toBe(store.currentSnapshotId);
-  return harness;
-}
+  checksumMismatch,
+  deferred,
+  FakeDownloads,
+  FakeStore,
+  INTERVAL,
+  LOCATION,
+  localSnapshot,
+  networkError,
+  OLDER,
+  serving,
+  start,
+  textIdSchema,
+  WAITING,
+} from './machine-harness.js';
 
 // ---------------------------------------------------------------------------------------------
 // The rules.
@@ -483,7 +236,9 @@ describe('dataset machine: validation before download', () => {
     const prepared = h.downloads.prepared[1];
     expect(prepared?.dataset).toBe(output.dataset);
     expect(prepared?.entry).toBe(output.dataset.snapshots.find((s) => s.snapshotId === 2));
-    expect(prepared?.schema).toBe(output.dataset.schemas[0]?.schema);
+    const verification = h.downloads.verifications[1];
+    expect(verification?.entry).toBe(prepared?.entry);
+    expect(verification?.schema).toBe(output.dataset.schemas[0]?.schema);
   });
 });
 
@@ -528,7 +283,7 @@ describe('dataset machine: bootstrap_on_failure', () => {
   });
 
   it('retry: the backoff jitter source is injectable', async () => {
-    const h = await serving({ input: { bootstrapOnFailure: 'retry', random: () => 0 } });
+    const h = await serving({ input: { bootstrapOnFailure: 'retry' }, random: () => 0 });
     h.downloads.failures.set(2, networkError());
     h.store.publish(2);
     await h.advance(INTERVAL);
@@ -546,6 +301,39 @@ describe('dataset machine: bootstrap_on_failure', () => {
       h.messages('warn').some((m) => m.includes('unreachable') && m.includes('keeping snapshot 1')),
     ).toBe(true);
     expect(h.status().counters.failures).toBe(1);
+  });
+
+  it("warn at bootstrap: a failed download logs Spice's line, Failed to bootstrap snapshot; continuing without a downloaded snapshot", async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    const downloads = new FakeDownloads();
+    downloads.failures.set(0, networkError());
+    const h = start({ store, downloads });
+    await h.settle();
+    expect(h.status()).toMatchObject({ state: 'waiting', lastPollResult: 'failed' });
+    expect(h.logs.filter((entry) => entry.level === 'warn')).toEqual([
+      {
+        level: 'warn',
+        message: `Failed to bootstrap snapshot; continuing without a downloaded snapshot. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+        fields: { dataset: 'orders', code: 'ERR_NETWORK', snapshotId: 0 },
+      },
+    ]);
+  });
+
+  it("retry at bootstrap: a failed metadata read logs Spice's line, Failed to bootstrap snapshot; retrying, at error", async () => {
+    const store = new FakeStore();
+    store.failures.push(networkError());
+    const h = start({ store, input: { bootstrapOnFailure: 'retry' } });
+    await h.settle();
+    expect(h.actor.getSnapshot().matches({ waiting: 'backingOff' })).toBe(true);
+    expect(h.logs.filter((entry) => entry.level === 'error')).toEqual([
+      {
+        level: 'error',
+        message: `Failed to bootstrap snapshot; retrying. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+        fields: { dataset: 'orders', code: 'ERR_NETWORK', snapshotId: null },
+      },
+    ]);
+    expect(h.messages('info')).toContain("Retrying the snapshot check of dataset 'orders' in 1000 ms");
   });
 
   it('fallback: tries the current snapshot, then older ones by id descending, skipping other engines', async () => {
@@ -573,6 +361,41 @@ describe('dataset machine: bootstrap_on_failure', () => {
     );
   });
 
+  it('fallback: a current snapshot of another engine is refused, saying why, then an older one of the dataset engine loads', async () => {
+    const h = await serving({ input: { bootstrapOnFailure: 'fallback' } });
+    h.store.publish(2);
+    h.store.publish(3, { engine: 'SQLite' });
+    await h.advance(INTERVAL);
+    expect(h.downloads.preparedIds).toEqual([1, 2]);
+    expect(h.status()).toMatchObject({
+      servingSnapshotId: 2,
+      etag: null,
+      lastError: { code: 'ERR_SNAPSHOT_ENGINE_MISMATCH' },
+      counters: { refusals: 1 },
+    });
+    expect(h.messages('warn')[0]).toMatch(
+      /^Snapshot 3 of dataset 'orders' was written by engine 'SQLite'.* \(falling back to snapshot 2\)$/,
+    );
+  });
+
+  it('fallback: a current-snapshot-id that names no entry falls back to the older ones; without fallback it is ERR_CURRENT_SNAPSHOT_MISSING', async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    store.currentSnapshotId = 7;
+    const fallback = start({ store, input: { bootstrapOnFailure: 'fallback' } });
+    await fallback.settle();
+    expect(fallback.status()).toMatchObject({ servingSnapshotId: 0, etag: null });
+
+    const warn = start({ store });
+    await warn.settle();
+    expect(warn.steps).toContain('bootstrapping.currentSnapshotMissing');
+    expect(warn.status()).toMatchObject({
+      state: 'waiting',
+      lastPollResult: 'failed',
+      lastError: { code: 'ERR_CURRENT_SNAPSHOT_MISSING' },
+    });
+  });
+
   it('fallback: an error that is not a snapshot rejection stops the fallback', async () => {
     const store = new FakeStore();
     store.publish(0);
@@ -583,7 +406,12 @@ describe('dataset machine: bootstrap_on_failure', () => {
     await h.settle();
     expect(downloads.preparedIds).toEqual([1]);
     expect(h.status()).toMatchObject({ state: 'waiting', servingSnapshotId: null, lastPollResult: 'failed' });
-    expect(h.messages('error').some((m) => m.includes('stopped at snapshot 1'))).toBe(true);
+    expect(h.messages('warn')).toContain(
+      `Failed to download snapshot while attempting fallback. dataset=orders snapshot=s3://bucket/snapshots/orders_1.duckdb sha=sha-1 error=The store at s3://bucket/snapshots/ is unreachable.`,
+    );
+    expect(h.messages('error')).toContain(
+      `Failed to bootstrap snapshot even after fallback attempts; continuing. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+    );
   });
 
   it('fallback: when every candidate fails it logs it and continues without bootstrapping (or keeps serving)', async () => {
@@ -601,8 +429,12 @@ describe('dataset machine: bootstrap_on_failure', () => {
       servingSnapshotId: null,
       lastPollResult: 'refused',
     });
+    expect(h.messages('warn')).toEqual([
+      'Snapshot integrity issue; attempting next available snapshot. dataset=orders snapshot=s3://bucket/snapshots/orders_1.duckdb sha=sha-1',
+      'Snapshot integrity issue; attempting next available snapshot. dataset=orders snapshot=s3://bucket/snapshots/orders_0.duckdb sha=sha-0',
+    ]);
     expect(h.messages('error')).toContain(
-      "Snapshot fallback for dataset 'orders' found no loadable snapshot among 2 candidate(s); continuing without bootstrapping",
+      'All available snapshots failed validation; continuing without bootstrapping. dataset=orders',
     );
 
     downloads.failures.clear();
@@ -790,16 +622,20 @@ describe('dataset machine: commands', () => {
     expect(h.downloads.swapped).toHaveLength(1);
   });
 
-  it('snapshots: bootstrap_only bootstraps then serves without polling (notifications ignored)', async () => {
+  it('snapshots: bootstrap_only behaves as enabled: it polls at the interval, honours poll.now and reloads on notifications', async () => {
     const h = await serving({ input: { snapshotsMode: 'bootstrap_only' } });
-    expect(h.actor.getSnapshot().matches({ serving: 'idle' })).toBe(true);
-    expect(h.status().nextPollDueMs).toBeNull();
+    expect(h.actor.getSnapshot().matches({ serving: 'scheduled' })).toBe(true);
+    expect(h.status()).toMatchObject({ snapshotsMode: 'bootstrap_only', nextPollDueMs: INTERVAL });
+    await h.advance(INTERVAL);
+    expect(h.store.reads).toHaveLength(2);
+    h.actor.send({ type: 'poll.now' });
+    await h.settle();
+    expect(h.store.reads).toHaveLength(3);
     h.store.publish(2);
     h.actor.send({ type: 'snapshot.announced', snapshotId: 2 });
-    await h.advance(10 * INTERVAL);
-    expect(h.store.reads).toHaveLength(1);
-    expect(h.status().servingSnapshotId).toBe(1);
-    expect(h.status().counters.notifications).toBe(1);
+    await h.settle();
+    expect(h.store.reads).toHaveLength(4);
+    expect(h.status()).toMatchObject({ servingSnapshotId: 2, counters: { notifications: 1 } });
   });
 });
 
@@ -856,6 +692,146 @@ describe('dataset machine: metadata read failures', () => {
       servingSnapshotId: null,
       nextPollDueMs: 3 * INTERVAL,
     });
+  });
+});
+
+describe('dataset machine: the chart shows its decisions', () => {
+  /** The states a scheduled poll passes through, from the timer to the next resting state. */
+  async function pollPath(h: Awaited<ReturnType<typeof serving>>): Promise<string[]> {
+    const mark = h.steps.length;
+    await h.advance(h.status().nextPollDueMs === null ? 0 : (h.status().nextPollDueMs ?? 0) - h.clock.now());
+    return h.pathSince(mark);
+  }
+
+  it('an unchanged poll ends in metadataUnchanged', async () => {
+    const h = await serving();
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.metadataUnchanged',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('an older current id ends in olderSnapshot', async () => {
+    const store = new FakeStore();
+    store.publish(3);
+    const h = start({ store, restore: localSnapshot(5) });
+    await h.settle();
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.comparingSnapshotIds',
+      'polling.olderSnapshot',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('the same id ends in sameSnapshot; nothing published ends in noSnapshotYet', async () => {
+    const h = await serving();
+    h.store.touch();
+    expect(await pollPath(h)).toContain('polling.sameSnapshot');
+    const empty = start();
+    await empty.settle();
+    expect(empty.steps).toContain('bootstrapping.noSnapshotYet');
+    expect(empty.steps.at(-1)).toBe('waiting.scheduled');
+  });
+
+  it('a candidate refused before download ends in candidateRefused', async () => {
+    const h = await serving();
+    h.store.publish(2, { engine: 'sqlite' });
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.comparingSnapshotIds',
+      'polling.newerSnapshotFound',
+      'polling.validatingCandidate',
+      'polling.candidateFailed',
+      'polling.candidateRefused',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('retry: a failed download ends in retryScheduled and the dataset backs off', async () => {
+    const h = await serving({ input: { bootstrapOnFailure: 'retry' } });
+    h.downloads.failures.set(2, networkError());
+    h.store.publish(2);
+    expect(await pollPath(h)).toEqual([
+      'polling.readingMetadata',
+      'polling.comparingSnapshotIds',
+      'polling.newerSnapshotFound',
+      'polling.validatingCandidate',
+      'polling.downloading',
+      'polling.candidateFailed',
+      'polling.retryScheduled',
+      'serving.deciding',
+      'serving.backingOff',
+    ]);
+    h.downloads.failures.clear();
+    expect(await pollPath(h)).toEqual(expect.arrayContaining(['polling.verifying', 'swapping.installing']));
+    expect(h.steps.at(-1)).toBe('serving.scheduled');
+  });
+
+  it('warn: a failed verification ends in downloadSkipped', async () => {
+    const h = await serving();
+    h.downloads.verifyFailures.set(2, checksumMismatch(2));
+    h.store.publish(2);
+    const path = await pollPath(h);
+    expect(path.slice(-5)).toEqual([
+      'polling.verifying',
+      'polling.candidateFailed',
+      'polling.downloadSkipped',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+    expect(h.status()).toMatchObject({ lastPollResult: 'refused', servingSnapshotId: 1 });
+  });
+
+  it('fallback: a rejected candidate moves through fallingBack to the next one, then swaps', async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    store.publish(1);
+    const downloads = new FakeDownloads();
+    downloads.verifyFailures.set(1, checksumMismatch(1));
+    const h = start({ store, downloads, input: { bootstrapOnFailure: 'fallback' } });
+    await h.settle();
+    // (The initial state, bootstrapping.restoring, is entered before any microstep.)
+    expect(h.steps).toEqual([
+      'bootstrapping.readingMetadata',
+      'bootstrapping.comparingSnapshotIds',
+      'bootstrapping.newerSnapshotFound',
+      'bootstrapping.validatingCandidate',
+      'bootstrapping.downloading',
+      'bootstrapping.verifying',
+      'bootstrapping.candidateFailed',
+      'bootstrapping.fallingBack',
+      'bootstrapping.validatingCandidate',
+      'bootstrapping.downloading',
+      'bootstrapping.verifying',
+      'swapping.installing',
+      'swapping.swapped',
+      'serving.deciding',
+      'serving.scheduled',
+    ]);
+  });
+
+  it('a failed swap under retry ends in swapping.retryScheduled', async () => {
+    const store = new FakeStore();
+    store.publish(0);
+    const downloads = new FakeDownloads();
+    const h = start({ store, downloads, input: { bootstrapOnFailure: 'retry' } });
+    downloads.swap = () => Promise.reject(networkError());
+    await h.settle();
+    expect(h.steps.slice(-5)).toEqual([
+      'swapping.installing',
+      'swapping.swapFailed',
+      'swapping.retryScheduled',
+      'waiting.deciding',
+      'waiting.backingOff',
+    ]);
+    expect(h.messages('error')).toContain(
+      `Failed to bootstrap snapshot; retrying. dataset=orders location=${LOCATION} error=The store at s3://bucket/snapshots/ is unreachable.`,
+    );
   });
 });
 

@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { sameEngine } from '../src/engines.js';
 import {
   currentSnapshot,
   type DatasetMetadata,
   fallbackCandidates,
+  findRecordedSchema,
   isNewer,
   recordedSchema,
   SchemaNotFoundError,
   type SnapshotEntry,
+  writtenByEngine,
 } from '../src/metadata/index.js';
 
 function snapshot(snapshotId: number, engine?: string): SnapshotEntry {
@@ -57,8 +60,10 @@ describe('recordedSchema', () => {
     expect(recordedSchema(dataset([])).schemaId).toBe(1);
   });
 
-  it('names the dataset when the entry is missing', () => {
+  it('names the dataset when the entry is missing (findRecordedSchema answers undefined)', () => {
     const broken = { ...dataset([]), currentSchemaId: 7 };
+    expect(findRecordedSchema(broken)).toBeUndefined();
+    expect(findRecordedSchema(dataset([]))?.schemaId).toBe(1);
     expect(() => recordedSchema(broken)).toThrow(SchemaNotFoundError);
     expect(() => recordedSchema(broken)).toThrow(
       "Dataset 'orders' has no schema entry for its current-schema-id 7; republish the dataset so metadata.json records its schema.",
@@ -90,6 +95,32 @@ describe('fallbackCandidates', () => {
 
   it('is empty when nothing is current', () => {
     expect(fallbackCandidates(dataset([snapshot(0)]), 'duckdb')).toEqual([]);
+  });
+
+  // The cases of the dataset machine's former copy of this rule (`loadCandidates`).
+  it('offers only snapshots newer than the loaded one', () => {
+    const ds = dataset([snapshot(0), snapshot(1), snapshot(2), snapshot(3)], 3);
+    expect(ids(fallbackCandidates(ds, 'duckdb', 1))).toEqual([3, 2]);
+    expect(ids(fallbackCandidates(ds, 'duckdb', 3))).toEqual([]);
+  });
+
+  it('keeps every engine when the dataset engine is unknown', () => {
+    const ds = dataset([snapshot(0, 'sqlite'), snapshot(1, 'duckdb')], 1);
+    expect(ids(fallbackCandidates(ds, undefined))).toEqual([1, 0]);
+  });
+});
+
+describe('writtenByEngine', () => {
+  it('compares engine names case-insensitively, as Spice does', () => {
+    expect(sameEngine('DuckDB', 'duckdb')).toBe(true);
+    expect(sameEngine('sqlite', 'turso')).toBe(false);
+    expect(writtenByEngine(snapshot(0, 'DUCKDB'), 'duckdb')).toBe(true);
+    expect(writtenByEngine(snapshot(0, 'turso'), 'sqlite')).toBe(false);
+  });
+
+  it('accepts an entry without snapshot-engine, or a dataset of unknown engine', () => {
+    expect(writtenByEngine(snapshot(0), 'duckdb')).toBe(true);
+    expect(writtenByEngine(snapshot(0, 'sqlite'), undefined)).toBe(true);
   });
 });
 

@@ -7,13 +7,21 @@
  */
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import type { DatasetEmitted, EngineName, LoadedSnapshot, ReadMetadataOutput } from '@ferry/core';
+import type {
+  DatasetEmitted,
+  DownloadedSnapshot,
+  DownloadSnapshotInput,
+  EngineName,
+  LoadedSnapshot,
+  PreparedSnapshot,
+  ReadMetadataOutput,
+  VerifySnapshotInput,
+} from '@ferry/core';
 import {
   type DatasetSnapshot,
   datasetMachine,
   datasetStatus,
   fileFormatOf,
-  type PrepareSnapshotInput,
   type ReadMetadataInput,
   type RestoreLocalInput,
   resolveSnapshotKey,
@@ -22,12 +30,14 @@ import {
 } from '@ferry/core';
 import {
   commitSnapshot,
+  type DownloadedSnapshot as DownloadedFile,
   discardPrepared,
+  downloadSnapshot,
   type PreparedSnapshot as PreparedFile,
-  prepareSnapshot,
   restoreLocal,
   ServingEngine,
   type SnapshotFilesOptions,
+  verifySnapshot,
 } from '@ferry/snapshots';
 import { createActor, fromPromise } from 'xstate';
 import { QueryTimeoutError, ResultTooLargeError } from './errors.js';
@@ -82,6 +92,8 @@ let engine: EngineName | undefined = config.engine;
 let recordedLocation = config.location;
 let serving: ServingEngine | undefined;
 let generation = 0;
+/** Temporary files the machine holds tokens for: downloaded (not yet verified), and verified. */
+const downloaded = new Map<string, DownloadedFile>();
 const prepared = new Map<string, PreparedFile>();
 
 function filesFor(kind: EngineName): SnapshotFilesOptions {
@@ -157,17 +169,16 @@ async function restoreLiveFile(): Promise<LoadedSnapshot | null> {
   };
 }
 
-/** Download and validate a snapshot into a temporary file; the machine swaps it in later. */
-async function prepareFile(
-  input: PrepareSnapshotInput,
-  signal: AbortSignal,
-): Promise<{ snapshotId: number; token: string }> {
-  const kind = (input.engine as EngineName | undefined) ?? engine ?? 'duckdb';
+function kindOf(input: { readonly engine: string | undefined }): EngineName {
+  return (input.engine as EngineName | undefined) ?? engine ?? 'duckdb';
+}
+
+/** Download a snapshot into a temporary file; the machine has it verified next. */
+async function downloadFile(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
   const started = performance.now();
-  const file = await prepareSnapshot(
-    filesFor(kind),
+  const file = await downloadSnapshot(
+    filesFor(kindOf(input)),
     { entry: input.entry, key: resolveSnapshotKey(recordedLocation, input.entry.uri) },
-    { schemaId: input.schemaId, schema: input.schema },
     { signal },
   );
   toHost({
@@ -178,9 +189,26 @@ async function prepareFile(
     checksum: input.entry.checksum,
   });
   const token = `${input.entry.snapshotId}:${file.tempPath}`;
-  prepared.set(token, file);
-  engine = kind;
+  downloaded.set(token, file);
   return { snapshotId: input.entry.snapshotId, token };
+}
+
+/** Verify a downloaded file (checksum, real schema); the machine swaps it in later. */
+async function verifyFile(input: VerifySnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
+  const file = downloaded.get(input.downloaded.token);
+  if (file === undefined)
+    throw new Error(`Downloaded snapshot ${input.downloaded.token} of dataset '${name}' is gone.`);
+  downloaded.delete(input.downloaded.token);
+  const kind = kindOf(input);
+  const verified = await verifySnapshot(
+    filesFor(kind),
+    file,
+    { schemaId: input.schemaId, schema: input.schema },
+    { signal },
+  );
+  prepared.set(input.downloaded.token, verified);
+  engine = kind;
+  return { snapshotId: input.entry.snapshotId, token: input.downloaded.token };
 }
 
 /** Commit a prepared snapshot over the live file and serve it. */
@@ -208,8 +236,11 @@ const machine = datasetMachine.provide({
         recordedLocation = reply.recordedLocation;
       return reply;
     }),
-    prepareSnapshot: fromPromise<{ snapshotId: number; token: string }, PrepareSnapshotInput>(
-      ({ input, signal }) => tracked(prepareFile(input, signal)),
+    downloadSnapshot: fromPromise<DownloadedSnapshot, DownloadSnapshotInput>(({ input, signal }) =>
+      tracked(downloadFile(input, signal)),
+    ),
+    verifySnapshot: fromPromise<PreparedSnapshot, VerifySnapshotInput>(({ input, signal }) =>
+      tracked(verifyFile(input, signal)),
     ),
     swapSnapshot: fromPromise<void, SwapSnapshotInput>(({ input }) => tracked(swapIn(input))),
   },
@@ -225,7 +256,7 @@ const actor = createActor(machine, {
     refreshCheckIntervalMs: config.refreshCheckIntervalMs,
     bootstrapOnFailure: config.bootstrapOnFailure,
     snapshotsMode: config.snapshotsMode,
-    now: Date.now,
+    location: config.location,
     pollPhaseMs: data.pollPhaseMs,
   },
   inspect: (event) => {
@@ -325,7 +356,8 @@ async function stop(): Promise<void> {
   actor.send({ type: 'stop' });
   actor.stop();
   await Promise.allSettled(running);
-  for (const file of prepared.values()) await discardPrepared(file);
+  for (const file of [...downloaded.values(), ...prepared.values()]) await discardPrepared(file);
+  downloaded.clear();
   prepared.clear();
   await serving?.close();
   await store.close();

@@ -54,6 +54,9 @@ export function toInspectionEvent(
           ? {}
           : { source: sessionIdFor(dataset, event.sourceRef.sessionId) }),
       };
+    // A microstep is one transition of a macrostep (eventless ones included): the path a poll takes
+    // through its outcome states, which the macrostep's snapshot alone does not show.
+    case '@xstate.microstep':
     case '@xstate.snapshot': {
       if (event.actorRef.sessionId !== rootSessionId) return undefined;
       const snapshot = event.snapshot as DatasetSnapshot;

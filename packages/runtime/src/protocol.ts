@@ -28,14 +28,14 @@ export type DatasetCommand = 'poll.now' | 'polling.pause' | 'polling.resume';
 /** A plain-JSON inspection event, tagged with its dataset (see the inspector). */
 export interface InspectionEvent {
   readonly dataset: string;
-  /** `@xstate.snapshot`, `@xstate.event`, `@xstate.actor` or `@xstate.action`. */
+  /** `@xstate.snapshot`, `@xstate.microstep`, `@xstate.event`, `@xstate.actor` or `@xstate.action`. */
   readonly type: string;
   readonly sessionId: string;
   readonly atMs: number;
   readonly event?: JsonValue;
   /** Session id of the actor that sent `event`, when one did. */
   readonly source?: string;
-  /** The machine's state name (`serving`, …) and full state value, on snapshots of the root actor. */
+  /** The machine's state name (`serving`, …) and full state value, on snapshots and microsteps of the root actor. */
   readonly state?: string;
   readonly value?: JsonValue;
   readonly status?: DatasetStatus;

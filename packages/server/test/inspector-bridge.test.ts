@@ -216,6 +216,11 @@ describe('Stately inspector bridge', () => {
     expect(command?.sessionId).toBe(
       rootActors(messages).find((root) => root.sessionId.startsWith('orders:'))?.sessionId,
     );
+    // Each microstep arrives as a snapshot: the inspector shows the outcome state the poll took.
+    const path = fresh
+      .filter((message) => message.type === '@xstate.snapshot')
+      .map((message) => JSON.stringify(message.snapshot?.value));
+    expect(path).toContain(JSON.stringify({ polling: 'metadataUnchanged' }));
   });
 
   it('announces the machines again to a receiver that restarts', async () => {

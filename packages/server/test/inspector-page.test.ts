@@ -2,7 +2,7 @@
  * The inspector page in a real browser (Debian's Chromium driven by playwright-core) against a
  * real runtime serving two datasets published with the writer to a local S3: both panels show
  * `serving`; "Poll now" on one shows it pass through `polling` back to `serving` with the poll's
- * result; a newly published snapshot shows the swap and the new snapshot id; a server restart is
+ * result and the outcome state it took; a newly published snapshot shows the swap and the new snapshot id; a server restart is
  * survived (the page reconnects and resyncs). Saves a screenshot under test-results/.
  */
 import { existsSync } from 'node:fs';
@@ -246,6 +246,8 @@ describe.skipIf(!HAS_CHROMIUM)(SUITE, () => {
     const log = (await page.locator(`${panel('orders')} .log-list`).textContent()) ?? '';
     expect(log).toContain('poll.now');
     expect(log).toContain('poll result: unchanged');
+    // The path the poll took: its own outcome state, not a generic end.
+    expect(log).toContain('→ polling.metadataUnchanged');
     // The other dataset did not poll.
     expect(await history(page, 'users')).toEqual(usersBefore);
   });
@@ -266,9 +268,16 @@ describe.skipIf(!HAS_CHROMIUM)(SUITE, () => {
     expect(await taken.count()).toBe(1);
     expect(await taken.locator('title').textContent()).toMatch(/^swapping → serving/);
     expect(await fieldText(page, 'orders', 'schema-id')).toBe(String(published.schemaId));
-    expect(await page.locator(`${panel('orders')} .log-list`).textContent()).toContain(
-      `swapped ${first.orders.snapshotId} → ${published.snapshotId}`,
-    );
+    const swapLog = (await page.locator(`${panel('orders')} .log-list`).textContent()) ?? '';
+    expect(swapLog).toContain(`swapped ${first.orders.snapshotId} → ${published.snapshotId}`);
+    for (const step of [
+      'polling.downloading',
+      'polling.verifying',
+      'swapping.installing',
+      'swapping.swapped',
+    ]) {
+      expect(swapLog).toContain(`→ ${step}`);
+    }
     expect(await fieldText(page, 'users', 'snapshot-id')).toBe(String(first.users.snapshotId));
 
     await mkdir(RESULTS_DIR, { recursive: true });

@@ -77,12 +77,33 @@ describe('the dataset machine graph', () => {
       'swapping',
       'stopped',
     ]);
+    // One state per step of a poll and one per outcome, in the page's words.
     expect(graph.states.find((state) => state.key === 'polling')?.substates).toEqual([
-      'reading',
-      'routing',
-      'validating',
-      'preparing',
-      'finished',
+      'readingMetadata',
+      'metadataUnchanged',
+      'comparingSnapshotIds',
+      'noSnapshotYet',
+      'sameSnapshot',
+      'olderSnapshot',
+      'newerSnapshotFound',
+      'currentSnapshotMissing',
+      'validatingCandidate',
+      'downloading',
+      'verifying',
+      'candidateFailed',
+      'candidateRefused',
+      'downloadSkipped',
+      'retryScheduled',
+      'fallingBack',
+      'fallbackExhausted',
+      'fallbackStopped',
+      'metadataReadFailed',
+    ]);
+    expect(graph.states.find((state) => state.key === 'serving')?.substates).toEqual([
+      'deciding',
+      'scheduled',
+      'backingOff',
+      'paused',
     ]);
     expect(graph.states.find((state) => state.key === 'stopped')?.final).toBe(true);
   });
@@ -90,30 +111,51 @@ describe('the dataset machine graph', () => {
   it('merges transitions per pair of top-level states, including eventless and delayed ones', () => {
     const edge = (from: string, to: string) =>
       graph.edges.find((candidate) => candidate.from === from && candidate.to === to);
-    expect(edge('serving', 'polling')?.triggers.map((trigger) => trigger.event)).toEqual(
+    expect(edge('serving', 'polling')?.triggers).toEqual(
       expect.arrayContaining([
-        'poll.now',
-        'snapshot.announced',
-        'always',
-        'xstate.after.nextPoll.dataset.serving.scheduled',
+        { event: 'poll.now', label: 'poll.now' },
+        { event: 'snapshot.announced', label: 'announced' },
+        { event: 'always', label: 'auto', from: 'deciding' },
+        { event: 'poll.due', label: 'timer', from: 'scheduled' },
+        { event: 'poll.due', label: 'timer', from: 'backingOff' },
       ]),
     );
-    // A check ends through an eventless transition of `polling.finished`, which toJSON() omits.
-    expect(edge('polling', 'serving')?.triggers).toEqual([
-      { event: 'always', label: 'auto', from: 'finished' },
+    // A check ends through an eventless transition of each outcome state, which toJSON() omits.
+    expect(edge('polling', 'serving')?.triggers.map((trigger) => trigger.from)).toEqual([
+      'metadataUnchanged',
+      'noSnapshotYet',
+      'sameSnapshot',
+      'olderSnapshot',
+      'currentSnapshotMissing',
+      'candidateRefused',
+      'downloadSkipped',
+      'retryScheduled',
+      'fallbackExhausted',
+      'fallbackStopped',
+      'metadataReadFailed',
     ]);
+    // A poll serves; a bootstrap attempt that loads nothing waits.
+    expect(edge('polling', 'waiting')).toBeUndefined();
+    expect(edge('bootstrapping', 'serving')).toBeUndefined();
+    expect(edge('bootstrapping', 'waiting')?.triggers).toContainEqual({
+      event: 'always',
+      label: 'auto',
+      from: 'noSnapshotYet',
+    });
     expect(edge('polling', 'swapping')?.triggers).toEqual([
-      { event: 'xstate.done.actor.prepareSnapshot', label: 'prepareSnapshot done', from: 'preparing' },
+      { event: 'xstate.done.actor.verifySnapshot', label: 'verifySnapshot done', from: 'verifying' },
     ]);
-    expect(edge('swapping', 'serving')?.triggers.map((trigger) => trigger.label)).toEqual([
-      'swapSnapshot done',
-      'swapSnapshot failed',
+    expect(edge('swapping', 'serving')?.triggers.map((trigger) => trigger.from)).toEqual([
+      'swapped',
+      'retryScheduled',
+      'swapSkipped',
     ]);
     expect(graph.edges.some((candidate) => candidate.from === candidate.to)).toBe(false);
     expect(graph.global).toEqual([{ event: 'stop', to: 'stopped' }]);
   });
 
   it('labels events briefly', () => {
+    expect(eventLabel('poll.due')).toBe('timer');
     expect(eventLabel('xstate.after.nextPoll.dataset.serving.scheduled')).toBe('timer');
     expect(eventLabel('xstate.error.actor.readMetadata')).toBe('readMetadata failed');
     expect(eventLabel('snapshot.announced')).toBe('announced');

@@ -1,4 +1,4 @@
-/** The snapshot swap pipeline: download + validate into a temporary file, atomic swap, serving across swaps. */
+/** The snapshot swap pipeline: download, then verify, into a temporary file; atomic swap; serving across swaps. */
 export {
   DiskFullError,
   InsufficientDiskSpaceError,
@@ -10,8 +10,10 @@ export {
   type CommitControl,
   type CommitStep,
   commitSnapshot,
+  type DownloadedSnapshot,
   type DownloadProgress,
   discardPrepared,
+  downloadSnapshot,
   type LiveFileOptions,
   type LocalSnapshot,
   manifestPath,
@@ -23,4 +25,5 @@ export {
   restoreLocal,
   type SnapshotFilesOptions,
   type SnapshotTarget,
+  verifySnapshot,
 } from './snapshot-files.js';

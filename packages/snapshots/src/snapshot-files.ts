@@ -1,8 +1,9 @@
 /**
  * The snapshot files of one dataset on local disk: download a snapshot into a temporary sibling of
- * the live file (SHA-256 computed while streaming, parallel ranged reads, fsync), validate it (size,
- * checksum algorithm and digest, then the table's real schema), and swap it in atomically (rename
- * over the live path, fsync the directory). A manifest beside the live file records which snapshot
+ * the live file (checksum algorithm, size and free space checked first; SHA-256 computed while
+ * streaming, parallel ranged reads, fsync), verify it (digest, then the table's real schema), and
+ * swap it in atomically (rename over the live path, fsync the directory). Download and verification
+ * are separate steps so the dataset machine can show and route each; `prepareSnapshot` runs both. A manifest beside the live file records which snapshot
  * it holds, so a restart can serve it at once.
  *
  * Crash safety: the live path only ever changes by `rename(2)` of a complete, validated, fsynced
@@ -40,6 +41,14 @@ export interface LocalSnapshot {
   readonly size: number;
   readonly schemaId: number;
   readonly schema: ArrowSchema;
+}
+
+/** A downloaded, not yet verified snapshot in its temporary file (fsynced, `snapshot-size` bytes). */
+export interface DownloadedSnapshot {
+  readonly tempPath: string;
+  readonly entry: SnapshotEntry;
+  /** Lowercase hex SHA-256 of the bytes written, computed while streaming. */
+  readonly digest: string;
 }
 
 /** A downloaded and validated snapshot waiting in its temporary file to be swapped in. */
@@ -377,16 +386,17 @@ async function checkDownloadedFile(
 }
 
 /**
- * Downloads a snapshot into a temporary sibling of the live file and validates it: checksum
- * algorithm, object size (HEAD, then bytes received), free space, SHA-256 digest, then the table's
- * real schema. The live file is never touched; on any failure the temporary file is deleted.
+ * Downloads a snapshot into a temporary sibling of the live file: checks the checksum algorithm,
+ * the object's size (HEAD) and free space before writing a byte, streams the object (hashing as
+ * it goes, failing on more or fewer bytes than `snapshot-size`) and fsyncs it. Nothing is verified
+ * beyond the byte count: hand the result to {@link verifySnapshot} before swapping it in. The live
+ * file is never touched; on any failure (or abort) the temporary file is deleted.
  */
-export async function prepareSnapshot(
+export async function downloadSnapshot(
   options: SnapshotFilesOptions,
   target: SnapshotTarget,
-  recorded: SchemaEntry,
   control: PrepareControl = {},
-): Promise<PreparedSnapshot> {
+): Promise<DownloadedSnapshot> {
   const { livePath, dataset } = options;
   const { entry, key } = target;
   const uri = entry.uri;
@@ -412,9 +422,37 @@ export async function prepareSnapshot(
     await handle.sync();
     closed = true;
     await handle.close();
-    if (digest !== entry.checksum.toLowerCase()) throw checksumMismatch(uri, entry.checksum, digest);
     control.signal?.throwIfAborted();
+    return { tempPath, entry, digest };
+  } catch (error) {
+    if (!closed) {
+      await writeBehind.settle().catch(() => undefined);
+      await handle.close().catch(() => undefined);
+    }
+    await removeWithSideFiles(tempPath);
+    if (isDiskFull(error)) throw new DiskFullError(dataset, directory, { cause: error });
+    throw error;
+  }
+}
+
+/**
+ * Verifies a downloaded snapshot: its SHA-256 digest against `snapshot-checksum`, then the table's
+ * real schema (the file opened by its engine) against the recorded one. Returns it ready to swap
+ * in. On any failure (or abort) the temporary file is deleted; the live file is never touched.
+ */
+export async function verifySnapshot(
+  options: SnapshotFilesOptions,
+  downloaded: DownloadedSnapshot,
+  recorded: SchemaEntry,
+  control: Pick<PrepareControl, 'signal'> = {},
+): Promise<PreparedSnapshot> {
+  const { tempPath, entry, digest } = downloaded;
+  const uri = entry.uri;
+  try {
+    control.signal?.throwIfAborted();
+    if (digest !== entry.checksum.toLowerCase()) throw checksumMismatch(uri, entry.checksum, digest);
     await checkDownloadedFile(options, uri, recorded.schema, tempPath);
+    control.signal?.throwIfAborted();
     const { ino } = await stat(tempPath);
     return {
       tempPath,
@@ -430,14 +468,23 @@ export async function prepareSnapshot(
       },
     };
   } catch (error) {
-    if (!closed) {
-      await writeBehind.settle().catch(() => undefined);
-      await handle.close().catch(() => undefined);
-    }
     await removeWithSideFiles(tempPath);
-    if (isDiskFull(error)) throw new DiskFullError(dataset, directory, { cause: error });
     throw error;
   }
+}
+
+/**
+ * {@link downloadSnapshot} then {@link verifySnapshot}: a snapshot downloaded into a temporary
+ * sibling of the live file and validated (checksum algorithm, object size, free space, SHA-256
+ * digest, the table's real schema), ready for {@link commitSnapshot}.
+ */
+export async function prepareSnapshot(
+  options: SnapshotFilesOptions,
+  target: SnapshotTarget,
+  recorded: SchemaEntry,
+  control: PrepareControl = {},
+): Promise<PreparedSnapshot> {
+  return verifySnapshot(options, await downloadSnapshot(options, target, control), recorded, control);
 }
 
 /** ENOSPC (no space) or EDQUOT (quota) from a write or fsync of the temporary file. */
@@ -480,7 +527,10 @@ export async function commitSnapshot(
   return prepared.snapshot;
 }
 
-/** Deletes a prepared snapshot that will not be swapped in (a stop or a superseded download). */
-export async function discardPrepared(prepared: PreparedSnapshot): Promise<void> {
+/**
+ * Deletes a downloaded or prepared snapshot that will not be swapped in (a stop, a superseded
+ * download, a file the verification step never received).
+ */
+export async function discardPrepared(prepared: Pick<PreparedSnapshot, 'tempPath'>): Promise<void> {
   await removeWithSideFiles(prepared.tempPath);
 }

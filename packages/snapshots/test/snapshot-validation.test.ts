@@ -25,12 +25,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   commitSnapshot,
   discardPrepared,
+  downloadSnapshot,
   manifestPath,
   prepareSnapshot,
   restoreLocal,
   ServingEngine,
   type SnapshotFilesOptions,
   type SnapshotTarget,
+  verifySnapshot,
 } from '../src/index.js';
 import {
   DATASET,
@@ -176,6 +178,28 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
     );
     await discardPrepared(prepared);
     expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
+  });
+
+  it('downloads and verifies as two steps: the download leaves an unverified temporary file beside the live one, a failed verification deletes it', async () => {
+    const before = await liveState(livePath);
+    const recorded = sha256(new TextEncoder().encode('another file'));
+    const downloaded = await downloadSnapshot(options, target({ ...good.entry, checksum: recorded }));
+    expect(downloaded.digest).toBe(sha256(goodBytes));
+    expect((await namesIn(join(dir, 'live'))).filter((name) => name.includes(tempMark))).toHaveLength(1);
+    expect(await liveState(livePath)).toEqual(before);
+    await expect(verifySnapshot(options, downloaded, RECORDED_ENTRY)).rejects.toMatchObject({
+      code: 'ERR_SNAPSHOT_CHECKSUM_MISMATCH',
+    });
+    expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
+
+    const aborted = new AbortController();
+    const again = await downloadSnapshot(options, good);
+    aborted.abort(new Error('stopped'));
+    await expect(verifySnapshot(options, again, RECORDED_ENTRY, { signal: aborted.signal })).rejects.toThrow(
+      'stopped',
+    );
+    expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
+    expect(await liveState(livePath)).toEqual(before);
   });
 
   it('refuses a digest that differs from the recorded checksum', async () => {

@@ -1,5 +1,11 @@
-/** The dataset machine's public face: the machine, its types and the status view. */
-export { type DatasetMachine, type DatasetSnapshot, datasetMachine } from './dataset-machine.js';
+/** The dataset machine's public face: the machine (and its factory), its types and the status view. */
+export {
+  createDatasetMachine,
+  type DatasetMachine,
+  type DatasetSnapshot,
+  datasetMachine,
+  type PollTimerInput,
+} from './dataset-machine.js';
 export { ActorNotProvidedError, CurrentSnapshotMissingError } from './errors.js';
 export {
   type DatasetSnapshotLike,

@@ -17,7 +17,7 @@ export interface DatasetStatus {
   readonly etag: string | null;
   readonly lastPollAtMs: number | null;
   readonly lastPollResult: PollResult | null;
-  /** When the next check is due, on the actor's clock; null while checking, paused or idle. */
+  /** When the next check is due, on the machine's `now()` clock; null while checking or paused. */
   readonly nextPollDueMs: number | null;
   readonly lastError: ErrorInfo | null;
   readonly counters: DatasetCounters;

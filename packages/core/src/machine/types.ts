@@ -1,8 +1,9 @@
 /**
  * The dataset machine's public vocabulary: its input, context, events, emitted events and the
  * inputs and outputs of the actors the runtime provides. Everything kept in the context is plain
- * data (no Error objects, no handles) so snapshots and inspection events serialise as JSON; the two
- * functions `now` and `random` are the only exception and JSON drops them.
+ * data (no Error objects, no handles, no functions) so persisted snapshots and inspection events
+ * round-trip through JSON; the clock (`now`) and the jitter source (`random`) are given to the
+ * machine factory instead (`createDatasetMachine`).
  */
 import type { BootstrapOnFailure, SnapshotsMode } from '../config/types.js';
 import type { EngineName } from '../engines.js';
@@ -17,15 +18,10 @@ export interface DatasetMachineInput {
   readonly refreshCheckIntervalMs: number;
   /** What a failed download does; defaults to `warn`. */
   readonly bootstrapOnFailure?: BootstrapOnFailure;
-  /** `bootstrap_only` loads once and never polls; defaults to `enabled`. */
+  /** `enabled` (default) or `bootstrap_only`; in snapshot mode both behave identically. */
   readonly snapshotsMode?: SnapshotsMode;
-  /**
-   * "Now" in milliseconds on the same clock the actor's timers run on. XState's `Clock` has no
-   * `now()`, so the runtime passes `Date.now` and tests pass `() => clock.now()`.
-   */
-  readonly now: () => number;
-  /** Jitter source in [0, 1) for the retry backoff; defaults to `Math.random`. */
-  readonly random?: () => number;
+  /** The snapshot location as configured (`s3://bucket/prefix/`), named by the waiting and bootstrap logs. */
+  readonly location: string;
   /** Upper bound of one retry backoff delay; defaults to 300 000 ms. */
   readonly maxBackoffMs?: number;
   /**
@@ -98,18 +94,41 @@ export type ReadMetadataOutput =
       readonly dataset: DatasetMetadata | undefined;
     };
 
-export interface PrepareSnapshotInput {
+/** The clock and jitter source of a dataset machine (`createDatasetMachine`). */
+export interface DatasetMachineClock {
+  /**
+   * "Now" in milliseconds on the same clock the actor's timers run on. XState's `Clock` has no
+   * `now()`, so the runtime passes `Date.now` and tests pass `() => clock.now()`.
+   */
+  readonly now: () => number;
+  /** Jitter source in [0, 1) for the retry backoff. */
+  readonly random: () => number;
+}
+
+export interface DownloadSnapshotInput {
   /** The dataset entry of the same metadata read the candidate was chosen from. */
   readonly dataset: DatasetMetadata;
   readonly entry: SnapshotEntry;
-  /** The candidate's recorded schema: the downloaded table must match it. */
-  readonly schema: ArrowSchema;
-  readonly schemaId: number;
   /** The dataset's engine (configured, else from metadata), when known. */
   readonly engine: string | undefined;
 }
 
-/** A downloaded, validated snapshot waiting in a temporary file; `token` identifies it. */
+/** A downloaded, not yet verified snapshot in a temporary file; `token` identifies it. */
+export interface DownloadedSnapshot {
+  readonly snapshotId: number;
+  readonly token: string;
+}
+
+export interface VerifySnapshotInput {
+  readonly downloaded: DownloadedSnapshot;
+  readonly entry: SnapshotEntry;
+  /** The candidate's recorded schema (of the same metadata read): the downloaded table must match it. */
+  readonly schema: ArrowSchema;
+  readonly schemaId: number;
+  readonly engine: string | undefined;
+}
+
+/** A downloaded and verified snapshot waiting in a temporary file; `token` identifies it. */
 export interface PreparedSnapshot {
   readonly snapshotId: number;
   readonly token: string;
@@ -129,7 +148,9 @@ export type DatasetEvent =
   | { readonly type: 'poll.now' }
   | { readonly type: 'polling.pause' }
   | { readonly type: 'polling.resume' }
-  | { readonly type: 'stop' };
+  | { readonly type: 'stop' }
+  /** Sent by the machine's own `pollTimer` when the scheduled check (or retry) is due. */
+  | { readonly type: 'poll.due' };
 
 export type DatasetEmitted =
   | { readonly type: 'swap'; readonly dataset: string; readonly from: number | null; readonly to: number }
@@ -160,6 +181,20 @@ export interface LogEntry {
 // Context.
 // ---------------------------------------------------------------------------------------------
 
+/** Where in a check a failure happened. */
+export type FailureStage = 'metadata' | 'selection' | 'validation' | 'download' | 'verification' | 'swap';
+
+/** The failure a check is routing: recorded by the transition that met it, read by the guards. */
+export interface PollFailure {
+  readonly error: ErrorInfo;
+  /** A `SnapshotRejectedError` (engine, schema, size, checksum, content, object missing). */
+  readonly rejection: boolean;
+  /** The error says retrying cannot fix it (e.g. an unsupported format version). */
+  readonly permanent: boolean;
+  readonly stage: FailureStage;
+  readonly snapshotId: number | null;
+}
+
 /** The poll in flight: everything decided from its single metadata read. */
 export interface PollInProgress {
   readonly trigger: PollTrigger;
@@ -173,9 +208,10 @@ export interface PollInProgress {
   /** Snapshots to try, in order (one unless `fallback`). */
   readonly candidates: readonly SnapshotEntry[];
   readonly index: number;
+  readonly downloaded: DownloadedSnapshot | undefined;
   readonly prepared: PreparedSnapshot | undefined;
-  /** Set once the poll's outcome is known. */
-  readonly result: PollResult | undefined;
+  /** The failure being routed, if any. */
+  readonly failure: PollFailure | undefined;
   /** Retry mode only: the next poll is a backoff retry. */
   readonly retry: boolean;
 }
@@ -188,8 +224,7 @@ export interface DatasetContext {
   readonly snapshotsMode: SnapshotsMode;
   readonly maxBackoffMs: number;
   readonly pollPhaseMs: number | null;
-  readonly now: () => number;
-  readonly random: () => number;
+  readonly location: string;
   /** What queries are served from; changes only when the swap actor resolves. */
   readonly serving: LoadedSnapshot | null;
   /** The metadata ETag to send with the next conditional read. */
@@ -201,7 +236,7 @@ export interface DatasetContext {
   readonly reloadRequested: boolean;
   /** Consecutive retry-mode failures; the next delay is the backoff for this attempt. */
   readonly backoffAttempt: number;
-  readonly nextPollDelayMs: number;
+  /** When the scheduled check (or retry) is due, on the `now()` clock; null while none is scheduled. */
   readonly nextPollDueMs: number | null;
   readonly lastPoll: { readonly atMs: number; readonly result: PollResult } | null;
   readonly lastError: ErrorInfo | null;

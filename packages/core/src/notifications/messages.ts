@@ -4,9 +4,7 @@
  * without the trailing `/`: see `locationDisplay`) and never the queue URL, which carries an
  * account id. Pure text builders; the consumer decides when to log them.
  */
-
-/** The page every notification message points to. */
-export const SNAPSHOTS_DOCS = 'https://spiceai.org/docs/features/data-acceleration/snapshots';
+import { SNAPSHOTS_DOCS } from '../spice-docs.js';
 
 /** What failed while the queue could not be reached: Spice's two actions, each with its fix. */
 export type QueueFailure = 'connect' | 'receive';

@@ -3,7 +3,7 @@
  * substates) and one arrow per pair of top-level states that some transition of the definition
  * connects, labelled with the events that take it. Built from the resolved state-node tree rather
  * than `toJSON()`, because the JSON form leaves out eventless (`always`) transitions, which are
- * how a check ends (`polling.finished` → `serving`).
+ * how a check ends (`polling.metadataUnchanged` → `serving`, and every other outcome state).
  */
 import { datasetMachine } from '@ferry/core';
 
@@ -56,7 +56,7 @@ export interface MachineGraph {
 /** A short label for an event type. */
 export function eventLabel(event: string): string {
   if (event === 'always') return 'auto';
-  if (event.startsWith('xstate.after.')) return 'timer';
+  if (event === 'poll.due' || event.startsWith('xstate.after.')) return 'timer';
   const done = /^xstate\.done\.actor\.(.+)$/.exec(event);
   if (done !== null) return `${done[1]} done`;
   const failed = /^xstate\.error\.actor\.(.+)$/.exec(event);

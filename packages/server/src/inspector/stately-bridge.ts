@@ -103,6 +103,9 @@ export class StatelyRelay {
         if (event.root === true) this.#registerRoot(event.dataset, event.sessionId, { status: 'active' });
         else this.#registerChild(event.dataset, event.sessionId);
         break;
+      // Each microstep goes as a snapshot too, so the inspector shows the outcome states a poll
+      // passes through (eventless transitions never rest in a macrostep's snapshot).
+      case '@xstate.microstep':
       case '@xstate.snapshot': {
         const snapshot = this.#snapshotOf(event);
         const root = this.#roots.get(event.dataset);

@@ -1,6 +1,7 @@
 /**
  * The Ferry inspector page: one panel per dataset with its statechart (laid out here from the
- * machine graph the server sends), its context, a state history, an event log and the commands
+ * machine graph the server sends), its context, a state history, an event log (with every
+ * microstep, so the path a poll took through its outcome states shows) and the commands
  * poll now / pause / resume. Live through Server-Sent Events from /inspector/events: every
  * (re)connection starts with a full `snapshot`, so a page that lost the server (a restart) resyncs
  * when it is back. An API key given as `?key=` is kept in sessionStorage and removed from the
@@ -224,7 +225,7 @@ function short(value, max = 90) {
 
 function describeEvent(event) {
   const type = event?.type ?? 'unknown';
-  if (type.startsWith('xstate.after.')) return ['timer', 'scheduled check is due'];
+  if (type === 'poll.due' || type.startsWith('xstate.after.')) return ['timer', 'scheduled check is due'];
   const done = /^xstate\.done\.actor\.(.+)$/.exec(type);
   if (done !== null) {
     const output = event.output;
@@ -244,7 +245,7 @@ function describeEvent(event) {
   return ['event', type];
 }
 
-function describeAction(action) {
+function describeAction(action, atMs) {
   const type = action?.type;
   const params = action?.params ?? {};
   if (type === 'log') return [params.level === 'debug' ? 'log' : params.level, params.message];
@@ -254,6 +255,9 @@ function describeAction(action) {
     if (emitted.type === 'poll') return ['poll', `poll result: ${emitted.result}`];
     if (emitted.type === 'error') return ['error', `${emitted.error?.code}: ${emitted.error?.message}`];
     return ['emit', `emitted ${emitted.type}`];
+  }
+  if (type === 'xstate.spawnChild' && params.src === 'pollTimer' && typeof params.input?.dueMs === 'number') {
+    return ['timer', `next check in ${((params.input.dueMs - atMs) / 1000).toFixed(1)} s`];
   }
   if (type === 'xstate.spawnChild') return ['invoke', `invoke ${params.src ?? params.id}`];
   if (type === 'xstate.raise' && typeof params.delay === 'number') {
@@ -265,8 +269,10 @@ function describeAction(action) {
 function logInspection(dataset, event) {
   let entry = null;
   if (event.type === '@xstate.event') entry = describeEvent(event.event);
-  else if (event.type === '@xstate.action') entry = describeAction(event.action);
+  else if (event.type === '@xstate.action') entry = describeAction(event.action, event.atMs);
   else if (event.type === '@xstate.snapshot') entry = ['state', `→ ${valueText(event.value ?? event.state)}`];
+  // Each transition of a step (eventless ones too): the outcome states a poll passed through.
+  else if (event.type === '@xstate.microstep') entry = ['step', `→ ${valueText(event.value ?? event.state)}`];
   else if (event.type === '@xstate.actor' && event.root === true)
     entry = ['actor', `machine ${event.sessionId}`];
   if (entry === null) return;
