@@ -49,7 +49,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['packages/*/test/**/*.test.ts'],
+          include: ['packages/*/test/**/*.test.ts', 'test/spice-page/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...UNIT],
           globalSetup: BUILD_FIRST,
         },
