@@ -21,7 +21,14 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { type RecordBatch, RecordBatchReader, type Table, tableFromIPC } from 'apache-arrow';
+import {
+  Message,
+  type RecordBatch,
+  RecordBatchReader,
+  type Schema,
+  type Table,
+  tableFromIPC,
+} from 'apache-arrow';
 import protobuf from 'protobufjs';
 import {
   FLIGHT_PROTO,
@@ -69,7 +76,11 @@ export function storeParams(aws: LocalAws) {
   };
 }
 
-function spicepod(aws: LocalAws, prefix: string, datasets: readonly DatasetSpec[]): object {
+function spicepod(
+  aws: LocalAws,
+  prefix: string,
+  datasets: readonly Pick<DatasetSpec, 'name' | 'engine'>[],
+): object {
   const params = {
     s3_endpoint: aws.endpoint,
     allow_http: true,
@@ -111,7 +122,13 @@ export interface Served {
  */
 export async function serveDatasets(
   datasets: readonly DatasetSpec[],
-  options: { prefix: string; flight?: FlightServerOptions; runtime?: RuntimeOptions },
+  options: {
+    prefix: string;
+    flight?: FlightServerOptions;
+    runtime?: RuntimeOptions;
+    /** Datasets configured but never published (they wait for a first snapshot). */
+    unpublished?: readonly string[];
+  },
 ): Promise<Served> {
   const aws = await startLocalAws();
   await aws.createBucket(BUCKET);
@@ -127,10 +144,16 @@ export async function serveDatasets(
   const dir = await mkdtemp(join(tmpdir(), 'ferry-flight-'));
   const logger = watchedLogger();
   const runtime = await createRuntime(
-    { object: spicepod(aws, options.prefix, datasets), baseDir: dir },
+    {
+      object: spicepod(aws, options.prefix, [
+        ...datasets,
+        ...(options.unpublished ?? []).map((name) => ({ name, engine: 'duckdb' as const })),
+      ]),
+      baseDir: dir,
+    },
     { logger, dataDir: join(dir, 'data'), ...options.runtime },
   );
-  await runtime.ready(undefined, { timeoutMs: 60_000 });
+  for (const dataset of datasets) await runtime.ready(dataset.name, { timeoutMs: 60_000 });
   const flight = await startFlightServer(runtime, { port: 0, logger, ...options.flight });
   return {
     aws,
@@ -288,6 +311,32 @@ export function ipcBytes(message: FlightDataMessage): Buffer {
     Buffer.alloc(padded - message.dataHeader.length),
     message.dataBody,
   ]);
+}
+
+/** An Arrow IPC stream cut into FlightData messages, as a client sends parameters with DoPut. */
+export function flightDataOf(ipc: Uint8Array): { dataHeader: Buffer; dataBody: Buffer }[] {
+  const bytes = Buffer.from(ipc);
+  const messages: { dataHeader: Buffer; dataBody: Buffer }[] = [];
+  let at = 0;
+  while (at + 8 <= bytes.length && bytes.readUInt32LE(at) === 0xffff_ffff) {
+    const length = bytes.readInt32LE(at + 4);
+    if (length === 0) break;
+    const dataHeader = bytes.subarray(at + 8, at + 8 + length);
+    const bodyLength = Number(Message.decode(dataHeader).bodyLength);
+    at += 8 + length;
+    messages.push({ dataHeader, dataBody: bytes.subarray(at, at + bodyLength) });
+    at += bodyLength;
+  }
+  return messages;
+}
+
+/** A schema in its IPC form (FlightInfo.schema, GetTables' table_schema) read back with apache-arrow. */
+export function readSchema(bytes: Uint8Array): Schema {
+  const eos = Buffer.alloc(8);
+  eos.writeUInt32LE(0xffff_ffff, 0);
+  const reader = RecordBatchReader.from(Buffer.concat([bytes, eos]));
+  reader.open();
+  return reader.schema;
 }
 
 /** A DoGet answer as an Arrow table (apache-arrow reads the IPC stream). */
