@@ -97,6 +97,10 @@ function intParser(type: Int): Parser<bigint> {
   const min = type.isSigned ? -(1n << BigInt(type.bitWidth - 1)) : 0n;
   const max = type.isSigned ? (1n << BigInt(type.bitWidth - 1)) - 1n : (1n << BigInt(type.bitWidth)) - 1n;
   return (value) => {
+    // Fast path: a safe integer is within every 64-bit range.
+    if (type.bitWidth === 64 && Number.isSafeInteger(value) && (type.isSigned || (value as number) >= 0)) {
+      return BigInt(value as number);
+    }
     const parsed = integral(value);
     return parsed !== undefined && parsed >= min && parsed <= max ? parsed : undefined;
   };
@@ -222,27 +226,35 @@ function parsed<T>(parse: Parser<T>, value: JsonValue, column: string, type: Dat
 }
 
 function variableWidth(type: DataType, values: readonly JsonValue[], column: string): Data {
-  const chunks: Uint8Array[] = [];
   const offsets = new Int32Array(values.length + 1);
-  const encoder = new TextEncoder();
-  let size = 0;
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i] ?? null;
-    if (value !== null) {
-      const bytes =
-        type.typeId === Type.Utf8
-          ? encoder.encode(parsed(textParser, value, column, type))
-          : parsed(binaryParser, value, column, type);
-      chunks.push(bytes);
-      size += bytes.length;
+  let data: Uint8Array;
+  if (type.typeId === Type.Utf8) {
+    // One encode of all the text, offsets from each string's UTF-8 length (both native, no per-value copies).
+    const texts: string[] = [];
+    let size = 0;
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i] ?? null;
+      if (value !== null) {
+        const text = parsed(textParser, value, column, type);
+        texts.push(text);
+        size += Buffer.byteLength(text, 'utf8');
+      }
+      offsets[i + 1] = size;
     }
-    offsets[i + 1] = size;
-  }
-  const data = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    data.set(chunk, at);
-    at += chunk.length;
+    data = Buffer.from(texts.join(''), 'utf8');
+  } else {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i] ?? null;
+      if (value !== null) {
+        const bytes = parsed(binaryParser, value, column, type);
+        chunks.push(bytes);
+        size += bytes.length;
+      }
+      offsets[i + 1] = size;
+    }
+    data = Buffer.concat(chunks, size);
   }
   const { bitmap, nulls } = validity(values);
   return new Data(type, 0, values.length, nulls, { 0: offsets, 1: data, 2: bitmap } as never);
