@@ -6,7 +6,7 @@
  * side's rows/s is its rows over its wall time, and the ratio is Flight / HTTP.
  */
 import { performance } from 'node:perf_hooks';
-import { FLIGHT_PROTO, PROTO_LOADER_OPTIONS, startFlightServer } from '@ferry/flight';
+import { FLIGHT_PROTO, flightDataToIpc, PROTO_LOADER_OPTIONS, startFlightServer } from '@ferry/flight';
 import { startServer } from '@ferry/server';
 import {
   type ChannelCredentials,
@@ -67,24 +67,13 @@ async function overFlight(stub: FlightStub, sql: string): Promise<Fetched> {
   );
   const stream = stub.DoGet({ ticket: info.endpoint[0]?.ticket.ticket as Buffer }, new Metadata());
   async function* ipc() {
-    for await (const message of stream as AsyncIterable<FlightData>) {
-      const prefix = Buffer.alloc(8);
-      prefix.writeUInt32LE(0xffff_ffff, 0);
-      const padded = Math.ceil(message.dataHeader.length / 8) * 8;
-      prefix.writeInt32LE(padded, 4);
-      yield Buffer.concat([
-        prefix,
-        message.dataHeader,
-        Buffer.alloc(padded - message.dataHeader.length),
-        message.dataBody,
-      ]);
-    }
+    for await (const message of stream as AsyncIterable<FlightData>) yield flightDataToIpc(message);
   }
   let rows = 0;
   let idSum = 0n;
   for await (const batch of await RecordBatchReader.from(ipc())) {
     rows += batch.numRows;
-    for (const id of batch.getChild('id')?.toArray() as BigInt64Array) idSum += id;
+    for (const id of (batch.getChild('id')?.toArray() ?? []) as BigInt64Array) idSum += id;
   }
   return { rows, idSum, ms: performance.now() - began };
 }

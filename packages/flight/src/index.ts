@@ -14,6 +14,7 @@ export {
   grpcErrorOf,
   publicMessage,
 } from './errors.js';
+export { flightDataToIpc, splitIpcStream } from './ipc.js';
 export { FLIGHT_PROTO, FLIGHT_SQL_PROTO, PROTO_DIR, PROTO_LOADER_OPTIONS } from './protocol.js';
 export {
   type ArrowResult,

@@ -22,8 +22,8 @@ export interface IpcMessage {
   readonly dataBody: Uint8Array;
 }
 
-/** The messages of an IPC stream (schema, batches) without its end-of-stream marker. */
-function splitStream(bytes: Uint8Array): IpcMessage[] {
+/** The messages of an IPC stream (schema, batches) as FlightData carries them, without its end-of-stream marker. */
+export function splitIpcStream(bytes: Uint8Array): IpcMessage[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const messages: IpcMessage[] = [];
   let at = 0;
@@ -41,7 +41,7 @@ function splitStream(bytes: Uint8Array): IpcMessage[] {
 
 /** The schema message alone (the first FlightData of a DoGet stream). */
 export function schemaMessage(schema: Schema): IpcMessage {
-  return splitStream(tableToIPC(new Table(schema), 'stream'))[0] as IpcMessage;
+  return splitIpcStream(tableToIPC(new Table(schema), 'stream'))[0] as IpcMessage;
 }
 
 /**
@@ -61,27 +61,33 @@ export function schemaBytes(schema: Schema): Uint8Array {
 /** One record batch as the FlightData message(s) that follow the schema. */
 export function batchMessages(batch: RecordBatch): IpcMessage[] {
   const stream = RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true);
-  return splitStream(stream).slice(1);
+  return splitIpcStream(stream).slice(1);
+}
+
+/**
+ * One FlightData message as the Arrow IPC stream bytes it stands for: continuation marker, the
+ * padded length, the flatbuffer header (padded so the body starts 8-byte aligned), the body.
+ * Concatenated, a stream's messages are an IPC stream apache-arrow reads.
+ */
+export function flightDataToIpc(message: {
+  readonly dataHeader: Uint8Array;
+  readonly dataBody: Uint8Array;
+}): Buffer {
+  const padded = Math.ceil(message.dataHeader.length / 8) * 8;
+  const prefix = Buffer.alloc(8);
+  prefix.writeUInt32LE(CONTINUATION, 0);
+  prefix.writeInt32LE(padded, 4);
+  return Buffer.concat([
+    prefix,
+    message.dataHeader,
+    Buffer.alloc(padded - message.dataHeader.length),
+    message.dataBody,
+  ]);
 }
 
 /** The record batches of a received FlightData stream (DoPut): the schema message first. */
 export function readFlightData(messages: readonly FlightData[]): RecordBatch[] {
-  const parts: Uint8Array[] = [];
-  for (const message of messages) {
-    if (message.dataHeader.length === 0) continue;
-    const prefix = new Uint8Array(8);
-    const view = new DataView(prefix.buffer);
-    view.setUint32(0, CONTINUATION, true);
-    // The flatbuffer is padded so the body that follows starts 8-byte aligned.
-    const padded = Math.ceil(message.dataHeader.length / 8) * 8;
-    view.setInt32(4, padded, true);
-    parts.push(
-      prefix,
-      message.dataHeader,
-      new Uint8Array(padded - message.dataHeader.length),
-      message.dataBody,
-    );
-  }
+  const parts = messages.filter((message) => message.dataHeader.length > 0).map(flightDataToIpc);
   if (parts.length === 0) return [];
   try {
     return RecordBatchReader.from(Buffer.concat(parts)).readAll();

@@ -20,6 +20,7 @@ import {
   vectorFromArray,
 } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { splitIpcStream, startFlightServer } from '../src/index.js';
 import {
   bearer,
   call,
@@ -27,7 +28,6 @@ import {
   decodeSqlAny,
   type FlightStub,
   fetchTable,
-  flightDataOf,
   flightStub,
   ORDERS_SQL,
   readSchema,
@@ -225,7 +225,7 @@ describe('prepared statements with parameters', () => {
       put.on('error', reject);
       put.on('end', resolve);
     });
-    flightDataOf(ipc).forEach((message, index) => {
+    splitIpcStream(ipc).forEach((message, index) => {
       put.write({
         ...(index === 0
           ? { flightDescriptor: cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle }) }
@@ -337,6 +337,20 @@ describe('refusals and errors as gRPC status codes', () => {
       collect(stub.DoAction({ type: 'BeginTransaction', body: Buffer.alloc(0) }, auth())),
     );
     expect(action.code).toBe(status.UNIMPLEMENTED);
+  });
+});
+
+describe('binding', () => {
+  it('a port in use rejects, and the server on it keeps serving', async () => {
+    await expect(startFlightServer(served.runtime, { port: served.flight.port })).rejects.toThrow(
+      /No address added/,
+    );
+    const table = await fetchTable(
+      stub,
+      cmd('CommandStatementQuery', { query: 'SELECT count(*) AS n FROM users' }),
+      auth(),
+    );
+    expect(Number(table.get(0)?.n)).toBe(25);
   });
 });
 

@@ -15,6 +15,7 @@ import { type ClientReadableStream, status } from '@grpc/grpc-js';
 import { type Int32, type Int64, RecordBatchReader } from 'apache-arrow';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
+  flightDataToIpc,
   type ResultSource,
   type RunningFlightServer,
   runtimeResultSource,
@@ -27,7 +28,6 @@ import {
   type FlightInfoMessage,
   type FlightStub,
   flightStub,
-  ipcBytes,
   type Served,
   serveDatasets,
   sqlCommand,
@@ -161,10 +161,10 @@ it('streams 1 000 000 rows in bounded batches, pausing while the client does not
   // Resume: read the rest as a stream, batch by batch.
   let bytes = head.reduce((sum, message) => sum + message.dataHeader.length + message.dataBody.length, 0);
   async function* ipc() {
-    for (const message of head) yield ipcBytes(message);
+    for (const message of head) yield flightDataToIpc(message);
     for await (const message of stream as AsyncIterable<FlightDataMessage>) {
       bytes += message.dataHeader.length + message.dataBody.length;
-      yield ipcBytes(message);
+      yield flightDataToIpc(message);
     }
   }
   let rows = 0;

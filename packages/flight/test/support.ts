@@ -21,19 +21,12 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import {
-  Message,
-  type RecordBatch,
-  RecordBatchReader,
-  type Schema,
-  type Table,
-  tableFromIPC,
-} from 'apache-arrow';
+import { type RecordBatch, RecordBatchReader, type Schema, type Table, tableFromIPC } from 'apache-arrow';
 import protobuf from 'protobufjs';
 import {
   FLIGHT_PROTO,
-  FLIGHT_SQL_PROTO,
   type FlightServerOptions,
+  flightDataToIpc,
   PROTO_DIR,
   type RunningFlightServer,
   startFlightServer,
@@ -208,7 +201,7 @@ export interface FlightStub {
   DoPut(
     metadata: Metadata,
   ): ClientDuplexStream<
-    Partial<FlightDataMessage> & { flightDescriptor?: FlightDescriptorMessage },
+    { flightDescriptor?: FlightDescriptorMessage; dataHeader?: Uint8Array; dataBody?: Uint8Array },
     { appMetadata: Buffer }
   >;
   DoAction(
@@ -299,37 +292,6 @@ export function collect<T>(stream: ClientReadableStream<T>): Promise<T[]> {
   });
 }
 
-/** One FlightData message as the IPC stream bytes it stands for (continuation, length, header, body). */
-export function ipcBytes(message: FlightDataMessage): Buffer {
-  const prefix = Buffer.alloc(8);
-  prefix.writeUInt32LE(0xffff_ffff, 0);
-  const padded = Math.ceil(message.dataHeader.length / 8) * 8;
-  prefix.writeInt32LE(padded, 4);
-  return Buffer.concat([
-    prefix,
-    message.dataHeader,
-    Buffer.alloc(padded - message.dataHeader.length),
-    message.dataBody,
-  ]);
-}
-
-/** An Arrow IPC stream cut into FlightData messages, as a client sends parameters with DoPut. */
-export function flightDataOf(ipc: Uint8Array): { dataHeader: Buffer; dataBody: Buffer }[] {
-  const bytes = Buffer.from(ipc);
-  const messages: { dataHeader: Buffer; dataBody: Buffer }[] = [];
-  let at = 0;
-  while (at + 8 <= bytes.length && bytes.readUInt32LE(at) === 0xffff_ffff) {
-    const length = bytes.readInt32LE(at + 4);
-    if (length === 0) break;
-    const dataHeader = bytes.subarray(at + 8, at + 8 + length);
-    const bodyLength = Number(Message.decode(dataHeader).bodyLength);
-    at += 8 + length;
-    messages.push({ dataHeader, dataBody: bytes.subarray(at, at + bodyLength) });
-    at += bodyLength;
-  }
-  return messages;
-}
-
 /** A schema in its IPC form (FlightInfo.schema, GetTables' table_schema) read back with apache-arrow. */
 export function readSchema(bytes: Uint8Array): Schema {
   const eos = Buffer.alloc(8);
@@ -341,7 +303,7 @@ export function readSchema(bytes: Uint8Array): Schema {
 
 /** A DoGet answer as an Arrow table (apache-arrow reads the IPC stream). */
 export function tableOf(messages: readonly FlightDataMessage[]): Table {
-  return tableFromIPC(Buffer.concat(messages.map(ipcBytes)));
+  return tableFromIPC(Buffer.concat(messages.map(flightDataToIpc)));
 }
 
 /** The record batches of a DoGet, read as they arrive. */
@@ -349,7 +311,7 @@ export async function* batchesOf(
   stream: ClientReadableStream<FlightDataMessage>,
 ): AsyncGenerator<RecordBatch> {
   async function* bytes() {
-    for await (const message of stream) yield ipcBytes(message as FlightDataMessage);
+    for await (const message of stream) yield flightDataToIpc(message as FlightDataMessage);
   }
   const reader = await RecordBatchReader.from(bytes());
   for await (const batch of reader) yield batch;
