@@ -5,7 +5,7 @@
  */
 import type { AwsControl } from './aws-client.js';
 
-export type Unit = 'ms' | 's' | 'ops/s' | 'MiB/s' | 'MiB' | '%' | 'count' | 'x' | 'µs';
+export type Unit = 'ms' | 's' | 'ops/s' | 'rows/s' | 'MiB/s' | 'MiB' | '%' | 'count' | 'x' | 'µs';
 
 export interface Measurement {
   /** What was measured, e.g. `DuckDB point lookup`. */

@@ -1,0 +1,98 @@
+/**
+ * Server-side state behind opaque handles: results waiting for their DoGet (a GetFlightInfo runs
+ * the statement, so the schema it answers with is the schema DoGet streams) and open prepared
+ * statements. Each entry expires after a time without use and the number of entries is capped, so
+ * a client that never redeems or closes cannot make the server hold memory without bound.
+ */
+import { randomBytes } from 'node:crypto';
+import { FlightCapacityError, FlightHandleNotFoundError } from './errors.js';
+
+interface Entry<V> {
+  value: V;
+  timer: NodeJS.Timeout;
+}
+
+export class HandleTable<V> {
+  readonly #entries = new Map<string, Entry<V>>();
+  readonly #what: 'ticket' | 'prepared statement';
+  readonly #ttlMs: number;
+  readonly #max: number;
+  readonly #onDrop: (value: V) => void;
+
+  constructor(
+    what: 'ticket' | 'prepared statement',
+    ttlMs: number,
+    max: number,
+    onDrop: (value: V) => void = () => {},
+  ) {
+    this.#what = what;
+    this.#ttlMs = ttlMs;
+    this.#max = max;
+    this.#onDrop = onDrop;
+  }
+
+  #arm(key: string): NodeJS.Timeout {
+    const timer = setTimeout(() => this.#drop(key), this.#ttlMs);
+    timer.unref();
+    return timer;
+  }
+
+  #drop(key: string): void {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
+    this.#entries.delete(key);
+    this.#onDrop(entry.value);
+  }
+
+  /** Stores `value` under a new random handle. */
+  add(value: V): Buffer {
+    if (this.#entries.size >= this.#max) {
+      this.#onDrop(value);
+      throw new FlightCapacityError(
+        this.#what === 'ticket' ? 'unredeemed tickets' : 'prepared statements',
+        this.#max,
+      );
+    }
+    const handle = randomBytes(16);
+    const key = handle.toString('hex');
+    this.#entries.set(key, { value, timer: this.#arm(key) });
+    return handle;
+  }
+
+  /** The value under `handle` (its idle time starts again); throws when there is none. */
+  get(handle: Uint8Array): V {
+    const key = Buffer.from(handle).toString('hex');
+    const entry = this.#entries.get(key);
+    if (entry === undefined) throw new FlightHandleNotFoundError(this.#what, this.#ttlMs);
+    clearTimeout(entry.timer);
+    entry.timer = this.#arm(key);
+    return entry.value;
+  }
+
+  /** Removes and returns the value under `handle` (a ticket is redeemed once). */
+  take(handle: Uint8Array): V {
+    const key = Buffer.from(handle).toString('hex');
+    const entry = this.#entries.get(key);
+    if (entry === undefined) throw new FlightHandleNotFoundError(this.#what, this.#ttlMs);
+    clearTimeout(entry.timer);
+    this.#entries.delete(key);
+    return entry.value;
+  }
+
+  /** Forgets `handle`, dropping its value; false when there was none. */
+  delete(handle: Uint8Array): boolean {
+    const key = Buffer.from(handle).toString('hex');
+    const had = this.#entries.has(key);
+    this.#drop(key);
+    return had;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  clear(): void {
+    for (const key of [...this.#entries.keys()]) this.#drop(key);
+  }
+}

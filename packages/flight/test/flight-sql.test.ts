@@ -1,0 +1,395 @@
+/**
+ * Flight SQL against a real runtime (real fauxqs, real DuckDB and SQLite snapshots) behind an API
+ * key, driven by clients nobody here wrote: a plain `@grpc/grpc-js` stub of Flight.proto with
+ * FlightSql.proto messages and apache-arrow (browsing, prepared statements, refusals, errors),
+ * and `@lancedb/arrow-flight-sql-client` (a Basic auth handshake, then a query with the token).
+ */
+import { status } from '@grpc/grpc-js';
+import { Client as LanceClient } from '@lancedb/arrow-flight-sql-client';
+import {
+  type Field,
+  Int64,
+  type Schema,
+  Table,
+  Type,
+  tableFromArrays,
+  tableToIPC,
+  type Union,
+  UnionMode,
+  Utf8,
+  vectorFromArray,
+} from 'apache-arrow';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { splitIpcStream, startFlightServer } from '../src/index.js';
+import {
+  bearer,
+  call,
+  collect,
+  decodeSqlAny,
+  type FlightStub,
+  fetchTable,
+  flightStub,
+  ORDERS_SQL,
+  readSchema,
+  type Served,
+  serveDatasets,
+  sqlCommand,
+  tableOf,
+  USERS_SQL,
+} from './support.js';
+
+const KEY = 'flight-test-key';
+const WRITE_REFUSAL =
+  "writes to accelerated table orders are not permitted when refresh_mode is 'snapshot'; the accelerator is driven exclusively from the snapshot store";
+
+let served: Served;
+let stub: FlightStub;
+const auth = () => bearer(KEY);
+
+beforeAll(async () => {
+  served = await serveDatasets(
+    [
+      { name: 'orders', engine: 'duckdb', sql: ORDERS_SQL },
+      { name: 'users', engine: 'sqlite', sql: USERS_SQL },
+    ],
+    { prefix: 'flight-sql/', unpublished: ['late'], flight: { apiKey: KEY }, runtime: { maxResultRows: 30 } },
+  );
+  stub = flightStub(served.flight.address);
+});
+
+afterAll(async () => {
+  stub?.close();
+  await served?.close();
+});
+
+const cmd = (name: string, fields: Record<string, unknown> = {}) => ({
+  type: 'CMD' as const,
+  cmd: sqlCommand(name, fields),
+});
+
+function typesOf(schema: Schema): Record<string, string> {
+  return Object.fromEntries(schema.fields.map((field: Field) => [field.name, String(field.type)]));
+}
+
+async function failure(
+  promise: Promise<unknown>,
+): Promise<{ code: number; details: string; metadata: { get(key: string): unknown[] } }> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as { code: number; details: string; metadata: { get(key: string): unknown[] } };
+  }
+  throw new Error('the call succeeded');
+}
+
+describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
+  it('GetTables with include_schema lists every dataset with its columns as typed Arrow fields', async () => {
+    const table = await fetchTable(stub, cmd('CommandGetTables', { includeSchema: true }), auth());
+    expect(table.schema.fields.map((field) => field.name)).toEqual([
+      'catalog_name',
+      'db_schema_name',
+      'table_name',
+      'table_type',
+      'table_schema',
+    ]);
+    const rows = table.toArray().map((row) => row.toJSON());
+    expect(rows.map((row) => [row.catalog_name, row.db_schema_name, row.table_name, row.table_type])).toEqual(
+      [
+        [null, 'main', 'late', 'TABLE'],
+        [null, 'main', 'orders', 'TABLE'],
+        [null, 'main', 'users', 'TABLE'],
+      ],
+    );
+    const schemas = new Map(
+      rows.map((row) => [row.table_name as string, readSchema(row.table_schema as Uint8Array)]),
+    );
+    expect(typesOf(schemas.get('orders') as Schema)).toEqual({
+      id: 'Int64',
+      amount: 'Decimal[10e+2]',
+      placed: 'Date32<DAY>',
+      placed_at: 'Timestamp<MICROSECOND>',
+      customer: 'Utf8',
+      paid: 'Bool',
+      ratio: 'Float64',
+      payload: 'Binary',
+      big: 'Int64',
+      note: 'Utf8',
+    });
+    expect(typesOf(schemas.get('users') as Schema)).toEqual({
+      id: 'Int64',
+      name: 'Utf8',
+      score: 'Float64',
+      admin: 'Bool',
+      joined: 'Date32<DAY>',
+    });
+    // A dataset still waiting for its first snapshot is listed, with no columns yet.
+    expect((schemas.get('late') as Schema).fields).toEqual([]);
+    const amount = (schemas.get('orders') as Schema).fields.find((field) => field.name === 'amount');
+    expect(amount?.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME')).toBe('DECIMAL(10,2)');
+    expect(amount?.metadata.get('ARROW:FLIGHT:SQL:TABLE_NAME')).toBe('orders');
+  });
+
+  it('GetTables filters by table name pattern and table type, without schemas unless asked', async () => {
+    const byName = await fetchTable(
+      stub,
+      cmd('CommandGetTables', { tableNameFilterPattern: 'ord%' }),
+      auth(),
+    );
+    expect(byName.toArray().map((row) => row.table_name)).toEqual(['orders']);
+    expect(byName.schema.fields.map((field) => field.name)).not.toContain('table_schema');
+    const views = await fetchTable(stub, cmd('CommandGetTables', { tableTypes: ['VIEW'] }), auth());
+    expect(views.numRows).toBe(0);
+    const otherCatalog = await fetchTable(stub, cmd('CommandGetTables', { catalog: 'spice' }), auth());
+    expect(otherCatalog.numRows).toBe(0);
+  });
+
+  it('GetCatalogs, GetDbSchemas, GetTableTypes and GetSqlInfo answer with the spec schemas', async () => {
+    const catalogs = await fetchTable(stub, cmd('CommandGetCatalogs'), auth());
+    expect(catalogs.schema.fields.map((field) => `${field.name}:${field.type}:${field.nullable}`)).toEqual([
+      'catalog_name:Utf8:false',
+    ]);
+    expect(catalogs.numRows).toBe(0);
+    const schemas = await fetchTable(stub, cmd('CommandGetDbSchemas'), auth());
+    expect(schemas.toArray().map((row) => row.toJSON())).toEqual([
+      { catalog_name: null, db_schema_name: 'main' },
+    ]);
+    const types = await fetchTable(stub, cmd('CommandGetTableTypes'), auth());
+    expect(types.toArray().map((row) => row.table_type)).toEqual(['TABLE']);
+    const info = await fetchTable(stub, cmd('CommandGetSqlInfo', { info: [0, 3, 504] }), auth());
+    expect(info.toArray().map((row) => [row.info_name, row.value])).toEqual([
+      [0, 'Ferry'],
+      [3, true],
+      [504, '"'],
+    ]);
+    const value = info.schema.fields[1]?.type as Union;
+    expect([value.typeId, value.mode]).toEqual([Type.Union, UnionMode.Dense]);
+  });
+
+  it('the main schema the listing names is one both engines resolve', async () => {
+    const duck = await fetchTable(
+      stub,
+      cmd('CommandStatementQuery', { query: 'SELECT count(*) AS n FROM main.orders' }),
+      auth(),
+    );
+    const lite = await fetchTable(
+      stub,
+      cmd('CommandStatementQuery', { query: 'SELECT count(*) AS n FROM "main"."users"' }),
+      auth(),
+    );
+    expect([Number(duck.get(0)?.n), Number(lite.get(0)?.n)]).toEqual([40, 25]);
+  });
+
+  it('ListFlights lists the datasets by path, and each ticket streams the whole dataset', async () => {
+    const flights = await collect(stub.ListFlights({ expression: Buffer.alloc(0) }, auth()));
+    expect(flights.map((info) => info.flightDescriptor.path)).toEqual([['orders'], ['users'], ['late']]);
+    const users = flights[1];
+    expect(readSchema(users?.schema as Buffer).fields.map((field) => field.name)).toEqual([
+      'id',
+      'name',
+      'score',
+      'admin',
+      'joined',
+    ]);
+    const table = tableOf(
+      await collect(stub.DoGet({ ticket: users?.endpoint[0]?.ticket.ticket as Buffer }, auth())),
+    );
+    expect(table.numRows).toBe(25);
+    const byPath = await fetchTable(stub, { type: 'PATH', path: ['users'] }, auth());
+    expect(byPath.numRows).toBe(25);
+  });
+});
+
+describe('prepared statements with parameters', () => {
+  async function prepare(query: string): Promise<{ handle: Buffer; parameters: Schema }> {
+    const [result] = await collect(
+      stub.DoAction(
+        {
+          type: 'CreatePreparedStatement',
+          body: sqlCommand('ActionCreatePreparedStatementRequest', { query }),
+        },
+        auth(),
+      ),
+    );
+    const decoded = decodeSqlAny('ActionCreatePreparedStatementResult', result?.body as Buffer);
+    return {
+      handle: decoded.preparedStatementHandle as Buffer,
+      parameters: readSchema(decoded.parameterSchema as Buffer),
+    };
+  }
+
+  async function bind(handle: Buffer, ipc: Uint8Array): Promise<Buffer[]> {
+    const put = stub.DoPut(auth());
+    const answers: Buffer[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      put.on('data', (answer: { appMetadata: Buffer }) => answers.push(answer.appMetadata));
+      put.on('error', reject);
+      put.on('end', resolve);
+    });
+    splitIpcStream(ipc).forEach((message, index) => {
+      put.write({
+        ...(index === 0
+          ? { flightDescriptor: cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle }) }
+          : {}),
+        ...message,
+      });
+    });
+    put.end();
+    await done;
+    return answers;
+  }
+
+  it('create → DoPut parameters → GetFlightInfo/DoGet → close runs the statement with the bound values', async () => {
+    const { handle, parameters } = await prepare(
+      'SELECT id, customer FROM orders WHERE id >= $1 AND customer = $2 ORDER BY id',
+    );
+    expect(parameters.fields.map((field) => field.name)).toEqual(['$1', '$2']);
+    const values = new Table({
+      $1: vectorFromArray([20n], new Int64()),
+      $2: vectorFromArray(['customer-2'], new Utf8()),
+    });
+    await bind(handle, tableToIPC(values, 'stream'));
+    const query = cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle });
+    const rows = (await fetchTable(stub, query, auth())).toArray().map((row) => row.toJSON());
+    expect(rows).toEqual([
+      { id: 23n, customer: 'customer-2' },
+      { id: 30n, customer: 'customer-2' },
+      { id: 37n, customer: 'customer-2' },
+    ]);
+    // Bound again with other values, the same handle runs again.
+    await bind(handle, tableToIPC(tableFromArrays({ $1: [36], $2: ['customer-2'] }), 'stream'));
+    expect((await fetchTable(stub, query, auth())).toArray().map((row) => Number(row.id))).toEqual([37]);
+    await collect(
+      stub.DoAction(
+        {
+          type: 'ClosePreparedStatement',
+          body: sqlCommand('ActionClosePreparedStatementRequest', { preparedStatementHandle: handle }),
+        },
+        auth(),
+      ),
+    );
+    const closed = await failure(fetchTable(stub, query, auth()));
+    expect(closed.code).toBe(status.NOT_FOUND);
+  });
+
+  it('binds SQLite parameters too, and refuses a parameter batch of several rows', async () => {
+    const { handle } = await prepare('SELECT name FROM users WHERE id = ?');
+    await bind(handle, tableToIPC(tableFromArrays({ id: [7] }), 'stream'));
+    const query = cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle });
+    expect((await fetchTable(stub, query, auth())).toArray().map((row) => row.name)).toEqual(['user 7']);
+    const several = await failure(bind(handle, tableToIPC(tableFromArrays({ id: [1, 2] }), 'stream')));
+    expect(several.code).toBe(status.INVALID_ARGUMENT);
+    expect(several.details).toContain('bind exactly one row');
+  });
+});
+
+describe('refusals and errors as gRPC status codes', () => {
+  it('an INSERT is refused with the runtime guard’s Spice wording and INVALID_ARGUMENT, on every path', async () => {
+    const sql = 'INSERT INTO orders VALUES (1)';
+    const http = await served.runtime.query(sql).catch((error: Error) => error.message);
+    expect(http).toBe(WRITE_REFUSAL);
+    const asQuery = await failure(fetchTable(stub, cmd('CommandStatementQuery', { query: sql }), auth()));
+    const asPrepared = await failure(
+      collect(
+        stub.DoAction(
+          {
+            type: 'CreatePreparedStatement',
+            body: sqlCommand('ActionCreatePreparedStatementRequest', { query: sql }),
+          },
+          auth(),
+        ),
+      ),
+    );
+    const put = stub.DoPut(auth());
+    const asUpdate = await failure(
+      new Promise((resolve, reject) => {
+        put.on('data', resolve);
+        put.on('error', reject);
+        put.on('end', resolve);
+        put.write({ flightDescriptor: cmd('CommandStatementUpdate', { query: sql }) });
+        put.end();
+      }),
+    );
+    for (const refused of [asQuery, asPrepared, asUpdate]) {
+      expect(refused.code).toBe(status.INVALID_ARGUMENT);
+      expect(refused.details).toBe(WRITE_REFUSAL);
+      expect(refused.metadata.get('ferry-error-code')).toEqual(['ERR_WRITE_REJECTED']);
+    }
+  });
+
+  it('unknown table → NOT_FOUND, bad SQL → INVALID_ARGUMENT (no local paths), too many rows → RESOURCE_EXHAUSTED, not ready → UNAVAILABLE', async () => {
+    const run = (query: string) => failure(fetchTable(stub, cmd('CommandStatementQuery', { query }), auth()));
+    const unknown = await run('SELECT * FROM nowhere');
+    expect(unknown.code).toBe(status.NOT_FOUND);
+    expect(unknown.details).toContain("Table 'nowhere' is not a dataset");
+    const bad = await run('SELECT no_such_column FROM orders');
+    expect(bad.code).toBe(status.INVALID_ARGUMENT);
+    expect(bad.details).toContain('no_such_column');
+    expect(bad.details).not.toMatch(/\/(tmp|work|var)\/|\.duckdb|\.sqlite/);
+    const large = await run('SELECT * FROM orders');
+    expect(large.code).toBe(status.RESOURCE_EXHAUSTED);
+    const late = await run('SELECT * FROM late');
+    expect(late.code).toBe(status.UNAVAILABLE);
+    expect(late.details).toContain("Dataset 'late' is not ready");
+  });
+
+  it('DoExchange and unknown actions are UNIMPLEMENTED', async () => {
+    const action = await failure(
+      collect(stub.DoAction({ type: 'BeginTransaction', body: Buffer.alloc(0) }, auth())),
+    );
+    expect(action.code).toBe(status.UNIMPLEMENTED);
+  });
+});
+
+describe('binding', () => {
+  it('a port in use rejects, and the server on it keeps serving', async () => {
+    await expect(startFlightServer(served.runtime, { port: served.flight.port })).rejects.toThrow(
+      /No address added/,
+    );
+    const table = await fetchTable(
+      stub,
+      cmd('CommandStatementQuery', { query: 'SELECT count(*) AS n FROM users' }),
+      auth(),
+    );
+    expect(Number(table.get(0)?.n)).toBe(25);
+  });
+});
+
+describe('API key', () => {
+  it('a missing or wrong key is UNAUTHENTICATED on every call', async () => {
+    const query = cmd('CommandStatementQuery', { query: 'SELECT 1 AS x FROM users' });
+    for (const metadata of [bearer(), bearer('wrong-key')]) {
+      const info = await failure(call((done) => stub.GetFlightInfo(query, metadata, done)));
+      const get = await failure(
+        collect(stub.DoGet({ ticket: Buffer.from('SELECT 1 FROM users') }, metadata)),
+      );
+      const list = await failure(collect(stub.ListFlights({ expression: Buffer.alloc(0) }, metadata)));
+      const action = await failure(
+        collect(stub.DoAction({ type: 'CreatePreparedStatement', body: Buffer.alloc(0) }, metadata)),
+      );
+      expect([info.code, get.code, list.code, action.code]).toEqual(Array(4).fill(status.UNAUTHENTICATED));
+    }
+  });
+
+  it('a Basic auth handshake with the key as password hands out the bearer token (Lance’s Flight SQL client)', async () => {
+    const client = await LanceClient.connect({
+      host: served.flight.address,
+      username: 'anyone',
+      password: KEY,
+      insecure: true,
+    });
+    const result = await client.query('SELECT id, name FROM users WHERE id < 3 ORDER BY id');
+    expect((await result.collectToObjects()).map((row) => (row as { toJSON(): unknown }).toJSON())).toEqual([
+      { id: 0n, name: 'user 0' },
+      { id: 1n, name: 'user 1' },
+      { id: 2n, name: 'user 2' },
+    ]);
+    await expect(
+      LanceClient.connect({
+        host: served.flight.address,
+        username: 'anyone',
+        password: 'wrong',
+        insecure: true,
+      }),
+    ).rejects.toThrow(/UNAUTHENTICATED|Unauthenticated|16/);
+  });
+});
