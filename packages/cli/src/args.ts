@@ -79,17 +79,24 @@ export function choiceOption<T extends string>(
   return value as T;
 }
 
-export interface HttpAddress {
+export interface ListenAddress {
   readonly host: string;
   readonly port: number;
 }
 
-/** `127.0.0.1:8090`, `[::1]:8090`, `localhost:0`, `:8090` (host defaults to 127.0.0.1), or `8090`. */
-export function parseHttpAddress(command: string, text: string): HttpAddress {
+/**
+ * `127.0.0.1:8090`, `[::1]:8090`, `localhost:0`, `:8090` (host defaults to 127.0.0.1), or `8090`:
+ * the address of `--http` (default) or another listening flag (`--flight`, with its own example).
+ */
+export function parseListenAddress(
+  command: string,
+  text: string,
+  flag: { readonly name: string; readonly example: string } = { name: 'http', example: '127.0.0.1:8090' },
+): ListenAddress {
   const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d+)$/.exec(text) ?? /^()()(\d+)$/.exec(text);
   const port = Number(match?.[3]);
   if (match === null || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new UsageError(command, `--http must be host:port (like 127.0.0.1:8090), got '${text}'`);
+    throw new UsageError(command, `--${flag.name} must be host:port (like ${flag.example}), got '${text}'`);
   }
   const host = match[1] || match[2] || '127.0.0.1';
   return { host, port };
@@ -98,7 +105,7 @@ export function parseHttpAddress(command: string, text: string): HttpAddress {
 /** The base URL of a server at `--http` (a `host:port` or an `http(s)://` URL). */
 export function serverUrl(command: string, text: string): string {
   if (/^https?:\/\//i.test(text)) return text.replace(/\/+$/, '');
-  const { host, port } = parseHttpAddress(command, text);
+  const { host, port } = parseListenAddress(command, text);
   const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   return `http://${urlHost}:${port}`;
 }

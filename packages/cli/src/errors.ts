@@ -37,10 +37,11 @@ export class SpicepodReadError extends FerryError {
 
 /** `ferry serve` could not bind its HTTP address. */
 export class ListenError extends FerryError {
-  constructor(address: string, reason: string, options: FerryErrorOptions = {}) {
+  /** `flag`: the option that sets the address (`http` by default, `flight`). */
+  constructor(address: string, reason: string, options: FerryErrorOptions & { readonly flag?: string } = {}) {
     super(
       'ERR_LISTEN',
-      `Cannot listen on ${address} (${reason}); choose another address with --http.`,
+      `Cannot listen on ${address} (${reason}); choose another address with --${options.flag ?? 'http'}.`,
       options,
     );
     this.name = 'ListenError';

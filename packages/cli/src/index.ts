@@ -2,7 +2,7 @@
  * @ferry/cli: the `ferry` command (bin: dist/main.js). The library surface lets tools and tests run
  * the same commands in-process and reuse the CLI's logger.
  */
-export { type HttpAddress, parseHttpAddress, serverUrl } from './args.js';
+export { type ListenAddress, parseListenAddress, serverUrl } from './args.js';
 export { COMMANDS, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, runCli } from './cli.js';
 export type { CliIo, CliOutput, Command } from './command.js';
 export * from './errors.js';

@@ -75,7 +75,15 @@ describe('ferry publish + ferry serve, end to end', () => {
         '',
       ].join('\n'),
     );
-    serve = startFerry(['serve', pod, '--http', '127.0.0.1:0', '--data-dir', join(dir, 'data')]);
+    serve = startFerry([
+      'serve',
+      pod,
+      '--http',
+      '127.0.0.1:0',
+      '--no-flight',
+      '--data-dir',
+      join(dir, 'data'),
+    ]);
     const match = await serve.waitForStdout(/^Listening on (http:\/\/127\.0\.0\.1:\d+)$/m);
     base = match[1] as string;
   });

@@ -4,7 +4,7 @@ import {
   createCliLogger,
   createProgress,
   formatTable,
-  parseHttpAddress,
+  parseListenAddress,
   serverUrl,
   UsageError,
 } from '../src/index.js';
@@ -71,17 +71,17 @@ describe('createCliLogger', () => {
 
 describe('--http addresses', () => {
   it('parses host:port forms', () => {
-    expect(parseHttpAddress('serve', '127.0.0.1:8090')).toEqual({ host: '127.0.0.1', port: 8090 });
-    expect(parseHttpAddress('serve', '0.0.0.0:0')).toEqual({ host: '0.0.0.0', port: 0 });
-    expect(parseHttpAddress('serve', '[::1]:9000')).toEqual({ host: '::1', port: 9000 });
-    expect(parseHttpAddress('serve', ':9000')).toEqual({ host: '127.0.0.1', port: 9000 });
-    expect(parseHttpAddress('serve', '9000')).toEqual({ host: '127.0.0.1', port: 9000 });
-    expect(parseHttpAddress('serve', 'localhost:80')).toEqual({ host: 'localhost', port: 80 });
+    expect(parseListenAddress('serve', '127.0.0.1:8090')).toEqual({ host: '127.0.0.1', port: 8090 });
+    expect(parseListenAddress('serve', '0.0.0.0:0')).toEqual({ host: '0.0.0.0', port: 0 });
+    expect(parseListenAddress('serve', '[::1]:9000')).toEqual({ host: '::1', port: 9000 });
+    expect(parseListenAddress('serve', ':9000')).toEqual({ host: '127.0.0.1', port: 9000 });
+    expect(parseListenAddress('serve', '9000')).toEqual({ host: '127.0.0.1', port: 9000 });
+    expect(parseListenAddress('serve', 'localhost:80')).toEqual({ host: 'localhost', port: 80 });
   });
 
   it('refuses anything else as a usage error', () => {
     for (const bad of ['nowhere', 'host:', 'host:99999', '::1:80', 'a:b']) {
-      expect(() => parseHttpAddress('serve', bad), bad).toThrow(UsageError);
+      expect(() => parseListenAddress('serve', bad), bad).toThrow(UsageError);
     }
   });
 

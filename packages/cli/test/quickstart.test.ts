@@ -13,9 +13,12 @@ import { ferry, snapshotOf } from './helpers.js';
 const MARKER = '.ferry-quickstart';
 
 function quickstart(dir: string) {
-  return ferry(['quickstart', '--dir', dir, '--duration', '1', '--every', '1', '--http', '127.0.0.1:0'], {
-    timeoutMs: 120_000,
-  });
+  return ferry(
+    ['quickstart', '--dir', dir, '--duration', '1', '--every', '1', '--http', '127.0.0.1:0', '--no-flight'],
+    {
+      timeoutMs: 120_000,
+    },
+  );
 }
 
 describe('ferry quickstart --dir', () => {
@@ -37,7 +40,7 @@ describe('ferry quickstart --dir', () => {
     await writeFile(join(foreign, 'README.md'), '# my project\n');
     const before = await snapshotOf(foreign);
 
-    const result = await ferry(['quickstart', '--dir', foreign, '--http', '127.0.0.1:0']);
+    const result = await ferry(['quickstart', '--dir', foreign, '--http', '127.0.0.1:0', '--no-flight']);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(

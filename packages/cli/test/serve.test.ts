@@ -1,12 +1,16 @@
 /**
  * `ferry serve` beyond the happy path: an API key from the environment (401 without it, and
- * `ferry status` sending it), a fatal spicepod (exit 1 with every error) and a busy port (exit 1).
+ * `ferry status` sending it), a fatal spicepod (exit 1 with every error), a busy port (exit 1), and
+ * Arrow Flight beside HTTP, both over TLS (Spice's JS SDK as the Flight client).
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { copyFixtureStore } from '@ferry/test-support';
+import { copyFixtureStore, TLS_FIXTURE } from '@ferry/test-support';
+import { SpiceClient } from '@spiceai/spice';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ferry, type Running, startFerry } from './helpers.js';
 
@@ -45,6 +49,7 @@ describe('ferry serve with --api-key-env', () => {
         join(dir, 'spicepod.yaml'),
         '--http',
         '127.0.0.1:0',
+        '--no-flight',
         '--api-key-env',
         'FERRY_TEST_API_KEY',
         '--log-format',
@@ -115,7 +120,7 @@ describe('ferry serve failures', () => {
   it('exits 1 with the config errors for a fatal spicepod', async () => {
     const path = join(dir, 'bad.yaml');
     await writeFile(path, 'version: v9\nkind: Spicepod\nname: bad\nsnapshots:\n  location: gs://nope/\n');
-    const result = await ferry(['serve', path, '--http', '127.0.0.1:0']);
+    const result = await ferry(['serve', path, '--http', '127.0.0.1:0', '--no-flight']);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain(
@@ -138,6 +143,7 @@ describe('ferry serve failures', () => {
         path,
         '--http',
         `127.0.0.1:${port}`,
+        '--no-flight',
         '--data-dir',
         join(dir, 'data'),
       ]);
@@ -145,6 +151,136 @@ describe('ferry serve failures', () => {
       expect(result.stderr).toContain(
         `ferry: error: Cannot listen on 127.0.0.1:${port} (EADDRINUSE); choose another address with --http.`,
       );
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+});
+
+/** A GET over HTTPS trusting the test certificate; the JSON body and status. */
+function httpsGet(url: string, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const request = httpsRequest(url, { ca: readFileSync(TLS_FIXTURE.cert), headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+        }),
+      );
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+describe('ferry serve with Arrow Flight and TLS', () => {
+  let dir: string;
+  let pod: string;
+  const env = { FERRY_TEST_API_KEY: 'fl1ght-k3y' };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ferry-serve-flight-'));
+    const { location } = await copyFixtureStore({ kind: 'dir', dir: join(dir, 'store') });
+    pod = join(dir, 'spicepod.yaml');
+    await writeFile(pod, fixturePod(location));
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('serves Flight SQL and HTTPS with one certificate and one API key; /v1/status lists both; SIGTERM stops both', async () => {
+    const serve = startFerry(
+      [
+        'serve',
+        pod,
+        '--http',
+        '127.0.0.1:0',
+        '--flight',
+        '127.0.0.1:0',
+        '--tls-cert',
+        TLS_FIXTURE.cert,
+        '--tls-key',
+        TLS_FIXTURE.key,
+        '--api-key-env',
+        'FERRY_TEST_API_KEY',
+        '--data-dir',
+        join(dir, 'data'),
+      ],
+      { env },
+    );
+    try {
+      const flight = (
+        await serve.waitForStdout(/^Flight on grpc\+tls:\/\/(127\.0\.0\.1:\d+)$/m)
+      )[1] as string;
+      const base = (await serve.waitForStdout(/^Listening on (https:\/\/127\.0\.0\.1:\d+)$/m))[1] as string;
+      const auth = { authorization: `Bearer ${env.FERRY_TEST_API_KEY}` };
+      const status = await httpsGet(`${base}/v1/status`, auth);
+      expect(status).toEqual({
+        status: 200,
+        body: [
+          { name: 'http', endpoint: base.replace('https://', ''), status: 'Ready' },
+          { name: 'metrics', endpoint: base.replace('https://', ''), status: 'Ready' },
+          { name: 'flight', endpoint: flight, status: 'Ready' },
+        ],
+      });
+      await expect
+        .poll(async () => (await httpsGet(`${base}/v1/datasets?status=true`, auth)).body)
+        .toEqual([expect.objectContaining({ name: 'orders', status: 'Ready' })]);
+      const client = new SpiceClient({
+        flightUrl: flight,
+        flightOnly: true,
+        flightTlsEnabled: true,
+        tlsRootCertFile: TLS_FIXTURE.cert,
+        apiKey: env.FERRY_TEST_API_KEY,
+        httpUrl: 'http://127.0.0.1:9',
+        logging: false,
+      });
+      const table = await client.sql('SELECT count(*) AS n FROM orders');
+      expect(Number(table.toArray()[0]?.n)).toBe(8);
+      const wrongKey = new SpiceClient({
+        flightUrl: flight,
+        flightOnly: true,
+        flightTlsEnabled: true,
+        tlsRootCertFile: TLS_FIXTURE.cert,
+        apiKey: 'not-the-key',
+        httpUrl: 'http://127.0.0.1:9',
+        logging: false,
+      });
+      await expect(wrongKey.sql('SELECT 1 AS n FROM orders')).rejects.toThrow();
+    } finally {
+      serve.child.kill('SIGTERM');
+    }
+    expect((await serve.exited).code).toBe(0);
+  });
+
+  it('refuses --tls-cert without --tls-key (exit 2, naming the missing flag)', async () => {
+    const result = await ferry(['serve', pod, '--http', '127.0.0.1:0', '--tls-cert', TLS_FIXTURE.cert]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--tls-cert and --tls-key go together; add --tls-key');
+  });
+
+  it('exits 1 naming --flight when the Flight address is in use', async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const address = blocker.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    try {
+      const result = await ferry([
+        'serve',
+        pod,
+        '--http',
+        '127.0.0.1:0',
+        '--flight',
+        `127.0.0.1:${port}`,
+        '--data-dir',
+        join(dir, 'data'),
+      ]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`ferry: error: Cannot listen on 127.0.0.1:${port} (`);
+      expect(result.stderr).toContain('choose another address with --flight.');
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }

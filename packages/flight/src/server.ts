@@ -6,7 +6,6 @@
  * a {@link ResultSource} and stream one record batch at a time, each written only once the client
  * has taken the one before. The runtime is never closed here: its owner does that, after `close()`.
  */
-import { readFileSync } from 'node:fs';
 import type { JsonValue } from '@ferry/core';
 import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines';
 import { type Logger, type Runtime, routeQuery } from '@ferry/runtime';
@@ -50,9 +49,9 @@ export const DEFAULT_FLIGHT_HOST = '127.0.0.1';
 export const DEFAULT_FLIGHT_PORT = 50051;
 
 export interface FlightTlsOptions {
-  /** PEM certificate chain: a file path, or the PEM itself (a string holding `-----BEGIN`, or a Buffer). */
+  /** The PEM certificate chain itself (read the file first: `readFileSync(path)`). */
   readonly cert: string | Buffer;
-  /** PEM private key, likewise. */
+  /** The PEM private key, likewise. */
   readonly key: string | Buffer;
 }
 
@@ -133,8 +132,7 @@ const ACTIONS = [
 ];
 
 function pem(value: string | Buffer): Buffer {
-  if (Buffer.isBuffer(value)) return value;
-  return value.includes('-----BEGIN') ? Buffer.from(value) : readFileSync(value);
+  return Buffer.isBuffer(value) ? value : Buffer.from(value);
 }
 
 const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;

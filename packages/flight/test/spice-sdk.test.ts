@@ -5,16 +5,16 @@
  * ClosePreparedStatement) return the same rows as `POST /v1/sql` of the HTTP server on the same
  * runtime; then the SDK over TLS with the API key, as it connects to a remote Spice.
  */
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { type RunningServer, startServer } from '@ferry/server';
+import { TLS_FIXTURE } from '@ferry/test-support';
 import { SpiceClient } from '@spiceai/spice';
 import { DataType, type Decimal, type Table, type Vector } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFlightServer } from '../src/index.js';
 import { ORDERS_SQL, type Served, serveDatasets, USERS_SQL } from './support.js';
 
-const CERT = fileURLToPath(new URL('./fixtures/localhost.crt', import.meta.url));
-const KEY_FILE = fileURLToPath(new URL('./fixtures/localhost.key', import.meta.url));
+const CERT = TLS_FIXTURE.cert;
 
 let served: Served;
 let http: RunningServer;
@@ -141,7 +141,7 @@ describe("Spice's JS SDK over Flight", () => {
     const tls = await startFlightServer(served.runtime, {
       port: 0,
       apiKey: 'sdk-secret',
-      tls: { cert: CERT, key: KEY_FILE },
+      tls: { cert: readFileSync(TLS_FIXTURE.cert), key: readFileSync(TLS_FIXTURE.key) },
     });
     try {
       expect(tls.url).toBe(`grpc+tls://${tls.address}`);

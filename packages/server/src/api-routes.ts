@@ -30,6 +30,16 @@ export interface ApiRoutesOptions {
   readonly metrics: ServerMetrics;
   /** True when an extra route already serves this method and path (it wins). */
   readonly taken: (method: string, path: string) => boolean;
+  /** Endpoints served beside this one, listed by `GET /v1/status` after `http` and `metrics`. */
+  readonly endpoints: readonly StatusEndpoint[];
+}
+
+/** One row of `GET /v1/status` (Spice's shape). */
+export interface StatusEndpoint {
+  /** `flight`, for the Arrow Flight server. */
+  readonly name: string;
+  /** `host:port`. */
+  readonly endpoint: string;
 }
 
 const FORMAT_QUERY = {
@@ -215,6 +225,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const items = [
         { name: 'http', endpoint, status: 'Ready' },
         { name: 'metrics', endpoint, status: 'Ready' },
+        ...options.endpoints.map((other) => ({ ...other, status: 'Ready' })),
       ];
       const { format } = request.query as { format?: string };
       return sendList(reply, format, ['name', 'endpoint', 'status'], items);

@@ -4,7 +4,7 @@
  * and the Stately inspector bridge), the error-to-status table, the response formats and the
  * prom-client registry `/metrics` serves.
  */
-export { type ApiRoutesOptions, apiRoutes } from './api-routes.js';
+export { type ApiRoutesOptions, apiRoutes, type StatusEndpoint } from './api-routes.js';
 export { apiKeyChecker, presentedKey } from './auth.js';
 export { type CommandAccepted, DATASET_COMMANDS, parseCommand, runCommand } from './commands.js';
 export {

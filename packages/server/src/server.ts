@@ -14,7 +14,7 @@ import fastifyAccepts from '@fastify/accepts';
 import type { Logger, Runtime } from '@ferry/runtime';
 import { Ajv } from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { apiRoutes } from './api-routes.js';
+import { apiRoutes, type StatusEndpoint } from './api-routes.js';
 import { apiKeyChecker } from './auth.js';
 import { MethodNotAllowedError, RouteNotFoundError, requestError, UnauthorizedError } from './errors.js';
 import { errorResponse } from './http.js';
@@ -36,6 +36,10 @@ export interface ServerOptions {
   readonly closeGraceMs?: number;
   /** Where unexpected (500) errors are logged; default: nowhere. */
   readonly logger?: Logger;
+  /** Endpoints served beside this server (the Flight server), listed by `GET /v1/status`. */
+  readonly endpoints?: readonly StatusEndpoint[];
+  /** Serve HTTPS with this PEM certificate chain and key (their contents, not paths); default plain HTTP. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
 }
 
 export interface RequestHandler {
@@ -94,6 +98,7 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
   const logger = options.logger;
   const open = new OpenRequests();
   const app = Fastify({
+    ...(options.tls === undefined ? {} : { https: { cert: options.tls.cert, key: options.tls.key } }),
     bodyLimit: maxBodyBytes,
     routerOptions: { maxParamLength: 1024 },
     logger: false,
@@ -147,6 +152,7 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     runtime,
     metrics: createServerMetrics(runtime),
     taken: (method, path) => extra.has(`${method} ${path}`),
+    endpoints: options.endpoints ?? [],
   });
   app.after(() => {
     collecting = false;
@@ -218,7 +224,7 @@ export async function startServer(runtime: Runtime, options: ServerOptions = {})
     return closing;
   };
   return {
-    url: `http://${urlHost}:${address.port}`,
+    url: `${options.tls === undefined ? 'http' : 'https'}://${urlHost}:${address.port}`,
     host: address.address,
     port: address.port,
     server,

@@ -108,3 +108,13 @@ export function copyFixtureStore(target: FixtureTarget): Promise<CopiedFixture> 
     ? copyFixtureStoreToS3(target.aws, target.location)
     : copyFixtureStoreToDir(target.dir);
 }
+
+/**
+ * A self-signed certificate for `localhost` and `127.0.0.1` (valid until 2126) and its key, as file
+ * paths: test-only TLS for the HTTP and Flight servers. Clients trust it by passing the certificate
+ * as their CA.
+ */
+export const TLS_FIXTURE = {
+  cert: fileURLToPath(new URL('../fixtures/tls/localhost.crt', import.meta.url)),
+  key: fileURLToPath(new URL('../fixtures/tls/localhost.key', import.meta.url)),
+} as const;

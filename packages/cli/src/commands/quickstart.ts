@@ -22,6 +22,8 @@ seconds, and 'ferry serve' reloading them as S3 notifications arrive on SQS.
 
 Options:
       --http HOST:PORT     Address of the HTTP server; default 127.0.0.1:8090
+      --flight HOST:PORT   Address of the Arrow Flight server; default 127.0.0.1:50051
+      --no-flight          Do not serve Arrow Flight
       --dir DIR            Working folder (spicepod, live files); default .ferry/quickstart.
                            Created and marked with a ${WORK_DIR_MARKER} file; an empty folder is
                            accepted; a non-empty folder quickstart did not make is refused
@@ -131,6 +133,10 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const duration = seconds(parsed, 'duration', undefined);
   const check = parsed.values.check === true;
   const http = stringOption(parsed, 'http') ?? '127.0.0.1:8090';
+  const flightArgs =
+    parsed.values['no-flight'] === true
+      ? ['--no-flight']
+      : ['--flight', stringOption(parsed, 'flight') ?? '127.0.0.1:50051'];
   const dir = resolve(stringOption(parsed, 'dir') ?? '.ferry/quickstart');
   const out = io.stdout;
   const shutdown = io.waitForShutdown();
@@ -246,7 +252,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     code = await serveCommand.run(
       parseCommandLine(
         'serve',
-        [spicepod, '--http', http, '--data-dir', join(dir, DATA_DIR)],
+        [spicepod, '--http', http, '--data-dir', join(dir, DATA_DIR), ...flightArgs],
         serveCommand.options,
       ),
       serveIo,
@@ -292,6 +298,8 @@ export const quickstartCommand: Command = {
   help: HELP,
   options: {
     http: { type: 'string' },
+    flight: { type: 'string' },
+    'no-flight': { type: 'boolean' },
     dir: { type: 'string' },
     every: { type: 'string' },
     duration: { type: 'string' },

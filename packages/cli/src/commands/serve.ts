@@ -1,24 +1,32 @@
 /**
- * `ferry serve <spicepod.yaml>`: starts the runtime and the HTTP server (with the inspector page at
- * /inspector unless `--no-inspector`, and a Stately inspector bridge with `--inspect <ws-url>`),
- * prints the address, and on SIGINT/SIGTERM closes the server (in-flight requests finish), the
- * bridge, then the runtime, and exits 0. Logs go to stderr: pretty on a terminal, JSON lines otherwise.
+ * `ferry serve <spicepod.yaml>`: starts the runtime, the Arrow Flight / Flight SQL server (on
+ * 127.0.0.1:50051, as Spice does, unless `--no-flight`) and the HTTP server (with the inspector page
+ * at /inspector unless `--no-inspector`, and a Stately inspector bridge with `--inspect <ws-url>`),
+ * both over TLS with `--tls-cert`/`--tls-key`, prints the addresses, and on SIGINT/SIGTERM closes
+ * the servers (in-flight requests finish), the bridge, then the runtime, and exits 0. Logs go to
+ * stderr: pretty on a terminal, JSON lines otherwise.
  */
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import type { RunningFlightServer } from '@ferry/flight';
 import type { LogLevel, Runtime } from '@ferry/runtime';
 import type { Route, RunningServer, StatelyBridge } from '@ferry/server';
-import { choiceOption, expectPositionals, type Parsed, parseHttpAddress, stringOption } from '../args.js';
+import { choiceOption, expectPositionals, type Parsed, parseListenAddress, stringOption } from '../args.js';
 import { apiKeyFromEnv, type CliIo, type Command } from '../command.js';
 import { ApiKeyEnvError, ListenError, UsageError } from '../errors.js';
 import { createCliLogger, type LogFormat } from '../log-format.js';
 
 const HELP = `Usage: ferry serve <spicepod.yaml> [options]
 
-Serve the spicepod's snapshot datasets over HTTP until SIGINT or SIGTERM.
-Prints "Listening on http://HOST:PORT" once the server accepts requests.
+Serve the spicepod's snapshot datasets over HTTP and Arrow Flight until SIGINT or SIGTERM.
+Prints "Flight on grpc://HOST:PORT" and "Listening on http://HOST:PORT" once both accept requests.
 
 Options:
       --http HOST:PORT        Address to bind; default 127.0.0.1:8090 (port 0 picks a free one)
+      --flight HOST:PORT      Arrow Flight / Flight SQL address; default 127.0.0.1:50051
+      --no-flight             Do not serve Arrow Flight
+      --tls-cert FILE         Serve HTTPS and Flight over TLS with this PEM certificate chain
+      --tls-key FILE          ... and this PEM private key (both or neither)
       --api-key-env NAME      Require the API key held in environment variable NAME
                               ('Authorization: Bearer <key>') on every route but /health
                               and the inspector page's static files
@@ -31,17 +39,44 @@ Options:
                               (@statelyai/inspect's WebSocket server, e.g. ws://127.0.0.1:8080)
   -h, --help                  Show this help
 
-Routes: POST /v1/sql, GET /v1/datasets, POST /v1/datasets/<name>/commands,
-        GET /v1/ready, GET /health, GET /metrics,
+Routes: POST /v1/sql, GET /v1/datasets[?status=true], GET /v1/status, GET /v1/ready,
+        POST /v1/datasets/<name>/acceleration/refresh, POST /v1/datasets/<name>/commands,
+        GET /v1/datasets/<name>/acceleration/snapshots, GET /health, GET /metrics,
         GET /inspector (with an API key, open /inspector?key=<key>)
+Flight: Flight SQL statements, prepared statements and catalog commands; the same API key as a
+        bearer token (or the Basic-auth handshake's password)
 `;
 
 const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+/** `--tls-cert` and `--tls-key`, read once for both servers; both or neither. */
+async function readTls(parsed: Parsed): Promise<{ cert: Buffer; key: Buffer } | undefined> {
+  const certFile = stringOption(parsed, 'tls-cert');
+  const keyFile = stringOption(parsed, 'tls-key');
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) {
+    throw new UsageError(
+      'serve',
+      `--tls-cert and --tls-key go together; add ${certFile === undefined ? '--tls-cert' : '--tls-key'}`,
+    );
+  }
+  const read = async (flag: string, file: string): Promise<Buffer> => {
+    try {
+      return await readFile(resolve(file));
+    } catch (error) {
+      throw new UsageError(
+        'serve',
+        `${flag} ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a PEM file`,
+      );
+    }
+  };
+  return { cert: await read('--tls-cert', certFile), key: await read('--tls-key', keyFile) };
+}
 const FORMATS: readonly LogFormat[] = ['pretty', 'json'];
 
 async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const [spicepod] = expectPositionals('serve', parsed, ['spicepod.yaml']) as [string];
-  const { host, port } = parseHttpAddress('serve', stringOption(parsed, 'http') ?? '127.0.0.1:8090');
+  const { host, port } = parseListenAddress('serve', stringOption(parsed, 'http') ?? '127.0.0.1:8090');
   const apiKey = apiKeyFromEnv(
     io.env,
     stringOption(parsed, 'api-key-env'),
@@ -59,6 +94,14 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     );
   }
   const withInspector = parsed.values['no-inspector'] !== true;
+  const flightAddress =
+    parsed.values['no-flight'] === true
+      ? undefined
+      : parseListenAddress('serve', stringOption(parsed, 'flight') ?? '127.0.0.1:50051', {
+          name: 'flight',
+          example: '127.0.0.1:50051',
+        });
+  const tls = await readTls(parsed);
   const logger = createCliLogger({ sink: io.stderr, format, level });
   // Installed before anything starts, so a signal during startup still shuts down cleanly.
   const shutdown = io.waitForShutdown();
@@ -66,6 +109,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   // Loaded on use, so `ferry validate` and `--help` start without the engines' native modules.
   const { createRuntime } = await import('@ferry/runtime');
   const { inspectorRoutes, startServer, startStatelyBridge } = await import('@ferry/server');
+  const { startFlightServer } = await import('@ferry/flight');
   const runtime: Runtime = await createRuntime(spicepod, {
     logger,
     logLevel: level,
@@ -84,15 +128,46 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     await runtime.close();
     throw error;
   }
-  let server: RunningServer;
-  try {
-    server = await startServer(runtime, { host, port, logger, routes, ...key });
-  } catch (error) {
+  const stopEarly = async (): Promise<void> => {
     await bridge?.stop();
     await runtime.close();
+  };
+  let flight: RunningFlightServer | undefined;
+  if (flightAddress !== undefined) {
+    try {
+      flight = await startFlightServer(runtime, {
+        ...flightAddress,
+        logger,
+        ...key,
+        ...(tls === undefined ? {} : { tls }),
+      });
+    } catch (error) {
+      await stopEarly();
+      const reason = (error as { code?: string }).code ?? (error as Error).message;
+      throw new ListenError(`${flightAddress.host}:${flightAddress.port}`, reason, {
+        cause: error,
+        flag: 'flight',
+      });
+    }
+  }
+  let server: RunningServer;
+  try {
+    server = await startServer(runtime, {
+      host,
+      port,
+      logger,
+      routes,
+      ...key,
+      ...(tls === undefined ? {} : { tls }),
+      ...(flight === undefined ? {} : { endpoints: [{ name: 'flight', endpoint: flight.address }] }),
+    });
+  } catch (error) {
+    await flight?.close();
+    await stopEarly();
     const reason = (error as { code?: string }).code ?? (error as Error).message;
     throw new ListenError(`${host}:${port}`, reason, { cause: error });
   }
+  if (flight !== undefined) io.stdout.write(`Flight on ${flight.url}\n`);
   io.stdout.write(`Listening on ${server.url}\n`);
   logger.info(
     { component: 'server', url: server.url, datasets: runtime.datasets().length, auth: apiKey !== undefined },
@@ -108,9 +183,9 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const signal = await shutdown;
   logger.info(
     { component: 'server', signal },
-    `Received ${signal}; closing the HTTP server, then the runtime`,
+    `Received ${signal}; closing the HTTP ${flight === undefined ? 'server' : 'and Flight servers'}, then the runtime`,
   );
-  await server.close();
+  await Promise.all([server.close(), flight?.close()]);
   await bridge?.stop();
   await runtime.close();
   logger.info({ component: 'server' }, 'Stopped');
@@ -129,6 +204,10 @@ export const serveCommand: Command = {
     'log-format': { type: 'string' },
     'no-inspector': { type: 'boolean' },
     inspect: { type: 'string' },
+    flight: { type: 'string' },
+    'no-flight': { type: 'boolean' },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
   },
   run,
 };
