@@ -22,6 +22,7 @@ const UNIT = [
   'packages/store/test/read-parallel.test.ts',
   'packages/test-support/test/fixture-store.test.ts',
   'packages/writer/test/build.test.ts',
+  'test/architecture/**/*.test.ts',
 ];
 const BUILD_FIRST = ['./test/support/build-packages.ts'];
 
