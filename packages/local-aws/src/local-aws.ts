@@ -1,7 +1,8 @@
 /**
- * A real local S3 + SQS for tests: fauxqs running in-process on a free port, fronted by a counting
- * proxy (see request-log.ts) so tests can assert what reached the server. Tests talk to it over HTTP
- * with the real AWS SDK; nothing is mocked.
+ * A real local S3 + SQS + SNS for tests: fauxqs running in-process on a free port, fronted by a
+ * counting proxy (see request-log.ts) so tests can assert what reached the server. Tests talk to it
+ * over HTTP with the real AWS SDK; nothing is mocked. fauxqs delivers an SNS publish to every
+ * subscribed SQS queue itself (in the SNS envelope, or the bare message with `RawMessageDelivery`).
  */
 import {
   CompleteMultipartUploadCommand,
@@ -14,7 +15,8 @@ import {
   type S3ClientConfig,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { CreateTopicCommand, SNSClient, type SNSClientConfig, SubscribeCommand } from '@aws-sdk/client-sns';
+import { GetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { type RequestLog, startCountingProxy } from './request-log.js';
 
@@ -42,6 +44,8 @@ export interface LocalAws {
   readonly s3: S3Client;
   /** SQS client on {@link LocalAws.endpoint}, with `useQueueUrlAsEndpoint: false`. */
   readonly sqs: SQSClient;
+  /** SNS client on {@link LocalAws.endpoint}. */
+  readonly sns: SNSClient;
   /** The underlying fauxqs server (message spy, queue inspection). */
   readonly server: FauxqsServer;
   /** Every request that went through {@link LocalAws.endpoint}. */
@@ -50,9 +54,18 @@ export interface LocalAws {
   s3Config(options?: { readonly direct?: boolean }): S3ClientConfig;
   /** Client config for another SQS client; pass `{ direct: true }` to bypass the request log. */
   sqsConfig(options?: { readonly direct?: boolean }): SQSClientConfig;
+  /** Client config for another SNS client; pass `{ direct: true }` to bypass the request log. */
+  snsConfig(options?: { readonly direct?: boolean }): SNSClientConfig;
   createBucket(name: string): Promise<void>;
   /** Create a queue and return its URL (usable by any client configured here). */
   createQueue(name: string, attributes?: Readonly<Record<string, string>>): Promise<string>;
+  /** Create an SNS topic (through the SNS API) and return its ARN. */
+  createTopic(name: string): Promise<string>;
+  /**
+   * Subscribe a queue to a topic (through the SNS API); `raw` sets `RawMessageDelivery`. Returns the
+   * subscription ARN.
+   */
+  subscribeQueue(topicArn: string, queueUrl: string, options?: { readonly raw?: boolean }): Promise<string>;
   /** Upload an object, in 8 MiB parts when it is larger than that. Returns the quoted ETag. */
   putObject(
     bucket: string,
@@ -100,8 +113,14 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
     credentials: CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
+  const snsConfig = (o: { readonly direct?: boolean } = {}): SNSClientConfig => ({
+    endpoint: endpointFor(o.direct),
+    region,
+    credentials: CREDENTIALS,
+  });
   const s3 = new S3Client(s3Config());
   const sqs = new SQSClient(sqsConfig());
+  const sns = new SNSClient(snsConfig());
   let closing: Promise<void> | undefined;
 
   async function putMultipart(
@@ -148,16 +167,39 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
     credentials: CREDENTIALS,
     s3,
     sqs,
+    sns,
     server,
     requests: proxy.log,
     s3Config,
     sqsConfig,
+    snsConfig,
     async createBucket(name) {
       server.createBucket(name);
     },
     async createQueue(name, attributes) {
       return server.createQueue(name, attributes === undefined ? {} : { attributes: { ...attributes } })
         .queueUrl;
+    },
+    async createTopic(name) {
+      const out = await sns.send(new CreateTopicCommand({ Name: name }));
+      if (out.TopicArn === undefined) throw new Error(`CreateTopic '${name}' returned no TopicArn.`);
+      return out.TopicArn;
+    },
+    async subscribeQueue(topicArn, queueUrl, o = {}) {
+      const attributes = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+      );
+      const out = await sns.send(
+        new SubscribeCommand({
+          TopicArn: topicArn,
+          Protocol: 'sqs',
+          Endpoint: attributes.Attributes?.QueueArn,
+          Attributes: { RawMessageDelivery: o.raw === true ? 'true' : 'false' },
+          ReturnSubscriptionArn: true,
+        }),
+      );
+      if (out.SubscriptionArn === undefined) throw new Error('Subscribe returned no SubscriptionArn.');
+      return out.SubscriptionArn;
     },
     async putObject(bucket, key, body, o = {}) {
       const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;
@@ -204,6 +246,7 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
       closing ??= (async () => {
         s3.destroy();
         sqs.destroy();
+        sns.destroy();
         await proxy.close();
         await server.stop();
       })();

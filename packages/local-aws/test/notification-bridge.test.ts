@@ -195,3 +195,66 @@ describe('startNotificationBridge', () => {
     );
   });
 });
+
+describe('startNotificationBridge with publishToTopicArn (S3 → SNS → SQS)', () => {
+  /** Every message on `url` right now, deleted. */
+  async function drain(url: string): Promise<Message[]> {
+    const out = await aws.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    const messages = out.Messages ?? [];
+    if (messages.length > 0) {
+      await aws.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: url,
+          Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
+        }),
+      );
+    }
+    return messages;
+  }
+
+  it('publishes the S3 event to the topic; fauxqs delivers it to every subscribed queue, raw or enveloped', async () => {
+    const topicArn = await aws.createTopic('bridge-topic');
+    expect(topicArn).toBe('arn:aws:sns:us-east-1:000000000000:bridge-topic');
+    const raw = await aws.createQueue('bridge-raw');
+    const enveloped = await aws.createQueue('bridge-enveloped');
+    const unsubscribed = await aws.createQueue('bridge-unsubscribed');
+    await aws.subscribeQueue(topicArn, raw, { raw: true });
+    await aws.subscribeQueue(topicArn, enveloped);
+
+    bridge = startNotificationBridge(aws, { bucket, publishToTopicArn: topicArn, prefix: 'snapshots/' });
+    const { etag } = await aws.putObject(bucket, 'snapshots/metadata.json', '{"format-version":1}');
+    const sent = await bridge.next();
+    expect(sent).toMatchObject({ eventName: 'ObjectCreated:Put', key: 'snapshots/metadata.json' });
+
+    const rawMessage = only(await drain(raw));
+    expect(rawMessage.Body).toBe(sent.body);
+    const record = only((JSON.parse(rawMessage.Body ?? '') as S3Event).Records);
+    expect(record.s3.object).toMatchObject({
+      key: 'snapshots/metadata.json',
+      eTag: etag.replaceAll('"', ''),
+    });
+
+    const envelope = JSON.parse(only(await drain(enveloped)).Body ?? '') as SnsEnvelope;
+    expect(envelope).toMatchObject({
+      Type: 'Notification',
+      TopicArn: topicArn,
+      Subject: 'Amazon S3 Notification',
+      Message: sent.body,
+      MessageId: sent.messageId,
+    });
+    expect(await drain(unsubscribed)).toStrictEqual([]);
+  });
+
+  it('refuses a queue and a topic together, and an envelope on top of the topic', () => {
+    const topicArn = 'arn:aws:sns:us-east-1:000000000000:t';
+    expect(() => startNotificationBridge(aws, { bucket, queueUrl, publishToTopicArn: topicArn })).toThrow(
+      /one of `queueUrl` and `publishToTopicArn`/,
+    );
+    expect(() => startNotificationBridge(aws, { bucket })).toThrow(/one of/);
+    expect(() => startNotificationBridge(aws, { bucket, publishToTopicArn: topicArn, sns: true })).toThrow(
+      /envelope itself/,
+    );
+  });
+});
