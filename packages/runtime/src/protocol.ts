@@ -136,6 +136,7 @@ export interface CoordinatorWorkerData {
     readonly visibilityTimeoutSeconds?: number;
     readonly waitTimeSeconds?: number;
     readonly backoffScale?: number;
+    readonly missedCommitGraceMs?: number;
   };
 }
 
