@@ -15,8 +15,22 @@ import {
   type S3ClientConfig,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { CreateTopicCommand, SNSClient, type SNSClientConfig, SubscribeCommand } from '@aws-sdk/client-sns';
-import { GetQueueAttributesCommand, SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import {
+  CreateTopicCommand,
+  GetSubscriptionAttributesCommand,
+  ListSubscriptionsByTopicCommand,
+  SNSClient,
+  type SNSClientConfig,
+  SubscribeCommand,
+} from '@aws-sdk/client-sns';
+import {
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ListQueuesCommand,
+  ListQueueTagsCommand,
+  SQSClient,
+  type SQSClientConfig,
+} from '@aws-sdk/client-sqs';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { type RequestLog, startCountingProxy } from './request-log.js';
 
@@ -66,6 +80,13 @@ export interface LocalAws {
    * subscription ARN.
    */
   subscribeQueue(topicArn: string, queueUrl: string, options?: { readonly raw?: boolean }): Promise<string>;
+  /** The URLs of the queues whose names start with `prefix`, sorted. */
+  listQueues(prefix?: string): Promise<string[]>;
+  /** A queue's tags. */
+  queueTags(queueUrl: string): Promise<Record<string, string>>;
+  deleteQueue(queueUrl: string): Promise<void>;
+  /** The topic's subscriptions: ARN, endpoint (a queue ARN) and whether delivery is raw. */
+  subscriptionsOf(topicArn: string): Promise<{ arn: string; endpoint: string; raw: boolean }[]>;
   /** Upload an object, in 8 MiB parts when it is larger than that. Returns the quoted ETag. */
   putObject(
     bucket: string,
@@ -200,6 +221,30 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
       );
       if (out.SubscriptionArn === undefined) throw new Error('Subscribe returned no SubscriptionArn.');
       return out.SubscriptionArn;
+    },
+    async listQueues(prefix = '') {
+      const out = await sqs.send(new ListQueuesCommand({ QueueNamePrefix: prefix, MaxResults: 1000 }));
+      return [...(out.QueueUrls ?? [])].sort();
+    },
+    async queueTags(queueUrl) {
+      return { ...((await sqs.send(new ListQueueTagsCommand({ QueueUrl: queueUrl }))).Tags ?? {}) };
+    },
+    async deleteQueue(queueUrl) {
+      await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+    },
+    async subscriptionsOf(topicArn) {
+      const out = await sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: topicArn }));
+      const subscriptions = [];
+      for (const subscription of out.Subscriptions ?? []) {
+        const arn = subscription.SubscriptionArn ?? '';
+        const attributes = await sns.send(new GetSubscriptionAttributesCommand({ SubscriptionArn: arn }));
+        subscriptions.push({
+          arn,
+          endpoint: subscription.Endpoint ?? '',
+          raw: attributes.Attributes?.RawMessageDelivery === 'true',
+        });
+      }
+      return subscriptions;
     },
     async putObject(bucket, key, body, o = {}) {
       const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;

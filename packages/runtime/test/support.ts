@@ -68,7 +68,7 @@ export interface DatasetSpec {
 export function spicepod(
   aws: LocalAws,
   datasets: readonly DatasetSpec[],
-  extra: { queueUrl?: string; prefix?: string } = {},
+  extra: { queueUrl?: string; prefix?: string; params?: Readonly<Record<string, string>> } = {},
 ): string {
   const lines = [
     'version: v1',
@@ -84,6 +84,7 @@ export function spicepod(
     `    s3_key: ${aws.credentials.accessKeyId}`,
     `    s3_secret: ${aws.credentials.secretAccessKey}`,
     ...(extra.queueUrl === undefined ? [] : [`    s3_queue_url: ${extra.queueUrl}`]),
+    ...Object.entries(extra.params ?? {}).map(([key, value]) => `    ${key}: ${value}`),
     'datasets:',
   ];
   for (const dataset of datasets) {
