@@ -3,6 +3,7 @@ import {
   announcedCommits,
   createMissedCommitDetector,
   type MissedCommitDetector,
+  MissedCommitLogMessage,
   normalizeEtag,
   parseNotification,
 } from '../src/notifications/index.js';
@@ -22,6 +23,8 @@ class Timeline {
   now = 0;
   version = 0;
   readonly warnings: string[] = [];
+  /** Each commit checked, in settling order. */
+  readonly settled: ('missed' | 'notified')[] = [];
 
   constructor(readonly d: MissedCommitDetector) {}
 
@@ -31,8 +34,10 @@ class Timeline {
 
   at(ms: number): this {
     this.now = ms;
-    const warning = this.d.check(ms);
-    if (warning !== undefined) this.warnings.push(warning.message);
+    for (const line of this.d.check(ms)) {
+      if (line.level === 'warn') this.warnings.push(line.message);
+      else this.settled.push(line.message === MissedCommitLogMessage.missed ? 'missed' : 'notified');
+    }
     return this;
   }
 
@@ -77,6 +82,7 @@ describe('the missed-commit detector', () => {
     }
     t.at(10_000_000);
     expect(t.warnings).toStrictEqual([]);
+    expect(t.settled).toStrictEqual(Array(30).fill('notified'));
   });
 
   it('a shared queue: commits seen by polls whose events went elsewhere — one warning', () => {

@@ -265,7 +265,7 @@ export class NotificationConsumer {
           this.#options.log('error', NotificationLogMessage.batchFailed, { error: messageOf(error) });
         }
       }
-      this.#logPlanned(this.#missed.check(this.#now()));
+      for (const line of this.#missed.check(this.#now())) this.#logPlanned(line);
     }
   }
 

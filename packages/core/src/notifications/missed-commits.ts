@@ -53,8 +53,11 @@ export interface MissedCommitDetector {
   announced(etag: string, nowMs: number): void;
   /** A read that started at `readStartedAtMs` returned the document with this ETag. */
   observed(etag: string | undefined, readStartedAtMs: number, nowMs: number): void;
-  /** Settles the pending checks whose grace ended; returns the warning when it is due (once per episode). */
-  check(nowMs: number): PlannedLog | undefined;
+  /**
+   * Settles the pending checks whose grace ended. Returns a debug line per commit settled since the
+   * last call (notified or missed), then the warning when it is due (once per episode).
+   */
+  check(nowMs: number): PlannedLog[];
 }
 
 export const MISSED_COMMIT_GRACE_MS = 5 * 60_000;
@@ -87,6 +90,12 @@ function formatGrace(ms: number): string {
   return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`;
 }
 
+/** The debug line for each commit checked. */
+export const MissedCommitLogMessage = {
+  notified: 'A metadata.json commit seen by a read was notified on the queue',
+  missed: 'A metadata.json commit seen by a read was not notified on the queue within the grace period',
+} as const;
+
 export const MissedCommitMessages = {
   missed: (
     location: string,
@@ -115,9 +124,15 @@ export function createMissedCommitDetector(options: MissedCommitOptions): Missed
   const outcomes: { etag: string; missed: boolean }[] = [];
   let warned = false;
 
+  const settledLines: PlannedLog[] = [];
   const settle = (etag: string, missed: boolean): void => {
     outcomes.push({ etag, missed });
     if (outcomes.length > window) outcomes.shift();
+    settledLines.push({
+      level: 'debug',
+      message: missed ? MissedCommitLogMessage.missed : MissedCommitLogMessage.notified,
+      fields: { etag },
+    });
   };
 
   return {
@@ -162,11 +177,12 @@ export function createMissedCommitDetector(options: MissedCommitOptions): Missed
           settle(etag, true);
         }
       }
+      const lines = settledLines.splice(0);
       const misses = outcomes.filter((outcome) => outcome.missed).length;
       if (misses === 0) warned = false;
-      if (warned || misses < threshold) return undefined;
+      if (warned || misses < threshold) return lines;
       warned = true;
-      return {
+      lines.push({
         level: 'warn',
         message: MissedCommitMessages.missed(
           options.location,
@@ -176,7 +192,8 @@ export function createMissedCommitDetector(options: MissedCommitOptions): Missed
           graceMs,
         ),
         fields: { misses, checked: outcomes.length, graceMs },
-      };
+      });
+      return lines;
     },
   };
 }
