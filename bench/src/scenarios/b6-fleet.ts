@@ -6,6 +6,7 @@
  * The readers are three runtimes in this process (each its own coordinator and dataset threads,
  * its own queue and data directory), so they share this machine's cores, as readers on one host do.
  */
+import { availableParallelism } from 'node:os';
 import type { Runtime } from '@ferry/runtime';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
@@ -168,7 +169,7 @@ export const b6: Scenario = {
     const notes = [
       `${publishes} publishes per phase of a ${formatValue(mib(fleet.size), 'MiB')} DuckDB snapshot (${rows.toLocaleString('en-US')} rows); freshness = the reader's swap event − fauxqs's timestamp of the metadata.json upload (same clock); refresh_check_interval 10m, so every swap came from a notification.`,
       "Each reader has its own queue subscribed to the phase's SNS topic (raw message delivery on the 1st and 3rd, the SNS envelope on the 2nd); the bridge publishes the S3 event to the topic and fauxqs delivers it to every queue.",
-      `With ${publishes} samples, p99 is the slowest publish.`,
+      `With ${publishes} samples, p99 is the slowest publish. The ${READERS} readers share this machine's ${availableParallelism()} cores: each validates (SHA-256, schema) and swaps the same snapshot at the same moment, so on fewer cores than readers the ratio is mostly CPU contention; the spread shows how close together the topic's deliveries land.`,
       ...single.problems,
       ...fleet.problems,
     ];
