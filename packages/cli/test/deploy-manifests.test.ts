@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadSpicepod } from '@ferry/core';
+import { spicepodYaml } from '@ferry/test-support';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -106,23 +107,11 @@ beforeAll(async () => {
   pod = join(dir, 'spicepod.yaml');
   await writeFile(
     pod,
-    [
-      'version: v1',
-      'kind: Spicepod',
-      'name: deploy',
-      'snapshots:',
-      `  location: ${location}`,
-      'datasets:',
-      '  - from: postgres:public.orders',
-      '    name: orders',
-      '    acceleration:',
-      '      engine: duckdb',
-      '      mode: file',
-      '      refresh_mode: snapshot',
-      '      refresh_check_interval: 200ms',
-      '      snapshots: enabled',
-      '',
-    ].join('\n'),
+    spicepodYaml({
+      name: 'deploy',
+      location,
+      datasets: [{ name: 'orders', engine: 'duckdb', interval: '200ms' }],
+    }),
   );
   await publishSnapshot({
     dataset: 'orders',

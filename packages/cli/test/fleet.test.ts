@@ -15,7 +15,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalAws, startLocalAws, startNotificationBridge } from '@ferry/test-support';
+import {
+  type LocalAws,
+  localS3Params,
+  spicepodYaml,
+  startLocalAws,
+  startNotificationBridge,
+} from '@ferry/test-support';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ferry, type Running, startFerry } from './helpers.js';
@@ -64,32 +70,12 @@ async function writePod(name: string, prefix: string, queue: Record<string, stri
   const path = join(dir, `${name}.yaml`);
   await writeFile(
     path,
-    [
-      'version: v1',
-      'kind: Spicepod',
-      `name: ${name}`,
-      'snapshots:',
-      `  location: ${location(prefix)}`,
-      '  params:',
-      `    s3_endpoint: ${aws.endpoint}`,
-      '    allow_http: true',
-      `    s3_region: ${aws.region}`,
-      '    s3_auth: key',
-      `    s3_key: ${aws.credentials.accessKeyId}`,
-      `    s3_secret: ${aws.credentials.secretAccessKey}`,
-      `    s3_queue_endpoint: ${aws.endpoint}`,
-      ...Object.entries(queue).map(([key, value]) => `    ${key}: ${value}`),
-      'datasets:',
-      `  - from: postgres:public.${DATASET}`,
-      `    name: ${DATASET}`,
-      '    acceleration:',
-      '      engine: duckdb',
-      '      mode: file',
-      '      refresh_mode: snapshot',
-      '      refresh_check_interval: 10m',
-      '      snapshots: enabled',
-      '',
-    ].join('\n'),
+    spicepodYaml({
+      name,
+      location: location(prefix),
+      params: { ...localS3Params(aws), s3_queue_endpoint: aws.endpoint, ...queue },
+      datasets: [{ name: DATASET, engine: 'duckdb', interval: '10m' }],
+    }),
   );
   return path;
 }

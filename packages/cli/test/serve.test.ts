@@ -6,27 +6,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { copyFixtureStore } from '@ferry/test-support';
+import { copyFixtureStore, spicepodYaml } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ferry, type Running, startFerry } from './helpers.js';
 
 function fixturePod(location: string): string {
-  return [
-    'version: v1',
-    'kind: Spicepod',
-    'name: serve-test',
-    'snapshots:',
-    `  location: ${location}`,
-    'datasets:',
-    '  - from: postgres:public.orders',
-    '    name: orders',
-    '    acceleration:',
-    '      engine: duckdb',
-    '      mode: file',
-    '      refresh_mode: snapshot',
-    '      snapshots: enabled',
-    '',
-  ].join('\n');
+  return spicepodYaml({ name: 'serve-test', location, datasets: [{ name: 'orders', engine: 'duckdb' }] });
 }
 
 describe('ferry serve with --api-key-env', () => {

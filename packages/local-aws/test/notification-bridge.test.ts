@@ -38,16 +38,19 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-/** Every message currently on the queue (the bridge has already sent what a test awaited). */
-async function drainQueue(): Promise<Message[]> {
+/**
+ * Every message on the queue (default: the bridge queue) right now, deleted. The bridge has already
+ * sent what a test awaited; an SNS delivery may take a moment, hence `waitSeconds`.
+ */
+async function drainQueue(url = queueUrl, waitSeconds = 0): Promise<Message[]> {
   const out = await aws.sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds }),
   );
   const messages = out.Messages ?? [];
   if (messages.length > 0) {
     await aws.sqs.send(
       new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
+        QueueUrl: url,
         Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
       }),
     );
@@ -197,22 +200,7 @@ describe('startNotificationBridge', () => {
 });
 
 describe('startNotificationBridge with publishToTopicArn (S3 → SNS → SQS)', () => {
-  /** Every message on `url` right now, deleted. */
-  async function drain(url: string): Promise<Message[]> {
-    const out = await aws.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
-    );
-    const messages = out.Messages ?? [];
-    if (messages.length > 0) {
-      await aws.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: url,
-          Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
-        }),
-      );
-    }
-    return messages;
-  }
+  const drain = (url: string) => drainQueue(url, 1);
 
   it('publishes the S3 event to the topic; fauxqs delivers it to every subscribed queue, raw or enveloped', async () => {
     const topicArn = await aws.createTopic('bridge-topic');
