@@ -20,10 +20,11 @@ interface Document {
 /** The reply to a dataset, plus the location recorded inside metadata.json (for key resolution). */
 export type MetadataReply = ReadMetadataOutput & { readonly recordedLocation?: string };
 
-/** One successful read of the document: its ETag, and when the read began (`now()` of the reader). */
+/** One successful read of the document: its ETag, and when the read began and ended (`now()` of the reader). */
 export interface MetadataObservation {
   readonly etag: string | undefined;
   readonly startedAtMs: number;
+  readonly endedAtMs: number;
 }
 
 export class LocationMetadataReader {
@@ -127,7 +128,8 @@ export class LocationMetadataReader {
       return { etag: undefined, metadata: undefined, error, atMs: Number.NEGATIVE_INFINITY };
     }
     this.#document = document;
-    for (const observer of this.#observers) observer({ etag: document.etag, startedAtMs: atMs });
+    const endedAtMs = this.#now();
+    for (const observer of this.#observers) observer({ etag: document.etag, startedAtMs: atMs, endedAtMs });
     return document;
   }
 }

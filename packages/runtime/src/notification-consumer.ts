@@ -190,7 +190,9 @@ export class NotificationConsumer {
     if (first !== undefined) {
       this.#unobserve = this.#options.readerFor(first).observe((observation) => {
         this.#lastReadEtag = observation.etag;
-        this.#missed.observed(observation.etag, observation.startedAtMs, this.#now());
+        // The read's start on this consumer's clock (the reader keeps its own).
+        const now = this.#now();
+        this.#missed.observed(observation.etag, now - (observation.endedAtMs - observation.startedAtMs), now);
       });
     }
     if (this.#topic === undefined) this.#options.log('info', NotificationMessages.listening(this.#display));
