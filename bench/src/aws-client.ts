@@ -53,6 +53,20 @@ export class AwsControl {
     return this.request({ op: 'bridge', bucket, queueUrl, prefix, suffix: 'metadata.json' });
   }
 
+  /** The same notifications published to an SNS topic, which delivers them to its subscribed queues. */
+  bridgeMetadataToTopic(bucket: string, prefix: string, topicArn: string): Promise<number> {
+    return this.request({ op: 'bridge', bucket, topicArn, prefix, suffix: 'metadata.json' });
+  }
+
+  createTopic(name: string): Promise<string> {
+    return this.request({ op: 'create-topic', name });
+  }
+
+  /** Subscribes the queue to the topic (`raw`: `RawMessageDelivery`). */
+  subscribe(topicArn: string, queueUrl: string, raw: boolean): Promise<string> {
+    return this.request({ op: 'subscribe', topicArn, queueUrl, raw });
+  }
+
   stopBridge(handle: number): Promise<void> {
     return this.request({ op: 'stop-bridge', handle });
   }

@@ -1,6 +1,6 @@
 /**
  * The benchmark's local AWS, in its own process so its CPU is never charged to Ferry: fauxqs (S3 +
- * SQS, via test-support's `startLocalAws`), S3 → SQS notification bridges, and the writer that
+ * SQS + SNS, via test-support's `startLocalAws`), S3 → SQS (or → SNS → SQS) notification bridges, and the writer that
  * publishes snapshots. It prints one JSON line on stdout (endpoints, credentials, control URL), then
  * answers JSON requests on a loopback HTTP control port (see `aws-client.ts`). It exits when its
  * stdin closes, so it never outlives the harness.
@@ -148,13 +148,18 @@ async function handle(request: AwsRequest): Promise<unknown> {
       return null;
     case 'create-queue':
       return aws.createQueue(request.name);
+    case 'create-topic':
+      return aws.createTopic(request.name);
+    case 'subscribe':
+      return aws.subscribeQueue(request.topicArn, request.queueUrl, { raw: request.raw });
     case 'bridge': {
       const handleId = nextBridge++;
       bridges.set(
         handleId,
         startNotificationBridge(aws, {
           bucket: request.bucket,
-          queueUrl: request.queueUrl,
+          ...(request.queueUrl === undefined ? {} : { queueUrl: request.queueUrl }),
+          ...(request.topicArn === undefined ? {} : { publishToTopicArn: request.topicArn }),
           ...(request.prefix === undefined ? {} : { prefix: request.prefix }),
           ...(request.suffix === undefined ? {} : { suffix: request.suffix }),
         }),

@@ -28,10 +28,14 @@ export interface BatchItem {
 export type AwsRequest =
   | { readonly op: 'create-bucket'; readonly bucket: string }
   | { readonly op: 'create-queue'; readonly name: string }
+  | { readonly op: 'create-topic'; readonly name: string }
+  | { readonly op: 'subscribe'; readonly topicArn: string; readonly queueUrl: string; readonly raw: boolean }
   | {
       readonly op: 'bridge';
       readonly bucket: string;
-      readonly queueUrl: string;
+      /** Send to this queue, or publish to `topicArn` (SNS delivers to its subscribed queues). */
+      readonly queueUrl?: string;
+      readonly topicArn?: string;
       readonly prefix?: string;
       readonly suffix?: string;
     }

@@ -3,6 +3,7 @@
  * straight to fauxqs), optionally its SQS queue, and snapshot datasets with their check interval.
  */
 import type { FileFormat } from '@ferry/core';
+import { spicepodYaml } from '@ferry/test-support';
 import type { AwsInfo } from './aws-protocol.js';
 
 export const BUCKET = 'bench';
@@ -31,35 +32,20 @@ export interface SpicepodOptions {
 export function spicepod(options: SpicepodOptions): string {
   const { aws } = options;
   const endpoint = options.direct === true ? aws.serverEndpoint : aws.endpoint;
-  const lines = [
-    'version: v1',
-    'kind: Spicepod',
-    'name: ferry-bench',
-    'snapshots:',
-    `  location: ${locationOf(options.prefix)}`,
-    '  params:',
-    `    s3_endpoint: ${endpoint}`,
-    '    allow_http: true',
-    `    s3_region: ${aws.region}`,
-    '    s3_auth: key',
-    `    s3_key: ${aws.accessKeyId}`,
-    `    s3_secret: ${aws.secretAccessKey}`,
-    ...(options.queueUrl === undefined
-      ? []
-      : [`    s3_queue_url: ${options.queueUrl}`, `    s3_queue_endpoint: ${endpoint}`]),
-    'datasets:',
-  ];
-  for (const dataset of options.datasets) {
-    lines.push(
-      `  - from: postgres:public.${dataset.name}`,
-      `    name: ${dataset.name}`,
-      '    acceleration:',
-      `      engine: ${dataset.engine}`,
-      '      mode: file',
-      '      refresh_mode: snapshot',
-      `      refresh_check_interval: ${dataset.interval}`,
-      '      snapshots: enabled',
-    );
-  }
-  return `${lines.join('\n')}\n`;
+  return spicepodYaml({
+    name: 'ferry-bench',
+    location: locationOf(options.prefix),
+    params: {
+      s3_endpoint: endpoint,
+      allow_http: true,
+      s3_region: aws.region,
+      s3_auth: 'key',
+      s3_key: aws.accessKeyId,
+      s3_secret: aws.secretAccessKey,
+      ...(options.queueUrl === undefined
+        ? {}
+        : { s3_queue_url: options.queueUrl, s3_queue_endpoint: endpoint }),
+    },
+    datasets: options.datasets,
+  });
 }

@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { appendSnapshot } from '@ferry/core';
 import { createRuntime, type Runtime, type RuntimeEvents, type RuntimeOptions } from '@ferry/runtime';
-import { type LocalAws, nextEventOf, type WatchedLogger, watchedLogger } from '@ferry/test-support';
+import {
+  type LocalAws,
+  localS3Params,
+  nextEventOf,
+  spicepodYaml,
+  type WatchedLogger,
+  watchedLogger,
+} from '@ferry/test-support';
 import { type BuiltSnapshot, buildSnapshotFile } from '@ferry/writer';
 import { afterAll } from 'vitest';
 
@@ -187,38 +194,21 @@ export interface PodOptions {
 }
 
 export function spicepod(aws: LocalAws, options: PodOptions): string {
-  const lines = [
-    'version: v1',
-    'kind: Spicepod',
-    'name: reliability',
-    'snapshots:',
-    `  location: ${location(options.prefix)}`,
-    `  bootstrap_on_failure_behavior: ${options.behaviour ?? 'warn'}`,
-    '  params:',
-    `    s3_endpoint: ${options.endpoint}`,
-    '    allow_http: true',
-    `    s3_region: ${aws.region}`,
-    '    s3_auth: key',
-    `    s3_key: ${aws.credentials.accessKeyId}`,
-    `    s3_secret: ${aws.credentials.secretAccessKey}`,
-    ...(options.clientTimeout === undefined ? [] : [`    client_timeout: ${options.clientTimeout}`]),
-    ...(options.queueUrl === undefined ? [] : [`    s3_queue_url: ${options.queueUrl}`]),
-    ...(options.queueEndpoint === undefined ? [] : [`    s3_queue_endpoint: ${options.queueEndpoint}`]),
-    'datasets:',
-  ];
-  for (const dataset of options.datasets ?? [{ name: DATASET, engine: 'duckdb' }]) {
-    lines.push(
-      `  - from: postgres:public.${dataset.name}`,
-      `    name: ${dataset.name}`,
-      '    acceleration:',
-      `      engine: ${dataset.engine}`,
-      '      mode: file',
-      '      refresh_mode: snapshot',
-      `      refresh_check_interval: ${options.interval ?? '300ms'}`,
-      '      snapshots: enabled',
-    );
-  }
-  return `${lines.join('\n')}\n`;
+  return spicepodYaml({
+    name: 'reliability',
+    location: location(options.prefix),
+    bootstrapOnFailure: options.behaviour ?? 'warn',
+    params: {
+      ...localS3Params(aws, options.endpoint),
+      ...(options.clientTimeout === undefined ? {} : { client_timeout: options.clientTimeout }),
+      ...(options.queueUrl === undefined ? {} : { s3_queue_url: options.queueUrl }),
+      ...(options.queueEndpoint === undefined ? {} : { s3_queue_endpoint: options.queueEndpoint }),
+    },
+    datasets: (options.datasets ?? [{ name: DATASET, engine: 'duckdb' }]).map((dataset) => ({
+      ...dataset,
+      interval: options.interval ?? '300ms',
+    })),
+  });
 }
 
 /** Collects every event of `kind` from now on. */

@@ -5,6 +5,7 @@
  */
 import { parseCommandLine } from './args.js';
 import type { CliIo, Command } from './command.js';
+import { fleetCommand } from './commands/fleet.js';
 import { publishCommand } from './commands/publish.js';
 import { quickstartCommand } from './commands/quickstart.js';
 import { serveCommand } from './commands/serve.js';
@@ -18,6 +19,7 @@ export const COMMANDS: readonly Command[] = [
   validateCommand,
   statusCommand,
   quickstartCommand,
+  fleetCommand,
 ];
 
 export const EXIT_OK = 0;

@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { spicepodYaml } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePrometheus, sampleValue } from '../../server/test/prometheus-parser.js';
 import { ferry, type Running, startFerry } from './helpers.js';
@@ -57,23 +58,11 @@ describe('ferry publish + ferry serve, end to end', () => {
     const pod = join(dir, 'spicepod.yaml');
     await writeFile(
       pod,
-      [
-        'version: v1',
-        'kind: Spicepod',
-        'name: e2e',
-        'snapshots:',
-        `  location: ${location}`,
-        'datasets:',
-        '  - from: postgres:public.orders',
-        '    name: orders',
-        '    acceleration:',
-        '      engine: duckdb',
-        '      mode: file',
-        '      refresh_mode: snapshot',
-        '      snapshots: enabled',
-        '      refresh_check_interval: 1s',
-        '',
-      ].join('\n'),
+      spicepodYaml({
+        name: 'e2e',
+        location,
+        datasets: [{ name: 'orders', engine: 'duckdb', interval: '1s' }],
+      }),
     );
     serve = startFerry([
       'serve',

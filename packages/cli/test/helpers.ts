@@ -62,6 +62,8 @@ export interface Running {
   stderr(): string;
   /** Resolves with the first stdout match of `pattern` (rejects if the process ends first). */
   waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** The same for stderr (where `ferry serve` logs). */
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Resolves when the process has exited. */
   readonly exited: Promise<Finished>;
 }
@@ -83,6 +85,7 @@ export function startFerry(args: readonly string[], options: RunOptions = {}): R
   });
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
+    for (const listener of listeners) listener();
   });
   const exited = new Promise<Finished>((resolve) => {
     child.on('close', (code, signal) => {
@@ -94,35 +97,36 @@ export function startFerry(args: readonly string[], options: RunOptions = {}): R
   void exited.then(() => {
     ended = true;
   });
+  const waitFor = (stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs: number) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(`No ${pattern} on ${stream} within ${timeoutMs} ms; stderr:\n${stderr}`));
+      }, timeoutMs);
+      const check = (): void => {
+        const match = pattern.exec(stream === 'stdout' ? stdout : stderr);
+        if (match !== null) {
+          clearTimeout(timer);
+          listeners.delete(check);
+          resolve(match);
+        } else if (ended || child.exitCode !== null) {
+          clearTimeout(timer);
+          listeners.delete(check);
+          reject(
+            new Error(`ferry exited before printing ${pattern}; stdout:\n${stdout}\nstderr:\n${stderr}`),
+          );
+        }
+      };
+      listeners.add(check);
+      check();
+    });
   return {
     child,
     stdout: () => stdout,
     stderr: () => stderr,
     exited,
-    waitForStdout(pattern, timeoutMs = 60_000) {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`No ${pattern} on stdout within ${timeoutMs} ms; stderr:\n${stderr}`));
-        }, timeoutMs);
-        const check = (): void => {
-          const match = pattern.exec(stdout);
-          if (match !== null) {
-            clearTimeout(timer);
-            listeners.delete(check);
-            resolve(match);
-          } else if (ended || child.exitCode !== null) {
-            clearTimeout(timer);
-            listeners.delete(check);
-            reject(
-              new Error(`ferry exited before printing ${pattern}; stdout:\n${stdout}\nstderr:\n${stderr}`),
-            );
-          }
-        };
-        listeners.add(check);
-        check();
-      });
-    },
+    waitForStdout: (pattern, timeoutMs = 60_000) => waitFor('stdout', pattern, timeoutMs),
+    waitForStderr: (pattern, timeoutMs = 60_000) => waitFor('stderr', pattern, timeoutMs),
   };
 }
 

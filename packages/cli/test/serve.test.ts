@@ -9,28 +9,13 @@ import { request as httpsRequest } from 'node:https';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { copyFixtureStore, TLS_FIXTURE } from '@ferry/test-support';
+import { copyFixtureStore, spicepodYaml, TLS_FIXTURE } from '@ferry/test-support';
 import { SpiceClient } from '@spiceai/spice';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ferry, type Running, startFerry } from './helpers.js';
 
 function fixturePod(location: string): string {
-  return [
-    'version: v1',
-    'kind: Spicepod',
-    'name: serve-test',
-    'snapshots:',
-    `  location: ${location}`,
-    'datasets:',
-    '  - from: postgres:public.orders',
-    '    name: orders',
-    '    acceleration:',
-    '      engine: duckdb',
-    '      mode: file',
-    '      refresh_mode: snapshot',
-    '      snapshots: enabled',
-    '',
-  ].join('\n');
+  return spicepodYaml({ name: 'serve-test', location, datasets: [{ name: 'orders', engine: 'duckdb' }] });
 }
 
 describe('ferry serve with --api-key-env', () => {

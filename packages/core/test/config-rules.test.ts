@@ -676,6 +676,183 @@ describe('snapshots.params.s3_queue_url', () => {
   });
 });
 
+describe('snapshots.params.ferry_sns_topic_arn (Ferry only)', () => {
+  const ARN = 'arn:aws:sns:eu-west-1:123456789012:snapshot-events';
+  const topic =
+    (value: unknown, extra: Record<string, unknown> = {}) =>
+    (pod: Pod) => {
+      Object.assign(pod.snapshots.params, { ferry_sns_topic_arn: value, ...extra });
+    };
+  const bothFail = (clause: (dataset: string) => string): string[] =>
+    ['orders', 'users'].map((d) => `spicepod.yaml: snapshots.params.ferry_sns_topic_arn: ${clause(d)}`);
+  const form = 'arn:aws:sns:<region>:<12-digit account id>:<topic name>';
+  run([
+    {
+      name: 'empty',
+      mutate: topic(''),
+      errors: bothFail(
+        (d) => `is empty, so dataset '${d}' cannot load; set it to the topic's ARN (${form}) or remove it`,
+      ),
+      valid: [],
+    },
+    {
+      name: 'a queue URL instead of a topic ARN',
+      mutate: topic('https://sqs.us-east-1.amazonaws.com/123456789012/q'),
+      errors: bothFail(
+        (d) =>
+          `'https://sqs.us-east-1.amazonaws.com/123456789012/q' is a URL, not an SNS topic ARN, so dataset '${d}' cannot load; use the topic's ARN (${form}); a queue URL belongs in s3_queue_url`,
+      ),
+      valid: [],
+    },
+    {
+      name: 'an SQS queue ARN',
+      mutate: topic('arn:aws:sqs:us-east-1:123456789012:q'),
+      errors: bothFail(
+        (d) =>
+          `'arn:aws:sqs:us-east-1:123456789012:q' is not an SNS topic ARN, so dataset '${d}' cannot load; use ${form}`,
+      ),
+      valid: [],
+    },
+    {
+      name: 'a FIFO topic',
+      mutate: topic('arn:aws:sns:us-east-1:123456789012:events.fifo'),
+      errors: bothFail(
+        (d) =>
+          `'arn:aws:sns:us-east-1:123456789012:events.fifo' is a FIFO topic, which S3 event notifications cannot publish to, so dataset '${d}' cannot load; use a standard SNS topic`,
+      ),
+      valid: [],
+    },
+    {
+      name: 'an ARN too long for an SQS tag',
+      mutate: topic(`arn:aws:sns:us-east-1:123456789012:${'t'.repeat(230)}`),
+      errors: bothFail(
+        (d) =>
+          `'arn:aws:sns:us-east-1:123456789012:${'t'.repeat(230)}' is 265 characters long, more than the 256 an SQS tag can hold (each reader's queue is tagged with its topic), so dataset '${d}' cannot load; use a topic with a shorter name`,
+      ),
+      valid: [],
+    },
+    {
+      name: 'together with s3_queue_url',
+      mutate: topic(ARN, { s3_queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/replica' }),
+      errors: bothFail(
+        (d) =>
+          `is set together with snapshots.params.s3_queue_url, so dataset '${d}' cannot load; keep one: s3_queue_url for a queue you made for this reader, or ferry_sns_topic_arn for a queue each reader makes and subscribes to the topic`,
+      ),
+      valid: [],
+    },
+    {
+      name: 'location not s3://',
+      mutate: (pod) => {
+        pod.snapshots.location = 'file:///srv/snapshots/';
+        pod.snapshots.params = { ferry_sns_topic_arn: ARN };
+      },
+      errors: bothFail(
+        (d) =>
+          `is set, but snapshots.location 'file:///srv/snapshots/' is not s3://, so dataset '${d}' cannot load; remove ferry_sns_topic_arn (S3 event notifications need an s3:// location)`,
+      ),
+      valid: [],
+    },
+    {
+      name: 'set but no dataset uses refresh_mode: snapshot',
+      mutate: (pod) => {
+        pod.snapshots.params.ferry_sns_topic_arn = ARN;
+        pod.datasets = [];
+        withPartner(pod);
+      },
+      errors: [],
+      valid: ['partner'],
+      warnings: [
+        'spicepod.yaml: snapshots.params.ferry_sns_topic_arn: is set, but no dataset uses refresh_mode: snapshot, so no SQS queue is made or subscribed to the topic; set refresh_mode: snapshot on the datasets that load snapshots, or remove ferry_sns_topic_arn',
+      ],
+    },
+    {
+      name: 'its options without the topic (fatal)',
+      mutate: (pod) => {
+        pod.snapshots.params.ferry_sns_raw_message_delivery = false;
+        pod.snapshots.params.ferry_sns_heartbeat_interval = '30s';
+      },
+      errors: [
+        "spicepod.yaml: snapshots.params.ferry_sns_raw_message_delivery: only applies with snapshots.params.ferry_sns_topic_arn (Ferry's per-reader queues), which is not set; set the topic or remove ferry_sns_raw_message_delivery",
+        "spicepod.yaml: snapshots.params.ferry_sns_heartbeat_interval: only applies with snapshots.params.ferry_sns_topic_arn (Ferry's per-reader queues), which is not set; set the topic or remove ferry_sns_heartbeat_interval",
+      ],
+      fatal: true,
+    },
+    {
+      name: 'a heartbeat that is not a duration (fatal)',
+      mutate: topic(ARN, { ferry_sns_heartbeat_interval: 30 }),
+      errors: [
+        "spicepod.yaml: snapshots.params.ferry_sns_heartbeat_interval: '30' has no unit; add one, such as 30s",
+      ],
+      fatal: true,
+    },
+    {
+      name: 'refused by file_format: snapshot datasets',
+      mutate: (pod) => {
+        withPartner(pod, { params: { file_format: 'snapshot', ferry_sns_topic_arn: ARN } });
+      },
+      errors: [
+        'spicepod.yaml: datasets[2].params.ferry_sns_topic_arn: file_format: snapshot datasets do not read a queue (they check for new snapshots every refresh_check_interval); remove it, or use refresh_mode: snapshot with snapshots.params.ferry_sns_topic_arn',
+      ],
+      valid: ['orders', 'users'],
+    },
+  ]);
+
+  const load = (params: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const pod = basePod();
+    pod.snapshots.params = params;
+    return loadSpicepod(stringify(pod), { file: 'spicepod.yaml', env });
+  };
+
+  it('a valid topic: the queue is made in its region; raw delivery and a 1m heartbeat by default', () => {
+    const result = load({ s3_region: 'us-east-1', ferry_sns_topic_arn: ARN });
+    expect(result.errors).toStrictEqual([]);
+    const queue = {
+      topic: { arn: ARN, region: 'eu-west-1', rawMessageDelivery: true, heartbeatIntervalMs: 60_000 },
+      region: 'eu-west-1',
+    };
+    expect(result.config?.notifications).toStrictEqual({
+      queue,
+      location: 's3://snapshot-bucket/prefix/',
+      s3: { region: 'us-east-1', auth: 'iam_role', allowHttp: false },
+      datasets: ['orders', 'users'],
+    });
+    expect(result.datasets.map((d) => d.queue)).toStrictEqual([queue, queue]);
+    expect(result.config?.snapshots?.topicArn).toBe(ARN);
+  });
+
+  it('options, the SQS endpoint override and the SNS endpoint from the environment', () => {
+    const result = load(
+      {
+        ferry_sns_topic_arn: ['${', 'secrets:TOPIC}'].join(''),
+        ferry_sns_raw_message_delivery: 'false',
+        ferry_sns_heartbeat_interval: '15s',
+        s3_queue_endpoint: 'http://127.0.0.1:4566',
+      },
+      { TOPIC: ARN, AWS_ENDPOINT_URL_SNS: 'http://127.0.0.1:4567' },
+    );
+    expect(result.errors).toStrictEqual([]);
+    expect(result.config?.notifications?.queue).toStrictEqual({
+      topic: {
+        arn: ARN,
+        region: 'eu-west-1',
+        rawMessageDelivery: false,
+        heartbeatIntervalMs: 15_000,
+        endpoint: 'http://127.0.0.1:4567',
+      },
+      region: 'eu-west-1',
+      endpoint: 'http://127.0.0.1:4566',
+    });
+  });
+
+  it('AWS_ENDPOINT_URL serves both SNS and SQS when the specific ones are unset', () => {
+    const result = load({ ferry_sns_topic_arn: ARN }, { AWS_ENDPOINT_URL: 'http://127.0.0.1:4566' });
+    expect(result.config?.notifications?.queue).toMatchObject({
+      topic: { endpoint: 'http://127.0.0.1:4566' },
+      endpoint: 'http://127.0.0.1:4566',
+    });
+  });
+});
+
 describe('the from: s3:// + params.file_format: snapshot form', () => {
   run([
     {

@@ -1,7 +1,8 @@
 /**
- * A real local S3 + SQS for tests: fauxqs running in-process on a free port, fronted by a counting
- * proxy (see request-log.ts) so tests can assert what reached the server. Tests talk to it over HTTP
- * with the real AWS SDK; nothing is mocked.
+ * A real local S3 + SQS + SNS for tests: fauxqs running in-process on a free port, fronted by a
+ * counting proxy (see request-log.ts) so tests can assert what reached the server. Tests talk to it
+ * over HTTP with the real AWS SDK; nothing is mocked. fauxqs delivers an SNS publish to every
+ * subscribed SQS queue itself (in the SNS envelope, or the bare message with `RawMessageDelivery`).
  */
 import {
   CompleteMultipartUploadCommand,
@@ -14,7 +15,22 @@ import {
   type S3ClientConfig,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import {
+  CreateTopicCommand,
+  GetSubscriptionAttributesCommand,
+  ListSubscriptionsByTopicCommand,
+  SNSClient,
+  type SNSClientConfig,
+  SubscribeCommand,
+} from '@aws-sdk/client-sns';
+import {
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ListQueuesCommand,
+  ListQueueTagsCommand,
+  SQSClient,
+  type SQSClientConfig,
+} from '@aws-sdk/client-sqs';
 import { type FauxqsServer, startFauxqs } from 'fauxqs';
 import { type RequestLog, startCountingProxy } from './request-log.js';
 
@@ -42,6 +58,8 @@ export interface LocalAws {
   readonly s3: S3Client;
   /** SQS client on {@link LocalAws.endpoint}, with `useQueueUrlAsEndpoint: false`. */
   readonly sqs: SQSClient;
+  /** SNS client on {@link LocalAws.endpoint}. */
+  readonly sns: SNSClient;
   /** The underlying fauxqs server (message spy, queue inspection). */
   readonly server: FauxqsServer;
   /** Every request that went through {@link LocalAws.endpoint}. */
@@ -50,9 +68,25 @@ export interface LocalAws {
   s3Config(options?: { readonly direct?: boolean }): S3ClientConfig;
   /** Client config for another SQS client; pass `{ direct: true }` to bypass the request log. */
   sqsConfig(options?: { readonly direct?: boolean }): SQSClientConfig;
+  /** Client config for another SNS client; pass `{ direct: true }` to bypass the request log. */
+  snsConfig(options?: { readonly direct?: boolean }): SNSClientConfig;
   createBucket(name: string): Promise<void>;
   /** Create a queue and return its URL (usable by any client configured here). */
   createQueue(name: string, attributes?: Readonly<Record<string, string>>): Promise<string>;
+  /** Create an SNS topic (through the SNS API) and return its ARN. */
+  createTopic(name: string): Promise<string>;
+  /**
+   * Subscribe a queue to a topic (through the SNS API); `raw` sets `RawMessageDelivery`. Returns the
+   * subscription ARN.
+   */
+  subscribeQueue(topicArn: string, queueUrl: string, options?: { readonly raw?: boolean }): Promise<string>;
+  /** The URLs of the queues whose names start with `prefix`, sorted. */
+  listQueues(prefix?: string): Promise<string[]>;
+  /** A queue's tags. */
+  queueTags(queueUrl: string): Promise<Record<string, string>>;
+  deleteQueue(queueUrl: string): Promise<void>;
+  /** The topic's subscriptions: ARN, endpoint (a queue ARN) and whether delivery is raw. */
+  subscriptionsOf(topicArn: string): Promise<{ arn: string; endpoint: string; raw: boolean }[]>;
   /** Upload an object, in 8 MiB parts when it is larger than that. Returns the quoted ETag. */
   putObject(
     bucket: string,
@@ -100,8 +134,14 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
     credentials: CREDENTIALS,
     useQueueUrlAsEndpoint: false,
   });
+  const snsConfig = (o: { readonly direct?: boolean } = {}): SNSClientConfig => ({
+    endpoint: endpointFor(o.direct),
+    region,
+    credentials: CREDENTIALS,
+  });
   const s3 = new S3Client(s3Config());
   const sqs = new SQSClient(sqsConfig());
+  const sns = new SNSClient(snsConfig());
   let closing: Promise<void> | undefined;
 
   async function putMultipart(
@@ -148,16 +188,63 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
     credentials: CREDENTIALS,
     s3,
     sqs,
+    sns,
     server,
     requests: proxy.log,
     s3Config,
     sqsConfig,
+    snsConfig,
     async createBucket(name) {
       server.createBucket(name);
     },
     async createQueue(name, attributes) {
       return server.createQueue(name, attributes === undefined ? {} : { attributes: { ...attributes } })
         .queueUrl;
+    },
+    async createTopic(name) {
+      const out = await sns.send(new CreateTopicCommand({ Name: name }));
+      if (out.TopicArn === undefined) throw new Error(`CreateTopic '${name}' returned no TopicArn.`);
+      return out.TopicArn;
+    },
+    async subscribeQueue(topicArn, queueUrl, o = {}) {
+      const attributes = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+      );
+      const out = await sns.send(
+        new SubscribeCommand({
+          TopicArn: topicArn,
+          Protocol: 'sqs',
+          Endpoint: attributes.Attributes?.QueueArn,
+          Attributes: { RawMessageDelivery: o.raw === true ? 'true' : 'false' },
+          ReturnSubscriptionArn: true,
+        }),
+      );
+      if (out.SubscriptionArn === undefined) throw new Error('Subscribe returned no SubscriptionArn.');
+      return out.SubscriptionArn;
+    },
+    async listQueues(prefix = '') {
+      const out = await sqs.send(new ListQueuesCommand({ QueueNamePrefix: prefix, MaxResults: 1000 }));
+      return [...(out.QueueUrls ?? [])].sort();
+    },
+    async queueTags(queueUrl) {
+      return { ...((await sqs.send(new ListQueueTagsCommand({ QueueUrl: queueUrl }))).Tags ?? {}) };
+    },
+    async deleteQueue(queueUrl) {
+      await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+    },
+    async subscriptionsOf(topicArn) {
+      const out = await sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: topicArn }));
+      const subscriptions = [];
+      for (const subscription of out.Subscriptions ?? []) {
+        const arn = subscription.SubscriptionArn ?? '';
+        const attributes = await sns.send(new GetSubscriptionAttributesCommand({ SubscriptionArn: arn }));
+        subscriptions.push({
+          arn,
+          endpoint: subscription.Endpoint ?? '',
+          raw: attributes.Attributes?.RawMessageDelivery === 'true',
+        });
+      }
+      return subscriptions;
     },
     async putObject(bucket, key, body, o = {}) {
       const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;
@@ -204,6 +291,7 @@ export async function startLocalAws(options: LocalAwsOptions = {}): Promise<Loca
       closing ??= (async () => {
         s3.destroy();
         sqs.destroy();
+        sns.destroy();
         await proxy.close();
         await server.stop();
       })();

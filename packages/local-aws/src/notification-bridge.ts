@@ -2,8 +2,10 @@
  * S3 → SQS notifications for the local server. fauxqs stores objects but does not deliver bucket
  * notifications, so this bridge watches its message spy (which records every S3 upload and delete)
  * and sends the notification AWS would: an S3 event, optionally inside an SNS envelope, or an
- * EventBridge event, to the configured queue. Tests await {@link NotificationBridge.next} to learn
- * that a notification is on the queue, never a sleep.
+ * EventBridge event, to the configured queue — or, with `publishToTopicArn`, publishes the S3 event
+ * to an SNS topic as S3 does, and fauxqs's own SNS → SQS delivery carries it to every subscribed
+ * queue (enveloped, or raw with `RawMessageDelivery`). Tests await {@link NotificationBridge.next}
+ * to learn that a notification is on the queue (or published), never a sleep.
  *
  * Limits: fauxqs records a multipart completion and a single PUT alike as "uploaded", so the event
  * name is chosen from the object's ETag (multipart ETags end in `-<parts>`); a copy is reported as
@@ -11,6 +13,7 @@
  * deleted in between yields a created-event without them.
  */
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { S3SpyEvent, SpyMessage } from 'fauxqs';
 import type { LocalAws } from './local-aws.js';
@@ -18,7 +21,13 @@ import { eventBridgeEvent, type S3EventInput, type S3EventName, s3Event, snsEnve
 
 export interface NotificationBridgeOptions {
   readonly bucket: string;
-  readonly queueUrl: string;
+  /** The queue to send each notification to; or give `publishToTopicArn`. */
+  readonly queueUrl?: string;
+  /**
+   * Publish each S3 event to this SNS topic instead (as S3 does for an SNS destination); the topic
+   * delivers it to its subscribed queues. Not with `sns` or `eventBridge`.
+   */
+  readonly publishToTopicArn?: string;
   /** Only keys starting with this (like an S3 notification filter rule). */
   readonly prefix?: string;
   /** Only keys ending with this. */
@@ -36,7 +45,7 @@ export interface SentNotification {
   readonly bucket: string;
   /** The raw (decoded) key. */
   readonly key: string;
-  /** The SQS message body exactly as sent. */
+  /** The SQS message body exactly as sent (with `publishToTopicArn`: the SNS message published). */
   readonly body: string;
   readonly messageId: string;
 }
@@ -64,6 +73,9 @@ function statusOf(error: unknown): number | undefined {
   return (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 }
 
+/** The subject S3 gives the SNS messages of its event notifications. */
+export const S3_SNS_SUBJECT = 'Amazon S3 Notification';
+
 /** Start sending notifications for writes and deletes under `bucket`/`prefix` to `queueUrl`. */
 export function startNotificationBridge(
   aws: LocalAws,
@@ -72,9 +84,19 @@ export function startNotificationBridge(
   if (options.sns === true && options.eventBridge === true) {
     throw new Error('startNotificationBridge: choose one of `sns` and `eventBridge`, not both.');
   }
+  const { queueUrl, publishToTopicArn } = options;
+  if ((queueUrl === undefined) === (publishToTopicArn === undefined)) {
+    throw new Error('startNotificationBridge: give one of `queueUrl` and `publishToTopicArn`.');
+  }
+  if (publishToTopicArn !== undefined && (options.sns === true || options.eventBridge === true)) {
+    throw new Error(
+      'startNotificationBridge: `publishToTopicArn` publishes S3 events; the topic adds the SNS envelope itself.',
+    );
+  }
   // The bridge's own calls go straight to the server so they never show in the request log.
   const s3 = new S3Client(aws.s3Config({ direct: true }));
   const sqs = new SQSClient(aws.sqsConfig({ direct: true }));
+  const sns = new SNSClient(aws.snsConfig({ direct: true }));
   const prefix = options.prefix ?? '';
   const suffix = options.suffix ?? '';
   const pending: S3SpyEvent[] = [];
@@ -170,7 +192,12 @@ export function startNotificationBridge(
       try {
         const input = await describe(event);
         const body = bodyOf(input);
-        const out = await sqs.send(new SendMessageCommand({ QueueUrl: options.queueUrl, MessageBody: body }));
+        const out =
+          publishToTopicArn === undefined
+            ? await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }))
+            : await sns.send(
+                new PublishCommand({ TopicArn: publishToTopicArn, Message: body, Subject: S3_SNS_SUBJECT }),
+              );
         sentList.push({
           eventName: input.eventName,
           bucket: input.bucket,
@@ -201,6 +228,7 @@ export function startNotificationBridge(
         settleWaiters();
         s3.destroy();
         sqs.destroy();
+        sns.destroy();
       })();
       return stopping;
     },

@@ -38,16 +38,19 @@ afterEach(async () => {
   bridge = undefined;
 });
 
-/** Every message currently on the queue (the bridge has already sent what a test awaited). */
-async function drainQueue(): Promise<Message[]> {
+/**
+ * Every message on the queue (default: the bridge queue) right now, deleted. The bridge has already
+ * sent what a test awaited; an SNS delivery may take a moment, hence `waitSeconds`.
+ */
+async function drainQueue(url = queueUrl, waitSeconds = 0): Promise<Message[]> {
   const out = await aws.sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds }),
   );
   const messages = out.Messages ?? [];
   if (messages.length > 0) {
     await aws.sqs.send(
       new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
+        QueueUrl: url,
         Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
       }),
     );
@@ -192,6 +195,54 @@ describe('startNotificationBridge', () => {
   it('refuses sns and eventBridge together', () => {
     expect(() => startNotificationBridge(aws, { bucket, queueUrl, sns: true, eventBridge: true })).toThrow(
       /not both/,
+    );
+  });
+});
+
+describe('startNotificationBridge with publishToTopicArn (S3 → SNS → SQS)', () => {
+  const drain = (url: string) => drainQueue(url, 1);
+
+  it('publishes the S3 event to the topic; fauxqs delivers it to every subscribed queue, raw or enveloped', async () => {
+    const topicArn = await aws.createTopic('bridge-topic');
+    expect(topicArn).toBe('arn:aws:sns:us-east-1:000000000000:bridge-topic');
+    const raw = await aws.createQueue('bridge-raw');
+    const enveloped = await aws.createQueue('bridge-enveloped');
+    const unsubscribed = await aws.createQueue('bridge-unsubscribed');
+    await aws.subscribeQueue(topicArn, raw, { raw: true });
+    await aws.subscribeQueue(topicArn, enveloped);
+
+    bridge = startNotificationBridge(aws, { bucket, publishToTopicArn: topicArn, prefix: 'snapshots/' });
+    const { etag } = await aws.putObject(bucket, 'snapshots/metadata.json', '{"format-version":1}');
+    const sent = await bridge.next();
+    expect(sent).toMatchObject({ eventName: 'ObjectCreated:Put', key: 'snapshots/metadata.json' });
+
+    const rawMessage = only(await drain(raw));
+    expect(rawMessage.Body).toBe(sent.body);
+    const record = only((JSON.parse(rawMessage.Body ?? '') as S3Event).Records);
+    expect(record.s3.object).toMatchObject({
+      key: 'snapshots/metadata.json',
+      eTag: etag.replaceAll('"', ''),
+    });
+
+    const envelope = JSON.parse(only(await drain(enveloped)).Body ?? '') as SnsEnvelope;
+    expect(envelope).toMatchObject({
+      Type: 'Notification',
+      TopicArn: topicArn,
+      Subject: 'Amazon S3 Notification',
+      Message: sent.body,
+      MessageId: sent.messageId,
+    });
+    expect(await drain(unsubscribed)).toStrictEqual([]);
+  });
+
+  it('refuses a queue and a topic together, and an envelope on top of the topic', () => {
+    const topicArn = 'arn:aws:sns:us-east-1:000000000000:t';
+    expect(() => startNotificationBridge(aws, { bucket, queueUrl, publishToTopicArn: topicArn })).toThrow(
+      /one of `queueUrl` and `publishToTopicArn`/,
+    );
+    expect(() => startNotificationBridge(aws, { bucket })).toThrow(/one of/);
+    expect(() => startNotificationBridge(aws, { bucket, publishToTopicArn: topicArn, sns: true })).toThrow(
+      /envelope itself/,
     );
   });
 });

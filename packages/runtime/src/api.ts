@@ -48,6 +48,8 @@ export interface RuntimeOptions {
     readonly waitTimeSeconds?: number;
     /** Scales the outage retry backoff (1 s … 30 s); tests shrink it. */
     readonly backoffScale?: number;
+    /** How long a commit seen by a read may wait for its notification before it counts as missed; default 5 min. */
+    readonly missedCommitGraceMs?: number;
   };
 }
 

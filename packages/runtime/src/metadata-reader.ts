@@ -20,6 +20,13 @@ interface Document {
 /** The reply to a dataset, plus the location recorded inside metadata.json (for key resolution). */
 export type MetadataReply = ReadMetadataOutput & { readonly recordedLocation?: string };
 
+/** One successful read of the document: its ETag, and when the read began and ended (`now()` of the reader). */
+export interface MetadataObservation {
+  readonly etag: string | undefined;
+  readonly startedAtMs: number;
+  readonly endedAtMs: number;
+}
+
 export class LocationMetadataReader {
   readonly store: ObjectStore;
   readonly #windowMs: number;
@@ -27,11 +34,22 @@ export class LocationMetadataReader {
   #document: Document | undefined;
   #inflight: Promise<Document> | undefined;
   #gets = 0;
+  readonly #observers = new Set<(observation: MetadataObservation) => void>();
 
   constructor(store: ObjectStore, options: { readonly windowMs: number; readonly now?: () => number }) {
     this.store = store;
     this.#windowMs = options.windowMs;
     this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Calls `listener` after every successful read (changed or not), in order; the notification
+   * consumer matches the documents read against the commits it was notified of. Returns the
+   * unsubscribe function.
+   */
+  observe(listener: (observation: MetadataObservation) => void): () => void {
+    this.#observers.add(listener);
+    return () => this.#observers.delete(listener);
   }
 
   /** How many GETs of metadata.json this reader has made. */
@@ -110,6 +128,8 @@ export class LocationMetadataReader {
       return { etag: undefined, metadata: undefined, error, atMs: Number.NEGATIVE_INFINITY };
     }
     this.#document = document;
+    const endedAtMs = this.#now();
+    for (const observer of this.#observers) observer({ etag: document.etag, startedAtMs: atMs, endedAtMs });
     return document;
   }
 }

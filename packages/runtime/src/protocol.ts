@@ -143,6 +143,7 @@ export interface CoordinatorWorkerData {
     readonly visibilityTimeoutSeconds?: number;
     readonly waitTimeSeconds?: number;
     readonly backoffScale?: number;
+    readonly missedCommitGraceMs?: number;
   };
 }
 

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { type AddressInfo, createServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalAws, nextEventOf } from '@ferry/test-support';
+import { type LocalAws, localS3Params, nextEventOf, spicepodYaml } from '@ferry/test-support';
 import { type PublishResult, publishSnapshot } from '@ferry/writer';
 import type { Runtime, RuntimeEvents } from '../src/index.js';
 
@@ -68,37 +68,18 @@ export interface DatasetSpec {
 export function spicepod(
   aws: LocalAws,
   datasets: readonly DatasetSpec[],
-  extra: { queueUrl?: string; prefix?: string } = {},
+  extra: { queueUrl?: string; prefix?: string; params?: Readonly<Record<string, string>> } = {},
 ): string {
-  const lines = [
-    'version: v1',
-    'kind: Spicepod',
-    'name: runtime-test',
-    'snapshots:',
-    `  location: ${location(extra.prefix)}`,
-    '  params:',
-    `    s3_endpoint: ${aws.endpoint}`,
-    '    allow_http: true',
-    `    s3_region: ${aws.region}`,
-    '    s3_auth: key',
-    `    s3_key: ${aws.credentials.accessKeyId}`,
-    `    s3_secret: ${aws.credentials.secretAccessKey}`,
-    ...(extra.queueUrl === undefined ? [] : [`    s3_queue_url: ${extra.queueUrl}`]),
-    'datasets:',
-  ];
-  for (const dataset of datasets) {
-    lines.push(
-      `  - from: postgres:public.${dataset.name}`,
-      `    name: ${dataset.name}`,
-      '    acceleration:',
-      `      engine: ${dataset.engine}`,
-      '      mode: file',
-      '      refresh_mode: snapshot',
-      `      refresh_check_interval: ${dataset.interval ?? '1s'}`,
-      '      snapshots: enabled',
-    );
-  }
-  return `${lines.join('\n')}\n`;
+  return spicepodYaml({
+    name: 'runtime-test',
+    location: location(extra.prefix),
+    params: {
+      ...localS3Params(aws),
+      ...(extra.queueUrl === undefined ? {} : { s3_queue_url: extra.queueUrl }),
+      ...extra.params,
+    },
+    datasets: datasets.map((dataset) => ({ ...dataset, interval: dataset.interval ?? '1s' })),
+  });
 }
 
 export function tempDir(prefix: string): Promise<string> {

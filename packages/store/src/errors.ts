@@ -103,3 +103,21 @@ export class StoreConfigError extends FerryError {
     this.setting = setting;
   }
 }
+
+/** Stable codes of the per-reader queue adapter (`reader-queue.ts`) and `ferry fleet gc`. */
+export const ReaderQueueErrorCode = {
+  create: 'ERR_READER_QUEUE_CREATE',
+  subscribe: 'ERR_READER_QUEUE_SUBSCRIBE',
+  heartbeat: 'ERR_READER_QUEUE_HEARTBEAT',
+  remove: 'ERR_READER_QUEUE_REMOVE',
+  list: 'ERR_READER_QUEUE_LIST',
+} as const;
+export type ReaderQueueErrorCode = (typeof ReaderQueueErrorCode)[keyof typeof ReaderQueueErrorCode];
+
+/** Making, subscribing, refreshing, listing or removing a reader's own SQS queue failed. */
+export class ReaderQueueError extends FerryError {
+  constructor(code: ReaderQueueErrorCode, message: string, options: FerryErrorOptions = {}) {
+    super(code, message, options);
+    this.name = 'ReaderQueueError';
+  }
+}

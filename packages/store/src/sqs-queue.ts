@@ -9,7 +9,6 @@ import {
   type DeleteMessageBatchRequestEntry,
   ReceiveMessageCommand,
   SQSClient,
-  type SQSClientConfig,
 } from '@aws-sdk/client-sqs';
 import { FerryError, type NotificationQueue, type QueueMessage } from '@ferry/core';
 
@@ -95,6 +94,61 @@ export function regionFromQueueUrl(queueUrl: string): string | undefined {
   return undefined;
 }
 
+export interface AwsClientOptions {
+  /** Default: the SDK's (AWS_REGION, profile). */
+  readonly region?: string;
+  /** Default: `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL_SNS` for the service. */
+  readonly endpoint?: string;
+  /** Default: the SDK's credential chain. */
+  readonly credentials?: SqsQueueOptions['credentials'];
+}
+
+/** What {@link awsClientConfig} sets: assignable to the SQS and the SNS client's configuration. */
+export interface AwsClientConfig {
+  readonly region?: string;
+  readonly endpoint?: string;
+  readonly useQueueUrlAsEndpoint?: boolean;
+  readonly credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  readonly requestHandler: {
+    readonly connectionTimeout: number;
+    readonly requestTimeout: number;
+    readonly throwOnRequestTimeout: boolean;
+  };
+}
+
+/**
+ * One client configuration for Ferry's SQS and SNS clients: region, an endpoint override (then an
+ * SQS client sends to it, not to the queue URL's host), static credentials when given, and
+ * timeouts sized for a 20 s long poll (past 30 s the connection is dead, not slow).
+ */
+export function awsClientConfig(
+  options: AwsClientOptions & { readonly service: 'sqs' | 'sns' },
+): AwsClientConfig {
+  const envName = options.service === 'sqs' ? 'AWS_ENDPOINT_URL_SQS' : 'AWS_ENDPOINT_URL_SNS';
+  const envEndpoint = process.env[envName];
+  const endpoint =
+    options.endpoint ?? (envEndpoint === undefined || envEndpoint === '' ? undefined : envEndpoint);
+  const credentials = options.credentials;
+  return {
+    ...(options.region === undefined ? {} : { region: options.region }),
+    ...(endpoint === undefined
+      ? {}
+      : options.service === 'sqs'
+        ? { endpoint, useQueueUrlAsEndpoint: false }
+        : { endpoint }),
+    ...(credentials === undefined
+      ? {}
+      : {
+          credentials: {
+            accessKeyId: credentials.accessKeyId,
+            secretAccessKey: credentials.secretAccessKey,
+            ...(credentials.sessionToken === undefined ? {} : { sessionToken: credentials.sessionToken }),
+          },
+        }),
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000, throwOnRequestTimeout: true },
+  };
+}
+
 function checkRange(name: string, value: number, min: number, max: number): number {
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new SqsQueueError(
@@ -138,26 +192,14 @@ export function createSqsQueue(options: SqsQueueOptions): NotificationQueue {
   const defaultMax = checkRange('maxMessages', options.maxMessages ?? 10, 1, 10);
 
   const region = options.region ?? regionFromQueueUrl(queueUrl);
-  const envEndpoint = process.env.AWS_ENDPOINT_URL_SQS;
-  const endpoint =
-    options.endpoint ?? (envEndpoint === undefined || envEndpoint === '' ? undefined : envEndpoint);
-  const credentials = options.credentials;
-  const config: SQSClientConfig = {
-    ...(region === undefined ? {} : { region }),
-    ...(endpoint === undefined ? {} : { endpoint, useQueueUrlAsEndpoint: false }),
-    ...(credentials === undefined
-      ? {}
-      : {
-          credentials: {
-            accessKeyId: credentials.accessKeyId,
-            secretAccessKey: credentials.secretAccessKey,
-            ...(credentials.sessionToken === undefined ? {} : { sessionToken: credentials.sessionToken }),
-          },
-        }),
-    // A long poll lasts up to 20 s; past 30 s the connection is dead, not slow.
-    requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000, throwOnRequestTimeout: true },
-  };
-  const client = new SQSClient(config);
+  const client = new SQSClient(
+    awsClientConfig({
+      ...(region === undefined ? {} : { region }),
+      ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
+      ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+      service: 'sqs',
+    }),
+  );
 
   // SDK and server messages may quote the URL (or its /<account>/<queue> path): scrub both.
   const secrets = [queueUrl, parsedUrl.pathname.length > 1 ? parsedUrl.pathname : undefined].filter(

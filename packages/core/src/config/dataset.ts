@@ -401,10 +401,10 @@ function readFileFormatDataset(
   for (const key of Object.keys(params)) {
     if (FILE_FORMAT_PARAMS.includes(key)) continue;
     const path = `${base}.params.${key}`;
-    if (key === 's3_queue_url') {
+    if (key === 's3_queue_url' || key === 'ferry_sns_topic_arn') {
       report.error(
         path,
-        'file_format: snapshot datasets do not read a queue (they check for new snapshots every refresh_check_interval); remove it, or use refresh_mode: snapshot with snapshots.params.s3_queue_url',
+        `file_format: snapshot datasets do not read a queue (they check for new snapshots every refresh_check_interval); remove it, or use refresh_mode: snapshot with snapshots.params.${key}`,
       );
     } else {
       const close = closest(key, FILE_FORMAT_PARAMS);

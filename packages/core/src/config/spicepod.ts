@@ -11,6 +11,7 @@ import { type DatasetDraft, type PodSnapshots, readDataset } from './dataset.js'
 import { ConfigError, IssueSink, Reporter } from './issues.js';
 import { parseEndpoint, parseQueueUrl } from './queue-url.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
+import { parseTopicArn } from './sns-topic.js';
 import type {
   BootstrapOnFailure,
   DatasetConfig,
@@ -22,7 +23,7 @@ import type {
   SpicepodConfig,
   SpicepodLoad,
 } from './types.js';
-import { type Env, isMap, readBoolean, readChoice, readParam, readText } from './values.js';
+import { type Env, isMap, readBoolean, readChoice, readDuration, readParam, readText } from './values.js';
 
 const VERSIONS = ['v1beta1', 'v1', 'v2'];
 const TOP_LEVEL_KEYS = ['version', 'kind', 'name', 'snapshots', 'datasets'];
@@ -45,7 +46,23 @@ const SNAPSHOTS_KEYS = ['enabled', 'location', 'bootstrap_on_failure_behavior', 
 const QUEUE_PARAM = 's3_queue_url';
 /** Ferry's own extension: an SQS endpoint override for local servers. */
 const QUEUE_ENDPOINT_PARAM = 's3_queue_endpoint';
-const SNAPSHOTS_PARAM_KEYS = [...S3_PARAM_KEYS, QUEUE_PARAM, QUEUE_ENDPOINT_PARAM];
+/**
+ * Ferry's own fleet settings (Spice has none of them, hence the `ferry_` prefix): a queue made by
+ * each reader and subscribed to this SNS topic, instead of `s3_queue_url`.
+ */
+const TOPIC_PARAM = 'ferry_sns_topic_arn';
+const RAW_DELIVERY_PARAM = 'ferry_sns_raw_message_delivery';
+const HEARTBEAT_PARAM = 'ferry_sns_heartbeat_interval';
+const TOPIC_OPTION_PARAMS = [RAW_DELIVERY_PARAM, HEARTBEAT_PARAM];
+const SNAPSHOTS_PARAM_KEYS = [
+  ...S3_PARAM_KEYS,
+  QUEUE_PARAM,
+  QUEUE_ENDPOINT_PARAM,
+  TOPIC_PARAM,
+  ...TOPIC_OPTION_PARAMS,
+];
+const DEFAULT_HEARTBEAT_MS = 60_000;
+const SNS_ENDPOINT_ENV = ['AWS_ENDPOINT_URL_SNS', 'AWS_ENDPOINT_URL'];
 const BOOTSTRAP_BEHAVIOURS: readonly BootstrapOnFailure[] = ['warn', 'retry', 'fallback'];
 const ENDPOINT_ENV = ['AWS_ENDPOINT_URL_SQS', 'AWS_ENDPOINT_URL'];
 const DEFAULT_QUEUE_REGION = 'us-east-1';
@@ -189,6 +206,12 @@ interface SnapshotsRead {
   /** `s3_queue_url` as written ('' when empty). */
   readonly queueUrl?: string;
   readonly queueEndpoint?: string;
+  /** `ferry_sns_topic_arn` as written ('' when empty), with its options. */
+  readonly topic?: {
+    readonly arn: string;
+    readonly rawMessageDelivery: boolean;
+    readonly heartbeatIntervalMs: number;
+  };
 }
 
 function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
@@ -228,6 +251,7 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
   let s3: S3Settings | undefined;
   let queueUrl: string | undefined;
   let queueEndpoint: string | undefined;
+  let topic: SnapshotsRead['topic'];
   if (!isMap(params)) {
     pod.error('snapshots.params', 'must be a map of parameters');
   } else {
@@ -261,6 +285,7 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
       }
       queueEndpoint = parsed?.url;
     }
+    topic = readTopic(pod, params, env);
   }
 
   const s3ForLocation = location?.scheme === 's3' ? s3 : undefined;
@@ -270,6 +295,7 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
     bootstrapOnFailure,
     ...(s3ForLocation === undefined ? {} : { s3: s3ForLocation }),
     ...(queueUrl === undefined ? {} : { queueUrl }),
+    ...(topic === undefined ? {} : { topicArn: topic.arn }),
   };
   return {
     pod: {
@@ -282,7 +308,33 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
     config,
     ...(queueUrl === undefined ? {} : { queueUrl }),
     ...(queueEndpoint === undefined ? {} : { queueEndpoint }),
+    ...(topic === undefined ? {} : { topic }),
   };
+}
+
+/** `ferry_sns_topic_arn` as written, with its two options; the options alone are an error. */
+function readTopic(pod: Reporter, params: Record<string, unknown>, env: Env): SnapshotsRead['topic'] {
+  const base = 'snapshots.params';
+  if (!Object.hasOwn(params, TOPIC_PARAM)) {
+    for (const key of TOPIC_OPTION_PARAMS) {
+      if (Object.hasOwn(params, key)) {
+        pod.error(
+          `${base}.${key}`,
+          `only applies with ${base}.${TOPIC_PARAM} (Ferry's per-reader queues), which is not set; set the topic or remove ${key}`,
+        );
+      }
+    }
+    return undefined;
+  }
+  const raw = params[TOPIC_PARAM];
+  const arn = raw === null || raw === '' ? '' : (readParam(pod, `${base}.${TOPIC_PARAM}`, raw, env) ?? '');
+  const rawMessageDelivery = Object.hasOwn(params, RAW_DELIVERY_PARAM)
+    ? (readBoolean(pod, `${base}.${RAW_DELIVERY_PARAM}`, params[RAW_DELIVERY_PARAM]) ?? true)
+    : true;
+  const heartbeatIntervalMs = Object.hasOwn(params, HEARTBEAT_PARAM)
+    ? (readDuration(pod, `${base}.${HEARTBEAT_PARAM}`, params[HEARTBEAT_PARAM]) ?? DEFAULT_HEARTBEAT_MS)
+    : DEFAULT_HEARTBEAT_MS;
+  return { arn, rawMessageDelivery, heartbeatIntervalMs };
 }
 
 function readDatasets(
@@ -364,36 +416,67 @@ function resolveQueue(
   snapshots: SnapshotsRead,
   env: Env,
 ): QueueConfig | undefined {
-  if (snapshots.queueUrl === undefined) return undefined;
+  const key = snapshots.topic !== undefined ? TOPIC_PARAM : QUEUE_PARAM;
+  if (snapshots.queueUrl === undefined && snapshots.topic === undefined) return undefined;
   const readers = drafts.filter((draft) => draft.form === 'refresh_mode');
-  const path = `snapshots.params.${QUEUE_PARAM}`;
+  const path = `snapshots.params.${key}`;
   if (readers.length === 0) {
-    // Spice's warning, word for word (operators grep for it).
-    pod.warn(path, NotificationMessages.queueUnused());
+    // Spice's warning, word for word (operators grep for it); Ferry's own key has its own.
+    pod.warn(
+      path,
+      key === QUEUE_PARAM
+        ? NotificationMessages.queueUnused()
+        : `is set, but no dataset uses refresh_mode: snapshot, so no SQS queue is made or subscribed to the topic; set refresh_mode: snapshot on the datasets that load snapshots, or remove ${TOPIC_PARAM}`,
+    );
     return undefined;
   }
-  const endpoint = snapshots.queueEndpoint ?? endpointFromEnv(pod, env);
-  const parsed = parseQueueUrl(snapshots.queueUrl, { endpointOverride: endpoint !== undefined });
-  const location = snapshots.pod.location;
   const fail = (clause: (dataset: string) => string): undefined => {
     for (const draft of readers) draft.report.error(path, clause(draft.name ?? `datasets[${draft.index}]`));
     return undefined;
   };
+  if (snapshots.queueUrl !== undefined && snapshots.topic !== undefined) {
+    return fail(
+      (dataset) =>
+        `is set together with snapshots.params.${QUEUE_PARAM}, so dataset '${dataset}' cannot load; keep one: ${QUEUE_PARAM} for a queue you made for this reader, or ${TOPIC_PARAM} for a queue each reader makes and subscribes to the topic`,
+    );
+  }
+  const endpoint = snapshots.queueEndpoint ?? endpointFromEnv(pod, env, ENDPOINT_ENV);
+  const parsed =
+    snapshots.topic !== undefined
+      ? parseTopicArn(snapshots.topic.arn)
+      : parseQueueUrl(snapshots.queueUrl ?? '', { endpointOverride: endpoint !== undefined });
   if ('problem' in parsed) {
     return fail((dataset) => `${parsed.problem}, so dataset '${dataset}' cannot load; ${parsed.fix}`);
   }
+  const location = snapshots.pod.location;
   if (location !== undefined && location.scheme !== 's3') {
     return fail(
       (dataset) =>
-        `is set, but snapshots.location '${location.uri}' is not s3://, so dataset '${dataset}' cannot load; remove s3_queue_url (S3 event notifications need an s3:// location)`,
+        `is set, but snapshots.location '${location.uri}' is not s3://, so dataset '${dataset}' cannot load; remove ${key} (S3 event notifications need an s3:// location)`,
     );
   }
+  const overrides = endpoint === undefined ? {} : { endpoint };
+  if ('arn' in parsed && snapshots.topic !== undefined) {
+    const snsEndpoint = endpointFromEnv(pod, env, SNS_ENDPOINT_ENV);
+    return {
+      topic: {
+        arn: parsed.arn,
+        region: parsed.region,
+        rawMessageDelivery: snapshots.topic.rawMessageDelivery,
+        heartbeatIntervalMs: snapshots.topic.heartbeatIntervalMs,
+        ...(snsEndpoint === undefined ? {} : { endpoint: snsEndpoint }),
+      },
+      region: parsed.region,
+      ...overrides,
+    };
+  }
+  if (!('url' in parsed)) return undefined;
   const region = parsed.region ?? snapshots.pod.s3?.region ?? DEFAULT_QUEUE_REGION;
-  return { url: parsed.url, region, ...(endpoint === undefined ? {} : { endpoint }) };
+  return { url: parsed.url, region, ...overrides };
 }
 
-function endpointFromEnv(pod: Reporter, env: Env): string | undefined {
-  for (const name of ENDPOINT_ENV) {
+function endpointFromEnv(pod: Reporter, env: Env, names: readonly string[]): string | undefined {
+  for (const name of names) {
     const value = env[name]?.trim();
     if (value === undefined || value === '') continue;
     const parsed = parseEndpoint(value);

@@ -39,12 +39,40 @@ export interface S3Settings {
   readonly clientTimeoutMs?: number;
 }
 
-/** The SQS queue carrying the location's S3 event notifications. */
-export interface QueueConfig {
+/** The SQS queue carrying the location's S3 event notifications: a fixed one, or one made per reader. */
+export type QueueConfig = QueueUrlConfig | TopicQueueConfig;
+
+/** `s3_queue_url`: a queue someone made, read by this process alone (Spice's setting). */
+export interface QueueUrlConfig {
   readonly url: string;
   /** From the host `sqs.<region>.…`, else `s3_region`, else `us-east-1`. */
   readonly region: string;
   /** An SQS endpoint override (`s3_queue_endpoint`, `AWS_ENDPOINT_URL_SQS` or `AWS_ENDPOINT_URL`). */
+  readonly endpoint?: string;
+  readonly topic?: never;
+}
+
+/**
+ * `ferry_sns_topic_arn` (Ferry only): the process makes its own queue in the topic's region,
+ * subscribes it to the topic, and deletes both when it stops. The URL is known only once made.
+ */
+export interface TopicQueueConfig {
+  readonly topic: SnsTopicConfig;
+  /** The queue's region: the topic's. */
+  readonly region: string;
+  /** An SQS endpoint override (`s3_queue_endpoint`, `AWS_ENDPOINT_URL_SQS` or `AWS_ENDPOINT_URL`). */
+  readonly endpoint?: string;
+  readonly url?: never;
+}
+
+export interface SnsTopicConfig {
+  readonly arn: string;
+  readonly region: string;
+  /** `ferry_sns_raw_message_delivery`, default true: the subscription delivers the S3 event itself. */
+  readonly rawMessageDelivery: boolean;
+  /** `ferry_sns_heartbeat_interval`, default 1m: how often the queue's heartbeat tag is refreshed. */
+  readonly heartbeatIntervalMs: number;
+  /** An SNS endpoint override (`AWS_ENDPOINT_URL_SNS` or `AWS_ENDPOINT_URL`). */
   readonly endpoint?: string;
 }
 
@@ -58,6 +86,8 @@ export interface SnapshotsConfig {
   readonly s3?: S3Settings;
   /** `params.s3_queue_url` as written (validated only when a dataset would read it). */
   readonly queueUrl?: string;
+  /** `params.ferry_sns_topic_arn` as written (validated only when a dataset would read it). */
+  readonly topicArn?: string;
 }
 
 /** The one notification consumer of the pod: present only when a valid dataset reads the queue. */

@@ -5,6 +5,7 @@
 export * from './batch.js';
 export * from './diff.js';
 export * from './messages.js';
+export * from './missed-commits.js';
 export * from './outage.js';
 export * from './parse.js';
 export * from './route.js';

@@ -17,6 +17,8 @@ export interface NotificationRecord {
   /** As sent: `ObjectCreated:Put` for S3 events, the `detail-type` (`Object Created`) for EventBridge. */
   readonly eventName: string;
   readonly kind: NotificationRecordKind;
+  /** The object's ETag as the event names it (`s3.object.eTag`, `detail.object.etag`), when it does. */
+  readonly eTag?: string;
 }
 
 export type ParsedNotification =
@@ -90,7 +92,14 @@ function parseS3Records(records: readonly unknown[]): ParsedNotification {
     }
     const key = decodeS3EventKey(encodedKey);
     if (key === undefined) return unparseable(`record ${index} has a malformed URL-encoded s3.object.key`);
-    parsed.push({ bucket, key, eventName, kind: kindOfS3EventName(eventName) });
+    const eTag = isObject(s3) && isObject(s3.object) ? s3.object.eTag : undefined;
+    parsed.push({
+      bucket,
+      key,
+      eventName,
+      kind: kindOfS3EventName(eventName),
+      ...(typeof eTag === 'string' && eTag !== '' ? { eTag } : {}),
+    });
   }
   return { kind: 'records', records: parsed };
 }
@@ -115,9 +124,18 @@ function parseEventBridge(event: JsonObject): ParsedNotification {
   if (typeof key !== 'string' || key === '') {
     return unparseable('the EventBridge event has no detail.object.key');
   }
+  const eTag = isObject(detail) && isObject(detail.object) ? detail.object.etag : undefined;
   return {
     kind: 'records',
-    records: [{ bucket, key, eventName: detailType, kind: kindOfDetailType(detailType) }],
+    records: [
+      {
+        bucket,
+        key,
+        eventName: detailType,
+        kind: kindOfDetailType(detailType),
+        ...(typeof eTag === 'string' && eTag !== '' ? { eTag } : {}),
+      },
+    ],
   };
 }
 

@@ -47,7 +47,8 @@ function contains(location: NotificationLocation, record: NotificationRecord): b
   return record.bucket === location.bucket && record.key.startsWith(normalizePrefix(location.prefix));
 }
 
-function commits(location: NotificationLocation, record: NotificationRecord): boolean {
+/** Whether `record` is an `ObjectCreated:*` of exactly the location's own `metadata.json`. */
+export function commitsLocation(location: NotificationLocation, record: NotificationRecord): boolean {
   return (
     record.kind === 'created' &&
     record.bucket === location.bucket &&
@@ -66,7 +67,7 @@ export function routeMessage(
   const committed = locations.filter((location, index) => {
     const key = locationKey(location);
     const firstWithKey = locations.findIndex((other) => locationKey(other) === key);
-    return firstWithKey === index && parsed.records.some((record) => commits(location, record));
+    return firstWithKey === index && parsed.records.some((record) => commitsLocation(location, record));
   });
   if (committed.length > 0) return { kind: 'commit', locations: committed };
   return { kind: 'ignore', reason: 'no-commit' };
