@@ -275,18 +275,42 @@ function classifyWith(tokens: readonly SqlToken[], start: number): StatementClas
   return main.kind === 'read' ? read('WITH') : main;
 }
 
-/** `EXPLAIN [ANALYZE] [VERBOSE] [QUERY PLAN] [(options)] statement`: as safe as the statement it explains. */
-function classifyExplain(tokens: readonly SqlToken[], start: number): StatementClass {
+const EXPLAIN_MODIFIERS: ReadonlySet<string> = new Set(['ANALYZE', 'ANALYSE', 'VERBOSE', 'QUERY', 'PLAN']);
+
+/**
+ * `EXPLAIN [ANALYZE] [VERBOSE] [QUERY PLAN] [(options)] statement`: the index of the explained
+ * statement's first token, `start` being the token after `EXPLAIN`.
+ */
+function explainBody(tokens: readonly SqlToken[], start: number): number {
   let i = start;
-  const modifiers = new Set(['ANALYZE', 'ANALYSE', 'VERBOSE', 'QUERY', 'PLAN']);
-  while (modifiers.has(keywordOf(tokens[i]) ?? '')) i++;
+  while (EXPLAIN_MODIFIERS.has(keywordOf(tokens[i]) ?? '')) i++;
   const first = keywordOf(tokens[i + 1]);
   if (isSymbol(tokens[i], '(') && first !== undefined && !READ_HEADS.has(first) && first !== 'WITH') {
     i = skipGroup(tokens, i);
-    while (modifiers.has(keywordOf(tokens[i]) ?? '')) i++;
+    while (EXPLAIN_MODIFIERS.has(keywordOf(tokens[i]) ?? '')) i++;
   }
-  const inner = classifyTokens(tokens, i);
+  return i;
+}
+
+/** An EXPLAIN is as safe as the statement it explains. */
+function classifyExplain(tokens: readonly SqlToken[], start: number): StatementClass {
+  const inner = classifyTokens(tokens, explainBody(tokens, start));
   return inner.kind === 'read' ? read('EXPLAIN') : inner;
+}
+
+/**
+ * The statement an `EXPLAIN …` explains, as written (`EXPLAIN ANALYZE SELECT 1` → `SELECT 1`), or
+ * `undefined` when `sql` is not exactly one EXPLAIN with a statement after it. This only locates
+ * text: the engine's own parser checks what it holds.
+ */
+export function explainedStatement(sql: string, dialect: SqlDialect = 'duckdb'): string | undefined {
+  const statements = splitStatements(tokenizeSql(sql, dialect, { positions: true }));
+  const tokens = statements[0];
+  if (statements.length !== 1 || tokens === undefined || keywordOf(tokens[0]) !== 'EXPLAIN') return undefined;
+  const first = tokens[explainBody(tokens, 1)];
+  const last = tokens[tokens.length - 1];
+  if (first?.start === undefined || last?.end === undefined) return undefined;
+  return sql.slice(first.start, last.end);
 }
 
 /** Only the schema-reading pragmas, and never in their assignment form. */
