@@ -333,14 +333,18 @@ export function splitStatements(tokens: readonly SqlToken[]): SqlToken[][] {
   return statements.filter((statement) => statement.length > 0);
 }
 
+/** The class of each statement in `sql`, in order (none for an empty string). */
+export function classifyEach(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass[] {
+  return splitStatements(tokenizeSql(sql, dialect)).map((statement) => classifyTokens(statement, 0));
+}
+
 /**
  * Classify one SQL string. A string holding several statements is `refused` as `MULTIPLE`, unless
  * one of them is a write, which is reported as that write (the more useful answer).
  */
 export function classifyStatement(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass {
-  const statements = splitStatements(tokenizeSql(sql, dialect));
-  if (statements.length === 0) return refused('EMPTY');
-  const classes = statements.map((statement) => classifyTokens(statement, 0));
+  const classes = classifyEach(sql, dialect);
+  if (classes.length === 0) return refused('EMPTY');
   const firstWrite = classes.find((c) => c.kind === 'write');
   if (firstWrite !== undefined) return firstWrite;
   if (classes.length > 1) return { kind: 'refused', statement: 'MULTIPLE', count: classes.length };

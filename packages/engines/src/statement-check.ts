@@ -1,9 +1,9 @@
 /**
- * The gate every query passes before it runs, decided by the engines' own parsers. DuckDB counts
- * the statements (`extractStatements`), parses the one statement into its own parse tree
- * (`json_serialize_sql`, parse only: nothing is bound, so no file is opened) where table
- * functions, scalar functions and table references are checked by name, then prepares it and
- * requires the statement type SELECT (or EXPLAIN of such a read). SQLite prepares it and requires
+ * The gate every query passes before it runs, decided by the engines' own parsers. DuckDB parses
+ * the SQL into its own parse tree (`json_serialize_sql`, parse only: nothing is bound, so no file
+ * is opened), where table functions, scalar functions and table references are checked by name;
+ * then it counts the statements (`extractStatements`: exactly one), prepares it and requires the
+ * statement type SELECT (or EXPLAIN of such a read). SQLite prepares it and requires
  * `readonly && reader`. The tokenizer in sql-guard.ts only words the refusals (Spice's "… not
  * permitted when refresh_mode is 'snapshot'"), locates what an EXPLAIN explains and names a
  * PRAGMA; the verdict is the engine's. A refused statement leaves nothing on the connection (it
@@ -14,11 +14,11 @@ import type { FerryError } from '@ferry/core';
 import type Database from 'better-sqlite3';
 import { StatementRejectedError } from './errors.js';
 import {
+  classifyEach,
   classifyStatement,
   explainedStatement,
   rejectionOf,
   type SqlDialect,
-  splitStatements,
   tokenizeSql,
 } from './sql-guard.js';
 
@@ -142,7 +142,7 @@ function refusalOf(sql: string, dialect: SqlDialect): FerryError {
 function multipleRefusal(sql: string, dialect: SqlDialect, count: number | undefined): FerryError {
   const verdict = classifyStatement(sql, dialect);
   if (verdict.kind === 'write') return rejectionOf(verdict) as FerryError;
-  const counted = count ?? splitStatements(tokenizeSql(sql, dialect)).length;
+  const counted = count ?? classifyEach(sql, dialect).length;
   return rejectionOf({
     kind: 'refused',
     statement: 'MULTIPLE',
@@ -151,9 +151,6 @@ function multipleRefusal(sql: string, dialect: SqlDialect, count: number | undef
 }
 
 const emptyRefusal = (): FerryError => rejectionOf({ kind: 'refused', statement: 'EMPTY' }) as FerryError;
-
-const isEmpty = (sql: string, dialect: SqlDialect): boolean =>
-  splitStatements(tokenizeSql(sql, dialect)).length === 0;
 
 interface TableReference {
   readonly catalog: string;
@@ -215,11 +212,10 @@ function assertTreeReadsOnly(tree: unknown): void {
     if (reason !== undefined) throw refusedFunction(name, reason);
   }
   for (const ref of names.tables) {
-    const written = [ref.catalog, ref.schema, ref.table].filter((part) => part !== '').join('.');
     if (namesFile(ref)) {
       throw new StatementRejectedError(
         'FILE',
-        `'${written}' names a file, and reading files is not permitted on a read-only snapshot replica; query the datasets' tables instead.`,
+        "The query names a file where a table belongs, and reading files is not permitted on a read-only snapshot replica; query the datasets' tables instead.",
       );
     }
     const system = ['', 'system'].includes(ref.catalog.toLowerCase());
@@ -232,23 +228,41 @@ function assertTreeReadsOnly(tree: unknown): void {
   }
 }
 
-/** DuckDB's parse tree of `sql`, or `undefined` when DuckDB does not parse it as one SELECT. */
-async function selectTree(connection: DuckDBConnection, sql: string): Promise<unknown> {
+type ParsedSql =
+  /** DuckDB parsed only SELECT statements: their parse trees. */
+  | { readonly kind: 'select'; readonly trees: readonly unknown[] }
+  /** DuckDB parsed it, but a statement is not a SELECT. */
+  | { readonly kind: 'other' }
+  /** DuckDB cannot parse it. */
+  | { readonly kind: 'invalid' };
+
+/**
+ * DuckDB's parse of `sql` (`json_serialize_sql` only parses: unlike `extractStatements`, which
+ * also runs PRAGMA rewrites, and `IMPORT DATABASE` among them reads files, it opens nothing).
+ */
+async function parseDuckDb(connection: DuckDBConnection, sql: string): Promise<ParsedSql> {
   const reader = await connection.runAndReadAll(
     'SELECT json_serialize_sql($1::VARCHAR, skip_empty := true, skip_null := true)',
     [sql],
   );
-  const parsed = JSON.parse(String(reader.getRows()[0]?.[0])) as { error?: boolean; statements?: unknown[] };
-  if (parsed.error === true || parsed.statements?.length !== 1) return undefined;
-  return parsed.statements[0];
+  const parsed = JSON.parse(String(reader.getRows()[0]?.[0])) as {
+    error?: boolean;
+    error_message?: string;
+    statements?: unknown[];
+  };
+  if (parsed.error !== true) return { kind: 'select', trees: parsed.statements ?? [] };
+  return /Only SELECT statements/.test(parsed.error_message ?? '') ? { kind: 'other' } : { kind: 'invalid' };
 }
 
+/** Prepare the one statement (DuckDB's count) and require the statement type DuckDB gives it. */
 async function prepareAs(
   connection: DuckDBConnection,
   sql: string,
   type: StatementType,
 ): Promise<DuckDBPreparedStatement> {
-  const prepared = await connection.prepare(sql);
+  const extracted = await connection.extractStatements(sql);
+  if (extracted.count !== 1) throw multipleRefusal(sql, 'duckdb', extracted.count);
+  const prepared = await extracted.prepare(0);
   if (prepared.statementType !== type) {
     prepared.destroySync();
     throw refusalOf(sql, 'duckdb');
@@ -260,39 +274,37 @@ async function prepareAs(
  * Check one DuckDB query and prepare it. Exactly one statement (DuckDB's count); a SELECT whose
  * parse tree calls only allowed table functions (see {@link DUCKDB_TABLE_FUNCTIONS}), no refused
  * scalar function and no file; an EXPLAIN (ANALYZE too) only of such a SELECT; `PRAGMA
- * table_info(…)`. Anything else is refused before it is bound: writes with Spice's wording
- * ({@link WriteRejectedError}), the rest with {@link StatementRejectedError}. SQL DuckDB cannot
- * parse rejects with DuckDB's own `Parser Error: …` (not a `FerryError`): that is how a caller
- * tells "not DuckDB's SQL" (SQLite quoting) from "refused". The prepared statement is the
- * caller's: bind and run it, as often as wanted, and destroy it.
+ * table_info(…)`. Anything else is refused before DuckDB binds it or runs a PRAGMA rewrite:
+ * writes with Spice's wording ({@link WriteRejectedError}), the rest with
+ * {@link StatementRejectedError}. SQL DuckDB cannot parse rejects with DuckDB's own `Parser
+ * Error: …` (not a `FerryError`): that is how a caller tells "not DuckDB's SQL" (SQLite quoting)
+ * from "refused". The prepared statement is the caller's: bind and run it, as often as wanted, and
+ * destroy it.
  */
 export async function checkDuckDbStatement(
   connection: DuckDBConnection,
   sql: string,
 ): Promise<DuckDBPreparedStatement> {
-  let count: number;
-  try {
-    count = (await connection.extractStatements(sql)).count;
-  } catch (error) {
-    // DuckDB fails an empty string with no message of its own.
-    if (isEmpty(sql, 'duckdb')) throw emptyRefusal();
-    throw error;
-  }
-  if (count === 0) throw emptyRefusal();
-  if (count > 1) throw multipleRefusal(sql, 'duckdb', count);
-  const tree = await selectTree(connection, sql);
-  if (tree !== undefined) {
-    assertTreeReadsOnly(tree);
+  const parsed = await parseDuckDb(connection, sql);
+  if (parsed.kind === 'select') {
+    if (parsed.trees.length === 0) throw emptyRefusal();
+    if (parsed.trees.length > 1) throw multipleRefusal(sql, 'duckdb', parsed.trees.length);
+    assertTreeReadsOnly(parsed.trees[0]);
     return prepareAs(connection, sql, StatementType.SELECT);
+  }
+  if (parsed.kind === 'invalid') {
+    // DuckDB's own error, from the parser (which fails before anything else runs).
+    await connection.extractStatements(sql);
+    throw refusalOf(sql, 'duckdb');
   }
   const explained = explainedStatement(sql, 'duckdb');
   if (explained !== undefined) {
-    const inner = await selectTree(connection, explained);
-    if (inner === undefined) throw refusalOf(sql, 'duckdb');
-    assertTreeReadsOnly(inner);
+    const inner = await parseDuckDb(connection, explained);
+    if (inner.kind !== 'select' || inner.trees.length !== 1) throw refusalOf(sql, 'duckdb');
+    assertTreeReadsOnly(inner.trees[0]);
     return prepareAs(connection, sql, StatementType.EXPLAIN);
   }
-  // DuckDB rewrites PRAGMA table_info into a SELECT of pragma_table_info when it prepares it.
+  // DuckDB rewrites PRAGMA table_info into a SELECT of pragma_table_info.
   const verdict = classifyStatement(sql, 'duckdb');
   if (verdict.kind === 'read' && verdict.statement === 'PRAGMA') {
     return prepareAs(connection, sql, StatementType.SELECT);
@@ -303,13 +315,17 @@ export async function checkDuckDbStatement(
 /**
  * Check one SQLite query and prepare it: one statement (better-sqlite3 refuses more), which SQLite
  * reports both read-only and row-returning (refusing writes, DDL, temp objects, ATTACH / DETACH,
- * BEGIN / SAVEPOINT and pragma assignments), a PRAGMA only as `table_info`, and nothing that shows
- * the attached files' paths. SQLite's quoting (`[users]`, `` `users` ``) is its own parser's. A
+ * BEGIN / SAVEPOINT and pragma assignments), a PRAGMA only as `table_info` (any other is refused
+ * before SQLite compiles it), and nothing that shows the attached files' paths. SQLite's quoting (`[users]`, `` `users` ``) is its own parser's. A
  * read SQLite cannot prepare (`no such table: users`, a syntax error) throws SQLite's own
  * `SqliteError`; a write it cannot prepare (`TRUNCATE`, an unattached table) is still refused with
  * Spice's wording.
  */
 export function checkSqliteStatement(db: Database.Database, sql: string): Database.Statement {
+  // SQLite applies most PRAGMAs while it compiles them (`PRAGMA trusted_schema = ON` takes effect
+  // in prepare()), so these never reach it: the one refusal the tokenizer decides, not only words.
+  const pragma = classifyEach(sql, 'sqlite').find((c) => c.kind === 'refused' && c.statement === 'PRAGMA');
+  if (pragma !== undefined) throw rejectionOf(pragma) as FerryError;
   let statement: Database.Statement;
   try {
     statement = db.prepare(sql);
@@ -325,9 +341,7 @@ export function checkSqliteStatement(db: Database.Database, sql: string): Databa
     if (verdict.kind !== 'read') throw rejectionOf(verdict) as FerryError;
     throw error;
   }
-  const verdict = classifyStatement(sql, 'sqlite');
-  const pragma = verdict.kind === 'refused' && verdict.statement === 'PRAGMA';
-  if (!statement.readonly || !statement.reader || pragma) throw refusalOf(sql, 'sqlite');
+  if (!statement.readonly || !statement.reader) throw refusalOf(sql, 'sqlite');
   for (const token of tokenizeSql(sql, 'sqlite')) {
     const reason = token.kind === 'symbol' ? undefined : SQLITE_REFUSED_NAMES.get(token.text.toLowerCase());
     if (reason !== undefined) throw refusedFunction(token.text.toLowerCase(), reason);

@@ -47,6 +47,25 @@ describe('SQLite fixture snapshot', () => {
   });
 });
 
+describe('SQLite query path', () => {
+  it('runs every query through checkSqliteStatement: SQLite quoting reads, the attached paths stay hidden', async () => {
+    const engine = openSqliteSync(users.path, { table: 'users' });
+    try {
+      expect(engine.querySync('SELECT count(*) AS n FROM [users]').rows).toEqual([{ n: 3 }]);
+      expect(engine.querySync('SELECT count(*) AS n FROM `users`').rows).toEqual([{ n: 3 }]);
+      // The tokenizer reads it as a plain SELECT and SQLite would answer with the file's path.
+      expect(() => engine.querySync('SELECT file FROM pragma_database_list')).toThrow(
+        expect.objectContaining({ code: 'ERR_STATEMENT_REJECTED', statement: 'pragma_database_list()' }),
+      );
+      expect(() => engine.querySync('EXPLAIN DELETE FROM users')).toThrow(
+        expect.objectContaining({ code: 'ERR_WRITE_REJECTED' }),
+      );
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe('SQLite side files', () => {
   it('creates no -journal, -wal or -shm file while open, querying, or after close', async () => {
     const { dir: own, remove: cleanup } = await makeTempDir();
