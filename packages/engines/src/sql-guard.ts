@@ -1,10 +1,11 @@
 /**
- * The read-only guard: a pure classification of one SQL string, run before any engine sees it.
- * A small tokenizer skips comments, string literals and quoted identifiers, so keywords hidden in
- * them are never mistaken for statements; the classifier then looks at statement heads only
- * (after CTE lists, EXPLAIN and leading parentheses). Writes get Spice's refusal wording
- * ({@link WriteRejectedError}); everything else that is not a plain read is refused by kind
- * ({@link StatementRejectedError}). The engines' own settings are the second line of defence.
+ * The SQL tokenizer and a pure classification of one SQL string by its statement heads (after CTE
+ * lists, EXPLAIN and leading parentheses); comments, string literals and quoted identifiers are
+ * skipped, so keywords hidden in them are never mistaken for statements. It decides nothing on
+ * its own any more: the engines' own parsers do (statement-check.ts), and this words their
+ * refusals (Spice's wording for writes, {@link WriteRejectedError}; the kind for the rest,
+ * {@link StatementRejectedError}), finds what an EXPLAIN explains and names a PRAGMA.
+ * `assertReadOnlySql` stays as a cheap early refusal for callers that have no connection yet.
  */
 import type { FileFormat } from '@ferry/core';
 import { StatementRejectedError, type WriteOperation, WriteRejectedError } from './errors.js';

@@ -316,10 +316,11 @@ export async function checkDuckDbStatement(
  * Check one SQLite query and prepare it: one statement (better-sqlite3 refuses more), which SQLite
  * reports both read-only and row-returning (refusing writes, DDL, temp objects, ATTACH / DETACH,
  * BEGIN / SAVEPOINT and pragma assignments), a PRAGMA only as `table_info` (any other is refused
- * before SQLite compiles it), and nothing that shows the attached files' paths. SQLite's quoting (`[users]`, `` `users` ``) is its own parser's. A
- * read SQLite cannot prepare (`no such table: users`, a syntax error) throws SQLite's own
- * `SqliteError`; a write it cannot prepare (`TRUNCATE`, an unattached table) is still refused with
- * Spice's wording.
+ * before SQLite compiles it), and nothing that shows the attached files' paths. SQLite's quoting
+ * (`[users]`, `` `users` ``) is its own parser's. A read SQLite cannot prepare (`no such table:
+ * users`, a syntax error) throws SQLite's own `SqliteError`; a write it cannot prepare
+ * (`TRUNCATE`, an unattached table) is still refused with Spice's wording. The statement is the
+ * caller's, to run as often as wanted.
  */
 export function checkSqliteStatement(db: Database.Database, sql: string): Database.Statement {
   // SQLite applies most PRAGMAs while it compiles them (`PRAGMA trusted_schema = ON` takes effect
