@@ -103,6 +103,12 @@ const READS_FILES = /^[a-z_]+\(\) is not permitted on a read-only snapshot repli
 const RUNS_SQL =
   /^[a-z_]+\(\) is not permitted on a read-only snapshot replica: it runs SQL given as a string;/;
 const tail = "are not permitted when refresh_mode is 'snapshot'";
+/** A write refused with Spice's wording (`writes to` / `updates on` / `deletes on` accelerated table …). */
+const spiceWrite = (sql: string, verb: string, table: string): Hostile => ({
+  sql: () => sql,
+  code: 'ERR_WRITE_REJECTED',
+  message: new RegExp(`^${verb} accelerated table ${table} ${tail}`),
+});
 
 const DUCKDB: readonly Hostile[] = [
   {
@@ -194,26 +200,10 @@ const DUCKDB: readonly Hostile[] = [
   },
   { sql: () => 'CALL pragma_version()', code: 'ERR_STATEMENT_REJECTED', message: /^CALL statements/ },
   // EXPLAIN wrappers: EXPLAIN ANALYZE runs what it explains, so only a read may be explained.
-  {
-    sql: () => "EXPLAIN INSERT INTO orders VALUES (1, 'x')",
-    code: 'ERR_WRITE_REJECTED',
-    message: new RegExp(`^writes to accelerated table orders ${tail}`),
-  },
-  {
-    sql: () => "EXPLAIN ANALYZE INSERT INTO orders VALUES (1, 'x')",
-    code: 'ERR_WRITE_REJECTED',
-    message: new RegExp(`^writes to accelerated table orders ${tail}`),
-  },
-  {
-    sql: () => 'EXPLAIN ANALYZE DELETE FROM orders',
-    code: 'ERR_WRITE_REJECTED',
-    message: new RegExp(`^deletes on accelerated table orders ${tail}`),
-  },
-  {
-    sql: () => "EXPLAIN (ANALYZE) UPDATE orders SET name = 'x'",
-    code: 'ERR_WRITE_REJECTED',
-    message: new RegExp(`^updates on accelerated table orders ${tail}`),
-  },
+  spiceWrite("EXPLAIN INSERT INTO orders VALUES (1, 'x')", 'writes to', 'orders'),
+  spiceWrite("EXPLAIN ANALYZE INSERT INTO orders VALUES (1, 'x')", 'writes to', 'orders'),
+  spiceWrite('EXPLAIN ANALYZE DELETE FROM orders', 'deletes on', 'orders'),
+  spiceWrite("EXPLAIN (ANALYZE) UPDATE orders SET name = 'x'", 'updates on', 'orders'),
   {
     sql: (p) => `EXPLAIN ANALYZE COPY orders TO '${p.out}'`,
     code: 'ERR_STATEMENT_REJECTED',
@@ -301,16 +291,8 @@ const SQLITE: readonly Hostile[] = [
     code: 'ERR_WRITE_REJECTED',
     message: /^updates on accelerated table users/,
   },
-  {
-    sql: () => "EXPLAIN INSERT INTO users VALUES (1, 'x')",
-    code: 'ERR_WRITE_REJECTED',
-    message: new RegExp(`^writes to accelerated table users ${tail}`),
-  },
-  {
-    sql: () => 'EXPLAIN QUERY PLAN DELETE FROM users',
-    code: 'ERR_WRITE_REJECTED',
-    message: new RegExp(`^deletes on accelerated table users ${tail}`),
-  },
+  spiceWrite("EXPLAIN INSERT INTO users VALUES (1, 'x')", 'writes to', 'users'),
+  spiceWrite('EXPLAIN QUERY PLAN DELETE FROM users', 'deletes on', 'users'),
   // SQLite has no query(): the string is never run, SQLite knows no such table-valued function.
   {
     sql: () => "SELECT * FROM users, query('DELETE FROM users')",

@@ -178,16 +178,8 @@ export const HOSTILE_STATEMENTS: readonly string[] = [
   'SELECT 1 FROM users; SELECT 2 FROM users',
 ];
 
-/** The EXPLAIN wrappers and SQL smuggled in strings (`query('…')`, `query_table('…')`): new hostile rows. */
-export const WRAPPED_STATEMENTS: readonly string[] = [
-  "EXPLAIN INSERT INTO orders VALUES (1, 'x')",
-  "EXPLAIN ANALYZE INSERT INTO orders VALUES (1, 'x')",
-  'EXPLAIN ANALYZE DELETE FROM orders',
-  "EXPLAIN (ANALYZE) UPDATE orders SET name = 'x'",
-  'EXPLAIN QUERY PLAN DELETE FROM users',
-  "EXPLAIN ANALYZE COPY orders TO '<out>'",
-  'EXPLAIN ANALYZE SELECT count(*) FROM orders',
-  "EXPLAIN ANALYZE SELECT * FROM read_csv('<canary>')",
+/** SQL smuggled in strings (`query('…')`, `query_table('…')`): DuckDB's, no such function in SQLite. */
+export const SQL_IN_STRINGS: readonly string[] = [
   "EXPLAIN SELECT * FROM query('SELECT * FROM read_csv(''<canary>'')')",
   "SELECT * FROM query('SELECT * FROM read_csv(''<canary>'')')",
   "SELECT * FROM query($$SELECT * FROM read_text('<canary>')$$)",
@@ -197,4 +189,17 @@ export const WRAPPED_STATEMENTS: readonly string[] = [
   "SELECT * FROM query_table('orders')",
   "SELECT * FROM query_table('<canary>')",
   "SELECT * FROM json_execute_serialized_sql(json_serialize_sql('SELECT * FROM read_csv(''<canary>'')'))",
+];
+
+/** The EXPLAIN wrappers (EXPLAIN ANALYZE runs what it explains), and SQL in strings: new hostile rows. */
+export const WRAPPED_STATEMENTS: readonly string[] = [
+  "EXPLAIN INSERT INTO orders VALUES (1, 'x')",
+  "EXPLAIN ANALYZE INSERT INTO orders VALUES (1, 'x')",
+  'EXPLAIN ANALYZE DELETE FROM orders',
+  "EXPLAIN (ANALYZE) UPDATE orders SET name = 'x'",
+  'EXPLAIN QUERY PLAN DELETE FROM users',
+  "EXPLAIN ANALYZE COPY orders TO '<out>'",
+  'EXPLAIN ANALYZE SELECT count(*) FROM orders',
+  "EXPLAIN ANALYZE SELECT * FROM read_csv('<canary>')",
+  ...SQL_IN_STRINGS,
 ];

@@ -48,6 +48,16 @@ async function rows(connection: DuckDBConnection, sql: string): Promise<unknown[
   return (await connection.runAndReadAll(sql)).getRows();
 }
 
+/** The names of DuckDB's functions of these types (`duckdb_functions()`). */
+async function functionNames(...types: string[]): Promise<string[]> {
+  const list = types.map((type) => `'${type}'`).join(', ');
+  const found = await rows(
+    duckdb,
+    `SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type IN (${list}) ORDER BY 1`,
+  );
+  return found.map((row) => String(row[0]));
+}
+
 /** Run through the check; the prepared statement's rows, bound to `params`. */
 async function duckRead(sql: string, params: readonly (string | number)[] = []): Promise<unknown[][]> {
   const prepared = await checkDuckDbStatement(duckdb, fill(sql));
@@ -269,12 +279,7 @@ describe('checkDuckDbStatement: SQL and files in strings, file readers, replacem
   });
 
   it('allows exactly the listed table functions of DuckDB 1.5 and refuses every other one by name', async () => {
-    const names = (
-      await rows(
-        duckdb,
-        "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type IN ('table', 'table_macro') ORDER BY 1",
-      )
-    ).map((row) => String(row[0]));
+    const names = await functionNames('table', 'table_macro');
     for (const allowed of DUCKDB_TABLE_FUNCTIONS) expect(names).toContain(allowed);
     const refused = names.filter((name) => !DUCKDB_TABLE_FUNCTIONS.has(name));
     expect(refused.length).toBeGreaterThan(60);
@@ -284,12 +289,7 @@ describe('checkDuckDbStatement: SQL and files in strings, file readers, replacem
   });
 
   it('refuses scalar functions DuckDB 1.5 has by those names', async () => {
-    const scalars = (
-      await rows(
-        duckdb,
-        "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type = 'scalar'",
-      )
-    ).map((row) => String(row[0]));
+    const scalars = await functionNames('scalar');
     for (const name of DUCKDB_REFUSED_FUNCTIONS.keys()) expect(scalars).toContain(name);
   });
 
