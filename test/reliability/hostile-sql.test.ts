@@ -2,8 +2,9 @@
  * Hostile SQL against a running runtime (a DuckDB and an SQLite dataset), and a few of the same over
  * HTTP: reading other files (`read_csv('/etc/passwd')`, `read_text`, `glob`, replacement scans),
  * writing them (`COPY … TO`, `EXPORT DATABASE`), `ATTACH`, `INSTALL` / `LOAD`, `SET` / `PRAGMA` that
- * change behaviour, several statements in one string, SQLite's `ATTACH`, `load_extension()` and
- * `PRAGMA writable_schema`. Each is refused with a clear error and nothing is read or written (no
+ * change behaviour, several statements in one string, EXPLAIN wrappers (`EXPLAIN ANALYZE INSERT`
+ * runs the insert), SQL smuggled in strings (`query('…')`, `query_table('…')`), SQLite's `ATTACH`,
+ * `load_extension()` and `PRAGMA writable_schema`. Each is refused with a clear error and nothing is read or written (no
  * file appears, no extension directory is created, a canary file's content never comes back). Then
  * the resource limits: `queryTimeoutMs` and `maxResultRows` are enforced and reported on both
  * engines, and a timed-out DuckDB query really stops (its connection is free again at once).
@@ -97,33 +98,43 @@ interface Hostile {
   readonly creates?: boolean;
 }
 
-const EXTERNAL_ACCESS = /disabled by configuration|Permission Error/;
+/** DuckDB's statement check refuses file readers by name (its settings would stop them next). */
+const READS_FILES = /^[a-z_]+\(\) is not permitted on a read-only snapshot replica: it reads files;/;
+const RUNS_SQL =
+  /^[a-z_]+\(\) is not permitted on a read-only snapshot replica: it runs SQL given as a string;/;
+const tail = "are not permitted when refresh_mode is 'snapshot'";
+/** A write refused with Spice's wording (`writes to` / `updates on` / `deletes on` accelerated table …). */
+const spiceWrite = (sql: string, verb: string, table: string): Hostile => ({
+  sql: () => sql,
+  code: 'ERR_WRITE_REJECTED',
+  message: new RegExp(`^${verb} accelerated table ${table} ${tail}`),
+});
 
 const DUCKDB: readonly Hostile[] = [
   {
     sql: (p) => `SELECT * FROM orders, read_csv('${p.canary}')`,
-    code: 'ERR_QUERY_FAILED',
-    message: EXTERNAL_ACCESS,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: READS_FILES,
   },
   {
     sql: () => `SELECT * FROM orders, read_csv('/etc/passwd')`,
-    code: 'ERR_QUERY_FAILED',
-    message: EXTERNAL_ACCESS,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: READS_FILES,
   },
   {
     sql: (p) => `SELECT content FROM orders, read_text('${p.canary}')`,
-    code: 'ERR_QUERY_FAILED',
-    message: EXTERNAL_ACCESS,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: READS_FILES,
   },
   {
     sql: (p) => `SELECT * FROM orders, glob('${p.canary}')`,
-    code: 'ERR_QUERY_FAILED',
-    message: EXTERNAL_ACCESS,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: READS_FILES,
   },
   {
     sql: (p) => `SELECT * FROM orders WHERE name IN (SELECT * FROM '${p.canary}')`,
-    code: 'ERR_QUERY_FAILED',
-    message: EXTERNAL_ACCESS,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^The query names a file where a table belongs/,
   },
   {
     sql: (p) => `COPY orders TO '${p.out}'`,
@@ -188,6 +199,60 @@ const DUCKDB: readonly Hostile[] = [
     message: /^writes to accelerated table orders are not permitted/,
   },
   { sql: () => 'CALL pragma_version()', code: 'ERR_STATEMENT_REJECTED', message: /^CALL statements/ },
+  // EXPLAIN wrappers: EXPLAIN ANALYZE runs what it explains, so only a read may be explained.
+  spiceWrite("EXPLAIN INSERT INTO orders VALUES (1, 'x')", 'writes to', 'orders'),
+  spiceWrite("EXPLAIN ANALYZE INSERT INTO orders VALUES (1, 'x')", 'writes to', 'orders'),
+  spiceWrite('EXPLAIN ANALYZE DELETE FROM orders', 'deletes on', 'orders'),
+  spiceWrite("EXPLAIN (ANALYZE) UPDATE orders SET name = 'x'", 'updates on', 'orders'),
+  {
+    sql: (p) => `EXPLAIN ANALYZE COPY orders TO '${p.out}'`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: /^COPY statements are not permitted/,
+    creates: true,
+  },
+  {
+    sql: (p) => `EXPLAIN ANALYZE SELECT * FROM orders, read_csv('${p.canary}')`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: READS_FILES,
+  },
+  // SQL in strings: query('…') / query_table('…') run a string no check of the outer statement sees.
+  {
+    sql: (p) => `SELECT * FROM orders, query('SELECT * FROM read_csv(''${p.canary}'')')`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: RUNS_SQL,
+  },
+  {
+    sql: (p) => `SELECT * FROM orders, query($$SELECT content FROM read_text('${p.canary}')$$)`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: RUNS_SQL,
+  },
+  {
+    sql: () => "SELECT * FROM orders, query('INSERT INTO orders VALUES (1, ''x'')')",
+    code: 'ERR_STATEMENT_REJECTED',
+    message: RUNS_SQL,
+  },
+  {
+    sql: (p) => `SELECT * FROM orders WHERE id IN (SELECT 1 FROM query('COPY orders TO ''${p.out}'''))`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: RUNS_SQL,
+    creates: true,
+  },
+  {
+    sql: (p) => `EXPLAIN ANALYZE SELECT * FROM orders, query_table('${p.canary}')`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: RUNS_SQL,
+  },
+  {
+    sql: () => "SELECT count(*) FROM orders, query_table('orders')",
+    code: 'ERR_STATEMENT_REJECTED',
+    message: RUNS_SQL,
+  },
+  {
+    sql: (p) =>
+      `SELECT * FROM orders, json_execute_serialized_sql(json_serialize_sql('SELECT * FROM read_csv(''${p.canary}'')'))`,
+    code: 'ERR_STATEMENT_REJECTED',
+    message: RUNS_SQL,
+  },
 ];
 
 const SQLITE: readonly Hostile[] = [
@@ -226,6 +291,14 @@ const SQLITE: readonly Hostile[] = [
     code: 'ERR_WRITE_REJECTED',
     message: /^updates on accelerated table users/,
   },
+  spiceWrite("EXPLAIN INSERT INTO users VALUES (1, 'x')", 'writes to', 'users'),
+  spiceWrite('EXPLAIN QUERY PLAN DELETE FROM users', 'deletes on', 'users'),
+  // SQLite has no query(): the string is never run, SQLite knows no such table-valued function.
+  {
+    sql: () => "SELECT * FROM users, query('DELETE FROM users')",
+    code: 'ERR_QUERY_FAILED',
+    message: /no such table: query/,
+  },
 ];
 
 let counter = 0;
@@ -258,6 +331,19 @@ describe('hostile SQL through the runtime', () => {
       await expectRefused(hostile);
     },
   );
+
+  it('EXPLAIN and EXPLAIN ANALYZE of a read are answered (they run only the read)', async () => {
+    for (const [sql, key] of [
+      ['EXPLAIN SELECT count(*) FROM orders', 'physical_plan'],
+      ['EXPLAIN ANALYZE SELECT count(*) FROM orders', 'analyzed_plan'],
+      ['EXPLAIN QUERY PLAN SELECT count(*) FROM users', undefined],
+    ] as const) {
+      const result = await runtime.query(sql);
+      expect(result.rows.length, sql).toBeGreaterThan(0);
+      if (key !== undefined) expect(result.rows[0]?.explain_key, sql).toBe(key);
+    }
+    expect((await runtime.query('SELECT count(*) AS n FROM orders')).rows).toEqual([{ n: 100 }]);
+  });
 
   it('nothing was written beside the live files and no extension directory appeared', async () => {
     const data = await readdir(join(work, 'data'));
@@ -297,7 +383,8 @@ describe('hostile SQL over HTTP', () => {
       const out = join(work, 'http-out.csv');
       for (const [sql, code] of [
         [`COPY orders TO '${out}'`, 'ERR_STATEMENT_REJECTED'],
-        [`SELECT * FROM orders, read_csv('${canary}')`, 'ERR_QUERY_FAILED'],
+        [`SELECT * FROM orders, read_csv('${canary}')`, 'ERR_STATEMENT_REJECTED'],
+        [`SELECT * FROM orders, query('FROM read_csv(''${canary}'')')`, 'ERR_STATEMENT_REJECTED'],
         [`ATTACH DATABASE '${out}' AS evil`, 'ERR_STATEMENT_REJECTED'],
         ['SELECT 1 FROM users; SELECT 2 FROM users', 'ERR_STATEMENT_REJECTED'],
         // Refused inside an SQLite read worker: the code survives the trip back (400, not 500).

@@ -2,15 +2,10 @@
  * The DuckDB adapter: one read-only DuckDB instance per snapshot file, with external access
  * disabled, extension auto-install/auto-load off and the configuration locked, so no query can
  * read another file, reach the network, download an extension or undo those settings. Queries
- * pass the read-only guard first, then run on a small pool of connections (concurrently);
+ * pass the engine's statement check (statement-check.ts), then run on a small pool of connections (concurrently);
  * `close()` refuses new queries and waits for running ones before releasing the file.
  */
-import {
-  type DuckDBConnection,
-  DuckDBInstance,
-  type DuckDBPreparedStatement,
-  StatementType,
-} from '@duckdb/node-api';
+import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } from '@duckdb/node-api';
 import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
@@ -24,15 +19,9 @@ import {
   schemaOfColumns,
   type TableColumn,
 } from './engine.js';
-import {
-  EngineClosedError,
-  EngineOpenError,
-  InvalidParameterError,
-  QueryFailedError,
-  StatementRejectedError,
-} from './errors.js';
+import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
 import { assertDuckDbFile, notADatabase } from './file-header.js';
-import { assertReadOnlySql } from './sql-guard.js';
+import { checkDuckDbStatement } from './statement-check.js';
 
 /**
  * The instance settings (DuckDB configuration option names). `lock_configuration` last: once
@@ -51,12 +40,6 @@ export interface DuckDbOpenOptions extends OpenOptions {
   /** Connections queries run on concurrently (default 4). */
   readonly connections?: number;
 }
-
-/** Statement types the adapter executes (DuckDB plans DESCRIBE, SHOW, SUMMARIZE and PRAGMA table_info as SELECT). */
-const READ_STATEMENT_TYPES: ReadonlySet<StatementType> = new Set([
-  StatementType.SELECT,
-  StatementType.EXPLAIN,
-]);
 
 /** Open `path` as a configured read-only instance; the file must carry a DuckDB header. */
 export async function createReadOnlyInstance(path: string): Promise<DuckDBInstance> {
@@ -169,7 +152,6 @@ export class DuckDbEngine implements SnapshotEngine {
     control: QueryControl = {},
   ): Promise<QueryResult> {
     if (this.#closing !== undefined) throw new EngineClosedError(this.path);
-    assertReadOnlySql(sql, 'duckdb');
     const values = scalarParams(params);
     const { signal, maxRows } = control;
     signal?.throwIfAborted();
@@ -179,7 +161,7 @@ export class DuckDbEngine implements SnapshotEngine {
       signal?.addEventListener('abort', interrupt, { once: true });
       let prepared: DuckDBPreparedStatement;
       try {
-        prepared = await connection.prepare(sql);
+        prepared = await checkDuckDbStatement(connection, sql);
       } catch (error) {
         signal?.removeEventListener('abort', interrupt);
         throw error;
@@ -187,13 +169,6 @@ export class DuckDbEngine implements SnapshotEngine {
       try {
         if (this.#cancelled) throw new EngineClosedError(this.path);
         signal?.throwIfAborted();
-        if (!READ_STATEMENT_TYPES.has(prepared.statementType)) {
-          const kind = StatementType[prepared.statementType] ?? String(prepared.statementType);
-          throw new StatementRejectedError(
-            kind,
-            `DuckDB refused a ${kind} statement on read-only snapshot '${this.path}'; send a single SELECT query.`,
-          );
-        }
         bind(prepared, values);
         const reader = await (maxRows === undefined
           ? prepared.runAndReadAll()

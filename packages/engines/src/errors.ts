@@ -35,9 +35,12 @@ export class WriteRejectedError extends FerryError {
   }
 }
 
-/** Any other statement that could change state or reach outside the file (DDL, COPY, ATTACH, SET, …). */
+/** Any other statement that could change state or reach outside the datasets (DDL, COPY, ATTACH, SET, file readers, …). */
 export class StatementRejectedError extends FerryError {
-  /** The statement kind as written (`CREATE`, `ATTACH`, `PRAGMA`), or `MULTIPLE` / `EMPTY`. */
+  /**
+   * The statement kind as written (`CREATE`, `ATTACH`, `PRAGMA`), or `MULTIPLE` / `EMPTY`; a refused
+   * function (`query()`, `read_csv()`), `FILE` (a file where a table belongs) or a refused view.
+   */
   readonly statement: string;
 
   constructor(statement: string, message: string, options: FerryErrorOptions = {}) {

@@ -35,6 +35,7 @@ export { checkTableSchema } from './schema-check.js';
 export {
   assertReadOnlySql,
   classifyStatement,
+  explainedStatement,
   rejectionOf,
   type SqlDialect,
   type SqlToken,
@@ -48,3 +49,4 @@ export {
   sqliteDeclaredTypeToArrow,
   sqliteStores,
 } from './sqlite-types.js';
+export { checkDuckDbStatement, checkSqliteStatement } from './statement-check.js';

@@ -1,10 +1,11 @@
 /**
- * The read-only guard: a pure classification of one SQL string, run before any engine sees it.
- * A small tokenizer skips comments, string literals and quoted identifiers, so keywords hidden in
- * them are never mistaken for statements; the classifier then looks at statement heads only
- * (after CTE lists, EXPLAIN and leading parentheses). Writes get Spice's refusal wording
- * ({@link WriteRejectedError}); everything else that is not a plain read is refused by kind
- * ({@link StatementRejectedError}). The engines' own settings are the second line of defence.
+ * The SQL tokenizer and a pure classification of one SQL string by its statement heads (after CTE
+ * lists, EXPLAIN and leading parentheses); comments, string literals and quoted identifiers are
+ * skipped, so keywords hidden in them are never mistaken for statements. It decides nothing on
+ * its own any more: the engines' own parsers do (statement-check.ts), and this words their
+ * refusals (Spice's wording for writes, {@link WriteRejectedError}; the kind for the rest,
+ * {@link StatementRejectedError}), finds what an EXPLAIN explains and names a PRAGMA.
+ * `assertReadOnlySql` stays as a cheap early refusal for callers that have no connection yet.
  */
 import type { FileFormat } from '@ferry/core';
 import { StatementRejectedError, type WriteOperation, WriteRejectedError } from './errors.js';
@@ -275,18 +276,42 @@ function classifyWith(tokens: readonly SqlToken[], start: number): StatementClas
   return main.kind === 'read' ? read('WITH') : main;
 }
 
-/** `EXPLAIN [ANALYZE] [VERBOSE] [QUERY PLAN] [(options)] statement`: as safe as the statement it explains. */
-function classifyExplain(tokens: readonly SqlToken[], start: number): StatementClass {
+const EXPLAIN_MODIFIERS: ReadonlySet<string> = new Set(['ANALYZE', 'ANALYSE', 'VERBOSE', 'QUERY', 'PLAN']);
+
+/**
+ * `EXPLAIN [ANALYZE] [VERBOSE] [QUERY PLAN] [(options)] statement`: the index of the explained
+ * statement's first token, `start` being the token after `EXPLAIN`.
+ */
+function explainBody(tokens: readonly SqlToken[], start: number): number {
   let i = start;
-  const modifiers = new Set(['ANALYZE', 'ANALYSE', 'VERBOSE', 'QUERY', 'PLAN']);
-  while (modifiers.has(keywordOf(tokens[i]) ?? '')) i++;
+  while (EXPLAIN_MODIFIERS.has(keywordOf(tokens[i]) ?? '')) i++;
   const first = keywordOf(tokens[i + 1]);
   if (isSymbol(tokens[i], '(') && first !== undefined && !READ_HEADS.has(first) && first !== 'WITH') {
     i = skipGroup(tokens, i);
-    while (modifiers.has(keywordOf(tokens[i]) ?? '')) i++;
+    while (EXPLAIN_MODIFIERS.has(keywordOf(tokens[i]) ?? '')) i++;
   }
-  const inner = classifyTokens(tokens, i);
+  return i;
+}
+
+/** An EXPLAIN is as safe as the statement it explains. */
+function classifyExplain(tokens: readonly SqlToken[], start: number): StatementClass {
+  const inner = classifyTokens(tokens, explainBody(tokens, start));
   return inner.kind === 'read' ? read('EXPLAIN') : inner;
+}
+
+/**
+ * The statement an `EXPLAIN …` explains, as written (`EXPLAIN ANALYZE SELECT 1` → `SELECT 1`), or
+ * `undefined` when `sql` is not exactly one EXPLAIN with a statement after it. This only locates
+ * text: the engine's own parser checks what it holds.
+ */
+export function explainedStatement(sql: string, dialect: SqlDialect = 'duckdb'): string | undefined {
+  const statements = splitStatements(tokenizeSql(sql, dialect, { positions: true }));
+  const tokens = statements[0];
+  if (statements.length !== 1 || tokens === undefined || keywordOf(tokens[0]) !== 'EXPLAIN') return undefined;
+  const first = tokens[explainBody(tokens, 1)];
+  const last = tokens[tokens.length - 1];
+  if (first?.start === undefined || last?.end === undefined) return undefined;
+  return sql.slice(first.start, last.end);
 }
 
 /** Only the schema-reading pragmas, and never in their assignment form. */
@@ -309,14 +334,18 @@ export function splitStatements(tokens: readonly SqlToken[]): SqlToken[][] {
   return statements.filter((statement) => statement.length > 0);
 }
 
+/** The class of each statement in `sql`, in order (none for an empty string). */
+export function classifyEach(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass[] {
+  return splitStatements(tokenizeSql(sql, dialect)).map((statement) => classifyTokens(statement, 0));
+}
+
 /**
  * Classify one SQL string. A string holding several statements is `refused` as `MULTIPLE`, unless
  * one of them is a write, which is reported as that write (the more useful answer).
  */
 export function classifyStatement(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass {
-  const statements = splitStatements(tokenizeSql(sql, dialect));
-  if (statements.length === 0) return refused('EMPTY');
-  const classes = statements.map((statement) => classifyTokens(statement, 0));
+  const classes = classifyEach(sql, dialect);
+  if (classes.length === 0) return refused('EMPTY');
   const firstWrite = classes.find((c) => c.kind === 'write');
   if (firstWrite !== undefined) return firstWrite;
   if (classes.length > 1) return { kind: 'refused', statement: 'MULTIPLE', count: classes.length };

@@ -1,11 +1,10 @@
 /**
  * The SQLite adapter (also used for Turso snapshots, which are SQLite-format files). The file is
  * opened `readonly` + `fileMustExist` and must be in rollback-journal mode, so no `-journal`,
- * `-wal` or `-shm` file is ever created next to it. Queries pass the read-only guard, then the
- * engine's own check: exactly one statement that SQLite reports as read-only and row-returning
- * (which also refuses ATTACH/DETACH, BEGIN, SAVEPOINT and pragma assignments), with
- * `load_extension()` left unauthorised. Reads are synchronous: `querySync` is what a worker pool
- * calls; `query` wraps it in a promise.
+ * `-wal` or `-shm` file is ever created next to it. Queries pass the engine's own statement check
+ * (`checkSqliteStatement`: exactly one statement that SQLite reports as read-only and
+ * row-returning), with `load_extension()` left unauthorised. Reads are synchronous: `querySync`
+ * is what a worker pool calls; `query` wraps it in a promise.
  */
 
 import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
@@ -25,43 +24,13 @@ import {
   schemaOfColumns,
   type TableColumn,
 } from './engine.js';
-import {
-  EngineClosedError,
-  EngineOpenError,
-  InvalidParameterError,
-  QueryFailedError,
-  StatementRejectedError,
-} from './errors.js';
+import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
 import { assertSqliteFile, notADatabase } from './file-header.js';
-import { assertReadOnlySql, classifyStatement, tokenizeSql } from './sql-guard.js';
+import { tokenizeSql } from './sql-guard.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
+import { checkSqliteStatement } from './statement-check.js';
 
 type SqliteValue = null | bigint | number | string | Uint8Array;
-
-/**
- * The engine-level check, independent of the guard's classification: prepare exactly one
- * statement (better-sqlite3 refuses more) and refuse it unless SQLite itself reports it
- * read-only and row-returning. ATTACH, DETACH, BEGIN and SAVEPOINT count as read-only to SQLite
- * but return no rows; ATTACH/DETACH are also refused by name.
- */
-export function prepareReadOnlyStatement(db: Database.Database, sql: string): Database.Statement {
-  const statement = db.prepare(sql);
-  const head = tokenizeSql(sql, 'sqlite').find((token) => token.kind === 'word');
-  const keyword = head === undefined ? 'EMPTY' : head.text.toUpperCase();
-  const refused =
-    !statement.readonly ||
-    !statement.reader ||
-    keyword === 'ATTACH' ||
-    keyword === 'DETACH' ||
-    (keyword === 'PRAGMA' && classifyStatement(sql, 'sqlite').kind !== 'read');
-  if (refused) {
-    throw new StatementRejectedError(
-      keyword,
-      `SQLite refused a ${keyword} statement on a read-only snapshot: only single read-only queries run; send a SELECT.`,
-    );
-  }
-  return statement;
-}
 
 /** `?` binds positionally; `?1`/`$1` bind by number; SQLite's named `:a`/`@a`/`$a` are not supported. */
 function bindingOf(sql: string, params: readonly ScalarParam[]): unknown[] {
@@ -129,10 +98,9 @@ export class SqliteEngine implements SnapshotEngine {
    */
   querySync(sql: string, params: readonly JsonValue[] = []): QueryResult {
     const db = this.#open();
-    assertReadOnlySql(sql, 'sqlite');
     const values = scalarParams(params);
     return this.#wrap(() => {
-      const statement = prepareReadOnlyStatement(db, sql);
+      const statement = checkSqliteStatement(db, sql);
       statement.safeIntegers(true);
       statement.raw(true);
       const raw = statement.all(...bindingOf(sql, values)) as SqliteValue[][];

@@ -270,6 +270,30 @@ describe('DuckDB instance settings (bypassing the guard)', () => {
   });
 });
 
+describe('DuckDB query path', () => {
+  it('runs every query through checkDuckDbStatement: query(…) strings and EXPLAIN ANALYZE of a write are refused', async () => {
+    const engine = await openDuckDb(typesPath);
+    try {
+      // Harmless here, but the tokenizer reads it as a plain SELECT and DuckDB would run it.
+      await expect(engine.query("SELECT * FROM query('SELECT 1')")).rejects.toMatchObject({
+        code: 'ERR_STATEMENT_REJECTED',
+        statement: 'query()',
+      });
+      await expect(engine.query('EXPLAIN ANALYZE DELETE FROM t')).rejects.toMatchObject({
+        code: 'ERR_WRITE_REJECTED',
+      });
+      expect((await engine.query('EXPLAIN ANALYZE SELECT count(*) FROM t')).rows).toHaveLength(1);
+      // DuckDB's own parse error, wrapped with the file as before.
+      await expect(engine.query('SELECT * FROM [t]')).rejects.toMatchObject({
+        code: 'ERR_QUERY_FAILED',
+        message: expect.stringContaining('Parser Error'),
+      });
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe('DuckDB files', () => {
   it('leaves no .wal or other side file behind after queries and close', async () => {
     const { dir: own, remove: cleanup } = await makeTempDir();

@@ -1,7 +1,7 @@
 /**
  * SQLite-specific behaviour: the fixture snapshot, no side files ever (checked while open), WAL
  * files refused, declared-type mapping, encoding, parameter forms, and the engine-level refusals
- * tested directly on a read-only connection, bypassing the guard.
+ * tested directly on a read-only connection with `checkSqliteStatement`.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,7 +9,8 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arrowField } from '../src/arrow-types.js';
 import { checkTableSchema } from '../src/schema-check.js';
-import { openSqlite, openSqliteSync, prepareReadOnlyStatement } from '../src/sqlite-engine.js';
+import { openSqlite, openSqliteSync } from '../src/sqlite-engine.js';
+import { checkSqliteStatement } from '../src/statement-check.js';
 import { copyFixtureFiles, type FixtureFile, listDir, makeSqliteFile, makeTempDir } from './files.js';
 
 let dir: string;
@@ -40,6 +41,25 @@ describe('SQLite fixture snapshot', () => {
       expect(await engine.schema('users')).toEqual(users.recorded);
       await checkTableSchema(engine, 'users', users.recorded);
       expect((await engine.query('SELECT count(*) AS n FROM users')).rows).toEqual([{ n: 3 }]);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe('SQLite query path', () => {
+  it('runs every query through checkSqliteStatement: SQLite quoting reads, the attached paths stay hidden', async () => {
+    const engine = openSqliteSync(users.path, { table: 'users' });
+    try {
+      expect(engine.querySync('SELECT count(*) AS n FROM [users]').rows).toEqual([{ n: 3 }]);
+      expect(engine.querySync('SELECT count(*) AS n FROM `users`').rows).toEqual([{ n: 3 }]);
+      // The tokenizer reads it as a plain SELECT and SQLite would answer with the file's path.
+      expect(() => engine.querySync('SELECT file FROM pragma_database_list')).toThrow(
+        expect.objectContaining({ code: 'ERR_STATEMENT_REJECTED', statement: 'pragma_database_list()' }),
+      );
+      expect(() => engine.querySync('EXPLAIN DELETE FROM users')).toThrow(
+        expect.objectContaining({ code: 'ERR_WRITE_REJECTED' }),
+      );
     } finally {
       await engine.close();
     }
@@ -189,7 +209,7 @@ describe('SQLite types and encoding', () => {
   });
 });
 
-describe('SQLite engine-level refusals (bypassing the guard)', () => {
+describe('SQLite engine-level refusals (checkSqliteStatement on a bare connection)', () => {
   let db: Database.Database;
 
   beforeAll(() => {
@@ -205,7 +225,6 @@ describe('SQLite engine-level refusals (bypassing the guard)', () => {
     ['DETACH other', 'DETACH'],
     ['BEGIN', 'BEGIN'],
     ['SAVEPOINT a', 'SAVEPOINT'],
-    ['INSERT INTO users (id) VALUES (99)', 'INSERT'],
     ['PRAGMA writable_schema = 1', 'PRAGMA'],
     ['PRAGMA query_only = 0', 'PRAGMA'],
     ['PRAGMA journal_mode = WAL', 'PRAGMA'],
@@ -215,19 +234,30 @@ describe('SQLite engine-level refusals (bypassing the guard)', () => {
     ['CREATE TEMP TABLE scratch (x)', 'CREATE'],
     ['REINDEX', 'REINDEX'],
   ])('refuses %j', (sql, statement) => {
-    expect(() => prepareReadOnlyStatement(db, sql)).toThrow(
+    expect(() => checkSqliteStatement(db, sql)).toThrow(
       expect.objectContaining({ code: 'ERR_STATEMENT_REJECTED', statement }),
     );
   });
 
+  it('refuses a write with Spice’s wording (the tokenizer names it; SQLite found it not read-only)', () => {
+    expect(() => checkSqliteStatement(db, 'INSERT INTO users (id) VALUES (99)')).toThrow(
+      expect.objectContaining({
+        code: 'ERR_WRITE_REJECTED',
+        message: expect.stringMatching(/^writes to accelerated table users are not permitted/),
+      }),
+    );
+  });
+
   it('refuses more than one statement and leaves load_extension unauthorised', () => {
-    expect(() => prepareReadOnlyStatement(db, 'SELECT 1; SELECT 2')).toThrow(/more than one statement/);
-    const loader = prepareReadOnlyStatement(db, "SELECT load_extension('/tmp/ferry-ext.so')");
+    expect(() => checkSqliteStatement(db, 'SELECT 1; SELECT 2')).toThrow(
+      expect.objectContaining({ code: 'ERR_STATEMENT_REJECTED', statement: 'MULTIPLE' }),
+    );
+    const loader = checkSqliteStatement(db, "SELECT load_extension('/tmp/ferry-ext.so')");
     expect(() => loader.get()).toThrow(/not authorized/);
   });
 
   it('lets reads and PRAGMA table_info through', () => {
-    expect(prepareReadOnlyStatement(db, 'SELECT count(*) AS n FROM users').get()).toEqual({ n: 3 });
-    expect(prepareReadOnlyStatement(db, 'PRAGMA table_info(users)').all()).toHaveLength(3);
+    expect(checkSqliteStatement(db, 'SELECT count(*) AS n FROM users').get()).toEqual({ n: 3 });
+    expect(checkSqliteStatement(db, 'PRAGMA table_info(users)').all()).toHaveLength(3);
   });
 });
