@@ -200,10 +200,6 @@ export interface Runtime {
    * the read fails.
    */
   snapshots(name: string, options?: SnapshotsOptions): Promise<SnapshotListing>;
-  /** Diagnostics: how many GETs of metadata.json the coordinator has made so far. */
-  metadataGets(): Promise<number>;
-  /** Diagnostics: end a dataset's thread as a crash would (it is restarted by supervision). */
-  terminateDatasetThread(name: string): Promise<void>;
   /** Stops polling, drains queries, closes engines and ends every thread; harmless to call twice. */
   close(): Promise<void>;
 }

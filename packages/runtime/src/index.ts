@@ -1,6 +1,7 @@
 /**
  * @ferry/runtime: the embed API. `createRuntime(spicepod, options)` starts a coordinator thread and
- * one thread per dataset and returns a {@link Runtime} to query, watch and drive them.
+ * one thread per dataset and returns a {@link Runtime} to query, watch and drive them. Test hooks
+ * (crash drills, read counts) live in the separate entry `@ferry/runtime/testing`.
  */
 export * from './api.js';
 export * from './errors.js';

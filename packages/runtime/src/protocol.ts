@@ -116,7 +116,7 @@ export type DatasetToCoordinator =
 export type CoordinatorToDataset =
   | RpcResponse
   | { readonly type: 'announce'; readonly snapshotId: number }
-  /** A crash drill: the thread throws an uncaught error, as a bug would. */
+  /** A crash drill (sent only through `@ferry/runtime/testing`): the thread throws an uncaught error, as a bug would. */
   | { readonly type: 'crash' }
   | { readonly type: 'stop'; readonly id: number };
 

@@ -7,6 +7,7 @@ import { readdir } from 'node:fs/promises';
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
+import { terminateDatasetThread } from '../src/testing.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
 
 let aws: LocalAws;
@@ -130,7 +131,7 @@ describe('runtime: bootstrap, polling and swaps with real threads', () => {
       code: 'ERR_THREAD_EXITED',
       message: "Dataset thread of 'orders' exited before answering; the request was not completed.",
     });
-    await runtime.terminateDatasetThread('orders');
+    await terminateDatasetThread(runtime, 'orders');
     await failed;
     await restarting;
     await expect(runtime.query('SELECT count(*) AS n FROM orders')).rejects.toMatchObject({
@@ -149,7 +150,7 @@ describe('runtime: bootstrap, polling and swaps with real threads', () => {
       'state',
       (event) => event.dataset === 'users' && event.state === 'restarting',
     );
-    await runtime.terminateDatasetThread('users');
+    await terminateDatasetThread(runtime, 'users');
     await restarting;
     await runtime.ready('users', { timeoutMs: 20_000 });
     expect((await runtime.query('SELECT max(version) AS v FROM users')).rows[0]?.v).toBe(before);

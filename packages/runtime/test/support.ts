@@ -65,25 +65,19 @@ export interface DatasetSpec {
   readonly interval?: string;
 }
 
-export function spicepod(
-  aws: LocalAws,
+/** A spicepod of `datasets` on `location`; `params` go under `snapshots.params` as written. */
+export function podYaml(
+  snapshotLocation: string,
   datasets: readonly DatasetSpec[],
-  extra: { queueUrl?: string; prefix?: string } = {},
+  params: readonly string[] = [],
 ): string {
   const lines = [
     'version: v1',
     'kind: Spicepod',
     'name: runtime-test',
     'snapshots:',
-    `  location: ${location(extra.prefix)}`,
-    '  params:',
-    `    s3_endpoint: ${aws.endpoint}`,
-    '    allow_http: true',
-    `    s3_region: ${aws.region}`,
-    '    s3_auth: key',
-    `    s3_key: ${aws.credentials.accessKeyId}`,
-    `    s3_secret: ${aws.credentials.secretAccessKey}`,
-    ...(extra.queueUrl === undefined ? [] : [`    s3_queue_url: ${extra.queueUrl}`]),
+    `  location: ${snapshotLocation}`,
+    ...(params.length === 0 ? [] : ['  params:', ...params.map((param) => `    ${param}`)]),
     'datasets:',
   ];
   for (const dataset of datasets) {
@@ -99,6 +93,22 @@ export function spicepod(
     );
   }
   return `${lines.join('\n')}\n`;
+}
+
+export function spicepod(
+  aws: LocalAws,
+  datasets: readonly DatasetSpec[],
+  extra: { queueUrl?: string; prefix?: string } = {},
+): string {
+  return podYaml(location(extra.prefix), datasets, [
+    `s3_endpoint: ${aws.endpoint}`,
+    'allow_http: true',
+    `s3_region: ${aws.region}`,
+    's3_auth: key',
+    `s3_key: ${aws.credentials.accessKeyId}`,
+    `s3_secret: ${aws.credentials.secretAccessKey}`,
+    ...(extra.queueUrl === undefined ? [] : [`s3_queue_url: ${extra.queueUrl}`]),
+  ]);
 }
 
 export function tempDir(prefix: string): Promise<string> {
