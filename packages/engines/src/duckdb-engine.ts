@@ -72,7 +72,9 @@ export async function createReadOnlyInstance(path: string): Promise<DuckDBInstan
   }
 }
 
-function bind(prepared: DuckDBPreparedStatement, params: readonly ScalarParam[]): void {
+/** Binds one value per `?` / `$n` (clearing earlier values); a count mismatch is `ERR_INVALID_PARAMETER`. */
+export function bindDuckDbParams(prepared: DuckDBPreparedStatement, params: readonly ScalarParam[]): void {
+  prepared.clearBindings();
   if (params.length !== prepared.parameterCount) {
     throw new InvalidParameterError(
       `The query has ${prepared.parameterCount} parameter(s) but ${params.length} value(s) were given; pass one value per ? or $n.`,
@@ -144,7 +146,7 @@ export class DuckDbEngine implements SnapshotEngine {
         return await work(connection);
       } catch (error) {
         if (error instanceof FerryError) throw error;
-        throw new QueryFailedError(this.path, error instanceof Error ? error.message : String(error), {
+        throw new QueryFailedError(`'${this.path}'`, error instanceof Error ? error.message : String(error), {
           cause: error,
         });
       } finally {
@@ -194,7 +196,7 @@ export class DuckDbEngine implements SnapshotEngine {
             `DuckDB refused a ${kind} statement on read-only snapshot '${this.path}'; send a single SELECT query.`,
           );
         }
-        bind(prepared, values);
+        bindDuckDbParams(prepared, values);
         const reader = await (maxRows === undefined
           ? prepared.runAndReadAll()
           : prepared.streamAndReadUntil(maxRows + 1)

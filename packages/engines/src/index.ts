@@ -1,4 +1,18 @@
 /** @ferry/engines: read-only DuckDB and SQLite (and Turso) adapters for the core `Engine` port. */
+
+export {
+  type ArrowColumn,
+  type ArrowValue,
+  ArrowValueError,
+  arrowSchemaOf,
+  arrowTypeOf,
+  batchesFromIpc,
+  batchToIpc,
+  type ColumnBuilder,
+  columnBuilder,
+  type IntervalValue,
+  RecordBatchBuilder,
+} from './arrow-results.js';
 export {
   arrowField,
   arrowList,
@@ -8,19 +22,25 @@ export {
   TIMESTAMPTZ_ZONE,
   UnmappedArrowTypeError,
 } from './arrow-types.js';
+export { duckDbArrowValue } from './duckdb-arrow.js';
 export {
+  bindDuckDbParams,
   DUCKDB_READ_ONLY_SETTINGS,
   DuckDbEngine,
   type DuckDbOpenOptions,
   openDuckDb,
 } from './duckdb-engine.js';
+export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export { duckDbTypeToArrow } from './duckdb-types.js';
 export type { OpenOptions, QueryControl, SnapshotEngine, TableColumn } from './engine.js';
 export {
+  CrossEngineLimitError,
   EngineClosedError,
   EngineOpenError,
   InvalidParameterError,
+  NamespaceTableError,
   QueryFailedError,
+  QueryResourceError,
   StatementRejectedError,
   TableNotFoundError,
   UnsupportedColumnTypeError,
@@ -29,6 +49,8 @@ export {
 } from './errors.js';
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
 export { type NumberedStatement, numberNamedParameters } from './named-parameters.js';
+export { prepareDuckDbStatement, prepareSqliteStatement } from './namespace-statements.js';
+export * from './namespace-types.js';
 export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema } from './schema-check.js';
@@ -42,6 +64,13 @@ export {
   tokenizeSql,
 } from './sql-guard.js';
 export { openSqlite, openSqliteSync, SqliteEngine } from './sqlite-engine.js';
+export {
+  SQLITE_MAX_ATTACHED,
+  SqliteNamespace,
+  type SqliteNamespaceOptions,
+  type SyncBatchSink,
+  sqliteArrowValue,
+} from './sqlite-namespace.js';
 export {
   type SqliteAffinity,
   sqliteAffinity,
