@@ -87,9 +87,15 @@ interface ResourceClass {
   readonly memorySource: string;
 }
 
+/** A prepared statement and the catalog version it was bound against. */
+interface CachedStatement {
+  readonly statement: DuckDBPreparedStatement;
+  readonly version: number;
+}
+
 interface PooledConnection {
   readonly connection: DuckDBConnection;
-  readonly statements: LRUCache<string, DuckDBPreparedStatement>;
+  readonly statements: LRUCache<string, CachedStatement>;
 }
 
 /** A result being read: what `consume` gets. */
@@ -423,9 +429,9 @@ class ClassInstance {
       try {
         pooled = {
           connection: await this.#instance.connect(),
-          statements: new LRUCache<string, DuckDBPreparedStatement>({
+          statements: new LRUCache<string, CachedStatement>({
             max: this.#statementCacheSize,
-            dispose: (statement) => statement.destroySync(),
+            dispose: (cached) => cached.statement.destroySync(),
           }),
         };
       } catch (error) {
@@ -710,7 +716,7 @@ export class DuckDbNamespace {
         })),
       );
       const fieldTypes = schema.fields.map((field) => field.type);
-      sink.schema(batchToIpc(schema));
+      sink.schema(batchToIpc(schema), read);
       const builder = new RecordBatchBuilder(schema);
       const batchRows = control.batchRows ?? 65_536;
       const batchBytes = control.batchBytes ?? 4 * MIB;
@@ -768,20 +774,36 @@ export class DuckDbNamespace {
     const interrupt = (): void => connection.interrupt();
     signal?.addEventListener('abort', interrupt, { once: true });
     try {
-      let prepared: DuckDBPreparedStatement | undefined;
       for (let attempt = 0; ; attempt++) {
         // A join across engines reads its SQLite datasets into DuckDB first (once per generation).
         for (const name of datasets) {
           const dataset = byName(this.#catalog, name);
           if (dataset?.engine === 'sqlite') await instance.ensureImported(dataset, this.#options.crossEngine);
         }
-        prepared ??= pooled.statements.get(sql);
-        if (prepared === undefined) {
-          prepared = await prepareDuckDbStatement(connection, sql);
-          pooled.statements.set(sql, prepared);
+        // A statement is bound to the generations attached when it was prepared (DuckDB refuses
+        // to run it once one is detached): prepared again after every catalog change.
+        let cached = pooled.statements.get(sql);
+        if (cached !== undefined && cached.version !== instance.applied.version) {
+          pooled.statements.delete(sql);
+          cached = undefined;
+        }
+        if (cached === undefined) {
+          const version = instance.applied.version;
+          cached = { statement: await prepareDuckDbStatement(connection, sql), version };
+          pooled.statements.set(sql, cached);
         }
         await instance.settled();
         signal?.throwIfAborted();
+        // The catalog moved while it was prepared: prepare it again on the new one.
+        if (cached.version !== instance.applied.version) {
+          if (attempt > 20)
+            throw new QueryFailedError(
+              subject,
+              'the catalog kept changing while the query was prepared; retry it.',
+            );
+          continue;
+        }
+        const prepared = cached.statement;
         // From here to startStream() nothing awaits: no catalog change can slip in, so the views
         // it binds are the generations of `instance.applied`.
         const applied = instance.applied;

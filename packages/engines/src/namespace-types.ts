@@ -73,8 +73,8 @@ export type RowsOutcome =
 
 /** How a query streams Arrow batches: each is handed over as a self-contained IPC stream. */
 export interface BatchSink {
-  /** Called once, before any batch, with the result's schema (an IPC stream with no batch). */
-  schema(ipc: Uint8Array): void;
+  /** Called once, before any batch, with the result's schema (an IPC stream with no batch) and what it reads. */
+  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void;
   /** Resolves when the consumer can take another batch (back-pressure); rejects to stop the query. */
   batch(ipc: Uint8Array, rows: number): Promise<void>;
 }

@@ -54,7 +54,7 @@ export interface SqliteNamespaceOptions {
 
 /** How a statement's result is handed over as Arrow, synchronously (the worker blocks meanwhile). */
 export interface SyncBatchSink {
-  schema(ipc: Uint8Array): void;
+  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void;
   /** Returns when the consumer can take another batch; throws to stop the query. */
   batch(ipc: Uint8Array, rows: number): void;
 }
@@ -328,7 +328,7 @@ export class SqliteNamespace {
             }),
           );
           types = schema.fields.map((field) => field.type);
-          sink.schema(batchToIpc(schema));
+          sink.schema(batchToIpc(schema), read);
           return new RecordBatchBuilder(schema);
         };
         const send = (): 'rows' | 'bytes' | undefined => {

@@ -183,6 +183,8 @@ describe('DuckDbNamespace', () => {
   });
 
   it('a swap: the next query reads the new generation; a query started before reads the old one to its end', async () => {
+    // Prepared (and kept) before the swap: prepared again after it, on the new generation.
+    expect(await rows('SELECT max(version) AS v FROM orders')).toMatchObject({ rows: [{ v: 1 }] });
     const sql = 'SELECT id, version FROM orders';
     const route = await namespace.route(sql);
     let release: (() => void) | undefined;
@@ -229,6 +231,8 @@ describe('DuckDbNamespace', () => {
     });
     expect(new Set(versions)).toEqual(new Set([1n]));
     expect(versions).toHaveLength(100);
+    // The connection that held the stream kept the statement prepared before the swap.
+    expect(await rows('SELECT max(version) AS v FROM orders')).toMatchObject({ rows: [{ v: 2 }] });
   });
 
   it('names what it cannot read: an unknown table, a dataset serving nothing', async () => {

@@ -1,9 +1,9 @@
 /**
  * One dataset's host: its machine with the real implementations of its actors — the live file
  * restored from a previous run, metadata reads shared through the coordinator, validated downloads
- * and atomic swaps — and the dataset's queries, commands and status on its channel to the host.
- * DuckDB queries run here, concurrently, on the current generation of the engine; SQLite reads run
- * in the host's read pool, told about each new file generation by this class.
+ * and atomic swaps — and the dataset's commands and status on its channel to the host. Queries do
+ * not run here: after each restore or swap the live file is linked as a new generation (a file
+ * that never changes) and the host is told, and the host's query pools attach it.
  *
  * It talks to the world only through the two ports it is given (the coordinator's and the host's),
  * so it runs the same in a dataset thread (`dataset-thread.ts`, the ports are `parentPort` and a
@@ -16,11 +16,9 @@ import type {
   DownloadedSnapshot,
   DownloadSnapshotInput,
   EngineName,
-  JsonValue,
   LoadedSnapshot,
   ObjectStore,
   PreparedSnapshot,
-  QueryResult,
   ReadMetadataOutput,
   VerifySnapshotInput,
 } from '@ferry/core';
@@ -35,19 +33,22 @@ import {
   type SwapSnapshotInput,
   serializeError,
 } from '@ferry/core';
+import { openEngine } from '@ferry/engines';
 import {
   commitSnapshot,
   type DownloadedSnapshot as DownloadedFile,
   discardPrepared,
   downloadSnapshot,
+  generationDirFor,
+  type LocalSnapshot,
+  linkGeneration,
   type PreparedSnapshot as PreparedFile,
+  pruneGenerations,
   restoreLocal,
-  ServingEngine,
   type SnapshotFilesOptions,
   verifySnapshot,
 } from '@ferry/snapshots';
 import { type Actor, createActor, fromPromise } from 'xstate';
-import { QueryTimeoutError, ResultTooLargeError } from './errors.js';
 import { toInspectionEvent } from './inspection.js';
 import type { LogRecord } from './logging.js';
 import type { MetadataReply } from './metadata-reader.js';
@@ -81,8 +82,7 @@ export class DatasetHost {
   /** The engine whose file format the dataset's snapshots have, once known (configured, or from metadata). */
   #engine: EngineName | undefined;
   #recordedLocation: string;
-  #serving: ServingEngine | undefined;
-  #generation = 0;
+  readonly #generationDir: string;
   /** Temporary files the machine holds tokens for: downloaded (not yet verified), and verified. */
   readonly #downloaded = new Map<string, DownloadedFile>();
   readonly #prepared = new Map<string, PreparedFile>();
@@ -108,6 +108,7 @@ export class DatasetHost {
     this.#ports = ports;
     this.#engine = config.engine;
     this.#recordedLocation = config.location;
+    this.#generationDir = generationDirFor(data.livePath, data.dataDir, config.name);
     this.#store = storeFor(config);
     this.#coordinatorRpc = new RpcClient<MetadataRequest>(ports.coordinator, 'The coordinator thread');
     this.#actor = this.#createActor();
@@ -120,6 +121,11 @@ export class DatasetHost {
   /** Starts the machine (it restores the live file, then consults the store). */
   start(): void {
     this.#actor.start();
+  }
+
+  /** Where this dataset's generation links are. */
+  get generationDir(): string {
+    return this.#generationDir;
   }
 
   #toHost(message: DatasetToHost): void {
@@ -166,38 +172,27 @@ export class DatasetHost {
   // The machine's actors.
   // ---------------------------------------------------------------------------------------------
 
-  /** Opens (or reopens, after a swap) the engine on the live file and tells the host where to read. */
-  async #serveLiveFile(kind: EngineName): Promise<void> {
-    this.#generation++;
-    const livePath = this.#data.livePath;
-    if (fileFormatOf(kind) === 'sqlite') {
-      this.#toHost({
-        type: 'sqlite-generation',
-        current: { generation: this.#generation, path: livePath, table: this.name },
-      });
-      return;
-    }
-    if (this.#serving === undefined) {
-      this.#serving = await ServingEngine.open({
-        dataset: this.name,
-        engine: 'duckdb',
-        table: this.name,
-        livePath,
-        drainTimeoutMs: 5_000,
-      });
-    } else {
-      await this.#serving.swap();
-    }
+  /** Links the live file as a new generation and tells the host: queries read it from now on. */
+  async #serveLiveFile(kind: EngineName, snapshot: LocalSnapshot): Promise<void> {
+    const path = await linkGeneration(this.#data.livePath, this.#generationDir, snapshot.snapshotId);
+    this.#toHost({
+      type: 'generation',
+      current: { path, snapshotId: snapshot.snapshotId, engine: fileFormatOf(kind), schema: snapshot.schema },
+    });
   }
 
   /** Serve the live file left by an earlier run, if it matches its manifest. */
   async #restoreLiveFile(): Promise<LoadedSnapshot | null> {
     const engine = this.#engine;
+    // Links of an earlier run are stale (the pools that held them are gone with it).
+    await pruneGenerations(this.#generationDir, 0);
     if (engine === undefined) return null;
     const local = await restoreLocal(this.#filesFor(engine));
     if (local === null) return null;
     try {
-      await this.#serveLiveFile(engine);
+      // The file matches its manifest; opening it proves the engine reads it and has the table.
+      await (await openEngine(engine, this.#data.livePath, { table: this.name })).close();
+      await this.#serveLiveFile(engine, local);
     } catch (error) {
       this.#log(
         'warn',
@@ -280,7 +275,7 @@ export class DatasetHost {
     this.#prepared.delete(input.prepared.token);
     const kind = this.#engine ?? 'duckdb';
     await commitSnapshot(this.#filesFor(kind), file);
-    await this.#serveLiveFile(kind);
+    await this.#serveLiveFile(kind, file.snapshot);
   }
 
   #createActor(): Actor<typeof datasetMachine> {
@@ -346,52 +341,14 @@ export class DatasetHost {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Queries and commands from the host.
+  // Commands and status requests from the host.
   // ---------------------------------------------------------------------------------------------
-
-  async #query(sql: string, params: readonly JsonValue[]): Promise<QueryResult> {
-    const serving = this.#serving;
-    if (serving === undefined) {
-      throw new Error(
-        `Dataset '${this.name}' has no DuckDB engine open; its queries run in the SQLite read pool.`,
-      );
-    }
-    const { queryTimeoutMs: timeoutMs, maxResultRows } = this.#data;
-    // The timeout interrupts the query in DuckDB (so it stops using a connection and CPU), and the
-    // row cap stops reading a result after one row too many (so it is never held whole).
-    const controller = new AbortController();
-    const query = serving.query(sql, params, {
-      signal: controller.signal,
-      ...(maxResultRows > 0 ? { maxRows: maxResultRows } : {}),
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const result =
-      timeoutMs > 0
-        ? await Promise.race([
-            query,
-            new Promise<never>((_resolve, reject) => {
-              timer = setTimeout(() => {
-                const timeout = new QueryTimeoutError(this.name, timeoutMs);
-                controller.abort(timeout);
-                reject(timeout);
-              }, timeoutMs);
-            }),
-          ]).finally(() => clearTimeout(timer))
-        : await query;
-    if (maxResultRows > 0 && result.rows.length > maxResultRows) {
-      throw new ResultTooLargeError(this.name, maxResultRows);
-    }
-    return result;
-  }
 
   #onHost(message: HostToDataset): void {
     const host = this.#ports.host;
     switch (message.type) {
       case 'inspecting':
         this.#inspecting = message.on;
-        break;
-      case 'query':
-        respond(host, message.id, () => this.#query(message.sql, message.params ?? []), serializeError);
         break;
       case 'status':
         respond(host, message.id, () => datasetStatus(this.#actor.getSnapshot()), serializeError);
@@ -444,16 +401,15 @@ export class DatasetHost {
     }
     this.#downloaded.clear();
     this.#prepared.clear();
-    await this.#serving?.close();
     await this.#store.close();
     this.#coordinatorRpc.close('stopped');
   }
 
   /**
-   * After an uncaught error: stop answering the host, interrupt the queries DuckDB is executing and
-   * wait (up to `limitMs`) for the machine's work, so the thread can end without tearing native code
-   * down under it. Pending queries are not answered; the host rejects them with ERR_THREAD_EXITED
-   * when the thread exits.
+   * After an uncaught error: stop answering the host and wait (up to `limitMs`) for the machine's
+   * work (a schema check runs DuckDB on this thread's behalf), so the thread can end without
+   * tearing native code down under it. Pending requests are not answered; the host rejects them
+   * with ERR_THREAD_EXITED when the thread exits.
    */
   async crash(error: unknown, limitMs = 10_000): Promise<void> {
     if (this.#crashing) return;
@@ -464,11 +420,7 @@ export class DatasetHost {
       { error: error instanceof Error ? error.message : String(error) },
     );
     this.#ports.host.close();
-    const closed = (async () => {
-      await this.#serving?.cancelAll();
-      await Promise.allSettled(this.#running);
-      await this.#serving?.close();
-    })();
+    const closed = Promise.allSettled(this.#running);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       closed,

@@ -9,7 +9,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ConfigIssue, DatasetConfig, DatasetStatus } from '@ferry/core';
 import type { DatasetInfo, StateEvent } from './api.js';
 import { DatasetFailedError, ReadyTimeoutError, RuntimeClosedError, UnknownDatasetError } from './errors.js';
-import type { DatasetDescriptor, HostToDataset, SqliteGeneration } from './protocol.js';
+import type { DatasetDescriptor, HostToDataset } from './protocol.js';
 import type { RpcClient } from './rpc.js';
 
 export interface DatasetEntry {
@@ -21,7 +21,6 @@ export interface DatasetEntry {
   status: DatasetStatus | undefined;
   state: DatasetInfo['state'];
   error: string | undefined;
-  sqlite: SqliteGeneration | null;
 }
 
 export class DatasetRegistry {
@@ -56,7 +55,6 @@ export class DatasetRegistry {
       status: undefined,
       state: config === undefined ? 'failed' : 'starting',
       error,
-      sqlite: null,
     });
   }
 

@@ -7,5 +7,4 @@ export * from './api.js';
 export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
-export { referencedTables, routeQuery } from './query-router.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';

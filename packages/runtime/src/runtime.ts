@@ -1,24 +1,38 @@
 /**
  * The host side of Ferry: `createRuntime()` loads a spicepod, starts the coordinator thread (which
  * starts one thread per dataset) and wires the parts behind the embed API: the dataset registry
- * (status, readiness), query dispatch, metrics, the inspection hub and the typed events. Messages
- * from the threads arrive here and are handed to the part that owns what they report.
+ * (status, readiness), the namespace's catalog and the query service with its pools, metrics, the
+ * inspection hub and the typed events. Messages from the threads arrive here and are handed to the
+ * part that owns what they report.
  */
-import { resolve } from 'node:path';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { ConfigIssue, DatasetConfig, DatasetEmitted, JsonValue } from '@ferry/core';
+import {
+  type ConfigIssue,
+  type DatasetConfig,
+  type DatasetEmitted,
+  type JsonValue,
+  parseByteSize,
+} from '@ferry/core';
+import type { DuckDbNamespaceOptions } from '@ferry/engines';
+import { generationsRoot, generationsRootFor } from '@ferry/snapshots';
 import type {
   DatasetCommand,
   DatasetInfo,
   InspectionEvent,
   QueryOptions,
   Runtime,
+  RuntimeArrowResult,
   RuntimeEvents,
   RuntimeMetrics,
   RuntimeOptions,
   RuntimeQueryResult,
+  RuntimeQueryStream,
   SnapshotListing,
   SnapshotsOptions,
+  StreamOptions,
 } from './api.js';
 import { type DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import { DatasetFailedError, DatasetNotReadyError, RuntimeClosedError } from './errors.js';
@@ -32,10 +46,12 @@ import type {
   HostToCoordinator,
   HostToDataset,
 } from './protocol.js';
-import { QueryDispatcher } from './query-dispatch.js';
+import { QueryCatalog } from './query-catalog.js';
+import { QueryService, type QueryServiceOptions } from './query-service.js';
 import { RpcClient } from './rpc.js';
 import { RuntimeMetricsCounter } from './runtime-metrics.js';
 import { loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
+import { livePathFor } from './stores.js';
 import { type RuntimeTestHooks, TEST_HOOKS } from './test-hooks.js';
 import { threadFile } from './thread-files.js';
 
@@ -63,7 +79,8 @@ class HostRuntime implements Runtime {
   readonly #registry: DatasetRegistry;
   readonly #metrics = new RuntimeMetricsCounter();
   readonly #inspection: InspectionHub;
-  readonly #dispatch: QueryDispatcher;
+  readonly #catalog: QueryCatalog;
+  readonly #queries: QueryService;
   readonly #coordinator: Worker;
   readonly #coordinatorRpc: RpcClient<HostToCoordinator>;
   #closing: Promise<void> | undefined;
@@ -85,20 +102,19 @@ class HostRuntime implements Runtime {
     this.#inspection = new InspectionHub(() => {
       for (const entry of this.#registry.entries()) this.#tellInspecting(entry);
     });
-    const queryTimeoutMs = options.queryTimeoutMs ?? 30_000;
-    const maxResultRows = options.maxResultRows ?? 100_000;
-    this.#dispatch = new QueryDispatcher(this.#registry, {
-      queryTimeoutMs,
-      maxResultRows,
-      ...(options.sqliteReadThreads === undefined ? {} : { sqliteReadThreads: options.sqliteReadThreads }),
-    });
+    const dataDir = resolve(baseDir, options.dataDir ?? '.ferry/data');
+    this.#catalog = new QueryCatalog(this.#registry, (catalog) => this.#queries.setCatalog(catalog));
+    this.#queries = new QueryService(
+      this.#registry,
+      this.#catalog,
+      queryServiceOptions(options, datasets, baseDir, dataDir),
+      logger,
+    );
     const workerData: CoordinatorWorkerData = {
       config,
       datasets,
       baseDir,
-      dataDir: resolve(baseDir, options.dataDir ?? '.ferry/data'),
-      queryTimeoutMs,
-      maxResultRows,
+      dataDir,
       metadataWindowMs: options.metadataWindowMs ?? 2_000,
       restartBackoffMs: options.restartBackoffMs ?? [1_000, 2_000, 5_000, 10_000, 30_000],
       stopTimeoutMs: 10_000,
@@ -154,7 +170,7 @@ class HostRuntime implements Runtime {
         entry.port?.close();
         entry.port = undefined;
         entry.rpc = undefined;
-        entry.sqlite = null;
+        this.#catalog.withdraw(entry);
         entry.error = message.error?.message ?? `thread exited with code ${message.exitCode}`;
         this.#registry.setState(entry, 'restarting', entry.status);
         break;
@@ -184,8 +200,8 @@ class HostRuntime implements Runtime {
       case 'log':
         writeLog(this.#logger, message.record);
         break;
-      case 'sqlite-generation':
-        this.#dispatch.setSqliteGeneration(entry, message.current);
+      case 'generation':
+        this.#catalog.announce(entry, message.current);
         break;
       case 'downloaded':
         // Downloaded while nothing is served: this thread is bootstrapping from the store.
@@ -244,7 +260,25 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#dispatch.query(sql, params, options, (name, timeoutMs) => this.ready(name, { timeoutMs }));
+    return this.#queries.query(sql, params, options);
+  }
+
+  async queryArrow(
+    sql: string,
+    params: readonly JsonValue[] = [],
+    options: QueryOptions = {},
+  ): Promise<RuntimeArrowResult> {
+    if (this.#closing !== undefined) throw new RuntimeClosedError();
+    return this.#queries.queryArrow(sql, params, options);
+  }
+
+  async queryStream(
+    sql: string,
+    params: readonly JsonValue[] = [],
+    options: StreamOptions = {},
+  ): Promise<RuntimeQueryStream> {
+    if (this.#closing !== undefined) throw new RuntimeClosedError();
+    return this.#queries.queryStream(sql, params, options);
   }
 
   on<K extends keyof RuntimeEvents>(event: K, listener: (payload: RuntimeEvents[K]) => void): () => void {
@@ -303,6 +337,80 @@ class HostRuntime implements Runtime {
       entry.rpc?.close('closed');
       entry.port?.close();
     }
-    await this.#dispatch.close(new RuntimeClosedError());
+    await this.#queries.close(new RuntimeClosedError());
   }
+}
+
+const GIB = 2 ** 30;
+
+function size(option: string, value: string | number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const bytes = parseByteSize(value);
+  if (bytes === undefined || bytes <= 0) {
+    throw new TypeError(
+      `${option}: ${JSON.stringify(value)} is not a size; write it like '4GB' or '512MiB', or give bytes.`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * The query service's settings and their defaults: the DuckDB workers share half of the machine's
+ * memory and all of its cores; each instance may spill 4 GiB into `<dataDir>/.query/tmp/`; the
+ * namespaces reach only the generation directories (`.generations/`, or `.ferry-generations/`
+ * beside a live file outside the data directory).
+ */
+function queryServiceOptions(
+  options: RuntimeOptions,
+  datasets: readonly DatasetConfig[],
+  baseDir: string,
+  dataDir: string,
+): QueryServiceOptions {
+  const workers = Math.max(1, options.duckdbQueryThreads ?? 1);
+  const queryDir = join(dataDir, '.query');
+  const tempRoot = join(queryDir, 'tmp');
+  const mainPath = join(queryDir, 'main.sqlite');
+  const livePaths = datasets.map((dataset) => livePathFor(dataset, baseDir, dataDir));
+  const roots = [
+    ...new Set([generationsRoot(dataDir), ...livePaths.map((path) => generationsRootFor(path, dataDir))]),
+  ];
+  const privateRoots = [...new Set([dataDir, ...livePaths.map((path) => dirname(path))])];
+  const memoryLimitBytes = size(
+    'queryMemoryLimit',
+    options.queryMemoryLimit,
+    Math.max(256 * 2 ** 20, Math.floor(totalmem() / 2 / workers)),
+  );
+  const duckdb = (index: number): DuckDbNamespaceOptions => ({
+    allowedDirectories: roots.map((root) => `${root}/`),
+    tempDirectory: join(tempRoot, `duckdb-${index}`),
+    maxTempBytes: size('queryTempDirectorySize', options.queryTempDirectorySize, 4 * GIB),
+    memoryLimitBytes,
+    threads: Math.max(1, options.queryThreads ?? Math.floor(availableParallelism() / workers)),
+    settings: { memory: 'queryMemoryLimit', threads: 'queryThreads', temp: 'queryTempDirectorySize' },
+    crossEngine: {
+      maxRows: options.crossEngineMaxRows ?? 1_000_000,
+      maxBytes: options.crossEngineMaxBytes ?? 256 * 2 ** 20,
+    },
+    privateRoots,
+  });
+  return {
+    queryTimeoutMs: options.queryTimeoutMs ?? 30_000,
+    maxResultRows: options.maxResultRows ?? 100_000,
+    maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
+    maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
+    sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
+    duckdbWorkers: workers,
+    duckdb,
+    sqlite: { mainPath, privateRoots },
+    resourceLimits: options.queryWorkerResourceLimits ?? { maxOldGenerationSizeMb: 2048 },
+    prepare: async () => {
+      // Temporary files of an earlier run are garbage; every worker spills into a directory of its own.
+      await rm(tempRoot, { recursive: true, force: true });
+      for (let index = 0; index < workers; index++) {
+        await mkdir(join(tempRoot, `duckdb-${index}`), { recursive: true });
+      }
+      await writeFile(mainPath, '', { flag: 'a' });
+    },
+  };
 }

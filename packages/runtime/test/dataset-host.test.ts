@@ -1,21 +1,22 @@
 /**
  * A dataset's host in-process: the real machine, real snapshot files on a file:// store, the real
  * shared metadata reader; MessageChannels stand where the thread boundaries would be (the test holds
- * the coordinator's and the host's ends). Bootstrap, restart from the live file, a swap on an
- * announcement, commands, status and a clean stop.
+ * the coordinator's and the host's ends). Bootstrap, generations announced as links the engines
+ * read, restart from the live file, a swap on an announcement, commands, status and a clean stop.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { type DatasetConfig, type DatasetStatus, loadSpicepod, throwIfFatal } from '@ferry/core';
+import { openEngine } from '@ferry/engines';
 import { createObjectStore } from '@ferry/store';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatasetHost } from '../src/dataset-host.js';
 import type { LogRecord } from '../src/logging.js';
 import { LocationMetadataReader } from '../src/metadata-reader.js';
-import type { DatasetToHost, HostToDataset } from '../src/protocol.js';
+import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/protocol.js';
 import { RpcClient, respond } from '../src/rpc.js';
 import { podYaml, tempDir } from './support.js';
 
@@ -83,7 +84,7 @@ class Harness {
       for (const waiter of [...this.#waiters]) waiter();
     });
     this.host = new DatasetHost(
-      { dataset: config, livePath, pollPhaseMs: 0, queryTimeoutMs: 5_000, maxResultRows: 1_000 },
+      { dataset: config, livePath, pollPhaseMs: 0, dataDir: join(livePath, '..') },
       { coordinator: coordinatorChannel.port2, host: hostChannel.port2 },
     );
   }
@@ -109,6 +110,11 @@ class Harness {
     );
   }
 
+  /** Every generation announced so far. */
+  generations(): (AnnouncedGeneration | null)[] {
+    return this.messages.flatMap((message) => (message.type === 'generation' ? [message.current] : []));
+  }
+
   logs(): LogRecord[] {
     return this.messages.flatMap((message) => (message.type === 'log' ? [message.record] : []));
   }
@@ -122,14 +128,25 @@ class Harness {
 }
 
 describe('DatasetHost in-process', () => {
-  it('bootstraps from the store, answers queries and status, swaps on an announcement and stops cleanly', async () => {
+  it('bootstraps from the store, announces each generation as a link of its own, swaps on an announcement and stops cleanly', async () => {
     const first = await publish('orders', 'duckdb', 1);
     const dir = join(work, 'duckdb');
     const harness = new Harness(datasetConfig('orders', 'duckdb'), join(dir, 'orders.duckdb'));
     harness.host.start();
     await harness.serving(first.snapshotId);
-    const query = { type: 'query', id: 0, sql: 'SELECT max(version) AS v FROM orders', params: [] } as const;
-    expect((await harness.rpc.request<{ rows: unknown[] }>(query)).rows).toEqual([{ v: 1 }]);
+    const version = async (path: string) => {
+      const engine = await openEngine('duckdb', path);
+      try {
+        return (await engine.query('SELECT max(version) AS v FROM orders')).rows;
+      } finally {
+        await engine.close();
+      }
+    };
+    const [one] = harness.generations();
+    expect(one).toMatchObject({ snapshotId: first.snapshotId, engine: 'duckdb' });
+    expect(one?.path.startsWith(join(dir, '.generations', 'orders'))).toBe(true);
+    expect(one?.schema.fields.map((field) => field.name)).toEqual(['id', 'version']);
+    expect(await version(one?.path as string)).toEqual([{ v: 1 }]);
 
     const second = await publish('orders', 'duckdb', 2);
     harness.toCoordinator.postMessage({ type: 'announce', snapshotId: second.snapshotId });
@@ -137,7 +154,11 @@ describe('DatasetHost in-process', () => {
     expect(swapped).toMatchObject({
       emitted: expect.arrayContaining([expect.objectContaining({ type: 'swap' })]),
     });
-    expect((await harness.rpc.request<{ rows: unknown[] }>(query)).rows).toEqual([{ v: 2 }]);
+    const [, two] = harness.generations();
+    expect(two).toMatchObject({ snapshotId: second.snapshotId, engine: 'duckdb' });
+    // Each generation keeps its own snapshot: the first link still reads version 1.
+    expect(await version(two?.path as string)).toEqual([{ v: 2 }]);
+    expect(await version(one?.path as string)).toEqual([{ v: 1 }]);
     const status = await harness.rpc.request<DatasetStatus>({ type: 'status', id: 0 });
     expect(status.servingSnapshotId).toBe(second.snapshotId);
 
@@ -155,29 +176,36 @@ describe('DatasetHost in-process', () => {
     await firstRun.stop();
     expect(existsSync(livePath)).toBe(true);
 
+    const earlier = firstRun.generations()[0]?.path as string;
     const secondRun = new Harness(datasetConfig('events', 'duckdb'), livePath);
     secondRun.host.start();
     await secondRun.serving(published.snapshotId);
     expect(secondRun.logs().map((record) => record.message)).toContain(
       `Dataset 'events' serves snapshot ${published.snapshotId} from its live file while the store is consulted`,
     );
+    // The earlier run's link is gone (stale); the new one names the same snapshot.
+    expect(existsSync(earlier)).toBe(false);
+    expect(secondRun.generations()[0]).toMatchObject({ snapshotId: published.snapshotId });
     await secondRun.stop();
   });
 
-  it('an SQLite dataset tells the host which file its reads go to, and again after each swap', async () => {
+  it('an SQLite dataset announces its generations the same way, after each swap', async () => {
     const dir = join(work, 'sqlite');
     const livePath = join(dir, 'users.sqlite');
     const first = await publish('users', 'sqlite', 1);
     const harness = new Harness(datasetConfig('users', 'sqlite'), livePath);
     harness.host.start();
     await harness.serving(first.snapshotId);
-    const generations = () =>
-      harness.messages.flatMap((message) => (message.type === 'sqlite-generation' ? [message.current] : []));
-    expect(generations()).toEqual([{ generation: 1, path: livePath, table: 'users' }]);
+    expect(harness.generations()).toEqual([
+      expect.objectContaining({ snapshotId: first.snapshotId, engine: 'sqlite' }),
+    ]);
     const second = await publish('users', 'sqlite', 2);
     await harness.rpc.request<void>({ type: 'command', id: 0, command: 'poll.now' });
     await harness.serving(second.snapshotId);
-    expect(generations().map((current) => current?.generation)).toEqual([1, 2]);
+    expect(harness.generations().map((current) => current?.snapshotId)).toEqual([
+      first.snapshotId,
+      second.snapshotId,
+    ]);
     await harness.stop();
   });
 });

@@ -8,6 +8,7 @@
 
 import { ENGINE_NAMES, type EngineName, fileFormatOf } from '../engines.js';
 import { type Location, parseLocation } from '../location.js';
+import { parseByteSize } from './byte-size.js';
 import { closest, type Reporter } from './issues.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
 import type {
@@ -583,27 +584,12 @@ function readInterval(report: Reporter, at: string, accel: Record<string, unknow
   return readDuration(report, `${at}.refresh_check_interval`, accel.refresh_check_interval);
 }
 
-/** Bytes per unit of a memory size (DuckDB's units: decimal KB/MB/GB/TB, binary KiB/MiB/GiB/TiB). */
-const MEMORY_UNITS: Readonly<Record<string, number>> = {
-  b: 1,
-  kb: 1e3,
-  mb: 1e6,
-  gb: 1e9,
-  tb: 1e12,
-  kib: 2 ** 10,
-  mib: 2 ** 20,
-  gib: 2 ** 30,
-  tib: 2 ** 40,
-};
-
 /** `duckdb_memory_limit`: `512MB`, `2GiB`, `1.5 GB`, or a number of bytes; at least 16 MiB. */
 function readMemoryLimit(report: Reporter, path: string, value: unknown, env: Env): number | undefined {
   const text = typeof value === 'number' ? String(value) : readParam(report, path, value, env);
   if (text === undefined) return undefined;
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const unit = MEMORY_UNITS[(match?.[2] ?? '').toLowerCase() || 'b'];
-  const bytes = match === null || unit === undefined ? Number.NaN : Math.floor(Number(match[1]) * unit);
-  if (!Number.isSafeInteger(bytes) || bytes < 16 * 2 ** 20) {
+  const bytes = parseByteSize(text);
+  if (bytes === undefined || bytes < 16 * 2 ** 20) {
     report.error(path, `'${text}' is not a memory size of at least 16 MiB; write it like 512MB or 2GiB`);
     return undefined;
   }
