@@ -224,6 +224,7 @@ class ClassInstance {
   applied: NamespaceCatalog = { version: 0, datasets: [] };
   #changing: Promise<void> = Promise.resolve();
   #inFlight = 0;
+  readonly #finished = new Set<() => void>();
 
   private constructor(
     resources: ResourceClass,
@@ -445,7 +446,21 @@ class ClassInstance {
     return pooled;
   }
 
+  /** Resolves once a query of this instance finished (or after `ms`). */
+  quieter(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#finished.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#finished.add(done);
+    });
+  }
+
   release(pooled: PooledConnection): void {
+    for (const done of [...this.#finished]) done();
     this.#busy.delete(pooled);
     this.#inFlight--;
     const waiter = this.#waiters.shift();
@@ -706,7 +721,7 @@ export class DuckDbNamespace {
     sink: BatchSink,
     control: BatchControl = {},
   ): Promise<BatchOutcome> {
-    return this.#run(sql, params, route, control, async ({ result, read }, stop) => {
+    return this.#run(sql, params, route, control, async ({ result, read }, stop, emitted) => {
       const names = uniqueColumnNames(result.columnNames());
       const types = result.columnTypes();
       const schema = arrowSchemaOf(
@@ -717,6 +732,7 @@ export class DuckDbNamespace {
       );
       const fieldTypes = schema.fields.map((field) => field.type);
       sink.schema(batchToIpc(schema), read);
+      emitted();
       const builder = new RecordBatchBuilder(schema);
       const batchRows = control.batchRows ?? 65_536;
       const batchBytes = control.batchBytes ?? 4 * MIB;
@@ -756,13 +772,39 @@ export class DuckDbNamespace {
     });
   }
 
+  /**
+   * Runs a query; if it runs out of memory or temporary space while other queries share its
+   * instance, and has handed nothing to its caller yet, it runs once more after one of them ended:
+   * the query that exhausted the instance is then usually gone (it fails fast), and the one that
+   * merely needed a page meanwhile is answered.
+   */
   async #run<T>(
     sql: string,
     params: readonly JsonValue[],
     route: QueryRoute,
     control: NamespaceQueryControl,
-    consume: (started: StartedQuery, stop: () => void) => Promise<T>,
+    consume: (started: StartedQuery, stop: () => void, emitted: () => void) => Promise<T>,
   ): Promise<T> {
+    let emitted = false;
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await this.#attempt(sql, params, route, control, (started, stop) =>
+        consume(started, stop, () => {
+          emitted = true;
+        }),
+      );
+      if (!('retry' in outcome)) return outcome.value;
+      if (emitted || attempt > 0) throw outcome.error;
+      await outcome.retry;
+    }
+  }
+
+  async #attempt<T>(
+    sql: string,
+    params: readonly JsonValue[],
+    route: QueryRoute,
+    control: NamespaceQueryControl,
+    consume: (started: StartedQuery, stop: () => void) => Promise<T>,
+  ): Promise<{ readonly value: T } | { readonly retry: Promise<void>; readonly error: unknown }> {
     const values = scalarParams(params);
     const { signal } = control;
     signal?.throwIfAborted();
@@ -832,11 +874,16 @@ export class DuckDbNamespace {
           }
           throw error;
         }
-        return await consume({ result, read }, interrupt);
+        return { value: await consume({ result, read }, interrupt) };
       }
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason;
-      throw this.#engineError(error, subject, instance.resources);
+      const failure = this.#engineError(error, subject, instance.resources);
+      // Others share the instance: wait for one of them to end, then try again (see #run).
+      if (failure instanceof QueryResourceError && instance.inFlight > 1) {
+        return { retry: instance.quieter(2_000), error: failure };
+      }
+      throw failure;
     } finally {
       signal?.removeEventListener('abort', interrupt);
       instance.release(pooled);

@@ -130,6 +130,11 @@ export class DuckDbQueryPool {
     this.#workers[index] = this.#start(index);
   }
 
+  /** Queries not answered yet, over every worker. */
+  get inFlight(): number {
+    return this.#workers.reduce((sum, worker) => sum + (worker?.pending.size ?? 0), 0);
+  }
+
   /** Tells every worker about a new catalog version. */
   setCatalog(catalog: NamespaceCatalog): void {
     this.#catalog = catalog;

@@ -110,7 +110,14 @@ export class QueryService {
 
   /** A new catalog version: the DuckDB workers attach it now; SQLite tasks carry it from now on. */
   setCatalog(catalog: NamespaceCatalog): void {
-    this.#duckdb?.setCatalog(catalog);
+    if (this.#duckdb !== undefined) this.#duckdb.setCatalog(catalog);
+    else if (catalog.datasets.some((dataset) => dataset.engine === 'duckdb' && dataset.generation !== null)) {
+      // The first DuckDB dataset serves: start the workers now, not on the first query.
+      void this.#pools().then(
+        () => this.#duckdbPool(),
+        () => undefined,
+      );
+    }
   }
 
   async #pools(): Promise<void> {
@@ -242,45 +249,39 @@ export class QueryService {
   }
 
   /**
-   * Runs one pool query under the timeout and the caller's signal (both cancel it in its engine).
-   * `datasets` names it in a timeout's message (DuckDB says what it reads before it starts).
+   * Runs one DuckDB query under the timeout and the caller's signal (both interrupt it in its
+   * engine). The clock starts when the worker starts it (a worker still starting is not counted,
+   * as in the SQLite pool); DuckDB says then which datasets it reads, for the timeout's message.
    */
-  #bounded(
-    start: (listener: QueryListener) => PoolQuery,
-    datasets: readonly string[],
-    options: QueryOptions,
-  ): Promise<QueryAnswer> {
-    let named = datasets;
-    const query = start({
-      routed: (read) => {
-        if (read !== undefined) named = read;
-      },
-    });
+  #bounded(start: (listener: QueryListener) => PoolQuery, options: QueryOptions): Promise<QueryAnswer> {
     const { signal } = options;
     const timeoutMs = this.#options.queryTimeoutMs;
     return new Promise<QueryAnswer>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
+      const finish = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const query = start({
+        routed: (datasets) => {
+          if (timeoutMs <= 0) return;
+          timer = setTimeout(() => {
+            query.cancel();
+            finish();
+            reject(new QueryTimeoutError(datasets ?? [], timeoutMs));
+          }, timeoutMs);
+        },
+      });
       const onAbort = (): void => {
         query.cancel();
         finish();
         reject(new QueryCancelledError(signal?.reason));
-      };
-      const finish = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
       };
       if (signal?.aborted === true) {
         onAbort();
         return;
       }
       signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs > 0) {
-        timer = setTimeout(() => {
-          query.cancel();
-          finish();
-          reject(new QueryTimeoutError(named, timeoutMs));
-        }, timeoutMs);
-      }
       query.answer.then(
         (answer) => {
           finish();
@@ -303,7 +304,7 @@ export class QueryService {
     const request = this.#request(sql, params, maxRows, maxBytes);
     const { engine, answer } = await this.#execute<never>(sql, options, (where, datasets) =>
       where === 'duckdb'
-        ? this.#bounded((listener) => this.#duckdbPool().run(request, 'rows', listener), datasets, options)
+        ? this.#bounded((listener) => this.#duckdbPool().run(request, 'rows', listener), options)
         : this.#sqlitePool().run(datasets, request, options.signal),
     );
     if (answer.kind !== 'rows')
@@ -396,6 +397,11 @@ export class QueryService {
       cancel: () => stream.fail(new QueryCancelledError('cancel() was called')),
       ...provenance(stream.read, engine),
     };
+  }
+
+  /** Queries the pools have not answered yet. */
+  get inFlight(): number {
+    return (this.#duckdb?.inFlight ?? 0) + (this.#sqlite?.inFlight ?? 0);
   }
 
   async close(reason: Error): Promise<void> {

@@ -139,6 +139,7 @@ class HostRuntime implements Runtime {
         this.#registry.get(name);
         await this.#coordinatorRpc.request<void>({ type: 'terminate-dataset', id: 0, dataset: name });
       },
+      queriesInFlight: () => this.#queries.inFlight,
     };
   }
 

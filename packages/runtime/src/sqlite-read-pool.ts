@@ -75,6 +75,7 @@ export class SqliteReadPool {
   #scheduled = false;
   #closed: Error | undefined;
   #batches = 0;
+  #unanswered = 0;
 
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
@@ -94,6 +95,11 @@ export class SqliteReadPool {
     });
   }
 
+  /** Queries and streams not answered yet (queued or running). */
+  get inFlight(): number {
+    return this.#unanswered;
+  }
+
   /** Batches sent to workers so far (a query sent again after a timeout counts again). */
   get batches(): number {
     return this.#batches;
@@ -103,16 +109,22 @@ export class SqliteReadPool {
   run(datasets: readonly string[], query: QueryRequest, signal?: AbortSignal): Promise<SqliteReadResult> {
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
     if (signal?.aborted === true) return Promise.reject(new QueryCancelledError(signal.reason));
+    this.#unanswered++;
+    const answered = (): void => {
+      this.#unanswered--;
+    };
     return new Promise<SqliteReadResult>((resolve, reject) => {
       const pending: Pending = {
         datasets,
         query,
         signal,
         resolve: (result) => {
+          if (!pending.done) answered();
           pending.done = true;
           resolve(result);
         },
         reject: (error) => {
+          if (!pending.done) answered();
           pending.done = true;
           reject(error);
         },
@@ -165,6 +177,7 @@ export class SqliteReadPool {
       control,
       ...(batchRows === undefined ? {} : { batchRows }),
     };
+    this.#unanswered++;
     const answer = (async (): Promise<QueryAnswer> => {
       if (this.#closed !== undefined) throw this.#closed;
       try {
@@ -174,6 +187,7 @@ export class SqliteReadPool {
           transferList: [channel.port2],
         })) as SqliteReadResult;
       } finally {
+        this.#unanswered--;
         channel.port1.close();
       }
     })();

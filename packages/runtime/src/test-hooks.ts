@@ -9,6 +9,8 @@ export interface RuntimeTestHooks {
   metadataGets(): Promise<number>;
   /** Ends a dataset's thread as a crash would (an uncaught error in it); supervision restarts it. */
   terminateDatasetThread(name: string): Promise<void>;
+  /** Queries the query pools have not answered yet (a cancelled one counts until its engine stopped). */
+  queriesInFlight(): number;
 }
 
 export const TEST_HOOKS: unique symbol = Symbol.for('@ferry/runtime/test-hooks') as never;

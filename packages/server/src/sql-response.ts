@@ -6,7 +6,7 @@
  * own, `application/vnd.apache.arrow.stream` (an Arrow IPC stream, streamed from the engine with
  * back-pressure: see `arrowBody`). An `Accept` naming none of them gets JSON, as Spice answers it.
  */
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import type { ArrowField } from '@ferry/core';
 import { arrowField, RecordBatchBuilder, resultColumnArrowType } from '@ferry/engines';
 import type { RuntimeQueryResult, RuntimeQueryStream } from '@ferry/runtime';
@@ -80,5 +80,11 @@ async function* batchesOrEmpty(stream: RuntimeQueryStream): AsyncGenerator<Recor
  * engine; a client that goes away destroys the body, which cancels the query.
  */
 export function arrowBody(stream: RuntimeQueryStream): Readable {
-  return Readable.from(batchesOrEmpty(stream)).pipe(RecordBatchStreamWriter.throughNode());
+  // pipeline, not pipe: destroying the body (the client left) also ends the source, and an error
+  // of either side ends both instead of going unhandled.
+  return pipeline(
+    Readable.from(batchesOrEmpty(stream)),
+    RecordBatchStreamWriter.throughNode(),
+    () => undefined,
+  );
 }
