@@ -217,8 +217,12 @@ export class QueryService {
         }
         return { engine, answer };
       }
-      if (hop >= MAX_HOPS)
-        throw new DatasetNotReadyError(plan?.datasets?.join(', ') ?? sql.slice(0, 40), 'unavailable');
+      if (hop >= MAX_HOPS && answer.kind === 'table') {
+        throw new DatasetNotReadyError(
+          answer.table,
+          this.#registry.find(answer.table)?.state ?? 'unavailable',
+        );
+      }
     }
   }
 
