@@ -16,7 +16,7 @@ import { b2 } from './scenarios/b2-swap.js';
 import { b3 } from './scenarios/b3-freshness.js';
 import { b4 } from './scenarios/b4-download.js';
 import { b5 } from './scenarios/b5-scale.js';
-import { b6 } from './scenarios/b6-join.js';
+import { b8 } from './scenarios/b8-join.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -27,7 +27,7 @@ export interface RunRequest {
   readonly resultFile: string;
 }
 
-const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = { b1, b2, b3, b4, b5, b6, soak };
+const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = { b1, b2, b3, b4, b5, b8, soak };
 
 const request = JSON.parse(process.argv[2] ?? '{}') as RunRequest;
 const scenario = SCENARIOS[request.id];

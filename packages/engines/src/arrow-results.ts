@@ -134,11 +134,7 @@ class Bits {
 
   set(index: number, on: boolean): void {
     const byte = index >> 3;
-    if (byte >= this.bits.length) {
-      const grown = new Uint8Array(Math.max(this.bits.length * 2, byte + 1));
-      grown.set(this.bits);
-      this.bits = grown;
-    }
+    this.bits = room(this.bits, byte + 1);
     if (on) this.bits[byte] = (this.bits[byte] as number) | (1 << (index & 7));
   }
 
@@ -159,6 +155,19 @@ class Validity extends Bits {
   finish(length: number): Uint8Array | undefined {
     return this.nulls === 0 ? undefined : this.slice(length);
   }
+
+  /** What every column's `Data` has: its type, length, null count and validity bitmap. */
+  data<T extends arrow.DataType>(type: T, length: number) {
+    return { type, length, nullCount: this.nulls, nullBitmap: this.finish(length) };
+  }
+}
+
+/** `array`, or a copy at least twice as long when `needed` elements would not fit. */
+function room<T extends Uint8Array | Int32Array | Typed>(array: T, needed: number): T {
+  if (needed <= array.length) return array;
+  const grown = new (array.constructor as new (length: number) => T)(Math.max(array.length * 2, needed));
+  grown.set(array as never);
+  return grown;
 }
 
 type Typed =
@@ -216,11 +225,7 @@ class FixedBuilder implements ColumnBuilder {
 
   append(value: ArrowValue): void {
     const at = this.length * this.#width;
-    if (at + this.#width > this.#data.length) {
-      const grown = new this.#ctor(this.#data.length * 2);
-      grown.set(this.#data as never);
-      this.#data = grown;
-    }
+    this.#data = room(this.#data, at + this.#width);
     this.#validity.set(this.length, value !== null);
     if (value !== null) this.#write(this.#data, at, value);
     this.length++;
@@ -228,10 +233,7 @@ class FixedBuilder implements ColumnBuilder {
 
   finish(): arrow.Data {
     return arrow.makeData({
-      type: this.#type,
-      length: this.length,
-      nullCount: this.#validity.nulls,
-      nullBitmap: this.#validity.finish(this.length),
+      ...this.#validity.data(this.#type, this.length),
       data: this.#data.subarray(0, this.length * this.#width),
     } as never);
   }
@@ -255,10 +257,7 @@ class BoolBuilder implements ColumnBuilder {
 
   finish(): arrow.Data {
     return arrow.makeData({
-      type: new arrow.Bool(),
-      length: this.length,
-      nullCount: this.#validity.nulls,
-      nullBitmap: this.#validity.finish(this.length),
+      ...this.#validity.data(new arrow.Bool(), this.length),
       data: this.#values.slice(this.length),
     });
   }
@@ -287,17 +286,9 @@ class BytesBuilder implements ColumnBuilder {
     if (typeof value === 'string') bytes = encoder.encode(value);
     else if (value instanceof Uint8Array) bytes = value;
     else if (value !== null) throw new ArrowValueError(this.#type, value);
-    if (this.length + 2 > this.#offsets.length) {
-      const grown = new Int32Array(this.#offsets.length * 2);
-      grown.set(this.#offsets);
-      this.#offsets = grown;
-    }
+    this.#offsets = room(this.#offsets, this.length + 2);
     if (bytes !== undefined) {
-      if (this.#size + bytes.length > this.#data.length) {
-        const grown = new Uint8Array(Math.max(this.#data.length * 2, this.#size + bytes.length));
-        grown.set(this.#data.subarray(0, this.#size));
-        this.#data = grown;
-      }
+      this.#data = room(this.#data, this.#size + bytes.length);
       this.#data.set(bytes, this.#size);
       this.#size += bytes.length;
     }
@@ -308,10 +299,7 @@ class BytesBuilder implements ColumnBuilder {
 
   finish(): arrow.Data {
     return arrow.makeData({
-      type: this.#type,
-      length: this.length,
-      nullCount: this.#validity.nulls,
-      nullBitmap: this.#validity.finish(this.length),
+      ...this.#validity.data(this.#type, this.length),
       valueOffsets: this.#offsets.subarray(0, this.length + 1),
       data: this.#data.subarray(0, this.#size),
     } as never);
@@ -347,11 +335,7 @@ class ListBuilder implements ColumnBuilder {
         this.#child.append({ [keyField.name]: key, [valueField.name]: entry });
       }
     }
-    if (this.length + 2 > this.#offsets.length) {
-      const grown = new Int32Array(this.#offsets.length * 2);
-      grown.set(this.#offsets);
-      this.#offsets = grown;
-    }
+    this.#offsets = room(this.#offsets, this.length + 2);
     this.#validity.set(this.length, value !== null);
     this.length++;
     this.#offsets[this.length] = this.#child.length;
@@ -359,10 +343,7 @@ class ListBuilder implements ColumnBuilder {
 
   finish(): arrow.Data {
     return arrow.makeData({
-      type: this.#type,
-      length: this.length,
-      nullCount: this.#validity.nulls,
-      nullBitmap: this.#validity.finish(this.length),
+      ...this.#validity.data(this.#type, this.length),
       valueOffsets: this.#offsets.subarray(0, this.length + 1),
       child: this.#child.finish(),
     } as never);
@@ -399,10 +380,7 @@ class StructBuilder implements ColumnBuilder {
 
   finish(): arrow.Data {
     return arrow.makeData({
-      type: this.#type,
-      length: this.length,
-      nullCount: this.#validity.nulls,
-      nullBitmap: this.#validity.finish(this.length),
+      ...this.#validity.data(this.#type, this.length),
       children: this.#children.map((child) => child.builder.finish()),
     });
   }

@@ -6,15 +6,14 @@
  * connection is free at once); a stream sends a batch only while the host has credit for it.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { serializeError } from '@ferry/core';
 import {
   type BatchSink,
   DuckDbNamespace,
   type DuckDbNamespaceOptions,
   type NamespaceCatalog,
-  NamespaceTableError,
 } from '@ferry/engines';
 import {
+  answerOf,
   type HostToQueryWorker,
   type QueryAnswer,
   type QueryWorkerToHost,
@@ -50,19 +49,6 @@ const running = new Map<number, Running>();
 
 function post(message: QueryWorkerToHost, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
-}
-
-function answerOf(error: unknown): QueryAnswer {
-  if (error instanceof NamespaceTableError)
-    return { kind: 'table', table: error.table, reason: error.reason };
-  const cause = (error as { cause?: unknown }).cause;
-  const original = cause instanceof Error ? cause.message : undefined;
-  const message = error instanceof Error ? error.message : String(error);
-  return {
-    kind: 'error',
-    error: serializeError(error),
-    ...(original !== undefined && !message.includes(original) ? { detail: original } : {}),
-  };
 }
 
 async function run(

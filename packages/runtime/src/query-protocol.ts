@@ -5,8 +5,14 @@
  * not serving yet, or names the datasets in a "too large" error. Arrow batches travel as IPC bytes
  * (transferred, not copied), at most `window` of them ahead of what the host's consumer took.
  */
-import type { JsonValue, SerializedError } from '@ferry/core';
-import type { DatasetRead, NamespaceCatalog, NamespaceTableError, ResultColumn } from '@ferry/engines';
+import { type JsonValue, type SerializedError, serializeError } from '@ferry/core';
+import {
+  type BatchOutcome,
+  type DatasetRead,
+  type NamespaceCatalog,
+  NamespaceTableError,
+  type RowsOutcome,
+} from '@ferry/engines';
 
 /** One query as a pool runs it. */
 export interface QueryRequest {
@@ -18,25 +24,28 @@ export interface QueryRequest {
 }
 
 export type QueryAnswer =
-  | {
-      readonly kind: 'rows';
-      readonly columns: readonly ResultColumn[];
-      readonly rows: readonly Record<string, JsonValue>[];
-      readonly read: readonly DatasetRead[];
-    }
-  /** A batch stream ended: every batch was sent. */
-  | {
-      readonly kind: 'done';
-      readonly read: readonly DatasetRead[];
-      readonly rows: number;
-      readonly bytes: number;
-    }
-  | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] }
+  | RowsOutcome
+  /** A batch stream ended (`done`: every batch was sent), or a cap was exceeded. */
+  | BatchOutcome
   /** Run it in SQLite (it reads only SQLite datasets, or it is SQLite's dialect). */
   | { readonly kind: 'reroute'; readonly datasets: readonly string[] | undefined }
   | { readonly kind: 'table'; readonly table: string; readonly reason: NamespaceTableError['reason'] }
   /** `detail`: the engine's message before local paths were taken out (for the log). */
   | { readonly kind: 'error'; readonly error: SerializedError; readonly detail?: string };
+
+/** The answer a worker sends for a query that threw: a table the engine could not read, or an error. */
+export function answerOf(error: unknown): QueryAnswer {
+  if (error instanceof NamespaceTableError)
+    return { kind: 'table', table: error.table, reason: error.reason };
+  const cause = (error as { cause?: unknown }).cause;
+  const original = cause instanceof Error ? cause.message : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    kind: 'error',
+    error: serializeError(error),
+    ...(original !== undefined && !message.includes(original) ? { detail: original } : {}),
+  };
+}
 
 /** How a query's result comes back. */
 export type QueryMode = 'rows' | 'batches';

@@ -8,10 +8,16 @@
  * from another thread, so a query past its timeout (or cancelled) is stopped by ending this worker.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
-import { serializeError } from '@ferry/core';
-import { NamespaceTableError, SqliteNamespace, type SyncBatchSink } from '@ferry/engines';
+import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
-import { CANCELLED, CREDITS, type QueryAnswer, type QueryRequest, transferable } from './query-protocol.js';
+import {
+  answerOf,
+  CANCELLED,
+  CREDITS,
+  type QueryAnswer,
+  type QueryRequest,
+  transferable,
+} from './query-protocol.js';
 
 if (isMainThread) {
   throw new Error('sqlite-read-task runs only as a worker of the SQLite read pool.');
@@ -58,19 +64,6 @@ function namespaceAt(catalog: SharedCatalog): SqliteNamespace {
   namespace ??= new SqliteNamespace({ mainPath: data.mainPath, privateRoots: data.privateRoots });
   if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
   return namespace;
-}
-
-function answerOf(error: unknown): QueryAnswer {
-  if (error instanceof NamespaceTableError)
-    return { kind: 'table', table: error.table, reason: error.reason };
-  const cause = (error as { cause?: unknown }).cause;
-  const original = cause instanceof Error ? cause.message : undefined;
-  const message = error instanceof Error ? error.message : String(error);
-  return {
-    kind: 'error',
-    error: serializeError(error),
-    ...(original !== undefined && !message.includes(original) ? { detail: original } : {}),
-  };
 }
 
 function runOne(catalog: SharedCatalog, query: QueryRequest): QueryAnswer {

@@ -1,5 +1,5 @@
 /**
- * B6 join: a join of two DuckDB datasets through the embed API — an aggregate over the whole of
+ * B8 join: a join of two DuckDB datasets through the embed API — an aggregate over the whole of
  * both and a selective lookup — at 1 and 16 concurrent clients. Baseline in the same run: the same
  * SQL on DuckDB directly, on this thread, with both files attached read-only behind views of the
  * same names (the statement prepared once), i.e. what Ferry's query worker does without the
@@ -9,12 +9,12 @@ import { DuckDBInstance, type DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core';
 import { type BuiltFile, buildFile, keyedColumns } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
-import { startRuntime } from '../harness.js';
-import { type LoadResult, LoadTotals, runLoad } from '../load.js';
+import { loggedErrorsNote, startRuntime } from '../harness.js';
+import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
 import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
-const PREFIX = 'b6/';
+const PREFIX = 'b8/';
 const CUSTOMERS = 10_000;
 
 interface JoinQuery {
@@ -77,9 +77,9 @@ interface Cell {
   readonly ferry16: LoadResult;
 }
 
-export const b6: Scenario = {
-  id: 'b6',
-  title: 'B6 join',
+export const b8: Scenario = {
+  id: 'b8',
+  title: 'B8 join',
   measures:
     'latency (p50/p99) and throughput of a join of two DuckDB datasets (aggregate over both, selective lookup), 1 and 16 clients, through the embed API',
   baseline:
@@ -236,15 +236,11 @@ export const b6: Scenario = {
         measured: `${formatValue(cell.ferry16.throughput, 'ops/s')} vs ${formatValue(cell.direct.throughput, 'ops/s')} = ${formatRatio(tputRatio)}`,
         met: tputRatio >= 0.9,
       });
-      const failed = cell.ferry1.failed + cell.ferry16.failed + cell.direct.failed;
-      if (failed > 0) {
-        notes.push(
-          `${group}: ${failed} failed queries (${[...cell.ferry1.errors, ...cell.ferry16.errors, ...cell.direct.errors].join('; ')})`,
-        );
-      }
+      const failure = failureNote(group, cell.ferry1, cell.ferry16, cell.direct);
+      if (failure !== undefined) notes.push(failure);
     }
-    if (logger.counts.error > 0)
-      notes.push(`Runtime logged ${logger.counts.error} errors: ${logger.problems.join(' | ')}`);
+    const logged = loggedErrorsNote(logger);
+    if (logged !== undefined) notes.push(logged);
     return {
       measurements,
       goals,
