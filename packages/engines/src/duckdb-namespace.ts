@@ -755,8 +755,9 @@ export class DuckDbNamespace {
           builder.appendRow(
             values.map((value, index): ArrowValue => duckDbArrowValue(value, fieldTypes[index] as never)),
           );
-        }
-        if (builder.rows >= batchRows || builder.bytes >= batchBytes) {
+          // A batch ends at batchRows rows, or (checked every 256 rows) at about batchBytes.
+          const full = builder.rows >= batchRows || (builder.rows % 256 === 0 && builder.bytes >= batchBytes);
+          if (!full) continue;
           const limit = await send();
           if (limit !== undefined) {
             stop();
