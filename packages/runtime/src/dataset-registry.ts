@@ -29,6 +29,8 @@ export class DatasetRegistry {
   readonly #changes = new EventEmitter<{ changed: [] }>();
   readonly #onState: (event: StateEvent) => void;
   #closed = false;
+  /** Every dataset's state, made at most once per change (see {@link DatasetRegistry.states}). */
+  #states: ReadonlyMap<string, DatasetInfo['state']> | undefined;
 
   constructor(
     datasets: readonly DatasetConfig[],
@@ -97,10 +99,20 @@ export class DatasetRegistry {
   /** Records a state (and the status behind it); emits `state` when the state moved. */
   setState(entry: DatasetEntry, state: DatasetInfo['state'], status: DatasetStatus | undefined): void {
     const moved = entry.state !== state;
+    if (moved) this.#states = undefined;
     entry.state = state;
     entry.status = status;
     if (moved) this.#onState({ dataset: entry.name, state, status });
     this.#changes.emit('changed');
+  }
+
+  /**
+   * Every dataset's state now, as a map that stays the same until a state changes (so taking it
+   * per query costs nothing): what a query that later fails as not ready reports, the state it met.
+   */
+  states(): ReadonlyMap<string, DatasetInfo['state']> {
+    this.#states ??= new Map([...this.#entries.values()].map((entry) => [entry.name, entry.state]));
+    return this.#states;
   }
 
   /** Wakes every `ready()` waiter, which then rejects with `ERR_RUNTIME_CLOSED`. */

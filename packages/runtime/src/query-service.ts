@@ -19,6 +19,7 @@ import type { DatasetRead, DuckDbNamespaceOptions, NamespaceCatalog } from '@fer
 import { Table } from 'apache-arrow';
 import { LRUCache } from 'lru-cache';
 import type {
+  DatasetInfo,
   QueryOptions,
   QueryProvenance,
   RuntimeArrowResult,
@@ -159,8 +160,15 @@ export class QueryService {
     return engines.length > 0 && engines.every((engine) => engine === 'sqlite') ? 'sqlite' : 'duckdb';
   }
 
-  /** Fails (or waits) unless every dataset in `names` serves now. */
-  async #ensureServing(names: readonly string[], options: QueryOptions): Promise<void> {
+  /**
+   * Fails (or waits) unless every dataset in `names` serves now. A failure names the state the
+   * dataset was in when the query was asked (`asked`), since an engine's answer comes later.
+   */
+  async #ensureServing(
+    names: readonly string[],
+    options: QueryOptions,
+    asked: ReadonlyMap<string, DatasetInfo['state']>,
+  ): Promise<void> {
     for (const name of names) {
       const entry = this.#registry.find(name);
       if (entry === undefined) throw new UnknownDatasetError(name, this.#registry.names());
@@ -168,7 +176,7 @@ export class QueryService {
         throw new DatasetFailedError(name, entry.error ?? 'its configuration was refused');
       }
       if (this.#registry.serving(entry)) continue;
-      if (options.waitForReady !== true) throw new DatasetNotReadyError(name, entry.state);
+      if (options.waitForReady !== true) throw new DatasetNotReadyError(name, asked.get(name) ?? entry.state);
       await this.#registry.ready(name, options.readyTimeoutMs ?? 30_000);
     }
   }
@@ -189,11 +197,12 @@ export class QueryService {
       datasets: readonly string[],
     ) => Promise<QueryAnswer | { kind: 'started'; value: T }>,
   ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | { kind: 'started'; value: T } }> {
+    const asked = this.#registry.states();
     await this.#pools();
     let waited = false;
     for (let hop = 0; ; hop++) {
       const plan = this.#plans.get(sql);
-      if (plan?.datasets !== undefined) await this.#ensureServing(plan.datasets, options);
+      if (plan?.datasets !== undefined) await this.#ensureServing(plan.datasets, options, asked);
       const engine = plan?.engine ?? this.#firstEngine();
       const answer = await run(engine, plan?.datasets ?? []);
       if (answer.kind === 'reroute') {
@@ -208,7 +217,7 @@ export class QueryService {
           if (entry !== undefined && this.#registry.serving(entry) && waited) {
             throw new DatasetNotReadyError(answer.table, entry.state);
           }
-          await this.#ensureServing([answer.table], options);
+          await this.#ensureServing([answer.table], options, asked);
           waited = true;
         }
       } else {

@@ -124,8 +124,9 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
     },
   };
   try {
-    const { sql, params, maxBytes } = task.request;
+    const { sql, params, maxRows, maxBytes } = task.request;
     return namespaceAt(task.catalog).batches(sql, params, sink, {
+      maxRows,
       maxBytes,
       ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }),
     });

@@ -164,6 +164,10 @@ describe('one namespace through the embed API', () => {
     await expect(runtime.queryArrow('SELECT * FROM range(5000)')).rejects.toMatchObject({
       code: 'ERR_RESULT_TOO_LARGE',
     });
+    await expect(runtime.queryArrow('SELECT * FROM users a, users b')).rejects.toMatchObject({
+      code: 'ERR_RESULT_TOO_LARGE',
+      message: `The query on dataset 'users' returned more than ${MAX_ROWS} rows; add a LIMIT or raise maxResultRows.`,
+    });
     await expect(runtime.query('SELECT * FROM range(1000000)')).rejects.toMatchObject({
       code: 'ERR_RESULT_TOO_LARGE',
     });
