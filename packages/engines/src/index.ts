@@ -1,18 +1,10 @@
-/** @ferry/engines: read-only DuckDB and SQLite (and Turso) adapters for the core `Engine` port. */
+/**
+ * @ferry/engines: read-only DuckDB and SQLite (and Turso) adapters for the core `Engine` port. The
+ * query namespaces and Arrow results are the separate entry `@ferry/engines/namespaces`: they load
+ * apache-arrow, which the many threads that only open and check files (dataset threads) need not
+ * compile.
+ */
 
-export {
-  type ArrowColumn,
-  type ArrowValue,
-  ArrowValueError,
-  arrowSchemaOf,
-  arrowTypeOf,
-  batchesFromIpc,
-  batchToIpc,
-  type ColumnBuilder,
-  columnBuilder,
-  type IntervalValue,
-  RecordBatchBuilder,
-} from './arrow-results.js';
 export {
   arrowField,
   arrowList,
@@ -22,7 +14,6 @@ export {
   TIMESTAMPTZ_ZONE,
   UnmappedArrowTypeError,
 } from './arrow-types.js';
-export { duckDbArrowValue } from './duckdb-arrow.js';
 export {
   bindDuckDbParams,
   DUCKDB_READ_ONLY_SETTINGS,
@@ -30,7 +21,7 @@ export {
   type DuckDbOpenOptions,
   openDuckDb,
 } from './duckdb-engine.js';
-export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
+export type { DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export { duckDbTypeToArrow } from './duckdb-types.js';
 export type { OpenOptions, QueryControl, SnapshotEngine, TableColumn } from './engine.js';
 export {
@@ -49,8 +40,7 @@ export {
 } from './errors.js';
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
 export { type NumberedStatement, numberNamedParameters } from './named-parameters.js';
-export { prepareDuckDbStatement, prepareSqliteStatement } from './namespace-statements.js';
-export * from './namespace-types.js';
+export type * from './namespace-types.js';
 export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema } from './schema-check.js';
@@ -64,13 +54,7 @@ export {
   tokenizeSql,
 } from './sql-guard.js';
 export { openSqlite, openSqliteSync, SqliteEngine } from './sqlite-engine.js';
-export {
-  SQLITE_MAX_ATTACHED,
-  SqliteNamespace,
-  type SqliteNamespaceOptions,
-  type SyncBatchSink,
-  sqliteArrowValue,
-} from './sqlite-namespace.js';
+export type { SqliteNamespaceOptions, SyncBatchSink } from './sqlite-namespace.js';
 export {
   type SqliteAffinity,
   sqliteAffinity,

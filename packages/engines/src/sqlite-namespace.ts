@@ -48,6 +48,11 @@ export interface SqliteNamespaceOptions {
   readonly mainPath: string;
   /** Prepared statements kept; default 128. */
   readonly statementCacheSize?: number;
+  /**
+   * Where SQLite writes temporary files (sorts and indexes larger than the page cache; created and
+   * unlinked at once). SQLite keeps one such directory per process: every namespace sets the same.
+   */
+  readonly tempDirectory?: string;
   /** Replaced by `<data dir>` in messages. */
   readonly privateRoots?: readonly string[];
 }
@@ -99,8 +104,11 @@ export class SqliteNamespace {
     this.#options = options;
     this.#db = new Database(options.mainPath, { readonly: true, fileMustExist: true });
     this.#db.pragma('trusted_schema = OFF');
-    // Sorts and temporary indexes stay in memory: never a file beside anything.
-    this.#db.pragma('temp_store = MEMORY');
+    // Temporary files in Ferry's directory, never beside a live file. (Not temp_store=MEMORY: it
+    // made a GROUP BY over 200,000 rows three times slower, measured.)
+    if (options.tempDirectory !== undefined) {
+      this.#db.pragma(`temp_store_directory = '${options.tempDirectory.replaceAll("'", "''")}'`);
+    }
     this.#statements = new LRUCache<string, Prepared>({ max: options.statementCacheSize ?? 128 });
   }
 

@@ -11,7 +11,7 @@ import {
   DuckDbNamespace,
   type DuckDbNamespaceOptions,
   type NamespaceCatalog,
-} from '@ferry/engines';
+} from '@ferry/engines/namespaces';
 import {
   answerOf,
   type HostToQueryWorker,

@@ -7,7 +7,7 @@
  * consumer waits for it), the consumer's idleness (`idleTimeoutMs`, counted while batches wait for
  * it) and the caller's signal.
  */
-import { batchesFromIpc, type DatasetRead } from '@ferry/engines';
+import { batchesFromIpc, type DatasetRead } from '@ferry/engines/namespaces';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import { QueryCancelledError, QueryTimeoutError, StreamIdleError } from './errors.js';

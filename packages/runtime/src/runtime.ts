@@ -403,7 +403,7 @@ function queryServiceOptions(
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,
     duckdb,
-    sqlite: { mainPath, privateRoots },
+    sqlite: { mainPath, privateRoots, tempDirectory: join(tempRoot, 'sqlite') },
     resourceLimits: options.queryWorkerResourceLimits ?? { maxOldGenerationSizeMb: 2048 },
     prepare: async () => {
       // Temporary files of an earlier run are garbage; every worker spills into a directory of its own.
@@ -411,6 +411,7 @@ function queryServiceOptions(
       for (let index = 0; index < workers; index++) {
         await mkdir(join(tempRoot, `duckdb-${index}`), { recursive: true });
       }
+      await mkdir(join(tempRoot, 'sqlite'), { recursive: true });
       await writeFile(mainPath, '', { flag: 'a' });
     },
   };

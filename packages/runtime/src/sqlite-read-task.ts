@@ -8,7 +8,7 @@
  * from another thread, so a query past its timeout (or cancelled) is stopped by ending this worker.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
-import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines';
+import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
 import {
   answerOf,
@@ -28,6 +28,8 @@ export interface SqliteWorkerData {
   readonly mainPath: string;
   /** Replaced by `<data dir>` in messages. */
   readonly privateRoots: readonly string[];
+  /** SQLite's temporary files (inside the data directory). */
+  readonly tempDirectory: string;
 }
 
 export interface SqliteReadBatch {
@@ -61,7 +63,11 @@ const data = workerData as SqliteWorkerData;
 let namespace: SqliteNamespace | undefined;
 
 function namespaceAt(catalog: SharedCatalog): SqliteNamespace {
-  namespace ??= new SqliteNamespace({ mainPath: data.mainPath, privateRoots: data.privateRoots });
+  namespace ??= new SqliteNamespace({
+    mainPath: data.mainPath,
+    privateRoots: data.privateRoots,
+    tempDirectory: data.tempDirectory,
+  });
   if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
   return namespace;
 }

@@ -6,7 +6,7 @@
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { batchesFromIpc } from '@ferry/engines';
+import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shareCatalog } from '../src/query-catalog.js';
@@ -33,7 +33,7 @@ function pool(options: { threads: number; timeoutMs: number }): SqliteReadPool {
     maxThreads: options.threads,
     queryTimeoutMs: options.timeoutMs,
     catalog: () => catalog,
-    workerData: { mainPath: join(dir, 'main.sqlite'), privateRoots: [dir] },
+    workerData: { mainPath: join(dir, 'main.sqlite'), privateRoots: [dir], tempDirectory: dir },
   });
 }
 

@@ -8,7 +8,8 @@
  */
 import { pipeline, Readable } from 'node:stream';
 import type { ArrowField } from '@ferry/core';
-import { arrowField, RecordBatchBuilder, resultColumnArrowType } from '@ferry/engines';
+import { arrowField, resultColumnArrowType } from '@ferry/engines';
+import { RecordBatchBuilder } from '@ferry/engines/namespaces';
 import type { RuntimeQueryResult, RuntimeQueryStream } from '@ferry/runtime';
 import { type RecordBatch, RecordBatchStreamWriter } from 'apache-arrow';
 import { toCsv, toTextTable } from './formats.js';
