@@ -59,6 +59,11 @@ if (process.send === undefined) throw new Error('b5-child.js is forked by the B5
 
 const mibOf = (bytes: number) => bytes / 2 ** 20;
 
+/** A progress line on stderr (the scenario's log), so a slow phase shows where it is. */
+function progress(message: string): void {
+  process.stderr.write(`[b5] ${message}\n`);
+}
+
 async function cpuPercentOver(ms: number): Promise<number> {
   const before = process.cpuUsage();
   const started = performance.now();
@@ -115,7 +120,9 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
     { logger, dataDir },
   );
   try {
+    progress(`${n} datasets: starting`);
     await runtime.ready(undefined, { timeoutMs: 600_000 });
+    progress(`${n} datasets: all serving`);
     const allServingMs = performance.now() - started;
     const rssServing = process.memoryUsage.rss();
     const { settleMs, windows } = await settle(input.settleWindowMs, input.settleMaxMs);
@@ -160,8 +167,10 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
         }
       });
     });
+    progress(`${n} datasets: publishing a new snapshot of every dataset`);
     const batch = await aws.publishBatch(`s3://${BUCKET}/${input.prefix}`, input.items);
     await allSwapped;
+    progress(`${n} datasets: all swapped; closing`);
 
     return {
       n,

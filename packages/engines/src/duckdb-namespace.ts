@@ -472,9 +472,10 @@ class ClassInstance {
     }
   }
 
-  /** Interrupts every running query until none runs (before the worker ends). */
-  async cancelAll(): Promise<void> {
-    while (this.#busy.size > 0) {
+  /** Interrupts every running query until none runs (before the worker ends), for at most `limitMs`. */
+  async cancelAll(limitMs = 5_000): Promise<void> {
+    const started = performance.now();
+    while (this.#busy.size > 0 && performance.now() - started < limitMs) {
       for (const pooled of this.#busy) pooled.connection.interrupt();
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -955,7 +956,12 @@ export class DuckDbNamespace {
   async close(): Promise<void> {
     await this.cancelAll();
     const instances = await Promise.allSettled(this.#instances.values());
-    for (const outcome of instances) if (outcome.status === 'fulfilled') outcome.value.close();
+    for (const outcome of instances) {
+      if (outcome.status !== 'fulfilled') continue;
+      // Not under a catalog change in flight: DuckDB would not return from closing then.
+      await outcome.value.settled();
+      outcome.value.close();
+    }
   }
 }
 

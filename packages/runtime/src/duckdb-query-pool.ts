@@ -176,8 +176,11 @@ export class DuckDbQueryPool {
           worker.closed = resolve;
         });
         worker.post({ type: 'close', id: 0 });
-        await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-        await worker.worker.terminate();
+        const waited = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+        // Closing waits for a catalog change in flight (many datasets swapping at once).
+        await Promise.race([closed, waited(30_000)]);
+        // A worker stuck in native code cannot be terminated until it returns: do not wait for ever.
+        await Promise.race([worker.worker.terminate(), waited(5_000)]);
       }),
     );
   }

@@ -36,8 +36,13 @@ const ready = DuckDbNamespace.create(data.namespace).then(async (namespace) => {
   await namespace.setCatalog(data.catalog);
   return namespace;
 });
-/** Every catalog version received so far, applied in order. */
+/**
+ * Every catalog version received so far, applied in order — coalesced: a burst of versions (many
+ * datasets swapping at once) is applied as the newest one.
+ */
 let catalogs: Promise<unknown> = ready;
+let newest: NamespaceCatalog | undefined;
+let closing = false;
 
 interface Running {
   readonly controller: AbortController;
@@ -106,8 +111,11 @@ async function run(
 }
 
 async function close(id: number): Promise<void> {
+  closing = true;
   for (const state of running.values()) state.controller.abort();
   const namespace = await ready.catch(() => undefined);
+  // A catalog change in flight finishes first: closing an instance under DDL would not return.
+  await catalogs;
   await namespace?.close();
   post({ type: 'closed', id });
 }
@@ -115,7 +123,15 @@ async function close(id: number): Promise<void> {
 port.on('message', (message: HostToQueryWorker) => {
   switch (message.type) {
     case 'catalog':
-      catalogs = catalogs.then(async () => (await ready).setCatalog(message.catalog)).catch(() => undefined);
+      if (closing) break;
+      newest = message.catalog;
+      catalogs = catalogs
+        .then(async () => {
+          const catalog = newest;
+          newest = undefined;
+          if (catalog !== undefined && !closing) await (await ready).setCatalog(catalog);
+        })
+        .catch(() => undefined);
       break;
     case 'query':
       void run(message, catalogs);
