@@ -57,6 +57,13 @@ export async function startRuntime(
   return { runtime, logger, dataDir };
 }
 
+/** A note naming what the runtime logged at error level, or undefined when nothing was. */
+export function loggedErrorsNote(logger: ReturnType<typeof quietLogger>): string | undefined {
+  return logger.counts.error > 0
+    ? `Runtime logged ${logger.counts.error} errors: ${logger.problems.join(' | ')}`
+    : undefined;
+}
+
 /** Resolves with `Date.now()` when `dataset` swaps to `snapshotId` (or a later one). */
 export function swapTo(
   runtime: Runtime,

@@ -89,3 +89,10 @@ export async function runLoad(options: LoadOptions, totals = new LoadTotals()): 
   totals.measuredMs += options.durationMs;
   return totals.result();
 }
+
+/** A note naming the failed operations of `results`, or undefined when none failed. */
+export function failureNote(group: string, ...results: readonly LoadResult[]): string | undefined {
+  const failed = results.reduce((sum, result) => sum + result.failed, 0);
+  if (failed === 0) return undefined;
+  return `${group}: ${failed} failed queries (${results.flatMap((result) => result.errors).join('; ')})`;
+}

@@ -7,7 +7,12 @@
  * `load_extension()` and `PRAGMA writable_schema`. Each is refused with a clear error and nothing is read or written (no
  * file appears, no extension directory is created, a canary file's content never comes back). Then
  * the resource limits: `queryTimeoutMs` and `maxResultRows` are enforced and reported on both
- * engines, and a timed-out DuckDB query really stops (its connection is free again at once).
+ * engines, and a timed-out DuckDB query really stops (its connection is free again at once). And
+ * the bombs: a query building a gigabyte string (DuckDB: stopped by the memory limit of the
+ * dataset it reads, or of the runtime; SQLite: by the timeout) and one spilling gigabytes to disk
+ * (stopped at the temporary directory's cap, inside the data directory) — each fails fast naming
+ * its limit and setting while a concurrent client keeps being served over HTTP. No error sent to
+ * an HTTP client carries a local path.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
@@ -22,6 +27,10 @@ import { startRuntime, tempDir } from './support.js';
 const CANARY = 'ferry-canary-4f1c9e';
 const TIMEOUT_MS = 400;
 const MAX_ROWS = 1_000;
+/** The runtime's default query memory, and the lower `duckdb_memory_limit` of `orders`. */
+const QUERY_MEMORY = '512MiB';
+const ORDERS_MEMORY = '256MiB';
+const TEMP_CAP = '64MiB';
 
 let runtime: Runtime;
 let work: string;
@@ -29,7 +38,7 @@ let canary: string;
 let extensionDirs: string[];
 
 function pod(location: string): string {
-  const dataset = (name: string, engine: string) => [
+  const dataset = (name: string, engine: string, params: readonly string[] = []) => [
     `  - from: postgres:public.${name}`,
     `    name: ${name}`,
     '    acceleration:',
@@ -38,6 +47,7 @@ function pod(location: string): string {
     '      refresh_mode: snapshot',
     '      refresh_check_interval: 1h',
     '      snapshots: enabled',
+    ...(params.length === 0 ? [] : ['      params:', ...params.map((param) => `        ${param}`)]),
   ];
   return [
     'version: v1',
@@ -46,7 +56,7 @@ function pod(location: string): string {
     'snapshots:',
     `  location: ${location}`,
     'datasets:',
-    ...dataset('orders', 'duckdb'),
+    ...dataset('orders', 'duckdb', [`duckdb_memory_limit: ${ORDERS_MEMORY}`, 'duckdb_threads: 2']),
     ...dataset('users', 'sqlite'),
     '',
   ].join('\n');
@@ -81,6 +91,8 @@ beforeAll(async () => {
     dataDir: join(work, 'data'),
     queryTimeoutMs: TIMEOUT_MS,
     maxResultRows: MAX_ROWS,
+    queryMemoryLimit: QUERY_MEMORY,
+    queryTempDirectorySize: TEMP_CAP,
   }));
   await runtime.ready(undefined, { timeoutMs: 30_000 });
 });
@@ -303,6 +315,16 @@ const SQLITE: readonly Hostile[] = [
 
 let counter = 0;
 
+/** A data directory's entries: the live files and manifests, and Ferry's own generation links and query pools' directory. */
+const DATA_DIR_ENTRIES = [
+  '.generations',
+  '.query',
+  'orders.duckdb',
+  'orders.duckdb.ferry.json',
+  'users.sqlite',
+  'users.sqlite.ferry.json',
+];
+
 async function expectRefused(hostile: Hostile): Promise<void> {
   const out = join(work, `out-${++counter}`);
   const sql = hostile.sql({ canary, out });
@@ -347,12 +369,17 @@ describe('hostile SQL through the runtime', () => {
 
   it('nothing was written beside the live files and no extension directory appeared', async () => {
     const data = await readdir(join(work, 'data'));
-    expect(data.sort()).toEqual([
-      'orders.duckdb',
-      'orders.duckdb.ferry.json',
-      'users.sqlite',
-      'users.sqlite.ferry.json',
+    expect(data.sort()).toEqual(DATA_DIR_ENTRIES);
+    const links = await readdir(join(work, 'data', '.generations'), { recursive: true });
+    expect(links.sort()).toEqual([
+      'orders',
+      expect.stringMatching(/^orders\/\d+-\d+-[0-9a-f]{8}\.duckdb$/),
+      'users',
+      expect.stringMatching(/^users\/\d+-\d+-[0-9a-f]{8}\.sqlite$/),
     ]);
+    expect((await readdir(join(work, 'data', '.query'), { recursive: true })).sort()).toEqual(
+      expect.arrayContaining(['main.sqlite', 'tmp']),
+    );
     expect((await readdir(work)).filter((name) => name.startsWith('out-'))).toEqual([]);
     expect(await listExtensionDirs()).toEqual(extensionDirs);
     // The datasets still answer.
@@ -468,5 +495,151 @@ describe('resource limits', () => {
     );
     expect(result.dataset).toBe('users');
     expect(result.rows).toEqual([{ n: 300 }]);
+  });
+});
+
+const STRING_BOMB =
+  "SELECT length(string_agg(repeat('x', 100000), '')) FROM orders a, orders b WHERE a.id < 200 AND b.id < 200";
+const DATASETLESS_BOMB = "SELECT length(string_agg(repeat('x', 100000), '')) FROM range(20000)";
+const DISK_BOMB =
+  "SELECT count(*) AS n FROM (SELECT DISTINCT repeat('y', 100) || (o.id * 1000000 + t.i) AS s FROM orders o, range(200000) t(i))";
+
+describe('bombs: memory and disk', () => {
+  let bombs: Runtime;
+
+  beforeAll(async () => {
+    // Its own runtime with a long timeout: the limits, not the clock, must stop the bombs.
+    ({ runtime: bombs } = await startRuntime(pod(`file://${join(work, 'store')}/`), {
+      dataDir: join(work, 'bomb-data'),
+      queryTimeoutMs: 60_000,
+      queryMemoryLimit: QUERY_MEMORY,
+      queryTempDirectorySize: TEMP_CAP,
+    }));
+    await bombs.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await bombs?.close();
+  });
+
+  it("the issue's string bomb stops at the memory limit of the dataset it reads, naming it", async () => {
+    const started = performance.now();
+    await expect(bombs.query(STRING_BOMB)).rejects.toMatchObject({
+      code: 'ERR_QUERY_MEMORY',
+      message:
+        "The query on dataset 'orders' needed more than the 256 MiB of memory it may use (duckdb_memory_limit of dataset 'orders') and was stopped; narrow it (filter before joining, aggregate less) or raise duckdb_memory_limit of dataset 'orders'.",
+    });
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it("a bomb reading no dataset stops at the runtime's queryMemoryLimit", async () => {
+    await expect(bombs.query(DATASETLESS_BOMB)).rejects.toMatchObject({
+      code: 'ERR_QUERY_MEMORY',
+      message: expect.stringContaining(
+        "more than the 512 MiB of memory it may use (the runtime's queryMemoryLimit)",
+      ),
+    });
+  });
+
+  it('a disk bomb stops at the temporary directory cap, which lies inside the data directory', async () => {
+    const started = performance.now();
+    await expect(bombs.query(DISK_BOMB)).rejects.toMatchObject({
+      code: 'ERR_QUERY_TEMP_SPACE',
+      message: expect.stringContaining(
+        "spilled more than the 64 MiB it may write to its temporary directory (the runtime's queryTempDirectorySize)",
+      ),
+    });
+    expect(performance.now() - started).toBeLessThan(30_000);
+    // Spills went nowhere else: beside the live files only Ferry's own entries, as before.
+    expect((await readdir(join(work, 'bomb-data'))).sort()).toEqual(DATA_DIR_ENTRIES);
+  });
+
+  it('over HTTP the bombs fail with their codes while a concurrent client keeps being answered', async () => {
+    const server = await startServer(bombs, { port: 0 });
+    try {
+      const post = (sql: string) =>
+        fetch(`${server.url}/v1/sql`, {
+          method: 'POST',
+          body: sql,
+          headers: { 'content-type': 'text/plain' },
+        });
+      let healthy = 0;
+      const problems: string[] = [];
+      let running = true;
+      const client = (async () => {
+        while (running) {
+          const [orders, users] = await Promise.all([
+            post('SELECT count(*) AS n FROM orders'),
+            post('SELECT count(*) AS n FROM users'),
+          ]);
+          for (const answer of [orders, users]) {
+            const body = await answer.text();
+            if (answer.status !== 200 || body !== '[{"n":100}]') problems.push(`${answer.status} ${body}`);
+            else healthy++;
+          }
+        }
+      })();
+      // One bomb at a time (two at once share an instance's memory, and either may hit either limit).
+      const answers: Response[] = [];
+      for (const bomb of [STRING_BOMB, DATASETLESS_BOMB, DISK_BOMB]) answers.push(await post(bomb));
+      running = false;
+      await client;
+      expect(
+        await Promise.all(
+          answers.map(async (answer) => [answer.status, ((await answer.json()) as { code: string }).code]),
+        ),
+      ).toEqual([
+        [400, 'ERR_QUERY_MEMORY'],
+        [400, 'ERR_QUERY_MEMORY'],
+        [400, 'ERR_QUERY_TEMP_SPACE'],
+      ]);
+      expect(problems).toEqual([]);
+      expect(healthy).toBeGreaterThan(0);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('SQLite bombs', () => {
+  it('the string bomb on an SQLite dataset is stopped by the timeout (SQLite has no per-query memory cap here)', async () => {
+    const started = performance.now();
+    await expect(
+      runtime.query("SELECT length(group_concat(hex(randomblob(50000)), '')) FROM users a, users b"),
+    ).rejects.toMatchObject({
+      code: 'ERR_QUERY_TIMEOUT',
+      message: expect.stringContaining("dataset 'users'"),
+    });
+    expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 10_000);
+    expect((await runtime.query('SELECT count(*) AS n FROM users')).rows).toEqual([{ n: 100 }]);
+  });
+});
+
+describe('no local path reaches an HTTP client', () => {
+  it('engine errors name datasets, not files; the data directory never appears in a body', async () => {
+    const server = await startServer(runtime, { port: 0 });
+    try {
+      const dataDir = join(work, 'data');
+      for (const sql of [
+        'SELECT nope FROM orders',
+        'SELECT nope FROM users',
+        'SELECT * FROM orders JOIN users USING (nope)',
+        `SELECT * FROM read_csv('${dataDir}/.generations/orders/none.csv')`,
+        'SELEKT 1',
+        'SELECT * FROM orders JOIN users USING (id) WHERE users.name = 1',
+      ]) {
+        const answer = await fetch(`${server.url}/v1/sql`, {
+          method: 'POST',
+          body: sql,
+          headers: { 'content-type': 'text/plain' },
+        });
+        const body = await answer.text();
+        expect(answer.status, sql).toBe(400);
+        expect(body, sql).not.toContain(work);
+        expect(body, sql).not.toContain('.generations');
+      }
+    } finally {
+      await server.close();
+    }
   });
 });

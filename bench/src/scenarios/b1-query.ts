@@ -9,8 +9,8 @@ import type { FileFormat, JsonValue } from '@ferry/core';
 import { openEngine } from '@ferry/engines';
 import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
-import { startRuntime } from '../harness.js';
-import { type LoadResult, LoadTotals, runLoad } from '../load.js';
+import { loggedErrorsNote, startRuntime } from '../harness.js';
+import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
 import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
@@ -254,15 +254,11 @@ export const b1: Scenario = {
         measured: `${formatValue(cell.ferry64.throughput, 'ops/s')} vs ${formatValue(cell.direct.throughput, 'ops/s')} = ${formatRatio(tputRatio)}`,
         met: tputRatio >= target,
       });
-      const failed = cell.ferry1.failed + cell.ferry64.failed + cell.direct.failed;
-      if (failed > 0) {
-        notes.push(
-          `${group}: ${failed} failed queries (${[...cell.ferry1.errors, ...cell.ferry64.errors, ...cell.direct.errors].join('; ')})`,
-        );
-      }
+      const failure = failureNote(group, cell.ferry1, cell.ferry64, cell.direct);
+      if (failure !== undefined) notes.push(failure);
     }
-    if (logger.counts.error > 0)
-      notes.push(`Runtime logged ${logger.counts.error} errors: ${logger.problems.join(' | ')}`);
+    const logged = loggedErrorsNote(logger);
+    if (logged !== undefined) notes.push(logged);
     return {
       measurements,
       goals,

@@ -8,7 +8,7 @@
 import type { FileFormat } from '@ferry/core';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
-import { publishEverySecond, startRuntime, swapTo } from '../harness.js';
+import { loggedErrorsNote, publishEverySecond, startRuntime, swapTo } from '../harness.js';
 import { type LoadResult, LoadTotals, runLoad } from '../load.js';
 import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { BUCKET, locationOf, spicepod } from '../spicepod.js';
@@ -223,8 +223,8 @@ export const b2: Scenario = {
       );
       if (busy.load.errors.length > 0) notes.push(`${label} errors: ${busy.load.errors.join('; ')}`);
     }
-    if (logger.counts.error > 0)
-      notes.push(`Runtime logged ${logger.counts.error} errors: ${logger.problems.join(' | ')}`);
+    const logged = loggedErrorsNote(logger);
+    if (logged !== undefined) notes.push(logged);
     return { measurements, goals, notes, raw: Object.fromEntries(results) };
   },
 };

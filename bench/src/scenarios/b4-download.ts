@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { checkSnapshotFile, openEngine } from '@ferry/engines';
 import { BULK_COLUMNS, buildDuckDbOfSize, buildFile, keyedColumns } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
-import { mib, plainDownload, plainS3, startRuntime, swapTo } from '../harness.js';
+import { loggedErrorsNote, mib, plainDownload, plainS3, startRuntime, swapTo } from '../harness.js';
 import { LatencyRecorder } from '../histogram.js';
 import type { GoalCheck, Measurement, Scenario } from '../scenario.js';
 import { BUCKET, locationOf, spicepod } from '../spicepod.js';
@@ -182,8 +182,8 @@ export const b4: Scenario = {
       'Ferry is timed from runtime.send(poll.now) to the swap event: one conditional metadata.json GET, then the parallel ranged download (8 MiB parts, 4 at a time) with SHA-256 while streaming, fsync, size/digest checks, opening the file and checking its schema, the atomic rename + directory fsync, and reopening the engine.',
       'The plain GetObject (and the same followed by an fsync) run right before each Ferry refresh of the same object; all talk to fauxqs directly (no counting proxy). The goal compares against the plain GetObject without fsync, as stated.',
     );
-    if (logger.counts.error > 0)
-      notes.push(`Runtime logged ${logger.counts.error} errors: ${logger.problems.join(' | ')}`);
+    const logged = loggedErrorsNote(logger);
+    if (logged !== undefined) notes.push(logged);
     return { measurements, goals, notes, raw };
   },
 };

@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createRuntime } from '@ferry/runtime';
+import { metadataGets } from '@ferry/runtime/testing';
 import { AwsControl } from '../aws-client.js';
 import type { AwsInfo, BatchItem } from '../aws-protocol.js';
 import { quietLogger, sleep } from '../harness.js';
@@ -57,6 +58,11 @@ export interface B5ChildResult {
 if (process.send === undefined) throw new Error('b5-child.js is forked by the B5 scenario.');
 
 const mibOf = (bytes: number) => bytes / 2 ** 20;
+
+/** A progress line on stderr (the scenario's log), so a slow phase shows where it is. */
+function progress(message: string): void {
+  process.stderr.write(`[b5] ${message}\n`);
+}
 
 async function cpuPercentOver(ms: number): Promise<number> {
   const before = process.cpuUsage();
@@ -114,7 +120,9 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
     { logger, dataDir },
   );
   try {
+    progress(`${n} datasets: starting`);
     await runtime.ready(undefined, { timeoutMs: 600_000 });
+    progress(`${n} datasets: all serving`);
     const allServingMs = performance.now() - started;
     const rssServing = process.memoryUsage.rss();
     const { settleMs, windows } = await settle(input.settleWindowMs, input.settleMaxMs);
@@ -124,14 +132,14 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
       polls++;
     });
     const gets0 = await aws.count('GET', target);
-    const coordinator0 = await runtime.metadataGets();
+    const coordinator0 = await metadataGets(runtime);
     const cpu0 = process.cpuUsage();
     const idleStarted = performance.now();
     await sleep(input.idleMs);
     const cpu = process.cpuUsage(cpu0);
     const idleMs = performance.now() - idleStarted;
     const gets = (await aws.count('GET', target)) - gets0;
-    const coordinatorGets = (await runtime.metadataGets()) - coordinator0;
+    const coordinatorGets = (await metadataGets(runtime)) - coordinator0;
     offPoll();
     const rssIdle = process.memoryUsage.rss();
     const openFds = readdirSync('/proc/self/fd').length;
@@ -159,8 +167,10 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
         }
       });
     });
+    progress(`${n} datasets: publishing a new snapshot of every dataset`);
     const batch = await aws.publishBatch(`s3://${BUCKET}/${input.prefix}`, input.items);
     await allSwapped;
+    progress(`${n} datasets: all swapped; closing`);
 
     return {
       n,

@@ -113,6 +113,20 @@ describe('the base pod', () => {
   });
 });
 
+describe("Spice's DuckDB limits", () => {
+  it('duckdb_memory_limit and duckdb_threads are read (in bytes and threads), without a warning', () => {
+    const pod = basePod();
+    accel(pod).params = { duckdb_memory_limit: '512MB', duckdb_threads: '2' };
+    const load = loadSpicepod(stringify(pod), { file: 'spicepod.yaml' });
+    expect([load.errors, load.warnings]).toStrictEqual([[], []]);
+    expect(load.datasets[0]?.queryLimits).toStrictEqual({ memoryLimitBytes: 512_000_000, threads: 2 });
+    expect(load.datasets[1]?.queryLimits).toBeUndefined();
+    accel(pod).params = { duckdb_memory_limit: '1.5 GiB' };
+    const binary = loadSpicepod(stringify(pod), { file: 'spicepod.yaml' });
+    expect(binary.datasets[0]?.queryLimits).toStrictEqual({ memoryLimitBytes: 1.5 * 2 ** 30 });
+  });
+});
+
 describe('refresh_mode: snapshot requirements', () => {
   run([
     {
@@ -1033,12 +1047,30 @@ describe('engine file params', () => {
     {
       name: 'a Spice tuning param is ignored with a warning',
       mutate: (pod) => {
-        accel(pod).params = { duckdb_file: '/data/orders.duckdb', duckdb_memory_limit: '2GB' };
+        accel(pod).params = { duckdb_file: '/data/orders.duckdb', duckdb_preserve_insertion_order: false };
       },
       errors: [],
       valid: ['orders', 'users'],
       warnings: [
-        'spicepod.yaml: datasets[0].acceleration.params.duckdb_memory_limit: ignored by this runtime',
+        'spicepod.yaml: datasets[0].acceleration.params.duckdb_preserve_insertion_order: ignored by this runtime',
+      ],
+    },
+    {
+      name: 'duckdb_memory_limit that is not a size',
+      mutate: (pod) => {
+        accel(pod).params = { duckdb_memory_limit: 'lots' };
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.params.duckdb_memory_limit: 'lots' is not a memory size of at least 16 MiB; write it like 512MB or 2GiB",
+      ],
+    },
+    {
+      name: 'duckdb_threads that is not a whole number',
+      mutate: (pod) => {
+        accel(pod).params = { duckdb_threads: 0 };
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.params.duckdb_threads: '0' is not a number of threads; write a whole number of at least 1",
       ],
     },
     {

@@ -55,7 +55,9 @@ export async function createReadOnlyInstance(path: string): Promise<DuckDBInstan
   }
 }
 
-function bind(prepared: DuckDBPreparedStatement, params: readonly ScalarParam[]): void {
+/** Binds one value per `?` / `$n` (clearing earlier values); a count mismatch is `ERR_INVALID_PARAMETER`. */
+export function bindDuckDbParams(prepared: DuckDBPreparedStatement, params: readonly ScalarParam[]): void {
+  prepared.clearBindings();
   if (params.length !== prepared.parameterCount) {
     throw new InvalidParameterError(
       `The query has ${prepared.parameterCount} parameter(s) but ${params.length} value(s) were given; pass one value per ? or $n.`,
@@ -127,7 +129,7 @@ export class DuckDbEngine implements SnapshotEngine {
         return await work(connection);
       } catch (error) {
         if (error instanceof FerryError) throw error;
-        throw new QueryFailedError(this.path, error instanceof Error ? error.message : String(error), {
+        throw new QueryFailedError(`'${this.path}'`, error instanceof Error ? error.message : String(error), {
           cause: error,
         });
       } finally {
@@ -169,7 +171,7 @@ export class DuckDbEngine implements SnapshotEngine {
       try {
         if (this.#cancelled) throw new EngineClosedError(this.path);
         signal?.throwIfAborted();
-        bind(prepared, values);
+        bindDuckDbParams(prepared, values);
         const reader = await (maxRows === undefined
           ? prepared.runAndReadAll()
           : prepared.streamAndReadUntil(maxRows + 1)

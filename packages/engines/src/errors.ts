@@ -69,11 +69,95 @@ export class EngineClosedError extends FerryError {
   }
 }
 
-/** The engine refused or failed a query (syntax, unknown column, permission); the engine's words follow. */
+/**
+ * The engine refused or failed a query (syntax, unknown column, permission); the engine's words
+ * follow. `subject` says what it ran on: a file (`'/data/orders.duckdb'`, quoted), the datasets of
+ * a namespace query (`dataset 'orders'`), or nothing.
+ */
 export class QueryFailedError extends FerryError {
-  constructor(path: string, engineMessage: string, options: FerryErrorOptions = {}) {
-    super('ERR_QUERY_FAILED', `Query on '${path}' failed: ${engineMessage}`, options);
+  constructor(subject: string | undefined, engineMessage: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_QUERY_FAILED',
+      subject === undefined
+        ? `Query failed: ${engineMessage}`
+        : `Query on ${subject} failed: ${engineMessage}`,
+      options,
+    );
     this.name = 'QueryFailedError';
+  }
+}
+
+/**
+ * A table a namespace query names is not one it can read there: no such dataset (`unknown`), a
+ * dataset that serves nothing yet (`not-serving`), an SQLite dataset named where only DuckDB can
+ * answer (`sqlite`: route the query to SQLite), or a DuckDB dataset named in SQLite (`duckdb`).
+ * The runtime turns it into its own error or a re-route; the message is the fallback.
+ */
+export class NamespaceTableError extends FerryError {
+  readonly table: string;
+  readonly reason: 'unknown' | 'not-serving' | 'sqlite' | 'duckdb';
+
+  constructor(table: string, reason: NamespaceTableError['reason']) {
+    super(
+      'ERR_NAMESPACE_TABLE',
+      reason === 'unknown'
+        ? `Table '${table}' is not a dataset of this runtime.`
+        : reason === 'not-serving'
+          ? `Dataset '${table}' serves no snapshot yet; retry later.`
+          : `Dataset '${table}' is an ${reason === 'sqlite' ? 'SQLite' : 'DuckDB'} dataset, which this engine cannot read here; query it in a statement of its own.`,
+    );
+    this.name = 'NamespaceTableError';
+    this.table = table;
+    this.reason = reason;
+  }
+}
+
+function mib(bytes: number): string {
+  return bytes % (1024 * 1024 * 1024) === 0 && bytes > 0
+    ? `${bytes / (1024 * 1024 * 1024)} GiB`
+    : `${Math.round(bytes / (1024 * 1024))} MiB`;
+}
+
+/**
+ * A query ran out of the memory (`ERR_QUERY_MEMORY`) or the temporary disk space
+ * (`ERR_QUERY_TEMP_SPACE`) its engine instance may use. `source` names the setting that set the
+ * limit (`duckdb_memory_limit of dataset 'orders'`, `the runtime's queryMemoryLimit`).
+ */
+export class QueryResourceError extends FerryError {
+  readonly limit: 'memory' | 'temp';
+  readonly bytes: number;
+
+  constructor(
+    limit: 'memory' | 'temp',
+    subject: string | undefined,
+    bytes: number,
+    source: string,
+    options: FerryErrorOptions = {},
+  ) {
+    const what = subject === undefined ? 'The query' : `The query on ${subject}`;
+    super(
+      limit === 'memory' ? 'ERR_QUERY_MEMORY' : 'ERR_QUERY_TEMP_SPACE',
+      limit === 'memory'
+        ? `${what} needed more than the ${mib(bytes)} of memory it may use (${source}) and was stopped; narrow it (filter before joining, aggregate less) or raise ${source.replace(/^the runtime's /, '')}.`
+        : `${what} spilled more than the ${mib(bytes)} it may write to its temporary directory (${source}) and was stopped; narrow it or raise ${source.replace(/^the runtime's /, '')}.`,
+      options,
+    );
+    this.name = 'QueryResourceError';
+    this.limit = limit;
+    this.bytes = bytes;
+  }
+}
+
+/** An SQLite dataset read into DuckDB for a join across engines is larger than the bound. */
+export class CrossEngineLimitError extends FerryError {
+  constructor(dataset: string, limit: 'rows' | 'bytes', max: number) {
+    super(
+      'ERR_CROSS_ENGINE_TOO_LARGE',
+      limit === 'rows'
+        ? `SQLite dataset '${dataset}' has more than ${max} rows, the most a query across engines reads into DuckDB (crossEngineMaxRows); join it in SQLite, filter it in a query of its own, or raise crossEngineMaxRows.`
+        : `SQLite dataset '${dataset}' holds more than ${mib(max)}, the most a query across engines reads into DuckDB (crossEngineMaxBytes); join it in SQLite, filter it in a query of its own, or raise crossEngineMaxBytes.`,
+    );
+    this.name = 'CrossEngineLimitError';
   }
 }
 

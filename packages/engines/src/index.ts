@@ -1,4 +1,10 @@
-/** @ferry/engines: read-only DuckDB and SQLite (and Turso) adapters for the core `Engine` port. */
+/**
+ * @ferry/engines: read-only DuckDB and SQLite (and Turso) adapters for the core `Engine` port. The
+ * query namespaces and Arrow results are the separate entry `@ferry/engines/namespaces`: they load
+ * apache-arrow, which the many threads that only open and check files (dataset threads) need not
+ * compile.
+ */
+
 export {
   arrowField,
   arrowList,
@@ -9,18 +15,23 @@ export {
   UnmappedArrowTypeError,
 } from './arrow-types.js';
 export {
+  bindDuckDbParams,
   DUCKDB_READ_ONLY_SETTINGS,
   DuckDbEngine,
   type DuckDbOpenOptions,
   openDuckDb,
 } from './duckdb-engine.js';
+export type { DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export { duckDbTypeToArrow } from './duckdb-types.js';
 export type { OpenOptions, QueryControl, SnapshotEngine, TableColumn } from './engine.js';
 export {
+  CrossEngineLimitError,
   EngineClosedError,
   EngineOpenError,
   InvalidParameterError,
+  NamespaceTableError,
   QueryFailedError,
+  QueryResourceError,
   StatementRejectedError,
   TableNotFoundError,
   UnsupportedColumnTypeError,
@@ -29,6 +40,7 @@ export {
 } from './errors.js';
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
 export { type NumberedStatement, numberNamedParameters } from './named-parameters.js';
+export type * from './namespace-types.js';
 export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema } from './schema-check.js';
@@ -43,6 +55,7 @@ export {
   tokenizeSql,
 } from './sql-guard.js';
 export { openSqlite, openSqliteSync, SqliteEngine } from './sqlite-engine.js';
+export type { SqliteNamespaceOptions, SyncBatchSink } from './sqlite-namespace.js';
 export {
   type SqliteAffinity,
   sqliteAffinity,

@@ -30,35 +30,43 @@ import { tokenizeSql } from './sql-guard.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 import { checkSqliteStatement } from './statement-check.js';
 
-type SqliteValue = null | bigint | number | string | Uint8Array;
+export type SqliteValue = null | bigint | number | string | Uint8Array;
 
-/** `?` binds positionally; `?1`/`$1` bind by number; SQLite's named `:a`/`@a`/`$a` are not supported. */
-function bindingOf(sql: string, params: readonly ScalarParam[]): unknown[] {
-  const values = params.map((param) => {
-    if (typeof param === 'boolean') return param ? 1n : 0n;
-    if (typeof param === 'number' && Number.isSafeInteger(param)) return BigInt(param);
-    return param;
-  });
+/** How a statement's markers bind: `?` positionally, `?1` / `$1` by number. */
+export type SqliteBinding = 'positional' | 'numbered';
+
+/** The statement's binding; SQLite's named `:a` / `@a` / `$a` are refused (`ERR_INVALID_PARAMETER`). */
+export function sqliteBindingOf(sql: string): SqliteBinding {
   const markers = tokenizeSql(sql, 'sqlite').filter((token) => token.kind === 'parameter');
   if (markers.some((marker) => !/^[?$]\d*$/.test(marker.text))) {
     throw new InvalidParameterError(
       'Named query parameters (:name, @name, $name) are not supported; use positional ? or $1, $2, ….',
     );
   }
-  if (markers.some((marker) => marker.text.length > 1)) {
+  return markers.some((marker) => marker.text.length > 1) ? 'numbered' : 'positional';
+}
+
+/** The arguments better-sqlite3 binds for `params` (booleans as 0/1, integers exact). */
+export function sqliteArguments(binding: SqliteBinding, params: readonly ScalarParam[]): unknown[] {
+  const values = params.map((param) => {
+    if (typeof param === 'boolean') return param ? 1n : 0n;
+    if (typeof param === 'number' && Number.isSafeInteger(param)) return BigInt(param);
+    return param;
+  });
+  if (binding === 'numbered')
     return [Object.fromEntries(values.map((value, index) => [String(index + 1), value]))];
-  }
   return values;
 }
 
-function encodeSqliteValue(value: SqliteValue): JsonValue {
+export function encodeSqliteValue(value: SqliteValue): JsonValue {
   if (value === null || typeof value === 'string') return value;
   if (typeof value === 'bigint') return jsonInteger(value);
   if (typeof value === 'number') return jsonFloat(value);
   return base64(value);
 }
 
-function storageClass(value: SqliteValue | undefined): string | undefined {
+/** SQLite's storage class of a value (the type an expression column reports). */
+export function storageClass(value: SqliteValue | undefined): string | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'bigint') return 'INTEGER';
   if (typeof value === 'number') return 'REAL';
@@ -86,7 +94,7 @@ export class SqliteEngine implements SnapshotEngine {
       return work();
     } catch (error) {
       if (error instanceof FerryError) throw error;
-      throw new QueryFailedError(this.path, error instanceof Error ? error.message : String(error), {
+      throw new QueryFailedError(`'${this.path}'`, error instanceof Error ? error.message : String(error), {
         cause: error,
       });
     }
@@ -103,7 +111,7 @@ export class SqliteEngine implements SnapshotEngine {
       const statement = checkSqliteStatement(db, sql);
       statement.safeIntegers(true);
       statement.raw(true);
-      const raw = statement.all(...bindingOf(sql, values)) as SqliteValue[][];
+      const raw = statement.all(...sqliteArguments(sqliteBindingOf(sql), values)) as SqliteValue[][];
       const described = statement.columns();
       const names = uniqueColumnNames(described.map((column) => column.name));
       const columns = described.map((column, index) => ({

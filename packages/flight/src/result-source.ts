@@ -17,8 +17,8 @@ import { columnTypeToArrow, toDataType } from './arrow-types.js';
 
 export interface ArrowResult {
   readonly schema: Schema;
-  /** The dataset the statement read. */
-  readonly dataset: string;
+  /** The one dataset the statement read; absent when it read none or several. */
+  readonly dataset: string | undefined;
   /** Rows in the result when known before streaming; -1 when not. */
   readonly totalRows: number;
   /** The record batches, pulled one at a time; stops early when the signal aborts. */
@@ -118,7 +118,7 @@ export function runtimeResultSource(
     async stream(sql, params, signal) {
       const result = await runtime.query(sql, params);
       signal.throwIfAborted();
-      const engine = runtime.status(result.dataset).engine;
+      const engine = result.engine;
       const schema = new Schema(
         result.columns.map((column) =>
           columnField(engine, column, () => columnValues(result.rows, column.name)),
@@ -126,7 +126,7 @@ export function runtimeResultSource(
       );
       return {
         schema,
-        dataset: result.dataset,
+        dataset: result.dataset ?? undefined,
         totalRows: result.rows.length,
         batches: batchesOf(schema, result.rows, maxRows, maxBytes, signal),
       };

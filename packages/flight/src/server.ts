@@ -8,7 +8,7 @@
  */
 import type { JsonValue } from '@ferry/core';
 import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines';
-import { type Logger, type Runtime, routeQuery } from '@ferry/runtime';
+import type { Logger, Runtime } from '@ferry/runtime';
 import {
   Metadata,
   Server,
@@ -555,7 +555,6 @@ export async function startFlightServer(
           const request = unpackSql(action.body) ?? decodeSqlBody(action.body);
           const sql = field<string>(request, 'query');
           assertReadOnlySql(sql);
-          routeQuery(sql, datasetNames());
           const handle = statements.add({ sql, params: [] });
           const parameters = new Schema(
             Array.from(

@@ -1,6 +1,26 @@
 /**
  * The embed API's types: what `createRuntime()` returns and takes. An app embeds Ferry through
- * these; the CLI's HTTP server and the inspector are built on exactly the same surface.
+ * these; the CLI's HTTP server, the Flight server and the inspector are built on exactly the same
+ * surface.
+ *
+ * Queries (see docs/queries.md): every dataset is a table of one SQL namespace. A statement may
+ * read any number of datasets, join them (within DuckDB, within SQLite, or across the two) or
+ * read none (`SELECT 1`). Three ways to get a result:
+ *
+ *   - `query(sql, params?, options?)` → {@link RuntimeQueryResult}: JSON-safe rows, capped by
+ *     `maxResultRows` and `maxResultBytes`.
+ *   - `queryArrow(sql, params?, options?)` → {@link RuntimeArrowResult}: an apache-arrow `Table`,
+ *     capped the same way.
+ *   - `queryStream(sql, params?, options?)` → {@link RuntimeQueryStream}: the schema at once and
+ *     the result as `RecordBatch`es (`for await (const batch of stream.batches)`), not capped in
+ *     rows; bounded by `maxStreamBytes`, by `queryTimeoutMs` per batch of engine time and by
+ *     `streamIdleTimeoutMs` of consumer silence. At most two batches wait between the engine and
+ *     the consumer: a consumer that stops reading stops the engine; leaving the loop early (or
+ *     `cancel()`) cancels the query.
+ *
+ * Every result says which datasets it read and at which snapshot (`datasets`); a query reads each
+ * dataset at one snapshot from start to end, even across a swap. `options.signal` cancels a
+ * query in its engine (it rejects with `ERR_QUERY_CANCELLED`).
  */
 
 import type { ResourceLimits } from 'node:worker_threads';
@@ -14,6 +34,7 @@ import type {
   SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core';
+import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { Logger, LogLevel } from './logging.js';
 import type { DatasetCommand, InspectionEvent } from './protocol.js';
 
@@ -30,10 +51,37 @@ export interface RuntimeOptions {
   readonly dataDir?: string;
   /** Environment for secret references and endpoint overrides; default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Per-query time limit; default 30 000 ms; 0 disables it. */
+  /** Per-query time limit (a stream: per batch of engine time); default 30 000 ms; 0 disables it. */
   readonly queryTimeoutMs?: number;
-  /** Largest number of rows a query may return; default 100 000. */
+  /** Largest number of rows `query` / `queryArrow` may return; default 100 000; 0 disables it. */
   readonly maxResultRows?: number;
+  /**
+   * Largest result `query` / `queryArrow` may return, in bytes (of the values; of the Arrow IPC
+   * for `queryArrow`); default 64 MiB; 0 disables it.
+   */
+  readonly maxResultBytes?: number;
+  /** Largest `queryStream` result, in Arrow IPC bytes; default 16 GiB; 0 disables it. */
+  readonly maxStreamBytes?: number;
+  /** A stream whose batches are not read for this long is cancelled; default 60 000 ms; 0 disables it. */
+  readonly streamIdleTimeoutMs?: number;
+  /**
+   * Memory of each DuckDB query instance of the default class (`'4GB'`, `'512MiB'` or bytes); a
+   * dataset's `duckdb_memory_limit` lowers it for the queries that read it. Default: half of the
+   * machine's memory, shared by the DuckDB query workers.
+   */
+  readonly queryMemoryLimit?: string | number;
+  /** DuckDB threads of each query instance (a dataset's `duckdb_threads` lowers it); default: the cores, shared by the workers. */
+  readonly queryThreads?: number;
+  /** Most each DuckDB query instance may spill to its temporary directory (inside the data directory); default 4 GiB. */
+  readonly queryTempDirectorySize?: string | number;
+  /** DuckDB query workers (each runs many queries at once); default 1. */
+  readonly duckdbQueryThreads?: number;
+  /** Most rows of an SQLite dataset read into DuckDB to join it with DuckDB datasets; default 1 000 000. */
+  readonly crossEngineMaxRows?: number;
+  /** Most bytes of an SQLite dataset read into DuckDB to join it with DuckDB datasets; default 256 MiB. */
+  readonly crossEngineMaxBytes?: number;
+  /** JavaScript memory limits of each query worker (both pools); default: 2 GiB old generation. */
+  readonly queryWorkerResourceLimits?: ResourceLimits;
   /** Threads of the SQLite read pool; default: the number of cores. */
   readonly sqliteReadThreads?: number;
   /** Polls of one location within this many ms share one metadata.json read; default 2 000. */
@@ -58,15 +106,54 @@ export interface QueryOptions {
   readonly waitForReady?: boolean;
   /** With `waitForReady`, how long to wait; default 30 000 ms. */
   readonly readyTimeoutMs?: number;
+  /** Cancels the query: it stops in its engine and rejects with `ERR_QUERY_CANCELLED`. */
+  readonly signal?: AbortSignal;
 }
 
-export interface RuntimeQueryResult extends QueryResult {
-  /** The dataset (table) the query ran against. */
-  readonly dataset: string;
-  /** The snapshot the result was read from. */
+export interface StreamOptions extends QueryOptions {
+  /** Largest stream in Arrow IPC bytes; default: the runtime's `maxStreamBytes`. */
+  readonly maxBytes?: number;
+  /** Cancel the stream when its batches are not read for this long; default: `streamIdleTimeoutMs`. */
+  readonly idleTimeoutMs?: number;
+  /** Rows per batch at most; default 65 536 (batches are also cut at about 4 MiB). */
+  readonly batchRows?: number;
+}
+
+/** A dataset a query read, and the snapshot it read it at. */
+export interface DatasetRead {
+  readonly name: string;
+  readonly snapshotId: number;
+}
+
+/** Which datasets a result was read from, and by which engine. */
+export interface QueryProvenance {
+  /** Every dataset the query read (in the order the statement names them), each at one snapshot. */
+  readonly datasets: readonly DatasetRead[];
+  /** The one dataset it read; `null` when it read none or several (see `datasets`). */
+  readonly dataset: string | null;
+  /** That dataset's snapshot; `null` when `dataset` is. */
   readonly snapshotId: number | null;
   /** The engine that ran it (`sqlite` for Turso files too): what `columns[].type` names are names of. */
   readonly engine: FileFormat;
+}
+
+export interface RuntimeQueryResult extends QueryResult, QueryProvenance {}
+
+/** A result as an apache-arrow `Table`. */
+export interface RuntimeArrowResult extends QueryProvenance {
+  readonly table: Table;
+}
+
+/**
+ * A result as Arrow record batches, read as they are produced. `batches` may be iterated once;
+ * leaving the loop early cancels the query, and so does `cancel()`. An error (a limit, the engine)
+ * is thrown by the iteration.
+ */
+export interface RuntimeQueryStream extends QueryProvenance {
+  readonly schema: Schema;
+  readonly batches: AsyncIterable<RecordBatch>;
+  /** Stops the query in its engine; the iteration ends with `ERR_QUERY_CANCELLED`. */
+  cancel(): void;
 }
 
 export interface DatasetInfo {
@@ -183,8 +270,19 @@ export interface Runtime {
   /** Config errors of datasets that were refused (others run) and warnings. */
   readonly configErrors: readonly ConfigIssue[];
   readonly configWarnings: readonly ConfigIssue[];
-  /** Runs one read-only statement against the dataset it names as a table. */
+  /** Runs one read-only statement over the namespace of every dataset; JSON-safe rows. */
   query(sql: string, params?: readonly JsonValue[], options?: QueryOptions): Promise<RuntimeQueryResult>;
+  /** The same, answered as an apache-arrow `Table` (capped like `query`). */
+  queryArrow(sql: string, params?: readonly JsonValue[], options?: QueryOptions): Promise<RuntimeArrowResult>;
+  /**
+   * The same, streamed: resolves once the schema is known; the batches follow as the consumer reads
+   * them (not capped by `maxResultRows`; see {@link StreamOptions}).
+   */
+  queryStream(
+    sql: string,
+    params?: readonly JsonValue[],
+    options?: StreamOptions,
+  ): Promise<RuntimeQueryStream>;
   datasets(): DatasetInfo[];
   /** The dataset's machine status; throws `ERR_UNKNOWN_DATASET` for a name not configured. */
   status(name: string): DatasetInfo;
@@ -202,10 +300,6 @@ export interface Runtime {
    * the read fails.
    */
   snapshots(name: string, options?: SnapshotsOptions): Promise<SnapshotListing>;
-  /** Diagnostics: how many GETs of metadata.json the coordinator has made so far. */
-  metadataGets(): Promise<number>;
-  /** Diagnostics: end a dataset's thread as a crash would (it is restarted by supervision). */
-  terminateDatasetThread(name: string): Promise<void>;
   /** Stops polling, drains queries, closes engines and ends every thread; harmless to call twice. */
   close(): Promise<void>;
 }

@@ -115,8 +115,7 @@ class DatasetSlot {
       livePath: this.livePath,
       hostPort: channel.port2,
       pollPhaseMs,
-      queryTimeoutMs: data.queryTimeoutMs,
-      maxResultRows: data.maxResultRows,
+      dataDir: data.dataDir,
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,

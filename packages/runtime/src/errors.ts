@@ -20,26 +20,6 @@ export class UnknownDatasetError extends FerryError {
   }
 }
 
-export class NoDatasetInQueryError extends FerryError {
-  constructor(datasets: readonly string[]) {
-    super(
-      'ERR_NO_DATASET',
-      `The query reads no dataset; name one of the datasets as a table in FROM: ${list(datasets)}.`,
-    );
-    this.name = 'NoDatasetInQueryError';
-  }
-}
-
-export class MultipleDatasetsError extends FerryError {
-  constructor(names: readonly string[]) {
-    super(
-      'ERR_MULTIPLE_DATASETS',
-      `The query reads ${list(names)}, but each dataset is a separate snapshot file: query one dataset at a time.`,
-    );
-    this.name = 'MultipleDatasetsError';
-  }
-}
-
 export class DatasetNotReadyError extends FerryError {
   readonly dataset: string;
   constructor(dataset: string, state: string) {
@@ -69,23 +49,74 @@ export class ReadyTimeoutError extends FerryError {
   }
 }
 
+/** `The query on dataset 'orders'`, `… on datasets 'orders', 'customers'`, or `The query`. */
+function theQuery(datasets: readonly string[]): string {
+  if (datasets.length === 0) return 'The query';
+  const quoted = datasets.map((name) => `'${name}'`).join(', ');
+  return `The query on ${datasets.length === 1 ? 'dataset' : 'datasets'} ${quoted}`;
+}
+
 export class QueryTimeoutError extends FerryError {
-  constructor(dataset: string, timeoutMs: number) {
+  constructor(datasets: readonly string[] | string, timeoutMs: number) {
     super(
       'ERR_QUERY_TIMEOUT',
-      `The query on dataset '${dataset}' ran longer than ${timeoutMs} ms and was cancelled; narrow it or raise queryTimeoutMs.`,
+      `${theQuery([datasets].flat())} ran longer than ${timeoutMs} ms and was cancelled; narrow it or raise queryTimeoutMs.`,
     );
     this.name = 'QueryTimeoutError';
   }
 }
 
 export class ResultTooLargeError extends FerryError {
-  constructor(dataset: string, maxRows: number) {
+  constructor(
+    datasets: readonly string[] | string,
+    max: number,
+    limit: 'rows' | 'bytes' = 'rows',
+    setting?: string,
+  ) {
+    const what = theQuery([datasets].flat());
     super(
       'ERR_RESULT_TOO_LARGE',
-      `The query on dataset '${dataset}' returned more than ${maxRows} rows; add a LIMIT or raise maxResultRows.`,
+      limit === 'rows'
+        ? `${what} returned more than ${max} rows; add a LIMIT or raise ${setting ?? 'maxResultRows'}.`
+        : `${what} returned more than ${max} bytes; select fewer columns or rows, stream it (queryStream), or raise ${setting ?? 'maxResultBytes'}.`,
     );
     this.name = 'ResultTooLargeError';
+  }
+}
+
+/** The caller cancelled the query (its `AbortSignal` fired, or its HTTP client went away). */
+export class QueryCancelledError extends FerryError {
+  constructor(reason?: unknown) {
+    super(
+      'ERR_QUERY_CANCELLED',
+      'The query was cancelled by its caller before it finished; nothing more is read.',
+      {
+        cause: reason,
+      },
+    );
+    this.name = 'QueryCancelledError';
+  }
+}
+
+/** A stream whose consumer read nothing for too long was cancelled, freeing its engine. */
+export class StreamIdleError extends FerryError {
+  constructor(idleMs: number) {
+    super(
+      'ERR_STREAM_IDLE',
+      `The result stream was not read for ${idleMs} ms and was cancelled; read its batches as they come or raise streamIdleTimeoutMs.`,
+    );
+    this.name = 'StreamIdleError';
+  }
+}
+
+/** A statement in SQLite's dialect names a DuckDB dataset, which only DuckDB reads. */
+export class CrossDialectError extends FerryError {
+  constructor(dataset: string) {
+    super(
+      'ERR_QUERY_FAILED',
+      `Dataset '${dataset}' is a DuckDB dataset, but this statement runs in SQLite (it reads SQLite datasets in SQLite's own syntax); write it in DuckDB's SQL to join them, or query '${dataset}' in a statement of its own.`,
+    );
+    this.name = 'CrossDialectError';
   }
 }
 

@@ -1,10 +1,10 @@
 /**
  * @ferry/runtime: the embed API. `createRuntime(spicepod, options)` starts a coordinator thread and
- * one thread per dataset and returns a {@link Runtime} to query, watch and drive them.
+ * one thread per dataset and returns a {@link Runtime} to query, watch and drive them. Test hooks
+ * (crash drills, read counts) live in the separate entry `@ferry/runtime/testing`.
  */
 export * from './api.js';
 export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
-export { referencedTables, routeQuery } from './query-router.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';

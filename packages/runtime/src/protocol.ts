@@ -4,11 +4,12 @@
  * data: no functions, no class instances, no engine handles.
  *
  *   host  <-> coordinator   the coordinator Worker
- *   host  <-> dataset       a MessagePort per dataset thread (queries never pass the coordinator)
+ *   host  <-> dataset       a MessagePort per dataset thread (status, commands, generations)
  *   coordinator <-> dataset the dataset Worker (metadata reads, announcements, stop)
  */
 import type { MessagePort } from 'node:worker_threads';
 import type {
+  ArrowSchema,
   DatasetConfig,
   DatasetEmitted,
   DatasetStatus,
@@ -49,22 +50,20 @@ export interface InspectionEvent {
 // ---------------------------------------------------------------------------------------------
 
 export type HostToDataset =
-  | {
-      readonly type: 'query';
-      readonly id: number;
-      readonly sql: string;
-      readonly params?: readonly JsonValue[];
-    }
   | { readonly type: 'status'; readonly id: number }
   | { readonly type: 'command'; readonly id: number; readonly command: DatasetCommand }
   /** Whether anyone inspects: a thread builds and posts inspection events only then (default on). */
   | { readonly type: 'inspecting'; readonly on: boolean };
 
-/** Where the host runs SQLite reads: the file of the current generation, opened read-only. */
-export interface SqliteGeneration {
-  readonly generation: number;
+/**
+ * A generation a dataset thread serves: a link to the live file of one snapshot (a file that
+ * never changes), what it holds, and in which file format. The host numbers generations.
+ */
+export interface AnnouncedGeneration {
   readonly path: string;
-  readonly table: string;
+  readonly snapshotId: number;
+  readonly engine: FileFormat;
+  readonly schema: ArrowSchema;
 }
 
 export type DatasetToHost =
@@ -77,7 +76,8 @@ export type DatasetToHost =
     }
   | { readonly type: 'inspect'; readonly event: InspectionEvent }
   | { readonly type: 'log'; readonly record: LogRecord }
-  | { readonly type: 'sqlite-generation'; readonly current: SqliteGeneration | null }
+  /** The generation queries read from now on (`null`: none; the dataset serves nothing). */
+  | { readonly type: 'generation'; readonly current: AnnouncedGeneration | null }
   /** A snapshot downloaded and validated (`bytes` is its recorded size), before it is swapped in. */
   | {
       readonly type: 'downloaded';
@@ -98,9 +98,8 @@ export interface DatasetWorkerData {
   readonly hostPort: MessagePort;
   /** Clock phase shared by every dataset of the process, so shared locations poll together. */
   readonly pollPhaseMs: number;
-  /** Per-query timeout in ms; 0 disables it. */
-  readonly queryTimeoutMs: number;
-  readonly maxResultRows: number;
+  /** The runtime's data directory: generation links go under it (see `generationDirFor`). */
+  readonly dataDir: string;
 }
 
 export type DatasetToCoordinator =
@@ -116,7 +115,7 @@ export type DatasetToCoordinator =
 export type CoordinatorToDataset =
   | RpcResponse
   | { readonly type: 'announce'; readonly snapshotId: number }
-  /** A crash drill: the thread throws an uncaught error, as a bug would. */
+  /** A crash drill (sent only through `@ferry/runtime/testing`): the thread throws an uncaught error, as a bug would. */
   | { readonly type: 'crash' }
   | { readonly type: 'stop'; readonly id: number };
 
@@ -131,8 +130,6 @@ export interface CoordinatorWorkerData {
   readonly datasets: readonly DatasetConfig[];
   readonly dataDir: string;
   readonly baseDir: string;
-  readonly queryTimeoutMs: number;
-  readonly maxResultRows: number;
   /** Shortest time between two reads of one location's metadata.json by polls. */
   readonly metadataWindowMs: number;
   readonly restartBackoffMs: readonly number[];

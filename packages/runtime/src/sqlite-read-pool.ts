@@ -4,18 +4,32 @@
  * single query at once when one is idle: an idle pool adds no delay). A worker answers a batch
  * early once it has run for a few milliseconds, and the queries it did not reach go back to the
  * front of the queue (for whichever worker is free first), so expensive queries are not run back to
- * back in one batch while another worker idles.
+ * back in one batch while another worker idles. Every batch carries the catalog version current
+ * when it leaves.
  *
  * Timeouts are per query and count from the moment a worker starts it: the worker records the
  * index and start time of the query it runs in a small shared buffer, and the host checks it when
  * the timeout could have run out. SQLite cannot be interrupted from another thread, so a query
- * past its timeout is stopped by ending its worker (piscina's abort); it fails with
- * ERR_QUERY_TIMEOUT and the rest of its batch — read-only queries, safe to run again — goes back
- * to the front of the queue.
+ * past its timeout — or cancelled by its caller while it runs — is stopped by ending its worker
+ * (piscina's abort); the rest of its batch (read-only queries, safe to run again) goes back to the
+ * front of the queue. A cancelled query still queued just leaves the queue.
+ *
+ * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
  */
+import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
+import type { DatasetRead } from '@ferry/engines';
 import { Piscina } from 'piscina';
-import { QueryTimeoutError } from './errors.js';
-import type { SqliteReadBatch, SqliteReadQuery, SqliteReadResult } from './sqlite-read-task.js';
+import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
+import { QueryCancelledError, QueryTimeoutError } from './errors.js';
+import type { SharedCatalog } from './query-catalog.js';
+import type { QueryAnswer, QueryRequest } from './query-protocol.js';
+import { CANCELLED, CREDITS, STREAM_WINDOW } from './query-protocol.js';
+import type {
+  SqliteReadBatch,
+  SqliteReadResult,
+  SqliteStreamTask,
+  SqliteWorkerData,
+} from './sqlite-read-task.js';
 
 export interface SqliteReadPoolOptions {
   /** The worker module (`sqlite-read-task`). */
@@ -23,6 +37,10 @@ export interface SqliteReadPoolOptions {
   readonly maxThreads: number;
   /** Per query, from its start in a worker; 0 = none. */
   readonly queryTimeoutMs: number;
+  /** The catalog version a batch leaving now carries. */
+  readonly catalog: () => SharedCatalog;
+  readonly workerData: SqliteWorkerData;
+  readonly resourceLimits?: ResourceLimits;
   /** Most queries in one batch. */
   readonly maxBatch?: number;
   /** A worker with nothing to do ends after this long. */
@@ -30,10 +48,16 @@ export interface SqliteReadPoolOptions {
 }
 
 interface Pending {
-  readonly dataset: string;
-  readonly query: SqliteReadQuery;
+  /** The datasets the query is known to read (for the timeout's message). */
+  readonly datasets: readonly string[];
+  readonly query: QueryRequest;
+  readonly signal: AbortSignal | undefined;
   resolve(result: SqliteReadResult): void;
   reject(error: unknown): void;
+  /** Set while a worker has it: stops that batch. */
+  abortBatch: ((pending: Pending, error: Error) => void) | undefined;
+  /** Answered or failed already (a later outcome is dropped). */
+  done: boolean;
 }
 
 /** Slots of a batch's shared progress buffer (written by the worker, read by the host). */
@@ -41,29 +65,39 @@ const INDEX = 0;
 const STARTED_AT = 1;
 
 export class SqliteReadPool {
-  readonly #pool: Piscina<SqliteReadBatch, SqliteReadResult[]>;
+  readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, SqliteReadResult[] | SqliteReadResult>;
   readonly #threads: number;
   readonly #timeoutMs: number;
   readonly #maxBatch: number;
+  readonly #catalog: () => SharedCatalog;
   #queue: Pending[] = [];
   #inFlight = 0;
   #scheduled = false;
   #closed: Error | undefined;
   #batches = 0;
+  #unanswered = 0;
 
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
     this.#timeoutMs = options.queryTimeoutMs;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 64);
-    this.#pool = new Piscina<SqliteReadBatch, SqliteReadResult[]>({
+    this.#catalog = options.catalog;
+    this.#pool = new Piscina({
       filename: options.filename,
       minThreads: 0,
       maxThreads: this.#threads,
       idleTimeout: options.idleTimeoutMs ?? 30_000,
+      workerData: options.workerData,
+      ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
       // Workers run only synchronous tasks, so they may block between tasks: waking one through
       // Atomics.wait is about 50 µs quicker per task than a message event.
       atomics: 'sync',
     });
+  }
+
+  /** Queries and streams not answered yet (queued or running). */
+  get inFlight(): number {
+    return this.#unanswered;
   }
 
   /** Batches sent to workers so far (a query sent again after a timeout counts again). */
@@ -71,13 +105,107 @@ export class SqliteReadPool {
     return this.#batches;
   }
 
-  /** Run one query of `dataset` (its name is for the timeout's message). */
-  run(dataset: string, query: SqliteReadQuery): Promise<SqliteReadResult> {
+  /** Run one query; `datasets` (known so far) name it in a timeout's message. */
+  run(datasets: readonly string[], query: QueryRequest, signal?: AbortSignal): Promise<SqliteReadResult> {
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    if (signal?.aborted === true) return Promise.reject(new QueryCancelledError(signal.reason));
+    this.#unanswered++;
+    const answered = (): void => {
+      this.#unanswered--;
+    };
     return new Promise<SqliteReadResult>((resolve, reject) => {
-      this.#queue.push({ dataset, query, resolve, reject });
+      const pending: Pending = {
+        datasets,
+        query,
+        signal,
+        resolve: (result) => {
+          if (!pending.done) answered();
+          pending.done = true;
+          resolve(result);
+        },
+        reject: (error) => {
+          if (!pending.done) answered();
+          pending.done = true;
+          reject(error);
+        },
+        abortBatch: undefined,
+        done: false,
+      };
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const error = new QueryCancelledError(signal.reason);
+          const queued = this.#queue.indexOf(pending);
+          if (queued >= 0) {
+            this.#queue.splice(queued, 1);
+            pending.reject(error);
+          } else pending.abortBatch?.(pending, error);
+        },
+        { once: true },
+      );
+      this.#queue.push(pending);
       this.#schedule();
     });
+  }
+
+  /**
+   * Streams one query's result: `listener` hears the schema and each batch; `credit()` lets one
+   * more batch come (at most {@link STREAM_WINDOW} ahead). `cancel()` stops it: the worker notices
+   * between batches, and is ended if it is inside SQLite.
+   */
+  stream(query: QueryRequest, listener: QueryListener, batchRows?: number): PoolQuery {
+    const channel = new MessageChannel();
+    const control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+    control[CREDITS] = STREAM_WINDOW;
+    const controller = new AbortController();
+    channel.port1.on(
+      'message',
+      (message: {
+        type: 'schema' | 'batch';
+        ipc: Uint8Array;
+        rows?: number;
+        read?: readonly DatasetRead[];
+      }) => {
+        if (message.type === 'schema') listener.schema?.(message.ipc, message.read ?? []);
+        else listener.batch?.(message.ipc, message.rows ?? 0);
+      },
+    );
+    const task: SqliteStreamTask = {
+      catalog: this.#catalog(),
+      request: query,
+      port: channel.port2,
+      control,
+      ...(batchRows === undefined ? {} : { batchRows }),
+    };
+    this.#unanswered++;
+    const answer = (async (): Promise<QueryAnswer> => {
+      if (this.#closed !== undefined) throw this.#closed;
+      try {
+        return (await this.#pool.run(task, {
+          name: 'stream',
+          signal: controller.signal,
+          transferList: [channel.port2],
+        })) as SqliteReadResult;
+      } finally {
+        this.#unanswered--;
+        channel.port1.close();
+      }
+    })();
+    let stopper: NodeJS.Timeout | undefined;
+    void answer.finally(() => clearTimeout(stopper)).catch(() => undefined);
+    return {
+      answer,
+      cancel: () => {
+        Atomics.store(control, CANCELLED, 1);
+        Atomics.notify(control, CREDITS);
+        // A worker inside a long SQLite step does not see the flag: end it if it does not stop soon.
+        stopper ??= setTimeout(() => controller.abort(), 100);
+      },
+      credit: () => {
+        Atomics.add(control, CREDITS, 1);
+        Atomics.notify(control, CREDITS);
+      },
+    };
   }
 
   /** Ends the workers; queued and running queries reject with `reason`. */
@@ -116,16 +244,21 @@ export class SqliteReadPool {
 
   async #runBatch(batch: Pending[]): Promise<void> {
     const timeoutMs = this.#timeoutMs;
-    const progress =
-      timeoutMs > 0
-        ? new BigInt64Array(new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT))
-        : undefined;
-    if (progress !== undefined) progress[INDEX] = -1n;
+    const progress = new BigInt64Array(new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT));
+    progress[INDEX] = -1n;
     const controller = new AbortController();
-    let timedOut: number | undefined;
+    /** The query that stopped the batch (timed out or cancelled while running), and why. */
+    let stopped: { readonly pending: Pending; readonly error: Error } | undefined;
+    const stop = (pending: Pending, error: Error): void => {
+      // A query the worker already answered has nothing to stop; any other would still run, so the
+      // batch is stopped (its other queries run again elsewhere).
+      if (stopped !== undefined || pending.done) return;
+      stopped = { pending, error };
+      controller.abort();
+    };
+    for (const pending of batch) pending.abortBatch = stop;
     let timer: NodeJS.Timeout | undefined;
     const check = (): void => {
-      if (progress === undefined) return;
       // The worker writes the start time before the index: an index read here is never paired
       // with an earlier query's start time (a later one only postpones the check).
       const index = Number(Atomics.load(progress, INDEX));
@@ -138,36 +271,37 @@ export class SqliteReadPool {
         timer = setTimeout(check, left);
         return;
       }
-      timedOut = index;
-      controller.abort();
+      const late = batch[index] as Pending;
+      stop(late, new QueryTimeoutError(late.datasets, timeoutMs));
     };
-    if (progress !== undefined) timer = setTimeout(check, timeoutMs);
+    if (timeoutMs > 0) timer = setTimeout(check, timeoutMs);
     let results: SqliteReadResult[];
     try {
-      results = await this.#pool.run(
-        { queries: batch.map((pending) => pending.query), ...(progress === undefined ? {} : { progress }) },
+      results = (await this.#pool.run(
+        { catalog: this.#catalog(), queries: batch.map((pending) => pending.query), progress },
         { signal: controller.signal },
-      );
+      )) as SqliteReadResult[];
     } catch (error) {
-      if (timedOut === undefined) {
+      if (stopped === undefined) {
         for (const pending of batch) pending.reject(error);
         return;
       }
-      const late = batch[timedOut] as Pending;
-      late.reject(new QueryTimeoutError(late.dataset, timeoutMs));
-      const rest = batch.filter((pending) => pending !== late);
-      if (this.#closed !== undefined) for (const pending of rest) pending.reject(this.#closed);
-      else this.#queue.unshift(...rest);
+      stopped.pending.reject(stopped.error);
+      this.#requeue(batch.filter((pending) => pending !== stopped?.pending));
       return;
     } finally {
       clearTimeout(timer);
+      for (const pending of batch) pending.abortBatch = undefined;
     }
     for (const [index, result] of results.entries()) (batch[index] as Pending).resolve(result);
     // A batch that ran past its time budget answers early: the rest goes first in the queue again.
-    const rest = batch.slice(results.length);
-    if (rest.length > 0) {
-      if (this.#closed !== undefined) for (const pending of rest) pending.reject(this.#closed);
-      else this.#queue.unshift(...rest);
-    }
+    this.#requeue(batch.slice(results.length));
+  }
+
+  #requeue(batch: Pending[]): void {
+    const rest = batch.filter((pending) => !pending.done);
+    if (rest.length === 0) return;
+    if (this.#closed !== undefined) for (const pending of rest) pending.reject(this.#closed);
+    else this.#queue.unshift(...rest);
   }
 }

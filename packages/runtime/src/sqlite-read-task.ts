@@ -1,31 +1,40 @@
 /**
- * A piscina worker of the SQLite read pool: runs a batch of read-only queries on the snapshot
- * files of SQLite datasets. Each worker keeps one read-only connection per live file and reopens it
- * when the generation moves (the live path then names the new snapshot, while the old one stays
- * readable by whoever still holds it; a query of an older generation simply reads the newer file,
- * which is still one whole snapshot). The host batches queries (`sqlite-read-pool.ts`); this
- * worker records which query of the batch it is running and since when in `progress`, so the host
- * can time each query out on its own. A timed-out query is stopped by ending this worker, and so
- * every handle it held.
+ * A piscina worker of the SQLite read pool: one {@link SqliteNamespace} (every SQLite dataset
+ * attached to a read-only main, at the generation the catalog names) running batches of queries,
+ * or one query streamed as Arrow batches. Every task carries the catalog's version and its shared
+ * encoding; the worker re-attaches only when the version moved. The host batches queries
+ * (`sqlite-read-pool.ts`); this worker records which query of the batch it is running and since
+ * when in `progress`, so the host can time each query out on its own. SQLite cannot be interrupted
+ * from another thread, so a query past its timeout (or cancelled) is stopped by ending this worker.
  */
-import { isMainThread } from 'node:worker_threads';
-import { type JsonValue, type QueryResult, type SerializedError, serializeError } from '@ferry/core';
-import { openSqliteSync, type SqliteEngine } from '@ferry/engines';
+import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
+import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
+import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
+import {
+  answerOf,
+  CANCELLED,
+  CREDITS,
+  type QueryAnswer,
+  type QueryRequest,
+  transferable,
+} from './query-protocol.js';
 
 if (isMainThread) {
   throw new Error('sqlite-read-task runs only as a worker of the SQLite read pool.');
 }
 
-export interface SqliteReadQuery {
-  readonly path: string;
-  readonly generation: number;
-  readonly sql: string;
-  readonly params: readonly JsonValue[];
-  readonly maxRows: number;
+export interface SqliteWorkerData {
+  /** The empty file the namespace opens read-only as its main database. */
+  readonly mainPath: string;
+  /** Replaced by `<data dir>` in messages. */
+  readonly privateRoots: readonly string[];
+  /** SQLite's temporary files (inside the data directory). */
+  readonly tempDirectory: string;
 }
 
 export interface SqliteReadBatch {
-  readonly queries: readonly SqliteReadQuery[];
+  readonly catalog: SharedCatalog;
+  readonly queries: readonly QueryRequest[];
   /**
    * `[index, startedAtMs]` of the query running now (`Date.now()` clock; the index is -1 before the
    * first). Absent when queries have no timeout.
@@ -33,31 +42,44 @@ export interface SqliteReadBatch {
   readonly progress?: BigInt64Array;
 }
 
+/** A query whose result streams as Arrow batches over `port`. */
+export interface SqliteStreamTask {
+  readonly catalog: SharedCatalog;
+  readonly request: QueryRequest;
+  readonly batchRows?: number;
+  readonly port: MessagePort;
+  /** `[credits, cancelled]`: batches the host's consumer will take; 1 once the host cancelled. */
+  readonly control: Int32Array;
+}
+
 /**
- * The rows, or why not. Errors come back as data: an error thrown here would reach the host as a
- * plain `Error` without its `code` (the pool clones it), and callers branch on the code; and one
- * query's error must not fail its batch.
+ * The answer, or why not. Errors come back as data: an error thrown here would reach the host as
+ * a plain `Error` without its `code` (the pool clones it), and one query's error must not fail its
+ * batch.
  */
-export type SqliteReadResult =
-  | QueryResult
-  | { readonly tooLarge: true }
-  | { readonly error: SerializedError };
+export type SqliteReadResult = QueryAnswer;
 
-const open = new Map<string, { generation: number; engine: SqliteEngine }>();
+const data = workerData as SqliteWorkerData;
+let namespace: SqliteNamespace | undefined;
 
-function runOne(query: SqliteReadQuery): SqliteReadResult {
+function namespaceAt(catalog: SharedCatalog): SqliteNamespace {
+  namespace ??= new SqliteNamespace({
+    mainPath: data.mainPath,
+    privateRoots: data.privateRoots,
+    tempDirectory: data.tempDirectory,
+  });
+  if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
+  return namespace;
+}
+
+function runOne(catalog: SharedCatalog, query: QueryRequest): QueryAnswer {
   try {
-    let entry = open.get(query.path);
-    if (entry === undefined || query.generation > entry.generation) {
-      void entry?.engine.close();
-      entry = { generation: query.generation, engine: openSqliteSync(query.path) };
-      open.set(query.path, entry);
-    }
-    const result = entry.engine.querySync(query.sql, query.params);
-    if (query.maxRows > 0 && result.rows.length > query.maxRows) return { tooLarge: true };
-    return result;
+    return namespaceAt(catalog).rows(query.sql, query.params, {
+      maxRows: query.maxRows,
+      maxBytes: query.maxBytes,
+    });
   } catch (error) {
-    return { error: serializeError(error) };
+    return answerOf(error);
   }
 }
 
@@ -68,7 +90,7 @@ function runOne(query: SqliteReadQuery): SqliteReadResult {
  */
 const BATCH_BUDGET_MS = 4;
 
-/** Runs the batch's queries in order; returns the results of those it ran (a prefix of the batch). */
+/** Runs the batch's queries in order; returns the answers of those it ran (a prefix of the batch). */
 export default function run(batch: SqliteReadBatch): SqliteReadResult[] {
   const { queries, progress } = batch;
   const results: SqliteReadResult[] = [];
@@ -80,7 +102,43 @@ export default function run(batch: SqliteReadBatch): SqliteReadResult[] {
       Atomics.store(progress, 1, BigInt(Date.now()));
       Atomics.store(progress, 0, BigInt(index));
     }
-    results.push(runOne(query));
+    results.push(runOne(batch.catalog, query));
   }
   return results;
+}
+
+/** The host cancelled the stream (its consumer left, or a bound was reached). */
+class StreamCancelled extends Error {}
+
+/** Streams one query's result over `task.port`, one batch per credit (blocking in between). */
+export function stream(task: SqliteStreamTask): SqliteReadResult {
+  const { port, control } = task;
+  const sink: SyncBatchSink = {
+    schema: (ipc, read) => {
+      const bytes = transferable(ipc);
+      port.postMessage({ type: 'schema', ipc: bytes, read }, [bytes.buffer as ArrayBuffer]);
+    },
+    batch: (ipc, rows) => {
+      for (;;) {
+        if (Atomics.load(control, CANCELLED) === 1) throw new StreamCancelled();
+        if (Atomics.load(control, CREDITS) > 0) break;
+        Atomics.wait(control, CREDITS, 0, 1_000);
+      }
+      Atomics.sub(control, CREDITS, 1);
+      const bytes = transferable(ipc);
+      port.postMessage({ type: 'batch', ipc: bytes, rows }, [bytes.buffer as ArrayBuffer]);
+    },
+  };
+  try {
+    const { sql, params, maxRows, maxBytes } = task.request;
+    return namespaceAt(task.catalog).batches(sql, params, sink, {
+      maxRows,
+      maxBytes,
+      ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }),
+    });
+  } catch (error) {
+    return answerOf(error);
+  } finally {
+    port.close();
+  }
 }

@@ -1,12 +1,16 @@
 /**
  * The SQLite read pool on real worker threads and a real SQLite file (the fixture store's users
- * snapshot): batching, per-query timeouts inside a batch, errors that stay with their query.
+ * snapshot): batching, per-query timeouts inside a batch, errors that stay with their query,
+ * cancellation of a queued and of a running query, and a stream that stops when nobody reads it.
  */
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shareCatalog } from '../src/query-catalog.js';
+import type { QueryRequest } from '../src/query-protocol.js';
 import { SqliteReadPool } from '../src/sqlite-read-pool.js';
 import type { SqliteReadResult } from '../src/sqlite-read-task.js';
 import { threadFile } from '../src/thread-files.js';
@@ -20,21 +24,21 @@ let path: string;
 let expected: number;
 
 function pool(options: { threads: number; timeoutMs: number }): SqliteReadPool {
+  const catalog = shareCatalog({
+    version: 1,
+    datasets: [{ name: 'users', engine: 'sqlite', generation: { id: 1, path, snapshotId: 7 } }],
+  });
   return new SqliteReadPool({
     filename: threadFile('sqlite-read-task').href,
     maxThreads: options.threads,
     queryTimeoutMs: options.timeoutMs,
+    catalog: () => catalog,
+    workerData: { mainPath: join(dir, 'main.sqlite'), privateRoots: [dir], tempDirectory: dir },
   });
 }
 
-function lookup(id: number) {
-  return {
-    path,
-    generation: 1,
-    sql: 'SELECT count(*) AS n FROM users WHERE rowid <= ?',
-    params: [id],
-    maxRows: 100,
-  };
+function lookup(id: number): QueryRequest {
+  return { sql: 'SELECT count(*) AS n FROM users WHERE rowid <= ?', params: [id], maxRows: 100, maxBytes: 0 };
 }
 
 function rowsOf(result: SqliteReadResult): unknown {
@@ -46,8 +50,9 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'ferry-sqlite-pool-'));
   path = join(dir, 'users.sqlite');
   await copyFile(join(fixtureStoreDir(), USERS), path);
+  await writeFile(join(dir, 'main.sqlite'), '');
   const probe = pool({ threads: 1, timeoutMs: 0 });
-  const counted = await probe.run('users', {
+  const counted = await probe.run(['users'], {
     ...lookup(0),
     sql: 'SELECT count(*) AS n FROM users',
     params: [],
@@ -67,7 +72,7 @@ describe('SqliteReadPool', () => {
     const reads = pool({ threads: 2, timeoutMs: 30_000 });
     try {
       const ids = Array.from({ length: 40 }, (_, i) => i % (expected + 1));
-      const results = await Promise.all(ids.map((id) => reads.run('users', lookup(id))));
+      const results = await Promise.all(ids.map((id) => reads.run(['users'], lookup(id))));
       expect(results.map(rowsOf)).toEqual(ids.map((id) => [{ n: Math.min(id, expected) }]));
       // Batched: far fewer hops than queries (a cold worker may answer its first batch early).
       expect(reads.batches).toBeLessThanOrEqual(8);
@@ -79,9 +84,11 @@ describe('SqliteReadPool', () => {
   it('a query past its timeout fails alone: the queries batched around it are answered', async () => {
     const reads = pool({ threads: 1, timeoutMs: 400 });
     try {
-      const before = Array.from({ length: 5 }, (_, i) => reads.run('users', lookup(i)));
-      const runaway = reads.run('users', { ...lookup(0), sql: RUNAWAY, params: [] }).catch((e: unknown) => e);
-      const after = Array.from({ length: 5 }, (_, i) => reads.run('users', lookup(i)));
+      const before = Array.from({ length: 5 }, (_, i) => reads.run(['users'], lookup(i)));
+      const runaway = reads
+        .run(['users'], { ...lookup(0), sql: RUNAWAY, params: [] })
+        .catch((e: unknown) => e);
+      const after = Array.from({ length: 5 }, (_, i) => reads.run(['users'], lookup(i)));
       expect(await runaway).toMatchObject({
         code: 'ERR_QUERY_TIMEOUT',
         message:
@@ -106,11 +113,11 @@ describe('SqliteReadPool', () => {
       params: [],
     };
     try {
-      await reads.run('users', lookup(1)); // a warm worker
+      await reads.run(['users'], lookup(1)); // a warm worker
       const answeredAt: number[] = [];
       const started = performance.now();
       const runs = [0, 1, 2].map((i) =>
-        reads.run('users', slow).then((result) => {
+        reads.run(['users'], slow).then((result) => {
           answeredAt[i] = performance.now() - started;
           return result;
         }),
@@ -129,8 +136,8 @@ describe('SqliteReadPool', () => {
     const reads = pool({ threads: 1, timeoutMs: 0 });
     try {
       const [bad, good] = await Promise.all([
-        reads.run('users', { ...lookup(0), sql: 'SELECT nope FROM users', params: [] }),
-        reads.run('users', lookup(1)),
+        reads.run(['users'], { ...lookup(0), sql: 'SELECT nope FROM users', params: [] }),
+        reads.run(['users'], lookup(1)),
       ]);
       expect(bad).toMatchObject({ error: { message: expect.stringContaining('no such column: nope') } });
       expect(rowsOf(good)).toEqual([{ n: 1 }]);
@@ -142,9 +149,63 @@ describe('SqliteReadPool', () => {
   it('close rejects queued queries with the reason and refuses new ones', async () => {
     const reads = pool({ threads: 1, timeoutMs: 0 });
     const reason = new Error('runtime closed');
-    const queued = reads.run('users', lookup(1)).catch((e: unknown) => e);
+    const queued = reads.run(['users'], lookup(1)).catch((e: unknown) => e);
     await reads.close(reason);
     expect(await queued).toBe(reason);
-    await expect(reads.run('users', lookup(1))).rejects.toBe(reason);
+    await expect(reads.run(['users'], lookup(1))).rejects.toBe(reason);
+  });
+
+  it('a cancelled query leaves the queue, or ends the worker running it; the others are answered', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    try {
+      const running = new AbortController();
+      const queued = new AbortController();
+      const runaway = reads
+        .run(['users'], { ...lookup(0), sql: RUNAWAY, params: [] }, running.signal)
+        .catch((e: unknown) => e);
+      const waiting = reads.run(['users'], lookup(2), queued.signal).catch((e: unknown) => e);
+      const innocent = reads.run(['users'], lookup(3));
+      queued.abort();
+      expect(await waiting).toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+      running.abort();
+      expect(await runaway).toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+      expect(rowsOf(await innocent)).toEqual([{ n: Math.min(3, expected) }]);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('a stream sends batches only as they are taken: a consumer that stops reading stops it', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    try {
+      const received: number[] = [];
+      let schema: Uint8Array | undefined;
+      const sql =
+        'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) SELECT x FROM c';
+      const query = reads.stream(
+        { sql, params: [], maxRows: 0, maxBytes: 0 },
+        {
+          schema: (ipc) => {
+            schema = ipc;
+          },
+          batch: (_ipc, rows) => {
+            received.push(rows);
+          },
+        },
+        1_000,
+      );
+      // Two batches (the window) arrive without any credit; then nothing more.
+      while (received.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(received).toEqual([1_000, 1_000]);
+      expect(batchesFromIpc(schema as Uint8Array).schema.fields.map((field) => field.name)).toEqual(['x']);
+      query.credit();
+      while (received.length < 3) await new Promise((resolve) => setTimeout(resolve, 10));
+      query.cancel();
+      expect(await query.answer).toMatchObject({ kind: 'error' });
+      expect(received).toHaveLength(3);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
   });
 });

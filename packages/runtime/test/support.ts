@@ -65,20 +65,29 @@ export interface DatasetSpec {
   readonly interval?: string;
 }
 
+/** A spicepod of `datasets` on `location` (each polling every second unless it says otherwise). */
+export function podYaml(
+  snapshotLocation: string,
+  datasets: readonly DatasetSpec[],
+  params: Readonly<Record<string, string | boolean>> = {},
+): string {
+  return spicepodYaml({
+    name: 'runtime-test',
+    location: snapshotLocation,
+    params,
+    datasets: datasets.map((dataset) => ({ ...dataset, interval: dataset.interval ?? '1s' })),
+  });
+}
+
 export function spicepod(
   aws: LocalAws,
   datasets: readonly DatasetSpec[],
   extra: { queueUrl?: string; prefix?: string; params?: Readonly<Record<string, string>> } = {},
 ): string {
-  return spicepodYaml({
-    name: 'runtime-test',
-    location: location(extra.prefix),
-    params: {
-      ...localS3Params(aws),
-      ...(extra.queueUrl === undefined ? {} : { s3_queue_url: extra.queueUrl }),
-      ...extra.params,
-    },
-    datasets: datasets.map((dataset) => ({ ...dataset, interval: dataset.interval ?? '1s' })),
+  return podYaml(location(extra.prefix), datasets, {
+    ...localS3Params(aws),
+    ...(extra.queueUrl === undefined ? {} : { s3_queue_url: extra.queueUrl }),
+    ...extra.params,
   });
 }
 

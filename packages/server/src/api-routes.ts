@@ -4,7 +4,7 @@
  *
  *   GET  /health                                     ok (no API key)
  *   GET  /v1/ready                                   ready | 503 not ready: …
- *   POST /v1/sql                                     rows, in the format `Accept` picks
+ *   POST /v1/sql                                     rows, in the format `Accept` picks (Arrow: streamed)
  *   GET  /v1/datasets                                ?status=true ?format=csv ?source=…
  *   POST /v1/datasets/:name/commands                 Ferry's machine commands
  *   POST /v1/datasets/:name/acceleration/refresh     a poll now (Spice)
@@ -14,7 +14,7 @@
  */
 import type { JsonValue } from '@ferry/core';
 import type { SqlDialect } from '@ferry/engines';
-import { type DatasetInfo, type Runtime, routeQuery } from '@ferry/runtime';
+import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { runCommand } from './commands.js';
 import { datasetView, isServing } from './dataset-view.js';
@@ -23,7 +23,13 @@ import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotSummary } from './snapshot-view.js';
 import { parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
-import { renderResult, SQL_MEDIA_TYPES, type SqlMediaType } from './sql-response.js';
+import {
+  ARROW_STREAM_TYPE,
+  arrowBody,
+  renderResult,
+  SQL_MEDIA_TYPES,
+  type SqlMediaType,
+} from './sql-response.js';
 
 export interface ApiRoutesOptions {
   readonly runtime: Runtime;
@@ -64,16 +70,34 @@ function sendList(
   return reply.send(items);
 }
 
-/** How the dataset a statement reads tokenizes its SQL (only named parameters depend on it). */
-function dialectFor(runtime: Runtime): (sql: string) => SqlDialect {
-  return (sql) => {
-    const dataset = routeQuery(
-      sql,
-      runtime.datasets().map((info) => info.name),
-    );
-    const engine = runtime.status(dataset).engine;
-    return engine === 'sqlite' || engine === 'turso' ? 'sqlite' : 'duckdb';
+/**
+ * How statements tokenize (only named parameters depend on it): SQLite's way when every dataset is
+ * an SQLite (or Turso) one, since such a pod runs every query in SQLite; DuckDB's otherwise.
+ */
+function dialectFor(runtime: Runtime): () => SqlDialect {
+  return () => {
+    const engines = runtime.datasets().map((info) => info.engine);
+    return engines.length > 0 && engines.every((engine) => engine === 'sqlite' || engine === 'turso')
+      ? 'sqlite'
+      : 'duckdb';
   };
+}
+
+/** `x-ferry-dataset` / `x-ferry-snapshot-id`: the datasets the result was read from, in order. */
+function provenanceHeaders(reply: FastifyReply, result: QueryProvenance): void {
+  if (result.datasets.length === 0) return;
+  reply
+    .header('x-ferry-dataset', result.datasets.map((read) => read.name).join(', '))
+    .header('x-ferry-snapshot-id', result.datasets.map((read) => String(read.snapshotId)).join(', '));
+}
+
+/** A signal that fires when the client goes away before its response is complete. */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('the HTTP client went away'));
+  });
+  return controller.signal;
 }
 
 /** The address the request came in on, as `host:port`. */
@@ -128,19 +152,25 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const accepted = request.accepts().type([...SQL_MEDIA_TYPES]);
       const type: SqlMediaType =
         typeof accepted === 'string' ? (accepted as SqlMediaType) : 'application/json';
+      const signal = clientGone(reply);
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
-      let result: Awaited<ReturnType<Runtime['query']>>;
+      reply.header('vary', 'Accept');
       try {
-        result = await runtime.query(sql, params as JsonValue[]);
+        if (type === ARROW_STREAM_TYPE) {
+          const stream = await runtime.queryStream(sql, params as JsonValue[], { signal });
+          outcome = 'ok';
+          provenanceHeaders(reply, stream);
+          return reply.type(ARROW_STREAM_TYPE).send(arrowBody(stream));
+        }
+        const result = await runtime.query(sql, params as JsonValue[], { signal });
         outcome = 'ok';
+        const { contentType, body } = renderResult(result, type);
+        provenanceHeaders(reply, result);
+        return reply.type(contentType).send(body);
       } finally {
         metrics.observeQuery((performance.now() - started) / 1000, outcome);
       }
-      const { contentType, body } = renderResult(result, type);
-      reply.header('vary', 'Accept').header('x-ferry-dataset', result.dataset);
-      if (result.snapshotId !== null) reply.header('x-ferry-snapshot-id', String(result.snapshotId));
-      return reply.type(contentType).send(body);
     },
   });
 

@@ -48,6 +48,8 @@ export {
 export { type SpiceSnapshotEntry, type SpiceSnapshotSummary, snapshotSummary } from './snapshot-view.js';
 export { parseSqlRequest, SQL_BODY_HINT, type SqlRequest } from './sql-request.js';
 export {
+  ARROW_STREAM_TYPE,
+  arrowBody,
   type RenderedResult,
   renderResult,
   resultSchema,

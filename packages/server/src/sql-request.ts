@@ -41,7 +41,7 @@ interface SqlJsonBody {
 }
 
 /**
- * The statement and its positional values. `dialect` says how the statement's dataset tokenizes
+ * The statement and its positional values. `dialect` says how the runtime's statements tokenize
  * (it matters only for named parameters).
  */
 export function parseSqlRequest(body: unknown, dialect: (sql: string) => SqlDialect): SqlRequest {

@@ -5,6 +5,14 @@ export {
   PreparedSnapshotGoneError,
   TruncatedDownloadError,
 } from './errors.js';
+export {
+  GENERATIONS_KEPT,
+  generationDirFor,
+  generationsRoot,
+  generationsRootFor,
+  linkGeneration,
+  pruneGenerations,
+} from './generations.js';
 export { ServingEngine, type ServingEngineOptions, type ServingLease } from './serving-engine.js';
 export {
   type CommitControl,

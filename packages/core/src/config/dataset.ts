@@ -8,9 +8,17 @@
 
 import { ENGINE_NAMES, type EngineName, fileFormatOf } from '../engines.js';
 import { type Location, parseLocation } from '../location.js';
+import { parseByteSize } from './byte-size.js';
 import { closest, type Reporter } from './issues.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
-import type { BootstrapOnFailure, DatasetConfig, DatasetForm, S3Settings, SnapshotsMode } from './types.js';
+import type {
+  BootstrapOnFailure,
+  DatasetConfig,
+  DatasetForm,
+  QueryLimits,
+  S3Settings,
+  SnapshotsMode,
+} from './types.js';
 import { type Env, isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
 
 export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
@@ -114,11 +122,12 @@ const FILE_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
 const ALL_FILE_PARAMS = ['duckdb_file', 'sqlite_file', 'turso_file'];
 /** Params that choose where the engine's data lives; the runtime decides that for a snapshot dataset. */
 const PLACEMENT_PARAMS = ['duckdb_data_dir'];
-/** Spice engine tuning params: recorded as ignored. */
+/** Spice's DuckDB limits, which bound the queries that read the dataset. */
+const LIMIT_PARAMS = ['duckdb_memory_limit', 'duckdb_threads'];
+/** Spice engine tuning params: recorded as ignored (the limits above are read). */
 const TUNING_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
   duckdb: [
-    'duckdb_memory_limit',
-    'duckdb_threads',
+    ...LIMIT_PARAMS,
     'duckdb_preserve_insertion_order',
     'duckdb_index_scan_percentage',
     'duckdb_index_scan_max_count',
@@ -323,7 +332,14 @@ function readRefreshModeDataset(
     }
   }
   const refreshCheckIntervalMs = readInterval(report, at, accel);
-  const live = readEngineParams(report, `${at}.params`, accel.params, engine, 'refresh_mode', env);
+  const { live, limits } = readEngineParams(
+    report,
+    `${at}.params`,
+    accel.params,
+    engine,
+    'refresh_mode',
+    env,
+  );
 
   const name = report.datasetName;
   if (pod.location === undefined && !pod.locationBroken) {
@@ -366,6 +382,7 @@ function readRefreshModeDataset(
       snapshotsMode,
       ...(live?.file === undefined ? {} : { liveFile: live.file }),
       ...(pod.location.scheme === 's3' && pod.s3 !== undefined ? { s3: pod.s3 } : {}),
+      ...(limits === undefined ? {} : { queryLimits: limits }),
     },
   };
 }
@@ -420,6 +437,7 @@ function readFileFormatDataset(
 
   let engine: EngineName | undefined;
   let refreshCheckIntervalMs: number | undefined = DEFAULT_REFRESH_CHECK_INTERVAL_MS;
+  let limits: QueryLimits | undefined;
   if (accel !== undefined) {
     const at = `${base}.acceleration`;
     checkAccelerationKeys(report, at, accel, 'file_format');
@@ -455,7 +473,7 @@ function readFileFormatDataset(
       }
     }
     refreshCheckIntervalMs = readInterval(report, at, accel);
-    readEngineParams(report, `${at}.params`, accel.params, engine, 'file_format', env);
+    ({ limits } = readEngineParams(report, `${at}.params`, accel.params, engine, 'file_format', env));
   }
 
   const name = report.datasetName;
@@ -482,6 +500,7 @@ function readFileFormatDataset(
       bootstrapOnFailure: 'warn',
       snapshotsMode: 'bootstrap_only',
       s3,
+      ...(limits === undefined ? {} : { queryLimits: limits }),
     },
   };
 }
@@ -565,9 +584,39 @@ function readInterval(report: Reporter, at: string, accel: Record<string, unknow
   return readDuration(report, `${at}.refresh_check_interval`, accel.refresh_check_interval);
 }
 
+/** `duckdb_memory_limit`: `512MB`, `2GiB`, `1.5 GB`, or a number of bytes; at least 16 MiB. */
+function readMemoryLimit(report: Reporter, path: string, value: unknown, env: Env): number | undefined {
+  const text = typeof value === 'number' ? String(value) : readParam(report, path, value, env);
+  if (text === undefined) return undefined;
+  const bytes = parseByteSize(text);
+  if (bytes === undefined || bytes < 16 * 2 ** 20) {
+    report.error(path, `'${text}' is not a memory size of at least 16 MiB; write it like 512MB or 2GiB`);
+    return undefined;
+  }
+  return bytes;
+}
+
+/** `duckdb_threads`: a positive whole number. */
+function readThreads(report: Reporter, path: string, value: unknown, env: Env): number | undefined {
+  const text = typeof value === 'number' ? String(value) : readParam(report, path, value, env);
+  if (text === undefined) return undefined;
+  const threads = /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(threads) || threads < 1) {
+    report.error(path, `'${text}' is not a number of threads; write a whole number of at least 1`);
+    return undefined;
+  }
+  return threads;
+}
+
+interface EngineParams {
+  readonly live?: LiveFile;
+  readonly limits?: QueryLimits;
+}
+
 /**
- * `acceleration.params`: the engine's live-file param (for `refresh_mode` datasets), Spice tuning
- * params (ignored, with a warning) and nothing else.
+ * `acceleration.params`: the engine's live-file param (for `refresh_mode` datasets), the DuckDB
+ * query limits (`duckdb_memory_limit`, `duckdb_threads`), other Spice tuning params (ignored,
+ * with a warning) and nothing else.
  */
 function readEngineParams(
   report: Reporter,
@@ -576,11 +625,11 @@ function readEngineParams(
   engine: EngineName | undefined,
   form: DatasetForm,
   env: Env,
-): LiveFile | undefined {
-  if (value === undefined) return undefined;
+): EngineParams {
+  if (value === undefined) return {};
   if (!isMap(value)) {
     report.error(at, 'must be a map of engine parameters');
-    return undefined;
+    return {};
   }
   const engines = engine === undefined ? SNAPSHOT_ENGINES : [engine];
   const tuning = engines.flatMap((e) => TUNING_PARAMS[e]);
@@ -591,8 +640,15 @@ function readEngineParams(
   ];
   let live: LiveFile | undefined;
   let filePath: string | undefined;
+  let memoryLimitBytes: number | undefined;
+  let threads: number | undefined;
   for (const key of Object.keys(value)) {
     const path = `${at}.${key}`;
+    if (LIMIT_PARAMS.includes(key) && tuning.includes(key)) {
+      if (key === 'duckdb_memory_limit') memoryLimitBytes = readMemoryLimit(report, path, value[key], env);
+      else threads = readThreads(report, path, value[key], env);
+      continue;
+    }
     if (ALL_FILE_PARAMS.includes(key) || PLACEMENT_PARAMS.includes(key)) {
       if (form === 'file_format') {
         report.error(
@@ -627,7 +683,14 @@ function readEngineParams(
       report.unknownKey(path, key, known);
     }
   }
-  return live;
+  const limits = {
+    ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
+    ...(threads === undefined ? {} : { threads }),
+  };
+  return {
+    ...(live === undefined ? {} : { live }),
+    ...(Object.keys(limits).length === 0 ? {} : { limits }),
+  };
 }
 
 function suggestion(word: string, known: readonly string[]): string {

@@ -1,4 +1,5 @@
 /** The spicepod configuration model: load and validate a Spice-style spicepod into typed config. */
+export { parseByteSize } from './byte-size.js';
 export { DEFAULT_REFRESH_CHECK_INTERVAL_MS, FILE_FORMAT_PARAMS } from './dataset.js';
 export { MAX_DURATION_MS, parseDuration } from './duration.js';
 export { ConfigError, closest, editDistance } from './issues.js';

@@ -136,6 +136,16 @@ export interface DatasetConfig {
   readonly s3?: S3Settings;
   /** Present when this dataset is notified through the pod's queue. */
   readonly queue?: QueueConfig;
+  /**
+   * `duckdb_memory_limit` (in bytes) and `duckdb_threads` from `acceleration.params`: every DuckDB
+   * query that reads the dataset runs within them.
+   */
+  readonly queryLimits?: QueryLimits;
+}
+
+export interface QueryLimits {
+  readonly memoryLimitBytes?: number;
+  readonly threads?: number;
 }
 
 /** One problem (or warning) found while loading. `message` is complete and starts with the file. */

@@ -1,0 +1,525 @@
+/**
+ * Query results as Arrow (apache-arrow JS): record batches built column by column from engine
+ * values, and their IPC stream form, which is what crosses a thread (one transferable buffer per
+ * batch) and what an HTTP client receives. Column types come from the same mapping the JSON
+ * answers report (`resultColumnArrowType`: the snapshot-store type table), given here in its JSON
+ * form (`'Int64'`, `{ Timestamp: ['Microsecond', null] }`, …) and turned into apache-arrow types;
+ * a type outside the table is Utf8 (the engine's text form), as in Spice's JSON schema.
+ *
+ * Builders take each type's plain value: integers as numbers (64-bit ones as bigint), Date32 as
+ * days since the epoch, Time64 / Timestamp as bigint in their unit, Decimal128 as the unscaled
+ * bigint, Interval as `{ months, days, nanos }`, lists as arrays, structs as objects, maps as
+ * `[key, value]` pairs. The engines' adapters turn their own values into these.
+ */
+import type { ArrowDataType } from '@ferry/core';
+import * as arrow from 'apache-arrow';
+
+export type ArrowValue =
+  | null
+  | boolean
+  | number
+  | bigint
+  | string
+  | Uint8Array
+  | IntervalValue
+  | readonly ArrowValue[]
+  | { readonly [field: string]: ArrowValue };
+
+export interface IntervalValue {
+  readonly months: number;
+  readonly days: number;
+  readonly nanos: bigint;
+}
+
+/** A result column: its name and its type in the JSON form of the type table. */
+export interface ArrowColumn {
+  readonly name: string;
+  readonly type: ArrowDataType;
+}
+
+const TIME_UNITS: Readonly<Record<string, arrow.TimeUnit>> = {
+  Second: arrow.TimeUnit.SECOND,
+  Millisecond: arrow.TimeUnit.MILLISECOND,
+  Microsecond: arrow.TimeUnit.MICROSECOND,
+  Nanosecond: arrow.TimeUnit.NANOSECOND,
+};
+
+const SCALARS: Readonly<Record<string, () => arrow.DataType>> = {
+  Null: () => new arrow.Null(),
+  Boolean: () => new arrow.Bool(),
+  Int8: () => new arrow.Int8(),
+  Int16: () => new arrow.Int16(),
+  Int32: () => new arrow.Int32(),
+  Int64: () => new arrow.Int64(),
+  UInt8: () => new arrow.Uint8(),
+  UInt16: () => new arrow.Uint16(),
+  UInt32: () => new arrow.Uint32(),
+  UInt64: () => new arrow.Uint64(),
+  Float32: () => new arrow.Float32(),
+  Float64: () => new arrow.Float64(),
+  Utf8: () => new arrow.Utf8(),
+  LargeUtf8: () => new arrow.Utf8(),
+  Binary: () => new arrow.Binary(),
+  LargeBinary: () => new arrow.Binary(),
+  Date32: () => new arrow.DateDay(),
+};
+
+interface JsonField {
+  readonly name: string;
+  readonly data_type: ArrowDataType;
+  readonly nullable?: boolean;
+}
+
+/** The apache-arrow type of a type-table type; anything else is Utf8. */
+export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
+  if (typeof type === 'string') return (SCALARS[type] ?? SCALARS.Utf8)?.() as arrow.DataType;
+  const [variant, payload] = Object.entries(type)[0] ?? ['', undefined];
+  switch (variant) {
+    case 'Time64':
+      return payload === 'Nanosecond' ? new arrow.TimeNanosecond() : new arrow.TimeMicrosecond();
+    case 'Timestamp': {
+      const [unit, zone] = payload as [string, string | null];
+      return new arrow.Timestamp(TIME_UNITS[unit] ?? arrow.TimeUnit.MICROSECOND, zone ?? null);
+    }
+    case 'Decimal128': {
+      const [precision, scale] = payload as [number, number];
+      return new arrow.Decimal(scale, precision, 128);
+    }
+    case 'Interval':
+      return new arrow.IntervalMonthDayNano();
+    case 'List': {
+      const item = payload as JsonField;
+      return new arrow.List(new arrow.Field(item.name, arrowTypeOf(item.data_type), true));
+    }
+    case 'Struct':
+      return new arrow.Struct(
+        (payload as JsonField[]).map(
+          (field) => new arrow.Field(field.name, arrowTypeOf(field.data_type), true),
+        ),
+      );
+    case 'Map': {
+      const [entries] = payload as [JsonField, boolean];
+      const [key, value] = (entries.data_type as { Struct: JsonField[] }).Struct as [JsonField, JsonField];
+      const struct = new arrow.Struct([
+        new arrow.Field(key.name, arrowTypeOf(key.data_type), false),
+        new arrow.Field(value.name, arrowTypeOf(value.data_type), true),
+      ]);
+      return new arrow.Map_(new arrow.Field(entries.name, struct, false));
+    }
+    default:
+      return new arrow.Utf8();
+  }
+}
+
+/** The schema of a result with these columns (every field nullable: results carry no NOT NULL). */
+export function arrowSchemaOf(columns: readonly ArrowColumn[]): arrow.Schema {
+  return new arrow.Schema(
+    columns.map((column) => new arrow.Field(column.name, arrowTypeOf(column.type), true)),
+  );
+}
+
+/** A value that does not fit its column's Arrow type. */
+export class ArrowValueError extends TypeError {
+  constructor(type: arrow.DataType, value: unknown) {
+    super(
+      `A ${typeof value} value (${String(value).slice(0, 40)}) cannot be stored in an Arrow ${type} column`,
+    );
+    this.name = 'ArrowValueError';
+  }
+}
+
+/** A growable bitmap. */
+class Bits {
+  bits = new Uint8Array(8);
+
+  set(index: number, on: boolean): void {
+    const byte = index >> 3;
+    this.bits = room(this.bits, byte + 1);
+    if (on) this.bits[byte] = (this.bits[byte] as number) | (1 << (index & 7));
+  }
+
+  slice(length: number): Uint8Array {
+    return this.bits.subarray(0, (length + 7) >> 3);
+  }
+}
+
+/** A validity bitmap and its null count (no bitmap at all when nothing is null). */
+class Validity extends Bits {
+  nulls = 0;
+
+  override set(index: number, valid: boolean): void {
+    super.set(index, valid);
+    if (!valid) this.nulls++;
+  }
+
+  finish(length: number): Uint8Array | undefined {
+    return this.nulls === 0 ? undefined : this.slice(length);
+  }
+
+  /** What every column's `Data` has: its type, length, null count and validity bitmap. */
+  data<T extends arrow.DataType>(type: T, length: number) {
+    return { type, length, nullCount: this.nulls, nullBitmap: this.finish(length) };
+  }
+}
+
+/** `array`, or a copy at least twice as long when `needed` elements would not fit. */
+function room<T extends Uint8Array | Int32Array | Typed>(array: T, needed: number): T {
+  if (needed <= array.length) return array;
+  const grown = new (array.constructor as new (length: number) => T)(Math.max(array.length * 2, needed));
+  grown.set(array as never);
+  return grown;
+}
+
+type Typed =
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | Uint8Array
+  | Uint16Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array;
+
+interface TypedCtor {
+  new (length: number): Typed;
+  readonly BYTES_PER_ELEMENT: number;
+}
+
+/** Appends plain values of one column; `finish()` gives the column's Arrow data. */
+export interface ColumnBuilder {
+  readonly length: number;
+  /** Bytes of the column's buffers so far (values, offsets, bitmaps). */
+  readonly bytes: number;
+  append(value: ArrowValue): void;
+  finish(): arrow.Data;
+}
+
+/** A fixed-width column: `width` elements of `ctor` per value (Decimal128: 4 words, Interval: 4). */
+class FixedBuilder implements ColumnBuilder {
+  length = 0;
+  readonly #type: arrow.DataType;
+  readonly #ctor: TypedCtor;
+  readonly #width: number;
+  readonly #write: (data: Typed, at: number, value: ArrowValue) => void;
+  readonly #validity = new Validity();
+  #data: Typed;
+
+  constructor(
+    type: arrow.DataType,
+    ctor: TypedCtor,
+    width: number,
+    write: (data: Typed, at: number, value: ArrowValue) => void,
+  ) {
+    this.#type = type;
+    this.#ctor = ctor;
+    this.#width = width;
+    this.#write = write;
+    this.#data = new ctor(64 * width);
+  }
+
+  get bytes(): number {
+    return this.length * this.#width * this.#ctor.BYTES_PER_ELEMENT + (this.length >> 3);
+  }
+
+  append(value: ArrowValue): void {
+    const at = this.length * this.#width;
+    this.#data = room(this.#data, at + this.#width);
+    this.#validity.set(this.length, value !== null);
+    if (value !== null) this.#write(this.#data, at, value);
+    this.length++;
+  }
+
+  finish(): arrow.Data {
+    return arrow.makeData({
+      ...this.#validity.data(this.#type, this.length),
+      data: this.#data.subarray(0, this.length * this.#width),
+    } as never);
+  }
+}
+
+class BoolBuilder implements ColumnBuilder {
+  length = 0;
+  readonly #values = new Bits();
+  readonly #validity = new Validity();
+
+  get bytes(): number {
+    return this.length >> 2;
+  }
+
+  append(value: ArrowValue): void {
+    if (value !== null && typeof value !== 'boolean') throw new ArrowValueError(new arrow.Bool(), value);
+    this.#validity.set(this.length, value !== null);
+    this.#values.set(this.length, value === true);
+    this.length++;
+  }
+
+  finish(): arrow.Data {
+    return arrow.makeData({
+      ...this.#validity.data(new arrow.Bool(), this.length),
+      data: this.#values.slice(this.length),
+    });
+  }
+}
+
+const encoder = new TextEncoder();
+
+class BytesBuilder implements ColumnBuilder {
+  length = 0;
+  readonly #type: arrow.Utf8 | arrow.Binary;
+  readonly #validity = new Validity();
+  #offsets = new Int32Array(65);
+  #data = new Uint8Array(1024);
+  #size = 0;
+
+  constructor(type: arrow.Utf8 | arrow.Binary) {
+    this.#type = type;
+  }
+
+  get bytes(): number {
+    return this.#size + this.length * 4;
+  }
+
+  append(value: ArrowValue): void {
+    let bytes: Uint8Array | undefined;
+    if (typeof value === 'string') bytes = encoder.encode(value);
+    else if (value instanceof Uint8Array) bytes = value;
+    else if (value !== null) throw new ArrowValueError(this.#type, value);
+    this.#offsets = room(this.#offsets, this.length + 2);
+    if (bytes !== undefined) {
+      this.#data = room(this.#data, this.#size + bytes.length);
+      this.#data.set(bytes, this.#size);
+      this.#size += bytes.length;
+    }
+    this.#validity.set(this.length, bytes !== undefined);
+    this.length++;
+    this.#offsets[this.length] = this.#size;
+  }
+
+  finish(): arrow.Data {
+    return arrow.makeData({
+      ...this.#validity.data(this.#type, this.length),
+      valueOffsets: this.#offsets.subarray(0, this.length + 1),
+      data: this.#data.subarray(0, this.#size),
+    } as never);
+  }
+}
+
+/** List and Map: offsets into one child column (a Map's child is its entries struct). */
+class ListBuilder implements ColumnBuilder {
+  length = 0;
+  readonly #type: arrow.List | arrow.Map_;
+  readonly #child: ColumnBuilder;
+  readonly #validity = new Validity();
+  #offsets = new Int32Array(65);
+
+  constructor(type: arrow.List | arrow.Map_) {
+    this.#type = type;
+    this.#child = columnBuilder((type.children[0] as arrow.Field).type);
+  }
+
+  get bytes(): number {
+    return this.#child.bytes + this.length * 4;
+  }
+
+  append(value: ArrowValue): void {
+    if (value !== null && !Array.isArray(value)) throw new ArrowValueError(this.#type, value);
+    const isMap = this.#type instanceof arrow.Map_;
+    for (const item of (value ?? []) as readonly ArrowValue[]) {
+      if (!isMap) this.#child.append(item);
+      else {
+        const [key, entry] = item as readonly [ArrowValue, ArrowValue];
+        const [keyField, valueField] = (this.#type.children[0] as arrow.Field<arrow.Struct>).type
+          .children as [arrow.Field, arrow.Field];
+        this.#child.append({ [keyField.name]: key, [valueField.name]: entry });
+      }
+    }
+    this.#offsets = room(this.#offsets, this.length + 2);
+    this.#validity.set(this.length, value !== null);
+    this.length++;
+    this.#offsets[this.length] = this.#child.length;
+  }
+
+  finish(): arrow.Data {
+    return arrow.makeData({
+      ...this.#validity.data(this.#type, this.length),
+      valueOffsets: this.#offsets.subarray(0, this.length + 1),
+      child: this.#child.finish(),
+    } as never);
+  }
+}
+
+class StructBuilder implements ColumnBuilder {
+  length = 0;
+  readonly #type: arrow.Struct;
+  readonly #children: { readonly name: string; readonly builder: ColumnBuilder }[];
+  readonly #validity = new Validity();
+
+  constructor(type: arrow.Struct) {
+    this.#type = type;
+    this.#children = type.children.map((field) => ({ name: field.name, builder: columnBuilder(field.type) }));
+  }
+
+  get bytes(): number {
+    return this.#children.reduce((sum, child) => sum + child.builder.bytes, 0);
+  }
+
+  append(value: ArrowValue): void {
+    if (
+      value !== null &&
+      (typeof value !== 'object' || Array.isArray(value) || value instanceof Uint8Array)
+    ) {
+      throw new ArrowValueError(this.#type, value);
+    }
+    const record = (value ?? {}) as Readonly<Record<string, ArrowValue>>;
+    for (const child of this.#children) child.builder.append(record[child.name] ?? null);
+    this.#validity.set(this.length, value !== null);
+    this.length++;
+  }
+
+  finish(): arrow.Data {
+    return arrow.makeData({
+      ...this.#validity.data(this.#type, this.length),
+      children: this.#children.map((child) => child.builder.finish()),
+    });
+  }
+}
+
+class NullBuilder implements ColumnBuilder {
+  length = 0;
+  readonly bytes = 0;
+
+  append(): void {
+    this.length++;
+  }
+
+  finish(): arrow.Data {
+    return arrow.makeData({ type: new arrow.Null(), length: this.length, nullCount: this.length });
+  }
+}
+
+const MASK_64 = (1n << 64n) - 1n;
+
+function numeric(type: arrow.DataType, value: ArrowValue): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  throw new ArrowValueError(type, value);
+}
+
+function big(type: arrow.DataType, value: ArrowValue): bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
+  throw new ArrowValueError(type, value);
+}
+
+/** A builder for one column of `type`. */
+export function columnBuilder(type: arrow.DataType): ColumnBuilder {
+  const scalar = (ctor: TypedCtor) =>
+    new FixedBuilder(type, ctor, 1, (data, at, value) => {
+      (data as Float64Array)[at] = numeric(type, value);
+    });
+  const wide = (ctor: TypedCtor) =>
+    new FixedBuilder(type, ctor, 1, (data, at, value) => {
+      (data as BigInt64Array)[at] = big(type, value);
+    });
+  switch (type.typeId) {
+    case arrow.Type.Null:
+      return new NullBuilder();
+    case arrow.Type.Bool:
+      return new BoolBuilder();
+    case arrow.Type.Utf8:
+    case arrow.Type.Binary:
+      return new BytesBuilder(type as arrow.Utf8 | arrow.Binary);
+    case arrow.Type.List:
+    case arrow.Type.Map:
+      return new ListBuilder(type as arrow.List | arrow.Map_);
+    case arrow.Type.Struct:
+      return new StructBuilder(type as arrow.Struct);
+    case arrow.Type.Decimal:
+      return new FixedBuilder(type, Uint32Array, 4, (data, at, value) => {
+        // Two's complement, little-endian 32-bit words.
+        let bits = BigInt.asUintN(128, big(type, value));
+        for (let word = 0; word < 4; word++) {
+          (data as Uint32Array)[at + word] = Number(bits & 0xffffffffn);
+          bits >>= 32n;
+        }
+      });
+    case arrow.Type.Interval:
+      return new FixedBuilder(type, Int32Array, 4, (data, at, value) => {
+        const interval = value as IntervalValue;
+        if (typeof interval !== 'object' || interval === null || !('months' in interval)) {
+          throw new ArrowValueError(type, value);
+        }
+        const nanos = BigInt.asUintN(64, interval.nanos) & MASK_64;
+        const view = data as Int32Array;
+        view[at] = interval.months;
+        view[at + 1] = interval.days;
+        view[at + 2] = Number(BigInt.asIntN(32, nanos & 0xffffffffn));
+        view[at + 3] = Number(BigInt.asIntN(32, nanos >> 32n));
+      });
+    default:
+      break;
+  }
+  const ctor = (type as arrow.DataType & { ArrayType?: TypedCtor }).ArrayType;
+  if (ctor === undefined) return new BytesBuilder(new arrow.Utf8());
+  return ctor === BigInt64Array || ctor === BigUint64Array ? wide(ctor) : scalar(ctor);
+}
+
+/** Rows of one record batch, appended column by column. */
+export class RecordBatchBuilder {
+  readonly schema: arrow.Schema;
+  #builders: ColumnBuilder[];
+
+  constructor(schema: arrow.Schema) {
+    this.schema = schema;
+    this.#builders = schema.fields.map((field) => columnBuilder(field.type));
+  }
+
+  get rows(): number {
+    return this.#builders[0]?.length ?? this.#rowsWithoutColumns;
+  }
+
+  #rowsWithoutColumns = 0;
+
+  get bytes(): number {
+    return this.#builders.reduce((sum, builder) => sum + builder.bytes, 0);
+  }
+
+  /** Appends one row (`values[i]` for field i). */
+  appendRow(values: readonly ArrowValue[]): void {
+    if (this.#builders.length === 0) this.#rowsWithoutColumns++;
+    for (const [index, builder] of this.#builders.entries()) builder.append(values[index] ?? null);
+  }
+
+  /** The batch of the rows appended so far; the builder starts empty again. */
+  flush(): arrow.RecordBatch {
+    const length = this.rows;
+    const children = this.#builders.map((builder) => builder.finish());
+    this.#builders = this.schema.fields.map((field) => columnBuilder(field.type));
+    this.#rowsWithoutColumns = 0;
+    const data = arrow.makeData({
+      type: new arrow.Struct(this.schema.fields),
+      length,
+      nullCount: 0,
+      children,
+    });
+    return new arrow.RecordBatch(this.schema, data);
+  }
+}
+
+/** One batch (or just the schema) as a self-contained IPC stream: what crosses a thread. */
+export function batchToIpc(schema: arrow.Schema, batch?: arrow.RecordBatch): Uint8Array {
+  const writer = new arrow.RecordBatchStreamWriter();
+  writer.reset(undefined, schema);
+  if (batch !== undefined) writer.write(batch);
+  writer.finish();
+  return writer.toUint8Array(true);
+}
+
+/** The schema and batches of an IPC stream written by {@link batchToIpc}. */
+export function batchesFromIpc(bytes: Uint8Array): { schema: arrow.Schema; batches: arrow.RecordBatch[] } {
+  const table = arrow.tableFromIPC(bytes);
+  return { schema: table.schema, batches: table.batches };
+}

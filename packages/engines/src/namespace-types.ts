@@ -1,0 +1,111 @@
+/**
+ * The vocabulary both query namespaces share (DuckDB's and SQLite's): the catalog they serve —
+ * every dataset, its engine and the generation (an immutable link to one snapshot file) it serves
+ * now — what a query read, and how a query is bounded. Plain data: the catalog crosses threads.
+ */
+import type { ArrowSchema, FileFormat, JsonValue } from '@ferry/core';
+
+/** One snapshot of a dataset as a file that never changes (a hard link of the live file). */
+export interface NamespaceGeneration {
+  /** Unique in the process (never reused), so an attachment is never mistaken for another. */
+  readonly id: number;
+  readonly path: string;
+  readonly snapshotId: number;
+  /** The schema recorded in metadata.json, when known: types an SQLite table takes in DuckDB. */
+  readonly schema?: ArrowSchema;
+}
+
+export interface NamespaceDataset {
+  readonly name: string;
+  /** The file format of its snapshots; `undefined` until known (taken from metadata.json). */
+  readonly engine: FileFormat | undefined;
+  /** What it serves now; `null` while it serves nothing (waiting, restarting). */
+  readonly generation: NamespaceGeneration | null;
+  /** `duckdb_memory_limit` of the dataset, in bytes: bounds every DuckDB query that reads it. */
+  readonly memoryLimitBytes?: number;
+  /** `duckdb_threads` of the dataset: bounds every DuckDB query that reads it. */
+  readonly threads?: number;
+}
+
+/** The catalog at one version: every configured dataset, in spicepod order. */
+export interface NamespaceCatalog {
+  readonly version: number;
+  readonly datasets: readonly NamespaceDataset[];
+}
+
+/** A dataset a query read, and the snapshot it read it at. */
+export interface DatasetRead {
+  readonly name: string;
+  readonly snapshotId: number;
+}
+
+/** A result column: its name and the engine's type name. */
+export interface ResultColumn {
+  readonly name: string;
+  readonly type: string;
+}
+
+/** Where a statement runs, as the engines' parsers see it. */
+export type QueryRoute =
+  /** In DuckDB; `datasets` are the datasets it reads, or undefined when the parser could not list them. */
+  | { readonly engine: 'duckdb'; readonly datasets: readonly string[] | undefined }
+  /** In SQLite: it reads only SQLite datasets, or it is SQLite's dialect. */
+  | { readonly engine: 'sqlite'; readonly datasets: readonly string[] | undefined };
+
+/** How one query is bounded. */
+export interface NamespaceQueryControl {
+  readonly signal?: AbortSignal;
+  /** Refuse (stop reading) past this many rows; 0 or absent: no cap. */
+  readonly maxRows?: number;
+  /** Refuse (stop reading) past this many bytes of values; 0 or absent: no cap. */
+  readonly maxBytes?: number;
+}
+
+/** What a query answered with JSON-safe rows, or which cap it exceeded. */
+export type RowsOutcome =
+  | {
+      readonly kind: 'rows';
+      readonly columns: readonly ResultColumn[];
+      readonly rows: readonly Record<string, JsonValue>[];
+      readonly read: readonly DatasetRead[];
+    }
+  | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
+
+/** How a query streams Arrow batches: each is handed over as a self-contained IPC stream. */
+export interface BatchSink {
+  /** Called once, before any batch, with the result's schema (an IPC stream with no batch) and what it reads. */
+  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void;
+  /** Resolves when the consumer can take another batch (back-pressure); rejects to stop the query. */
+  batch(ipc: Uint8Array, rows: number): Promise<void>;
+}
+
+export interface BatchControl extends NamespaceQueryControl {
+  /** Rows per batch at most (default 65 536). */
+  readonly batchRows?: number;
+  /** Bytes per batch at most, roughly (default 4 MiB). */
+  readonly batchBytes?: number;
+}
+
+/** What a streamed query did: the datasets it read, rows and bytes sent; or the cap it exceeded. */
+export type BatchOutcome =
+  | {
+      readonly kind: 'done';
+      readonly read: readonly DatasetRead[];
+      readonly rows: number;
+      readonly bytes: number;
+    }
+  | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
+
+/** Bytes a plain value takes, roughly: what the byte caps count. */
+export function valueBytes(value: unknown): number {
+  if (value === null || value === undefined) return 1;
+  if (typeof value === 'string') return value.length;
+  if (typeof value === 'number' || typeof value === 'bigint') return 8;
+  if (typeof value === 'boolean') return 1;
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + valueBytes(item), 8);
+  if (typeof value === 'object') {
+    return Object.values(value).reduce((sum: number, item) => sum + valueBytes(item), 8);
+  }
+  return 8;
+}

@@ -1,0 +1,29 @@
+/**
+ * `@ferry/engines/namespaces`: the query namespaces (every dataset of an engine as a table of one
+ * SQL namespace) and Arrow results, for the runtime's query workers and the HTTP server. A separate
+ * entry from `@ferry/engines` so that threads which only open and check snapshot files do not load
+ * apache-arrow.
+ */
+export {
+  type ArrowColumn,
+  type ArrowValue,
+  ArrowValueError,
+  arrowSchemaOf,
+  arrowTypeOf,
+  batchesFromIpc,
+  batchToIpc,
+  type ColumnBuilder,
+  columnBuilder,
+  type IntervalValue,
+  RecordBatchBuilder,
+} from './arrow-results.js';
+export { duckDbArrowValue } from './duckdb-arrow.js';
+export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
+export * from './namespace-types.js';
+export {
+  SQLITE_MAX_ATTACHED,
+  SqliteNamespace,
+  type SqliteNamespaceOptions,
+  type SyncBatchSink,
+  sqliteArrowValue,
+} from './sqlite-namespace.js';

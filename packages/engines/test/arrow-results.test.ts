@@ -1,0 +1,123 @@
+/**
+ * Arrow result batches built from plain values round-trip through IPC with the types of the
+ * snapshot-store type table: integers (64-bit exact), floats, text, booleans, dates, timestamps
+ * (with and without zone), decimals (negative too), intervals, lists, structs, maps, binary and
+ * nulls; a value that does not fit its column is refused by name.
+ */
+import { describe, expect, it } from 'vitest';
+import { arrowSchemaOf, batchesFromIpc, batchToIpc, RecordBatchBuilder } from '../src/arrow-results.js';
+
+const COLUMNS = [
+  { name: 'i', type: 'Int64' },
+  { name: 'n', type: 'Int32' },
+  { name: 'f', type: 'Float64' },
+  { name: 's', type: 'Utf8' },
+  { name: 'b', type: 'Boolean' },
+  { name: 'd', type: 'Date32' },
+  { name: 'ts', type: { Timestamp: ['Microsecond', null] } },
+  { name: 'tz', type: { Timestamp: ['Microsecond', 'UTC'] } },
+  { name: 'dec', type: { Decimal128: [18, 2] } },
+  { name: 'l', type: { List: { name: 'item', data_type: 'Int64', nullable: true } } },
+  {
+    name: 'st',
+    type: {
+      Struct: [
+        { name: 'a', data_type: 'Int32', nullable: true },
+        { name: 'b', data_type: 'Utf8', nullable: true },
+      ],
+    },
+  },
+  {
+    name: 'm',
+    type: {
+      Map: [
+        {
+          name: 'entries',
+          data_type: {
+            Struct: [
+              { name: 'keys', data_type: 'Utf8', nullable: false },
+              { name: 'values', data_type: 'Int64', nullable: true },
+            ],
+          },
+          nullable: false,
+        },
+        false,
+      ],
+    },
+  },
+  { name: 'iv', type: { Interval: 'MonthDayNano' } },
+  { name: 'bin', type: 'Binary' },
+  { name: 'x', type: 'HUGEINT-like' },
+] as const;
+
+describe('Arrow results', () => {
+  it('round-trip through IPC with their types and values', () => {
+    const schema = arrowSchemaOf(COLUMNS);
+    const builder = new RecordBatchBuilder(schema);
+    builder.appendRow([
+      2n ** 62n,
+      -7,
+      1.5,
+      'héllo',
+      true,
+      19_000,
+      1_700_000_000_123_456n,
+      1_700_000_000_000_000n,
+      -12_345n,
+      [1n, null, 3n],
+      { a: 1, b: 'x' },
+      [['k', 5n]],
+      { months: 1, days: 2, nanos: 3_000n },
+      new Uint8Array([1, 2]),
+      'text',
+    ]);
+    builder.appendRow(COLUMNS.map((column) => (column.name === 'b' ? false : null)));
+    for (let row = 0; row < 100; row++) builder.appendRow([BigInt(row), row, row, `s${row}`, row % 2 === 0]);
+    expect([builder.rows, builder.bytes > 0]).toEqual([102, true]);
+    const { schema: read, batches } = batchesFromIpc(batchToIpc(schema, builder.flush()));
+    expect(read.fields.map((field) => String(field.type))).toEqual([
+      'Int64',
+      'Int32',
+      'Float64',
+      'Utf8',
+      'Bool',
+      'Date32<DAY>',
+      'Timestamp<MICROSECOND>',
+      'Timestamp<MICROSECOND, UTC>',
+      'Decimal[18e+2]',
+      'List<Int64>',
+      'Struct<{a:Int32, b:Utf8}>',
+      'Map<{key:Utf8, value:Int64}>',
+      'Interval<MONTH_DAY_NANO>',
+      'Binary',
+      'Utf8',
+    ]);
+    const batch = batches[0];
+    expect(batch?.numRows).toBe(102);
+    const first = batch?.get(0)?.toJSON() as Record<string, unknown>;
+    expect(first.i).toBe(2n ** 62n);
+    expect([first.n, first.f, first.s, first.b]).toEqual([-7, 1.5, 'héllo', true]);
+    expect(first.d).toBe(19_000 * 86_400_000);
+    expect(String(batch?.getChild('dec')?.get(0))).toBe('-12345');
+    expect([...(batch?.getChild('l')?.get(0) ?? [])]).toEqual([1n, null, 3n]);
+    expect(batch?.getChild('st')?.get(0)?.toJSON()).toEqual({ a: 1, b: 'x' });
+    expect(batch?.getChild('m')?.get(0)?.toJSON()).toEqual({ k: 5n });
+    expect([...(batch?.getChild('bin')?.get(0) ?? [])]).toEqual([1, 2]);
+    expect(batch?.getChild('x')?.get(0)).toBe('text');
+    const second = batch?.get(1)?.toJSON() as Record<string, unknown>;
+    expect(Object.entries(second).filter(([, value]) => value !== null)).toEqual([['b', false]]);
+    expect(batch?.get(101)?.toJSON()).toMatchObject({ i: 99n, s: 's99', b: false, d: null });
+  });
+
+  it('an empty builder is an empty batch with the schema; a misfit value is refused', () => {
+    const schema = arrowSchemaOf([{ name: 'flag', type: 'Boolean' }]);
+    const empty = batchesFromIpc(batchToIpc(schema, new RecordBatchBuilder(schema).flush()));
+    expect([empty.schema.fields.map((field) => field.name), empty.batches[0]?.numRows ?? 0]).toEqual([
+      ['flag'],
+      0,
+    ]);
+    expect(() => new RecordBatchBuilder(schema).appendRow(['yes'])).toThrow(
+      'A string value (yes) cannot be stored in an Arrow Bool column',
+    );
+  });
+});

@@ -1,0 +1,446 @@
+/**
+ * The two query namespaces on real files: DuckDB's (every DuckDB dataset attached read-only
+ * behind a view, SQLite datasets read in for joins across engines, resource limits, routing by
+ * DuckDB's parser) and SQLite's (datasets attached to a read-only main, on demand past SQLite's
+ * ten). Swaps are catalog changes; a query reads one generation of each dataset throughout.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchesFromIpc } from '../src/arrow-results.js';
+import { DuckDbNamespace } from '../src/duckdb-namespace.js';
+import type { DuckDbNamespaceOptions, NamespaceCatalog, NamespaceDataset } from '../src/index.js';
+import { SqliteNamespace } from '../src/sqlite-namespace.js';
+import { makeDuckDbFile, makeSqliteFile, makeTempDir } from './files.js';
+
+let dir: string;
+let remove: () => Promise<void>;
+let generations: string;
+let nextId = 0;
+
+const paths = new Map<string, string>();
+
+async function duckdbFile(name: string, table: string, version: number, rows = 100): Promise<string> {
+  const path = join(generations, `${name}.duckdb`);
+  await makeDuckDbFile(path, [
+    `CREATE TABLE ${table} AS SELECT i::BIGINT AS id, ${version}::BIGINT AS version, 'c' || (i % 10) AS customer FROM range(${rows}) t(i)`,
+  ]);
+  paths.set(name, path);
+  return path;
+}
+
+async function sqliteFile(name: string, table: string, version: number, rows = 30): Promise<string> {
+  const path = join(generations, `${name}.sqlite`);
+  const values = Array.from(
+    { length: rows },
+    (_, i) => `(${i}, ${version}, 'user-${i}', '2026-11-${String((i % 28) + 1).padStart(2, '0')}')`,
+  );
+  await makeSqliteFile(path, [
+    `CREATE TABLE ${table} (id INTEGER NOT NULL, version INTEGER, name TEXT, joined DATE)`,
+    `INSERT INTO ${table} VALUES ${values.join(', ')}`,
+  ]);
+  return path;
+}
+
+function dataset(
+  name: string,
+  engine: 'duckdb' | 'sqlite',
+  path: string | null,
+  snapshotId = 1,
+  extra: Partial<NamespaceDataset> = {},
+): NamespaceDataset {
+  return {
+    name,
+    engine,
+    generation: path === null ? null : { id: ++nextId, path, snapshotId },
+    ...extra,
+  };
+}
+
+function catalog(datasets: readonly NamespaceDataset[]): NamespaceCatalog {
+  return { version: ++nextId, datasets };
+}
+
+beforeAll(async () => {
+  ({ dir, remove } = await makeTempDir());
+  generations = join(dir, 'generations');
+  await mkdir(generations);
+  await mkdir(join(dir, 'tmp'));
+});
+
+afterAll(async () => {
+  await remove();
+});
+
+function duckdbOptions(extra: Partial<DuckDbNamespaceOptions> = {}): DuckDbNamespaceOptions {
+  return {
+    allowedDirectories: [`${generations}/`],
+    tempDirectory: join(dir, 'tmp'),
+    maxTempBytes: 256 * 1024 * 1024,
+    memoryLimitBytes: 1024 * 1024 * 1024,
+    threads: 2,
+    settings: { memory: 'queryMemoryLimit', threads: 'queryThreads', temp: 'queryTempDirectorySize' },
+    crossEngine: { maxRows: 10_000, maxBytes: 16 * 1024 * 1024 },
+    privateRoots: [dir],
+    ...extra,
+  };
+}
+
+describe('DuckDbNamespace', () => {
+  let namespace: DuckDbNamespace;
+  let orders1: string;
+  let orders2: string;
+  let customers: string;
+  let users: string;
+
+  beforeAll(async () => {
+    orders1 = await duckdbFile('orders-1', 'orders', 1);
+    orders2 = await duckdbFile('orders-2', 'orders', 2);
+    customers = join(generations, 'customers.duckdb');
+    await makeDuckDbFile(customers, [
+      "CREATE TABLE customers AS SELECT 'c' || i AS customer, 'name ' || i AS name FROM range(10) t(i)",
+    ]);
+    users = await sqliteFile('users-1', 'users', 1);
+    namespace = await DuckDbNamespace.create(duckdbOptions());
+    await namespace.setCatalog(
+      catalog([
+        dataset('orders', 'duckdb', orders1, 11),
+        dataset('customers', 'duckdb', customers, 21),
+        dataset('users', 'sqlite', users, 31),
+        dataset('late', 'duckdb', null),
+      ]),
+    );
+  });
+
+  afterAll(async () => {
+    await namespace?.close();
+  });
+
+  async function rows(sql: string, params: unknown[] = []) {
+    const route = await namespace.route(sql);
+    return namespace.rows(sql, params as never, route);
+  }
+
+  it('routes by the parser: datasets read, CTEs excluded, SQLite-only and SQLite-dialect statements to SQLite', async () => {
+    expect(await namespace.route('SELECT 1')).toEqual({ engine: 'duckdb', datasets: [] });
+    expect(
+      await namespace.route(
+        'WITH x AS (SELECT * FROM orders) SELECT * FROM x JOIN Customers USING (customer)',
+      ),
+    ).toEqual({
+      engine: 'duckdb',
+      datasets: ['orders', 'customers'],
+    });
+    expect(await namespace.route('SELECT * FROM users u WHERE id IN (SELECT id FROM users)')).toEqual({
+      engine: 'sqlite',
+      datasets: ['users'],
+    });
+    expect(await namespace.route('SELECT * FROM [users]')).toEqual({ engine: 'sqlite', datasets: undefined });
+    expect(await namespace.route('FROM users.users')).toEqual({ engine: 'sqlite', datasets: ['users'] });
+    expect(await namespace.route('SELECT * FROM orders o JOIN users u ON o.id = u.id')).toEqual({
+      engine: 'duckdb',
+      datasets: ['orders', 'users'],
+    });
+    expect(await namespace.route("PRAGMA table_info('orders')")).toEqual({
+      engine: 'duckdb',
+      datasets: undefined,
+    });
+  });
+
+  it('answers dataset-less queries, joins within DuckDB, and reports the snapshot each dataset was read at', async () => {
+    expect(await rows('SELECT 1 AS one')).toMatchObject({ kind: 'rows', rows: [{ one: 1 }], read: [] });
+    const joined = await rows(
+      'SELECT c.name, count(*) AS n, max(o.version) AS v FROM orders o JOIN customers c USING (customer) WHERE c.customer = ? GROUP BY c.name',
+      ['c3'],
+    );
+    expect(joined).toEqual({
+      kind: 'rows',
+      columns: [
+        { name: 'name', type: 'VARCHAR' },
+        { name: 'n', type: 'BIGINT' },
+        { name: 'v', type: 'BIGINT' },
+      ],
+      rows: [{ name: 'name 3', n: 10, v: 1 }],
+      read: [
+        { name: 'orders', snapshotId: 11 },
+        { name: 'customers', snapshotId: 21 },
+      ],
+    });
+  });
+
+  it('joins across engines: the SQLite dataset is read into DuckDB (typed from its declared types) and joined', async () => {
+    const result = await rows(
+      "SELECT count(*) AS n, min(u.joined) AS first, typeof(u.joined) AS t FROM orders o JOIN users u ON o.id = u.id WHERE u.name LIKE 'user-%' GROUP BY t",
+    );
+    expect(result).toMatchObject({
+      kind: 'rows',
+      rows: [{ n: 30, first: '2026-11-01', t: 'DATE' }],
+      read: [
+        { name: 'orders', snapshotId: 11 },
+        { name: 'users', snapshotId: 31 },
+      ],
+    });
+  });
+
+  it('a swap: the next query reads the new generation; a query started before reads the old one to its end', async () => {
+    // Prepared (and kept) before the swap: prepared again after it, on the new generation.
+    expect(await rows('SELECT max(version) AS v FROM orders')).toMatchObject({ rows: [{ v: 1 }] });
+    const sql = 'SELECT id, version FROM orders';
+    const route = await namespace.route(sql);
+    let release: (() => void) | undefined;
+    const versions: bigint[] = [];
+    let first = true;
+    const streaming = namespace.batches(
+      sql,
+      [],
+      route,
+      {
+        schema: () => undefined,
+        batch: async (ipc) => {
+          for (const batch of batchesFromIpc(ipc).batches) {
+            for (let row = 0; row < batch.numRows; row++)
+              versions.push(batch.getChild('version')?.get(row) as bigint);
+          }
+          if (first) {
+            first = false;
+            await new Promise<void>((resolve) => {
+              release = resolve;
+            });
+          }
+        },
+      },
+      { batchRows: 10 },
+    );
+    while (release === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+    await namespace.setCatalog(
+      catalog([
+        dataset('orders', 'duckdb', orders2, 12),
+        dataset('customers', 'duckdb', customers, 21),
+        dataset('users', 'sqlite', users, 31),
+      ]),
+    );
+    expect(await rows('SELECT max(version) AS v FROM orders')).toMatchObject({
+      rows: [{ v: 2 }],
+      read: [{ name: 'orders', snapshotId: 12 }],
+    });
+    release();
+    expect(await streaming).toMatchObject({
+      kind: 'done',
+      rows: 100,
+      read: [{ name: 'orders', snapshotId: 11 }],
+    });
+    expect(new Set(versions)).toEqual(new Set([1n]));
+    expect(versions).toHaveLength(100);
+    // The connection that held the stream kept the statement prepared before the swap.
+    expect(await rows('SELECT max(version) AS v FROM orders')).toMatchObject({ rows: [{ v: 2 }] });
+  });
+
+  it('names what it cannot read: an unknown table, a dataset serving nothing', async () => {
+    await namespace.setCatalog(
+      catalog([dataset('orders', 'duckdb', orders2, 12), dataset('late', 'duckdb', null)]),
+    );
+    await expect(rows('SELECT * FROM nope')).rejects.toMatchObject({
+      code: 'ERR_NAMESPACE_TABLE',
+      table: 'nope',
+      reason: 'unknown',
+    });
+    await expect(rows('SELECT * FROM late')).rejects.toMatchObject({
+      code: 'ERR_NAMESPACE_TABLE',
+      table: 'late',
+      reason: 'not-serving',
+    });
+    await expect(rows("PRAGMA table_info('late')")).rejects.toMatchObject({ reason: 'not-serving' });
+  });
+
+  it('caps results in rows and bytes, stopping as soon as one is passed', async () => {
+    const sql = 'SELECT a.id, b.id AS other FROM orders a, orders b';
+    const route = await namespace.route(sql);
+    expect(await namespace.rows(sql, [], route, { maxRows: 1000 })).toMatchObject({
+      kind: 'too-large',
+      limit: 'rows',
+    });
+    expect(await namespace.rows(sql, [], route, { maxBytes: 1000 })).toMatchObject({
+      kind: 'too-large',
+      limit: 'bytes',
+    });
+  });
+
+  it('keeps local paths out of engine messages', async () => {
+    const sql = `SELECT * FROM read_csv('${generations}/nothing-here.csv')`;
+    const error = (await rows(sql).catch((e: unknown) => e)) as Error;
+    expect(error.message).toMatch(/^Query failed: IO Error/);
+    expect(error.message).not.toContain(dir);
+    expect(error.message).toContain('<data dir>');
+  });
+});
+
+describe('DuckDbNamespace limits', () => {
+  it("a query over its class's memory fails fast, naming the dataset's duckdb_memory_limit", async () => {
+    const orders = paths.get('orders-1') as string;
+    const namespace = await DuckDbNamespace.create(duckdbOptions());
+    try {
+      await namespace.setCatalog(
+        catalog([
+          dataset('orders', 'duckdb', orders, 11, { memoryLimitBytes: 256 * 1024 * 1024, threads: 1 }),
+        ]),
+      );
+      const sql =
+        "SELECT length(string_agg(repeat('x', 100000), '')) FROM orders a, orders b WHERE a.id < 100 AND b.id < 100";
+      const started = performance.now();
+      await expect(namespace.rows(sql, [], await namespace.route(sql))).rejects.toMatchObject({
+        code: 'ERR_QUERY_MEMORY',
+        message:
+          "The query on dataset 'orders' needed more than the 256 MiB of memory it may use (duckdb_memory_limit of dataset 'orders') and was stopped; narrow it (filter before joining, aggregate less) or raise duckdb_memory_limit of dataset 'orders'.",
+      });
+      expect(performance.now() - started).toBeLessThan(10_000);
+      expect(
+        await namespace.rows(
+          'SELECT count(*) AS n FROM orders',
+          [],
+          await namespace.route('SELECT count(*) AS n FROM orders'),
+        ),
+      ).toMatchObject({ rows: [{ n: 100 }] });
+    } finally {
+      await namespace.close();
+    }
+  });
+
+  it('a join across engines reads at most crossEngineMaxRows of the SQLite dataset', async () => {
+    const namespace = await DuckDbNamespace.create(
+      duckdbOptions({ crossEngine: { maxRows: 10, maxBytes: 1024 * 1024 } }),
+    );
+    try {
+      const users = await sqliteFile('users-big', 'users', 1, 50);
+      await namespace.setCatalog(
+        catalog([
+          dataset('orders', 'duckdb', paths.get('orders-1') as string, 11),
+          dataset('users', 'sqlite', users, 31),
+        ]),
+      );
+      const sql = 'SELECT count(*) FROM orders JOIN users USING (id)';
+      await expect(namespace.rows(sql, [], await namespace.route(sql))).rejects.toMatchObject({
+        code: 'ERR_CROSS_ENGINE_TOO_LARGE',
+        message: expect.stringContaining("SQLite dataset 'users' has more than 10 rows"),
+      });
+    } finally {
+      await namespace.close();
+    }
+  });
+});
+
+describe('SqliteNamespace', () => {
+  let namespace: SqliteNamespace;
+  let main: string;
+
+  beforeAll(async () => {
+    main = join(dir, 'main.sqlite');
+    await writeFile(main, '');
+  });
+
+  afterAll(() => {
+    namespace?.close();
+  });
+
+  it('resolves datasets however SQLite quotes them, joins two, reports what each read', async () => {
+    const users = await sqliteFile('u1', 'users', 1);
+    const accounts = await sqliteFile('a1', 'accounts', 7, 10);
+    namespace = new SqliteNamespace({ mainPath: main, privateRoots: [dir] });
+    namespace.setCatalog(
+      catalog([dataset('users', 'sqlite', users, 5), dataset('accounts', 'sqlite', accounts, 6)]),
+    );
+    for (const sql of [
+      'SELECT count(*) AS n FROM users',
+      'SELECT count(*) AS n FROM [users]',
+      'SELECT count(*) AS n FROM `users`',
+      'SELECT count(*) AS n FROM users.users',
+    ]) {
+      expect(namespace.rows(sql, [])).toMatchObject({
+        kind: 'rows',
+        rows: [{ n: 30 }],
+        read: [{ name: 'users', snapshotId: 5 }],
+      });
+    }
+    expect(
+      namespace.rows(
+        'SELECT count(*) AS n, max(a.version) AS v FROM users u JOIN accounts a ON u.id = a.id WHERE u.id < ?',
+        [5],
+      ),
+    ).toMatchObject({
+      rows: [{ n: 5, v: 7 }],
+      read: expect.arrayContaining([
+        { name: 'users', snapshotId: 5 },
+        { name: 'accounts', snapshotId: 6 },
+      ]),
+    });
+    expect(() => namespace.rows("INSERT INTO users VALUES (1, 1, 'x', NULL)", [])).toThrow(/not permitted/);
+  });
+
+  it('attaches past SQLite\u2019s ten on demand, and refuses one query over more than ten', async () => {
+    const many: NamespaceDataset[] = [];
+    for (let index = 0; index < 12; index++) {
+      many.push(
+        dataset(`d${index}`, 'sqlite', await sqliteFile(`d${index}`, `d${index}`, index, 3), 100 + index),
+      );
+    }
+    namespace.setCatalog(catalog(many));
+    for (let index = 11; index >= 0; index--) {
+      expect(namespace.rows(`SELECT max(version) AS v FROM d${index}`, [])).toMatchObject({
+        rows: [{ v: index }],
+      });
+    }
+    const eleven = Array.from({ length: 11 }, (_, index) => `SELECT id FROM d${index}`).join(' UNION ALL ');
+    expect(() => namespace.rows(`SELECT count(*) FROM (${eleven})`, [])).toThrow(
+      /more than 10 SQLite datasets/,
+    );
+    expect(() => namespace.rows('SELECT * FROM nowhere', [])).toThrow(
+      expect.objectContaining({ reason: 'unknown' }),
+    );
+  });
+
+  it('a new generation is attached between queries; caps stop reading; batches carry Arrow types', async () => {
+    const first = await sqliteFile('g1', 'users', 1, 50);
+    const second = await sqliteFile('g2', 'users', 2, 50);
+    namespace.setCatalog(catalog([dataset('users', 'sqlite', first, 1)]));
+    expect(namespace.rows('SELECT max(version) AS v FROM users', [])).toMatchObject({ rows: [{ v: 1 }] });
+    namespace.setCatalog(catalog([dataset('users', 'sqlite', second, 2)]));
+    expect(namespace.rows('SELECT max(version) AS v FROM users', [])).toMatchObject({
+      rows: [{ v: 2 }],
+      read: [{ name: 'users', snapshotId: 2 }],
+    });
+    expect(namespace.rows('SELECT * FROM users a, users b', [], { maxRows: 100 })).toMatchObject({
+      kind: 'too-large',
+      limit: 'rows',
+    });
+    const batches: Uint8Array[] = [];
+    let schema: Uint8Array | undefined;
+    const outcome = namespace.batches(
+      'SELECT id, name, joined, version * 1.5 AS f FROM users',
+      [],
+      {
+        schema: (ipc) => {
+          schema = ipc;
+        },
+        batch: (ipc) => {
+          batches.push(ipc);
+        },
+      },
+      { batchRows: 20 },
+    );
+    expect(outcome).toMatchObject({ kind: 'done', rows: 50 });
+    expect(batches).toHaveLength(3);
+    const decoded = batchesFromIpc(schema as Uint8Array).schema;
+    expect(decoded.fields.map((field) => `${field.name}:${field.type}`)).toEqual([
+      'id:Int64',
+      'name:Utf8',
+      'joined:Date32<DAY>',
+      'f:Float64',
+    ]);
+    const firstBatch = batchesFromIpc(batches[0] as Uint8Array).batches[0];
+    expect(firstBatch?.get(1)?.toJSON()).toEqual({
+      id: 1n,
+      name: 'user-1',
+      joined: Date.UTC(2026, 10, 2),
+      f: 3,
+    });
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * The host's catalog of the SQL namespace: every configured dataset, its file format, its query
+ * limits and the generation it serves now. Dataset threads announce generations; the host numbers
+ * them (unique in the process, so a restarted thread's links never alias an earlier attachment),
+ * versions the catalog, and hands each version to the query pools: pushed to the DuckDB workers,
+ * and carried by every SQLite task as a version plus the catalog encoded once in a
+ * SharedArrayBuffer (workers that block between tasks decode it only when the version moved).
+ */
+import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration } from '@ferry/engines';
+import type { DatasetEntry, DatasetRegistry } from './dataset-registry.js';
+import type { AnnouncedGeneration } from './protocol.js';
+
+/** A catalog version as SQLite tasks carry it. */
+export interface SharedCatalog {
+  readonly version: number;
+  /** UTF-8 JSON of the {@link NamespaceCatalog}; never written after it is made. */
+  readonly buffer: SharedArrayBuffer;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Encodes a catalog for SQLite tasks. */
+export function shareCatalog(catalog: NamespaceCatalog): SharedCatalog {
+  const bytes = encoder.encode(JSON.stringify(catalog));
+  const buffer = new SharedArrayBuffer(bytes.byteLength);
+  new Uint8Array(buffer).set(bytes);
+  return { version: catalog.version, buffer };
+}
+
+/** Decodes what {@link shareCatalog} encoded. */
+export function readSharedCatalog(shared: SharedCatalog): NamespaceCatalog {
+  // TextDecoder does not read shared memory: copy it out first.
+  return JSON.parse(decoder.decode(new Uint8Array(shared.buffer).slice())) as NamespaceCatalog;
+}
+
+export class QueryCatalog {
+  readonly #registry: DatasetRegistry;
+  readonly #onChange: (catalog: NamespaceCatalog) => void;
+  readonly #generations = new Map<
+    string,
+    NamespaceGeneration & { readonly engine: AnnouncedGeneration['engine'] }
+  >();
+  #nextGeneration = 0;
+  #version = 0;
+  #current: NamespaceCatalog | undefined;
+  #shared: SharedCatalog | undefined;
+
+  constructor(registry: DatasetRegistry, onChange: (catalog: NamespaceCatalog) => void) {
+    this.#registry = registry;
+    this.#onChange = onChange;
+  }
+
+  /** A dataset thread announced what it serves now (`null`: nothing). */
+  announce(entry: DatasetEntry, current: AnnouncedGeneration | null): void {
+    if (current === null) this.#generations.delete(entry.name);
+    else {
+      this.#generations.set(entry.name, {
+        id: ++this.#nextGeneration,
+        path: current.path,
+        snapshotId: current.snapshotId,
+        schema: current.schema,
+        engine: current.engine,
+      });
+    }
+    this.#changed();
+  }
+
+  /** The dataset's thread is gone: it serves nothing until its next thread announces. */
+  withdraw(entry: DatasetEntry): void {
+    if (this.#generations.delete(entry.name)) this.#changed();
+  }
+
+  #changed(): void {
+    this.#version++;
+    this.#current = undefined;
+    this.#shared = undefined;
+    this.#onChange(this.current());
+  }
+
+  /** The file format of a dataset's snapshots: configured, else the one its generation has. */
+  engineOf(entry: DatasetEntry): NamespaceDataset['engine'] {
+    return entry.config?.fileEngine ?? this.#generations.get(entry.name)?.engine;
+  }
+
+  current(): NamespaceCatalog {
+    this.#current ??= {
+      version: this.#version,
+      datasets: [...this.#registry.entries()].map((entry): NamespaceDataset => {
+        const generation = this.#generations.get(entry.name);
+        const limits = entry.config?.queryLimits;
+        return {
+          name: entry.name,
+          engine: this.engineOf(entry),
+          generation:
+            generation === undefined
+              ? null
+              : {
+                  id: generation.id,
+                  path: generation.path,
+                  snapshotId: generation.snapshotId,
+                  ...(generation.schema === undefined ? {} : { schema: generation.schema }),
+                },
+          ...(limits?.memoryLimitBytes === undefined ? {} : { memoryLimitBytes: limits.memoryLimitBytes }),
+          ...(limits?.threads === undefined ? {} : { threads: limits.threads }),
+        };
+      }),
+    };
+    return this.#current;
+  }
+
+  shared(): SharedCatalog {
+    this.#shared ??= shareCatalog(this.current());
+    return this.#shared;
+  }
+}

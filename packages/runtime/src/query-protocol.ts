@@ -1,0 +1,91 @@
+/**
+ * The wire protocol of the query pools: what a query asks and what it answers, and the messages
+ * between the host and a DuckDB query worker. Answers are data, not thrown errors, because the
+ * host acts on several of them: it re-routes a statement to SQLite, waits for a dataset that is
+ * not serving yet, or names the datasets in a "too large" error. Arrow batches travel as IPC bytes
+ * (transferred, not copied), at most `window` of them ahead of what the host's consumer took.
+ */
+import { type JsonValue, type SerializedError, serializeError } from '@ferry/core';
+import {
+  type BatchOutcome,
+  type DatasetRead,
+  type NamespaceCatalog,
+  NamespaceTableError,
+  type RowsOutcome,
+} from '@ferry/engines';
+
+/** One query as a pool runs it. */
+export interface QueryRequest {
+  readonly sql: string;
+  readonly params: readonly JsonValue[];
+  /** Caps: 0 = none. Rows apply to JSON and Arrow tables, not to streams. */
+  readonly maxRows: number;
+  readonly maxBytes: number;
+}
+
+export type QueryAnswer =
+  | RowsOutcome
+  /** A batch stream ended (`done`: every batch was sent), or a cap was exceeded. */
+  | BatchOutcome
+  /** Run it in SQLite (it reads only SQLite datasets, or it is SQLite's dialect). */
+  | { readonly kind: 'reroute'; readonly datasets: readonly string[] | undefined }
+  | { readonly kind: 'table'; readonly table: string; readonly reason: NamespaceTableError['reason'] }
+  /** `detail`: the engine's message before local paths were taken out (for the log). */
+  | { readonly kind: 'error'; readonly error: SerializedError; readonly detail?: string };
+
+/** The answer a worker sends for a query that threw: a table the engine could not read, or an error. */
+export function answerOf(error: unknown): QueryAnswer {
+  if (error instanceof NamespaceTableError)
+    return { kind: 'table', table: error.table, reason: error.reason };
+  const cause = (error as { cause?: unknown }).cause;
+  const original = cause instanceof Error ? cause.message : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    kind: 'error',
+    error: serializeError(error),
+    ...(original !== undefined && !message.includes(original) ? { detail: original } : {}),
+  };
+}
+
+/** How a query's result comes back. */
+export type QueryMode = 'rows' | 'batches';
+
+export type HostToQueryWorker =
+  | { readonly type: 'catalog'; readonly catalog: NamespaceCatalog }
+  | {
+      readonly type: 'query';
+      readonly id: number;
+      readonly mode: QueryMode;
+      readonly request: QueryRequest;
+      /** Batches: rows per batch at most. */
+      readonly batchRows?: number;
+    }
+  | { readonly type: 'cancel'; readonly id: number }
+  /** The host's consumer took a batch: one more may come. */
+  | { readonly type: 'credit'; readonly id: number }
+  | { readonly type: 'close'; readonly id: number };
+
+export type QueryWorkerToHost =
+  | { readonly type: 'answer'; readonly id: number; readonly answer: QueryAnswer }
+  /** The statement runs here and reads these datasets (sent before it starts). */
+  | { readonly type: 'routed'; readonly id: number; readonly datasets: readonly string[] | undefined }
+  | {
+      readonly type: 'schema';
+      readonly id: number;
+      readonly ipc: Uint8Array;
+      readonly read: readonly DatasetRead[];
+    }
+  | { readonly type: 'batch'; readonly id: number; readonly ipc: Uint8Array; readonly rows: number }
+  | { readonly type: 'closed'; readonly id: number };
+
+/** Batches a producer may send ahead of the consumer (the bound on buffering between them). */
+export const STREAM_WINDOW = 2;
+
+/** Slots of an SQLite stream's shared control buffer: credits left, and 1 once cancelled. */
+export const CREDITS = 0;
+export const CANCELLED = 1;
+
+/** `bytes` in a buffer of its own, so transferring it detaches nothing else. */
+export function transferable(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+}

@@ -1,0 +1,84 @@
+/**
+ * The counters the host keeps for `runtime.metrics()` (and so `/metrics`): swaps, poll results and
+ * snapshot failures per dataset, bytes and time downloaded, bootstraps, SQS message outcomes. Fed
+ * by the dataset threads' and the coordinator's messages; read as a copy.
+ */
+import type { DatasetEmitted, PollResult } from '@ferry/core';
+import type { BootstrapMetrics, NotificationEvent, RuntimeMetrics } from './api.js';
+
+/** Every poll result, in the order `/metrics` lists them. */
+export const POLL_RESULTS: readonly PollResult[] = [
+  'unchanged',
+  'newer',
+  'same',
+  'older',
+  'refused',
+  'failed',
+  'waiting',
+];
+
+/** What a dataset thread reports about one download. */
+export interface DownloadReport {
+  readonly bytes: number;
+  readonly seconds: number;
+  readonly snapshotId: number;
+  readonly checksum: string;
+}
+
+export class RuntimeMetricsCounter {
+  readonly #swaps: Record<string, number> = {};
+  readonly #polls: Record<string, Record<PollResult, number>> = {};
+  #downloadedBytes = 0;
+  #downloadSeconds = 0;
+  readonly #sqsMessages = { received: 0, deleted: 0, left: 0 };
+  readonly #bootstraps: Record<string, BootstrapMetrics> = {};
+  readonly #failures: Record<string, number> = {};
+
+  /** Counts a machine event (swap, poll or error) of `dataset`. */
+  countEmitted(dataset: string, event: DatasetEmitted): void {
+    if (event.type === 'swap') {
+      this.#swaps[dataset] = (this.#swaps[dataset] ?? 0) + 1;
+    } else if (event.type === 'poll') {
+      const polls =
+        this.#polls[dataset] ??
+        (Object.fromEntries(POLL_RESULTS.map((result) => [result, 0])) as Record<PollResult, number>);
+      polls[event.result]++;
+      this.#polls[dataset] = polls;
+    } else {
+      this.#failures[dataset] = (this.#failures[dataset] ?? 0) + 1;
+    }
+  }
+
+  /** Counts a download; `bootstrapping` when the dataset served nothing while it ran. */
+  countDownload(dataset: string, report: DownloadReport, bootstrapping: boolean): void {
+    this.#downloadedBytes += report.bytes;
+    this.#downloadSeconds += report.seconds;
+    if (!bootstrapping) return;
+    const earlier = this.#bootstraps[dataset]?.durationMs ?? 0;
+    this.#bootstraps[dataset] = {
+      durationMs: earlier + report.seconds * 1000,
+      bytes: report.bytes,
+      checksum: report.checksum,
+      snapshotId: report.snapshotId,
+    };
+  }
+
+  countNotification(event: NotificationEvent): void {
+    if (event.outcome === 'received') this.#sqsMessages.received += event.count;
+    else if (event.outcome === 'deleted') this.#sqsMessages.deleted += event.count;
+    else if (event.outcome === 'left') this.#sqsMessages.left += event.count;
+  }
+
+  /** A copy: later counts do not change it. */
+  snapshot(): RuntimeMetrics {
+    return structuredClone({
+      swaps: this.#swaps,
+      polls: this.#polls,
+      downloadedBytes: this.#downloadedBytes,
+      downloadSeconds: this.#downloadSeconds,
+      sqsMessages: this.#sqsMessages,
+      bootstraps: this.#bootstraps,
+      failures: this.#failures,
+    });
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * `@ferry/runtime/testing`: hooks for tests and benchmarks, kept out of the public `Runtime`
+ * interface — crash drills of a dataset thread, the coordinator's count of metadata.json reads, and
+ * the queries the pools still run.
+ */
+import type { Runtime } from './api.js';
+import { type RuntimeTestHooks, TEST_HOOKS, type WithTestHooks } from './test-hooks.js';
+
+export type { RuntimeTestHooks };
+
+function hooksOf(runtime: Runtime): RuntimeTestHooks {
+  const hooks = (runtime as Partial<WithTestHooks>)[TEST_HOOKS];
+  if (hooks === undefined) {
+    throw new TypeError('This runtime has no test hooks; pass a runtime made by createRuntime().');
+  }
+  return hooks;
+}
+
+/** Ends a dataset's thread with an uncaught error, as a bug would; the coordinator restarts it. */
+export function terminateDatasetThread(runtime: Runtime, name: string): Promise<void> {
+  return hooksOf(runtime).terminateDatasetThread(name);
+}
+
+/** Queries the runtime's query pools have not answered yet (a cancelled one until its engine stopped). */
+export function queriesInFlight(runtime: Runtime): number {
+  return hooksOf(runtime).queriesInFlight();
+}
+
+/** How many GETs of metadata.json the runtime's coordinator has made so far. */
+export function metadataGets(runtime: Runtime): Promise<number> {
+  return hooksOf(runtime).metadataGets();
+}

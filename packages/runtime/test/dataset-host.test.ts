@@ -1,0 +1,211 @@
+/**
+ * A dataset's host in-process: the real machine, real snapshot files on a file:// store, the real
+ * shared metadata reader; MessageChannels stand where the thread boundaries would be (the test holds
+ * the coordinator's and the host's ends). Bootstrap, generations announced as links the engines
+ * read, restart from the live file, a swap on an announcement, commands, status and a clean stop.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { type DatasetConfig, type DatasetStatus, loadSpicepod, throwIfFatal } from '@ferry/core';
+import { openEngine } from '@ferry/engines';
+import { createObjectStore } from '@ferry/store';
+import { publishSnapshot } from '@ferry/writer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DatasetHost } from '../src/dataset-host.js';
+import type { LogRecord } from '../src/logging.js';
+import { LocationMetadataReader } from '../src/metadata-reader.js';
+import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/protocol.js';
+import { RpcClient, respond } from '../src/rpc.js';
+import { podYaml, tempDir } from './support.js';
+
+let work: string;
+let location: string;
+
+beforeAll(async () => {
+  work = await tempDir('ferry-dataset-host-');
+  await mkdir(join(work, 'store'));
+  location = `file://${join(work, 'store')}/`;
+});
+
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+function publish(dataset: string, engine: 'duckdb' | 'sqlite', version: number) {
+  return publishSnapshot({
+    dataset,
+    engine,
+    location,
+    source: { sql: `SELECT i::BIGINT AS id, ${version}::BIGINT AS version FROM range(10) t(i)` },
+    notNull: ['id'],
+  });
+}
+
+function datasetConfig(name: string, engine: 'duckdb' | 'sqlite'): DatasetConfig {
+  const load = loadSpicepod(podYaml(location, [{ name, engine, interval: '1h' }]), { file: 'spicepod.yaml' });
+  throwIfFatal(load);
+  return load.datasets[0] as DatasetConfig;
+}
+
+/** A host on MessageChannels: the test plays the coordinator (metadata reads) and the host. */
+class Harness {
+  readonly host: DatasetHost;
+  readonly toHost: MessagePort;
+  readonly toCoordinator: MessagePort;
+  readonly rpc: RpcClient<HostToDataset>;
+  readonly stopRpc: RpcClient<{ type: 'stop' }>;
+  readonly messages: DatasetToHost[] = [];
+  readonly #waiters = new Set<() => void>();
+
+  constructor(config: DatasetConfig, livePath: string) {
+    const hostChannel = new MessageChannel();
+    const coordinatorChannel = new MessageChannel();
+    this.toHost = hostChannel.port1;
+    this.toCoordinator = coordinatorChannel.port1;
+    const reader = new LocationMetadataReader(createObjectStore(config.location, {}), { windowMs: 0 });
+    this.toCoordinator.on('message', (message: { type: string; id: number; ifNoneMatch?: string }) => {
+      if (this.stopRpc.handle(message)) return;
+      if (message.type === 'read-metadata') {
+        respond(
+          this.toCoordinator,
+          message.id,
+          () => reader.readFor(config.name, message.ifNoneMatch, true),
+          (error) => ({ name: 'Error', message: String(error) }),
+        );
+      }
+    });
+    this.rpc = new RpcClient<HostToDataset>(this.toHost, 'host');
+    this.stopRpc = new RpcClient<{ type: 'stop' }>(this.toCoordinator, 'coordinator');
+    this.toHost.on('message', (message: DatasetToHost) => {
+      if (this.rpc.handle(message)) return;
+      this.messages.push(message);
+      for (const waiter of [...this.#waiters]) waiter();
+    });
+    this.host = new DatasetHost(
+      { dataset: config, livePath, pollPhaseMs: 0, dataDir: join(livePath, '..') },
+      { coordinator: coordinatorChannel.port2, host: hostChannel.port2 },
+    );
+  }
+
+  /** Resolves with the first message (seen so far or later) that `match` accepts. */
+  next<T extends DatasetToHost>(match: (message: DatasetToHost) => message is T): Promise<T> {
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const found = this.messages.find(match);
+        if (found === undefined) return;
+        this.#waiters.delete(check);
+        resolve(found);
+      };
+      this.#waiters.add(check);
+      check();
+    });
+  }
+
+  serving(snapshotId: number): Promise<DatasetToHost> {
+    return this.next(
+      (message): message is Extract<DatasetToHost, { type: 'status-changed' }> =>
+        message.type === 'status-changed' && message.status.servingSnapshotId === snapshotId,
+    );
+  }
+
+  /** Every generation announced so far. */
+  generations(): (AnnouncedGeneration | null)[] {
+    return this.messages.flatMap((message) => (message.type === 'generation' ? [message.current] : []));
+  }
+
+  logs(): LogRecord[] {
+    return this.messages.flatMap((message) => (message.type === 'log' ? [message.record] : []));
+  }
+
+  async stop(): Promise<void> {
+    await this.stopRpc.request<void>({ type: 'stop' });
+    this.rpc.close('stopped');
+    this.toHost.close();
+    this.toCoordinator.close();
+  }
+}
+
+describe('DatasetHost in-process', () => {
+  it('bootstraps from the store, announces each generation as a link of its own, swaps on an announcement and stops cleanly', async () => {
+    const first = await publish('orders', 'duckdb', 1);
+    const dir = join(work, 'duckdb');
+    const harness = new Harness(datasetConfig('orders', 'duckdb'), join(dir, 'orders.duckdb'));
+    harness.host.start();
+    await harness.serving(first.snapshotId);
+    const version = async (path: string) => {
+      const engine = await openEngine('duckdb', path);
+      try {
+        return (await engine.query('SELECT max(version) AS v FROM orders')).rows;
+      } finally {
+        await engine.close();
+      }
+    };
+    const [one] = harness.generations();
+    expect(one).toMatchObject({ snapshotId: first.snapshotId, engine: 'duckdb' });
+    expect(one?.path.startsWith(join(dir, '.generations', 'orders'))).toBe(true);
+    expect(one?.schema.fields.map((field) => field.name)).toEqual(['id', 'version']);
+    expect(await version(one?.path as string)).toEqual([{ v: 1 }]);
+
+    const second = await publish('orders', 'duckdb', 2);
+    harness.toCoordinator.postMessage({ type: 'announce', snapshotId: second.snapshotId });
+    const swapped = await harness.serving(second.snapshotId);
+    expect(swapped).toMatchObject({
+      emitted: expect.arrayContaining([expect.objectContaining({ type: 'swap' })]),
+    });
+    const [, two] = harness.generations();
+    expect(two).toMatchObject({ snapshotId: second.snapshotId, engine: 'duckdb' });
+    // Each generation keeps its own snapshot: the first link still reads version 1.
+    expect(await version(two?.path as string)).toEqual([{ v: 2 }]);
+    expect(await version(one?.path as string)).toEqual([{ v: 1 }]);
+    const status = await harness.rpc.request<DatasetStatus>({ type: 'status', id: 0 });
+    expect(status.servingSnapshotId).toBe(second.snapshotId);
+
+    await harness.stop();
+    expect((await readdir(dir)).filter((file) => file.includes('ferry-tmp'))).toEqual([]);
+  });
+
+  it('a second host on the same live file serves it from that file (logged), then consults the store', async () => {
+    const dir = join(work, 'restart');
+    const livePath = join(dir, 'events.duckdb');
+    const published = await publish('events', 'duckdb', 1);
+    const firstRun = new Harness(datasetConfig('events', 'duckdb'), livePath);
+    firstRun.host.start();
+    await firstRun.serving(published.snapshotId);
+    await firstRun.stop();
+    expect(existsSync(livePath)).toBe(true);
+
+    const earlier = firstRun.generations()[0]?.path as string;
+    const secondRun = new Harness(datasetConfig('events', 'duckdb'), livePath);
+    secondRun.host.start();
+    await secondRun.serving(published.snapshotId);
+    expect(secondRun.logs().map((record) => record.message)).toContain(
+      `Dataset 'events' serves snapshot ${published.snapshotId} from its live file while the store is consulted`,
+    );
+    // The earlier run's link is gone (stale); the new one names the same snapshot.
+    expect(existsSync(earlier)).toBe(false);
+    expect(secondRun.generations()[0]).toMatchObject({ snapshotId: published.snapshotId });
+    await secondRun.stop();
+  });
+
+  it('an SQLite dataset announces its generations the same way, after each swap', async () => {
+    const dir = join(work, 'sqlite');
+    const livePath = join(dir, 'users.sqlite');
+    const first = await publish('users', 'sqlite', 1);
+    const harness = new Harness(datasetConfig('users', 'sqlite'), livePath);
+    harness.host.start();
+    await harness.serving(first.snapshotId);
+    expect(harness.generations()).toEqual([
+      expect.objectContaining({ snapshotId: first.snapshotId, engine: 'sqlite' }),
+    ]);
+    const second = await publish('users', 'sqlite', 2);
+    await harness.rpc.request<void>({ type: 'command', id: 0, command: 'poll.now' });
+    await harness.serving(second.snapshotId);
+    expect(harness.generations().map((current) => current?.snapshotId)).toEqual([
+      first.snapshotId,
+      second.snapshotId,
+    ]);
+    await harness.stop();
+  });
+});

@@ -1,0 +1,296 @@
+/**
+ * One SQL namespace through the embed API, with real threads and pools on a file:// store: queries
+ * that read no dataset, joins within DuckDB, within SQLite and across the two, readiness of every
+ * dataset a join names, Arrow tables and streams (a million rows past `maxResultRows`),
+ * cancellation by AbortSignal, and joins that keep answering while both sides swap once a second —
+ * each dataset of a query read at one snapshot throughout, and reported as read.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type PublishResult, publishSnapshot } from '@ferry/writer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
+import { queriesInFlight } from '../src/testing.js';
+import { nextEvent, podYaml, tempDir } from './support.js';
+
+let work: string;
+let location: string;
+let runtime: Runtime;
+const MAX_ROWS = 1_000;
+
+/** Version `v` of a dataset: `100 + v` rows, every one carrying `v` (so a mix would show). */
+function publish(dataset: string, engine: 'duckdb' | 'sqlite', version: number): Promise<PublishResult> {
+  return publishSnapshot({
+    dataset,
+    engine,
+    location,
+    source: {
+      sql: `SELECT i::BIGINT AS id, ${version}::BIGINT AS version, 'n' || (i % 7) AS name FROM range(${100 + version}) t(i)`,
+    },
+    notNull: ['id'],
+  });
+}
+
+/** Waits until the pools have answered every query (a cancelled query counts until its engine stopped). */
+async function drained(deadlineMs = 10_000): Promise<void> {
+  const started = performance.now();
+  while (queriesInFlight(runtime) > 0) {
+    if (performance.now() - started > deadlineMs)
+      throw new Error(`${queriesInFlight(runtime)} queries still run`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const snapshots = new Map<string, Map<number, number>>();
+
+async function publishAndRecord(
+  dataset: string,
+  engine: 'duckdb' | 'sqlite',
+  version: number,
+): Promise<number> {
+  const published = await publish(dataset, engine, version);
+  let byId = snapshots.get(dataset);
+  if (byId === undefined) {
+    byId = new Map();
+    snapshots.set(dataset, byId);
+  }
+  byId.set(published.snapshotId, version);
+  return published.snapshotId;
+}
+
+beforeAll(async () => {
+  work = await tempDir('ferry-namespace-');
+  await mkdir(join(work, 'store'));
+  location = `file://${join(work, 'store')}/`;
+  await publishAndRecord('orders', 'duckdb', 1);
+  await publishAndRecord('customers', 'duckdb', 1);
+  await publishAndRecord('users', 'sqlite', 1);
+  await publishAndRecord('accounts', 'sqlite', 1);
+  const yaml = podYaml(location, [
+    { name: 'orders', engine: 'duckdb', interval: '1h' },
+    { name: 'customers', engine: 'duckdb', interval: '1h' },
+    { name: 'users', engine: 'sqlite', interval: '1h' },
+    { name: 'accounts', engine: 'sqlite', interval: '1h' },
+    { name: 'late', engine: 'duckdb', interval: '1h' },
+  ]);
+  runtime = await createRuntime(
+    { yaml, baseDir: work },
+    { logger: memoryLogger(), dataDir: join(work, 'data'), maxResultRows: MAX_ROWS, queryTimeoutMs: 20_000 },
+  );
+  await Promise.all(['orders', 'customers', 'users', 'accounts'].map((name) => runtime.ready(name)));
+});
+
+afterAll(async () => {
+  await runtime?.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('one namespace through the embed API', () => {
+  it('answers statements that read no dataset, in DuckDB', async () => {
+    expect(await runtime.query('SELECT 1 AS one')).toMatchObject({
+      rows: [{ one: 1 }],
+      datasets: [],
+      dataset: null,
+      snapshotId: null,
+      engine: 'duckdb',
+    });
+    const version = await runtime.query('SELECT version() AS v');
+    expect(version.rows[0]?.v).toMatch(/^v\d+\.\d+/);
+  });
+
+  it('joins two DuckDB datasets natively, reporting both at their snapshots', async () => {
+    const result = await runtime.query(
+      'SELECT count(*) AS n, max(o.version) AS ov, max(c.version) AS cv FROM orders o JOIN customers c USING (id) WHERE o.name = ?',
+      ['n3'],
+    );
+    expect(result.rows).toEqual([{ n: 14, ov: 1, cv: 1 }]);
+    expect(result.engine).toBe('duckdb');
+    expect(result.datasets.map((read) => read.name)).toEqual(['orders', 'customers']);
+    expect([result.dataset, result.snapshotId]).toEqual([null, null]);
+    for (const read of result.datasets) expect(snapshots.get(read.name)?.get(read.snapshotId)).toBe(1);
+  });
+
+  it('joins two SQLite datasets in SQLite (its quoting too)', async () => {
+    const result = await runtime.query(
+      'SELECT count(*) AS n FROM [users] u JOIN accounts a ON u.id = a.id WHERE a.id < ?',
+      [50],
+    );
+    expect(result).toMatchObject({ rows: [{ n: 50 }], engine: 'sqlite' });
+    expect(result.datasets.map((read) => read.name).sort()).toEqual(['accounts', 'users']);
+  });
+
+  it('joins across engines: the SQLite side is read into DuckDB', async () => {
+    const result = await runtime.query(
+      'SELECT count(*) AS n, sum(o.id + u.id) AS s FROM orders o JOIN users u ON o.id = u.id AND o.name = u.name',
+    );
+    expect(result).toMatchObject({ rows: [{ n: 101, s: 10100 }], engine: 'duckdb' });
+    expect(result.datasets.map((read) => read.name)).toEqual(['orders', 'users']);
+  });
+
+  it('a single-dataset query keeps dataset and snapshotId', async () => {
+    const result = await runtime.query('SELECT count(*) AS n FROM users');
+    expect(result).toMatchObject({ rows: [{ n: 101 }], dataset: 'users', engine: 'sqlite' });
+    expect(snapshots.get('users')?.get(result.snapshotId as number)).toBe(1);
+  });
+
+  it('a join naming a dataset that serves nothing yet fails naming it, or waits for it', async () => {
+    const sql = 'SELECT count(*) AS n FROM orders JOIN late USING (id)';
+    await expect(runtime.query(sql)).rejects.toMatchObject({
+      code: 'ERR_DATASET_NOT_READY',
+      message: expect.stringContaining("Dataset 'late' is not ready"),
+    });
+    const waiting = runtime.query(sql, [], { waitForReady: true, readyTimeoutMs: 20_000 });
+    await publishAndRecord('late', 'duckdb', 3);
+    await runtime.send('late', 'poll.now');
+    expect((await waiting).rows).toEqual([{ n: 101 }]);
+  });
+
+  it('an unknown table is named with the datasets', async () => {
+    await expect(runtime.query('SELECT * FROM orders JOIN nope USING (id)')).rejects.toThrow(
+      "Table 'nope' is not a dataset of this runtime; the datasets are: orders, customers, users, accounts, late.",
+    );
+  });
+
+  it('answers Arrow tables (capped like JSON) and streams a million rows past maxResultRows', async () => {
+    const arrow = await runtime.queryArrow(
+      'SELECT o.id, c.name FROM orders o JOIN customers c USING (id) ORDER BY o.id LIMIT 5',
+    );
+    expect(arrow.table.numRows).toBe(5);
+    expect(arrow.table.schema.fields.map((field) => `${field.name}:${field.type}`)).toEqual([
+      'id:Int64',
+      'name:Utf8',
+    ]);
+    expect(arrow.table.get(4)?.toJSON()).toEqual({ id: 4n, name: 'n4' });
+    await expect(runtime.queryArrow('SELECT * FROM range(5000)')).rejects.toMatchObject({
+      code: 'ERR_RESULT_TOO_LARGE',
+    });
+    await expect(runtime.queryArrow('SELECT * FROM users a, users b')).rejects.toMatchObject({
+      code: 'ERR_RESULT_TOO_LARGE',
+      message: `The query on dataset 'users' returned more than ${MAX_ROWS} rows; add a LIMIT or raise maxResultRows.`,
+    });
+    await expect(runtime.query('SELECT * FROM range(1000000)')).rejects.toMatchObject({
+      code: 'ERR_RESULT_TOO_LARGE',
+    });
+
+    const stream = await runtime.queryStream('SELECT i, i * 2 AS twice FROM range(1000000) t(i)');
+    expect(stream.schema.fields.map((field) => field.name)).toEqual(['i', 'twice']);
+    let rows = 0;
+    let last = -1n;
+    for await (const batch of stream.batches) {
+      rows += batch.numRows;
+      last = batch.getChild('i')?.get(batch.numRows - 1) as bigint;
+    }
+    expect([rows, last]).toEqual([1_000_000, 999_999n]);
+
+    const sqliteStream = await runtime.queryStream(
+      'SELECT u.id, a.name FROM users u JOIN accounts a ON u.id = a.id',
+    );
+    let sqliteRows = 0;
+    for await (const batch of sqliteStream.batches) sqliteRows += batch.numRows;
+    expect([sqliteStream.engine, sqliteRows]).toEqual(['sqlite', 101]);
+  });
+
+  it('leaving a stream early, or its AbortSignal, stops the query in its engine', async () => {
+    const stream = await runtime.queryStream('SELECT * FROM range(1000000000000)');
+    for await (const batch of stream.batches) {
+      expect(batch.numRows).toBeGreaterThan(0);
+      break;
+    }
+    await drained();
+    const controller = new AbortController();
+    const running = runtime.query('SELECT count(*) FROM orders, range(1000000000000)', [], {
+      signal: controller.signal,
+    });
+    const sqlite = runtime.query(
+      'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c, users',
+      [],
+      { signal: controller.signal },
+    );
+    controller.abort();
+    await expect(running).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+    await expect(sqlite).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+    await drained();
+    expect((await runtime.query('SELECT count(*) AS n FROM orders')).rows).toEqual([{ n: 101 }]);
+  });
+});
+
+/**
+ * Joins within DuckDB, within SQLite and across engines run without a pause while both sides of
+ * each join swap to a new version once a second. Every version has its own row count and every row
+ * carries its version, so a dataset read at two generations in one query would show (two versions,
+ * or a count of neither); each answer must also match the snapshots it reports.
+ */
+describe('joins while both sides swap once a second', () => {
+  it('no join fails and none mixes generations', async () => {
+    const pairs = [
+      ['orders', 'customers'],
+      ['users', 'accounts'],
+      ['orders', 'users'],
+    ] as const;
+    const engines: Record<string, 'duckdb' | 'sqlite'> = {
+      orders: 'duckdb',
+      customers: 'duckdb',
+      users: 'sqlite',
+      accounts: 'sqlite',
+    };
+    const failures: unknown[] = [];
+    const wrong: string[] = [];
+    let answered = 0;
+    let running = true;
+    const seen = new Set<string>();
+    const loops = pairs.map(async ([left, right]) => {
+      const sql = `SELECT min(a.version) AS alo, max(a.version) AS ahi, min(b.version) AS blo, max(b.version) AS bhi,
+          count(*) AS n, (SELECT count(*) FROM ${left}) AS an, (SELECT count(*) FROM ${right}) AS bn
+        FROM ${left} a JOIN ${right} b ON a.id = b.id`;
+      while (running) {
+        try {
+          const result = await runtime.query(sql);
+          answered++;
+          const row = result.rows[0] as Record<string, number>;
+          const reported = Object.fromEntries(
+            result.datasets.map((read) => [read.name, snapshots.get(read.name)?.get(read.snapshotId)]),
+          );
+          const a = reported[left] as number;
+          const b = reported[right] as number;
+          seen.add(`${left}:${a}`);
+          const ok =
+            row.alo === a &&
+            row.ahi === a &&
+            row.blo === b &&
+            row.bhi === b &&
+            row.an === 100 + a &&
+            row.bn === 100 + b &&
+            row.n === Math.min(100 + a, 100 + b);
+          if (!ok) wrong.push(`${sql} → ${JSON.stringify(row)} reported ${JSON.stringify(reported)}`);
+        } catch (error) {
+          failures.push(error);
+        }
+      }
+    });
+    const swapsPerDataset = 5;
+    for (let version = 2; version < 2 + swapsPerDataset; version++) {
+      const second = new Promise((resolve) => setTimeout(resolve, 1_000));
+      await Promise.all(
+        Object.entries(engines).map(async ([dataset, engine]) => {
+          const snapshotId = await publishAndRecord(dataset, engine, version);
+          const swapped = nextEvent(
+            runtime,
+            'swap',
+            (event) => event.dataset === dataset && event.to === snapshotId,
+            20_000,
+          );
+          await runtime.send(dataset, 'poll.now');
+          await swapped;
+        }),
+      );
+      await second;
+    }
+    running = false;
+    await Promise.all(loops);
+    expect(failures).toEqual([]);
+    expect(wrong).toEqual([]);
+    expect(answered).toBeGreaterThan(30);
+    // The joins saw the swaps: more than one version of orders was read.
+    expect([...seen].filter((key) => key.startsWith('orders:')).length).toBeGreaterThan(2);
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * One SQL namespace over HTTP, against a runtime serving a copy of the fixture store (`orders` in
+ * DuckDB, `users` in SQLite): a join across the two and a query reading no dataset as JSON (with
+ * the datasets read in the headers), the same as an Arrow IPC stream (read back with apache-arrow),
+ * a million-row Arrow stream, and the client going away: its query is cancelled in the engine.
+ */
+import { rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { queriesInFlight } from '@ferry/runtime/testing';
+import { tableFromIPC } from 'apache-arrow';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARROW_STREAM_TYPE } from '../src/index.js';
+import { fixtureDir, type Served, serve, spicepod, sql } from './helpers.js';
+
+let served: Served;
+let base: string;
+let storeDir: string;
+
+beforeAll(async () => {
+  const store = await fixtureDir();
+  storeDir = store.dir;
+  served = await serve(spicepod({ location: store.location, interval: '1h' }));
+  base = served.server.url;
+  await served.runtime.ready(undefined, { timeoutMs: 30_000 });
+});
+
+afterAll(async () => {
+  await served?.close();
+  await rm(storeDir, { recursive: true, force: true });
+});
+
+async function arrow(statement: string): Promise<{ status: number; type: string | null; body: Uint8Array }> {
+  const answer = await fetch(`${base}/v1/sql`, {
+    method: 'POST',
+    body: statement,
+    headers: { 'content-type': 'text/plain', accept: ARROW_STREAM_TYPE },
+  });
+  return {
+    status: answer.status,
+    type: answer.headers.get('content-type'),
+    body: new Uint8Array(await answer.arrayBuffer()),
+  };
+}
+
+/** Waits until the runtime's pools have answered every query. */
+async function drained(): Promise<void> {
+  const started = performance.now();
+  while (queriesInFlight(served.runtime) > 0) {
+    if (performance.now() - started > 15_000) throw new Error('a query still runs');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('one namespace over HTTP', () => {
+  it('a join across DuckDB and SQLite, with the datasets read in the headers', async () => {
+    const answer = await sql(
+      base,
+      'SELECT count(*) AS n, min(o.customer) AS c FROM orders o JOIN users u ON o.id = u.id',
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.json<{ n: number }[]>()[0]?.n).toBeGreaterThan(0);
+    expect(answer.headers.get('x-ferry-dataset')).toBe('orders, users');
+    expect(answer.headers.get('x-ferry-snapshot-id')).toMatch(/^\d+, \d+$/);
+  });
+
+  it('a query that reads no dataset answers without dataset headers', async () => {
+    const answer = await sql(base, 'SELECT 1 AS one, 40 + 2 AS answer');
+    expect(answer.status).toBe(200);
+    expect(answer.json()).toEqual([{ one: 1, answer: 42 }]);
+    expect(answer.headers.get('x-ferry-dataset')).toBeNull();
+  });
+
+  it('Accept: application/vnd.apache.arrow.stream answers an Arrow IPC stream, empty results included', async () => {
+    const joined = await arrow(
+      'SELECT o.id, o.amount, o.placed_at, u.name FROM orders o JOIN users u ON o.id = u.id ORDER BY o.id',
+    );
+    expect([joined.status, joined.type]).toEqual([200, ARROW_STREAM_TYPE]);
+    const table = tableFromIPC(joined.body);
+    expect(table.schema.fields.map((field) => `${field.name}:${field.type}`)).toEqual([
+      'id:Int64',
+      'amount:Decimal[18e+2]',
+      'placed_at:Timestamp<MICROSECOND>',
+      'name:Utf8',
+    ]);
+    const json = await sql(base, 'SELECT o.id FROM orders o JOIN users u ON o.id = u.id ORDER BY o.id');
+    expect(table.numRows).toBe(json.json<unknown[]>().length);
+    const empty = tableFromIPC((await arrow('SELECT id FROM orders WHERE id < 0')).body);
+    expect([empty.numRows, empty.schema.fields.map((field) => field.name)]).toEqual([0, ['id']]);
+    const sqlite = tableFromIPC((await arrow('SELECT name, score FROM users ORDER BY id')).body);
+    expect(sqlite.schema.fields.map((field) => `${field.name}:${field.type}`)).toEqual([
+      'name:Utf8',
+      'score:Float64',
+    ]);
+  });
+
+  it('an Arrow stream is not capped by maxResultRows: a million rows arrive', async () => {
+    const { status, body } = await arrow('SELECT i FROM range(1000000) t(i)');
+    expect(status).toBe(200);
+    const table = tableFromIPC(body);
+    expect([table.numRows, table.getChild('i')?.get(999_999)]).toEqual([1_000_000, 999_999n]);
+    const json = await sql(base, 'SELECT i FROM range(1000000) t(i)');
+    expect(json.status).toBe(400);
+  });
+
+  it('a client that goes away has its query cancelled in the engine (JSON and Arrow)', async () => {
+    for (const accept of ['application/json', ARROW_STREAM_TYPE]) {
+      const statement =
+        accept === ARROW_STREAM_TYPE
+          ? 'SELECT * FROM range(1000000000000)'
+          : 'SELECT count(*) FROM orders, range(1000000000000)';
+      await new Promise<void>((resolve, reject) => {
+        const call = httpRequest(`${base}/v1/sql`, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain', accept },
+        });
+        call.on('error', () => resolve());
+        call.on('response', (response) => {
+          // Arrow: the stream started; read a first chunk, then hang up.
+          response.once('data', () => {
+            call.destroy();
+            resolve();
+          });
+        });
+        call.end(statement);
+        if (accept === 'application/json') {
+          // JSON answers only at the end: hang up once the query runs.
+          const wait = (): void => {
+            if (queriesInFlight(served.runtime) > 0) {
+              call.destroy();
+              resolve();
+            } else setTimeout(wait, 10);
+          };
+          setTimeout(wait, 10);
+        }
+        setTimeout(() => reject(new Error('the request never started')), 15_000).unref();
+      });
+      await drained();
+    }
+    expect((await sql(base, 'SELECT count(*) AS n FROM orders')).json()).toEqual([{ n: 8 }]);
+  });
+});
