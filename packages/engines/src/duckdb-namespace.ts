@@ -587,12 +587,19 @@ export class DuckDbNamespace {
     }
     if (parsed.tables === undefined) return { engine: 'duckdb', datasets: undefined };
     const names: string[] = [];
+    // SQLite resolves `main.users` in its own main database (the empty placeholder), not in the
+    // attached dataset: a statement that names an SQLite dataset as `main.<name>` (the schema the
+    // Flight SQL listing gives every table) runs here, where the SQLite side is read in.
+    let mainQualifiedSqlite = false;
     for (const ref of parsed.tables) {
       const name = this.#datasetOf(ref, parsed.ctes);
-      if (name !== undefined && !names.includes(name)) names.push(name);
+      if (name === undefined) continue;
+      if (!names.includes(name)) names.push(name);
+      if (ref.schema === 'main' && byName(catalog, name)?.engine === 'sqlite') mainQualifiedSqlite = true;
     }
     const engines = names.map((name) => byName(catalog, name)?.engine);
-    const sqliteOnly = names.length > 0 && engines.every((engine) => engine === 'sqlite');
+    const sqliteOnly =
+      names.length > 0 && !mainQualifiedSqlite && engines.every((engine) => engine === 'sqlite');
     return { engine: sqliteOnly ? 'sqlite' : 'duckdb', datasets: names };
   }
 
@@ -833,7 +840,17 @@ export class DuckDbNamespace {
         }
         if (cached === undefined) {
           const version = instance.applied.version;
-          cached = { statement: await checkDuckDbStatement(connection, sql), version };
+          let statement: DuckDBPreparedStatement;
+          try {
+            statement = await checkDuckDbStatement(connection, sql);
+          } catch (error) {
+            // A swap dropped an SQLite dataset's import between its import and the prepare: import
+            // it again (its new generation) rather than take the query for SQLite's.
+            const missing = missingTable(error);
+            if (attempt < 20 && missing !== undefined && this.#importedBy(datasets, missing)) continue;
+            throw error;
+          }
+          cached = { statement, version };
           pooled.statements.set(sql, cached);
         }
         await instance.settled();
@@ -866,14 +883,7 @@ export class DuckDbNamespace {
         } catch (error) {
           // An SQLite table of a join was dropped by a swap between its import and the start.
           const missing = missingTable(error);
-          if (
-            attempt < 2 &&
-            missing !== undefined &&
-            byName(this.#catalog, missing)?.engine === 'sqlite' &&
-            datasets.length > 0
-          ) {
-            continue;
-          }
+          if (attempt < 2 && missing !== undefined && this.#importedBy(datasets, missing)) continue;
           throw error;
         }
         return { value: await consume({ result, read }, interrupt) };
@@ -890,6 +900,12 @@ export class DuckDbNamespace {
       signal?.removeEventListener('abort', interrupt);
       instance.release(pooled);
     }
+  }
+
+  /** Whether `table` is an SQLite dataset among `datasets`, read into DuckDB for this query. */
+  #importedBy(datasets: readonly string[], table: string): boolean {
+    const dataset = byName(this.#catalog, table);
+    return dataset?.engine === 'sqlite' && datasets.includes(dataset.name);
   }
 
   /** The error a caller sees: the dataset named for a missing table, limits named, no local path. */
