@@ -375,9 +375,11 @@ export class QueryService {
         (outcome) => ({ outcome }),
         (error: unknown) => ({ error }),
       );
-      // The schema comes first, as its own message; an answer before it means no stream started.
-      const first = await Promise.race([stream.schemaReady(), answered]);
-      if (first === undefined || !('fields' in first)) {
+      // The schema comes first, as its own message; an answer before it means no stream started —
+      // unless the schema arrived in the same turn (a small result answered at once).
+      const raced = await Promise.race([stream.schemaReady(), answered]);
+      const first = raced !== undefined && 'fields' in raced ? raced : stream.receivedSchema;
+      if (first === undefined) {
         const settled = await answered;
         stream.dispose();
         if ('error' in settled) throw settled.error;

@@ -97,6 +97,11 @@ export class ResultStream implements QueryListener {
     for (const waiter of this.#schemaWaiters.splice(0)) waiter(undefined as never);
   }
 
+  /** The schema, if the worker sent it already. */
+  get receivedSchema(): Schema | undefined {
+    return this.#schema;
+  }
+
   /** Resolves with the schema once the worker sent it, or with undefined if the stream failed first. */
   async schemaReady(): Promise<Schema | undefined> {
     if (this.#schema !== undefined || this.#failure !== undefined) return this.#schema;

@@ -17,7 +17,6 @@
  * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
-import type { DatasetRead } from '@ferry/engines';
 import { Piscina } from 'piscina';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import { QueryCancelledError, QueryTimeoutError } from './errors.js';
@@ -27,6 +26,7 @@ import { CANCELLED, CREDITS, STREAM_WINDOW } from './query-protocol.js';
 import type {
   SqliteReadBatch,
   SqliteReadResult,
+  SqliteStreamMessage,
   SqliteStreamTask,
   SqliteWorkerData,
 } from './sqlite-read-task.js';
@@ -158,18 +158,11 @@ export class SqliteReadPool {
     const control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
     control[CREDITS] = STREAM_WINDOW;
     const controller = new AbortController();
-    channel.port1.on(
-      'message',
-      (message: {
-        type: 'schema' | 'batch';
-        ipc: Uint8Array;
-        rows?: number;
-        read?: readonly DatasetRead[];
-      }) => {
-        if (message.type === 'schema') listener.schema?.(message.ipc, message.read ?? []);
-        else listener.batch?.(message.ipc, message.rows ?? 0);
-      },
-    );
+    channel.port1.on('message', (message: SqliteStreamMessage) => {
+      if (message.type === 'end') ended();
+      else if (message.type === 'schema') listener.schema?.(message.ipc, message.read);
+      else listener.batch?.(message.ipc, message.rows);
+    });
     const task: SqliteStreamTask = {
       catalog: this.#catalog(),
       request: query,
@@ -177,15 +170,24 @@ export class SqliteReadPool {
       control,
       ...(batchRows === undefined ? {} : { batchRows }),
     };
+    // The answer comes back on piscina's port, the schema and batches on this channel: no order
+    // holds between the two, so the answer waits for the channel's last message ('end', posted
+    // after every batch; not the port's close, which a worker parked by piscina never delivers).
+    let ended: () => void = () => undefined;
+    const drained = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
     this.#unanswered++;
     const answer = (async (): Promise<QueryAnswer> => {
       if (this.#closed !== undefined) throw this.#closed;
       try {
-        return (await this.#pool.run(task, {
+        const result = (await this.#pool.run(task, {
           name: 'stream',
           signal: controller.signal,
           transferList: [channel.port2],
         })) as SqliteReadResult;
+        await drained;
+        return result;
       } finally {
         this.#unanswered--;
         channel.port1.close();

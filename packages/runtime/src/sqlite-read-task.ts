@@ -8,6 +8,7 @@
  * from another thread, so a query past its timeout (or cancelled) is stopped by ending this worker.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
+import type { DatasetRead } from '@ferry/engines';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
 import {
@@ -107,6 +108,12 @@ export default function run(batch: SqliteReadBatch): SqliteReadResult[] {
   return results;
 }
 
+/** What a streamed query sends over its port: the schema, each batch, then `end` (always last). */
+export type SqliteStreamMessage =
+  | { readonly type: 'schema'; readonly ipc: Uint8Array; readonly read: readonly DatasetRead[] }
+  | { readonly type: 'batch'; readonly ipc: Uint8Array; readonly rows: number }
+  | { readonly type: 'end' };
+
 /** The host cancelled the stream (its consumer left, or a bound was reached). */
 class StreamCancelled extends Error {}
 
@@ -116,7 +123,9 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   const sink: SyncBatchSink = {
     schema: (ipc, read) => {
       const bytes = transferable(ipc);
-      port.postMessage({ type: 'schema', ipc: bytes, read }, [bytes.buffer as ArrayBuffer]);
+      port.postMessage({ type: 'schema', ipc: bytes, read } satisfies SqliteStreamMessage, [
+        bytes.buffer as ArrayBuffer,
+      ]);
     },
     batch: (ipc, rows) => {
       for (;;) {
@@ -126,7 +135,9 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
       }
       Atomics.sub(control, CREDITS, 1);
       const bytes = transferable(ipc);
-      port.postMessage({ type: 'batch', ipc: bytes, rows }, [bytes.buffer as ArrayBuffer]);
+      port.postMessage({ type: 'batch', ipc: bytes, rows } satisfies SqliteStreamMessage, [
+        bytes.buffer as ArrayBuffer,
+      ]);
     },
   };
   try {
@@ -139,6 +150,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   } catch (error) {
     return answerOf(error);
   } finally {
+    port.postMessage({ type: 'end' } satisfies SqliteStreamMessage);
     port.close();
   }
 }

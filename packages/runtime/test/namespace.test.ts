@@ -151,6 +151,19 @@ describe('one namespace through the embed API', () => {
     );
   });
 
+  it('a small SQLite result streamed again and again arrives whole each time (its answer never overtakes its batches)', async () => {
+    const { rows } = await runtime.query('SELECT count(*) AS n FROM users');
+    const expected = Number(rows[0]?.n);
+    expect(expected).toBeGreaterThan(0);
+    for (let round = 0; round < 40; round++) {
+      const stream = await runtime.queryStream('SELECT * FROM users', []);
+      let received = 0;
+      for await (const batch of stream.batches) received += batch.numRows;
+      expect(received, `round ${round}`).toBe(expected);
+      expect((await runtime.queryArrow('SELECT id FROM users')).table.numRows, `round ${round}`).toBe(expected);
+    }
+  });
+
   it('answers Arrow tables (capped like JSON) and streams a million rows past maxResultRows', async () => {
     const arrow = await runtime.queryArrow(
       'SELECT o.id, c.name FROM orders o JOIN customers c USING (id) ORDER BY o.id LIMIT 5',
