@@ -31,11 +31,19 @@ export interface IntervalValue {
   readonly nanos: bigint;
 }
 
-/** A result column: its name and its type in the JSON form of the type table. */
+/** A result column: its name, its type in the JSON form of the type table, its engine's type name. */
 export interface ArrowColumn {
   readonly name: string;
   readonly type: ArrowDataType;
+  /** The engine's name of the column's type (`DECIMAL(10,2)`, SQLite's declared type), if known. */
+  readonly typeName?: string;
 }
+
+/**
+ * The field metadata key holding a column's database type name: Flight SQL's
+ * (`ARROW:FLIGHT:SQL:TYPE_NAME`), which JDBC and ADBC drivers read; Arrow over HTTP carries it too.
+ */
+export const TYPE_NAME_METADATA = 'ARROW:FLIGHT:SQL:TYPE_NAME';
 
 const TIME_UNITS: Readonly<Record<string, arrow.TimeUnit>> = {
   Second: arrow.TimeUnit.SECOND,
@@ -114,7 +122,15 @@ export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
 /** The schema of a result with these columns (every field nullable: results carry no NOT NULL). */
 export function arrowSchemaOf(columns: readonly ArrowColumn[]): arrow.Schema {
   return new arrow.Schema(
-    columns.map((column) => new arrow.Field(column.name, arrowTypeOf(column.type), true)),
+    columns.map(
+      (column) =>
+        new arrow.Field(
+          column.name,
+          arrowTypeOf(column.type),
+          true,
+          column.typeName === undefined ? null : new Map([[TYPE_NAME_METADATA, column.typeName]]),
+        ),
+    ),
   );
 }
 

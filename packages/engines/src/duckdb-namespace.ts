@@ -736,6 +736,7 @@ export class DuckDbNamespace {
         types.map((type: DuckDBType, index) => ({
           name: names[index] as string,
           type: duckDbTypeToArrow(type) ?? 'Utf8',
+          typeName: type.toString(),
         })),
       );
       const fieldTypes = schema.fields.map((field) => field.type);

@@ -16,6 +16,7 @@ export {
   columnBuilder,
   type IntervalValue,
   RecordBatchBuilder,
+  TYPE_NAME_METADATA,
 } from './arrow-results.js';
 export { duckDbArrowValue } from './duckdb-arrow.js';
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';

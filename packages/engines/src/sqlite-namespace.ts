@@ -332,7 +332,11 @@ export class SqliteNamespace {
                 column.type ?? storageClass(pending.find((row) => row[index] !== null)?.[index]);
               const type: ArrowDataType =
                 declared === undefined ? 'Utf8' : (resultColumnArrowType('sqlite', declared) ?? 'Utf8');
-              return { name: names[index] as string, type };
+              return {
+                name: names[index] as string,
+                type,
+                ...(declared === undefined ? {} : { typeName: declared }),
+              };
             }),
           );
           types = schema.fields.map((field) => field.type);

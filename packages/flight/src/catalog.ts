@@ -1,19 +1,20 @@
 /**
  * The Flight SQL metadata commands a BI tool browses with: catalogs, schemas, tables (with their
  * Arrow schemas), table types, SQL info, and the (empty) key lists. Every answer has the exact
- * schema FlightSql.proto gives for it. Ferry's datasets are tables of schema `main` with no
- * catalog, because that is the name both engines resolve (`SELECT * FROM main.orders` works in
- * DuckDB and SQLite alike); each dataset is its own snapshot file, so there is no shared catalog.
+ * schema FlightSql.proto gives for it. Ferry's datasets are the tables of the runtime's one SQL
+ * namespace, listed in schema `main` with no catalog: `main.<dataset>` resolves for every dataset
+ * (an SQLite one named so runs in DuckDB), so a BI tool's qualified names run.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { JsonValue } from '@ferry/core';
+import { type ArrowValue, columnBuilder } from '@ferry/engines/namespaces';
 import {
   Binary,
   Bool,
   Data,
+  type DataType,
   DenseUnion,
   Field,
   Int32,
@@ -28,7 +29,6 @@ import {
   Uint32,
   Utf8,
 } from 'apache-arrow';
-import { buildColumn } from './arrow-encode.js';
 import { schemaBytes } from './ipc.js';
 import { sqlEnumValue } from './protocol.js';
 
@@ -50,15 +50,21 @@ export interface MetadataResult {
   readonly batch: RecordBatch;
 }
 
+/** One column of a metadata result, built by the engines' Arrow column builder. */
+function buildColumn(type: DataType, values: readonly ArrowValue[]): Data {
+  const builder = columnBuilder(type);
+  for (const value of values) builder.append(value);
+  return builder.finish();
+}
+
 const utf8 = (name: string, nullable: boolean) => new Field(name, new Utf8(), nullable);
 
-function result(fields: readonly Field[], rows: readonly (readonly JsonValue[])[]): MetadataResult {
+function result(fields: readonly Field[], rows: readonly (readonly ArrowValue[])[]): MetadataResult {
   const schema = new Schema([...fields]);
   const children = fields.map((field, index) =>
     buildColumn(
       field.type,
       rows.map((row) => row[index] ?? null),
-      field.name,
     ),
   );
   const data = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
@@ -127,7 +133,7 @@ export function tables(
     ...(request.includeSchema ? [new Field('table_schema', new Binary(), false)] : []),
   ];
   const rows = names.map((name) => {
-    const row: JsonValue[] = [null, SCHEMA_NAME, name, TABLE_TYPE];
+    const row: ArrowValue[] = [null, SCHEMA_NAME, name, TABLE_TYPE];
     if (request.includeSchema) {
       const columns = (schemas.get(name)?.fields ?? []).map(
         (field) =>
@@ -142,7 +148,7 @@ export function tables(
             ]),
           ),
       );
-      row.push(Buffer.from(schemaBytes(new Schema(columns))).toString('base64'));
+      row.push(schemaBytes(new Schema(columns)));
     }
     return row;
   });
@@ -248,24 +254,23 @@ export function sqlInfo(info: readonly number[]): MetadataResult {
   const values = [...sqlInfoValues()]
     .filter(([id]) => info.length === 0 || info.includes(id))
     .sort(([a], [b]) => a - b);
-  const members: JsonValue[][] = [[], [], [], [], [], []];
+  const members: ArrowValue[][] = [[], [], [], [], [], []];
   const typeIds = new Int8Array(values.length);
   const offsets = new Int32Array(values.length);
   values.forEach(([, value], row) => {
     const member = typeof value === 'string' ? 0 : typeof value === 'boolean' ? 1 : 3;
-    const list = members[member] as JsonValue[];
+    const list = members[member] as ArrowValue[];
     typeIds[row] = member;
     offsets[row] = list.length;
     list.push(typeof value === 'object' ? value.int32 : value);
   });
   const children = union.children.map((field, index) =>
-    buildColumn(field.type, members[index] as JsonValue[], field.name),
+    buildColumn(field.type, members[index] as ArrowValue[]),
   );
   const valueData = new Data(union, 0, values.length, 0, { 0: offsets, 3: typeIds } as never, children);
   const nameData = buildColumn(
     new Uint32(),
     values.map(([id]) => id),
-    'info_name',
   );
   const schema = new Schema([new Field('info_name', new Uint32(), false), new Field('value', union, false)]);
   const data = makeData({

@@ -52,7 +52,12 @@ beforeAll(async () => {
       { name: 'orders', engine: 'duckdb', sql: ORDERS_SQL },
       { name: 'users', engine: 'sqlite', sql: USERS_SQL },
     ],
-    { prefix: 'flight-sql/', unpublished: ['late'], flight: { apiKey: KEY }, runtime: { maxResultRows: 30 } },
+    {
+      prefix: 'flight-sql/',
+      unpublished: ['late'],
+      flight: { apiKey: KEY },
+      runtime: { maxStreamBytes: 64 * 1024 },
+    },
   );
   stub = flightStub(served.flight.address);
 });
@@ -316,7 +321,7 @@ describe('refusals and errors as gRPC status codes', () => {
     }
   });
 
-  it('unknown table → NOT_FOUND, bad SQL → INVALID_ARGUMENT (no local paths), too many rows → RESOURCE_EXHAUSTED, not ready → UNAVAILABLE', async () => {
+  it('unknown table → NOT_FOUND, bad SQL → INVALID_ARGUMENT (no local paths), a result over maxStreamBytes → RESOURCE_EXHAUSTED, not ready → UNAVAILABLE', async () => {
     const run = (query: string) => failure(fetchTable(stub, cmd('CommandStatementQuery', { query }), auth()));
     const unknown = await run('SELECT * FROM nowhere');
     expect(unknown.code).toBe(status.NOT_FOUND);
@@ -325,8 +330,9 @@ describe('refusals and errors as gRPC status codes', () => {
     expect(bad.code).toBe(status.INVALID_ARGUMENT);
     expect(bad.details).toContain('no_such_column');
     expect(bad.details).not.toMatch(/\/(tmp|work|var)\/|\.duckdb|\.sqlite/);
-    const large = await run('SELECT * FROM orders');
+    const large = await run("SELECT repeat('x', 10000) AS wide FROM orders");
     expect(large.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(large.details).toContain('maxStreamBytes');
     const late = await run('SELECT * FROM late');
     expect(late.code).toBe(status.UNAVAILABLE);
     expect(late.details).toContain("Dataset 'late' is not ready");

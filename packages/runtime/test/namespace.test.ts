@@ -160,7 +160,9 @@ describe('one namespace through the embed API', () => {
       let received = 0;
       for await (const batch of stream.batches) received += batch.numRows;
       expect(received, `round ${round}`).toBe(expected);
-      expect((await runtime.queryArrow('SELECT id FROM users')).table.numRows, `round ${round}`).toBe(expected);
+      expect((await runtime.queryArrow('SELECT id FROM users')).table.numRows, `round ${round}`).toBe(
+        expected,
+      );
     }
   });
 
