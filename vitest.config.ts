@@ -16,8 +16,6 @@ const UNIT = [
   'packages/cli/test/parts.test.ts',
   'packages/cli/test/work-dir.test.ts',
   'packages/local-aws/test/s3-events.test.ts',
-  'packages/runtime/test/query-router.test.ts',
-  'packages/server/test/prometheus.test.ts',
   'packages/store/test/file-store.test.ts',
   'packages/store/test/read-parallel.test.ts',
   'packages/test-support/test/fixture-store.test.ts',
