@@ -617,10 +617,26 @@ describe('SQLite bombs', () => {
 });
 
 describe('no local path reaches an HTTP client', () => {
+  let paths: Runtime;
+
+  beforeAll(async () => {
+    // Its own runtime with a long timeout: a join across engines reads its SQLite side in first,
+    // which on a busy machine can take longer than the suite's 400 ms, and a 504 would say nothing.
+    ({ runtime: paths } = await startRuntime(pod(`file://${join(work, 'store')}/`), {
+      dataDir: join(work, 'paths-data'),
+      queryTimeoutMs: 60_000,
+    }));
+    await paths.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await paths?.close();
+  });
+
   it('engine errors name datasets, not files; the data directory never appears in a body', async () => {
-    const server = await startServer(runtime, { port: 0 });
+    const server = await startServer(paths, { port: 0 });
     try {
-      const dataDir = join(work, 'data');
+      const dataDir = join(work, 'paths-data');
       for (const sql of [
         'SELECT nope FROM orders',
         'SELECT nope FROM users',

@@ -451,8 +451,23 @@ describe('Snapshot Refresh Mode: Requirements', () => {
       }
       return ids;
     };
-    const swapsOfBoth = async (runtime: Runtime, ids: Map<string, number>) => {
-      await Promise.all(names.map((name) => swapTo(runtime, ids.get(name) ?? -1, name)));
+    /** Publishes a version of both and waits for both swaps (listening from before the first publish). */
+    const swapsOfBoth = async (runtime: Runtime, publishing: () => Promise<Map<string, number>>) => {
+      const seen: { dataset: string; to: number }[] = [];
+      const off = runtime.on('swap', (event) => seen.push(event));
+      try {
+        const ids = await publishing();
+        await Promise.all(
+          names.map((name) => {
+            const to = ids.get(name) ?? -1;
+            return seen.some((event) => event.dataset === name && event.to === to)
+              ? undefined
+              : swapTo(runtime, to, name);
+          }),
+        );
+      } finally {
+        off();
+      }
     };
 
     // Polling at refresh_check_interval, and poll.now.
@@ -464,7 +479,7 @@ describe('Snapshot Refresh Mode: Requirements', () => {
         name === 'enabled_ds' ? 'enabled' : 'bootstrap_only',
       );
     }
-    await swapsOfBoth(polling, await publishBoth(polled, 2));
+    await swapsOfBoth(polling, () => publishBoth(polled, 2));
     for (const name of names) {
       const checked = nextEvent(polling, 'poll', (event) => event.dataset === name);
       await polling.send(name, 'poll.now');
@@ -478,7 +493,7 @@ describe('Snapshot Refresh Mode: Requirements', () => {
     const listening = await startPod(
       pod({ prefix: notified, interval: LONG, queueUrl, queueEndpoint: aws.endpoint }),
     );
-    await swapsOfBoth(listening, await publishBoth(notified, 2));
+    await swapsOfBoth(listening, () => publishBoth(notified, 2));
 
     // Neither dataset ever wrote to the store: the runtime sent no PUT, POST or DELETE.
     const writes = proxy.requests().filter((request) => !['GET', 'HEAD'].includes(request.method));

@@ -209,7 +209,15 @@ describe('Stately inspector bridge', () => {
       return states.includes('polling') && states.slice(states.indexOf('polling')).includes('serving');
     });
     const fresh = messages.slice(from);
-    expect(fresh.every((message) => message.sessionId.startsWith('orders:'))).toBe(true);
+    // No other machine got the command or polled (late messages of its earlier steps may still
+    // arrive in this window on a busy machine; they are not what this is about).
+    const elsewhere = fresh.filter(
+      (message) =>
+        !message.sessionId.startsWith('orders:') &&
+        (message.event?.type === 'poll.now' ||
+          Object.keys((message.snapshot?.value ?? {}) as object)[0] === 'polling'),
+    );
+    expect(elsewhere).toEqual([]);
     const command = fresh.find(
       (message) => message.type === '@xstate.event' && message.event?.type === 'poll.now',
     );
