@@ -9,11 +9,12 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { DuckDBInstance, type DuckDBPreparedStatement } from '@duckdb/node-api';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { FileFormat, JsonValue } from '@ferry/core';
 import Database from 'better-sqlite3';
 import { Piscina } from 'piscina';
 import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
+import { preparedRunner } from '../direct-duckdb.js';
 import { formatRatio, formatValue } from '../format.js';
 import { loggedErrorsNote, startRuntime } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
@@ -103,20 +104,11 @@ interface Direct {
 async function directDuckDb(path: string): Promise<Direct> {
   const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
   const connection = await instance.connect();
-  const prepared = new Map<string, DuckDBPreparedStatement>();
+  const runner = preparedRunner(connection);
   return {
-    async run(sql, params) {
-      let statement = prepared.get(sql);
-      if (statement === undefined) {
-        statement = await connection.prepare(sql);
-        prepared.set(sql, statement);
-      }
-      statement.clearBindings();
-      for (const [index, param] of params.entries()) statement.bindBigInt(index + 1, BigInt(param as number));
-      return (await statement.runAndReadAll()).getRowObjectsJson();
-    },
+    run: runner.run,
     close() {
-      for (const statement of prepared.values()) statement.destroySync();
+      runner.close();
       connection.closeSync();
       instance.closeSync();
     },

@@ -5,9 +5,10 @@
  * same names (the statement prepared once), i.e. what Ferry's query worker does without the
  * thread hop, the catalog and the result conversion.
  */
-import { DuckDBInstance, type DuckDBPreparedStatement } from '@duckdb/node-api';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core';
 import { type BuiltFile, buildFile, keyedColumns } from '../data.js';
+import { preparedRunner } from '../direct-duckdb.js';
 import { formatRatio, formatValue } from '../format.js';
 import { loggedErrorsNote, startRuntime } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
@@ -50,20 +51,13 @@ async function directDuckDb(orders: BuiltFile, customers: BuiltFile) {
     await connection.run(`ATTACH '${file.path}' AS ${alias} (READ_ONLY)`);
     await connection.run(`CREATE VIEW ${table} AS SELECT * FROM ${alias}.main.${table}`);
   }
-  const prepared = new Map<string, DuckDBPreparedStatement>();
+  const runner = preparedRunner(connection);
   return {
     async run(sql: string, params: readonly JsonValue[]): Promise<void> {
-      let statement = prepared.get(sql);
-      if (statement === undefined) {
-        statement = await connection.prepare(sql);
-        prepared.set(sql, statement);
-      }
-      statement.clearBindings();
-      for (const [index, param] of params.entries()) statement.bindBigInt(index + 1, BigInt(param as number));
-      (await statement.runAndReadAll()).getRowObjectsJson();
+      await runner.run(sql, params);
     },
     close(): void {
-      for (const statement of prepared.values()) statement.destroySync();
+      runner.close();
       connection.closeSync();
       instance.closeSync();
     },
