@@ -91,6 +91,8 @@ interface ResourceClass {
 interface CachedStatement {
   readonly statement: DuckDBPreparedStatement;
   readonly version: number;
+  /** Its result's column names and types as rows report them (the same for every run of it). */
+  columns?: { readonly names: string[]; readonly columns: { name: string; type: string }[] };
 }
 
 interface PooledConnection {
@@ -102,6 +104,7 @@ interface PooledConnection {
 interface StartedQuery {
   readonly result: DuckDBResult;
   readonly read: readonly DatasetRead[];
+  readonly cached: CachedStatement;
 }
 
 const GENERATION_ALIAS = 'ferry_g';
@@ -223,6 +226,8 @@ class ClassInstance {
   /** The catalog as applied (views and attachments match it once `#changing` settles). */
   applied: NamespaceCatalog = { version: 0, datasets: [] };
   #changing: Promise<void> = Promise.resolve();
+  /** Catalog changes queued or running (none: a query may start without waiting). */
+  #changes = 0;
   #inFlight = 0;
   readonly #finished = new Set<() => void>();
 
@@ -282,9 +287,17 @@ class ClassInstance {
 
   /** Runs `change` once the previous catalog change is done; queries do not start meanwhile. */
   #serialize(change: () => Promise<void>): Promise<void> {
-    const next = this.#changing.then(change);
+    this.#changes++;
+    const next = this.#changing.then(change).finally(() => {
+      this.#changes--;
+    });
     this.#changing = next.catch(() => undefined);
     return next;
+  }
+
+  /** Whether a catalog change is queued or running (then queries wait for {@link settled}). */
+  get changing(): boolean {
+    return this.#changes > 0;
   }
 
   /** Resolves once no catalog change is in flight. */
@@ -423,6 +436,15 @@ class ClassInstance {
     }
   }
 
+  /** An idle connection, taken at once (no await), or undefined when none is idle. */
+  tryAcquire(): PooledConnection | undefined {
+    const pooled = this.#idle.pop();
+    if (pooled === undefined) return undefined;
+    this.#busy.add(pooled);
+    this.#inFlight++;
+    return pooled;
+  }
+
   async acquire(): Promise<PooledConnection> {
     let pooled = this.#idle.pop();
     if (pooled === undefined && this.#opened < this.#maxConnections) {
@@ -534,6 +556,8 @@ function mismatch(dataset: string, column: string, affinity: string, value: unkn
 export class DuckDbNamespace {
   readonly #options: DuckDbNamespaceOptions;
   readonly #instances = new Map<string, Promise<ClassInstance>>();
+  /** The instances created so far, to be taken without an await. */
+  readonly #created = new Map<string, ClassInstance>();
   readonly #default: ClassInstance;
   readonly #parser: DuckDBConnection;
   readonly #routes = new LRUCache<string, ParsedTables>({ max: ROUTES_CACHED });
@@ -545,6 +569,7 @@ export class DuckDbNamespace {
     this.#default = first;
     this.#parser = parser;
     this.#instances.set(DuckDbNamespace.#key(first.resources), Promise.resolve(first));
+    this.#created.set(DuckDbNamespace.#key(first.resources), first);
   }
 
   static async create(options: DuckDbNamespaceOptions): Promise<DuckDbNamespace> {
@@ -677,6 +702,7 @@ export class DuckDbNamespace {
       const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
       instance = ClassInstance.create(resources, this.#options, temp).then(async (created) => {
         await created.apply(this.#catalog);
+        this.#created.set(key, created);
         return created;
       });
       this.#instances.set(key, instance);
@@ -692,11 +718,9 @@ export class DuckDbNamespace {
     route: QueryRoute,
     control: NamespaceQueryControl = {},
   ): Promise<RowsOutcome> {
-    return this.#run(sql, params, route, control, async ({ result, read }, stop) => {
-      const names = uniqueColumnNames(result.columnNames());
-      const columns = result
-        .columnTypes()
-        .map((type, index) => ({ name: names[index] as string, type: type.toString() }));
+    return this.#run(sql, params, route, control, async ({ result, read, cached }, stop) => {
+      cached.columns ??= columnsOf(result);
+      const { names, columns } = cached.columns;
       const rows: Record<string, JsonValue>[] = [];
       let bytes = 0;
       for (;;) {
@@ -819,9 +843,13 @@ export class DuckDbNamespace {
     const { signal } = control;
     signal?.throwIfAborted();
     const datasets = route.datasets ?? [];
-    const instance = await this.#instanceFor(this.#classFor(datasets));
+    const resources = this.#classFor(datasets);
+    // The hot path takes no await before the engine: a hop through the event loop per step costs
+    // more than the bookkeeping it waits for.
+    const instance =
+      this.#created.get(DuckDbNamespace.#key(resources)) ?? (await this.#instanceFor(resources));
     const subject = datasetsPhrase(datasets);
-    const pooled = await instance.acquire();
+    const pooled = instance.tryAcquire() ?? (await instance.acquire());
     const { connection } = pooled;
     const interrupt = (): void => connection.interrupt();
     signal?.addEventListener('abort', interrupt, { once: true });
@@ -854,7 +882,7 @@ export class DuckDbNamespace {
           cached = { statement, version };
           pooled.statements.set(sql, cached);
         }
-        await instance.settled();
+        if (instance.changing) await instance.settled();
         signal?.throwIfAborted();
         // The catalog moved while it was prepared: prepare it again on the new one.
         if (cached.version !== instance.applied.version) {
@@ -887,7 +915,7 @@ export class DuckDbNamespace {
           if (attempt < 2 && missing !== undefined && this.#importedBy(datasets, missing)) continue;
           throw error;
         }
-        return { value: await consume({ result, read }, interrupt) };
+        return { value: await consume({ result, read, cached }, interrupt) };
       }
     } catch (error) {
       if (signal?.aborted === true) throw signal.reason;
@@ -980,6 +1008,15 @@ export class DuckDbNamespace {
       outcome.value.close();
     }
   }
+}
+
+/** A result's column names (made unique) and types, as rows report them. */
+function columnsOf(result: DuckDBResult): NonNullable<CachedStatement['columns']> {
+  const names = uniqueColumnNames(result.columnNames());
+  const columns = result
+    .columnTypes()
+    .map((type, index) => ({ name: names[index] as string, type: type.toString() }));
+  return { names, columns };
 }
 
 function exceeded(rows: number, bytes: number, control: NamespaceQueryControl): 'rows' | 'bytes' | undefined {

@@ -69,6 +69,15 @@ interface Prepared {
   readonly binding: SqliteBinding;
   /** The datasets (attached names) its program opens; read from its first execution's program. */
   datasets: readonly string[] | undefined;
+  /** What it reads at catalog `version` (the generations' snapshot ids). */
+  readAt: { readonly version: number; readonly read: DatasetRead[] } | undefined;
+  /**
+   * Its result columns as of attachment `epoch` (`statement.columns()` costs about half of a point
+   * lookup; SQLite re-prepares a statement whose schema changed, so they hold until an attach).
+   */
+  described:
+    | { readonly epoch: number; readonly names: string[]; readonly declared: (string | null)[] }
+    | undefined;
 }
 
 const byName = (catalog: NamespaceCatalog, name: string): NamespaceDataset | undefined => {
@@ -98,6 +107,8 @@ export class SqliteNamespace {
   readonly #statements: LRUCache<string, Prepared>;
   /** Attached datasets (by name) and the generation each holds, least recently used first. */
   readonly #attached = new Map<string, number>();
+  /** Counts attaches and detaches: a statement's result columns are known until it moves. */
+  #epoch = 0;
   #catalog: NamespaceCatalog = { version: 0, datasets: [] };
 
   constructor(options: SqliteNamespaceOptions) {
@@ -139,11 +150,13 @@ export class SqliteNamespace {
     if (generation === null) throw new NamespaceTableError(dataset.name, 'not-serving');
     this.#db.prepare('ATTACH DATABASE ? AS ?').run(generation.path, dataset.name);
     this.#attached.set(dataset.name, generation.id);
+    this.#epoch++;
   }
 
   #detach(name: string): void {
     this.#db.prepare('DETACH DATABASE ?').run(name);
     this.#attached.delete(name);
+    this.#epoch++;
   }
 
   /** Marks `name` most recently used. */
@@ -199,7 +212,13 @@ export class SqliteNamespace {
         const statement = checkSqliteStatement(this.#db, sql);
         statement.safeIntegers(true);
         statement.raw(true);
-        const prepared: Prepared = { statement, binding: sqliteBindingOf(sql), datasets: undefined };
+        const prepared: Prepared = {
+          statement,
+          binding: sqliteBindingOf(sql),
+          datasets: undefined,
+          readAt: undefined,
+          described: undefined,
+        };
         this.#statements.set(sql, prepared);
         return prepared;
       } catch (error) {
@@ -231,13 +250,29 @@ export class SqliteNamespace {
 
   /** What the statement reads, at the generations attached now (computed at its first run). */
   #read(sql: string, prepared: Prepared, args: readonly unknown[]): DatasetRead[] {
+    const { version } = this.#catalog;
+    if (prepared.readAt?.version === version) return prepared.readAt.read;
     prepared.datasets ??= this.#datasetsOf(sql, args);
-    return prepared.datasets.flatMap((name) => {
+    const read = prepared.datasets.flatMap((name) => {
       const generation = byName(this.#catalog, name)?.generation;
       return generation === null || generation === undefined
         ? []
         : [{ name, snapshotId: generation.snapshotId }];
     });
+    prepared.readAt = { version, read };
+    return read;
+  }
+
+  /** The statement's result column names (made unique) and declared types, asked once per epoch. */
+  #described(prepared: Prepared): { readonly names: string[]; readonly declared: (string | null)[] } {
+    if (prepared.described?.epoch === this.#epoch) return prepared.described;
+    const columns = prepared.statement.columns();
+    prepared.described = {
+      epoch: this.#epoch,
+      names: uniqueColumnNames(columns.map((column) => column.name)),
+      declared: columns.map((column) => column.type),
+    };
+    return prepared.described;
   }
 
   /**
@@ -278,11 +313,10 @@ export class SqliteNamespace {
             return { kind: 'too-large', limit, read };
           }
         }
-        const described = statement.columns();
-        const names = uniqueColumnNames(described.map((column) => column.name));
-        const columns = described.map((column, index) => ({
+        const { names, declared } = this.#described(prepared);
+        const columns = declared.map((type, index) => ({
           name: names[index] as string,
-          type: column.type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
+          type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
         }));
         const rows = raw.map((row) => {
           const record: Record<string, JsonValue> = {};
@@ -324,12 +358,11 @@ export class SqliteNamespace {
         let rows = 0;
         let bytes = 0;
         const start = (): RecordBatchBuilder => {
-          const described = statement.columns();
-          const names = uniqueColumnNames(described.map((column) => column.name));
+          const described = this.#described(prepared);
+          const names = described.names;
           const schema = arrowSchemaOf(
-            described.map((column, index) => {
-              const declared =
-                column.type ?? storageClass(pending.find((row) => row[index] !== null)?.[index]);
+            described.declared.map((column, index) => {
+              const declared = column ?? storageClass(pending.find((row) => row[index] !== null)?.[index]);
               const type: ArrowDataType =
                 declared === undefined ? 'Utf8' : (resultColumnArrowType('sqlite', declared) ?? 'Utf8');
               return {

@@ -12,6 +12,7 @@
 import { type DuckDBConnection, type DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
 import type { FerryError } from '@ferry/core';
 import type Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
 import { StatementRejectedError } from './errors.js';
 import {
   classifyEach,
@@ -271,6 +272,21 @@ async function prepareAs(
 }
 
 /**
+ * Texts whose parse tree passed the check, and the statement type each must prepare as. The tree
+ * check reads nothing but the text (function names, table references, statement kinds), so its
+ * verdict holds for that exact text on any connection and at any catalog version: a statement
+ * prepared again after a swap, or on another connection, is not parsed once more. A new text is
+ * always parsed; extracting, preparing and the statement type are checked on every prepare.
+ */
+const PASSED_TREES = new LRUCache<string, StatementType>({ max: 1_024 });
+const PASSED_MAX_SQL = 8_192;
+
+function passed(sql: string, type: StatementType): StatementType {
+  if (sql.length <= PASSED_MAX_SQL) PASSED_TREES.set(sql, type);
+  return type;
+}
+
+/**
  * Check one DuckDB query and prepare it. Exactly one statement (DuckDB's count); a SELECT whose
  * parse tree calls only allowed table functions (see {@link DUCKDB_TABLE_FUNCTIONS}), no refused
  * scalar function and no file; an EXPLAIN (ANALYZE too) only of such a SELECT; `PRAGMA
@@ -285,12 +301,14 @@ export async function checkDuckDbStatement(
   connection: DuckDBConnection,
   sql: string,
 ): Promise<DuckDBPreparedStatement> {
+  const known = PASSED_TREES.get(sql);
+  if (known !== undefined) return prepareAs(connection, sql, known);
   const parsed = await parseDuckDb(connection, sql);
   if (parsed.kind === 'select') {
     if (parsed.trees.length === 0) throw emptyRefusal();
     if (parsed.trees.length > 1) throw multipleRefusal(sql, 'duckdb', parsed.trees.length);
     assertTreeReadsOnly(parsed.trees[0]);
-    return prepareAs(connection, sql, StatementType.SELECT);
+    return prepareAs(connection, sql, passed(sql, StatementType.SELECT));
   }
   if (parsed.kind === 'invalid') {
     // DuckDB's own error, from the parser (which fails before anything else runs).
@@ -302,12 +320,12 @@ export async function checkDuckDbStatement(
     const inner = await parseDuckDb(connection, explained);
     if (inner.kind !== 'select' || inner.trees.length !== 1) throw refusalOf(sql, 'duckdb');
     assertTreeReadsOnly(inner.trees[0]);
-    return prepareAs(connection, sql, StatementType.EXPLAIN);
+    return prepareAs(connection, sql, passed(sql, StatementType.EXPLAIN));
   }
   // DuckDB rewrites PRAGMA table_info into a SELECT of pragma_table_info.
   const verdict = classifyStatement(sql, 'duckdb');
   if (verdict.kind === 'read' && verdict.statement === 'PRAGMA') {
-    return prepareAs(connection, sql, StatementType.SELECT);
+    return prepareAs(connection, sql, passed(sql, StatementType.SELECT));
   }
   throw refusalOf(sql, 'duckdb');
 }

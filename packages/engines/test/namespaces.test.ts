@@ -412,6 +412,25 @@ describe('SqliteNamespace', () => {
       kind: 'too-large',
       limit: 'rows',
     });
+    // A statement kept across a swap answers the new generation's columns (they are remembered
+    // per statement only until an attachment moves).
+    const widened = join(generations, 'g3.sqlite');
+    await makeSqliteFile(widened, [
+      'CREATE TABLE users (id INTEGER NOT NULL, version INTEGER, name TEXT, joined DATE, plan TEXT)',
+      "INSERT INTO users VALUES (1, 3, 'user-1', '2026-11-02', 'pro')",
+    ]);
+    const everything = 'SELECT * FROM users WHERE id = ?';
+    expect(namespace.rows(everything, [1])).toMatchObject({
+      columns: [{ name: 'id' }, { name: 'version' }, { name: 'name' }, { name: 'joined' }],
+      rows: [{ id: 1, version: 2, name: 'user-1', joined: '2026-11-02' }],
+    });
+    namespace.setCatalog(catalog([dataset('users', 'sqlite', widened, 3)]));
+    expect(namespace.rows(everything, [1])).toMatchObject({
+      columns: [{ name: 'id' }, { name: 'version' }, { name: 'name' }, { name: 'joined' }, { name: 'plan' }],
+      rows: [{ id: 1, version: 3, name: 'user-1', joined: '2026-11-02', plan: 'pro' }],
+      read: [{ name: 'users', snapshotId: 3 }],
+    });
+    namespace.setCatalog(catalog([dataset('users', 'sqlite', second, 2)]));
     const batches: Uint8Array[] = [];
     let schema: Uint8Array | undefined;
     const outcome = namespace.batches(

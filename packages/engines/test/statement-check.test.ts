@@ -120,6 +120,33 @@ describe('checkDuckDbStatement: reads', () => {
     }
   });
 
+  it('parses a text once: prepared again (on any connection, at any catalog version) it is not parsed anew; a new text is', async () => {
+    const parses = (connection: DuckDBConnection) => {
+      const counted = { n: 0 };
+      const original = connection.runAndReadAll.bind(connection);
+      connection.runAndReadAll = ((sql: string, ...rest: never[]) => {
+        if (sql.includes('json_serialize_sql')) counted.n++;
+        return original(sql, ...rest);
+      }) as typeof connection.runAndReadAll;
+      return { counted, restore: () => Object.assign(connection, { runAndReadAll: original }) };
+    };
+    const spy = parses(duckdb);
+    try {
+      const text = `SELECT name FROM orders WHERE id = ? -- ${Math.random()}`;
+      for (let n = 0; n < 3; n++) (await checkDuckDbStatement(duckdb, text)).destroySync();
+      expect(spy.counted.n).toBe(1);
+      (await checkDuckDbStatement(duckdb, `${text} `)).destroySync();
+      expect(spy.counted.n).toBe(2);
+      // A refused text is never remembered as passed: refused every time, parsed every time.
+      const refused = `SELECT * FROM read_csv('${CANARY}') -- ${Math.random()}`;
+      for (let n = 0; n < 2; n++)
+        await expect(checkDuckDbStatement(duckdb, refused)).rejects.toThrow(/read_csv/);
+      expect(spy.counted.n).toBe(4);
+    } finally {
+      spy.restore();
+    }
+  });
+
   it.each([
     ['WITH o AS (SELECT * FROM orders) SELECT count(*) FROM o', [[2n]]],
     ['FROM orders SELECT name ORDER BY id', [['one'], ['two']]],

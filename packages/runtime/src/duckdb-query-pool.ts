@@ -26,8 +26,14 @@ import { threadFile } from './thread-files.js';
 
 /** What a running query hears besides its answer (batch mode). */
 export interface QueryListener {
-  /** DuckDB: the statement runs there and reads these datasets. */
+  /**
+   * DuckDB: the statement runs there and reads these datasets. Said by the worker before it
+   * starts the query, or — when the worker has started and `known` names what the statement read
+   * before — by the pool as it sends it (one message fewer each way per query).
+   */
   routed?(datasets: readonly string[] | undefined): void;
+  /** The datasets the statement read when it last ran (the host's plan), if it ran before. */
+  readonly known?: readonly string[];
   schema?(ipc: Uint8Array, read: readonly DatasetRead[]): void;
   batch?(ipc: Uint8Array, rows: number): void;
 }
@@ -51,6 +57,8 @@ class QueryWorker {
   readonly worker: Worker;
   readonly pending = new Map<number, Pending>();
   closed: (() => void) | undefined;
+  /** It has sent a message: its namespace is up, a query it gets starts at once. */
+  started = false;
 
   constructor(
     data: DuckDbWorkerData,
@@ -70,6 +78,7 @@ class QueryWorker {
   }
 
   #onMessage(message: QueryWorkerToHost): void {
+    this.started = true;
     if (message.type === 'closed') {
       this.closed?.();
       return;
@@ -158,7 +167,16 @@ export class DuckDbQueryPool {
     const answer = new Promise<QueryAnswer>((resolve, reject) => {
       worker.pending.set(id, { resolve, reject, listener });
     });
-    worker.post({ type: 'query', id, mode, request, ...(batchRows === undefined ? {} : { batchRows }) });
+    const announce = listener?.routed !== undefined && (!worker.started || listener.known === undefined);
+    worker.post({
+      type: 'query',
+      id,
+      mode,
+      request,
+      ...(batchRows === undefined ? {} : { batchRows }),
+      ...(announce ? { announce } : {}),
+    });
+    if (listener?.routed !== undefined && !announce) listener.routed(listener.known);
     return {
       answer,
       cancel: () => worker.post({ type: 'cancel', id }),

@@ -70,7 +70,9 @@ async function run(
     await catalogsBefore;
     const { sql, params, maxRows, maxBytes } = message.request;
     const route = await namespace.route(sql);
-    if (route.engine === 'duckdb') post({ type: 'routed', id: message.id, datasets: route.datasets });
+    if (route.engine === 'duckdb' && message.announce === true) {
+      post({ type: 'routed', id: message.id, datasets: route.datasets });
+    }
     if (route.engine === 'sqlite') {
       answer = { kind: 'reroute', datasets: route.datasets };
     } else if (message.mode === 'rows') {

@@ -59,6 +59,8 @@ export type HostToQueryWorker =
       readonly request: QueryRequest;
       /** Batches: rows per batch at most. */
       readonly batchRows?: number;
+      /** Send `routed` before it starts (the host does not know yet what it reads). */
+      readonly announce?: boolean;
     }
   | { readonly type: 'cancel'; readonly id: number }
   /** The host's consumer took a batch: one more may come. */

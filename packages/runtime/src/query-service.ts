@@ -265,8 +265,14 @@ export class QueryService {
    * Runs one DuckDB query under the timeout and the caller's signal (both interrupt it in its
    * engine). The clock starts when the worker starts it (a worker still starting is not counted,
    * as in the SQLite pool); DuckDB says then which datasets it reads, for the timeout's message.
+   * A statement that ran before (`known`: the datasets it read) on a worker that is up is timed
+   * from when it is sent, without that message.
    */
-  #bounded(start: (listener: QueryListener) => PoolQuery, options: QueryOptions): Promise<QueryAnswer> {
+  #bounded(
+    start: (listener: QueryListener) => PoolQuery,
+    options: QueryOptions,
+    known: readonly string[] | undefined,
+  ): Promise<QueryAnswer> {
     const { signal } = options;
     const timeoutMs = this.#options.queryTimeoutMs;
     return new Promise<QueryAnswer>((resolve, reject) => {
@@ -276,6 +282,7 @@ export class QueryService {
         signal?.removeEventListener('abort', onAbort);
       };
       const query = start({
+        ...(known === undefined ? {} : { known }),
         routed: (datasets) => {
           if (timeoutMs <= 0) return;
           timer = setTimeout(() => {
@@ -317,7 +324,11 @@ export class QueryService {
     const request = this.#request(sql, params, maxRows, maxBytes);
     const { engine, answer } = await this.#execute<never>(sql, options, (where, datasets) =>
       where === 'duckdb'
-        ? this.#bounded((listener) => this.#duckdbPool().run(request, 'rows', listener), options)
+        ? this.#bounded(
+            (listener) => this.#duckdbPool().run(request, 'rows', listener),
+            options,
+            this.#plans.get(sql)?.datasets,
+          )
         : this.#sqlitePool().run(datasets, request, options.signal),
     );
     if (answer.kind !== 'rows')
