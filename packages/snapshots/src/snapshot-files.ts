@@ -1,7 +1,8 @@
 /**
  * The snapshot files of one dataset on local disk: download a snapshot into a temporary sibling of
  * the live file (checksum algorithm, size and free space checked first; SHA-256 computed while
- * streaming, parallel ranged reads, fsync), verify it (digest, then the table's real schema), and
+ * streaming, parallel ranged reads written as they arrive, fsync; the engine that will check the
+ * file is made meanwhile), verify it (digest, then the table's real schema), and
  * swap it in atomically (rename over the live path, fsync the directory). Download and verification
  * are separate steps so the dataset machine can show and route each; `prepareSnapshot` runs both. A manifest beside the live file records which snapshot
  * it holds, so a restart can serve it at once.
@@ -18,8 +19,8 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat, stat
 import { basename, dirname, join } from 'node:path';
 import type { ArrowSchema, EngineName, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
 import { SnapshotRejectedError } from '@ferry/core';
-import { checkSnapshotFile } from '@ferry/engines';
-import { readParallel } from '@ferry/store';
+import { createSnapshotChecker, type SnapshotChecker } from '@ferry/engines';
+import { readParallelParts } from '@ferry/store';
 import {
   checksumMismatch,
   DiskFullError,
@@ -49,6 +50,12 @@ export interface DownloadedSnapshot {
   readonly entry: SnapshotEntry;
   /** Lowercase hex SHA-256 of the bytes written, computed while streaming. */
   readonly digest: string;
+  /**
+   * The engine that checks the file, made while the bytes arrived so that verification only
+   * reads the file's catalog; {@link verifySnapshot} (or {@link discardPrepared}) closes it.
+   * Absent: verification makes its own.
+   */
+  readonly checker?: Promise<SnapshotChecker>;
 }
 
 /** A downloaded and validated snapshot waiting in its temporary file to be swapped in. */
@@ -324,6 +331,28 @@ async function assertFreeSpace(
   if (available < needed) throw new InsufficientDiskSpaceError(options.dataset, directory, needed, available);
 }
 
+/** Writes `chunks` (`bytes` in all) at the file's position with `writev`, resuming a short write. */
+async function writeAll(handle: FileHandle, chunks: readonly Uint8Array[], bytes: number): Promise<void> {
+  let { bytesWritten } = await (chunks.length === 1
+    ? handle.write(chunks[0] as Uint8Array)
+    : handle.writev(chunks as Uint8Array[]));
+  if (bytesWritten === bytes) return;
+  // Rare (a signal, a nearly full disk): write the rest one chunk at a time; ENOSPC surfaces here.
+  let offset = 0;
+  for (const chunk of chunks) {
+    const end = offset + chunk.byteLength;
+    if (bytesWritten < end) {
+      let rest = chunk.subarray(Math.max(0, bytesWritten - offset));
+      while (rest.byteLength > 0) {
+        const written = (await handle.write(rest)).bytesWritten;
+        rest = rest.subarray(written);
+        bytesWritten += written;
+      }
+    }
+    offset = end;
+  }
+}
+
 /** Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. */
 async function download(
   options: SnapshotFilesOptions,
@@ -335,19 +364,21 @@ async function download(
   const { entry, key } = target;
   const hash = createHash('sha256');
   let received = 0;
-  const chunks = readParallel(options.store, key, {
+  const parts = readParallelParts(options.store, key, {
     size: entry.size,
     partSize: options.partSize ?? DEFAULT_PART_SIZE,
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
     ...(control.signal === undefined ? {} : { signal: control.signal }),
   });
   try {
-    for await (const chunk of chunks) {
-      received += chunk.byteLength;
+    for await (const chunks of parts) {
+      let bytes = 0;
+      for (const chunk of chunks) bytes += chunk.byteLength;
+      received += bytes;
       if (received > entry.size) throw sizeMismatch(entry.uri, entry.size, received);
-      hash.update(chunk);
-      await handle.write(chunk);
-      writeBehind.wrote(chunk.byteLength);
+      for (const chunk of chunks) hash.update(chunk);
+      await writeAll(handle, chunks, bytes);
+      writeBehind.wrote(bytes);
       control.onProgress?.({ bytes: received, total: entry.size });
       control.signal?.throwIfAborted();
     }
@@ -368,12 +399,13 @@ async function download(
  */
 async function checkDownloadedFile(
   options: SnapshotFilesOptions,
+  checker: SnapshotChecker,
   uri: string,
   schema: ArrowSchema,
   tempPath: string,
 ): Promise<void> {
   try {
-    await checkSnapshotFile(options.engine, tempPath, options.table, schema);
+    await checker.check(tempPath, options.table, schema);
   } catch (error) {
     if (error instanceof SnapshotRejectedError) {
       const code = error.code as ConstructorParameters<typeof SnapshotRejectedError>[0];
@@ -414,6 +446,9 @@ export async function downloadSnapshot(
 
   const tempPath = `${livePath}${TEMP_MARK}${entry.snapshotId}-${randomBytes(4).toString('hex')}`;
   const handle = await open(tempPath, 'wx');
+  // Made while the bytes arrive: verification is then only the file's catalog read.
+  const checker = createSnapshotChecker(options.engine, directory);
+  checker.catch(() => undefined); // observed by verifySnapshot, or closed below
   const writeBehind = new WriteBehind(handle);
   let closed = false;
   try {
@@ -423,13 +458,13 @@ export async function downloadSnapshot(
     closed = true;
     await handle.close();
     control.signal?.throwIfAborted();
-    return { tempPath, entry, digest };
+    return { tempPath, entry, digest, checker };
   } catch (error) {
     if (!closed) {
       await writeBehind.settle().catch(() => undefined);
       await handle.close().catch(() => undefined);
     }
-    await removeWithSideFiles(tempPath);
+    await Promise.all([removeWithSideFiles(tempPath), closeChecker(checker)]);
     if (isDiskFull(error)) throw new DiskFullError(dataset, directory, { cause: error });
     throw error;
   }
@@ -448,10 +483,12 @@ export async function verifySnapshot(
 ): Promise<PreparedSnapshot> {
   const { tempPath, entry, digest } = downloaded;
   const uri = entry.uri;
+  const made = downloaded.checker ?? createSnapshotChecker(options.engine, dirname(tempPath));
   try {
     control.signal?.throwIfAborted();
     if (digest !== entry.checksum.toLowerCase()) throw checksumMismatch(uri, entry.checksum, digest);
-    await checkDownloadedFile(options, uri, recorded.schema, tempPath);
+    await checkDownloadedFile(options, await made, uri, recorded.schema, tempPath);
+    await closeChecker(made);
     control.signal?.throwIfAborted();
     const { ino } = await stat(tempPath);
     return {
@@ -468,9 +505,17 @@ export async function verifySnapshot(
       },
     };
   } catch (error) {
-    await removeWithSideFiles(tempPath);
+    await Promise.all([removeWithSideFiles(tempPath), closeChecker(made)]);
     throw error;
   }
+}
+
+/** Closes a checker once it is made (one that failed to be made has nothing to close). */
+async function closeChecker(checker: Promise<SnapshotChecker> | undefined): Promise<void> {
+  await checker?.then(
+    (made) => made.close(),
+    () => undefined,
+  );
 }
 
 /**
@@ -531,6 +576,8 @@ export async function commitSnapshot(
  * Deletes a downloaded or prepared snapshot that will not be swapped in (a stop, a superseded
  * download, a file the verification step never received).
  */
-export async function discardPrepared(prepared: Pick<PreparedSnapshot, 'tempPath'>): Promise<void> {
-  await removeWithSideFiles(prepared.tempPath);
+export async function discardPrepared(
+  prepared: Pick<PreparedSnapshot, 'tempPath'> & Pick<DownloadedSnapshot, 'checker'>,
+): Promise<void> {
+  await Promise.all([removeWithSideFiles(prepared.tempPath), closeChecker(prepared.checker)]);
 }

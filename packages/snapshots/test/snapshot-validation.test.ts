@@ -202,6 +202,27 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
     expect(await liveState(livePath)).toEqual(before);
   });
 
+  it.skipIf(kind !== 'duckdb')(
+    'closes the engine made during the download: after verification, and when a download is discarded',
+    async () => {
+      const downloaded = await downloadSnapshot(options, good);
+      const checker = await downloaded.checker;
+      expect(checker?.kind).toBe('duckdb');
+      const prepared = await verifySnapshot(options, downloaded, RECORDED_ENTRY);
+      await discardPrepared(prepared);
+      await expect(checker?.check(livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(/closed/);
+      const again = await downloadSnapshot(options, good);
+      await discardPrepared(again);
+      await expect((await again.checker)?.check(livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(
+        /closed/,
+      );
+      expect(await namesIn(join(dir, 'live'))).toEqual([
+        `${DATASET}.${kind}`,
+        `${DATASET}.${kind}.ferry.json`,
+      ]);
+    },
+  );
+
   it('refuses a digest that differs from the recorded checksum', async () => {
     const recorded = sha256(new TextEncoder().encode('another file'));
     const entry = { ...good.entry, checksum: recorded };
