@@ -44,6 +44,7 @@ import {
   linkGeneration,
   type PreparedSnapshot as PreparedFile,
   pruneGenerations,
+  releasePrepared,
   restoreLocal,
   type SnapshotFilesOptions,
   verifySnapshot,
@@ -274,8 +275,13 @@ export class DatasetHost {
     }
     this.#prepared.delete(input.prepared.token);
     const kind = this.#engine ?? 'duckdb';
-    await commitSnapshot(this.#filesFor(kind), file);
-    await this.#serveLiveFile(kind, file.snapshot);
+    try {
+      await commitSnapshot(this.#filesFor(kind), file, { releaseLater: true });
+      await this.#serveLiveFile(kind, file.snapshot);
+    } finally {
+      // The engine that checked the file closes after the swap is announced, not before.
+      void this.#tracked(releasePrepared(file));
+    }
   }
 
   #createActor(): Actor<typeof datasetMachine> {

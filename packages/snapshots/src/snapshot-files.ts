@@ -63,6 +63,12 @@ export interface PreparedSnapshot {
   readonly tempPath: string;
   readonly inode: number;
   readonly snapshot: LocalSnapshot;
+  /**
+   * The engine that checked the file, still open: closing a DuckDB instance takes 2–10 ms, which
+   * need not delay the swap. {@link commitSnapshot} closes it (or leaves it to
+   * {@link releasePrepared}), {@link discardPrepared} too.
+   */
+  readonly checker?: Promise<SnapshotChecker>;
 }
 
 /** The live file of one dataset and what is inside it. */
@@ -109,6 +115,11 @@ export type CommitStep = 'staged' | 'renamed';
 export interface CommitControl {
   /** Awaited at each step (progress logs; tests stop a process there to prove crash safety). */
   readonly onStep?: (step: CommitStep) => void | Promise<void>;
+  /**
+   * Leave the engine that checked the file open: the caller announces the swap first, then calls
+   * {@link releasePrepared}. Default: closed before `commitSnapshot` returns.
+   */
+  readonly releaseLater?: boolean;
 }
 
 const TEMP_MARK = '.ferry-tmp-';
@@ -353,25 +364,42 @@ async function writeAll(handle: FileHandle, chunks: readonly Uint8Array[], bytes
   }
 }
 
-/** Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. */
+/**
+ * Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. The first
+ * parts are requested at once, but nothing is written before `headed` (the HEAD's verdict on the
+ * object: missing, or not the recorded size) has resolved; when it rejects, the parts in flight
+ * are aborted and its error is the download's.
+ */
 async function download(
   options: SnapshotFilesOptions,
   target: SnapshotTarget,
   handle: FileHandle,
   writeBehind: WriteBehind,
   control: PrepareControl,
+  headed: Promise<void>,
 ): Promise<string> {
   const { entry, key } = target;
   const hash = createHash('sha256');
   let received = 0;
+  const stop = new AbortController();
   const parts = readParallelParts(options.store, key, {
     size: entry.size,
     partSize: options.partSize ?? DEFAULT_PART_SIZE,
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
-    ...(control.signal === undefined ? {} : { signal: control.signal }),
-  });
+    signal: control.signal === undefined ? stop.signal : AbortSignal.any([control.signal, stop.signal]),
+  })[Symbol.asyncIterator]();
+  const first = parts.next();
+  first.catch(() => undefined); // observed below, unless the HEAD fails first
   try {
-    for await (const chunks of parts) {
+    await headed;
+  } catch (error) {
+    stop.abort(error);
+    await parts.return(undefined).catch(() => undefined);
+    throw error;
+  }
+  try {
+    for (let step = await first; step.done !== true; step = await parts.next()) {
+      const chunks = step.value;
       let bytes = 0;
       for (const chunk of chunks) bytes += chunk.byteLength;
       received += bytes;
@@ -383,6 +411,8 @@ async function download(
       control.signal?.throwIfAborted();
     }
   } catch (error) {
+    // Ends the parts still in flight (a no-op when the reads themselves failed).
+    await parts.return(undefined).catch(() => undefined);
     if ((error as { code?: unknown }).code === 'ERR_OBJECT_NOT_FOUND') {
       throw snapshotObjectMissing(options.dataset, entry.uri, { cause: error });
     }
@@ -419,8 +449,9 @@ async function checkDownloadedFile(
 
 /**
  * Downloads a snapshot into a temporary sibling of the live file: checks the checksum algorithm,
- * the object's size (HEAD) and free space before writing a byte, streams the object (hashing as
- * it goes, failing on more or fewer bytes than `snapshot-size`) and fsyncs it. Nothing is verified
+ * the object's size (HEAD, in flight with the first ranged reads) and free space before writing a
+ * byte, streams the object (hashing as it goes, failing on more or fewer bytes than
+ * `snapshot-size`) and fsyncs it. Nothing is verified
  * beyond the byte count: hand the result to {@link verifySnapshot} before swapping it in. The live
  * file is never touched; on any failure (or abort) the temporary file is deleted.
  */
@@ -435,9 +466,12 @@ export async function downloadSnapshot(
   if (entry.checksumAlgorithm.toUpperCase() !== 'SHA256') {
     throw unsupportedChecksumAlgorithm(uri, entry.checksumAlgorithm);
   }
-  const info = await options.store.head(key);
-  if (info === undefined) throw snapshotObjectMissing(dataset, uri);
-  if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
+  // The HEAD's round trip overlaps the first parts' (see download); its verdict still comes first.
+  const headed = options.store.head(key).then((info) => {
+    if (info === undefined) throw snapshotObjectMissing(dataset, uri);
+    if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
+  });
+  headed.catch(() => undefined); // observed by download, unless a local step fails first
 
   const directory = dirname(livePath);
   await mkdir(directory, { recursive: true });
@@ -452,7 +486,7 @@ export async function downloadSnapshot(
   const writeBehind = new WriteBehind(handle);
   let closed = false;
   try {
-    const digest = await download(options, target, handle, writeBehind, control);
+    const digest = await download(options, target, handle, writeBehind, control, headed);
     await writeBehind.settle();
     await handle.sync();
     closed = true;
@@ -488,12 +522,12 @@ export async function verifySnapshot(
     control.signal?.throwIfAborted();
     if (digest !== entry.checksum.toLowerCase()) throw checksumMismatch(uri, entry.checksum, digest);
     await checkDownloadedFile(options, await made, uri, recorded.schema, tempPath);
-    await closeChecker(made);
     control.signal?.throwIfAborted();
     const { ino } = await stat(tempPath);
     return {
       tempPath,
       inode: ino,
+      checker: made,
       snapshot: {
         snapshotId: entry.snapshotId,
         timestampMs: entry.timestampMs,
@@ -548,6 +582,19 @@ export async function commitSnapshot(
   prepared: PreparedSnapshot,
   control: CommitControl = {},
 ): Promise<LocalSnapshot> {
+  try {
+    return await commitFile(options, prepared, control);
+  } finally {
+    if (control.releaseLater !== true) await closeChecker(prepared.checker);
+  }
+}
+
+/** {@link commitSnapshot} without the checker's release. */
+async function commitFile(
+  options: LiveFileOptions,
+  prepared: PreparedSnapshot,
+  control: CommitControl = {},
+): Promise<LocalSnapshot> {
   const { livePath } = options;
   const directory = dirname(livePath);
   const file = await identityOf(prepared.tempPath);
@@ -573,11 +620,20 @@ export async function commitSnapshot(
 }
 
 /**
+ * Closes the engine that checked a committed snapshot ({@link CommitControl.releaseLater}), on the
+ * next turn of the event loop: the swap's announcements, sent in the current one, leave first.
+ */
+export async function releasePrepared(prepared: Pick<PreparedSnapshot, 'checker'>): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  await closeChecker(prepared.checker);
+}
+
+/**
  * Deletes a downloaded or prepared snapshot that will not be swapped in (a stop, a superseded
  * download, a file the verification step never received).
  */
 export async function discardPrepared(
-  prepared: Pick<PreparedSnapshot, 'tempPath'> & Pick<DownloadedSnapshot, 'checker'>,
+  prepared: Pick<PreparedSnapshot, 'tempPath' | 'checker'>,
 ): Promise<void> {
   await Promise.all([removeWithSideFiles(prepared.tempPath), closeChecker(prepared.checker)]);
 }

@@ -28,6 +28,7 @@ import {
   downloadSnapshot,
   manifestPath,
   prepareSnapshot,
+  releasePrepared,
   restoreLocal,
   ServingEngine,
   type SnapshotFilesOptions,
@@ -203,7 +204,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
   });
 
   it.skipIf(kind !== 'duckdb')(
-    'closes the engine made during the download: after verification, and when a download is discarded',
+    'closes the engine made during the download: when a download or a prepared snapshot is discarded, when it is committed (or later)',
     async () => {
       const downloaded = await downloadSnapshot(options, good);
       const checker = await downloaded.checker;
@@ -216,6 +217,20 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
       await expect((await again.checker)?.check(livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(
         /closed/,
       );
+      // A commit closes it, unless told to leave it to releasePrepared (after the swap's announcement).
+      // (Committed elsewhere: the other tests expect snapshot 1 in this live file.)
+      const elsewhere = { ...options, livePath: join(dir, 'elsewhere', `${DATASET}.${kind}`) };
+      const later = await prepareSnapshot(elsewhere, good, RECORDED_ENTRY);
+      await commitSnapshot(elsewhere, later, { releaseLater: true });
+      const open = await later.checker;
+      await open?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema);
+      await releasePrepared(later);
+      await expect(open?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(/closed/);
+      const committed = await prepareSnapshot(elsewhere, good, RECORDED_ENTRY);
+      await commitSnapshot(elsewhere, committed);
+      await expect(
+        (await committed.checker)?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema),
+      ).rejects.toThrow(/closed/);
       expect(await namesIn(join(dir, 'live'))).toEqual([
         `${DATASET}.${kind}`,
         `${DATASET}.${kind}.ferry.json`,
