@@ -23,6 +23,8 @@ export interface ReadParallelOptions {
 }
 
 export const DEFAULT_READ_PART_SIZE = 8 * 1024 * 1024;
+/** An object read in one request is yielded in batches of at least this many bytes. */
+const SINGLE_READ_BATCH = 1024 * 1024;
 
 async function fetchPart(
   store: ObjectStore,
@@ -63,8 +65,8 @@ export async function* readParallel(
 
 /**
  * Read `key` with parallel ranged reads, yielding each part in order as the chunks it arrived in
- * (not copied). An object no larger than one part is one plain read, yielded as it arrives, so a
- * caller counting bytes sees more than `size` when the object is longer.
+ * (not copied). An object no larger than one part is one plain read, yielded as it arrives in
+ * batches of about a MiB, so a caller counting bytes sees more than `size` when the object is longer.
  */
 export async function* readParallelParts(
   store: ObjectStore,
@@ -78,8 +80,22 @@ export async function* readParallelParts(
     throw new RangeError(`readParallel(${key}): size, partSize and concurrency must be positive integers`);
   }
   if (size <= partSize) {
-    for await (const chunk of store.read(key, options.signal === undefined ? {} : { signal: options.signal }))
-      yield [chunk];
+    // Yielded in batches of about a MiB (one writev each), not chunk by chunk.
+    let batch: Uint8Array[] = [];
+    let batched = 0;
+    for await (const chunk of store.read(
+      key,
+      options.signal === undefined ? {} : { signal: options.signal },
+    )) {
+      batch.push(chunk);
+      batched += chunk.byteLength;
+      if (batched >= SINGLE_READ_BATCH) {
+        yield batch;
+        batch = [];
+        batched = 0;
+      }
+    }
+    if (batch.length > 0) yield batch;
     return;
   }
   const controller = new AbortController();
