@@ -177,10 +177,11 @@ export const b4: Scenario = {
         const { hashMs, checkMs } = await localCosts(file.path);
         // Throughput from the median (p50) time of the repeats.
         const mibs = (ms: number) => mib(file.size) / (ms / 1000);
-        const ferryMs = ferryTimes.percentileMs(50);
-        const plainMs = plainTimes.percentileMs(50);
-        const syncedMs = syncedTimes.percentileMs(50);
-        const prepareMs = prepareTimes.percentileMs(50);
+        // One median for every time (the histograms' p50 of two values is the lower one).
+        const ferryMs = median(runs.map((run) => run.ferryMs));
+        const plainMs = median(runs.map((run) => run.plainMs));
+        const syncedMs = median(runs.map((run) => run.syncedMs));
+        const prepareMs = median(runs.map((run) => run.prepareMs));
         const phase = (key: 'metadataMs' | 'downloadMs' | 'checkMs' | 'swapMs' | 'fixedMs') =>
           median(runs.map((run) => run[key]));
         const fixedMs = phase('fixedMs');

@@ -39,6 +39,7 @@ import {
   type DownloadedSnapshot as DownloadedFile,
   discardPrepared,
   downloadSnapshot,
+  GENERATIONS_KEPT,
   generationDirFor,
   type LocalSnapshot,
   linkGeneration,
@@ -175,11 +176,25 @@ export class DatasetHost {
 
   /** Links the live file as a new generation and tells the host: queries read it from now on. */
   async #serveLiveFile(kind: EngineName, snapshot: LocalSnapshot): Promise<void> {
-    const path = await linkGeneration(this.#data.livePath, this.#generationDir, snapshot.snapshotId);
+    const path = await linkGeneration(this.#data.livePath, this.#generationDir, snapshot.snapshotId, {
+      prune: false,
+    });
     this.#toHost({
       type: 'generation',
       current: { path, snapshotId: snapshot.snapshotId, engine: fileFormatOf(kind), schema: snapshot.schema },
     });
+    // After the announcement, off the swap's path: unlinking an old generation of a large file frees its blocks.
+    void this.#tracked(
+      pruneGenerations(this.#generationDir, GENERATIONS_KEPT).catch((error: unknown) =>
+        this.#log(
+          'warn',
+          `Old generations of dataset '${this.name}' could not be removed; retried at the next swap`,
+          {
+            error: (error as Error).message,
+          },
+        ),
+      ),
+    );
   }
 
   /** Serve the live file left by an earlier run, if it matches its manifest. */
