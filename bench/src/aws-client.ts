@@ -67,6 +67,11 @@ export class AwsControl {
     return this.request({ op: 'subscribe', topicArn, queueUrl, raw });
   }
 
+  /** `[fauxqs's timestamp of the write, the bridge's send acknowledged]` (epoch ms) per notification sent, oldest first. */
+  bridgeSent(handle: number): Promise<[number, number][]> {
+    return this.request({ op: 'bridge-sent', handle });
+  }
+
   stopBridge(handle: number): Promise<void> {
     return this.request({ op: 'stop-bridge', handle });
   }

@@ -166,6 +166,8 @@ async function handle(request: AwsRequest): Promise<unknown> {
       );
       return handleId;
     }
+    case 'bridge-sent':
+      return (bridges.get(request.handle)?.all() ?? []).map((sent) => [sent.eventAtMs, sent.sentAtMs]);
     case 'stop-bridge':
       await bridges.get(request.handle)?.stop();
       bridges.delete(request.handle);

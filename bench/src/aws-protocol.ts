@@ -40,6 +40,8 @@ export type AwsRequest =
       readonly suffix?: string;
     }
   | { readonly op: 'stop-bridge'; readonly handle: number }
+  /** The bridge's notifications so far: `[fauxqs's event timestamp, send acknowledged]`, epoch ms, oldest first. */
+  | { readonly op: 'bridge-sent'; readonly handle: number }
   | { readonly op: 'count'; readonly method: string; readonly target: string }
   | {
       readonly op: 'publish';

@@ -1,7 +1,9 @@
 /**
  * B3 freshness: time from the metadata.json write (fauxqs's timestamp of that upload) to the first
  * query that sees the new rows, with SQS notifications and with polling. Baseline in the same run:
- * the raw download time (one plain GetObject to a file) of the same snapshot object.
+ * the raw download time (one plain GetObject to a file) of the same snapshot object. The S3 → SQS
+ * hop is the test bridge's (fauxqs delivers no bucket notifications): its own latency, from the
+ * write to its SendMessage being acknowledged, is measured per publish and reported apart.
  */
 import { join } from 'node:path';
 import type { Runtime } from '@ferry/runtime';
@@ -14,6 +16,8 @@ import { BUCKET, locationOf, spicepod } from '../spicepod.js';
 
 const DATASET = 'fresh';
 const POLL_INTERVAL = '1s';
+/** The goal: SQS freshness p50 at most this much over the raw download p50. */
+const BUDGET_MS = 150;
 
 /**
  * Queries every few ms until a result shows `version`; resolves with `Date.now()` of that result.
@@ -44,7 +48,7 @@ export const b3: Scenario = {
   measures:
     'time from the metadata.json write to the first query that sees the new rows, with SQS notifications and with polling (1 s)',
   baseline: 'the raw download time of the same file (one GetObject streamed to a file)',
-  goal: 'SQS: p50 freshness ≤ raw download p50 + 300 ms',
+  goal: `SQS: p50 freshness ≤ raw download p50 + ${BUDGET_MS} ms`,
   async run(context) {
     const rows = context.quick ? 20_000 : 300_000;
     const publishes = context.quick ? 2 : 10;
@@ -60,6 +64,9 @@ export const b3: Scenario = {
     const s3 = plainS3(context.aws, true);
     const recorders = { sqs: new LatencyRecorder(), poll: new LatencyRecorder() };
     const raw = new LatencyRecorder();
+    const bridgeHop = new LatencyRecorder();
+    const bridgeSamples: number[] = [];
+    const written: number[] = [];
     const samples: Record<string, number[]> = { sqs: [], poll: [], raw: [] };
     let size = 0;
     const notes: string[] = [];
@@ -98,9 +105,11 @@ export const b3: Scenario = {
             engine: 'duckdb',
             keepLast: 3,
           });
-          const freshness = (await seen) - reply.metadataWrittenAtMs;
+          const seenAt = await seen;
+          const freshness = seenAt - reply.metadataWrittenAtMs;
           size = reply.size;
           recorders[mode].recordMs(freshness);
+          if (mode === 'sqs') written.push(reply.metadataWrittenAtMs);
           samples[mode]?.push(freshness);
           // The baseline: the same object fetched plainly, right after (nothing else is moving).
           const rawMs = await plainDownload(
@@ -116,7 +125,16 @@ export const b3: Scenario = {
         }
       } finally {
         await runtime.close();
-        if (bridge !== undefined) await context.aws.stopBridge(bridge);
+        if (bridge !== undefined) {
+          const sent = await context.aws.bridgeSent(bridge);
+          for (const at of written) {
+            const match = sent.find(([eventAtMs]) => eventAtMs === at);
+            if (match === undefined) continue;
+            bridgeHop.recordMs(match[1] - match[0]);
+            bridgeSamples.push(match[1] - match[0]);
+          }
+          await context.aws.stopBridge(bridge);
+        }
       }
       if (logger.counts.error > 0) {
         notes.push(`${mode}: runtime logged ${logger.counts.error} errors: ${logger.problems.join(' | ')}`);
@@ -130,6 +148,7 @@ export const b3: Scenario = {
     const poll = recorders.poll.summary();
     const rawSummary = raw.summary();
     const over = sqs.p50Ms - rawSummary.p50Ms;
+    const hop = bridgeHop.percentileMs(50);
     const measurements: Measurement[] = [
       {
         group: 'SQS notifications',
@@ -154,9 +173,24 @@ export const b3: Scenario = {
         metric: 'freshness p50 minus raw download p50',
         unit: 'ms',
         value: over,
-        baseline: 300,
+        baseline: BUDGET_MS,
         baselineLabel: 'goal budget',
-        ratio: over / 300,
+        ratio: over / BUDGET_MS,
+      },
+      {
+        group: 'SQS notifications',
+        metric: 'the test bridge alone: metadata.json write → its SendMessage acknowledged, p50',
+        unit: 'ms',
+        value: hop,
+      },
+      {
+        group: 'SQS notifications',
+        metric: "Ferry's part: freshness p50 minus the bridge's p50 minus raw download p50",
+        unit: 'ms',
+        value: over - hop,
+        baseline: BUDGET_MS,
+        baselineLabel: 'goal budget',
+        ratio: (over - hop) / BUDGET_MS,
       },
       {
         group: `polling every ${POLL_INTERVAL}`,
@@ -179,15 +213,16 @@ export const b3: Scenario = {
     ];
     const goals: GoalCheck[] = [
       {
-        goal: 'SQS: freshness p50 ≤ raw download p50 + 300 ms',
-        measured: `${formatValue(sqs.p50Ms, 'ms')} − ${formatValue(rawSummary.p50Ms, 'ms')} = ${formatValue(over, 'ms')} over`,
-        met: over <= 300,
+        goal: `SQS: freshness p50 ≤ raw download p50 + ${BUDGET_MS} ms`,
+        measured: `${formatValue(sqs.p50Ms, 'ms')} − ${formatValue(rawSummary.p50Ms, 'ms')} = ${formatValue(over, 'ms')} over (of which the test bridge ${formatValue(hop, 'ms')})`,
+        met: over <= BUDGET_MS,
       },
     ];
     notes.unshift(
       `${publishes} publishes per mode of a ${formatValue(mib(size), 'MiB')} DuckDB snapshot (${rows.toLocaleString('en-US')} rows); a probe queries every 5 ms; freshness = completion of the first query showing the new version − fauxqs's timestamp of the metadata.json upload (same clock).`,
       `Polling mode: refresh_check_interval ${POLL_INTERVAL} (expected ≈ half an interval plus the download on average).`,
+      "SQS mode: the test bridge (@ferry/local-aws) turns fauxqs's record of the upload into an S3 event at once (no polling interval): one HEAD of metadata.json and one SendMessage, measured apart above. A real S3 takes its own, usually longer, time to deliver an event notification; the consumer's long poll (WaitTimeSeconds 20) returns as soon as the message arrives.",
     );
-    return { measurements, goals, notes, raw: { size, samples } };
+    return { measurements, goals, notes, raw: { size, samples, bridgeMs: bridgeSamples } };
   },
 };

@@ -41,17 +41,64 @@ export interface DuckDbOpenOptions extends OpenOptions {
   readonly connections?: number;
 }
 
+/** What DuckDB failing to open (or attach) `path` means: not a DuckDB file, or an open error. */
+export function duckDbOpenFailure(path: string, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  if (message.includes('not a valid DuckDB database file')) {
+    return notADatabase(path, 'DuckDB', 'not a valid DuckDB file', error);
+  }
+  return new EngineOpenError(path, message, { cause: error });
+}
+
 /** Open `path` as a configured read-only instance; the file must carry a DuckDB header. */
 export async function createReadOnlyInstance(path: string): Promise<DuckDBInstance> {
   assertDuckDbFile(path);
   try {
     return await DuckDBInstance.create(path, { ...DUCKDB_READ_ONLY_SETTINGS });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    if (message.includes('not a valid DuckDB database file')) {
-      throw notADatabase(path, 'DuckDB', 'not a valid DuckDB file', error);
-    }
-    throw new EngineOpenError(path, message, { cause: error });
+    throw duckDbOpenFailure(path, error);
+  }
+}
+
+/**
+ * The columns of `table` in order (`undefined`: no such table), in the connection's current
+ * database and schema, or in the `main` schema of the attached database `database`.
+ */
+export async function readDuckDbColumns(
+  connection: DuckDBConnection,
+  table: string,
+  database?: string,
+): Promise<readonly TableColumn[] | undefined> {
+  const found = await connection.runAndReadAll(
+    database === undefined
+      ? `SELECT schema_name, table_name, column_name, is_nullable FROM duckdb_columns()
+          WHERE database_name = current_database() AND schema_name = current_schema()
+            AND lower(table_name) = lower($1)
+          ORDER BY column_index`
+      : `SELECT schema_name, table_name, column_name, is_nullable FROM duckdb_columns()
+          WHERE database_name = $2 AND schema_name = 'main' AND lower(table_name) = lower($1)
+          ORDER BY column_index`,
+    database === undefined ? [table] : [table, database],
+  );
+  const rows = found.getRows();
+  const first = rows[0];
+  if (first === undefined) return undefined;
+  // Column types from planning `SELECT *`: structured (nested types included), no parsing.
+  const prepared = await connection.prepare(
+    `SELECT * FROM ${database === undefined ? '' : `${quoteIdentifier(database)}.`}${quoteIdentifier(String(first[0]))}.${quoteIdentifier(String(first[1]))}`,
+  );
+  try {
+    return rows.map((row, index) => {
+      const type = prepared.columnType(index);
+      return {
+        name: String(row[2]),
+        type: type.toString(),
+        nullable: row[3] === true,
+        arrow: duckDbTypeToArrow(type),
+      };
+    });
+  } finally {
+    prepared.destroySync();
   }
 }
 
@@ -200,35 +247,7 @@ export class DuckDbEngine implements SnapshotEngine {
   }
 
   columns(table: string): Promise<readonly TableColumn[] | undefined> {
-    return this.#withConnection(async (connection) => {
-      const found = await connection.runAndReadAll(
-        `SELECT schema_name, table_name, column_name, is_nullable FROM duckdb_columns()
-          WHERE database_name = current_database() AND schema_name = current_schema()
-            AND lower(table_name) = lower($1)
-          ORDER BY column_index`,
-        [table],
-      );
-      const rows = found.getRows();
-      const first = rows[0];
-      if (first === undefined) return undefined;
-      // Column types from planning `SELECT *`: structured (nested types included), no parsing.
-      const prepared = await connection.prepare(
-        `SELECT * FROM ${quoteIdentifier(String(first[0]))}.${quoteIdentifier(String(first[1]))}`,
-      );
-      try {
-        return rows.map((row, index) => {
-          const type = prepared.columnType(index);
-          return {
-            name: String(row[2]),
-            type: type.toString(),
-            nullable: row[3] === true,
-            arrow: duckDbTypeToArrow(type),
-          };
-        });
-      } finally {
-        prepared.destroySync();
-      }
-    });
+    return this.#withConnection((connection) => readDuckDbColumns(connection, table));
   }
 
   async schema(table: string): Promise<ArrowSchema> {

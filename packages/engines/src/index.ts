@@ -43,7 +43,8 @@ export { type NumberedStatement, numberNamedParameters } from './named-parameter
 export type * from './namespace-types.js';
 export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
-export { checkTableSchema } from './schema-check.js';
+export { checkTableSchema, type SchemaSource } from './schema-check.js';
+export { createSnapshotChecker, type SnapshotChecker } from './snapshot-checker.js';
 export {
   assertReadOnlySql,
   classifyStatement,

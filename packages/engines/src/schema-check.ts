@@ -8,20 +8,20 @@
 import { type ArrowSchema, formatDataType, SnapshotRejectedError, SnapshotRejectionCode } from '@ferry/core';
 import { canonicalArrowType, UnmappedArrowTypeError } from './arrow-types.js';
 import { missingTable, type SnapshotEngine, type TableColumn } from './engine.js';
+
+/** What the check reads of an engine: its kind, the file's path and a table's columns. */
+export type SchemaSource = Pick<SnapshotEngine, 'kind' | 'path' | 'columns'>;
+
 import { sqliteStores } from './sqlite-types.js';
 
-function mismatch(engine: SnapshotEngine, table: string, detail: string): SnapshotRejectedError {
+function mismatch(engine: SchemaSource, table: string, detail: string): SnapshotRejectedError {
   return new SnapshotRejectedError(
     SnapshotRejectionCode.schemaMismatch,
     `Table '${table}' in '${engine.path}' does not match the recorded schema: ${detail}; publish a snapshot whose table matches the schema recorded in metadata.json.`,
   );
 }
 
-function stores(
-  engine: SnapshotEngine,
-  column: TableColumn,
-  recorded: ArrowSchema['fields'][number],
-): boolean {
+function stores(engine: SchemaSource, column: TableColumn, recorded: ArrowSchema['fields'][number]): boolean {
   if (engine.kind === 'sqlite') return sqliteStores(column.type, recorded.data_type);
   return (
     column.arrow !== undefined &&
@@ -36,7 +36,7 @@ function stores(
  * comes earlier, from opening the file.)
  */
 export async function checkTableSchema(
-  engine: SnapshotEngine,
+  engine: SchemaSource,
   table: string,
   recorded: ArrowSchema,
 ): Promise<void> {

@@ -12,6 +12,7 @@
  * `ObjectCreated:Put`; size and ETag come from a HEAD made when the event is processed, so an object
  * deleted in between yields a created-event without them.
  */
+
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -48,6 +49,10 @@ export interface SentNotification {
   /** The SQS message body exactly as sent (with `publishToTopicArn`: the SNS message published). */
   readonly body: string;
   readonly messageId: string;
+  /** When the upload or delete was recorded by fauxqs (its spy's timestamp, epoch ms). */
+  readonly eventAtMs: number;
+  /** When the send (or publish) was acknowledged (epoch ms): the bridge's own latency is the difference. */
+  readonly sentAtMs: number;
 }
 
 export interface NotificationBridge {
@@ -204,6 +209,8 @@ export function startNotificationBridge(
           key: input.key,
           body,
           messageId: out.MessageId ?? '',
+          eventAtMs: event.timestamp,
+          sentAtMs: Date.now(),
         });
       } catch (error) {
         failure = error;

@@ -39,11 +39,13 @@ import {
   type DownloadedSnapshot as DownloadedFile,
   discardPrepared,
   downloadSnapshot,
+  GENERATIONS_KEPT,
   generationDirFor,
   type LocalSnapshot,
   linkGeneration,
   type PreparedSnapshot as PreparedFile,
   pruneGenerations,
+  releasePrepared,
   restoreLocal,
   type SnapshotFilesOptions,
   verifySnapshot,
@@ -174,11 +176,25 @@ export class DatasetHost {
 
   /** Links the live file as a new generation and tells the host: queries read it from now on. */
   async #serveLiveFile(kind: EngineName, snapshot: LocalSnapshot): Promise<void> {
-    const path = await linkGeneration(this.#data.livePath, this.#generationDir, snapshot.snapshotId);
+    const path = await linkGeneration(this.#data.livePath, this.#generationDir, snapshot.snapshotId, {
+      prune: false,
+    });
     this.#toHost({
       type: 'generation',
       current: { path, snapshotId: snapshot.snapshotId, engine: fileFormatOf(kind), schema: snapshot.schema },
     });
+    // After the announcement, off the swap's path: unlinking an old generation of a large file frees its blocks.
+    void this.#tracked(
+      pruneGenerations(this.#generationDir, GENERATIONS_KEPT).catch((error: unknown) =>
+        this.#log(
+          'warn',
+          `Old generations of dataset '${this.name}' could not be removed; retried at the next swap`,
+          {
+            error: (error as Error).message,
+          },
+        ),
+      ),
+    );
   }
 
   /** Serve the live file left by an earlier run, if it matches its manifest. */
@@ -274,8 +290,13 @@ export class DatasetHost {
     }
     this.#prepared.delete(input.prepared.token);
     const kind = this.#engine ?? 'duckdb';
-    await commitSnapshot(this.#filesFor(kind), file);
-    await this.#serveLiveFile(kind, file.snapshot);
+    try {
+      await commitSnapshot(this.#filesFor(kind), file, { releaseLater: true });
+      await this.#serveLiveFile(kind, file.snapshot);
+    } finally {
+      // The engine that checked the file closes after the swap is announced, not before.
+      void this.#tracked(releasePrepared(file));
+    }
   }
 
   #createActor(): Actor<typeof datasetMachine> {

@@ -44,12 +44,20 @@ export function generationDirFor(livePath: string, dataDir: string, dataset: str
 /**
  * Links the live file as a new generation of snapshot `snapshotId` (`<id>-<random>.<ext>`: a name
  * never used before, even across restarts) and removes all but the last {@link GENERATIONS_KEPT}.
+ * `prune: false` leaves the removal to the caller (`pruneGenerations(dir, GENERATIONS_KEPT)`):
+ * removing the last link of a large file frees its blocks, tens of ms that need not come before
+ * the new generation is announced.
  */
-export async function linkGeneration(livePath: string, dir: string, snapshotId: number): Promise<string> {
+export async function linkGeneration(
+  livePath: string,
+  dir: string,
+  snapshotId: number,
+  options: { readonly prune?: boolean } = {},
+): Promise<string> {
   await mkdir(dir, { recursive: true });
   const path = join(dir, `${snapshotId}-${Date.now()}-${randomBytes(4).toString('hex')}${extname(livePath)}`);
   await link(livePath, path);
-  await pruneGenerations(dir, GENERATIONS_KEPT);
+  if (options.prune !== false) await pruneGenerations(dir, GENERATIONS_KEPT);
   return path;
 }
 

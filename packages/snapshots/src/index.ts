@@ -29,6 +29,7 @@ export {
   type PrepareControl,
   type PreparedSnapshot,
   prepareSnapshot,
+  releasePrepared,
   removeTemporaries,
   restoreLocal,
   type SnapshotFilesOptions,

@@ -1,7 +1,8 @@
 /**
  * The snapshot files of one dataset on local disk: download a snapshot into a temporary sibling of
  * the live file (checksum algorithm, size and free space checked first; SHA-256 computed while
- * streaming, parallel ranged reads, fsync), verify it (digest, then the table's real schema), and
+ * streaming, parallel ranged reads written as they arrive, fsync; the engine that will check the
+ * file is made meanwhile), verify it (digest, then the table's real schema), and
  * swap it in atomically (rename over the live path, fsync the directory). Download and verification
  * are separate steps so the dataset machine can show and route each; `prepareSnapshot` runs both. A manifest beside the live file records which snapshot
  * it holds, so a restart can serve it at once.
@@ -18,8 +19,8 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat, stat
 import { basename, dirname, join } from 'node:path';
 import type { ArrowSchema, EngineName, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
 import { SnapshotRejectedError } from '@ferry/core';
-import { checkSnapshotFile } from '@ferry/engines';
-import { readParallel } from '@ferry/store';
+import { createSnapshotChecker, type SnapshotChecker } from '@ferry/engines';
+import { readParallelParts } from '@ferry/store';
 import {
   checksumMismatch,
   DiskFullError,
@@ -49,6 +50,12 @@ export interface DownloadedSnapshot {
   readonly entry: SnapshotEntry;
   /** Lowercase hex SHA-256 of the bytes written, computed while streaming. */
   readonly digest: string;
+  /**
+   * The engine that checks the file, made while the bytes arrived so that verification only
+   * reads the file's catalog; {@link verifySnapshot} (or {@link discardPrepared}) closes it.
+   * Absent: verification makes its own.
+   */
+  readonly checker?: Promise<SnapshotChecker>;
 }
 
 /** A downloaded and validated snapshot waiting in its temporary file to be swapped in. */
@@ -56,6 +63,12 @@ export interface PreparedSnapshot {
   readonly tempPath: string;
   readonly inode: number;
   readonly snapshot: LocalSnapshot;
+  /**
+   * The engine that checked the file, still open: closing a DuckDB instance takes 2–10 ms, which
+   * need not delay the swap. {@link commitSnapshot} closes it (or leaves it to
+   * {@link releasePrepared}), {@link discardPrepared} too.
+   */
+  readonly checker?: Promise<SnapshotChecker>;
 }
 
 /** The live file of one dataset and what is inside it. */
@@ -102,6 +115,11 @@ export type CommitStep = 'staged' | 'renamed';
 export interface CommitControl {
   /** Awaited at each step (progress logs; tests stop a process there to prove crash safety). */
   readonly onStep?: (step: CommitStep) => void | Promise<void>;
+  /**
+   * Leave the engine that checked the file open: the caller announces the swap first, then calls
+   * {@link releasePrepared}. Default: closed before `commitSnapshot` returns.
+   */
+  readonly releaseLater?: boolean;
 }
 
 const TEMP_MARK = '.ferry-tmp-';
@@ -324,34 +342,77 @@ async function assertFreeSpace(
   if (available < needed) throw new InsufficientDiskSpaceError(options.dataset, directory, needed, available);
 }
 
-/** Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. */
+/** Writes `chunks` (`bytes` in all) at the file's position with `writev`, resuming a short write. */
+async function writeAll(handle: FileHandle, chunks: readonly Uint8Array[], bytes: number): Promise<void> {
+  let { bytesWritten } = await (chunks.length === 1
+    ? handle.write(chunks[0] as Uint8Array)
+    : handle.writev(chunks as Uint8Array[]));
+  if (bytesWritten === bytes) return;
+  // Rare (a signal, a nearly full disk): write the rest one chunk at a time; ENOSPC surfaces here.
+  let offset = 0;
+  for (const chunk of chunks) {
+    const end = offset + chunk.byteLength;
+    if (bytesWritten < end) {
+      let rest = chunk.subarray(Math.max(0, bytesWritten - offset));
+      while (rest.byteLength > 0) {
+        const written = (await handle.write(rest)).bytesWritten;
+        rest = rest.subarray(written);
+        bytesWritten += written;
+      }
+    }
+    offset = end;
+  }
+}
+
+/**
+ * Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. The first
+ * parts are requested at once, but nothing is written before `headed` (the HEAD's verdict on the
+ * object: missing, or not the recorded size) has resolved; when it rejects, the parts in flight
+ * are aborted and its error is the download's.
+ */
 async function download(
   options: SnapshotFilesOptions,
   target: SnapshotTarget,
   handle: FileHandle,
   writeBehind: WriteBehind,
   control: PrepareControl,
+  headed: Promise<void>,
 ): Promise<string> {
   const { entry, key } = target;
   const hash = createHash('sha256');
   let received = 0;
-  const chunks = readParallel(options.store, key, {
+  const stop = new AbortController();
+  const parts = readParallelParts(options.store, key, {
     size: entry.size,
     partSize: options.partSize ?? DEFAULT_PART_SIZE,
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
-    ...(control.signal === undefined ? {} : { signal: control.signal }),
-  });
+    signal: control.signal === undefined ? stop.signal : AbortSignal.any([control.signal, stop.signal]),
+  })[Symbol.asyncIterator]();
+  const first = parts.next();
+  first.catch(() => undefined); // observed below, unless the HEAD fails first
   try {
-    for await (const chunk of chunks) {
-      received += chunk.byteLength;
+    await headed;
+  } catch (error) {
+    stop.abort(error);
+    await parts.return(undefined).catch(() => undefined);
+    throw error;
+  }
+  try {
+    for (let step = await first; step.done !== true; step = await parts.next()) {
+      const chunks = step.value;
+      let bytes = 0;
+      for (const chunk of chunks) bytes += chunk.byteLength;
+      received += bytes;
       if (received > entry.size) throw sizeMismatch(entry.uri, entry.size, received);
-      hash.update(chunk);
-      await handle.write(chunk);
-      writeBehind.wrote(chunk.byteLength);
+      for (const chunk of chunks) hash.update(chunk);
+      await writeAll(handle, chunks, bytes);
+      writeBehind.wrote(bytes);
       control.onProgress?.({ bytes: received, total: entry.size });
       control.signal?.throwIfAborted();
     }
   } catch (error) {
+    // Ends the parts still in flight (a no-op when the reads themselves failed).
+    await parts.return(undefined).catch(() => undefined);
     if ((error as { code?: unknown }).code === 'ERR_OBJECT_NOT_FOUND') {
       throw snapshotObjectMissing(options.dataset, entry.uri, { cause: error });
     }
@@ -368,12 +429,13 @@ async function download(
  */
 async function checkDownloadedFile(
   options: SnapshotFilesOptions,
+  checker: SnapshotChecker,
   uri: string,
   schema: ArrowSchema,
   tempPath: string,
 ): Promise<void> {
   try {
-    await checkSnapshotFile(options.engine, tempPath, options.table, schema);
+    await checker.check(tempPath, options.table, schema);
   } catch (error) {
     if (error instanceof SnapshotRejectedError) {
       const code = error.code as ConstructorParameters<typeof SnapshotRejectedError>[0];
@@ -387,8 +449,9 @@ async function checkDownloadedFile(
 
 /**
  * Downloads a snapshot into a temporary sibling of the live file: checks the checksum algorithm,
- * the object's size (HEAD) and free space before writing a byte, streams the object (hashing as
- * it goes, failing on more or fewer bytes than `snapshot-size`) and fsyncs it. Nothing is verified
+ * the object's size (HEAD, in flight with the first ranged reads) and free space before writing a
+ * byte, streams the object (hashing as it goes, failing on more or fewer bytes than
+ * `snapshot-size`) and fsyncs it. Nothing is verified
  * beyond the byte count: hand the result to {@link verifySnapshot} before swapping it in. The live
  * file is never touched; on any failure (or abort) the temporary file is deleted.
  */
@@ -403,9 +466,12 @@ export async function downloadSnapshot(
   if (entry.checksumAlgorithm.toUpperCase() !== 'SHA256') {
     throw unsupportedChecksumAlgorithm(uri, entry.checksumAlgorithm);
   }
-  const info = await options.store.head(key);
-  if (info === undefined) throw snapshotObjectMissing(dataset, uri);
-  if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
+  // The HEAD's round trip overlaps the first parts' (see download); its verdict still comes first.
+  const headed = options.store.head(key).then((info) => {
+    if (info === undefined) throw snapshotObjectMissing(dataset, uri);
+    if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
+  });
+  headed.catch(() => undefined); // observed by download, unless a local step fails first
 
   const directory = dirname(livePath);
   await mkdir(directory, { recursive: true });
@@ -414,22 +480,25 @@ export async function downloadSnapshot(
 
   const tempPath = `${livePath}${TEMP_MARK}${entry.snapshotId}-${randomBytes(4).toString('hex')}`;
   const handle = await open(tempPath, 'wx');
+  // Made while the bytes arrive: verification is then only the file's catalog read.
+  const checker = createSnapshotChecker(options.engine, directory);
+  checker.catch(() => undefined); // observed by verifySnapshot, or closed below
   const writeBehind = new WriteBehind(handle);
   let closed = false;
   try {
-    const digest = await download(options, target, handle, writeBehind, control);
+    const digest = await download(options, target, handle, writeBehind, control, headed);
     await writeBehind.settle();
     await handle.sync();
     closed = true;
     await handle.close();
     control.signal?.throwIfAborted();
-    return { tempPath, entry, digest };
+    return { tempPath, entry, digest, checker };
   } catch (error) {
     if (!closed) {
       await writeBehind.settle().catch(() => undefined);
       await handle.close().catch(() => undefined);
     }
-    await removeWithSideFiles(tempPath);
+    await Promise.all([removeWithSideFiles(tempPath), closeChecker(checker)]);
     if (isDiskFull(error)) throw new DiskFullError(dataset, directory, { cause: error });
     throw error;
   }
@@ -448,15 +517,17 @@ export async function verifySnapshot(
 ): Promise<PreparedSnapshot> {
   const { tempPath, entry, digest } = downloaded;
   const uri = entry.uri;
+  const made = downloaded.checker ?? createSnapshotChecker(options.engine, dirname(tempPath));
   try {
     control.signal?.throwIfAborted();
     if (digest !== entry.checksum.toLowerCase()) throw checksumMismatch(uri, entry.checksum, digest);
-    await checkDownloadedFile(options, uri, recorded.schema, tempPath);
+    await checkDownloadedFile(options, await made, uri, recorded.schema, tempPath);
     control.signal?.throwIfAborted();
     const { ino } = await stat(tempPath);
     return {
       tempPath,
       inode: ino,
+      checker: made,
       snapshot: {
         snapshotId: entry.snapshotId,
         timestampMs: entry.timestampMs,
@@ -468,9 +539,17 @@ export async function verifySnapshot(
       },
     };
   } catch (error) {
-    await removeWithSideFiles(tempPath);
+    await Promise.all([removeWithSideFiles(tempPath), closeChecker(made)]);
     throw error;
   }
+}
+
+/** Closes a checker once it is made (one that failed to be made has nothing to close). */
+async function closeChecker(checker: Promise<SnapshotChecker> | undefined): Promise<void> {
+  await checker?.then(
+    (made) => made.close(),
+    () => undefined,
+  );
 }
 
 /**
@@ -503,6 +582,19 @@ export async function commitSnapshot(
   prepared: PreparedSnapshot,
   control: CommitControl = {},
 ): Promise<LocalSnapshot> {
+  try {
+    return await commitFile(options, prepared, control);
+  } finally {
+    if (control.releaseLater !== true) await closeChecker(prepared.checker);
+  }
+}
+
+/** {@link commitSnapshot} without the checker's release. */
+async function commitFile(
+  options: LiveFileOptions,
+  prepared: PreparedSnapshot,
+  control: CommitControl = {},
+): Promise<LocalSnapshot> {
   const { livePath } = options;
   const directory = dirname(livePath);
   const file = await identityOf(prepared.tempPath);
@@ -528,9 +620,20 @@ export async function commitSnapshot(
 }
 
 /**
+ * Closes the engine that checked a committed snapshot ({@link CommitControl.releaseLater}), on the
+ * next turn of the event loop: the swap's announcements, sent in the current one, leave first.
+ */
+export async function releasePrepared(prepared: Pick<PreparedSnapshot, 'checker'>): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  await closeChecker(prepared.checker);
+}
+
+/**
  * Deletes a downloaded or prepared snapshot that will not be swapped in (a stop, a superseded
  * download, a file the verification step never received).
  */
-export async function discardPrepared(prepared: Pick<PreparedSnapshot, 'tempPath'>): Promise<void> {
-  await removeWithSideFiles(prepared.tempPath);
+export async function discardPrepared(
+  prepared: Pick<PreparedSnapshot, 'tempPath' | 'checker'>,
+): Promise<void> {
+  await Promise.all([removeWithSideFiles(prepared.tempPath), closeChecker(prepared.checker)]);
 }

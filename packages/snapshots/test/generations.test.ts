@@ -62,6 +62,19 @@ describe('generations', () => {
     await pruneGenerations(join(dir, 'absent'), 0);
   });
 
+  it('with prune: false, leaves the removal to the caller', async () => {
+    const live = join(dir, 'kept.duckdb');
+    const gens = generationDirFor(live, dir, 'kept');
+    await writeFile(live, 'x');
+    for (let index = 0; index < GENERATIONS_KEPT + 2; index++) {
+      await linkGeneration(live, gens, index, { prune: false });
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    expect(await readdir(gens)).toHaveLength(GENERATIONS_KEPT + 2);
+    await pruneGenerations(gens, GENERATIONS_KEPT);
+    expect(await readdir(gens)).toHaveLength(GENERATIONS_KEPT);
+  });
+
   it('live files in the data directory link under its .generations; others beside themselves', () => {
     expect(generationsRootFor(join(dir, 'a.duckdb'), dir)).toBe(generationsRoot(dir));
     expect(generationsRootFor('/srv/elsewhere/a.duckdb', dir)).toBe('/srv/elsewhere/.ferry-generations');

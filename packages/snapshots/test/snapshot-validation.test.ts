@@ -28,6 +28,7 @@ import {
   downloadSnapshot,
   manifestPath,
   prepareSnapshot,
+  releasePrepared,
   restoreLocal,
   ServingEngine,
   type SnapshotFilesOptions,
@@ -201,6 +202,41 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
     expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
     expect(await liveState(livePath)).toEqual(before);
   });
+
+  it.skipIf(kind !== 'duckdb')(
+    'closes the engine made during the download: when a download or a prepared snapshot is discarded, when it is committed (or later)',
+    async () => {
+      const downloaded = await downloadSnapshot(options, good);
+      const checker = await downloaded.checker;
+      expect(checker?.kind).toBe('duckdb');
+      const prepared = await verifySnapshot(options, downloaded, RECORDED_ENTRY);
+      await discardPrepared(prepared);
+      await expect(checker?.check(livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(/closed/);
+      const again = await downloadSnapshot(options, good);
+      await discardPrepared(again);
+      await expect((await again.checker)?.check(livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(
+        /closed/,
+      );
+      // A commit closes it, unless told to leave it to releasePrepared (after the swap's announcement).
+      // (Committed elsewhere: the other tests expect snapshot 1 in this live file.)
+      const elsewhere = { ...options, livePath: join(dir, 'elsewhere', `${DATASET}.${kind}`) };
+      const later = await prepareSnapshot(elsewhere, good, RECORDED_ENTRY);
+      await commitSnapshot(elsewhere, later, { releaseLater: true });
+      const open = await later.checker;
+      await open?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema);
+      await releasePrepared(later);
+      await expect(open?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(/closed/);
+      const committed = await prepareSnapshot(elsewhere, good, RECORDED_ENTRY);
+      await commitSnapshot(elsewhere, committed);
+      await expect(
+        (await committed.checker)?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema),
+      ).rejects.toThrow(/closed/);
+      expect(await namesIn(join(dir, 'live'))).toEqual([
+        `${DATASET}.${kind}`,
+        `${DATASET}.${kind}.ferry.json`,
+      ]);
+    },
+  );
 
   it('refuses a digest that differs from the recorded checksum', async () => {
     const recorded = sha256(new TextEncoder().encode('another file'));

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ObjectStore, ReadOptions } from '@ferry/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFileStore, readParallel } from '../src/index.js';
+import { createFileStore, readParallel, readParallelParts } from '../src/index.js';
 
 interface ReadCall {
   readonly start: number | undefined;
@@ -155,6 +155,36 @@ describe('readParallel', () => {
     );
     controller.abort(reason);
     await expect(reading).rejects.toBe(reason);
+  });
+
+  it('readParallelParts yields each part as the very chunks the store read, in order', async () => {
+    const read: Uint8Array[] = [];
+    const { store } = observed({
+      ...inner,
+      location: inner.location,
+      async *read(key, options) {
+        for await (const chunk of inner.read(key, options)) {
+          read.push(chunk);
+          yield chunk;
+        }
+      },
+    });
+    const parts: (readonly Uint8Array[])[] = [];
+    for await (const part of readParallelParts(store, 'snapshot.duckdb', {
+      size: body.byteLength,
+      partSize: MiB,
+      concurrency: 3,
+    })) {
+      parts.push(part);
+    }
+    expect(parts).toHaveLength(11);
+    expect(parts.map((part) => part.reduce((sum, chunk) => sum + chunk.byteLength, 0))).toEqual(
+      Array.from({ length: 11 }, (_, i) => Math.min(MiB, body.byteLength - i * MiB)),
+    );
+    expect(Buffer.compare(Buffer.concat(parts.flat()), body)).toBe(0);
+    // Not copied: every yielded chunk is one the store produced.
+    const produced = new Set(read);
+    expect(parts.flat().every((chunk) => produced.has(chunk))).toBe(true);
   });
 
   it('refuses an object shorter than the recorded size', async () => {
