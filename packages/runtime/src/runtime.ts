@@ -38,6 +38,7 @@ import { type DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import { DatasetFailedError, DatasetNotReadyError, RuntimeClosedError } from './errors.js';
 import { RuntimeEventEmitter } from './events.js';
 import { InspectionHub } from './inspection-hub.js';
+import { lowestLevel } from './log-levels.js';
 import { defaultLogger, type Logger, writeLog } from './logging.js';
 import type {
   CoordinatorToHost,
@@ -121,6 +122,7 @@ class HostRuntime implements Runtime {
       ...(options.datasetResourceLimits === undefined
         ? {}
         : { datasetResourceLimits: options.datasetResourceLimits }),
+      logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
     this.#coordinator = new Worker(threadFile('coordinator-thread'), { workerData });

@@ -19,7 +19,7 @@ import { basename, dirname, join } from 'node:path';
 import type { ArrowSchema, EngineName, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
 import { SnapshotRejectedError } from '@ferry/core';
 import { checkSnapshotFile } from '@ferry/engines';
-import { readParallel } from '@ferry/store';
+import { readParallel } from '@ferry/store/objects';
 import {
   checksumMismatch,
   DiskFullError,
