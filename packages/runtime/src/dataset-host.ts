@@ -116,6 +116,7 @@ export class DatasetHost {
   #inspection: Subscription | undefined;
   /** The last status posted (as JSON), and a status without events waiting to leave. */
   #postedStatus = '';
+  #postedState: DatasetStatus['state'] | undefined;
   #pendingStatus: DatasetStatus | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #crashing = false;
@@ -359,11 +360,24 @@ export class DatasetHost {
   #postStatus(status: DatasetStatus, emitted: DatasetEmitted[]): void {
     clearTimeout(this.#statusTimer);
     this.#statusTimer = undefined;
+    // A waiting status in a state of its own (a check began) travels along, so the host still sees
+    // the dataset pass through that state: its `state` events are the same, from one message.
+    const waiting = this.#pendingStatus;
     this.#pendingStatus = undefined;
+    const overtaken =
+      waiting !== undefined && waiting.state !== status.state && waiting.state !== this.#postedState
+        ? waiting
+        : undefined;
     const text = JSON.stringify(status);
-    if (text === this.#postedStatus && emitted.length === 0) return;
+    if (text === this.#postedStatus && emitted.length === 0 && overtaken === undefined) return;
     this.#postedStatus = text;
-    this.#toHost({ type: 'status-changed', status, emitted });
+    this.#postedState = status.state;
+    this.#toHost({
+      type: 'status-changed',
+      status,
+      emitted,
+      ...(overtaken === undefined ? {} : { overtaken }),
+    });
   }
 
   /** Posts the status waiting to leave, if any: before an answer to the host, and when its delay ends. */

@@ -73,6 +73,8 @@ export type DatasetToHost =
       readonly type: 'status-changed';
       readonly status: DatasetStatus;
       readonly emitted: readonly DatasetEmitted[];
+      /** A status the machine passed through (a check began) that this one overtook before it was posted. */
+      readonly overtaken?: DatasetStatus;
     }
   | { readonly type: 'inspect'; readonly event: InspectionEvent }
   | { readonly type: 'log'; readonly record: LogRecord }

@@ -217,6 +217,8 @@ describe('DatasetHost in-process', () => {
         message.emitted.some((event) => event.type === 'poll'),
     );
     expect(polled.status).toMatchObject({ state: 'serving', lastPollResult: 'unchanged' });
+    // The check's own state still reaches the host, in the same message.
+    expect(polled.overtaken).toMatchObject({ state: 'polling' });
     const statuses = quiet.messages
       .slice(before, quiet.messages.indexOf(polled) + 1)
       .filter((message) => message.type === 'status-changed');
