@@ -117,7 +117,12 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
       }),
       baseDir: dataDir,
     },
-    { logger, dataDir },
+    // As the default logger (pino at info): the threads post no debug records, which nobody would write.
+    {
+      logger,
+      logLevel: 'info',
+      dataDir,
+    },
   );
   try {
     progress(`${n} datasets: starting`);

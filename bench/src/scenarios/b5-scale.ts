@@ -40,7 +40,7 @@ export const b5: Scenario = {
   title: 'B5 scale',
   measures: `N datasets in one process (alternating DuckDB / SQLite, ${ROWS} rows each, refresh_check_interval ${INTERVAL}, SQS): time to all-serving, RSS, idle CPU, metadata GETs per tick, fan-out time of one batch touching all`,
   baseline: 'the per-dataset cost at 10 datasets (same run)',
-  goal: 'at 100 datasets: RSS ≤ 1.5 GiB, idle CPU ≤ 1 % (of one core), 1 GET of metadata.json per location per tick',
+  goal: 'at 100 datasets: RSS ≤ 1.0 GiB, idle CPU ≤ 1 % (of one core), 1 GET of metadata.json per location per tick',
   async run(context) {
     const counts = context.quick ? [1, 3] : [10, 50, 100];
     const idleMs = context.quick ? 1_500 : 30_000;
@@ -202,9 +202,9 @@ export const b5: Scenario = {
     const gib = top.rssIdleMiB / 1024;
     const goals: GoalCheck[] = [
       {
-        goal: `${top.n} datasets: RSS ≤ 1.5 GiB`,
+        goal: `${top.n} datasets: RSS ≤ 1.0 GiB`,
         measured: `${gib.toFixed(2)} GiB (process total, settled; ${(top.rssServingMiB / 1024).toFixed(2)} GiB at all-serving)`,
-        met: gib <= 1.5,
+        met: gib <= 1.0,
       },
       {
         goal: `${top.n} datasets: idle CPU ≤ 1 %`,

@@ -43,6 +43,10 @@ export type { DatasetCommand, InspectionEvent };
 export interface RuntimeOptions {
   /** Where logs go; default: pino JSON lines on stdout at `logLevel`. */
   readonly logger?: Logger;
+  /**
+   * The default logger's level (default `info`). With a logger of your own: the lowest level the
+   * threads send it, when the logger has no pino-style `isLevelEnabled` to ask (default: every level).
+   */
   readonly logLevel?: LogLevel;
   /**
    * Directory for live files of datasets without a `duckdb_file` / `sqlite_file` param.

@@ -21,6 +21,7 @@ import {
   serializeError,
 } from '@ferry/core';
 import type { SnapshotInfo, SnapshotListing } from './api.js';
+import { levelWanted } from './log-levels.js';
 import type { LogRecord } from './logging.js';
 import { LocationMetadataReader } from './metadata-reader.js';
 import { NotificationConsumer } from './notification-consumer.js';
@@ -60,6 +61,7 @@ function log(
   dataset?: string,
   fields?: Record<string, unknown>,
 ): void {
+  if (!levelWanted(level, data.logLevel)) return;
   post({
     type: 'log',
     record: {
@@ -116,6 +118,7 @@ class DatasetSlot {
       hostPort: channel.port2,
       pollPhaseMs,
       dataDir: data.dataDir,
+      logLevel: data.logLevel,
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,

@@ -24,6 +24,7 @@ import type {
 } from '@ferry/core';
 import {
   type DatasetSnapshot,
+  type DatasetStatus,
   datasetMachine,
   datasetStatus,
   fileFormatOf,
@@ -50,8 +51,15 @@ import {
   type SnapshotFilesOptions,
   verifySnapshot,
 } from '@ferry/snapshots';
-import { type Actor, createActor, fromPromise } from 'xstate';
+import {
+  type Actor,
+  createActor,
+  fromPromise,
+  type Subscription,
+  type InspectionEvent as XStateInspectionEvent,
+} from 'xstate';
 import { toInspectionEvent } from './inspection.js';
+import { levelWanted } from './log-levels.js';
 import type { LogRecord } from './logging.js';
 import type { MetadataReply } from './metadata-reader.js';
 import type {
@@ -71,6 +79,13 @@ export interface DatasetHostPorts {
 }
 
 export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort'>;
+
+/**
+ * A status without emitted events (a check began, a command was taken) waits this long and leaves
+ * only if no newer status overtook it: an unchanged poll, over in a millisecond or two, then posts
+ * one status (with its poll event) instead of two. Events and answers to the host never wait.
+ */
+const STATUS_DELAY_MS = 50;
 
 type MetadataRequest = { type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean };
 
@@ -96,11 +111,16 @@ export class DatasetHost {
    */
   readonly #running = new Set<Promise<unknown>>();
   /**
-   * Inspection events cost a third of an idle poll's CPU: they are built only while someone
-   * inspects (the host says so; on until it does, so an early inspector sees the machine start).
+   * The inspection subscription, held only while someone inspects (the host says so; on until it
+   * does, so an early inspector sees the machine start). Without a subscriber XState builds no
+   * inspection events at all; with one, they cost a third of an idle poll's CPU.
    */
-  #inspecting = true;
-  #rootSessionId: string | undefined;
+  #inspection: Subscription | undefined;
+  /** The last status posted (as JSON), and a status without events waiting to leave. */
+  #postedStatus = '';
+  #postedState: DatasetStatus['state'] | undefined;
+  #pendingStatus: DatasetStatus | undefined;
+  #statusTimer: NodeJS.Timeout | undefined;
   #crashing = false;
 
   constructor(data: DatasetHostData, ports: DatasetHostPorts) {
@@ -114,6 +134,9 @@ export class DatasetHost {
     this.#store = storeFor(config);
     this.#coordinatorRpc = new RpcClient<MetadataRequest>(ports.coordinator, 'The coordinator thread');
     this.#actor = this.#createActor();
+    this.#setInspecting(true);
+    // The machine's own `@xstate.actor` event was sent while it was created, before anyone listened.
+    this.#inspected({ type: '@xstate.actor', actorRef: this.#actor, rootId: this.#actor.sessionId });
     ports.host.on('message', (message: HostToDataset) => this.#onHost(message));
     ports.coordinator.on('message', (message: CoordinatorToDataset | DatasetToCoordinator) =>
       this.#onCoordinator(message),
@@ -135,6 +158,7 @@ export class DatasetHost {
   }
 
   #log(level: LogRecord['level'], message: string, fields?: Record<string, unknown>): void {
+    if (!levelWanted(level, this.#data.logLevel ?? 'debug')) return;
     this.#toHost({
       type: 'log',
       record: {
@@ -331,34 +355,75 @@ export class DatasetHost {
         location: config.location,
         pollPhaseMs: this.#data.pollPhaseMs,
       },
-      inspect: (event) => {
-        // The machine's own actor is the first one inspected; invoked actors come later.
-        this.#rootSessionId ??= event.actorRef.sessionId;
-        if (!this.#inspecting) return;
-        const plain = toInspectionEvent(this.name, event, this.#rootSessionId, Date.now());
-        if (plain !== undefined) this.#toHost({ type: 'inspect', event: plain });
-      },
     });
     /*
      * Emitted events (swap, poll, error) leave with the status of the snapshot they belong to, so
      * the host never announces a swap while its status still shows the previous snapshot. XState
      * emits during the transition and notifies observers after it: hold the events until then.
      */
-    let lastStatus = '';
     const emitted: DatasetEmitted[] = [];
     actor.on('*', (event) => {
       emitted.push(event);
     });
     actor.subscribe((snapshot: DatasetSnapshot) => {
-      const status = datasetStatus(snapshot);
-      const text = JSON.stringify(status);
       const events = emitted.splice(0);
-      if (text !== lastStatus || events.length > 0) {
-        lastStatus = text;
-        this.#toHost({ type: 'status-changed', status, emitted: events });
+      if (events.length > 0) {
+        this.#postStatus(datasetStatus(snapshot), events);
+      } else {
+        this.#pendingStatus = datasetStatus(snapshot);
+        this.#statusTimer ??= setTimeout(() => this.#flushStatus(), STATUS_DELAY_MS).unref();
       }
     });
     return actor;
+  }
+
+  /** Posts a status (with its events at once; a status alone only when it differs from the last). */
+  #postStatus(status: DatasetStatus, emitted: DatasetEmitted[]): void {
+    clearTimeout(this.#statusTimer);
+    this.#statusTimer = undefined;
+    // A waiting status in a state of its own (a check began) travels along, so the host still sees
+    // the dataset pass through that state: its `state` events are the same, from one message.
+    const waiting = this.#pendingStatus;
+    this.#pendingStatus = undefined;
+    const overtaken =
+      waiting !== undefined && waiting.state !== status.state && waiting.state !== this.#postedState
+        ? waiting
+        : undefined;
+    const text = JSON.stringify(status);
+    if (text === this.#postedStatus && emitted.length === 0 && overtaken === undefined) return;
+    this.#postedStatus = text;
+    this.#postedState = status.state;
+    this.#toHost({
+      type: 'status-changed',
+      status,
+      emitted,
+      ...(overtaken === undefined ? {} : { overtaken }),
+    });
+  }
+
+  /** Posts the status waiting to leave, if any: before an answer to the host, and when its delay ends. */
+  #flushStatus(): void {
+    const status = this.#pendingStatus;
+    if (status === undefined) {
+      clearTimeout(this.#statusTimer);
+      this.#statusTimer = undefined;
+    } else {
+      this.#postStatus(status, []);
+    }
+  }
+
+  #setInspecting(on: boolean): void {
+    if (on && this.#inspection === undefined) {
+      this.#inspection = this.#actor.system.inspect((event) => this.#inspected(event));
+    } else if (!on && this.#inspection !== undefined) {
+      this.#inspection.unsubscribe();
+      this.#inspection = undefined;
+    }
+  }
+
+  #inspected(event: XStateInspectionEvent): void {
+    const plain = toInspectionEvent(this.name, event, this.#actor.sessionId, Date.now());
+    if (plain !== undefined) this.#toHost({ type: 'inspect', event: plain });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -369,10 +434,18 @@ export class DatasetHost {
     const host = this.#ports.host;
     switch (message.type) {
       case 'inspecting':
-        this.#inspecting = message.on;
+        this.#setInspecting(message.on);
         break;
       case 'status':
-        respond(host, message.id, () => datasetStatus(this.#actor.getSnapshot()), serializeError);
+        respond(
+          host,
+          message.id,
+          () => {
+            this.#flushStatus();
+            return datasetStatus(this.#actor.getSnapshot());
+          },
+          serializeError,
+        );
         break;
       case 'command':
         respond(
@@ -380,6 +453,8 @@ export class DatasetHost {
           message.id,
           () => {
             this.#actor.send({ type: message.command });
+            // The status the command caused reaches the host before the answer does.
+            this.#flushStatus();
           },
           serializeError,
         );
@@ -416,6 +491,7 @@ export class DatasetHost {
   async stop(): Promise<void> {
     this.#actor.send({ type: 'stop' });
     this.#actor.stop();
+    this.#flushStatus();
     await Promise.allSettled(this.#running);
     for (const file of [...this.#downloaded.values(), ...this.#prepared.values()]) {
       await discardPrepared(file);

@@ -20,7 +20,7 @@ import type {
   SerializedError,
   SpicepodConfig,
 } from '@ferry/core';
-import type { LogRecord } from './logging.js';
+import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';
 
 /** Operator commands a dataset machine accepts from the host (inspector, CLI, embed API). */
@@ -73,6 +73,8 @@ export type DatasetToHost =
       readonly type: 'status-changed';
       readonly status: DatasetStatus;
       readonly emitted: readonly DatasetEmitted[];
+      /** A status the machine passed through (a check began) that this one overtook before it was posted. */
+      readonly overtaken?: DatasetStatus;
     }
   | { readonly type: 'inspect'; readonly event: InspectionEvent }
   | { readonly type: 'log'; readonly record: LogRecord }
@@ -100,6 +102,8 @@ export interface DatasetWorkerData {
   readonly pollPhaseMs: number;
   /** The runtime's data directory: generation links go under it (see `generationDirFor`). */
   readonly dataDir: string;
+  /** The lowest level of log record the host's logger writes (the thread posts no others); default debug. */
+  readonly logLevel?: LogLevel;
 }
 
 export type DatasetToCoordinator =
@@ -136,6 +140,8 @@ export interface CoordinatorWorkerData {
   /** How long close() waits for a dataset thread to stop before terminating it. */
   readonly stopTimeoutMs: number;
   readonly datasetResourceLimits?: import('node:worker_threads').ResourceLimits;
+  /** The lowest level of log record the host's logger writes. */
+  readonly logLevel: LogLevel;
   readonly notificationOptions?: {
     readonly visibilityTimeoutSeconds?: number;
     readonly waitTimeSeconds?: number;

@@ -38,6 +38,7 @@ import { type DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import { DatasetFailedError, DatasetNotReadyError, RuntimeClosedError } from './errors.js';
 import { RuntimeEventEmitter } from './events.js';
 import { InspectionHub } from './inspection-hub.js';
+import { lowestLevel } from './log-levels.js';
 import { defaultLogger, type Logger, writeLog } from './logging.js';
 import type {
   CoordinatorToHost,
@@ -121,6 +122,7 @@ class HostRuntime implements Runtime {
       ...(options.datasetResourceLimits === undefined
         ? {}
         : { datasetResourceLimits: options.datasetResourceLimits }),
+      logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
     this.#coordinator = new Worker(threadFile('coordinator-thread'), { workerData });
@@ -192,6 +194,9 @@ class HostRuntime implements Runtime {
     switch (message.type) {
       case 'status-changed':
         entry.error = undefined;
+        if (message.overtaken !== undefined) {
+          this.#registry.setState(entry, message.overtaken.state, message.overtaken);
+        }
         this.#registry.setState(entry, message.status.state, message.status);
         for (const event of message.emitted) this.#onEmitted(entry, event);
         break;

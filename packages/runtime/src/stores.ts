@@ -4,7 +4,7 @@
  */
 import { isAbsolute, join, resolve } from 'node:path';
 import type { DatasetConfig, ObjectStore, S3Settings } from '@ferry/core';
-import { createObjectStore, type ObjectStoreParams } from '@ferry/store';
+import { createObjectStore, type ObjectStoreParams } from '@ferry/store/objects';
 
 export function storeParams(s3: S3Settings | undefined): ObjectStoreParams {
   if (s3 === undefined) return {};

@@ -14,7 +14,7 @@ import { createObjectStore } from '@ferry/store';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatasetHost } from '../src/dataset-host.js';
-import type { LogRecord } from '../src/logging.js';
+import type { LogLevel, LogRecord } from '../src/logging.js';
 import { LocationMetadataReader } from '../src/metadata-reader.js';
 import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/protocol.js';
 import { RpcClient, respond } from '../src/rpc.js';
@@ -43,8 +43,8 @@ function publish(dataset: string, engine: 'duckdb' | 'sqlite', version: number) 
   });
 }
 
-function datasetConfig(name: string, engine: 'duckdb' | 'sqlite'): DatasetConfig {
-  const load = loadSpicepod(podYaml(location, [{ name, engine, interval: '1h' }]), { file: 'spicepod.yaml' });
+function datasetConfig(name: string, engine: 'duckdb' | 'sqlite', interval = '1h'): DatasetConfig {
+  const load = loadSpicepod(podYaml(location, [{ name, engine, interval }]), { file: 'spicepod.yaml' });
   throwIfFatal(load);
   return load.datasets[0] as DatasetConfig;
 }
@@ -59,7 +59,7 @@ class Harness {
   readonly messages: DatasetToHost[] = [];
   readonly #waiters = new Set<() => void>();
 
-  constructor(config: DatasetConfig, livePath: string) {
+  constructor(config: DatasetConfig, livePath: string, logLevel?: LogLevel) {
     const hostChannel = new MessageChannel();
     const coordinatorChannel = new MessageChannel();
     this.toHost = hostChannel.port1;
@@ -84,7 +84,13 @@ class Harness {
       for (const waiter of [...this.#waiters]) waiter();
     });
     this.host = new DatasetHost(
-      { dataset: config, livePath, pollPhaseMs: 0, dataDir: join(livePath, '..') },
+      {
+        dataset: config,
+        livePath,
+        pollPhaseMs: 0,
+        dataDir: join(livePath, '..'),
+        ...(logLevel === undefined ? {} : { logLevel }),
+      },
       { coordinator: coordinatorChannel.port2, host: hostChannel.port2 },
     );
   }
@@ -187,6 +193,38 @@ describe('DatasetHost in-process', () => {
     expect(existsSync(earlier)).toBe(false);
     expect(secondRun.generations()[0]).toMatchObject({ snapshotId: published.snapshotId });
     await secondRun.stop();
+  });
+
+  it('posts only the log records its logger wants, and one status (with its poll event) per unchanged poll', async () => {
+    const published = await publish('quiet', 'duckdb', 1);
+    const dir = join(work, 'quiet');
+    const chatty = new Harness(datasetConfig('quiet', 'duckdb'), join(dir, 'chatty.duckdb'));
+    const quiet = new Harness(datasetConfig('quiet', 'duckdb', '1s'), join(dir, 'quiet.duckdb'), 'info');
+    for (const harness of [chatty, quiet]) {
+      harness.host.start();
+      await harness.serving(published.snapshotId);
+    }
+    expect(chatty.logs().some((record) => record.level === 'debug')).toBe(true);
+    expect(quiet.logs().some((record) => record.level === 'debug')).toBe(false);
+    expect(quiet.logs().some((record) => record.level === 'info')).toBe(true);
+
+    // A scheduled poll that finds metadata.json unchanged: its start (state polling) is overtaken by its end.
+    const before = quiet.messages.length;
+    const polled = await quiet.next(
+      (message): message is Extract<DatasetToHost, { type: 'status-changed' }> =>
+        quiet.messages.indexOf(message) >= before &&
+        message.type === 'status-changed' &&
+        message.emitted.some((event) => event.type === 'poll'),
+    );
+    expect(polled.status).toMatchObject({ state: 'serving', lastPollResult: 'unchanged' });
+    // The check's own state still reaches the host, in the same message.
+    expect(polled.overtaken).toMatchObject({ state: 'polling' });
+    const statuses = quiet.messages
+      .slice(before, quiet.messages.indexOf(polled) + 1)
+      .filter((message) => message.type === 'status-changed');
+    expect(statuses).toEqual([polled]);
+    await chatty.stop();
+    await quiet.stop();
   });
 
   it('an SQLite dataset announces its generations the same way, after each swap', async () => {

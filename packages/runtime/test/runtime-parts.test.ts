@@ -9,6 +9,8 @@ import type { StateEvent, SwapEvent } from '../src/api.js';
 import { DatasetRegistry } from '../src/dataset-registry.js';
 import { RuntimeEventEmitter } from '../src/events.js';
 import { InspectionHub } from '../src/inspection-hub.js';
+import { levelWanted, lowestLevel } from '../src/log-levels.js';
+import { defaultLogger, memoryLogger } from '../src/logging.js';
 import { RuntimeMetricsCounter } from '../src/runtime-metrics.js';
 import { podYaml } from './support.js';
 
@@ -21,6 +23,18 @@ function configs(names: readonly string[]): readonly DatasetConfig[] {
 }
 
 const servingStatus = { servingSnapshotId: 7, state: 'serving' } as unknown as DatasetStatus;
+
+describe('log levels the threads post', () => {
+  it('asks a pino logger, else takes the declared level, else posts every level', () => {
+    expect(lowestLevel(defaultLogger('warn'), undefined)).toBe('warn');
+    expect(lowestLevel(defaultLogger(), 'debug')).toBe('info');
+    expect(lowestLevel(memoryLogger(), 'info')).toBe('info');
+    expect(lowestLevel(memoryLogger(), undefined)).toBe('debug');
+    expect(levelWanted('debug', 'info')).toBe(false);
+    expect(levelWanted('warn', 'info')).toBe(true);
+    expect(levelWanted('info', 'info')).toBe(true);
+  });
+});
 
 describe('RuntimeEventEmitter', () => {
   it('delivers typed payloads until unsubscribed, and an error event with no listener does not throw', () => {

@@ -20,7 +20,7 @@ import { basename, dirname, join } from 'node:path';
 import type { ArrowSchema, EngineName, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
 import { SnapshotRejectedError } from '@ferry/core';
 import { createSnapshotChecker, type SnapshotChecker } from '@ferry/engines';
-import { readParallelParts } from '@ferry/store';
+import { readParallelParts } from '@ferry/store/objects';
 import {
   checksumMismatch,
   DiskFullError,

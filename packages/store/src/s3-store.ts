@@ -15,7 +15,6 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import {
   assertKey,
   assertPrefix,
@@ -288,6 +287,8 @@ export function createS3Store(options: S3StoreOptions): S3ObjectStore {
    */
   async function upload(key: string, body: Uint8Array | AsyncIterable<Uint8Array>, o: PutOptions) {
     const size = body instanceof Uint8Array ? body.byteLength : o.size;
+    // Loaded on the first upload: readers (a thread per dataset) never write.
+    const { Upload } = await import('@aws-sdk/lib-storage');
     const out = await new Upload({
       client,
       queueSize: UPLOAD_CONCURRENCY,
