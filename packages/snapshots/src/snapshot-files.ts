@@ -364,41 +364,25 @@ async function writeAll(handle: FileHandle, chunks: readonly Uint8Array[], bytes
   }
 }
 
-/**
- * Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. The first
- * parts are requested at once, but nothing is written before `headed` (the HEAD's verdict on the
- * object: missing, or not the recorded size) has resolved; when it rejects, the parts in flight
- * are aborted and its error is the download's.
- */
+/** Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. */
 async function download(
   options: SnapshotFilesOptions,
   target: SnapshotTarget,
   handle: FileHandle,
   writeBehind: WriteBehind,
   control: PrepareControl,
-  headed: Promise<void>,
 ): Promise<string> {
   const { entry, key } = target;
   const hash = createHash('sha256');
   let received = 0;
-  const stop = new AbortController();
   const parts = readParallelParts(options.store, key, {
     size: entry.size,
     partSize: options.partSize ?? DEFAULT_PART_SIZE,
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
-    signal: control.signal === undefined ? stop.signal : AbortSignal.any([control.signal, stop.signal]),
+    ...(control.signal === undefined ? {} : { signal: control.signal }),
   })[Symbol.asyncIterator]();
-  const first = parts.next();
-  first.catch(() => undefined); // observed below, unless the HEAD fails first
   try {
-    await headed;
-  } catch (error) {
-    stop.abort(error);
-    await parts.return(undefined).catch(() => undefined);
-    throw error;
-  }
-  try {
-    for (let step = await first; step.done !== true; step = await parts.next()) {
+    for (let step = await parts.next(); step.done !== true; step = await parts.next()) {
       const chunks = step.value;
       let bytes = 0;
       for (const chunk of chunks) bytes += chunk.byteLength;
@@ -449,7 +433,7 @@ async function checkDownloadedFile(
 
 /**
  * Downloads a snapshot into a temporary sibling of the live file: checks the checksum algorithm,
- * the object's size (HEAD, in flight with the first ranged reads) and free space before writing a
+ * the object's size (HEAD) and free space before requesting or writing a
  * byte, streams the object (hashing as it goes, failing on more or fewer bytes than
  * `snapshot-size`) and fsyncs it. Nothing is verified
  * beyond the byte count: hand the result to {@link verifySnapshot} before swapping it in. The live
@@ -466,12 +450,11 @@ export async function downloadSnapshot(
   if (entry.checksumAlgorithm.toUpperCase() !== 'SHA256') {
     throw unsupportedChecksumAlgorithm(uri, entry.checksumAlgorithm);
   }
-  // The HEAD's round trip overlaps the first parts' (see download); its verdict still comes first.
-  const headed = options.store.head(key).then((info) => {
-    if (info === undefined) throw snapshotObjectMissing(dataset, uri);
-    if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
-  });
-  headed.catch(() => undefined); // observed by download, unless a local step fails first
+  // The HEAD comes before any ranged read: a missing object or a wrong (possibly absurd) recorded
+  // size costs one request, never a byte of download (test/reliability/validation-faults.test.ts).
+  const info = await options.store.head(key);
+  if (info === undefined) throw snapshotObjectMissing(dataset, uri);
+  if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
 
   const directory = dirname(livePath);
   await mkdir(directory, { recursive: true });
@@ -486,7 +469,7 @@ export async function downloadSnapshot(
   const writeBehind = new WriteBehind(handle);
   let closed = false;
   try {
-    const digest = await download(options, target, handle, writeBehind, control, headed);
+    const digest = await download(options, target, handle, writeBehind, control);
     await writeBehind.settle();
     await handle.sync();
     closed = true;
