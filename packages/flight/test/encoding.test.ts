@@ -3,7 +3,16 @@
  * record batches sliced under gRPC's message limit, bound parameters back to the runtime's values,
  * LIKE patterns, path scrubbing.
  */
-import { type RecordBatch, type Schema, Table, tableFromArrays, Utf8, vectorFromArray } from 'apache-arrow';
+import {
+  type RecordBatch,
+  type Schema,
+  Table,
+  tableFromArrays,
+  tableFromIPC,
+  tableToIPC,
+  Utf8,
+  vectorFromArray,
+} from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { likePattern } from '../src/catalog.js';
 import { publicMessage } from '../src/errors.js';
@@ -23,6 +32,13 @@ describe('record batches', () => {
     expect(slices.length).toBeGreaterThan(9);
     const ids = slices.flatMap((slice) => [...(slice.getChild('id')?.toArray() ?? [])]);
     expect(ids).toEqual(labels.map((_, index) => index));
+    // Each slice reads back through Arrow IPC as its own rows (offsets of the text column rebased).
+    const labelsBack = slices.flatMap((slice) => [
+      ...(tableFromIPC(tableToIPC(new Table([slice])))
+        .getChild('label')
+        ?.toArray() ?? []),
+    ]);
+    expect(labelsBack).toEqual(labels);
     // What goes on the wire is the slice only, not the whole batch's buffers.
     for (const slice of slices) {
       const bytes = batchMessages(slice).reduce((sum, message) => sum + message.dataBody.byteLength, 0);
