@@ -75,6 +75,8 @@ interface Prepared {
   readonly tokens: readonly SqlToken[];
   /** The datasets (attached names) its program opens; known by its shape, or read from its program. */
   datasets: readonly string[] | undefined;
+  /** Whether `datasets` holds for every text of its shape (learned with the literals as parameters). */
+  datasetsByShape: boolean;
   /** What it reads at catalog `version` (the generations' snapshot ids). */
   readAt: { readonly version: number; readonly read: DatasetRead[] } | undefined;
   /**
@@ -226,6 +228,7 @@ export class SqliteNamespace {
           binding: sqliteBindingOf(sql, tokens),
           tokens,
           datasets: undefined,
+          datasetsByShape: false,
           readAt: undefined,
           described: undefined,
         };
@@ -267,7 +270,10 @@ export class SqliteNamespace {
   ): string[] {
     const key = shapeKey ?? statementShape(sql)?.key;
     const known = key === undefined ? undefined : this.#readsByShape.get(key);
-    if (known !== undefined) return [...known];
+    if (known !== undefined) {
+      prepared.datasetsByShape = true;
+      return [...known];
+    }
     const shape = key === undefined ? undefined : statementShape(sql);
     if (shape !== undefined && shape.key === key) {
       const parameterized = withLiteralParameters(sql, shape.literals, prepared);
@@ -275,6 +281,7 @@ export class SqliteNamespace {
         try {
           const read = this.#programReads(`EXPLAIN ${parameterized.sql}`, parameterized.args);
           this.#readsByShape.set(shape.key, read, 2 * shape.key.length + 64 * (read.length + 1));
+          prepared.datasetsByShape = true;
           return read;
         } catch {
           // Not every literal can be a parameter (`VARCHAR(10)`): the text as written is explained below.
@@ -314,6 +321,14 @@ export class SqliteNamespace {
     });
     prepared.readAt = { version, read };
     return read;
+  }
+
+  /**
+   * Whether what `sql` read (when it ran) holds for every text of its shape: a router may keep it
+   * by shape.
+   */
+  readsByShape(sql: string): boolean {
+    return this.#statements.get(sql)?.datasetsByShape === true;
   }
 
   /** The statement's result column names (made unique) and declared types, asked once per epoch. */

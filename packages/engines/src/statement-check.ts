@@ -152,6 +152,11 @@ export interface DuckDbStatement {
   readonly tables: readonly TableReference[] | undefined;
   /** The names of its common table expressions (a reference to one is no dataset). */
   readonly ctes: ReadonlySet<string>;
+  /**
+   * Whether this holds for every text of the statement's shape (each literal the shape replaced is
+   * a constant of the parse tree, none a table name): what a router learns from it may be kept by shape.
+   */
+  readonly shared: boolean;
 }
 
 /** How a check asks DuckDB's parser and catalog (one connection, or a parser of a namespace). */
@@ -415,9 +420,16 @@ async function checkDuckDbText(
   const parsed = await parseDuckDb(parser, sql);
   if (parsed.kind === 'select') {
     const { names } = await checkedSelect(parser, sql, parsed.trees);
+    const shared = shape !== undefined && literalsAreConstants(shape, names.constants, sql);
     return {
-      statement: { type: StatementType.SELECT, rewrite: undefined, tables: names.tables, ctes: names.ctes },
-      shared: shape !== undefined && literalsAreConstants(shape, names.constants, sql),
+      statement: {
+        type: StatementType.SELECT,
+        rewrite: undefined,
+        tables: names.tables,
+        ctes: names.ctes,
+        shared,
+      },
+      shared,
     };
   }
   if (parsed.kind === 'invalid') throw new DuckDbParseError(parsed.message);
@@ -431,9 +443,16 @@ async function checkDuckDbText(
     if (inner.kind !== 'select' || inner.trees.length !== 1) throw refusalOf(sql, 'duckdb');
     const { names } = await checkedSelect(parser, explained, inner.trees);
     const constants = new Set([...names.constants].map((offset) => offset + at));
+    const shared = shape !== undefined && literalsAreConstants(shape, constants, sql);
     return {
-      statement: { type: StatementType.EXPLAIN, rewrite: undefined, tables: names.tables, ctes: names.ctes },
-      shared: shape !== undefined && literalsAreConstants(shape, constants, sql),
+      statement: {
+        type: StatementType.EXPLAIN,
+        rewrite: undefined,
+        tables: names.tables,
+        ctes: names.ctes,
+        shared,
+      },
+      shared,
     };
   }
   const verdict = classifyStatement(sql, 'duckdb');
@@ -443,7 +462,13 @@ async function checkDuckDbText(
     if (rewritten.kind !== 'select') throw refusalOf(sql, 'duckdb');
     await checkedSelect(parser, select, rewritten.trees);
     return {
-      statement: { type: StatementType.SELECT, rewrite: select, tables: undefined, ctes: new Set() },
+      statement: {
+        type: StatementType.SELECT,
+        rewrite: select,
+        tables: undefined,
+        ctes: new Set(),
+        shared: false,
+      },
       shared: false,
     };
   }

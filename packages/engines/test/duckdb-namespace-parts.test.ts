@@ -42,6 +42,7 @@ const statement = (tables: TableReference[] | undefined, ctes: string[] = []): D
   rewrite: undefined,
   tables,
   ctes: new Set(ctes),
+  shared: true,
 });
 const where = (s: DuckDbStatement) => {
   const { engine, datasets } = duckDbRoute(s, catalog);

@@ -75,10 +75,14 @@ function namespaceAt(catalog: SharedCatalog): SqliteNamespace {
 
 function runOne(catalog: SharedCatalog, query: QueryRequest): QueryAnswer {
   try {
-    return namespaceAt(catalog).rows(query.sql, query.params, {
-      maxRows: query.maxRows,
-      maxBytes: query.maxBytes,
-    });
+    const ns = namespaceAt(catalog);
+    const outcome = ns.rows(
+      query.sql,
+      query.params,
+      { maxRows: query.maxRows, maxBytes: query.maxBytes },
+      query.shape,
+    );
+    return ns.readsByShape(query.sql) ? { ...outcome, shared: true } : outcome;
   } catch (error) {
     return answerOf(error);
   }
@@ -142,11 +146,13 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   };
   try {
     const { sql, params, maxRows, maxBytes } = task.request;
-    return namespaceAt(task.catalog).batches(sql, params, sink, {
-      maxRows,
-      maxBytes,
-      ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }),
-    });
+    return namespaceAt(task.catalog).batches(
+      sql,
+      params,
+      sink,
+      { maxRows, maxBytes, ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }) },
+      task.request.shape,
+    );
   } catch (error) {
     return answerOf(error);
   } finally {
