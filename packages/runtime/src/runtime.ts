@@ -142,6 +142,7 @@ class HostRuntime implements Runtime {
         await this.#coordinatorRpc.request<void>({ type: 'terminate-dataset', id: 0, dataset: name });
       },
       queriesInFlight: () => this.#queries.inFlight,
+      admission: () => this.#queries.admission,
     };
   }
 
@@ -405,6 +406,7 @@ function queryServiceOptions(
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
+    maxQueriesInFlight: options.maxQueriesInFlight ?? 512,
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,
     duckdb,

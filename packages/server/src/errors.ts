@@ -86,6 +86,7 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   ERR_NOT_FOUND: 404,
   ERR_METHOD_NOT_ALLOWED: 405,
   ERR_BODY_TOO_LARGE: 413,
+  ERR_QUERY_REJECTED: 429,
   ERR_DATASET_NOT_READY: 503,
   ERR_DATASET_FAILED: 503,
   ERR_THREAD_EXITED: 503,
@@ -139,6 +140,16 @@ export function requestError(error: unknown, maxBodyBytes: number, hint?: string
 export function errorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && code.startsWith('ERR_') ? code : undefined;
+}
+
+/**
+ * Headers an error response carries: `Retry-After` (seconds) for a query refused by the runtime's
+ * admission control (`ERR_QUERY_REJECTED`, 429).
+ */
+export function errorHeaders(error: unknown): Readonly<Record<string, string>> {
+  if (errorCode(error) !== 'ERR_QUERY_REJECTED') return {};
+  const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+  return { 'retry-after': String(typeof seconds === 'number' && seconds > 0 ? Math.ceil(seconds) : 1) };
 }
 
 /** The HTTP status a request failing with `error` answers with; 500 for anything unexpected. */
