@@ -172,7 +172,7 @@ describe('DuckDbQueryPool', () => {
       );
       expect(record).toMatchObject({ level: 'error', fields: { component: 'query' } });
       expect(record?.message).toMatch(/missing\.duckdb|No such file|Cannot open/i);
-      expect((record?.fields as { err?: { stack?: string } }).err?.stack).toBeTypeOf('string');
+      expect((record?.fields as { err?: { stack?: string } } | undefined)?.err?.stack).toBeTypeOf('string');
     } finally {
       await pool.close();
     }
