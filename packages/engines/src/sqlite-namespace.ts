@@ -116,7 +116,8 @@ export class SqliteNamespace {
   readonly #attached = new Map<string, number>();
   /** Counts attaches and detaches: a statement's result columns are known until it moves. */
   #epoch = 0;
-  #catalog: NamespaceCatalog = { version: 0, datasets: [] };
+  /** Nothing yet: a version no catalog has, so the first one is always applied. */
+  #catalog: NamespaceCatalog = { version: -1, datasets: [] };
 
   constructor(options: SqliteNamespaceOptions) {
     this.#options = options;

@@ -108,7 +108,7 @@ class QueryWorker {
         const pending = this.pending.get(message.id);
         if (pending === undefined) return;
         this.pending.delete(message.id);
-        if (!pending.settled) pending.resolve(message.answer);
+        if (!pending.settled) pending.resolve(JSON.parse(message.answer) as QueryAnswer);
         return;
       }
       case 'routed': {

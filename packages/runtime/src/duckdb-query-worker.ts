@@ -152,11 +152,11 @@ function run(message: QueryMessage): void {
   answer(message, state).then(
     (result) => {
       running.delete(message.id);
-      post({ type: 'answer', id: message.id, answer: result });
+      post({ type: 'answer', id: message.id, answer: JSON.stringify(result) });
     },
     (error: unknown) => {
       running.delete(message.id);
-      post({ type: 'answer', id: message.id, answer: answerOf(error) });
+      post({ type: 'answer', id: message.id, answer: JSON.stringify(answerOf(error)) });
     },
   );
 }

@@ -98,6 +98,14 @@ function planBytes(key: string, plan: Plan): number {
   return 2 * key.length + 96 + (plan.datasets ?? []).reduce((sum, name) => sum + 2 * name.length + 32, 0);
 }
 
+/** Whether `plan` already says that the statement runs in `engine` and reads `read` (nothing to remember). */
+function samePlan(plan: Plan | undefined, engine: Plan['engine'], read: readonly DatasetRead[]): boolean {
+  const datasets = plan?.datasets;
+  if (plan?.engine !== engine || datasets === undefined || datasets.length !== read.length) return false;
+  for (let index = 0; index < read.length; index++) if (datasets[index] !== read[index]?.name) return false;
+  return true;
+}
+
 /** How a statement is known to the host: its plan, if any, and its shape's key (computed on a text miss). */
 interface Known {
   readonly plan: Plan | undefined;
@@ -272,7 +280,7 @@ export class QueryService {
           waited = true;
         }
       } else {
-        if (answer.kind !== 'started' && answer.kind !== 'error') {
+        if (answer.kind !== 'started' && answer.kind !== 'error' && !samePlan(plan, engine, answer.read)) {
           this.#remember(sql, known, { engine, datasets: answer.read.map((read) => read.name) }, shared);
         }
         return { engine, answer };

@@ -4,11 +4,12 @@
  * single query at once when one is idle: an idle pool adds no delay). A worker answers a batch
  * early once it has run for a few milliseconds, and the queries it did not reach go back to the
  * front of the queue (for whichever worker is free first), so expensive queries are not run back to
- * back in one batch while another worker idles. Every batch carries the catalog version current
- * when it leaves.
+ * back in one batch while another worker idles. A batch runs at the catalog version current when
+ * it leaves, or a newer one: the host writes each version on the pool's board before sending a
+ * batch (catalog-board.ts), so batches carry no catalog and no shared buffer.
  *
  * Timeouts are per query and count from the moment a worker starts it: the worker records the
- * index and start time of the query it runs in a small shared buffer, and the host checks it when
+ * index and start time of the query it runs in its batch's slot of one shared buffer, and the host checks it when
  * the timeout could have run out. SQLite cannot be interrupted from another thread, so a query
  * past its timeout — or cancelled by its caller while it runs — is stopped by ending its worker
  * (piscina's abort); the rest of its batch (read-only queries, safe to run again) goes back to the
@@ -18,6 +19,7 @@
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { CatalogBoard } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import { QueryCancelledError, QueryTimeoutError } from './errors.js';
 import type { SharedCatalog } from './query-catalog.js';
@@ -92,20 +94,26 @@ class BatchStop {
   }
 }
 
-/** A batch a worker has: its progress, how to stop it, and the query that stopped it. */
+/** A batch a worker has: its progress slot, how to stop it, and the query that stopped it. */
 interface RunningBatch {
   readonly batch: Pending[];
-  readonly progress: BigInt64Array;
+  readonly slot: number;
   readonly stop: BatchStop;
   stopped: { readonly pending: Pending; readonly error: Error } | undefined;
 }
 
-/** Slots of a batch's shared progress buffer (written by the worker, read by the host). */
+/**
+ * Each running batch has a slot of the pool's one progress buffer, `[index, startedAtMs]` of the
+ * query its worker runs now (written by the worker, read by the host): one buffer shared with every
+ * worker when it starts, instead of a SharedArrayBuffer made, posted and collected per batch.
+ */
 const INDEX = 0;
 const STARTED_AT = 1;
+/** Slots beyond the threads: a slot is free again only once its batch's outcome is in. */
+const SPARE_SLOTS = 4;
 
 export class SqliteReadPool {
-  readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, SqliteReadResult[] | SqliteReadResult>;
+  readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, string | SqliteReadResult>;
   readonly #threads: number;
   readonly #timeoutMs: number;
   readonly #maxBatch: number;
@@ -119,18 +127,29 @@ export class SqliteReadPool {
   /** Batches a worker has now, and the one timer that times their queries out. */
   readonly #running = new Set<RunningBatch>();
   #watchdog: NodeJS.Timeout | undefined;
+  readonly #progress: BigInt64Array;
+  readonly #freeSlots: number[];
+  readonly #board = new CatalogBoard();
 
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
     this.#timeoutMs = options.queryTimeoutMs;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 64);
     this.#catalog = options.catalog;
+    const slots = this.#threads + SPARE_SLOTS;
+    this.#progress = new BigInt64Array(new SharedArrayBuffer(2 * slots * BigInt64Array.BYTES_PER_ELEMENT));
+    this.#freeSlots = Array.from({ length: slots }, (_, slot) => slot);
+    const workerData: SqliteWorkerData = {
+      ...options.workerData,
+      progress: this.#progress.buffer as SharedArrayBuffer,
+      board: this.#board.buffer,
+    };
     this.#pool = new Piscina({
       filename: options.filename,
       minThreads: 0,
       maxThreads: this.#threads,
       idleTimeout: options.idleTimeoutMs ?? 30_000,
-      workerData: options.workerData,
+      workerData,
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
       // Workers run only synchronous tasks, so they may block between tasks: waking one through
       // Atomics.wait is about 50 µs quicker per task than a message event.
@@ -207,7 +226,7 @@ export class SqliteReadPool {
       else listener.batch?.(message.ipc, message.rows);
     });
     const task: SqliteStreamTask = {
-      catalog: this.#catalog(),
+      ...this.#catalogOf(),
       request: query,
       port: channel.port2,
       control,
@@ -253,6 +272,12 @@ export class SqliteReadPool {
     };
   }
 
+  /** What a task leaving now carries of the catalog: nothing when the board holds it (the usual case). */
+  #catalogOf(): { readonly catalog?: SharedCatalog } {
+    const catalog = this.#catalog();
+    return this.#board.publish(catalog) ? {} : { catalog };
+  }
+
   /** Ends the workers; queued and running queries reject with `reason`. */
   async close(reason: Error): Promise<void> {
     this.#closed ??= reason;
@@ -274,33 +299,41 @@ export class SqliteReadPool {
   }
 
   #dispatch(): void {
-    while (this.#queue.length > 0 && this.#inFlight < this.#threads && this.#closed === undefined) {
+    while (
+      this.#queue.length > 0 &&
+      this.#inFlight < this.#threads &&
+      this.#freeSlots.length > 0 &&
+      this.#closed === undefined
+    ) {
       // Share what is queued evenly among the idle workers.
       const idle = this.#threads - this.#inFlight;
       const size = Math.min(this.#maxBatch, Math.ceil(this.#queue.length / idle));
       const batch = this.#queue.splice(0, size);
+      const slot = this.#freeSlots.pop() as number;
       this.#inFlight++;
       this.#batches++;
-      void this.#runBatch(batch).finally(() => {
+      void this.#runBatch(batch, slot).finally(() => {
+        this.#freeSlots.push(slot);
         this.#inFlight--;
         this.#dispatch();
       });
     }
   }
 
-  async #runBatch(batch: Pending[]): Promise<void> {
-    const progress = new BigInt64Array(new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT));
-    progress[INDEX] = -1n;
-    const running: RunningBatch = { batch, progress, stop: new BatchStop(), stopped: undefined };
+  async #runBatch(batch: Pending[], slot: number): Promise<void> {
+    Atomics.store(this.#progress, 2 * slot + INDEX, -1n);
+    const running: RunningBatch = { batch, slot, stop: new BatchStop(), stopped: undefined };
     for (const pending of batch) pending.abortBatch = (late, error) => this.#stop(running, late, error);
     this.#running.add(running);
     this.#watch();
     let results: SqliteReadResult[];
     try {
-      results = (await this.#pool.run(
-        { catalog: this.#catalog(), queries: batch.map((pending) => pending.query), progress },
-        { signal: running.stop },
-      )) as SqliteReadResult[];
+      results = JSON.parse(
+        (await this.#pool.run(
+          { ...this.#catalogOf(), queries: batch.map((pending) => pending.query), slot },
+          { signal: running.stop },
+        )) as string,
+      ) as SqliteReadResult[];
     } catch (error) {
       const { stopped } = running;
       if (stopped === undefined) {
@@ -344,12 +377,12 @@ export class SqliteReadPool {
       const now = Date.now();
       let next = timeoutMs;
       for (const running of this.#running) {
-        const { progress, batch } = running;
+        const { slot, batch } = running;
         // The worker writes the start time before the index: an index read here is never paired
         // with an earlier query's start time (a later one only postpones the check).
-        const index = Number(Atomics.load(progress, INDEX));
+        const index = Number(Atomics.load(this.#progress, 2 * slot + INDEX));
         if (index < 0) continue; // not started yet (a worker is booting): checked a timeout later
-        const left = Number(Atomics.load(progress, STARTED_AT)) + timeoutMs - now;
+        const left = Number(Atomics.load(this.#progress, 2 * slot + STARTED_AT)) + timeoutMs - now;
         if (left > 0) next = Math.min(next, left);
         else {
           const late = batch[index] as Pending;

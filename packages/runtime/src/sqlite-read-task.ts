@@ -1,15 +1,18 @@
 /**
  * A piscina worker of the SQLite read pool: one {@link SqliteNamespace} (every SQLite dataset
  * attached to a read-only main, at the generation the catalog names) running batches of queries,
- * or one query streamed as Arrow batches. Every task carries the catalog's version and its shared
- * encoding; the worker re-attaches only when the version moved. The host batches queries
+ * or one query streamed as Arrow batches. Each query runs at the newest catalog version the host
+ * wrote on the pool's board (catalog-board.ts), or the one its task carries when the board could not
+ * hold it; the worker re-attaches only when the version moved. The host batches queries
  * (`sqlite-read-pool.ts`); this worker records which query of the batch it is running and since
- * when in `progress`, so the host can time each query out on its own. SQLite cannot be interrupted
+ * when in its batch's slot of the pool's progress buffer, so the host can time each query out on
+ * its own. SQLite cannot be interrupted
  * from another thread, so a query past its timeout (or cancelled) is stopped by ending this worker.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
 import type { DatasetRead } from '@ferry/engines';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
+import { readCatalogBoard } from './catalog-board.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
 import {
   answerOf,
@@ -31,21 +34,27 @@ export interface SqliteWorkerData {
   readonly privateRoots: readonly string[];
   /** SQLite's temporary files (inside the data directory). */
   readonly tempDirectory: string;
+  /** The pool's progress buffer: `[index, startedAtMs]` per batch slot (BigInt64). */
+  readonly progress?: SharedArrayBuffer;
+  /** The pool's catalog board (catalog-board.ts): the newest catalog version, unless a task carries it. */
+  readonly board?: SharedArrayBuffer;
 }
 
 export interface SqliteReadBatch {
-  readonly catalog: SharedCatalog;
+  /** The catalog, when the board cannot hold it. */
+  readonly catalog?: SharedCatalog;
   readonly queries: readonly QueryRequest[];
   /**
-   * `[index, startedAtMs]` of the query running now (`Date.now()` clock; the index is -1 before the
-   * first). Absent when queries have no timeout.
+   * The batch's slot of the progress buffer, where the worker writes `[index, startedAtMs]` of the
+   * query it runs now (`Date.now()` clock; the host set the index to -1 before sending it).
    */
-  readonly progress?: BigInt64Array;
+  readonly slot?: number;
 }
 
 /** A query whose result streams as Arrow batches over `port`. */
 export interface SqliteStreamTask {
-  readonly catalog: SharedCatalog;
+  /** The catalog, when the board cannot hold it. */
+  readonly catalog?: SharedCatalog;
   readonly request: QueryRequest;
   readonly batchRows?: number;
   readonly port: MessagePort;
@@ -61,19 +70,25 @@ export interface SqliteStreamTask {
 export type SqliteReadResult = QueryAnswer;
 
 const data = workerData as SqliteWorkerData;
+const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
 let namespace: SqliteNamespace | undefined;
 
-function namespaceAt(catalog: SharedCatalog): SqliteNamespace {
+function namespaceAt(catalog: SharedCatalog | undefined): SqliteNamespace {
   namespace ??= new SqliteNamespace({
     mainPath: data.mainPath,
     privateRoots: data.privateRoots,
     tempDirectory: data.tempDirectory,
   });
-  if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
+  if (catalog !== undefined) {
+    if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
+  } else if (data.board !== undefined) {
+    const newest = readCatalogBoard(data.board, namespace.catalog.version);
+    if (newest !== undefined) namespace.setCatalog(newest);
+  }
   return namespace;
 }
 
-function runOne(catalog: SharedCatalog, query: QueryRequest): QueryAnswer {
+function runOne(catalog: SharedCatalog | undefined, query: QueryRequest): QueryAnswer {
   try {
     const ns = namespaceAt(catalog);
     const outcome = ns.rows(
@@ -95,21 +110,25 @@ function runOne(catalog: SharedCatalog, query: QueryRequest): QueryAnswer {
  */
 const BATCH_BUDGET_MS = 4;
 
-/** Runs the batch's queries in order; returns the answers of those it ran (a prefix of the batch). */
-export default function run(batch: SqliteReadBatch): SqliteReadResult[] {
-  const { queries, progress } = batch;
+/**
+ * Runs the batch's queries in order; returns the answers of those it ran (a prefix of the batch)
+ * as JSON text: answers are plain JSON values, and the host parses JSON several times faster than
+ * it rebuilds the same objects from a structured clone.
+ */
+export default function run(batch: SqliteReadBatch): string {
+  const { queries, slot } = batch;
   const results: SqliteReadResult[] = [];
   const started = performance.now();
   for (const [index, query] of queries.entries()) {
     if (index > 0 && performance.now() - started >= BATCH_BUDGET_MS) break;
-    if (progress !== undefined) {
+    if (progress !== undefined && slot !== undefined) {
       // Start time first, then the index (the host reads them in the other order).
-      Atomics.store(progress, 1, BigInt(Date.now()));
-      Atomics.store(progress, 0, BigInt(index));
+      Atomics.store(progress, 2 * slot + 1, BigInt(Date.now()));
+      Atomics.store(progress, 2 * slot, BigInt(index));
     }
     results.push(runOne(batch.catalog, query));
   }
-  return results;
+  return JSON.stringify(results);
 }
 
 /** What a streamed query sends over its port: the schema, each batch, then `end` (always last). */
