@@ -93,6 +93,8 @@ export type RowsOutcome =
       readonly columns: readonly ResultColumn[];
       readonly rows: readonly Record<string, JsonValue>[];
       readonly read: readonly DatasetRead[];
+      /** What it read holds for every text of the statement's shape (a router may keep it by shape). */
+      readonly shared?: boolean;
     }
   | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
 
@@ -118,6 +120,8 @@ export type BatchOutcome =
       readonly read: readonly DatasetRead[];
       readonly rows: number;
       readonly bytes: number;
+      /** What it read holds for every text of the statement's shape. */
+      readonly shared?: boolean;
     }
   | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
 

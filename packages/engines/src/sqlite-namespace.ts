@@ -28,6 +28,7 @@ import {
   type NamespaceCatalog,
   type NamespaceDataset,
   type NamespaceQueryControl,
+  type ResultColumn,
   type RowsOutcome,
   valueBytes,
 } from './namespace-types.js';
@@ -84,7 +85,13 @@ interface Prepared {
    * lookup; SQLite re-prepares a statement whose schema changed, so they hold until an attach).
    */
   described:
-    | { readonly epoch: number; readonly names: string[]; readonly declared: (string | null)[] }
+    | {
+        readonly epoch: number;
+        readonly names: string[];
+        readonly declared: (string | null)[];
+        /** The result columns when every one has a declared type (the same for every run). */
+        readonly columns: ResultColumn[] | undefined;
+      }
     | undefined;
 }
 
@@ -116,6 +123,8 @@ export class SqliteNamespace {
   readonly #attached = new Map<string, number>();
   /** Counts attaches and detaches: a statement's result columns are known until it moves. */
   #epoch = 0;
+  /** The dataset touched last (the most recently used already: touching it again changes nothing). */
+  #lastTouched: string | undefined;
   /** Nothing yet: a version no catalog has, so the first one is always applied. */
   #catalog: NamespaceCatalog = { version: -1, datasets: [] };
 
@@ -172,10 +181,12 @@ export class SqliteNamespace {
 
   /** Marks `name` most recently used. */
   #touch(name: string): void {
+    if (this.#lastTouched === name) return;
     const generation = this.#attached.get(name);
     if (generation === undefined) return;
     this.#attached.delete(name);
     this.#attached.set(name, generation);
+    this.#lastTouched = name;
   }
 
   /**
@@ -324,25 +335,19 @@ export class SqliteNamespace {
     return read;
   }
 
-  /**
-   * Whether what `sql` read (when it ran) holds for every text of its shape: a router may keep it
-   * by shape.
-   */
-  readsByShape(sql: string): boolean {
-    return this.#statements.get(sql)?.datasetsByShape === true;
-  }
-
   /** The statement's result column names (made unique) and declared types, asked once per epoch. */
-  #described(
-    sql: string,
-    prepared: Prepared,
-  ): { readonly names: string[]; readonly declared: (string | null)[] } {
+  #described(sql: string, prepared: Prepared): NonNullable<Prepared['described']> {
     if (prepared.described?.epoch === this.#epoch) return prepared.described;
     const columns = prepared.statement.columns();
+    const names = uniqueColumnNames(columns.map((column) => column.name));
+    const declared = columns.map((column) => column.type);
     prepared.described = {
       epoch: this.#epoch,
-      names: uniqueColumnNames(columns.map((column) => column.name)),
-      declared: columns.map((column) => column.type),
+      names,
+      declared,
+      columns: declared.every((type) => type !== null)
+        ? declared.map((type, index) => ({ name: names[index] as string, type: type as string }))
+        : undefined,
     };
     // Charged again with its column names.
     if (this.#statements.get(sql) === prepared)
@@ -393,18 +398,24 @@ export class SqliteNamespace {
             return { kind: 'too-large', limit, read };
           }
         }
-        const { names, declared } = this.#described(sql, prepared);
-        const columns = declared.map((type, index) => ({
-          name: names[index] as string,
-          type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
-        }));
+        const described = this.#described(sql, prepared);
+        const { names, declared } = described;
+        const columns =
+          described.columns ??
+          declared.map((type, index) => ({
+            name: names[index] as string,
+            type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
+          }));
         const rows = raw.map((row) => {
           const record: Record<string, JsonValue> = {};
-          for (const [index, value] of row.entries())
-            record[names[index] as string] = encodeSqliteValue(value);
+          for (let index = 0; index < row.length; index++) {
+            record[names[index] as string] = encodeSqliteValue(row[index] as SqliteValue);
+          }
           return record;
         });
-        return { kind: 'rows', columns, rows, read };
+        return prepared.datasetsByShape
+          ? { kind: 'rows', columns, rows, read, shared: true }
+          : { kind: 'rows', columns, rows, read };
       });
     } catch (error) {
       throw this.#engineError(error, undefined);
@@ -489,7 +500,9 @@ export class SqliteNamespace {
         }
         const limit = send();
         if (limit !== undefined) return { kind: 'too-large', limit, read };
-        return { kind: 'done', read, rows, bytes };
+        return prepared.datasetsByShape
+          ? { kind: 'done', read, rows, bytes, shared: true }
+          : { kind: 'done', read, rows, bytes };
       });
     } catch (error) {
       throw this.#engineError(error, undefined);

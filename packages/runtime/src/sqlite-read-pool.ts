@@ -330,7 +330,7 @@ export class SqliteReadPool {
     try {
       results = JSON.parse(
         (await this.#pool.run(
-          { ...this.#catalogOf(), queries: batch.map((pending) => pending.query), slot },
+          { ...this.#catalogOf(), queries: JSON.stringify(batch.map((pending) => pending.query)), slot },
           { signal: running.stop },
         )) as string,
       ) as SqliteReadResult[];
