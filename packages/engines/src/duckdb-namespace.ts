@@ -90,6 +90,16 @@ interface StartedQuery {
 /** Whether the query was cancelled (read anew after an await: the signal may have fired meanwhile). */
 const isAborted = (signal: NamespaceQueryControl['signal']): boolean => signal?.aborted === true;
 
+/** What a query needs of its route on every run, worked out once per route (and catalog version). */
+interface RoutePlan {
+  readonly version: number;
+  readonly resources: ResourceClass;
+  readonly key: string;
+  readonly subject: string | undefined;
+  /** Whether it reads an SQLite dataset (read into DuckDB first). */
+  readonly joinsSqlite: boolean;
+}
+
 /** Times a query is prepared again because the catalog moved meanwhile, before it gives up. */
 const MAX_PREPARES = 20;
 
@@ -102,6 +112,7 @@ export class DuckDbNamespace {
   readonly #parser: SharedDuckDbParser;
   /** Each checked statement's route at the catalog version it was made for. */
   readonly #routes = new WeakMap<DuckDbStatement, { readonly version: number; readonly route: QueryRoute }>();
+  readonly #plans = new WeakMap<QueryRoute, RoutePlan>();
   #catalog: NamespaceCatalog = { version: 0, datasets: [] };
   #nextTemp = 0;
 
@@ -236,7 +247,9 @@ export class DuckDbNamespace {
           return { kind: 'too-large', limit, read };
         }
       }
-      return { kind: 'rows', columns, rows, read };
+      return route.engine === 'duckdb' && route.statement?.shared === true
+        ? { kind: 'rows', columns, rows, read, shared: true }
+        : { kind: 'rows', columns, rows, read };
     });
   }
 
@@ -290,11 +303,10 @@ export class DuckDbNamespace {
     const { signal } = control;
     if (signal?.aborted === true) throw signal.reason;
     const datasets = route.datasets ?? [];
-    const resources = resourceClassFor(this.#default.resources, this.#catalog, datasets);
+    const { resources, key, subject, joinsSqlite } = this.#planOf(route, datasets);
     // The hot path takes no await before the engine when it can: a hop through the event loop per
     // step costs more than the bookkeeping it waits for.
-    const instance = this.#created.get(resourceKey(resources)) ?? (await this.#instanceFor(resources));
-    const subject = datasetsPhrase(datasets);
+    const instance = this.#created.get(key) ?? (await this.#instanceFor(resources));
     const pooled = instance.tryAcquire() ?? (await instance.acquire());
     const { connection, statements } = pooled;
     const interrupt = (): void => connection.interrupt();
@@ -302,9 +314,12 @@ export class DuckDbNamespace {
     try {
       for (let attempt = 0; ; attempt++) {
         // A join across engines reads its SQLite datasets into DuckDB first (once per generation).
-        for (const name of datasets) {
-          const dataset = datasetByName(this.#catalog, name);
-          if (dataset?.engine === 'sqlite') await instance.ensureImported(dataset, this.#options.crossEngine);
+        if (joinsSqlite) {
+          for (const name of datasets) {
+            const dataset = datasetByName(this.#catalog, name);
+            if (dataset?.engine === 'sqlite')
+              await instance.ensureImported(dataset, this.#options.crossEngine);
+          }
         }
         // A statement is bound to the generations attached when it was prepared (DuckDB refuses
         // to run it once one is detached): prepared again after every catalog change.
@@ -395,6 +410,22 @@ export class DuckDbNamespace {
       signal?.removeEventListener('abort', interrupt);
       instance.release(pooled);
     }
+  }
+
+  #planOf(route: QueryRoute, datasets: readonly string[]): RoutePlan {
+    const catalog = this.#catalog;
+    const known = this.#plans.get(route);
+    if (known?.version === catalog.version) return known;
+    const resources = resourceClassFor(this.#default.resources, catalog, datasets);
+    const plan: RoutePlan = {
+      version: catalog.version,
+      resources,
+      key: resourceKey(resources),
+      subject: datasetsPhrase(datasets),
+      joinsSqlite: datasets.some((name) => datasetByName(catalog, name)?.engine === 'sqlite'),
+    };
+    this.#plans.set(route, plan);
+    return plan;
   }
 
   /** Whether `table` is an SQLite dataset among `datasets`, read into DuckDB for this query. */

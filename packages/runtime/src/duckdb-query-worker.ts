@@ -114,9 +114,7 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
   }
   if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
   const { stop } = state;
-  if (message.mode === 'rows') {
-    return { ...(await ns.rows(sql, params, route, { signal: stop, maxRows, maxBytes })), shared };
-  }
+  if (message.mode === 'rows') return ns.rows(sql, params, route, { signal: stop, maxRows, maxBytes });
   const sink: BatchSink = {
     schema: (ipc, read) => {
       const bytes = transferable(ipc);
