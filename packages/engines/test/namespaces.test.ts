@@ -169,6 +169,8 @@ describe('DuckDbNamespace', () => {
         { name: 'orders', snapshotId: 11 },
         { name: 'customers', snapshotId: 21 },
       ],
+      // Its one literal-free text is its own shape: what it read holds for the shape.
+      shared: true,
     });
   });
 
