@@ -29,6 +29,7 @@ import type {
   QueryWorkerToHost,
 } from './query-protocol.js';
 import { ChannelClosedError } from './rpc.js';
+import { StreamCredits } from './stream-credits.js';
 import { threadFile } from './thread-files.js';
 
 /** What a running query hears besides its answer (batch mode). */
@@ -207,6 +208,7 @@ export class DuckDbQueryPool {
       return { answer: closed, cancel: () => undefined, credit: () => undefined };
     }
     const id = this.#nextId++;
+    const credits = mode === 'batches' ? new StreamCredits() : undefined;
     const timeoutMs = timeout?.ms ?? 0;
     // Timed from now when the worker is up and the host knows what it reads; else from `routed`.
     const announce = timeoutMs > 0 && (!worker.started || timeout?.known === undefined);
@@ -229,12 +231,16 @@ export class DuckDbQueryPool {
       request,
       ...(batchRows === undefined ? {} : { batchRows }),
       ...(announce ? { announce } : {}),
+      ...(credits === undefined ? {} : { credits: credits.control }),
     });
     if (timeoutMs > 0 && !announce) this.#watch();
     return {
       answer,
-      cancel: () => target.post({ type: 'cancel', id }),
-      credit: () => target.post({ type: 'credit', id }),
+      cancel: () => {
+        credits?.cancel();
+        target.post({ type: 'cancel', id });
+      },
+      credit: () => credits?.credit(),
     };
   }
 

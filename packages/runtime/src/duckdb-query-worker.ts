@@ -3,7 +3,8 @@
  * generation) serving many queries at once — DuckDB executes them on its own threads, this thread
  * only routes, binds and converts results. The host pushes every catalog version; a query waits
  * for the versions that arrived before it. Cancelling a query interrupts it in DuckDB (the
- * connection is free at once); a stream sends a batch only while the host has credit for it.
+ * connection is free at once); a stream sends a batch only while it holds a credit
+ * (stream-credits.ts: awaited here without blocking the thread).
  * A catalog version that fails to apply and an uncaught error are reported to the host's log with
  * their cause (the second ends the worker, once DuckDB runs nothing on its behalf).
  */
@@ -22,9 +23,9 @@ import {
   type HostToQueryWorker,
   type QueryAnswer,
   type QueryWorkerToHost,
-  STREAM_WINDOW,
   transferable,
 } from './query-protocol.js';
+import { takeCredit } from './stream-credits.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('duckdb-query-worker.js is the entry of a DuckDB query worker; the runtime starts it.');
@@ -95,8 +96,6 @@ class QueryStop implements QueryCancellation {
 
 interface Running {
   readonly stop: QueryStop;
-  credits: number;
-  wake: (() => void) | undefined;
 }
 
 const running = new Map<number, Running>();
@@ -121,15 +120,8 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
       post({ type: 'schema', id: message.id, ipc: bytes, read }, [bytes.buffer as ArrayBuffer]);
     },
     batch: async (ipc, rows) => {
-      while (state.credits === 0) {
-        if (stop.aborted) throw stop.reason;
-        await new Promise<void>((resolve) => {
-          state.wake = resolve;
-        });
-        state.wake = undefined;
-      }
+      if (message.credits !== undefined) await takeCredit(message.credits, () => stop.aborted);
       if (stop.aborted) throw stop.reason;
-      state.credits--;
       const bytes = transferable(ipc);
       post({ type: 'batch', id: message.id, ipc: bytes, rows }, [bytes.buffer as ArrayBuffer]);
     },
@@ -144,9 +136,8 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
 }
 
 function run(message: QueryMessage): void {
-  const state: Running = { stop: new QueryStop(), credits: STREAM_WINDOW, wake: undefined };
+  const state: Running = { stop: new QueryStop() };
   running.set(message.id, state);
-  state.stop.addEventListener('abort', () => state.wake?.());
   answer(message, state).then(
     (result) => {
       running.delete(message.id);
@@ -214,14 +205,6 @@ port.on('message', (message: HostToQueryWorker) => {
     case 'cancel':
       running.get(message.id)?.stop.abort();
       break;
-    case 'credit': {
-      const state = running.get(message.id);
-      if (state !== undefined) {
-        state.credits++;
-        state.wake?.();
-      }
-      break;
-    }
     case 'close':
       void close(message.id);
       break;

@@ -69,10 +69,10 @@ export type HostToQueryWorker =
       readonly batchRows?: number;
       /** Send `routed` before it starts (the host does not know yet what it reads). */
       readonly announce?: boolean;
+      /** Batches: the stream's credits (stream-credits.ts). */
+      readonly credits?: Int32Array;
     }
   | { readonly type: 'cancel'; readonly id: number }
-  /** The host's consumer took a batch: one more may come. */
-  | { readonly type: 'credit'; readonly id: number }
   | { readonly type: 'close'; readonly id: number };
 
 export type QueryWorkerToHost =
@@ -93,10 +93,6 @@ export type QueryWorkerToHost =
 
 /** Batches a producer may send ahead of the consumer (the bound on buffering between them). */
 export const STREAM_WINDOW = 2;
-
-/** Slots of an SQLite stream's shared control buffer: credits left, and 1 once cancelled. */
-export const CREDITS = 0;
-export const CANCELLED = 1;
 
 /** A log record about `error`, with its message, code and stack as fields (what crosses a thread). */
 export function errorRecord(

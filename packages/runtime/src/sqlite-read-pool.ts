@@ -18,20 +18,22 @@
  * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
+import { BoundedCache } from '@ferry/engines';
 import { Piscina } from 'piscina';
 import { CatalogBoard } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import { QueryCancelledError, QueryTimeoutError } from './errors.js';
 import type { SharedCatalog } from './query-catalog.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
-import { CANCELLED, CREDITS, STREAM_WINDOW } from './query-protocol.js';
 import type {
+  SqliteBatchAnswer,
   SqliteReadBatch,
   SqliteReadResult,
   SqliteStreamMessage,
   SqliteStreamTask,
   SqliteWorkerData,
 } from './sqlite-read-task.js';
+import { StreamCredits } from './stream-credits.js';
 
 export interface SqliteReadPoolOptions {
   /** The worker module (`sqlite-read-task`). */
@@ -111,6 +113,11 @@ const INDEX = 0;
 const STARTED_AT = 1;
 /** Slots beyond the threads: a slot is free again only once its batch's outcome is in. */
 const SPARE_SLOTS = 4;
+/**
+ * A statement whose runs take this long is expensive: it runs in a batch of its own, so the cheap
+ * queries queued behind it go to a worker together instead of waiting for it.
+ */
+const EXPENSIVE_MS = 1;
 
 export class SqliteReadPool {
   readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, string | SqliteReadResult>;
@@ -130,6 +137,8 @@ export class SqliteReadPool {
   readonly #progress: BigInt64Array;
   readonly #freeSlots: number[];
   readonly #board = new CatalogBoard();
+  /** What each statement (by shape, else text) took to run, as a moving average in ms. */
+  readonly #costs = new BoundedCache<string, { ms: number }>({ entries: 4_096, bytes: 4 * 1024 * 1024 });
 
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
@@ -212,13 +221,12 @@ export class SqliteReadPool {
 
   /**
    * Streams one query's result: `listener` hears the schema and each batch; `credit()` lets one
-   * more batch come (at most {@link STREAM_WINDOW} ahead). `cancel()` stops it: the worker notices
+   * more batch come (at most the window ahead: stream-credits.ts). `cancel()` stops it: the worker notices
    * between batches, and is ended if it is inside SQLite.
    */
   stream(query: QueryRequest, listener: QueryListener, batchRows?: number): PoolQuery {
     const channel = new MessageChannel();
-    const control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
-    control[CREDITS] = STREAM_WINDOW;
+    const credits = new StreamCredits();
     const controller = new AbortController();
     channel.port1.on('message', (message: SqliteStreamMessage) => {
       if (message.type === 'end') ended();
@@ -229,7 +237,7 @@ export class SqliteReadPool {
       ...this.#catalogOf(),
       request: query,
       port: channel.port2,
-      control,
+      control: credits.control,
       ...(batchRows === undefined ? {} : { batchRows }),
     };
     // The answer comes back on piscina's port, the schema and batches on this channel: no order
@@ -256,19 +264,17 @@ export class SqliteReadPool {
       }
     })();
     let stopper: NodeJS.Timeout | undefined;
-    void answer.finally(() => clearTimeout(stopper)).catch(() => undefined);
+    // The stopper is cleared however the stream ends; its outcome is `answer`'s, the caller's.
+    const settled = (): void => clearTimeout(stopper);
+    answer.then(settled, settled);
     return {
       answer,
       cancel: () => {
-        Atomics.store(control, CANCELLED, 1);
-        Atomics.notify(control, CREDITS);
+        credits.cancel();
         // A worker inside a long SQLite step does not see the flag: end it if it does not stop soon.
         stopper ??= setTimeout(() => controller.abort(), 100);
       },
-      credit: () => {
-        Atomics.add(control, CREDITS, 1);
-        Atomics.notify(control, CREDITS);
-      },
+      credit: () => credits.credit(),
     };
   }
 
@@ -305,10 +311,15 @@ export class SqliteReadPool {
       this.#freeSlots.length > 0 &&
       this.#closed === undefined
     ) {
-      // Share what is queued evenly among the idle workers.
+      // Share what is queued evenly among the idle workers; an expensive query goes alone, and
+      // a batch of cheap ones stops before the first expensive one behind them.
       const idle = this.#threads - this.#inFlight;
       const size = Math.min(this.#maxBatch, Math.ceil(this.#queue.length / idle));
-      const batch = this.#queue.splice(0, size);
+      let take = 1;
+      if (!this.#expensive(this.#queue[0] as Pending)) {
+        while (take < size && !this.#expensive(this.#queue[take] as Pending)) take++;
+      }
+      const batch = this.#queue.splice(0, take);
       const slot = this.#freeSlots.pop() as number;
       this.#inFlight++;
       this.#batches++;
@@ -328,12 +339,14 @@ export class SqliteReadPool {
     this.#watch();
     let results: SqliteReadResult[];
     try {
-      results = JSON.parse(
+      const answered = JSON.parse(
         (await this.#pool.run(
           { ...this.#catalogOf(), queries: JSON.stringify(batch.map((pending) => pending.query)), slot },
           { signal: running.stop },
         )) as string,
-      ) as SqliteReadResult[];
+      ) as SqliteBatchAnswer;
+      results = answered.answers;
+      for (const [index, ms] of answered.ms.entries()) this.#cost(batch[index] as Pending, ms);
     } catch (error) {
       const { stopped } = running;
       if (stopped === undefined) {
@@ -350,6 +363,24 @@ export class SqliteReadPool {
     for (const [index, result] of results.entries()) (batch[index] as Pending).resolve(result);
     // A batch that ran past its time budget answers early: the rest goes first in the queue again.
     this.#requeue(batch.slice(results.length));
+  }
+
+  /** Whether `pending`'s statement ran expensively before. */
+  #expensive(pending: Pending): boolean {
+    const { query } = pending;
+    return (this.#costs.get(query.shape ?? query.sql)?.ms ?? 0) >= EXPENSIVE_MS;
+  }
+
+  /**
+   * Records that `pending`'s statement took `ms` this time: a faster run is believed at once, a
+   * slower one raises the estimate by a tenth at most (a statement's first run on a worker also
+   * attaches, prepares and explains it, and must not make a cheap statement look expensive).
+   */
+  #cost(pending: Pending, ms: number): void {
+    const key = pending.query.shape ?? pending.query.sql;
+    const known = this.#costs.get(key);
+    if (known === undefined) this.#costs.set(key, { ms }, 2 * key.length + 64);
+    else known.ms = ms < known.ms ? ms : known.ms + 0.1 * Math.min(ms - known.ms, known.ms);
   }
 
   /** Stops a running batch because of `pending` (timed out or cancelled while running). */

@@ -14,14 +14,8 @@ import type { DatasetRead } from '@ferry/engines';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
-import {
-  answerOf,
-  CANCELLED,
-  CREDITS,
-  type QueryAnswer,
-  type QueryRequest,
-  transferable,
-} from './query-protocol.js';
+import { answerOf, type QueryAnswer, type QueryRequest, transferable } from './query-protocol.js';
+import { takeCreditSync } from './stream-credits.js';
 
 if (isMainThread) {
   throw new Error('sqlite-read-task runs only as a worker of the SQLite read pool.');
@@ -59,7 +53,7 @@ export interface SqliteStreamTask {
   readonly request: QueryRequest;
   readonly batchRows?: number;
   readonly port: MessagePort;
-  /** `[credits, cancelled]`: batches the host's consumer will take; 1 once the host cancelled. */
+  /** The stream's credits (stream-credits.ts). */
   readonly control: Int32Array;
 }
 
@@ -109,26 +103,37 @@ function runOne(catalog: SharedCatalog | undefined, query: QueryRequest): QueryA
  */
 const BATCH_BUDGET_MS = 4;
 
+/** What a batch answers: the answers of the queries it ran (a prefix of the batch), and what each took (ms). */
+export interface SqliteBatchAnswer {
+  readonly answers: SqliteReadResult[];
+  readonly ms: number[];
+}
+
 /**
- * Runs the batch's queries in order; returns the answers of those it ran (a prefix of the batch)
- * as JSON text: answers are plain JSON values, and the host parses JSON several times faster than
- * it rebuilds the same objects from a structured clone.
+ * Runs the batch's queries in order; returns a {@link SqliteBatchAnswer} as JSON text: answers are
+ * plain JSON values, and the host parses JSON several times faster than it rebuilds the same
+ * objects from a structured clone.
  */
 export default function run(batch: SqliteReadBatch): string {
   const { slot } = batch;
   const queries = JSON.parse(batch.queries) as QueryRequest[];
-  const results: SqliteReadResult[] = [];
+  const answers: SqliteReadResult[] = [];
+  const ms: number[] = [];
   const started = performance.now();
+  let last = started;
   for (const [index, query] of queries.entries()) {
-    if (index > 0 && performance.now() - started >= BATCH_BUDGET_MS) break;
+    if (index > 0 && last - started >= BATCH_BUDGET_MS) break;
     if (progress !== undefined && slot !== undefined) {
       // Start time first, then the index (the host reads them in the other order).
       Atomics.store(progress, 2 * slot + 1, BigInt(Date.now()));
       Atomics.store(progress, 2 * slot, BigInt(index));
     }
-    results.push(runOne(batch.catalog, query));
+    answers.push(runOne(batch.catalog, query));
+    const now = performance.now();
+    ms.push(now - last);
+    last = now;
   }
-  return JSON.stringify(results);
+  return JSON.stringify({ answers, ms } satisfies SqliteBatchAnswer);
 }
 
 /** What a streamed query sends over its port: the schema, each batch, then `end` (always last). */
@@ -136,9 +141,6 @@ export type SqliteStreamMessage =
   | { readonly type: 'schema'; readonly ipc: Uint8Array; readonly read: readonly DatasetRead[] }
   | { readonly type: 'batch'; readonly ipc: Uint8Array; readonly rows: number }
   | { readonly type: 'end' };
-
-/** The host cancelled the stream (its consumer left, or a bound was reached). */
-class StreamCancelled extends Error {}
 
 /** Streams one query's result over `task.port`, one batch per credit (blocking in between). */
 export function stream(task: SqliteStreamTask): SqliteReadResult {
@@ -151,12 +153,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
       ]);
     },
     batch: (ipc, rows) => {
-      for (;;) {
-        if (Atomics.load(control, CANCELLED) === 1) throw new StreamCancelled();
-        if (Atomics.load(control, CREDITS) > 0) break;
-        Atomics.wait(control, CREDITS, 0, 1_000);
-      }
-      Atomics.sub(control, CREDITS, 1);
+      takeCreditSync(control);
       const bytes = transferable(ipc);
       port.postMessage({ type: 'batch', ipc: bytes, rows } satisfies SqliteStreamMessage, [
         bytes.buffer as ArrayBuffer,

@@ -132,6 +132,38 @@ describe('SqliteReadPool', () => {
     }
   });
 
+  it('runs a statement known to be expensive alone: the cheap queries behind it do not wait for it', async () => {
+    const reads = pool({ threads: 2, timeoutMs: 0 });
+    const slow = {
+      ...lookup(0),
+      sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
+      params: [],
+    };
+    try {
+      // Both workers warm, and the slow statement's cost known.
+      await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
+      let slowDone = false;
+      const running = reads.run(['users'], slow).then((result) => {
+        slowDone = true;
+        return result;
+      });
+      // Queued in the same turn as the slow one: one batch of eleven would hold ten behind it.
+      const cheap = Array.from({ length: 20 }, (_, i) =>
+        reads
+          .run(['users'], lookup(i % (expected + 1)))
+          .then((result) => ({ result, beforeSlow: !slowDone })),
+      );
+      const answered = await Promise.all(cheap);
+      expect(answered.map((answer) => rowsOf(answer.result))).toEqual(
+        Array.from({ length: 20 }, (_, i) => [{ n: Math.min(i % (expected + 1), expected) }]),
+      );
+      expect(answered.every((answer) => answer.beforeSlow)).toBe(true);
+      expect(rowsOf(await running)).toEqual([{ n: 400000 }]);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
   it("one query's error stays with it and keeps its code", async () => {
     const reads = pool({ threads: 1, timeoutMs: 0 });
     try {
