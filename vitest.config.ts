@@ -40,6 +40,11 @@ export default defineConfig({
               find: /^@ferry\/([a-z-]+)$/,
               replacement: fileURLToPath(new URL('./packages/$1/src/index.ts', import.meta.url)),
             },
+            // Subpath entries (`@ferry/engines/namespaces`) too, so no built copy loads beside the sources.
+            {
+              find: /^@ferry\/([a-z-]+)\/([a-z-]+)$/,
+              replacement: fileURLToPath(new URL('./packages/$1/src/$2.ts', import.meta.url)),
+            },
           ],
         },
         test: { name: 'unit', include: UNIT, pool: 'threads', isolate: false },

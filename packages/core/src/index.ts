@@ -3,6 +3,7 @@
 export * from './backoff.js';
 export * from './config/index.js';
 export * from './engines.js';
+export * from './error-status.js';
 export * from './errors.js';
 export * from './location.js';
 export * from './machine/index.js';
