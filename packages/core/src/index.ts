@@ -6,6 +6,7 @@ export * from './engines.js';
 export * from './error-status.js';
 export * from './errors.js';
 export * from './location.js';
+export * from './log-levels.js';
 export * from './machine/index.js';
 export * from './metadata/index.js';
 export * from './notifications/index.js';
