@@ -21,6 +21,7 @@ const UNIT = [
   'packages/test-support/test/fixture-store.test.ts',
   'packages/writer/test/build.test.ts',
   'test/architecture/**/*.test.ts',
+  'bench/test/**/*.test.ts',
 ];
 const BUILD_FIRST = ['./test/support/build-packages.ts'];
 
