@@ -24,10 +24,10 @@ import { Piscina } from 'piscina';
 import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { preparedRunner } from '../direct-duckdb.js';
 import { formatRatio, formatValue } from '../format.js';
-import { loggedErrorsNote, startRuntime } from '../harness.js';
+import { latencySeries, loggedErrorsNote, startRuntime } from '../harness.js';
 import { LatencyRecorder } from '../histogram.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
-import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
+import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b1/';
@@ -426,11 +426,43 @@ export const b1: Scenario = {
     const taskFloor = taskTotals.result();
     const floor = Math.max(echoFloor.latency.p50Ms, taskFloor.latency.p50Ms);
     const measurements: Measurement[] = [
-      { group: 'hop floor', metric: 'bare worker echo p50', unit: 'ms', value: echoFloor.latency.p50Ms },
-      { group: 'hop floor', metric: 'bare piscina task p50', unit: 'ms', value: taskFloor.latency.p50Ms },
-      { group: 'hop floor', metric: 'floor = the larger p50', unit: 'ms', value: floor },
+      {
+        group: 'hop floor',
+        metric: 'bare worker echo p50',
+        unit: 'ms',
+        kind: 'latency',
+        value: echoFloor.latency.p50Ms,
+      },
+      {
+        group: 'hop floor',
+        metric: 'bare piscina task p50',
+        unit: 'ms',
+        kind: 'latency',
+        value: taskFloor.latency.p50Ms,
+      },
+      { group: 'hop floor', metric: 'floor = the larger p50', unit: 'ms', kind: 'latency', value: floor },
     ];
     const goals: GoalCheck[] = [];
+    const latencies: LatencyPlot[] = cells.map((cell) => ({
+      title: cell.spec.label,
+      series: [
+        latencySeries('Ferry, 1 client', cell.ferry1.latency),
+        ...(cell.ferry64 === undefined ? [] : [latencySeries('Ferry, 64 clients', cell.ferry64.latency)]),
+        latencySeries('direct, 1 thread', cell.direct.latency),
+        latencySeries('bare worker echo', echoFloor.latency),
+        latencySeries('bare piscina task', taskFloor.latency),
+      ],
+    }));
+    if (overload !== undefined) {
+      latencies.push({
+        title: `overload: cap ${CAP}`,
+        series: [
+          latencySeries(`admitted, ${CAP} clients`, overload.atCap.latency),
+          latencySeries(`admitted, ${4 * CAP} clients`, overload.admitted.latency),
+          latencySeries(`refused, ${4 * CAP} clients`, overload.refusalLatency),
+        ],
+      });
+    }
     const notes: string[] = [
       `Tables: ${rows.toLocaleString('en-US')} rows (id, version, category, amount, qty, note); DuckDB file ${formatValue(
         (files.get('duckdb')?.size ?? 0) / 2 ** 20,
@@ -451,6 +483,7 @@ export const b1: Scenario = {
           group,
           metric: 'p50 latency, 1 client',
           unit: 'ms',
+          kind: 'latency',
           value: ferry,
           baseline: directP50,
           baselineLabel: 'direct, 1 thread',
@@ -460,6 +493,7 @@ export const b1: Scenario = {
           group,
           metric: 'p99 latency, 1 client',
           unit: 'ms',
+          kind: 'latency',
           value: cell.ferry1.latency.p99Ms,
           baseline: cell.direct.latency.p99Ms,
           baselineLabel: 'direct, 1 thread',
@@ -509,6 +543,7 @@ export const b1: Scenario = {
             group,
             metric: 'p99 latency, 64 clients',
             unit: 'ms',
+            kind: 'latency',
             value: cell.ferry64.latency.p99Ms,
           },
         );
@@ -542,8 +577,8 @@ export const b1: Scenario = {
           ratio: kept,
         },
         { group, metric: 'refused', unit: '%', value: offered === 0 ? 0 : (100 * refusals) / offered },
-        { group, metric: 'refusal p50', unit: 'ms', value: refusalLatency.p50Ms },
-        { group, metric: 'refusal p99', unit: 'ms', value: refusalLatency.p99Ms },
+        { group, metric: 'refusal p50', unit: 'ms', kind: 'latency', value: refusalLatency.p50Ms },
+        { group, metric: 'refusal p99', unit: 'ms', kind: 'latency', value: refusalLatency.p99Ms },
         {
           group,
           metric: 'admitted p50',
@@ -596,6 +631,7 @@ export const b1: Scenario = {
       measurements,
       goals,
       notes,
+      latencies,
       raw: {
         rows,
         floor: { echo: echoFloor, task: taskFloor },

@@ -16,8 +16,9 @@ import { fileURLToPath } from 'node:url';
 import type { FileFormat } from '@ferry/core';
 import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
+import { latencySeries } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
-import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
+import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b9/';
@@ -239,6 +240,7 @@ export const b9: Scenario = {
         group,
         metric: 'p50 latency',
         unit: 'ms',
+        kind: 'latency',
         value: ferryResult.latency.p50Ms,
         baseline: plainResult.latency.p50Ms,
         baselineLabel: 'plain server',
@@ -248,6 +250,7 @@ export const b9: Scenario = {
         group,
         metric: 'p99 latency',
         unit: 'ms',
+        kind: 'latency',
         value: ferryResult.latency.p99Ms,
         baseline: plainResult.latency.p99Ms,
         baselineLabel: 'plain server',
@@ -261,6 +264,7 @@ export const b9: Scenario = {
         group: kind.label,
         metric: 'p50 latency (warm-up included)',
         unit: 'ms',
+        kind: 'latency',
         value: mine.p50Ms,
         baseline: theirs.p50Ms,
         baselineLabel: 'plain server',
@@ -286,6 +290,22 @@ export const b9: Scenario = {
     ];
     const failure = failureNote(group, ferryResult, plainResult);
     if (failure !== undefined) notes.push(failure);
-    return { measurements, goals, notes, raw: { ferry: ferryResult, plain: plainResult } };
+    const latencies: LatencyPlot[] = [
+      {
+        title: group,
+        series: [
+          latencySeries('ferry serve', ferryResult.latency),
+          latencySeries('plain server', plainResult.latency),
+        ],
+      },
+      ...KINDS.map((kind, index) => ({
+        title: kind.label,
+        series: [
+          latencySeries('ferry serve', (kinds.ferry[index] as LoadTotals).latency.summary()),
+          latencySeries('plain server', (kinds.plain[index] as LoadTotals).latency.summary()),
+        ],
+      })),
+    ];
+    return { measurements, goals, notes, latencies, raw: { ferry: ferryResult, plain: plainResult } };
   },
 };

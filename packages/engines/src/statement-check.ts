@@ -18,7 +18,7 @@
  * statement or the function, never a local file.
  */
 import { type DuckDBConnection, type DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
-import type { FerryError } from '@ferry/core';
+import { type FerryError, registerErrors } from '@ferry/core';
 import type Database from 'better-sqlite3';
 import { BoundedCache } from './bounded-cache.js';
 import {
@@ -132,6 +132,8 @@ export class DuckDbParseError extends Error {
     this.name = 'DuckDbParseError';
   }
 }
+
+registerErrors({ DuckDbParseError });
 
 /** A table reference as DuckDB's parser gives it (empty parts where the statement left them out). */
 export interface TableReference {

@@ -19,7 +19,7 @@ import type { ResourceLimits } from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
 import type { DatasetRead, DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
 import type { DuckDbWorkerData } from './duckdb-query-worker.js';
-import { QueryTimeoutError } from './errors.js';
+import { ChannelClosedError, QueryTimeoutError } from './errors.js';
 import { type Logger, writeLog } from './logging.js';
 import type {
   HostToQueryWorker,
@@ -28,7 +28,6 @@ import type {
   QueryRequest,
   QueryWorkerToHost,
 } from './query-protocol.js';
-import { ChannelClosedError } from './rpc.js';
 import { StreamCredits } from './stream-credits.js';
 import { threadFile } from './thread-files.js';
 

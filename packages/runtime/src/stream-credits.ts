@@ -7,6 +7,7 @@
  * `Atomics.waitAsync`, serving its other queries meanwhile. Cancelling sets the flag and wakes the
  * producer; the DuckDB pool also interrupts the query in its engine.
  */
+import { registerErrors } from '@ferry/core';
 import { STREAM_WINDOW } from './query-protocol.js';
 
 const CREDITS = 0;
@@ -53,6 +54,8 @@ export class StreamCancelledError extends Error {
     this.name = 'StreamCancelledError';
   }
 }
+
+registerErrors({ StreamCancelledError });
 
 /** Takes a credit, blocking the thread until one comes; throws once the stream is cancelled. */
 export function takeCreditSync(control: Int32Array): void {
