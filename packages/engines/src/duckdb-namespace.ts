@@ -54,6 +54,7 @@ import {
   type DuckDbStatement,
   knownDuckDbStatement,
   prepareCheckedDuckDb,
+  readDuckDbSql,
   SharedDuckDbParser,
 } from './statement-check.js';
 
@@ -179,7 +180,7 @@ export class DuckDbNamespace {
   async route(sql: string, shapeKey?: string): Promise<QueryRoute> {
     let statement: DuckDbStatement;
     try {
-      statement = await checkDuckDbSql(this.#parser, sql, shapeKey);
+      statement = await readDuckDbSql(this.#parser, sql, shapeKey);
     } catch (error) {
       if (error instanceof DuckDbParseError) return unparsedRoute(error, this.#catalog);
       throw error;
@@ -187,12 +188,17 @@ export class DuckDbNamespace {
     return this.#routeOf(statement);
   }
 
+  /** A statement's route at the current catalog; DuckDB's refusal of it when it runs in DuckDB. */
   #routeOf(statement: DuckDbStatement): QueryRoute {
     const catalog = this.#catalog;
     const known = this.#routes.get(statement);
-    if (known?.version === catalog.version) return known.route;
-    const route = duckDbRoute(statement, catalog);
-    this.#routes.set(statement, { version: catalog.version, route });
+    let route: QueryRoute;
+    if (known?.version === catalog.version) route = known.route;
+    else {
+      route = duckDbRoute(statement, catalog);
+      this.#routes.set(statement, { version: catalog.version, route });
+    }
+    if (route.engine === 'duckdb' && statement.refusal !== undefined) throw statement.refusal();
     return route;
   }
 

@@ -159,6 +159,14 @@ export interface DuckDbStatement {
    * a constant of the parse tree, none a table name): what a router learns from it may be kept by shape.
    */
   readonly shared: boolean;
+  /**
+   * The refusal of a SELECT whose tree calls or names what DuckDB may not run (a function, a table
+   * function, a file), made anew for each throw; undefined when DuckDB may run it. Kept rather than
+   * thrown at once so a router can still read the tables: a text that reads only SQLite datasets
+   * runs in SQLite, under SQLite's check, where DuckDB's refusals mean nothing (SQLite has no
+   * `query()`; there `query` is a table name). {@link checkDuckDbSql} throws it.
+   */
+  readonly refusal?: (() => FerryError) | undefined;
 }
 
 /** How a check asks DuckDB's parser and catalog (one connection, or a parser of a namespace). */
@@ -353,11 +361,29 @@ async function checkedSelect(
   sql: string,
   trees: readonly unknown[],
 ): Promise<{ readonly names: TreeNames }> {
+  const { names, refusal } = await readSelect(parser, sql, trees);
+  if (refusal !== undefined) throw refusal();
+  return { names };
+}
+
+/** What a SELECT's trees name, and the refusal of what they call or name, if any (see {@link DuckDbStatement.refusal}). */
+async function readSelect(
+  parser: DuckDbParser,
+  sql: string,
+  trees: readonly unknown[],
+): Promise<{ readonly names: TreeNames; readonly refusal: (() => FerryError) | undefined }> {
   if (trees.length === 0) throw emptyRefusal();
   if (trees.length > 1) throw multipleRefusal(sql, 'duckdb', trees.length);
   const names = namesIn(trees);
-  await assertTreesReadOnly(parser, names);
-  return { names };
+  try {
+    await assertTreesReadOnly(parser, names);
+    return { names, refusal: undefined };
+  } catch (error) {
+    if (!(error instanceof StatementRejectedError)) throw error;
+    const { statement, message } = error;
+    // A fresh error per throw (its own stack), the same words.
+    return { names, refusal: () => new StatementRejectedError(statement, message) };
+  }
 }
 
 /** Tokens an EXPLAIN and its options may hold before the statement it explains (no `;`, no parameter). */
@@ -421,7 +447,7 @@ async function checkDuckDbText(
 ): Promise<{ readonly statement: DuckDbStatement; readonly shared: boolean }> {
   const parsed = await parseDuckDb(parser, sql);
   if (parsed.kind === 'select') {
-    const { names } = await checkedSelect(parser, sql, parsed.trees);
+    const { names, refusal } = await readSelect(parser, sql, parsed.trees);
     const shared = shape !== undefined && literalsAreConstants(shape, names.constants, sql);
     return {
       statement: {
@@ -430,6 +456,7 @@ async function checkDuckDbText(
         tables: names.tables,
         ctes: names.ctes,
         shared,
+        refusal,
       },
       shared,
     };
@@ -512,6 +539,20 @@ export function knownDuckDbStatement(sql: string, shapeKey?: string): DuckDbStat
  * by text, and by shape when every replaced literal is a constant of the tree.
  */
 export async function checkDuckDbSql(
+  parser: DuckDbParser,
+  sql: string,
+  shapeKey?: string,
+): Promise<DuckDbStatement> {
+  const statement = await readDuckDbSql(parser, sql, shapeKey);
+  if (statement.refusal !== undefined) throw statement.refusal();
+  return statement;
+}
+
+/**
+ * {@link checkDuckDbSql} for a router: a SELECT DuckDB may not run comes back with its
+ * {@link DuckDbStatement.refusal} instead of throwing it, so the router can still route it to SQLite.
+ */
+export async function readDuckDbSql(
   parser: DuckDbParser,
   sql: string,
   shapeKey?: string,

@@ -151,6 +151,23 @@ describe('DuckDbNamespace', () => {
     });
   });
 
+  it("refuses what DuckDB may not run only where DuckDB runs it: a text reading only SQLite datasets goes to SQLite's check", async () => {
+    // In SQLite `query` is a table name (no dataset has it), not DuckDB's query() table function.
+    const sqlite = "SELECT * FROM users, query('SELECT 1')";
+    for (let n = 0; n < 2; n++)
+      expect(await where(sqlite)).toEqual({ engine: 'sqlite', datasets: ['users'] });
+    const duckdb = "SELECT * FROM orders, query('SELECT 1')";
+    for (let n = 0; n < 2; n++)
+      await expect(namespace.route(duckdb)).rejects.toMatchObject({
+        code: 'ERR_STATEMENT_REJECTED',
+        message: expect.stringMatching(/query/),
+      });
+    expect(() => namespace.knownRoute(duckdb)).toThrow(/query/);
+    await expect(where("SELECT * FROM read_csv('/etc/passwd')")).rejects.toMatchObject({
+      code: 'ERR_STATEMENT_REJECTED',
+    });
+  });
+
   it('answers dataset-less queries, joins within DuckDB, and reports the snapshot each dataset was read at', async () => {
     expect(await rows('SELECT 1 AS one')).toMatchObject({ kind: 'rows', rows: [{ one: 1 }], read: [] });
     const joined = await rows(
