@@ -4,7 +4,9 @@
  * single query at once when one is idle: an idle pool adds no delay). A worker answers a batch
  * early once it has run for a few milliseconds, and the queries it did not reach go back to the
  * front of the queue (for whichever worker is free first), so expensive queries are not run back to
- * back in one batch while another worker idles. A batch runs at the catalog version current when
+ * back in one batch while another worker idles. A statement known to be expensive goes in a batch
+ * of its own, and while every other worker runs one, the last is kept for the cheap queries queued
+ * (a point lookup does not wait for aggregates on every thread). A batch runs at the catalog version current when
  * it leaves, or a newer one: the host writes each version on the pool's board before sending a
  * batch (catalog-board.ts), so batches carry no catalog and no shared buffer.
  *
@@ -127,6 +129,8 @@ export class SqliteReadPool {
   readonly #catalog: () => SharedCatalog;
   #queue: Pending[] = [];
   #inFlight = 0;
+  /** Batches of one expensive query a worker has now. */
+  #expensiveInFlight = 0;
   #scheduled = false;
   #closed: Error | undefined;
   #batches = 0;
@@ -138,7 +142,10 @@ export class SqliteReadPool {
   readonly #freeSlots: number[];
   readonly #board = new CatalogBoard();
   /** What each statement (by shape, else text) took to run, as a moving average in ms. */
-  readonly #costs = new BoundedCache<string, { ms: number }>({ entries: 4_096, bytes: 4 * 1024 * 1024 });
+  readonly #costs = new BoundedCache<string, { ms: number; runs: number }>({
+    entries: 4_096,
+    bytes: 4 * 1024 * 1024,
+  });
 
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
@@ -315,17 +322,28 @@ export class SqliteReadPool {
       // a batch of cheap ones stops before the first expensive one behind them.
       const idle = this.#threads - this.#inFlight;
       const size = Math.min(this.#maxBatch, Math.ceil(this.#queue.length / idle));
-      let take = 1;
-      if (!this.#expensive(this.#queue[0] as Pending)) {
+      const front = this.#queue[0] as Pending;
+      let batch: Pending[] | undefined;
+      if (this.#expensive(front)) {
+        // One worker is kept for cheap queries: when every other worker runs an expensive one,
+        // the cheap queries queued go first (in their order), so a point lookup never waits for
+        // aggregates on every thread. Expensive ones keep the other workers, in their order.
+        if (this.#threads > 1 && this.#expensiveInFlight >= this.#threads - 1) batch = this.#takeCheap(size);
+        batch ??= this.#queue.splice(0, 1);
+      } else {
+        let take = 1;
         while (take < size && !this.#expensive(this.#queue[take] as Pending)) take++;
+        batch = this.#queue.splice(0, take);
       }
-      const batch = this.#queue.splice(0, take);
+      const expensive = batch.length === 1 && this.#expensive(batch[0] as Pending);
       const slot = this.#freeSlots.pop() as number;
       this.#inFlight++;
+      if (expensive) this.#expensiveInFlight++;
       this.#batches++;
       void this.#runBatch(batch, slot).finally(() => {
         this.#freeSlots.push(slot);
         this.#inFlight--;
+        if (expensive) this.#expensiveInFlight--;
         this.#dispatch();
       });
     }
@@ -365,10 +383,24 @@ export class SqliteReadPool {
     this.#requeue(batch.slice(results.length));
   }
 
-  /** Whether `pending`'s statement ran expensively before. */
+  /** The first `size` cheap queries of the queue, taken out of it; undefined when there is none. */
+  #takeCheap(size: number): Pending[] | undefined {
+    const cheap: Pending[] = [];
+    const rest: Pending[] = [];
+    for (const pending of this.#queue) {
+      if (cheap.length < size && !this.#expensive(pending)) cheap.push(pending);
+      else rest.push(pending);
+    }
+    if (cheap.length === 0) return undefined;
+    this.#queue = rest;
+    return cheap;
+  }
+
+  /** Whether `pending`'s statement ran expensively before (twice: a first run also sets it up). */
   #expensive(pending: Pending): boolean {
     const { query } = pending;
-    return (this.#costs.get(query.shape ?? query.sql)?.ms ?? 0) >= EXPENSIVE_MS;
+    const cost = this.#costs.get(query.shape ?? query.sql);
+    return cost !== undefined && cost.runs > 1 && cost.ms >= EXPENSIVE_MS;
   }
 
   /**
@@ -379,8 +411,11 @@ export class SqliteReadPool {
   #cost(pending: Pending, ms: number): void {
     const key = pending.query.shape ?? pending.query.sql;
     const known = this.#costs.get(key);
-    if (known === undefined) this.#costs.set(key, { ms }, 2 * key.length + 64);
-    else known.ms = ms < known.ms ? ms : known.ms + 0.1 * Math.min(ms - known.ms, known.ms);
+    if (known === undefined) this.#costs.set(key, { ms, runs: 1 }, 2 * key.length + 64);
+    else {
+      known.ms = ms < known.ms ? ms : known.ms + 0.1 * Math.min(ms - known.ms, known.ms);
+      known.runs++;
+    }
   }
 
   /** Stops a running batch because of `pending` (timed out or cancelled while running). */

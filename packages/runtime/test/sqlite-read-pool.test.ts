@@ -140,8 +140,10 @@ describe('SqliteReadPool', () => {
       params: [],
     };
     try {
-      // Both workers warm, and the slow statement's cost known.
-      await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
+      // Both workers warm, and the slow statement's cost known (from two runs: a first run also
+      // sets the statement up).
+      for (let n = 0; n < 2; n++)
+        await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
       let slowDone = false;
       const running = reads.run(['users'], slow).then((result) => {
         slowDone = true;
@@ -159,6 +161,42 @@ describe('SqliteReadPool', () => {
       );
       expect(answered.every((answer) => answer.beforeSlow)).toBe(true);
       expect(rowsOf(await running)).toEqual([{ n: 400000 }]);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('keeps one worker for cheap queries: queued behind expensive ones, they do not wait for them', async () => {
+    const reads = pool({ threads: 2, timeoutMs: 0 });
+    const slow = {
+      ...lookup(0),
+      sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
+      params: [],
+    };
+    try {
+      for (let n = 0; n < 2; n++)
+        await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
+      let slowAnswered = 0;
+      // Four expensive queries first, then twenty cheap ones: FIFO would put every cheap one
+      // behind two rounds of expensive ones on both workers.
+      const slows = Array.from({ length: 4 }, () =>
+        reads.run(['users'], slow).then((result) => {
+          slowAnswered++;
+          return result;
+        }),
+      );
+      const cheap = Array.from({ length: 20 }, (_, i) =>
+        reads.run(['users'], lookup(i % (expected + 1))).then((result) => ({ result, slowAnswered })),
+      );
+      const answered = await Promise.all(cheap);
+      expect(answered.map((answer) => rowsOf(answer.result))).toEqual(
+        Array.from({ length: 20 }, (_, i) => [{ n: Math.min(i % (expected + 1), expected) }]),
+      );
+      // The first expensive one took a worker; the cheap ones the other, ahead of the second.
+      expect(Math.max(...answered.map((answer) => answer.slowAnswered))).toBeLessThanOrEqual(1);
+      expect((await Promise.all(slows)).map(rowsOf)).toEqual(
+        Array.from({ length: 4 }, () => [{ n: 400000 }]),
+      );
     } finally {
       await reads.close(new Error('closed'));
     }
