@@ -21,14 +21,13 @@ import { QueryRejectedError, type Runtime } from '@ferry/runtime';
 import { queryAdmission } from '@ferry/runtime/testing';
 import Database from 'better-sqlite3';
 import { Piscina } from 'piscina';
-import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { preparedRunner } from '../direct-duckdb.js';
 import { formatRatio, formatValue } from '../format.js';
 import { latencySeries, loggedErrorsNote, startRuntime } from '../harness.js';
 import { LatencyRecorder } from '../histogram.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
+import { publishQueryDatasets } from '../query-datasets.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
-import { locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b1/';
 const DUCK = 'q_duck';
@@ -297,25 +296,7 @@ export const b1: Scenario = {
       ? { warmupMs: 100, durationMs: 300 }
       : { warmupMs: 200, durationMs: 600 };
 
-    context.log(`building ${rows}-row DuckDB and SQLite files`);
-    const files = new Map<FileFormat, BuiltFile>();
-    for (const [engine, dataset] of [
-      ['duckdb', DUCK],
-      ['sqlite', LITE],
-    ] as const) {
-      const file = await buildFile(context.workDir, engine, dataset, rows, keyedColumns(1, QUERY_COLUMNS));
-      files.set(engine, file);
-      await context.aws.publish({ dataset, location: locationOf(PREFIX), file: file.path, engine });
-    }
-    const pod = spicepod({
-      aws: context.aws.info,
-      prefix: PREFIX,
-      direct: true,
-      datasets: [
-        { name: DUCK, engine: 'duckdb', interval: '1h' },
-        { name: LITE, engine: 'sqlite', interval: '1h' },
-      ],
-    });
+    const { files, pod } = await publishQueryDatasets(context, PREFIX, { duckdb: DUCK, sqlite: LITE }, rows);
     const { runtime, logger } = await startRuntime(context, pod);
     const echo = startEcho();
     const tasks = startBareTasks();

@@ -13,13 +13,11 @@ import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { FileFormat } from '@ferry/core';
-import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
 import { latencySeries } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
+import { publishQueryDatasets } from '../query-datasets.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
-import { locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b9/';
 const DUCK = 'h_duck';
@@ -132,29 +130,9 @@ export const b9: Scenario = {
     const window = context.quick
       ? { warmupMs: 1_000, durationMs: 2_000 }
       : { warmupMs: 2_000, durationMs: 4_000 };
-    context.log(`building ${rows}-row DuckDB and SQLite files`);
-    const files = new Map<FileFormat, BuiltFile>();
-    for (const [engine, dataset] of [
-      ['duckdb', DUCK],
-      ['sqlite', LITE],
-    ] as const) {
-      const file = await buildFile(context.workDir, engine, dataset, rows, keyedColumns(1, QUERY_COLUMNS));
-      files.set(engine, file);
-      await context.aws.publish({ dataset, location: locationOf(PREFIX), file: file.path, engine });
-    }
+    const { files, pod } = await publishQueryDatasets(context, PREFIX, { duckdb: DUCK, sqlite: LITE }, rows);
     const podPath = join(context.workDir, 'spicepod.yaml');
-    await writeFile(
-      podPath,
-      spicepod({
-        aws: context.aws.info,
-        prefix: PREFIX,
-        direct: true,
-        datasets: [
-          { name: DUCK, engine: 'duckdb', interval: '1h' },
-          { name: LITE, engine: 'sqlite', interval: '1h' },
-        ],
-      }),
-    );
+    await writeFile(podPath, pod);
     const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
     const cli = fileURLToPath(new URL('./main.js', import.meta.resolve('@ferry/cli')));
     const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });

@@ -41,13 +41,6 @@ import {
 } from './sql-guard.js';
 import { type StatementShape, statementShape } from './sql-shape.js';
 
-export {
-  DUCKDB_ALLOWED_FUNCTIONS,
-  DUCKDB_REFUSED_FUNCTIONS,
-  DUCKDB_REFUSED_TABLE_FUNCTIONS,
-  DUCKDB_TABLE_FUNCTIONS,
-} from './duckdb-functions.js';
-
 /**
  * System views refused when a query names them without a dataset's qualification: they show the
  * attached files' paths (`duckdb_databases`, `pragma_database_list`), the settings (`pg_settings`)

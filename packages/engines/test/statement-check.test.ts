@@ -14,12 +14,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { FerryError } from '@ferry/core';
 import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  checkDuckDbStatement,
-  checkSqliteStatement,
-  DUCKDB_REFUSED_FUNCTIONS,
-  DUCKDB_TABLE_FUNCTIONS,
-} from '../src/statement-check.js';
+import { DUCKDB_REFUSED_FUNCTIONS, DUCKDB_TABLE_FUNCTIONS } from '../src/duckdb-functions.js';
+import { checkDuckDbStatement, checkSqliteStatement } from '../src/statement-check.js';
 import { CANARY, type CheckConnections, openCheckConnections } from './check-connections.js';
 import { makeTempDir } from './files.js';
 

@@ -67,6 +67,19 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** A statement that counts to 400,000: a few tens of milliseconds in SQLite. */
+const slowQuery = () => ({
+  ...lookup(0),
+  sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
+  params: [],
+});
+
+/** Both workers warm, and `slow`'s cost known (from two runs: a first run also sets the statement up). */
+async function knowSlow(reads: SqliteReadPool, slow: ReturnType<typeof slowQuery>): Promise<void> {
+  for (let n = 0; n < 2; n++)
+    await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
+}
+
 describe('SqliteReadPool', () => {
   it('sends the queries of one turn to a busy pool as one batch per worker, each answered on its own', async () => {
     const reads = pool({ threads: 2, timeoutMs: 30_000 });
@@ -107,11 +120,7 @@ describe('SqliteReadPool', () => {
 
   it('an answered query is not held back by slow queries batched after it', async () => {
     const reads = pool({ threads: 1, timeoutMs: 0 });
-    const slow = {
-      ...lookup(0),
-      sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
-      params: [],
-    };
+    const slow = slowQuery();
     try {
       await reads.run(['users'], lookup(1)); // a warm worker
       const answeredAt: number[] = [];
@@ -134,16 +143,9 @@ describe('SqliteReadPool', () => {
 
   it('runs a statement known to be expensive alone: the cheap queries behind it do not wait for it', async () => {
     const reads = pool({ threads: 2, timeoutMs: 0 });
-    const slow = {
-      ...lookup(0),
-      sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
-      params: [],
-    };
+    const slow = slowQuery();
     try {
-      // Both workers warm, and the slow statement's cost known (from two runs: a first run also
-      // sets the statement up).
-      for (let n = 0; n < 2; n++)
-        await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
+      await knowSlow(reads, slow);
       let slowDone = false;
       const running = reads.run(['users'], slow).then((result) => {
         slowDone = true;
@@ -168,14 +170,9 @@ describe('SqliteReadPool', () => {
 
   it('keeps one worker for cheap queries: queued behind expensive ones, they do not wait for them', async () => {
     const reads = pool({ threads: 2, timeoutMs: 0 });
-    const slow = {
-      ...lookup(0),
-      sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
-      params: [],
-    };
+    const slow = slowQuery();
     try {
-      for (let n = 0; n < 2; n++)
-        await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
+      await knowSlow(reads, slow);
       let slowAnswered = 0;
       // Four expensive queries first, then twenty cheap ones: FIFO would put every cheap one
       // behind two rounds of expensive ones on both workers.
