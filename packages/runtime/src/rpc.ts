@@ -5,8 +5,8 @@
  * request is rejected at once, so no caller waits forever on a dead thread.
  */
 import type { TransferListItem } from 'node:worker_threads';
-import type { SerializedError } from '@ferry/core';
-import { deserializeError, FerryError } from '@ferry/core';
+import type { SerializedError } from '@ferry/core/machine';
+import { deserializeError, FerryError } from '@ferry/core/machine';
 
 /** A response on the wire. */
 export type RpcResponse =

@@ -17,7 +17,7 @@ import {
   parseByteSize,
 } from '@ferry/core';
 import type { DuckDbNamespaceOptions } from '@ferry/engines';
-import { generationsRoot, generationsRootFor } from '@ferry/snapshots';
+import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots';
 import type {
   DatasetCommand,
   DatasetInfo,
@@ -50,10 +50,16 @@ import type {
 import { QueryCatalog } from './query-catalog.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
 import { RpcClient } from './rpc.js';
-import { RuntimeMetricsCounter } from './runtime-metrics.js';
+import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
+import { LiveStatus } from './shared-slots.js';
 import { loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { livePathFor } from './stores.js';
-import { type RuntimeTestHooks, TEST_HOOKS } from './test-hooks.js';
+import {
+  type CrashDrill,
+  type MetadataGetsRequest,
+  type RuntimeTestHooks,
+  TEST_HOOKS,
+} from './test-hooks.js';
 import { threadFile } from './thread-files.js';
 
 export { POLL_RESULTS } from './runtime-metrics.js';
@@ -78,12 +84,18 @@ class HostRuntime implements Runtime {
   readonly #logger: Logger;
   readonly #events = new RuntimeEventEmitter();
   readonly #registry: DatasetRegistry;
+  /** What the dataset threads' checks answered in the thread changed in their status (see shared-slots.ts). */
+  readonly #live: LiveStatus;
   readonly #metrics = new RuntimeMetricsCounter();
   readonly #inspection: InspectionHub;
   readonly #catalog: QueryCatalog;
   readonly #queries: QueryService;
   readonly #coordinator: Worker;
   readonly #coordinatorRpc: RpcClient<HostToCoordinator>;
+  /** The test hooks' requests, on the same channel (the same ids): one client with a wider type. */
+  get #testRpc(): RpcClient<MetadataGetsRequest> {
+    return this.#coordinatorRpc as unknown as RpcClient<MetadataGetsRequest>;
+  }
   #closing: Promise<void> | undefined;
 
   constructor(
@@ -99,7 +111,16 @@ class HostRuntime implements Runtime {
     this.configErrors = errors;
     this.configWarnings = warnings;
     this.#logger = logger;
-    this.#registry = new DatasetRegistry(datasets, errors, (event) => this.#events.publish('state', event));
+    this.#live = LiveStatus.create(datasets.length);
+    this.#registry = new DatasetRegistry(
+      datasets,
+      errors,
+      (event) => this.#events.publish('state', event),
+      this.#live,
+    );
+    this.#events.onListeners('poll', () => {
+      for (const entry of this.#registry.entries()) this.#tellPollEvents(entry);
+    });
     this.#inspection = new InspectionHub(() => {
       for (const entry of this.#registry.entries()) this.#tellInspecting(entry);
     });
@@ -111,11 +132,20 @@ class HostRuntime implements Runtime {
       queryServiceOptions(options, datasets, baseDir, dataDir),
       logger,
     );
+    const files = Object.fromEntries(
+      datasets.map((dataset) => {
+        const livePath = livePathFor(dataset, baseDir, dataDir);
+        return [dataset.name, { livePath, generationDir: generationDirFor(livePath, dataDir, dataset.name) }];
+      }),
+    );
     const workerData: CoordinatorWorkerData = {
       config,
       datasets,
-      baseDir,
-      dataDir,
+      files,
+      liveStatus: this.#live.buffer,
+      buildId: '',
+      snapshotThreads: options.snapshotThreads ?? 2,
+      snapshotIdleTimeoutMs: options.snapshotIdleTimeoutMs ?? 30_000,
       metadataWindowMs: options.metadataWindowMs ?? 2_000,
       restartBackoffMs: options.restartBackoffMs ?? [1_000, 2_000, 5_000, 10_000, 30_000],
       stopTimeoutMs: 10_000,
@@ -136,10 +166,14 @@ class HostRuntime implements Runtime {
       for (const entry of this.#registry.entries()) entry.rpc?.close('exited');
     });
     this[TEST_HOOKS] = {
-      metadataGets: () => this.#coordinatorRpc.request<number>({ type: 'metadata-gets', id: 0 }),
+      metadataGets: () => this.#testRpc.request<number>({ type: 'test-metadata-gets', id: 0 }),
       terminateDatasetThread: async (name) => {
-        this.#registry.get(name);
-        await this.#coordinatorRpc.request<void>({ type: 'terminate-dataset', id: 0, dataset: name });
+        const entry = this.#registry.get(name);
+        const drill: CrashDrill = { type: 'test-crash' };
+        entry.port?.postMessage(drill);
+      },
+      terminateCoordinatorThread: async () => {
+        await this.#coordinator.terminate();
       },
       queriesInFlight: () => this.#queries.inFlight,
     };
@@ -163,7 +197,9 @@ class HostRuntime implements Runtime {
         message.port.on('message', (event: DatasetToHost) => {
           if (!rpc.handle(event)) this.#onDataset(entry, event);
         });
+        entry.incarnation = message.incarnation;
         if (!this.#inspection.active) this.#tellInspecting(entry);
+        this.#tellPollEvents(entry);
         break;
       }
       case 'dataset-exited': {
@@ -238,6 +274,12 @@ class HostRuntime implements Runtime {
     }
   }
 
+  /** Tell a dataset thread whether anyone listens for `poll` events (a check it answers itself posts one only then). */
+  #tellPollEvents(entry: DatasetEntry): void {
+    const message: HostToDataset = { type: 'poll-events', on: this.#events.listenerCount('poll') > 0 };
+    entry.port?.postMessage(message);
+  }
+
   /** Tell a dataset thread whether anyone inspects (it builds inspection events only then). */
   #tellInspecting(entry: DatasetEntry): void {
     const message: HostToDataset = { type: 'inspecting', on: this.#inspection.active };
@@ -302,7 +344,17 @@ class HostRuntime implements Runtime {
   }
 
   metrics(): RuntimeMetrics {
-    return this.#metrics.snapshot();
+    const metrics = this.#metrics.snapshot();
+    // Checks answered in the dataset threads whose poll event nobody asked for: counted in the live slots.
+    const polls = metrics.polls as Record<string, Record<string, number>>;
+    for (const entry of this.#registry.entries()) {
+      const unposted = entry.liveSlot === undefined ? 0 : (this.#live.read(entry.liveSlot)?.unposted ?? 0);
+      if (unposted === 0) continue;
+      const counts = polls[entry.name] ?? Object.fromEntries(POLL_RESULTS.map((result) => [result, 0]));
+      counts.unchanged = (counts.unchanged ?? 0) + unposted;
+      polls[entry.name] = counts;
+    }
+    return metrics;
   }
 
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {
