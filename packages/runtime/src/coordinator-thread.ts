@@ -156,7 +156,7 @@ class DatasetSlot {
         windowMs: this.reader.windowMs,
       },
       live: { buffer: data.liveStatus, slot: this.index },
-      incarnation: this.incarnation + 1,
+      incarnation: data.incarnationBase + this.incarnation + 1,
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,
@@ -218,7 +218,7 @@ class DatasetSlot {
           livePath: this.livePath,
         },
         port: channel.port1,
-        incarnation: this.incarnation,
+        incarnation: data.incarnationBase + this.incarnation,
       },
       [channel.port1],
     );

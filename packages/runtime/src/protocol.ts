@@ -264,6 +264,8 @@ export interface CoordinatorWorkerData {
   readonly logLevel: LogLevel;
   /** The build the host was made from (see `build-id.ts`). */
   readonly buildId: string;
+  /** Added to the start numbers of this coordinator's dataset threads (a restarted coordinator's never repeat). */
+  readonly incarnationBase: number;
   /** Workers of the snapshot pool, and how long an idle one lives. */
   readonly snapshotThreads: number;
   readonly snapshotIdleTimeoutMs: number;

@@ -10,6 +10,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import {
+  backoffDelayMs,
   type ConfigIssue,
   type DatasetConfig,
   type DatasetEmitted,
@@ -90,8 +91,14 @@ class HostRuntime implements Runtime {
   readonly #inspection: InspectionHub;
   readonly #catalog: QueryCatalog;
   readonly #queries: QueryService;
-  readonly #coordinator: Worker;
-  readonly #coordinatorRpc: RpcClient<HostToCoordinator>;
+  #coordinator!: Worker;
+  #coordinatorRpc!: RpcClient<HostToCoordinator>;
+  readonly #coordinatorData: Omit<CoordinatorWorkerData, 'incarnationBase'>;
+  /** Coordinator threads started so far, and consecutive deaths (for the restart backoff). */
+  #coordinatorStarts = 0;
+  #coordinatorFailures = 0;
+  #coordinatorStartedAtMs = 0;
+  #coordinatorRestart: NodeJS.Timeout | undefined;
   /** The test hooks' requests, on the same channel (the same ids): one client with a wider type. */
   get #testRpc(): RpcClient<MetadataGetsRequest> {
     return this.#coordinatorRpc as unknown as RpcClient<MetadataGetsRequest>;
@@ -138,7 +145,7 @@ class HostRuntime implements Runtime {
         return [dataset.name, { livePath, generationDir: generationDirFor(livePath, dataDir, dataset.name) }];
       }),
     );
-    const workerData: CoordinatorWorkerData = {
+    this.#coordinatorData = {
       config,
       datasets,
       files,
@@ -155,16 +162,7 @@ class HostRuntime implements Runtime {
       logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
-    this.#coordinator = new Worker(threadFile('coordinator-thread'), { workerData });
-    this.#coordinatorRpc = new RpcClient(this.#coordinator, 'The coordinator thread');
-    this.#coordinator.on('message', (message: CoordinatorToHost) => this.#onCoordinator(message));
-    this.#coordinator.on('error', (error) => {
-      logger.error({ component: 'runtime', err: error }, `The coordinator thread failed: ${error.message}`);
-    });
-    this.#coordinator.on('exit', () => {
-      this.#coordinatorRpc.close('exited');
-      for (const entry of this.#registry.entries()) entry.rpc?.close('exited');
-    });
+    this.#startCoordinator();
     this[TEST_HOOKS] = {
       metadataGets: () => this.#testRpc.request<number>({ type: 'test-metadata-gets', id: 0 }),
       terminateDatasetThread: async (name) => {
@@ -177,6 +175,72 @@ class HostRuntime implements Runtime {
       },
       queriesInFlight: () => this.#queries.inFlight,
     };
+  }
+
+  /**
+   * Starts the coordinator thread (which starts every dataset thread). If it dies while the runtime
+   * is open, every dataset is not ready (`restarting`), an error is logged and an `error` event
+   * emitted per dataset, and it is started again after the restart backoff: its dataset threads
+   * bootstrap again from their live files.
+   */
+  #startCoordinator(): void {
+    this.#coordinatorStarts++;
+    this.#coordinatorStartedAtMs = Date.now();
+    const workerData: CoordinatorWorkerData = {
+      ...this.#coordinatorData,
+      // Dataset threads of a later coordinator never share a start number with an earlier one's.
+      incarnationBase: (this.#coordinatorStarts - 1) * 1_000_000,
+    };
+    const worker = new Worker(threadFile('coordinator-thread'), { workerData });
+    const rpc = new RpcClient<HostToCoordinator>(worker, 'The coordinator thread');
+    this.#coordinator = worker;
+    this.#coordinatorRpc = rpc;
+    let failure: Error | undefined;
+    worker.on('message', (message: CoordinatorToHost) => this.#onCoordinator(message));
+    worker.on('error', (error) => {
+      failure = error;
+      this.#logger.error(
+        { component: 'runtime', err: error },
+        `The coordinator thread failed: ${error.message}`,
+      );
+    });
+    worker.on('exit', (exitCode) => {
+      rpc.close('exited');
+      for (const entry of this.#registry.entries()) entry.rpc?.close('exited');
+      if (this.#closing === undefined) this.#coordinatorDied(exitCode, failure);
+    });
+  }
+
+  #coordinatorDied(exitCode: number, failure: Error | undefined): void {
+    // A coordinator that ran a while before dying starts again from the shortest backoff.
+    if (Date.now() - this.#coordinatorStartedAtMs > 60_000) this.#coordinatorFailures = 0;
+    this.#coordinatorFailures++;
+    const delay = backoffDelayMs(
+      { kind: 'steps', delaysMs: this.#coordinatorData.restartBackoffMs },
+      this.#coordinatorFailures,
+    );
+    const reason = failure?.message ?? `exit code ${exitCode}`;
+    const message = `The coordinator thread died (${reason}); every dataset is restarting from its live file, in ${delay} ms`;
+    this.#logger.error({ component: 'runtime', exitCode }, message);
+    for (const entry of this.#registry.entries()) {
+      if (entry.config === undefined) continue;
+      entry.port?.close();
+      entry.port = undefined;
+      entry.rpc = undefined;
+      this.#catalog.withdraw(entry);
+      entry.error = message;
+      this.#registry.setState(entry, 'restarting', entry.status);
+      this.#events.publish('error', {
+        dataset: entry.name,
+        code: 'ERR_THREAD_EXITED',
+        message,
+        snapshotId: entry.status?.servingSnapshotId ?? null,
+      });
+    }
+    this.#coordinatorRestart = setTimeout(() => {
+      this.#coordinatorRestart = undefined;
+      if (this.#closing === undefined) this.#startCoordinator();
+    }, delay);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -382,6 +446,7 @@ class HostRuntime implements Runtime {
 
   async #close(): Promise<void> {
     this.#registry.close();
+    clearTimeout(this.#coordinatorRestart);
     try {
       await this.#coordinatorRpc.request<void>({ type: 'close', id: 0 });
     } catch (error) {

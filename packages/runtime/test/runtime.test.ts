@@ -7,7 +7,7 @@ import { readdir } from 'node:fs/promises';
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { terminateDatasetThread } from '../src/testing.js';
+import { terminateCoordinatorThread, terminateDatasetThread } from '../src/testing.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
 
 let aws: LocalAws;
@@ -230,6 +230,61 @@ describe('runtime: shared metadata reads', () => {
       await done;
       // Between "both datasets finished tick k" and "... tick k+3": exactly three GETs.
       expect((marks[4] ?? 0) - (marks[1] ?? 0)).toBe(3);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe('runtime: the coordinator thread dies', () => {
+  it('says so (not ready, an error log, an error event per dataset) and restarts it: every dataset serves its live file again', async () => {
+    await publishVersion(aws, 'ships', 'duckdb', 1, { rows: 7, prefix: 'coordinator/' });
+    await publishVersion(aws, 'ports', 'sqlite', 1, { rows: 3, prefix: 'coordinator/' });
+    const dataDir = await tempDir('ferry-coordinator-');
+    const yaml = spicepod(
+      aws,
+      [
+        { name: 'ships', engine: 'duckdb', interval: '1h' },
+        { name: 'ports', engine: 'sqlite', interval: '1h' },
+      ],
+      { prefix: 'coordinator/' },
+    );
+    const logger = memoryLogger();
+    const runtime = await createRuntime(
+      { yaml, baseDir: dataDir },
+      { logger, dataDir, restartBackoffMs: [300] },
+    );
+    try {
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      const served = runtime.status('ships').status?.servingSnapshotId;
+      const errors: string[] = [];
+      runtime.on('error', (event) => errors.push(`${event.dataset} ${event.code}`));
+      const restarting = nextEvent(
+        runtime,
+        'state',
+        (event) => event.dataset === 'ports' && event.state === 'restarting',
+      );
+      await terminateCoordinatorThread(runtime);
+      await restarting;
+      expect(runtime.status('ships').state).toBe('restarting');
+      await expect(runtime.query('SELECT count(*) AS n FROM ships')).rejects.toMatchObject({
+        code: 'ERR_DATASET_NOT_READY',
+      });
+      expect(errors.sort()).toEqual(['ports ERR_THREAD_EXITED', 'ships ERR_THREAD_EXITED']);
+      expect(
+        logger.records.filter((record) => record.level === 'error').map((record) => record.message),
+      ).toEqual([
+        expect.stringMatching(
+          /^The coordinator thread died \(.*\); every dataset is restarting from its live file, in 300 ms$/,
+        ),
+      ]);
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      expect(runtime.status('ships').status?.servingSnapshotId).toBe(served);
+      expect((await runtime.query('SELECT count(*) AS n FROM ships')).rows[0]?.n).toBe(7);
+      expect((await runtime.query('SELECT count(*) AS n FROM ports')).rows[0]?.n).toBe(3);
+      expect(logger.records.map((record) => record.message)).toContain(
+        `Dataset 'ships' serves snapshot ${served} from its live file while the store is consulted`,
+      );
     } finally {
       await runtime.close();
     }
