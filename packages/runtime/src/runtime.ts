@@ -52,6 +52,7 @@ import { QueryCatalog } from './query-catalog.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
 import { RpcClient } from './rpc.js';
 import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
+import { sdkNoticeOnce } from './sdk-notice.js';
 import { LiveStatus } from './shared-slots.js';
 import { loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { livePathFor } from './stores.js';
@@ -191,7 +192,10 @@ class HostRuntime implements Runtime {
       // Dataset threads of a later coordinator never share a start number with an earlier one's.
       incarnationBase: (this.#coordinatorStarts - 1) * 1_000_000,
     };
-    const worker = new Worker(threadFile('coordinator-thread'), { workerData });
+    const notice = sdkNoticeOnce();
+    if (notice.line !== undefined) this.#logger.warn({ component: 'runtime' }, notice.line);
+    // The threads load the AWS SDK: each would print its Node-version notice; said once above instead.
+    const worker = new Worker(threadFile('coordinator-thread'), { workerData, env: notice.env });
     const rpc = new RpcClient<HostToCoordinator>(worker, 'The coordinator thread');
     this.#coordinator = worker;
     this.#coordinatorRpc = rpc;

@@ -12,6 +12,8 @@ import { InspectionHub } from '../src/inspection-hub.js';
 import { levelWanted, lowestLevel } from '../src/log-levels.js';
 import { defaultLogger, memoryLogger } from '../src/logging.js';
 import { RuntimeMetricsCounter } from '../src/runtime-metrics.js';
+import { sdkNoticeOnce } from '../src/sdk-notice.js';
+import { LiveStatus, PublishedVersions } from '../src/shared-slots.js';
 import { podYaml } from './support.js';
 
 function configs(names: readonly string[]): readonly DatasetConfig[] {
@@ -33,6 +35,54 @@ describe('log levels the threads post', () => {
     expect(levelWanted('debug', 'info')).toBe(false);
     expect(levelWanted('warn', 'info')).toBe(true);
     expect(levelWanted('info', 'info')).toBe(true);
+  });
+});
+
+describe("the AWS SDK's Node-version notice", () => {
+  it('is said once in one line of its own on an older Node, and switched off in the threads', () => {
+    const SWITCH = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
+    // Set by the user: nothing to say; a newer Node: nothing to say. Neither uses up the one line.
+    expect(sdkNoticeOnce({ [SWITCH]: 'true' }, 'v20.20.2').line).toBeUndefined();
+    expect(sdkNoticeOnce({}, 'v22.1.0')).toEqual({ env: { [SWITCH]: 'true' }, line: undefined });
+    const first = sdkNoticeOnce({ PATH: '/bin' }, 'v20.20.2');
+    expect(first.env).toEqual({ PATH: '/bin', [SWITCH]: 'true' });
+    expect(first.line).toMatch(
+      /^Node v20\.20\.2 runs this Ferry, but AWS SDK .* need Node 22 or later: .*\.$/,
+    );
+    expect(first.line).not.toContain('\n');
+    expect(sdkNoticeOnce({}, 'v20.20.2').line).toBeUndefined();
+  });
+});
+
+describe('shared slots', () => {
+  it('published versions and live checks read back as written, per slot; a slot never written reads as absent', () => {
+    const versions = PublishedVersions.create(3);
+    expect(versions.read(1)).toBeUndefined();
+    versions.publish(1, { version: 4, state: 1, readStartedAtMs: 1_700_000_000_123 });
+    versions.publish(2, { version: 9, state: 2, readStartedAtMs: 5 });
+    expect(versions.read(1)).toEqual({ version: 4, state: 1, readStartedAtMs: 1_700_000_000_123 });
+    expect(new PublishedVersions(versions.buffer).read(2)).toEqual({
+      version: 9,
+      state: 2,
+      readStartedAtMs: 5,
+    });
+    expect(versions.read(0)).toBeUndefined();
+    const live = LiveStatus.create(2);
+    live.write(1, {
+      incarnation: 3,
+      polls: 12,
+      lastPollAtMs: 1_700_000_000_000,
+      nextPollDueMs: null,
+      unposted: 7,
+    });
+    expect(new LiveStatus(live.buffer).read(1)).toEqual({
+      incarnation: 3,
+      polls: 12,
+      lastPollAtMs: 1_700_000_000_000,
+      nextPollDueMs: null,
+      unposted: 7,
+    });
+    expect(live.read(0)).toBeUndefined();
   });
 });
 

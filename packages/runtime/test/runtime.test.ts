@@ -236,6 +236,47 @@ describe('runtime: shared metadata reads', () => {
   });
 });
 
+describe('runtime: an unchanged poll answered in the dataset thread', () => {
+  it('with nobody listening for poll events, status() and metrics() still count every check, at one GET per tick', async () => {
+    await publishVersion(aws, 'quiet_a', 'duckdb', 1, { rows: 4, prefix: 'in-thread/' });
+    await publishVersion(aws, 'quiet_b', 'sqlite', 1, { rows: 4, prefix: 'in-thread/' });
+    const dataDir = await tempDir('ferry-in-thread-');
+    const yaml = spicepod(
+      aws,
+      [
+        { name: 'quiet_a', engine: 'duckdb', interval: '1s' },
+        { name: 'quiet_b', engine: 'sqlite', interval: '1s' },
+      ],
+      { prefix: 'in-thread/' },
+    );
+    const { runtime } = await start(yaml, dataDir);
+    try {
+      await runtime.ready(undefined, { timeoutMs: 20_000 });
+      const target = `${BUCKET}/in-thread/metadata.json`;
+      const states: string[] = [];
+      runtime.on('state', (event) => states.push(`${event.dataset} ${event.state}`));
+      const before = runtime.status('quiet_a').status?.counters.polls ?? 0;
+      const unchangedBefore = runtime.metrics().polls.quiet_a?.unchanged ?? 0;
+      const gets = aws.requests.count('GET', target);
+      await new Promise((resolve) => setTimeout(resolve, 3_500));
+      const status = runtime.status('quiet_a').status;
+      const checks = (status?.counters.polls ?? 0) - before;
+      expect(checks).toBeGreaterThanOrEqual(3);
+      expect(status).toMatchObject({ state: 'serving', lastPollResult: 'unchanged' });
+      expect(Date.now() - (status?.lastPollAtMs ?? 0)).toBeLessThan(1_500);
+      expect((runtime.metrics().polls.quiet_a?.unchanged ?? 0) - unchangedBefore).toBe(checks);
+      // No check left `serving` (none went through `polling`), and the location was read once per tick.
+      expect(states).toEqual([]);
+      expect(aws.requests.count('GET', target) - gets).toBeLessThanOrEqual(checks + 1);
+      // A listener for poll events gets one per check from then on.
+      const polled = await nextEvent(runtime, 'poll', (event) => event.dataset === 'quiet_b');
+      expect(polled.result).toBe('unchanged');
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
 describe('runtime: the coordinator thread dies', () => {
   it('says so (not ready, an error log, an error event per dataset) and restarts it: every dataset serves its live file again', async () => {
     await publishVersion(aws, 'ships', 'duckdb', 1, { rows: 7, prefix: 'coordinator/' });
