@@ -101,6 +101,11 @@ export interface RuntimeOptions {
    */
   readonly snapshotThreads?: number;
   readonly snapshotIdleTimeoutMs?: number;
+  /**
+   * Datasets bootstrapping at once, at most (as Spice's `runtime.dataset_load_parallelism`): the
+   * others wait in `starting`, and each reports ready on its own. Default: 4 per core (8 on two).
+   */
+  readonly datasetLoadParallelism?: number;
   /** SQS consumer tuning (visibility timeout default 300 s, long poll default 20 s). */
   readonly notifications?: {
     readonly visibilityTimeoutSeconds?: number;

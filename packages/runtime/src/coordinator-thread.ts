@@ -112,6 +112,37 @@ function readerFor(dataset: DatasetConfig): LocationMetadataReader {
   return reader;
 }
 
+/**
+ * At most `datasetLoadParallelism` datasets bootstrap at once (Spice's
+ * `runtime.dataset_load_parallelism`): a dataset thread starts once it holds a permit and gives it
+ * back when its machine first leaves `bootstrapping` (it serves, or waits for a first snapshot), or
+ * when it exits. The others stay `starting` meanwhile; each reports ready on its own.
+ */
+class BootstrapPermits {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(permits: number) {
+    this.#free = Math.max(1, permits);
+  }
+
+  /** Resolves with the function that gives the permit back (idempotent). */
+  async acquire(): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const next = this.#waiting.shift();
+      if (next === undefined) this.#free++;
+      else next();
+    };
+  }
+}
+
+const permits = new BootstrapPermits(data.datasetLoadParallelism);
+
 /** One supervised dataset thread. */
 class DatasetSlot {
   readonly config: DatasetConfig;
@@ -138,6 +169,20 @@ class DatasetSlot {
     this.livePath = files.livePath;
     this.generationDir = files.generationDir;
     this.reader = readerFor(config);
+  }
+
+  /** Gives the bootstrap permit back (see {@link BootstrapPermits}). */
+  release: () => void = () => undefined;
+
+  /** Starts the thread once a bootstrap permit is free. */
+  async startWhenPermitted(): Promise<void> {
+    const release = await permits.acquire();
+    if (this.stopping) {
+      release();
+      return;
+    }
+    this.release = release;
+    this.start();
   }
 
   start(): void {
@@ -178,6 +223,8 @@ class DatasetSlot {
           () => this.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh === true),
           serializeError,
         );
+      } else if (message.type === 'bootstrapped') {
+        this.release();
       } else if (message.type === 'snapshot-task') {
         const { task } = message;
         const abort = 'abort' in task ? task.abort : undefined;
@@ -199,6 +246,7 @@ class DatasetSlot {
     this.exited = new Promise((resolve) => {
       worker.once('exit', (exitCode) => {
         rpc.close('exited');
+        this.release();
         this.worker = undefined;
         if (this.stopping) {
           resolve();
@@ -247,7 +295,7 @@ class DatasetSlot {
     });
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      if (!this.stopping) this.start();
+      if (!this.stopping) void this.startWhenPermitted();
     }, delay);
   }
 
@@ -369,5 +417,5 @@ port.on('message', (message: HostToCoordinator | MetadataGetsRequest) => {
   }
 });
 
-for (const slot of slots.values()) slot.start();
+for (const slot of slots.values()) void slot.startWhenPermitted();
 consumer?.start();

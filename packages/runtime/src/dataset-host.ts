@@ -143,6 +143,8 @@ export class DatasetHost {
   readonly #live: { readonly table: LiveStatus; readonly slot: number } | undefined;
   /** The ETag of the last metadata reply and the version of its document. */
   #lastRead: { readonly etag: string; readonly version: number } | undefined;
+  /** Whether the machine has left `bootstrapping` once (the coordinator is told, once). */
+  #bootstrapped = false;
   /** Set by the guard that answered the check being recorded now. */
   #answeredInThread = false;
   /** Whether the host listens for poll events (it says so; on until it does). */
@@ -487,6 +489,11 @@ export class DatasetHost {
       emitted.push(event);
     });
     actor.subscribe((snapshot: DatasetSnapshot) => {
+      if (!this.#bootstrapped && !snapshot.matches('bootstrapping')) {
+        this.#bootstrapped = true;
+        const done: DatasetToCoordinator = { type: 'bootstrapped' };
+        this.#ports.coordinator.postMessage(done);
+      }
       const events = emitted.splice(0);
       if (this.#answeredInThread) {
         this.#answeredInThread = false;

@@ -140,6 +140,8 @@ export type DatasetToCoordinator =
       readonly ifNoneMatch?: string;
       readonly fresh?: boolean;
     }
+  /** The machine left `bootstrapping` for the first time (it serves, or waits): its bootstrap permit is free. */
+  | { readonly type: 'bootstrapped' }
   /**
    * A task for the snapshot pool; its abort port (if any) travels in the transfer list. `prefer`:
    * the pool worker to run it on when that one is free (the one that downloaded the file).
@@ -266,6 +268,8 @@ export interface CoordinatorWorkerData {
   readonly buildId: string;
   /** Added to the start numbers of this coordinator's dataset threads (a restarted coordinator's never repeat). */
   readonly incarnationBase: number;
+  /** Datasets bootstrapping at once, at most (Spice's `runtime.dataset_load_parallelism`). */
+  readonly datasetLoadParallelism: number;
   /** Workers of the snapshot pool, and how long an idle one lives. */
   readonly snapshotThreads: number;
   readonly snapshotIdleTimeoutMs: number;

@@ -153,6 +153,7 @@ class HostRuntime implements Runtime {
       liveStatus: this.#live.buffer,
       buildId: '',
       snapshotThreads: options.snapshotThreads ?? 2,
+      datasetLoadParallelism: options.datasetLoadParallelism ?? 4 * availableParallelism(),
       snapshotIdleTimeoutMs: options.snapshotIdleTimeoutMs ?? 30_000,
       metadataWindowMs: options.metadataWindowMs ?? 2_000,
       restartBackoffMs: options.restartBackoffMs ?? [1_000, 2_000, 5_000, 10_000, 30_000],

@@ -4,7 +4,7 @@
  * clean shutdown.
  */
 import { readdir } from 'node:fs/promises';
-import { type LocalAws, startLocalAws } from '@ferry/test-support';
+import { type LocalAws, startFaultProxy, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
 import { terminateCoordinatorThread, terminateDatasetThread } from '../src/testing.js';
@@ -274,6 +274,53 @@ describe('runtime: an unchanged poll answered in the dataset thread', () => {
     } finally {
       await runtime.close();
     }
+  });
+});
+
+describe('runtime: bounded bootstraps', () => {
+  /**
+   * The first dataset's snapshot download is held for a while: with one bootstrap at a time the
+   * others wait for it (they serve after it); with three they serve before it.
+   */
+  async function servingOrder(parallelism: number): Promise<string[]> {
+    const prefix = `bounded-${parallelism}/`;
+    const names = ['slow', 'quick_a', 'quick_b'];
+    const slow = await publishVersion(aws, 'slow', 'duckdb', 1, { rows: 2, prefix });
+    for (const name of names.slice(1)) await publishVersion(aws, name, 'duckdb', 1, { rows: 2, prefix });
+    const proxy = await startFaultProxy(aws.endpoint);
+    const release = proxy.addRule({
+      method: 'GET',
+      target: new RegExp(`${prefix}.*slow`),
+      fault: { kind: 'delay', ms: 1_500 },
+    });
+    const dataDir = await tempDir('ferry-bounded-');
+    const yaml = spicepod(
+      aws,
+      names.map((name) => ({ name, engine: 'duckdb' as const, interval: '1h' })),
+      { prefix, params: { s3_endpoint: proxy.endpoint } },
+    );
+    const runtime = await createRuntime(
+      { yaml, baseDir: dataDir },
+      { logger: memoryLogger(), dataDir, datasetLoadParallelism: parallelism },
+    );
+    const order: string[] = [];
+    runtime.on('state', (event) => {
+      if (event.state === 'serving') order.push(event.dataset);
+    });
+    try {
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      expect(runtime.status('slow').status?.servingSnapshotId).toBe(slow.snapshotId);
+      return order;
+    } finally {
+      release();
+      await runtime.close();
+      await proxy.close();
+    }
+  }
+
+  it('datasetLoadParallelism bounds the datasets bootstrapping at once; each reports ready on its own', async () => {
+    expect(await servingOrder(1)).toEqual(['slow', 'quick_a', 'quick_b']);
+    expect((await servingOrder(3)).at(-1)).toBe('slow');
   });
 });
 
