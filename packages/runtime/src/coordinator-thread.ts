@@ -38,7 +38,7 @@ import { PublishedVersions } from './shared-slots.js';
 import { SnapshotPool } from './snapshot-pool.js';
 import { storeFor, storeKey } from './stores.js';
 import { isMetadataGetsRequest, type MetadataGetsRequest } from './test-hooks.js';
-import { threadFile } from './thread-files.js';
+import { checkBuildId, threadFile } from './thread-files.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error(
@@ -48,6 +48,7 @@ if (isMainThread || parentPort === null) {
 
 const port = parentPort;
 const data = workerData as CoordinatorWorkerData;
+checkBuildId(data.buildId, import.meta.url);
 const datasetThread = threadFile('dataset-thread');
 /**
  * Datasets of one process poll on one grid, so shared locations are read once per tick; the grid's
@@ -86,7 +87,11 @@ for (const dataset of data.datasets) {
   if (!locationSlots.has(key)) locationSlots.set(key, locationSlots.size);
 }
 const versions = PublishedVersions.create(locationSlots.size);
-const pool = new SnapshotPool({ threads: data.snapshotThreads, idleTimeoutMs: data.snapshotIdleTimeoutMs });
+const pool = new SnapshotPool({
+  threads: data.snapshotThreads,
+  idleTimeoutMs: data.snapshotIdleTimeoutMs,
+  buildId: data.buildId,
+});
 
 function readerFor(dataset: DatasetConfig): LocationMetadataReader {
   const key = storeKey(dataset);

@@ -11,13 +11,15 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { DatasetHost } from './dataset-host.js';
 import type { DatasetWorkerData } from './protocol.js';
 import { isCrashDrill } from './test-hooks.js';
+import { checkBuildId } from './thread-files.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('dataset-thread.js is the entry of a dataset thread; it is started by the coordinator.');
 }
 
 const coordinator = parentPort;
-const { hostPort, buildId: _buildId, ...data } = workerData as DatasetWorkerData;
+const { hostPort, buildId, ...data } = workerData as DatasetWorkerData;
+checkBuildId(buildId, import.meta.url);
 
 const host = new DatasetHost(data, { coordinator, host: hostPort });
 

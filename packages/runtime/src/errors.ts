@@ -2,7 +2,7 @@
  * Errors of the runtime: what a caller of the embed API (and the HTTP server, which maps codes to
  * status codes) sees. Each has a stable code and a one-sentence message naming the dataset and the fix.
  */
-import { FerryError } from '@ferry/core';
+import { FerryError } from '@ferry/core/machine';
 
 function list(names: readonly string[]): string {
   return names.length === 0 ? '(none)' : names.join(', ');
@@ -134,5 +134,19 @@ export class ThreadFileMissingError extends FerryError {
       `Thread entry ${file} was not found; build the runtime package first (pnpm build).`,
     );
     this.name = 'ThreadFileMissingError';
+  }
+}
+
+/** A thread would start from a `dist/` built from other sources than the ones running the host. */
+export class StaleBuildError extends FerryError {
+  readonly file: string;
+
+  constructor(file: string, source: string) {
+    super(
+      'ERR_STALE_BUILD',
+      `Thread code ${file} was built from another version of ${source} than the one running now; run \`pnpm run build\` and start again.`,
+    );
+    this.name = 'StaleBuildError';
+    this.file = file;
   }
 }

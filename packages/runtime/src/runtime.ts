@@ -62,7 +62,7 @@ import {
   type RuntimeTestHooks,
   TEST_HOOKS,
 } from './test-hooks.js';
-import { threadFile } from './thread-files.js';
+import { buildIdOf, threadFile } from './thread-files.js';
 
 export { POLL_RESULTS } from './runtime-metrics.js';
 export type { SpicepodSource } from './spicepod-source.js';
@@ -151,7 +151,7 @@ class HostRuntime implements Runtime {
       datasets,
       files,
       liveStatus: this.#live.buffer,
-      buildId: '',
+      buildId: buildIdOf(threadFile('coordinator-thread')),
       snapshotThreads: options.snapshotThreads ?? 2,
       datasetLoadParallelism: options.datasetLoadParallelism ?? 4 * availableParallelism(),
       snapshotIdleTimeoutMs: options.snapshotIdleTimeoutMs ?? 30_000,
@@ -214,6 +214,15 @@ class HostRuntime implements Runtime {
       for (const entry of this.#registry.entries()) entry.rpc?.close('exited');
       if (this.#closing === undefined) this.#coordinatorDied(exitCode, failure);
     });
+  }
+
+  /** Every dataset fails for good (the coordinator cannot run). */
+  #failAll(reason: string): void {
+    for (const entry of this.#registry.entries()) {
+      if (entry.config === undefined) continue;
+      entry.error = reason;
+      this.#registry.setState(entry, 'failed', entry.status);
+    }
   }
 
   #coordinatorDied(exitCode: number, failure: Error | undefined): void {

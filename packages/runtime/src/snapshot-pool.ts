@@ -23,6 +23,8 @@ export interface SnapshotPoolOptions {
   readonly idleTimeoutMs?: number;
   /** Default: the built `snapshot-worker.js`. */
   readonly filename?: string;
+  /** The build id the workers check when they start (`checkBuildId`). */
+  readonly buildId?: string;
 }
 
 /** Where a task should run: `prefer` a worker when it is free, or `only` that worker. */
@@ -62,6 +64,7 @@ export class SnapshotPool {
       concurrentTasksPerWorker: 1,
       atomics: 'disabled',
       loadBalancer: balance,
+      ...(options.buildId === undefined ? {} : { workerData: { buildId: options.buildId } }),
     });
   }
 
