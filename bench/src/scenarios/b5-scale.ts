@@ -68,13 +68,11 @@ export const b5: Scenario = {
       versions.push([one.path, two.path]);
     }
     const fileItems = (n: number, version: 0 | 1): BatchItem[] =>
-      names
-        .slice(0, n)
-        .map((dataset, index) => ({
-          dataset,
-          engine: engineOf(index),
-          file: versions[index]?.[version] ?? '',
-        }));
+      names.slice(0, n).map((dataset, index) => ({
+        dataset,
+        engine: engineOf(index),
+        file: versions[index]?.[version] ?? '',
+      }));
     const settings = {
       aws: context.aws.info,
       interval: INTERVAL,
