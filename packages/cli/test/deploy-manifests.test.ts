@@ -205,8 +205,10 @@ describe('docs/deploy.md: the systemd unit', () => {
         env: { [keyEnv]: 'unit-key' },
         probes: [
           { path: '/health', status: 200 },
-          { path: '/v1/ready', status: 401 },
-          { path: '/v1/ready', status: 200, headers: { authorization: 'Bearer unit-key' } },
+          // Open without the key, as in Spice; the API is not.
+          { path: '/v1/ready', status: 200 },
+          { path: '/v1/datasets', status: 401 },
+          { path: '/v1/datasets', status: 200, headers: { authorization: 'Bearer unit-key' } },
         ],
         signal: killSignal as NodeJS.Signals,
         graceMs: timeoutS * 1000,

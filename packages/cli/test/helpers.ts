@@ -4,10 +4,13 @@
  * its output, or kept running (`ferry serve`) until the test signals it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TLS_FIXTURE } from '@ferry/test-support';
 
 export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
@@ -139,4 +142,51 @@ export async function snapshotOf(dir: string): Promise<[string, string][]> {
     out.push([path, entry.isDirectory() ? '/' : (await readFile(path)).toString('base64')]);
   }
   return out.sort(([a], [b]) => a.localeCompare(b));
+}
+
+export interface HttpsAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  /** The whole body (for a stream, what arrives until it ends). */
+  text(): Promise<string>;
+  /** Ends the response (an event stream that never ends on its own). */
+  close(): void;
+}
+
+/**
+ * One request to a `ferry serve --tls-cert TLS_FIXTURE.cert` endpoint, trusting that certificate
+ * (`fetch` cannot be given a CA); resolves once the answer's headers arrive.
+ */
+export function httpsFetch(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const request = httpsRequest(
+      url,
+      {
+        method: init.method ?? 'GET',
+        ca: readFileSync(TLS_FIXTURE.cert),
+        // The certificate names localhost too; an IP as TLS server name is deprecated (RFC 6066).
+        servername: 'localhost',
+        headers: init.headers ?? {},
+      },
+      (response) => {
+        const body = new Promise<string>((done, fail) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
+          response.on('error', fail);
+        });
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          text: () => body,
+          close: () => response.destroy(),
+        });
+      },
+    );
+    request.on('error', reject);
+    request.end(init.body);
+  });
 }

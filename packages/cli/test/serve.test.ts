@@ -3,16 +3,14 @@
  * `ferry status` sending it), a fatal spicepod (exit 1 with every error), a busy port (exit 1), and
  * Arrow Flight beside HTTP, both over TLS (Spice's JS SDK as the Flight client).
  */
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { copyFixtureStore, spicepodYaml, TLS_FIXTURE } from '@ferry/test-support';
 import { SpiceClient } from '@spiceai/spice';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ferry, type Running, startFerry } from './helpers.js';
+import { ferry, httpsFetch, type Running, startFerry } from './helpers.js';
 
 function fixturePod(location: string): string {
   return spicepodYaml({ name: 'serve-test', location, datasets: [{ name: 'orders', engine: 'duckdb' }] });
@@ -143,21 +141,12 @@ describe('ferry serve failures', () => {
 });
 
 /** A GET over HTTPS trusting the test certificate; the JSON body and status. */
-function httpsGet(url: string, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const request = httpsRequest(url, { ca: readFileSync(TLS_FIXTURE.cert), headers }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () =>
-        resolve({
-          status: response.statusCode ?? 0,
-          body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
-        }),
-      );
-    });
-    request.on('error', reject);
-    request.end();
-  });
+async function httpsGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: unknown }> {
+  const answer = await httpsFetch(url, { headers });
+  return { status: answer.status, body: JSON.parse(await answer.text()) };
 }
 
 describe('ferry serve with Arrow Flight and TLS', () => {
@@ -211,8 +200,9 @@ describe('ferry serve with Arrow Flight and TLS', () => {
           { name: 'flight', endpoint: flight, status: 'Ready' },
         ],
       });
+      // Bootstrapping takes a few seconds on a loaded machine (3.2 s at load 90): poll's 1 s default is too short.
       await expect
-        .poll(async () => (await httpsGet(`${base}/v1/datasets?status=true`, auth)).body)
+        .poll(async () => (await httpsGet(`${base}/v1/datasets?status=true`, auth)).body, { timeout: 30_000 })
         .toEqual([expect.objectContaining({ name: 'orders', status: 'Ready' })]);
       const client = new SpiceClient({
         flightUrl: flight,

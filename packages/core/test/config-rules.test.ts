@@ -1145,7 +1145,7 @@ describe('unknown keys', () => {
     {
       name: 'Spice keys that do not apply are tolerated (ignored, with warnings where they matter)',
       mutate: (pod) => {
-        pod.runtime = { http: { enabled: true } };
+        pod.runtime = { shutdown_timeout: '30s' };
         pod.models = [];
         dataset(pod, 0).description = 'orders';
         dataset(pod, 0).embeddings = [];

@@ -51,7 +51,8 @@ describe('loadSpicepod: a real-looking Spice reader pod with both dataset forms'
         queueUrl: queue.url,
       },
       notifications: { queue, location: 's3://acme-snapshots/replicas/', s3: podS3, datasets: ['orders'] },
-      ignoredKeys: ['runtime', 'secrets', 'metadata'],
+      ignoredKeys: ['secrets', 'metadata'],
+      ignoredRuntimeKeys: ['results_cache'],
     };
     expect(load.config).toStrictEqual(expected);
   });

@@ -8,7 +8,7 @@
  */
 import type { JsonValue } from '@ferry/core';
 import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines';
-import type { Logger, Runtime } from '@ferry/runtime';
+import { apiKeyCheck, type Logger, type Runtime } from '@ferry/runtime';
 import {
   Metadata,
   Server,
@@ -20,7 +20,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { Field, Null, type RecordBatch, Schema } from 'apache-arrow';
-import { ANONYMOUS_TOKEN, keyCheck } from './auth.js';
+import { keyCheck } from './auth.js';
 import * as catalog from './catalog.js';
 import {
   FlightRequestError,
@@ -60,7 +60,10 @@ export interface FlightServerOptions {
   readonly host?: string;
   /** Port; default 50051; 0 picks a free one (read it from `port` / `address`). */
   readonly port?: number;
-  /** When set, every call needs it (bearer token, or the password of a Basic auth Handshake). */
+  /**
+   * A key accepted beside the spicepod's `runtime.auth.api-key` keys (which always apply): with any
+   * key, every call needs one (bearer token, `x-api-key`, or the password of a Basic auth Handshake).
+   */
   readonly apiKey?: string;
   /** Serve TLS (`grpc+tls://`) with this certificate and key; default plaintext. */
   readonly tls?: FlightTlsOptions;
@@ -151,13 +154,11 @@ export async function startFlightServer(
   runtime: Runtime,
   options: FlightServerOptions = {},
 ): Promise<RunningFlightServer> {
-  if (options.apiKey === '') {
-    throw new TypeError('apiKey is empty; pass a non-empty key or leave apiKey unset to serve without one.');
-  }
+  const keys = apiKeyCheck(runtime.config, [options.apiKey]);
   const source = options.source ?? runtimeResultSource(runtime);
   const logger = options.logger;
-  const authorized = keyCheck(options.apiKey);
-  const token = options.apiKey ?? ANONYMOUS_TOKEN;
+  const admitted = keyCheck(keys);
+  const authorized = (metadata: Metadata): boolean => admitted(metadata) !== undefined;
   const ticketTtlMs = options.ticketTtlMs ?? 60_000;
   const pending = new HandleTable<Pending>('ticket', ticketTtlMs, options.maxTickets ?? 64, (entry) =>
     entry.controller.abort(),
@@ -397,12 +398,11 @@ export async function startFlightServer(
       const answer = (payload: Buffer | undefined) => {
         if (answered) return;
         answered = true;
-        if (
-          !authorized(
-            call.metadata,
-            payload === undefined ? undefined : (decodeBasicAuth(payload)?.password ?? text(payload)),
-          )
-        ) {
+        const token = admitted(
+          call.metadata,
+          payload === undefined ? undefined : (decodeBasicAuth(payload)?.password ?? text(payload)),
+        );
+        if (token === undefined) {
           call.emit('error', report(new FlightUnauthenticatedError(), 'Handshake'));
           return;
         }

@@ -4,6 +4,7 @@
  * (crash drills, read counts) live in the separate entry `@ferry/runtime/testing`.
  */
 export * from './api.js';
+export { type ApiKeyCheck, apiKeyCheck } from './api-keys.js';
 export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';

@@ -12,7 +12,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StaleBuildError, ThreadFileMissingError } from './errors.js';
+import { StaleBuildError, ThreadFileMissingError } from './thread-errors.js';
 
 let verified: string | undefined;
 

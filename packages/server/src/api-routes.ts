@@ -130,13 +130,17 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     handler: (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'),
   });
 
+  // Open without a key, as in Spice (a probe has none); the names of the datasets not ready yet
+  // are told only to a caller that presents a key (or when none is required).
   route({
     method: 'GET',
     url: '/v1/ready',
-    handler: (_request, reply) => {
+    config: { public: true },
+    handler: (request, reply) => {
       const pending = runtime.datasets().filter((info) => !isServing(info));
       reply.type('text/plain; charset=utf-8');
       if (pending.length === 0) return reply.send('ready');
+      if (!request.keyAccepted) return reply.code(503).send('not ready');
       const list = pending.map((info) => `${info.name} (${info.state})`).join(', ');
       return reply.code(503).send(`not ready: ${list}`);
     },

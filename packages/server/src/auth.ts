@@ -1,33 +1,21 @@
 /**
- * API key checking. The key travels as `Authorization: Bearer <key>` (or Spice's `X-API-Key`
- * header); both sides are hashed before a constant-time compare, so neither the content nor the
- * length of the key leaks through timing.
+ * API keys on HTTP. A request presents its key as Spice's `X-API-Key` header or as
+ * `Authorization: Bearer <key>`; the runtime's {@link ApiKeyCheck} (the spicepod's
+ * `runtime.auth.api-key` keys plus the server's own) decides, comparing digests in constant time.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { ApiKeyCheck } from '@ferry/runtime';
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/** The key the request presents, if any. */
-export function presentedKey(req: IncomingMessage): string | undefined {
+/** The keys a request presents: its bearer token and its `X-API-Key` header, where given. */
+export function presentedKeys(req: IncomingMessage): (string | undefined)[] {
   const authorization = req.headers.authorization;
-  if (authorization !== undefined) {
-    const match = /^Bearer[ \t]+(.+)$/i.exec(authorization.trim());
-    return match?.[1]?.trim();
-  }
+  const bearer =
+    authorization === undefined ? undefined : /^Bearer[ \t]+(.+)$/i.exec(authorization.trim())?.[1]?.trim();
   const header = req.headers['x-api-key'];
-  return typeof header === 'string' ? header : undefined;
+  return [bearer, typeof header === 'string' ? header.trim() : undefined];
 }
 
-/** A checker for one expected key: true when the presented key equals it. */
-export function apiKeyChecker(expected: string): (req: IncomingMessage) => boolean {
-  const want = digest(expected);
-  return (req) => {
-    const key = presentedKey(req);
-    // Hash even when absent, so a missing key takes as long as a wrong one.
-    const got = digest(key ?? '');
-    return timingSafeEqual(want, got) && key !== undefined;
-  };
+/** A request check over `keys`: true when no key is required or the request presents one. */
+export function requestKeyChecker(keys: ApiKeyCheck): (req: IncomingMessage) => boolean {
+  return (req) => keys.accepts(presentedKeys(req));
 }

@@ -5,7 +5,7 @@
  * prom-client registry `/metrics` serves.
  */
 export { type ApiRoutesOptions, apiRoutes, type StatusEndpoint } from './api-routes.js';
-export { apiKeyChecker, presentedKey } from './auth.js';
+export { presentedKeys, requestKeyChecker } from './auth.js';
 export { type CommandAccepted, DATASET_COMMANDS, parseCommand, runCommand } from './commands.js';
 export {
   type DatasetView,

@@ -11,11 +11,11 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fastifyAccepts from '@fastify/accepts';
-import type { Logger, Runtime } from '@ferry/runtime';
+import { apiKeyCheck, type Logger, type Runtime } from '@ferry/runtime';
 import { Ajv } from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { apiRoutes, type StatusEndpoint } from './api-routes.js';
-import { apiKeyChecker } from './auth.js';
+import { requestKeyChecker } from './auth.js';
 import { MethodNotAllowedError, RouteNotFoundError, requestError, UnauthorizedError } from './errors.js';
 import { errorResponse } from './http.js';
 import { createServerMetrics } from './metrics.js';
@@ -26,7 +26,11 @@ export interface ServerOptions {
   readonly host?: string;
   /** Port; default 8090; 0 picks a free one (read it from `url`). */
   readonly port?: number;
-  /** When set, every route but public ones (`/health`) requires `Authorization: Bearer <apiKey>`. */
+  /**
+   * A key accepted beside the spicepod's `runtime.auth.api-key` keys (which always apply): with any
+   * key, every route but public ones (`/health`, `/v1/ready`) requires one, as `X-API-Key` or
+   * `Authorization: Bearer <key>`.
+   */
   readonly apiKey?: string;
   /** Extra routes (the inspector page, its event stream); one with a built-in's method and path replaces it. */
   readonly routes?: readonly Route[];
@@ -65,6 +69,10 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** True when no key is required or the request presents one (public routes are served either way). */
+    keyAccepted: boolean;
+  }
   interface FastifyContextConfig {
     /** Served without the API key. */
     public?: boolean;
@@ -90,11 +98,9 @@ interface Built {
 }
 
 function buildApp(runtime: Runtime, options: ServerOptions): Built {
-  if (options.apiKey === '') {
-    throw new TypeError('apiKey is empty; pass a non-empty key or leave apiKey unset to serve without one.');
-  }
+  const keys = apiKeyCheck(runtime.config, [options.apiKey]);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const authorized = options.apiKey === undefined ? undefined : apiKeyChecker(options.apiKey);
+  const authorized = keys.required ? requestKeyChecker(keys) : undefined;
   const logger = options.logger;
   const open = new OpenRequests();
   const app = Fastify({
@@ -125,8 +131,13 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
   app.setNotFoundHandler((request, reply) =>
     sendError(request, reply, new RouteNotFoundError(request.method, request.url.split('?')[0] ?? '/')),
   );
+  app.decorateRequest('keyAccepted', true);
   app.addHook('onRequest', async (request, reply) => {
-    if (authorized === undefined || request.is404 || request.routeOptions.config.public === true) return;
+    if (authorized === undefined || request.is404) return;
+    if (request.routeOptions.config.public === true) {
+      request.keyAccepted = authorized(request.raw);
+      return;
+    }
     if (!authorized(request.raw)) {
       reply.header('www-authenticate', 'Bearer');
       throw new UnauthorizedError();

@@ -233,7 +233,7 @@ describe('server with an API key', () => {
     await rm(storeDir, { recursive: true, force: true });
   });
 
-  it('refuses requests without the right key with 401, except /health', async () => {
+  it('refuses requests without the right key with 401, except /health and /v1/ready', async () => {
     const base = served.server.url;
     const none = await sql(base, 'SELECT count(*) AS n FROM orders');
     expect(none.status).toBe(401);
@@ -241,10 +241,14 @@ describe('server with an API key', () => {
     expect(none.json<{ code: string }>().code).toBe('ERR_UNAUTHORIZED');
     const wrong = await sql(base, 'SELECT count(*) AS n FROM orders', { authorization: 'Bearer s3cret-kez' });
     expect(wrong.status).toBe(401);
-    for (const path of ['/v1/datasets', '/v1/ready', '/metrics', '/extra/x']) {
+    for (const path of ['/v1/datasets', '/metrics', '/extra/x']) {
       expect((await request(`${base}${path}`)).status, path).toBe(401);
     }
     expect((await request(`${base}/health`)).text).toBe('ok');
+    // Open, as in Spice: 200 `ready`, or a 503 that names no dataset to a caller without the key.
+    const ready = await request(`${base}/v1/ready`);
+    expect([200, 503]).toContain(ready.status);
+    expect(ready.text).toMatch(/^(ready|not ready)$/);
 
     const right = await sql(base, 'SELECT count(*) AS n FROM orders', { authorization: 'Bearer s3cret-key' });
     expect(right.status).toBe(200);

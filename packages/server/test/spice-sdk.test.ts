@@ -51,10 +51,11 @@ describe('the Spice JS SDK against ferry over HTTP', () => {
     expect(await client.isSpiceHealthy()).toBe(true);
     await served.runtime.ready(undefined, { timeoutMs: 30_000 });
     expect(await client.isSpiceReady()).toBe(true);
-    // Readiness needs the key; health does not.
+    // Health and readiness are open without the key, as in Spice (probes carry none).
     const anonymous = sdk();
     expect(await anonymous.isSpiceHealthy()).toBe(true);
-    expect(await anonymous.isSpiceReady()).toBe(false);
+    expect(await anonymous.isSpiceReady()).toBe(true);
+    await expect(anonymous.sqlJson('SELECT 1 AS n')).rejects.toThrow();
   });
 
   it('runs queries and returns Arrow tables', async () => {

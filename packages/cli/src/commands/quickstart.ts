@@ -148,7 +148,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const notice = sdkNoticeOnce();
   if (notice.line !== undefined) io.stderr.write(`${notice.line}\n`);
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-  const { startLocalAws, startNotificationBridge } = await import('@ferry/local-aws');
+  const { localStoreParams, startLocalAws, startNotificationBridge } = await import('@ferry/local-aws');
   const { publishSnapshot } = await import('@ferry/writer');
 
   out.write('Starting a local S3 + SQS server (fauxqs) on loopback…\n');
@@ -156,14 +156,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   await aws.createBucket(BUCKET);
   const queueUrl = await aws.createQueue('ferry-quickstart-events');
   const bridge = startNotificationBridge(aws, { bucket: BUCKET, queueUrl, prefix: PREFIX });
-  const storeParams = {
-    endpoint: aws.endpoint,
-    region: aws.region,
-    allowHttp: true,
-    auth: 'key' as const,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-  };
+  const storeParams = localStoreParams(aws);
   const versions = new Map<string, number>();
   const publish = async (sample: Sample): Promise<void> => {
     const version = (versions.get(sample.dataset) ?? 0) + 1;

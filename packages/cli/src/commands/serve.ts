@@ -8,8 +8,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { LOG_LEVELS } from '@ferry/core';
 import type { RunningFlightServer } from '@ferry/flight';
-import type { LogLevel, Runtime } from '@ferry/runtime';
+import type { Runtime } from '@ferry/runtime';
 import type { Route, RunningServer, StatelyBridge } from '@ferry/server';
 import { choiceOption, expectPositionals, type Parsed, parseListenAddress, stringOption } from '../args.js';
 import { apiKeyFromEnv, type CliIo, type Command } from '../command.js';
@@ -28,8 +29,9 @@ Options:
       --tls-cert FILE         Serve HTTPS and Flight over TLS with this PEM certificate chain
       --tls-key FILE          ... and this PEM private key (both or neither)
       --api-key-env NAME      Require the API key held in environment variable NAME
-                              ('Authorization: Bearer <key>') on every route but /health
-                              and the inspector page's static files
+                              (X-API-Key or 'Authorization: Bearer <key>') on every route
+                              but /health, /v1/ready and the inspector page's static files;
+                              accepted beside the spicepod's runtime.auth.api-key keys
       --data-dir DIR          Directory for live files of datasets without a *_file param;
                               default .ferry/data beside the spicepod
       --log-level LEVEL       debug, info (default), warn or error
@@ -46,8 +48,6 @@ Routes: POST /v1/sql, GET /v1/datasets[?status=true], GET /v1/status, GET /v1/re
 Flight: Flight SQL statements, prepared statements and catalog commands; the same API key as a
         bearer token (or the Basic-auth handshake's password)
 `;
-
-const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 /** `--tls-cert` and `--tls-key`, read once for both servers; both or neither. */
 async function readTls(parsed: Parsed): Promise<{ cert: Buffer; key: Buffer } | undefined> {
@@ -82,7 +82,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     stringOption(parsed, 'api-key-env'),
     (name) => new ApiKeyEnvError(name),
   );
-  const level = choiceOption('serve', parsed, 'log-level', LEVELS) ?? 'info';
+  const level = choiceOption('serve', parsed, 'log-level', LOG_LEVELS) ?? 'info';
   const format =
     choiceOption('serve', parsed, 'log-format', FORMATS) ?? (io.stderr.isTTY === true ? 'pretty' : 'json');
   const dataDir = stringOption(parsed, 'data-dir');
@@ -107,7 +107,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const shutdown = io.waitForShutdown();
 
   // Loaded on use, so `ferry validate` and `--help` start without the engines' native modules.
-  const { createRuntime } = await import('@ferry/runtime');
+  const { apiKeyCheck, createRuntime } = await import('@ferry/runtime');
   const { inspectorRoutes, startServer, startStatelyBridge } = await import('@ferry/server');
   const { startFlightServer } = await import('@ferry/flight');
   const runtime: Runtime = await createRuntime(spicepod, {
@@ -120,6 +120,8 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const bridge: StatelyBridge | undefined =
     inspectUrl === undefined ? undefined : startStatelyBridge(runtime, { url: inspectUrl, logger });
   const key = apiKey === undefined ? {} : { apiKey };
+  // The spicepod's runtime.auth.api-key keys apply on every endpoint, beside --api-key-env's.
+  const auth = apiKeyCheck(runtime.config, [apiKey]);
   let routes: Route[];
   try {
     routes = withInspector ? inspectorRoutes(runtime, key) : [];
@@ -170,13 +172,19 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   if (flight !== undefined) io.stdout.write(`Flight on ${flight.url}\n`);
   io.stdout.write(`Listening on ${server.url}\n`);
   logger.info(
-    { component: 'server', url: server.url, datasets: runtime.datasets().length, auth: apiKey !== undefined },
+    {
+      component: 'server',
+      url: server.url,
+      datasets: runtime.datasets().length,
+      auth: auth.required,
+      apiKeys: auth.count,
+    },
     `Serving ${runtime.datasets().length} dataset(s) on ${server.url}`,
   );
   if (withInspector) {
     logger.info(
       { component: 'inspector', url: `${server.url}/inspector` },
-      `Inspector page at ${server.url}/inspector${apiKey === undefined ? '' : '?key=<API key>'}`,
+      `Inspector page at ${server.url}/inspector${auth.required ? '?key=<API key>' : ''}`,
     );
   }
 

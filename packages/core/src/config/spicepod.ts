@@ -10,6 +10,7 @@ import { NotificationMessages } from '../notifications/messages.js';
 import { type DatasetDraft, type PodSnapshots, readDataset } from './dataset.js';
 import { ConfigError, IssueSink, Reporter } from './issues.js';
 import { parseEndpoint, parseQueueUrl } from './queue-url.js';
+import { readRuntimeSection } from './runtime-section.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
 import { parseTopicArn } from './sns-topic.js';
 import type {
@@ -26,10 +27,9 @@ import type {
 import { type Env, isMap, readBoolean, readChoice, readDuration, readParam, readText } from './values.js';
 
 const VERSIONS = ['v1beta1', 'v1', 'v2'];
-const TOP_LEVEL_KEYS = ['version', 'kind', 'name', 'snapshots', 'datasets'];
+const TOP_LEVEL_KEYS = ['version', 'kind', 'name', 'snapshots', 'datasets', 'runtime'];
 /** Spice top-level keys a real spicepod may carry; recorded in `ignoredKeys`, never acted on. */
 const IGNORED_TOP_LEVEL_KEYS = [
-  'runtime',
   'secrets',
   'models',
   'catalogs',
@@ -92,6 +92,7 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
     pod.error('kind', `'${kind}' is not a Spicepod; set kind: Spicepod`);
   const name = readRequired(pod, root, 'name', 'add a name for the Spicepod');
 
+  const runtime = readRuntimeSection(pod, root.runtime, env);
   const snapshots = readSnapshots(pod, root.snapshots, env);
   const drafts = readDatasets(pod, sink, root.datasets, snapshots.pod, env);
   checkUniqueNames(drafts);
@@ -122,7 +123,9 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
     name,
     ...(snapshots.config === undefined ? {} : { snapshots: snapshots.config }),
     ...(notifications === undefined ? {} : { notifications }),
+    ...(runtime.auth === undefined ? {} : { auth: runtime.auth }),
     ignoredKeys,
+    ignoredRuntimeKeys: runtime.recordedKeys,
   };
   return finish(sink, config, datasets);
 }

@@ -109,8 +109,30 @@ export interface SpicepodConfig {
   readonly name: string;
   readonly snapshots?: SnapshotsConfig;
   readonly notifications?: NotificationsConfig;
+  /**
+   * `runtime.auth.api-key`, when enabled: every endpoint (HTTP, Flight, the inspector, `/metrics`)
+   * requires one of these keys, but `/health` and `/v1/ready`. Holds secrets: never log it.
+   */
+  readonly auth?: AuthConfig;
   /** Spice top-level keys present in the file that this runtime records but does not act on. */
   readonly ignoredKeys: readonly string[];
+  /** `runtime` keys present in the file that this runtime records but does not act on. */
+  readonly ignoredRuntimeKeys: readonly string[];
+}
+
+/** A key's access, from Spice's `:ro` / `:rw` suffix (read-only when absent). */
+export type ApiKeyAccess = 'read' | 'read_write';
+
+export interface ApiKeyConfig {
+  /** The key, secrets resolved, suffix removed. */
+  readonly key: string;
+  readonly access: ApiKeyAccess;
+}
+
+/** `runtime.auth.api-key` with `enabled: true` (Spice's default). */
+export interface AuthConfig {
+  /** At least one; any of them authenticates a request (several allow rotation). */
+  readonly apiKeys: readonly ApiKeyConfig[];
 }
 
 /** Everything the runtime needs to serve one dataset. */

@@ -7,14 +7,13 @@
  *   POST /inspector/datasets/:name/commands   `{ "command": "poll.now" | "polling.pause" | "polling.resume" }`
  *
  * Auth: the page's static files carry no data and are public, so a browser can load them from a
- * server with an API key. Every data route needs the key as a header (the page's `fetch` sends
- * `Authorization: Bearer`). `EventSource` cannot send headers, so when `apiKey` is given the event
- * stream also accepts it as `?key=<key>`; without `apiKey` the stream stays behind the server's
- * header check (so a keyed server mounted without telling the inspector its key fails closed).
+ * server with an API key. Every data route needs one of the runtime's keys (the spicepod's
+ * `runtime.auth.api-key` keys, plus `apiKey`) as a header (the page's `fetch` sends
+ * `Authorization: Bearer`). `EventSource` cannot send headers, so when a key is required the event
+ * stream also accepts it as `?key=<key>`.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Runtime } from '@ferry/runtime';
-import { apiKeyChecker } from '../auth.js';
+import { apiKeyCheck, type Runtime } from '@ferry/runtime';
+import { presentedKeys } from '../auth.js';
 import { runCommand } from '../commands.js';
 import { UnauthorizedError } from '../errors.js';
 import { sendError, sendJson } from '../http.js';
@@ -23,7 +22,7 @@ import { loadAsset, sendAsset } from './assets.js';
 import { type HubMessage, InspectorHub, type InspectorHubOptions } from './hub.js';
 
 export interface InspectorRoutesOptions {
-  /** The server's API key, when it has one: lets the event stream accept it as `?key=`. */
+  /** The server's API key beside the spicepod's, when it has one: the event stream accepts it as `?key=`. */
   readonly apiKey?: string;
   /** How many recent events per dataset a connecting page gets, and the payload size cap. */
   readonly hub?: InspectorHubOptions;
@@ -35,19 +34,10 @@ export interface InspectorRoutesOptions {
   readonly reconnectMs?: number;
 }
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/** Checks a request's header key, or its `?key=` query parameter, against `apiKey` in constant time. */
-function streamKeyChecker(apiKey: string): (context: RouteContext) => boolean {
-  const header = apiKeyChecker(apiKey);
-  const want = digest(apiKey);
-  return ({ req, url }) => {
-    if (header(req)) return true;
-    const key = url.searchParams.get('key');
-    return timingSafeEqual(want, digest(key ?? '')) && key !== null;
-  };
+/** Checks a request's header key, or its `?key=` query parameter, against the runtime's keys. */
+function streamKeyChecker(runtime: Runtime, apiKey: string | undefined): (context: RouteContext) => boolean {
+  const keys = apiKeyCheck(runtime.config, [apiKey]);
+  return ({ req, url }) => keys.accepts([...presentedKeys(req), url.searchParams.get('key') ?? undefined]);
 }
 
 function sseFrame(event: string, data: unknown): string {
@@ -104,14 +94,12 @@ async function postCommand(context: RouteContext): Promise<void> {
 
 /** The inspector page, its event stream and its command route, for `startServer`'s `routes`. */
 export function inspectorRoutes(runtime: Runtime, options: InspectorRoutesOptions = {}): Route[] {
-  if (options.apiKey === '') {
-    throw new TypeError("apiKey is empty; pass the server's non-empty key or leave apiKey unset.");
-  }
+  const keyRequired = apiKeyCheck(runtime.config, [options.apiKey]).required;
   const html = loadAsset('index.html');
   const css = loadAsset('inspector.css');
   const js = loadAsset('inspector.js');
   const hub = new InspectorHub(runtime, options.hub);
-  const streamAuthorized = options.apiKey === undefined ? undefined : streamKeyChecker(options.apiKey);
+  const streamAuthorized = keyRequired ? streamKeyChecker(runtime, options.apiKey) : undefined;
   const page = ({ req, res }: RouteContext): void => sendAsset(res, html, req.headers['if-none-match']);
 
   return [

@@ -5,5 +5,12 @@
  * thread per dataset must not pay for (`test/architecture/thread-imports.test.ts`).
  */
 export { type EngineName, type FileFormat, fileFormatOf } from './engines.js';
-export { deserializeError, FerryError, type SerializedError, serializeError } from './errors.js';
+export {
+  deserializeError,
+  FerryError,
+  registerErrors,
+  type SerializedError,
+  serializeError,
+} from './errors.js';
+export { LOG_LEVELS, type LogLevel, levelWanted } from './log-levels.js';
 export * from './machine/index.js';
