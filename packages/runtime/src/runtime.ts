@@ -212,7 +212,10 @@ class HostRuntime implements Runtime {
     worker.on('exit', (exitCode) => {
       rpc.close('exited');
       for (const entry of this.#registry.entries()) entry.rpc?.close('exited');
-      if (this.#closing === undefined) this.#coordinatorDied(exitCode, failure);
+      if (this.#closing !== undefined) return;
+      // Started from another build: starting it again would fail the same way.
+      if (failure?.name === 'StaleBuildError') this.#failAll(failure.message);
+      else this.#coordinatorDied(exitCode, failure);
     });
   }
 
