@@ -171,28 +171,25 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
     const openFds = readdirSync('/proc/self/fd').length;
 
     const names = input.items.map((item) => item.dataset);
-    if (n === 0 || !input.fanOut) {
-      return {
-        n,
-        rssBeforeMiB: mibOf(rssBefore),
-        allServingMs,
-        rssServingMiB: mibOf(rssServing),
-        settleMs,
-        settleWindows: windows,
-        rssIdleMiB: mibOf(rssIdle),
-        idleCpuPercent: ((cpu.user + cpu.system) / 1000 / idleMs) * 100,
-        pausedCpuPercent: n === 0 ? Number.NaN : await pausedCpu(runtime, names, input.pausedMs),
-        idleMs,
-        polls,
-        ticks: n === 0 ? 0 : polls / n,
-        metadataGets: gets,
-        coordinatorGets,
-        fanOutMs: Number.NaN,
-        openFds,
-        errors: logger.problems.filter((problem) => problem.startsWith('error')),
-      };
-    }
-    const pausedCpuPercent = await pausedCpu(runtime, names, input.pausedMs);
+    const measured = {
+      n,
+      rssBeforeMiB: mibOf(rssBefore),
+      allServingMs,
+      rssServingMiB: mibOf(rssServing),
+      settleMs,
+      settleWindows: windows,
+      rssIdleMiB: mibOf(rssIdle),
+      idleCpuPercent: ((cpu.user + cpu.system) / 1000 / idleMs) * 100,
+      pausedCpuPercent: n === 0 ? Number.NaN : await pausedCpu(runtime, names, input.pausedMs),
+      idleMs,
+      polls,
+      ticks: n === 0 ? 0 : polls / n,
+      metadataGets: gets,
+      coordinatorGets,
+      openFds,
+    };
+    const errors = () => logger.problems.filter((problem) => problem.startsWith('error'));
+    if (n === 0 || !input.fanOut) return { ...measured, fanOutMs: Number.NaN, errors: errors() };
 
     const pending = new Set(input.items.map((item) => item.dataset));
     let lastSwapAt = 0;
@@ -218,26 +215,7 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
         : await publishBatchToDir(file, input.items);
     await allSwapped;
     progress(`${n} datasets: all swapped; closing`);
-
-    return {
-      n,
-      rssBeforeMiB: mibOf(rssBefore),
-      allServingMs,
-      rssServingMiB: mibOf(rssServing),
-      settleMs,
-      settleWindows: windows,
-      rssIdleMiB: mibOf(rssIdle),
-      idleCpuPercent: ((cpu.user + cpu.system) / 1000 / idleMs) * 100,
-      pausedCpuPercent,
-      idleMs,
-      polls,
-      ticks: polls / n,
-      metadataGets: gets,
-      coordinatorGets,
-      fanOutMs: lastSwapAt - writtenAtMs,
-      openFds,
-      errors: logger.problems.filter((problem) => problem.startsWith('error')),
-    };
+    return { ...measured, fanOutMs: lastSwapAt - writtenAtMs, errors: errors() };
   } finally {
     await runtime.close();
   }
