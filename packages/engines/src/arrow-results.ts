@@ -37,6 +37,11 @@ export interface ArrowColumn {
   readonly type: ArrowDataType;
   /** The engine's name of the column's type (`DECIMAL(10,2)`, SQLite's declared type), if known. */
   readonly typeName?: string;
+  /**
+   * A Utf8 column of a type outside the type table whose text is JSON (`json`) or an integer's
+   * digits (`integer`): recorded as the field's `JSON_FORM_METADATA`, read by the JSON encoder.
+   */
+  readonly jsonForm?: 'json' | 'integer';
 }
 
 /**
@@ -44,6 +49,13 @@ export interface ArrowColumn {
  * (`ARROW:FLIGHT:SQL:TYPE_NAME`), which JDBC and ADBC drivers read; Arrow over HTTP carries it too.
  */
 export const TYPE_NAME_METADATA = 'ARROW:FLIGHT:SQL:TYPE_NAME';
+
+/**
+ * Field metadata of a Utf8 column holding a type outside the type table: `json` when each value is
+ * the JSON text of the engine's value (UNION, fixed-size ARRAY, nested values holding such types),
+ * `integer` when it is an integer's digits (HUGEINT). Plain text otherwise (UUID, ENUM, …).
+ */
+export const JSON_FORM_METADATA = 'ferry:json-form';
 
 const TIME_UNITS: Readonly<Record<string, arrow.TimeUnit>> = {
   Second: arrow.TimeUnit.SECOND,
@@ -122,15 +134,17 @@ export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
 /** The schema of a result with these columns (every field nullable: results carry no NOT NULL). */
 export function arrowSchemaOf(columns: readonly ArrowColumn[]): arrow.Schema {
   return new arrow.Schema(
-    columns.map(
-      (column) =>
-        new arrow.Field(
-          column.name,
-          arrowTypeOf(column.type),
-          true,
-          column.typeName === undefined ? null : new Map([[TYPE_NAME_METADATA, column.typeName]]),
-        ),
-    ),
+    columns.map((column) => {
+      const metadata = new Map<string, string>();
+      if (column.typeName !== undefined) metadata.set(TYPE_NAME_METADATA, column.typeName);
+      if (column.jsonForm !== undefined) metadata.set(JSON_FORM_METADATA, column.jsonForm);
+      return new arrow.Field(
+        column.name,
+        arrowTypeOf(column.type),
+        true,
+        metadata.size === 0 ? null : metadata,
+      );
+    }),
   );
 }
 

@@ -24,15 +24,13 @@ import {
   DuckDBInstance,
   type DuckDBPreparedStatement,
   type DuckDBResult,
-  type DuckDBType,
 } from '@duckdb/node-api';
 import { type ArrowDataType, FerryError, type JsonValue } from '@ferry/core';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
-import { type ArrowValue, arrowSchemaOf, batchToIpc, RecordBatchBuilder } from './arrow-results.js';
-import { duckDbArrowValue } from './duckdb-arrow.js';
+import { batchToIpc } from './arrow-results.js';
+import { DuckDbBatchBuilder } from './duckdb-chunk-arrow.js';
 import { bindDuckDbParams } from './duckdb-engine.js';
-import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
 import { scalarParams, uniqueColumnNames } from './encode.js';
 import { quoteIdentifier } from './engine.js';
@@ -754,21 +752,16 @@ export class DuckDbNamespace {
     control: BatchControl = {},
   ): Promise<BatchOutcome> {
     return this.#run(sql, params, route, control, async ({ result, read }, stop, emitted) => {
-      const names = uniqueColumnNames(result.columnNames());
-      const types = result.columnTypes();
-      const schema = arrowSchemaOf(
-        types.map((type: DuckDBType, index) => ({
-          name: names[index] as string,
-          type: duckDbTypeToArrow(type) ?? 'Utf8',
-          typeName: type.toString(),
-        })),
-      );
-      const fieldTypes = schema.fields.map((field) => field.type);
-      sink.schema(batchToIpc(schema), read);
-      emitted();
-      const builder = new RecordBatchBuilder(schema);
       const batchRows = control.batchRows ?? 65_536;
       const batchBytes = control.batchBytes ?? 4 * MIB;
+      const builder = new DuckDbBatchBuilder(
+        uniqueColumnNames(result.columnNames()),
+        result.columnTypes(),
+        Math.min(batchRows, 8_192),
+      );
+      const { schema } = builder;
+      sink.schema(batchToIpc(schema), read);
+      emitted();
       let rows = 0;
       let bytes = 0;
       const send = async (): Promise<'rows' | 'bytes' | undefined> => {
@@ -784,13 +777,13 @@ export class DuckDbNamespace {
       for (;;) {
         const chunk = await result.fetchChunk();
         if (chunk === null || chunk.rowCount === 0) break;
-        for (const values of chunk.getRows()) {
-          builder.appendRow(
-            values.map((value, index): ArrowValue => duckDbArrowValue(value, fieldTypes[index] as never)),
-          );
-          // A batch ends at batchRows rows, or (checked every 256 rows) at about batchBytes.
-          const full = builder.rows >= batchRows || (builder.rows % 256 === 0 && builder.bytes >= batchBytes);
-          if (!full) continue;
+        // A batch ends at batchRows rows or (checked per chunk) at about batchBytes.
+        const size = chunk.rowCount;
+        for (let at = 0; at < size; ) {
+          const take = Math.min(size - at, batchRows - builder.rows);
+          builder.append(chunk, at, at + take);
+          at += take;
+          if (builder.rows < batchRows && builder.bytes < batchBytes) continue;
           const limit = await send();
           if (limit !== undefined) {
             stop();

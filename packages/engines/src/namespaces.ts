@@ -4,6 +4,8 @@
  * entry from `@ferry/engines` so that threads which only open and check snapshot files do not load
  * apache-arrow.
  */
+
+export { batchText, type ColumnText } from './arrow-json.js';
 export {
   type ArrowColumn,
   type ArrowValue,
@@ -15,10 +17,17 @@ export {
   type ColumnBuilder,
   columnBuilder,
   type IntervalValue,
+  JSON_FORM_METADATA,
   RecordBatchBuilder,
   TYPE_NAME_METADATA,
 } from './arrow-results.js';
 export { duckDbArrowValue } from './duckdb-arrow.js';
+export {
+  DuckDbBatchBuilder,
+  duckDbJsonForm,
+  duckDbResultSchema,
+  VECTOR_MEMORY,
+} from './duckdb-chunk-arrow.js';
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export * from './namespace-types.js';
 export {
