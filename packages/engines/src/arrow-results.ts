@@ -11,8 +11,9 @@
  * bigint, Interval as `{ months, days, nanos }`, lists as arrays, structs as objects, maps as
  * `[key, value]` pairs. The engines' adapters turn their own values into these.
  */
-import type { ArrowDataType } from '@ferry/core';
+import type { ArrowDataType, ArrowField } from '@ferry/core';
 import * as arrow from 'apache-arrow';
+import { arrowField } from './arrow-types.js';
 
 export type ArrowValue =
   | null
@@ -129,6 +130,77 @@ export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
     default:
       return new arrow.Utf8();
   }
+}
+
+const UNIT_NAMES: Readonly<Record<number, string>> = {
+  [arrow.TimeUnit.SECOND]: 'Second',
+  [arrow.TimeUnit.MILLISECOND]: 'Millisecond',
+  [arrow.TimeUnit.MICROSECOND]: 'Microsecond',
+  [arrow.TimeUnit.NANOSECOND]: 'Nanosecond',
+};
+
+const jsonField = (field: arrow.Field, nullable = field.nullable): ArrowField =>
+  arrowField(field.name, arrowJsonType(field.type), nullable);
+
+/**
+ * The type-table JSON form of an apache-arrow type (the inverse of {@link arrowTypeOf}), as the
+ * schema of `application/vnd.spiceai.sql.v1+json` reports it; a type the table has no form for is
+ * reported by apache-arrow's name for it.
+ */
+export function arrowJsonType(type: arrow.DataType): ArrowDataType {
+  switch (type.typeId) {
+    case arrow.Type.Null:
+      return 'Null';
+    case arrow.Type.Bool:
+      return 'Boolean';
+    case arrow.Type.Int: {
+      const { bitWidth, isSigned } = type as arrow.Int;
+      return `${isSigned ? 'Int' : 'UInt'}${bitWidth}`;
+    }
+    case arrow.Type.Float:
+      return (type as arrow.Float).precision === arrow.Precision.SINGLE ? 'Float32' : 'Float64';
+    case arrow.Type.Utf8:
+    case arrow.Type.LargeUtf8:
+      return 'Utf8';
+    case arrow.Type.Binary:
+    case arrow.Type.LargeBinary:
+      return 'Binary';
+    case arrow.Type.Date:
+      return 'Date32';
+    case arrow.Type.Time:
+      return { Time64: UNIT_NAMES[(type as arrow.Time).unit] ?? 'Microsecond' };
+    case arrow.Type.Timestamp: {
+      const { unit, timezone } = type as arrow.Timestamp;
+      return { Timestamp: [UNIT_NAMES[unit] ?? 'Microsecond', timezone ?? null] };
+    }
+    case arrow.Type.Decimal: {
+      const { precision, scale } = type as arrow.Decimal;
+      return { Decimal128: [precision, scale] };
+    }
+    case arrow.Type.Interval:
+      return { Interval: 'MonthDayNano' };
+    case arrow.Type.List:
+      return { List: jsonField((type as arrow.List).children[0] as arrow.Field) };
+    case arrow.Type.Struct:
+      return { Struct: (type as arrow.Struct).children.map((field) => jsonField(field)) };
+    case arrow.Type.Map: {
+      const entries = (type as arrow.Map_).children[0] as arrow.Field<arrow.Struct>;
+      const [keys, values] = entries.type.children as [arrow.Field, arrow.Field];
+      return {
+        Map: [
+          arrowField(entries.name, { Struct: [jsonField(keys, false), jsonField(values, true)] }, false),
+          false,
+        ],
+      };
+    }
+    default:
+      return String(type);
+  }
+}
+
+/** A schema in the JSON form metadata.json and Spice's `sql.v1+json` use (`{ fields }`). */
+export function arrowJsonSchema(schema: arrow.Schema): { fields: ArrowField[] } {
+  return { fields: schema.fields.map((field) => jsonField(field, true)) };
 }
 
 /** The schema of a result with these columns (every field nullable: results carry no NOT NULL). */
@@ -548,8 +620,72 @@ export function batchToIpc(schema: arrow.Schema, batch?: arrow.RecordBatch): Uin
   return writer.toUint8Array(true);
 }
 
-/** The schema and batches of an IPC stream written by {@link batchToIpc}. */
+/**
+ * One message of an Arrow IPC stream, as views of the stream's bytes: `dataHeader` (the flatbuffer
+ * Message, padded to 8 bytes) and `dataBody` — the two fields of a Flight `FlightData` — and
+ * `framed`, the whole message as the stream format frames it (continuation marker, length,
+ * header, body), what an HTTP client of the stream format reads.
+ */
+export interface IpcMessage {
+  readonly dataHeader: Uint8Array;
+  readonly dataBody: Uint8Array;
+  readonly framed: Uint8Array;
+}
+
+const CONTINUATION = 0xffff_ffff;
+
+/** The end-of-stream marker of the IPC stream format. */
+export const IPC_END_OF_STREAM = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+
+/** The messages of an IPC stream (schema, dictionaries, batches), up to its end-of-stream marker. */
+export function ipcMessages(bytes: Uint8Array): IpcMessage[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const messages: IpcMessage[] = [];
+  let at = 0;
+  while (at + 8 <= bytes.length && view.getUint32(at, true) === CONTINUATION) {
+    const length = view.getInt32(at + 4, true);
+    if (length === 0) break;
+    const dataHeader = bytes.subarray(at + 8, at + 8 + length);
+    const bodyLength = Number(arrow.Message.decode(dataHeader).bodyLength);
+    const end = at + 8 + length + bodyLength;
+    messages.push({
+      dataHeader,
+      dataBody: bytes.subarray(at + 8 + length, end),
+      framed: bytes.subarray(at, end),
+    });
+    at = end;
+  }
+  return messages;
+}
+
+/** Each decoded batch's message as it arrived, so it can be sent on without encoding it again. */
+const received = new WeakMap<arrow.RecordBatch, IpcMessage>();
+
+/**
+ * The schema and batches of an IPC stream written by {@link batchToIpc}. Each batch remembers
+ * its message ({@link batchIpcMessages} hands it out again without encoding).
+ */
 export function batchesFromIpc(bytes: Uint8Array): { schema: arrow.Schema; batches: arrow.RecordBatch[] } {
   const table = arrow.tableFromIPC(bytes);
+  const messages = ipcMessages(bytes).slice(1);
+  // Only plain batches map one to one onto their messages (no dictionaries: never written here).
+  if (messages.length === table.batches.length) {
+    for (const [index, batch] of table.batches.entries()) received.set(batch, messages[index] as IpcMessage);
+  }
   return { schema: table.schema, batches: table.batches };
+}
+
+/** The schema's IPC message. */
+export function schemaIpcMessage(schema: arrow.Schema): IpcMessage {
+  return ipcMessages(batchToIpc(schema))[0] as IpcMessage;
+}
+
+/**
+ * The IPC message(s) of one batch (dictionaries first, if any): the bytes it arrived in when it
+ * came from {@link batchesFromIpc}, else encoded now.
+ */
+export function batchIpcMessages(batch: arrow.RecordBatch): IpcMessage[] {
+  const message = received.get(batch);
+  if (message !== undefined) return [message];
+  return ipcMessages(arrow.RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true)).slice(1);
 }
