@@ -34,10 +34,11 @@ import {
 } from '@duckdb/node-api';
 import duckdb from '@duckdb/node-bindings';
 import * as arrow from 'apache-arrow';
-import { ArrowValueError, arrowSchemaOf, type ColumnBuilder, columnBuilder } from './arrow-results.js';
+import { arrowSchemaOf, type ColumnBuilder, columnBuilder } from './arrow-results.js';
 import { duckDbArrowValue } from './duckdb-arrow.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
+import { QueryFailedError } from './errors.js';
 
 type Vector = duckdb.Vector;
 
@@ -722,7 +723,10 @@ function intervalWriter(type: arrow.DataType, name: string, capacity: number): V
     (source, row, target, at) => {
       const micros = source.getBigInt64(row * 16 + 8, true);
       if (micros > MAX_INTERVAL_MICROS || micros < -MAX_INTERVAL_MICROS) {
-        throw new ArrowValueError(type, `${micros} µs in column '${name}'`);
+        throw new QueryFailedError(
+          undefined,
+          `column '${name}' holds an INTERVAL of ${micros} microseconds, beyond the 64-bit nanoseconds of an Arrow interval; cast it in the query (e.g. to VARCHAR).`,
+        );
       }
       target.setInt32(at, source.getInt32(row * 16, true), true);
       target.setInt32(at + 4, source.getInt32(row * 16 + 4, true), true);

@@ -37,10 +37,10 @@ export {
 } from './duckdb-chunk-arrow.js';
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export * from './namespace-types.js';
+export { SqliteBatchBuilder } from './sqlite-arrow.js';
 export {
   SQLITE_MAX_ATTACHED,
   SqliteNamespace,
   type SqliteNamespaceOptions,
   type SyncBatchSink,
-  sqliteArrowValue,
 } from './sqlite-namespace.js';

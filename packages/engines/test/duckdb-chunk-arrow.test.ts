@@ -173,4 +173,18 @@ describe('DuckDB chunks to Arrow, column by column', () => {
       expect(columnar, sql).toEqual(values);
     }
   });
+
+  it('refuses an INTERVAL beyond Arrow’s 64-bit nanoseconds, naming the column, instead of wrapping it', async () => {
+    const result = await connection.stream("SELECT INTERVAL '10000000 hours' AS long_wait");
+    const builder = new DuckDbBatchBuilder(result.deduplicatedColumnNames(), result.columnTypes());
+    const chunk = await result.fetchChunk();
+    expect(() => builder.append(chunk as NonNullable<typeof chunk>)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_QUERY_FAILED',
+        message: expect.stringContaining(
+          "column 'long_wait' holds an INTERVAL of 36000000000000000 microseconds",
+        ),
+      }),
+    );
+  });
 });
