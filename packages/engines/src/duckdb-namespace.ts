@@ -760,8 +760,15 @@ export class DuckDbNamespace {
         Math.min(batchRows, 8_192),
       );
       const { schema } = builder;
-      sink.schema(batchToIpc(schema), read);
-      emitted();
+      // The schema goes out with the first chunk: a query that fails while DuckDB computes it
+      // (out of memory, say) has handed nothing over yet, so it can still run once more.
+      let started = false;
+      const start = (): void => {
+        if (started) return;
+        started = true;
+        sink.schema(batchToIpc(schema), read);
+        emitted();
+      };
       let rows = 0;
       let bytes = 0;
       const send = async (): Promise<'rows' | 'bytes' | undefined> => {
@@ -776,6 +783,7 @@ export class DuckDbNamespace {
       };
       for (;;) {
         const chunk = await result.fetchChunk();
+        start();
         if (chunk === null || chunk.rowCount === 0) break;
         // A batch ends at batchRows rows or (checked per chunk) at about batchBytes.
         const size = chunk.rowCount;
