@@ -146,6 +146,7 @@ export function decodeSqlMessage(name: SqlMessageName, bytes: Uint8Array): SqlMe
   try {
     return { name, fields: type.toObject(type.decode(bytes), TO_OBJECT) };
   } catch {
+    // Not that message: the caller says what it expected.
     return undefined;
   }
 }
@@ -157,6 +158,7 @@ export function decodeBasicAuth(bytes: Uint8Array): { username: string; password
     const decoded = type.toObject(type.decode(bytes), TO_OBJECT) as { username: string; password: string };
     return decoded.password === '' ? undefined : decoded;
   } catch {
+    // Not a BasicAuth: the payload is then the token itself.
     return undefined;
   }
 }
@@ -177,6 +179,7 @@ export function unpackSql(bytes: Uint8Array): SqlMessage | undefined {
     typeUrl = any.type_url;
     value = any.value;
   } catch {
+    // Not an Any: plain SQL text, as Spice's SDKs send it.
     return undefined;
   }
   if (typeof typeUrl !== 'string') return undefined;
@@ -187,9 +190,10 @@ export function unpackSql(bytes: Uint8Array): SqlMessage | undefined {
   let type: protobuf.Type;
   try {
     type = sqlType(name);
-  } catch {
+  } catch (error) {
     throw new FlightRequestError(
       `'${fullName}' is not a Flight SQL message this server knows; send a command of arrow.flight.protocol.sql.`,
+      { cause: error },
     );
   }
   try {

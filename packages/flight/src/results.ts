@@ -13,6 +13,18 @@ import type { FlightContext } from './calls.js';
 import { schemaBytes } from './ipc.js';
 import type { FlightDescriptor, FlightInfo } from './protocol.js';
 
+/**
+ * A data header 4 bytes past a multiple of 8 (trailing zeros, which a flatbuffer reader ignores):
+ * clients that frame FlightData the legacy IPC way — a 4-byte length, the header, the body, as
+ * Spice's JS SDK does — then find the body 8-byte aligned, which apache-arrow reads without copying.
+ */
+function alignedHeader(header: Uint8Array): Uint8Array {
+  if (header.byteLength % 8 === 4) return header;
+  const padded = new Uint8Array(header.byteLength + ((12 - (header.byteLength % 8)) % 8));
+  padded.set(header);
+  return padded;
+}
+
 export function flightInfo(
   descriptor: FlightDescriptor,
   schema: Schema,
@@ -49,11 +61,14 @@ export async function writeResult(
   const write = (message: IpcMessage): void => {
     const size = message.dataHeader.byteLength + message.dataBody.byteLength;
     unsent += size;
-    call.write({ dataHeader: message.dataHeader, dataBody: message.dataBody }, (error?: Error | null) => {
-      unsent -= size;
-      if (error) failure ??= error;
-      wake?.();
-    });
+    call.write(
+      { dataHeader: alignedHeader(message.dataHeader), dataBody: message.dataBody },
+      (error?: Error | null) => {
+        unsent -= size;
+        if (error) failure ??= error;
+        wake?.();
+      },
+    );
   };
   /** Resolves once at most `limit` bytes are unsent (or the call failed or was aborted). */
   const drained = async (limit: number): Promise<void> => {
