@@ -83,7 +83,7 @@ describe('SQLite results as Arrow', () => {
       untyped: 'Int64',
     });
     expect(values[1]?.i).toBe(-9223372036854775808n);
-    expect([values[0]?.r, values[0]?.s, [...(values[0]?.b as Uint8Array)], values[0]?.flag]).toEqual([
+    expect([values[0]?.r, values[0]?.s, Array.from(values[0]?.b as Uint8Array), values[0]?.flag]).toEqual([
       1.5,
       'x',
       [1, 2],
