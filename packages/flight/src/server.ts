@@ -53,13 +53,13 @@ export interface FlightServerOptions {
   /** How long `close()` lets running calls finish before cutting them; default 5 000 ms. */
   readonly closeGraceMs?: number;
   /**
-   * Bytes a DoGet may write ahead of what gRPC has sent to its client; default 4 MiB. The stream
+   * Bytes a DoGet may write ahead of what gRPC has sent to its client; default 1 MiB. The stream
    * stops pulling batches beyond it, so it bounds the memory a slow client costs.
    */
   readonly writeWindowBytes?: number;
 }
 
-export const DEFAULT_WRITE_WINDOW_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_WRITE_WINDOW_BYTES = 1024 * 1024;
 
 export interface RunningFlightServer {
   /** `host:port` as bound (the real port when 0 was asked): what a Flight client connects to. */

@@ -55,4 +55,5 @@ export {
   type SqlAnswer,
   type SqlLimits,
   type SqlMediaType,
+  TEXT_BATCH_ROWS,
 } from './sql-response.js';

@@ -61,6 +61,12 @@ const CONTENT_TYPES: Readonly<Record<SqlMediaType, string>> = {
   [ARROW_STREAM_TYPE]: ARROW_STREAM_TYPE,
 };
 
+/**
+ * Rows per batch the text formats ask the runtime for: a batch's text is built whole before it is
+ * written, so this bounds what an answer holds at once (about 1 MiB of JSON for narrow rows).
+ */
+export const TEXT_BATCH_ROWS = 16_384;
+
 /** Caps on one `/v1/sql` answer; 0 or absent: none (the runtime's `maxStreamBytes` still applies). */
 export interface SqlLimits {
   /** Rows at most (counted per batch). */
@@ -90,7 +96,10 @@ export async function answerSql(
     const columns = result.columns.map((column) => column.name);
     return { contentType: CONTENT_TYPES[type], body: toTextTable(columns, result.rows), provenance: result };
   }
-  const stream = await runtime.queryStream(sql, params, { signal });
+  const stream = await runtime.queryStream(sql, params, {
+    signal,
+    ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }),
+  });
   const batches = limited(stream, limits);
   const body =
     type === ARROW_STREAM_TYPE
