@@ -28,7 +28,7 @@ import { type Table, tableFromIPC } from 'apache-arrow';
 import { buildFile, type Column } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
 import { startRuntime } from '../harness.js';
-import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
+import { type GoalCheck, type Measurement, median, ratio, type Scenario } from '../scenario.js';
 import type { SlowClientReport, SlowClientRequest, SlowProtocol } from '../slow-client.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
@@ -314,13 +314,6 @@ export const b6: Scenario = {
       direct.closeSync();
       await runtime.close();
     }
-    const median = (values: readonly number[]): number => {
-      const sorted = [...values].sort((a, b) => a - b);
-      const middle = sorted.length >> 1;
-      return sorted.length % 2 === 1
-        ? (sorted[middle] as number)
-        : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-    };
     const p50 = Object.fromEntries(SIDES.map((side) => [side, median(totals[side])])) as Record<Side, number>;
     const group = `${rows.toLocaleString('en-US')} rows (BIGINT, VARCHAR, DOUBLE)`;
     const vsBaseline = ratio(p50.flight, p50.baseline);

@@ -13,6 +13,7 @@
  */
 import type { ArrowDataType, ArrowField } from '@ferry/core';
 import * as arrow from 'apache-arrow';
+import { grown } from './arrow-buffers.js';
 import { arrowField } from './arrow-types.js';
 
 export type ArrowValue =
@@ -236,7 +237,7 @@ class Bits {
 
   set(index: number, on: boolean): void {
     const byte = index >> 3;
-    this.bits = room(this.bits, byte + 1);
+    this.bits = grown(this.bits, byte + 1);
     if (on) this.bits[byte] = (this.bits[byte] as number) | (1 << (index & 7));
   }
 
@@ -262,14 +263,6 @@ class Validity extends Bits {
   data<T extends arrow.DataType>(type: T, length: number) {
     return { type, length, nullCount: this.nulls, nullBitmap: this.finish(length) };
   }
-}
-
-/** `array`, or a copy at least twice as long when `needed` elements would not fit. */
-function room<T extends Uint8Array | Int32Array | Typed>(array: T, needed: number): T {
-  if (needed <= array.length) return array;
-  const grown = new (array.constructor as new (length: number) => T)(Math.max(array.length * 2, needed));
-  grown.set(array as never);
-  return grown;
 }
 
 type Typed =
@@ -327,7 +320,7 @@ class FixedBuilder implements ColumnBuilder {
 
   append(value: ArrowValue): void {
     const at = this.length * this.#width;
-    this.#data = room(this.#data, at + this.#width);
+    this.#data = grown(this.#data, at + this.#width);
     this.#validity.set(this.length, value !== null);
     if (value !== null) this.#write(this.#data, at, value);
     this.length++;
@@ -388,9 +381,9 @@ class BytesBuilder implements ColumnBuilder {
     if (typeof value === 'string') bytes = encoder.encode(value);
     else if (value instanceof Uint8Array) bytes = value;
     else if (value !== null) throw new ArrowValueError(this.#type, value);
-    this.#offsets = room(this.#offsets, this.length + 2);
+    this.#offsets = grown(this.#offsets, this.length + 2);
     if (bytes !== undefined) {
-      this.#data = room(this.#data, this.#size + bytes.length);
+      this.#data = grown(this.#data, this.#size + bytes.length);
       this.#data.set(bytes, this.#size);
       this.#size += bytes.length;
     }
@@ -437,7 +430,7 @@ class ListBuilder implements ColumnBuilder {
         this.#child.append({ [keyField.name]: key, [valueField.name]: entry });
       }
     }
-    this.#offsets = room(this.#offsets, this.length + 2);
+    this.#offsets = grown(this.#offsets, this.length + 2);
     this.#validity.set(this.length, value !== null);
     this.length++;
     this.#offsets[this.length] = this.#child.length;
@@ -601,14 +594,18 @@ export class RecordBatchBuilder {
     const children = this.#builders.map((builder) => builder.finish());
     this.#builders = this.schema.fields.map((field) => columnBuilder(field.type));
     this.#rowsWithoutColumns = 0;
-    const data = arrow.makeData({
-      type: new arrow.Struct(this.schema.fields),
-      length,
-      nullCount: 0,
-      children,
-    });
-    return new arrow.RecordBatch(this.schema, data);
+    return recordBatchOf(this.schema, length, children);
   }
+}
+
+/** A record batch of `length` rows whose columns are `children` (one `Data` per field). */
+export function recordBatchOf(
+  schema: arrow.Schema,
+  length: number,
+  children: arrow.Data[],
+): arrow.RecordBatch {
+  const data = arrow.makeData({ type: new arrow.Struct(schema.fields), length, nullCount: 0, children });
+  return new arrow.RecordBatch(schema, data);
 }
 
 /** One batch (or just the schema) as a self-contained IPC stream: what crosses a thread. */

@@ -34,7 +34,19 @@ import {
 } from '@duckdb/node-api';
 import duckdb from '@duckdb/node-bindings';
 import * as arrow from 'apache-arrow';
-import { arrowSchemaOf, type ColumnBuilder, columnBuilder } from './arrow-results.js';
+import {
+  BitmapWriter,
+  ByteBuffer,
+  dataOf,
+  grown,
+  isValid,
+  type Rows,
+  readSize,
+  rowAt,
+  rowCount,
+  setBit,
+} from './arrow-buffers.js';
+import { arrowSchemaOf, type ColumnBuilder, columnBuilder, recordBatchOf } from './arrow-results.js';
 import { duckDbArrowValue } from './duckdb-arrow.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
@@ -77,117 +89,6 @@ function vectorValidity(vector: Vector, size: number): Uint8Array | null {
   return (duckdb.vector_get_validity(vector, Math.ceil(size / 64) * 8) as Uint8Array | null) ?? null;
 }
 
-const setBit = (bits: Uint8Array, bit: number): void => {
-  bits[bit >> 3] = (bits[bit >> 3] as number) | (1 << (bit & 7));
-};
-
-const isValid = (validity: Uint8Array | null, row: number): boolean =>
-  validity === null || ((validity[row >> 3] as number) & (1 << (row & 7))) !== 0;
-
-/** `array`, or a zeroed copy with room for at least `needed` elements (doubling). */
-function grown<T extends Uint8Array | Int32Array>(array: T, needed: number): T {
-  if (needed <= array.length) return array;
-  const next = new (array.constructor as new (length: number) => T)(Math.max(array.length * 2, needed, 64));
-  next.set(array);
-  return next;
-}
-
-/** Which rows of a vector a writer appends: a range, or (lists out of order) a list of rows. */
-type Rows =
-  /** Rows `from` … `to − 1` of a vector holding at least `to` rows. */
-  | { readonly from: number; readonly to: number; readonly rows?: undefined }
-  /** Rows `rows[i]` of a vector holding `size` rows. */
-  | { readonly rows: Uint32Array; readonly size: number };
-
-const rowCount = (rows: Rows): number => (rows.rows === undefined ? rows.to - rows.from : rows.rows.length);
-/** Rows the vector must be read for. */
-const readSize = (rows: Rows): number => (rows.rows === undefined ? rows.to : rows.size);
-
-/** A validity bitmap being appended to; bits at and past `length` are always zero. */
-class BitmapWriter {
-  length = 0;
-  #bits = new Uint8Array(64);
-  #nulls = false;
-
-  /** Appends `rows` of a vector whose validity is `source` (`null`: all valid). */
-  append(source: Uint8Array | null, rows: Rows): void {
-    const count = rowCount(rows);
-    const at = this.length;
-    this.#bits = grown(this.#bits, ((at + count + 7) >> 3) + 1);
-    const bits = this.#bits;
-    if (rows.rows !== undefined) {
-      for (let i = 0; i < count; i++) {
-        if (isValid(source, rows.rows[i] as number)) setBit(bits, at + i);
-        else this.#nulls = true;
-      }
-    } else if (source === null) {
-      setOnes(bits, at, count);
-    } else {
-      if (copyBits(source, rows.from, bits, at, count)) this.#nulls = true;
-    }
-    this.length = at + count;
-  }
-
-  /** Appends `count` valid rows. */
-  appendValid(count: number): void {
-    this.#bits = grown(this.#bits, ((this.length + count + 7) >> 3) + 1);
-    setOnes(this.#bits, this.length, count);
-    this.length += count;
-  }
-
-  /** The bitmap, or `undefined` when no row is null (Arrow then needs none); starts empty again. */
-  finish(): Uint8Array | undefined {
-    const bitmap = this.#nulls ? this.#bits.subarray(0, (this.length + 7) >> 3) : undefined;
-    this.length = 0;
-    this.#bits = new Uint8Array(64);
-    this.#nulls = false;
-    return bitmap;
-  }
-}
-
-/** Sets bits `at` … `at + count − 1` of a zeroed tail. */
-function setOnes(bits: Uint8Array, at: number, count: number): void {
-  let bit = at;
-  const end = at + count;
-  while (bit < end && (bit & 7) !== 0) {
-    setBit(bits, bit);
-    bit++;
-  }
-  const wholeEnd = end & ~7;
-  if (bit < wholeEnd) {
-    bits.fill(0xff, bit >> 3, wholeEnd >> 3);
-    bit = wholeEnd;
-  }
-  while (bit < end) {
-    setBit(bits, bit);
-    bit++;
-  }
-}
-
-/** ORs `count` bits of `source` from bit `from` into `target` at bit `at`; true when any was zero. */
-function copyBits(source: Uint8Array, from: number, target: Uint8Array, at: number, count: number): boolean {
-  let zero = false;
-  if ((from & 7) === 0 && (at & 7) === 0) {
-    const whole = count >> 3;
-    const start = from >> 3;
-    for (let i = 0; i < whole; i++) {
-      const byte = source[start + i] as number;
-      if (byte !== 0xff) zero = true;
-      target[(at >> 3) + i] = byte;
-    }
-    for (let bit = whole << 3; bit < count; bit++) {
-      if (isValid(source, from + bit)) setBit(target, at + bit);
-      else zero = true;
-    }
-    return zero;
-  }
-  for (let bit = 0; bit < count; bit++) {
-    if (isValid(source, from + bit)) setBit(target, at + bit);
-    else zero = true;
-  }
-  return zero;
-}
-
 /** One column of the batch being built, fed vector by vector. */
 interface VectorWriter {
   readonly length: number;
@@ -198,116 +99,72 @@ interface VectorWriter {
   finish(): arrow.Data;
 }
 
-/** Growable bytes: a fixed-width column's values, or a string column's characters. */
-class ByteBuffer {
+type TypedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView;
+
+/** What every column writer keeps: its Arrow type, its row count and its validity. */
+abstract class ColumnWriter implements VectorWriter {
   length = 0;
-  bytes: Uint8Array;
+  protected readonly validity = new BitmapWriter();
 
-  constructor(capacity = 1024) {
-    this.bytes = new Uint8Array(capacity);
-  }
+  protected constructor(protected readonly type: arrow.DataType) {}
 
-  reserve(more: number): Uint8Array {
-    this.bytes = grown(this.bytes, this.length + more);
-    return this.bytes;
-  }
+  abstract get bytes(): number;
+  abstract append(vector: Vector, rows: Rows): void;
+  abstract finish(): arrow.Data;
 
-  take(): Uint8Array {
-    const taken = this.bytes.subarray(0, this.length);
-    this.bytes = new Uint8Array(Math.max(1024, this.length));
+  /** The column's data over `buffers` (and its validity); the writer starts empty again. */
+  protected data(buffers: Readonly<Record<string, unknown>>): arrow.Data {
+    const length = this.length;
     this.length = 0;
+    return dataOf(this.type, length, this.validity, buffers);
+  }
+}
+
+/** A column of variable-length values (Utf8, Binary, List, Map): offsets, `length + 1` of them. */
+abstract class OffsetsWriter extends ColumnWriter {
+  protected offsets: Int32Array;
+
+  protected constructor(type: arrow.DataType, capacity: number) {
+    super(type);
+    this.offsets = new Int32Array(capacity + 1);
+  }
+
+  /** Room for `count` more rows' offsets. */
+  protected reserveOffsets(count: number): Int32Array {
+    this.offsets = grown(this.offsets, this.length + count + 1);
+    return this.offsets;
+  }
+
+  protected takeOffsets(): Int32Array {
+    const taken = this.offsets.subarray(0, this.length + 1);
+    this.offsets = new Int32Array(this.offsets.length);
     return taken;
   }
 }
 
-type TypedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayBufferView;
-
-/** Values of one width copied as they are (integers, floats, dates, times, timestamps, DECIMAL(>18)). */
-class FixedWriter implements VectorWriter {
-  length = 0;
-  readonly #type: arrow.DataType;
-  readonly #width: number;
-  readonly #view: TypedArrayCtor;
-  readonly #values: ByteBuffer;
-  readonly #validity = new BitmapWriter();
-
-  constructor(type: arrow.DataType, width: number, view: TypedArrayCtor, capacity: number) {
-    this.#type = type;
-    this.#width = width;
-    this.#view = view;
-    this.#values = new ByteBuffer(capacity * width);
-  }
-
-  get bytes(): number {
-    return this.#values.length + (this.length >> 3);
-  }
-
-  append(vector: Vector, rows: Rows): void {
-    const width = this.#width;
-    const count = rowCount(rows);
-    const source = vectorBytes(vector, readSize(rows) * width);
-    const target = this.#values.reserve(count * width);
-    const at = this.#values.length;
-    if (rows.rows === undefined) {
-      target.set(source.subarray(rows.from * width, rows.to * width), at);
-    } else {
-      for (let i = 0; i < count; i++) {
-        const row = rows.rows[i] as number;
-        target.set(source.subarray(row * width, (row + 1) * width), at + i * width);
-      }
-    }
-    this.#values.length = at + count * width;
-    this.#validity.append(vectorValidity(vector, readSize(rows)), rows);
-    this.length += count;
-  }
-
-  finish(): arrow.Data {
-    const length = this.length;
-    const values = this.#values.take();
-    const nullBitmap = this.#validity.finish();
-    this.length = 0;
-    return arrow.makeData({
-      type: this.#type,
-      length,
-      ...(nullBitmap === undefined ? { nullCount: 0 } : { nullBitmap }),
-      data: new this.#view(
-        values.buffer as ArrayBuffer,
-        values.byteOffset,
-        values.byteLength / elementBytes(this.#view),
-      ),
-    } as never);
-  }
-}
-
-function elementBytes(view: TypedArrayCtor): number {
-  return (view as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
-}
-
 /**
- * Values rewritten one by one into a fixed-width Arrow layout: `write(source, row, target, at)`
- * reads DuckDB's value of `row` and writes Arrow's `outWidth` bytes at byte `at`.
+ * A fixed-width column: DuckDB's values copied as they are (integers, floats, dates, times,
+ * timestamps, DECIMAL(>18)), or, with `rewrite`, turned one by one into Arrow's layout
+ * (`rewrite(source, row, target, at)` reads DuckDB's value of `row` and writes Arrow's bytes at `at`).
  */
-class RewriteWriter implements VectorWriter {
-  length = 0;
-  readonly #type: arrow.DataType;
+class FixedWriter extends ColumnWriter {
   readonly #inWidth: number;
   readonly #outWidth: number;
   readonly #view: TypedArrayCtor;
-  readonly #write: (source: DataView, row: number, target: DataView, at: number) => void;
+  readonly #rewrite: ((source: DataView, row: number, target: DataView, at: number) => void) | undefined;
   readonly #values: ByteBuffer;
-  readonly #validity = new BitmapWriter();
 
   constructor(
     type: arrow.DataType,
     widths: readonly [inWidth: number, outWidth: number],
     view: TypedArrayCtor,
-    write: (source: DataView, row: number, target: DataView, at: number) => void,
     capacity: number,
+    rewrite?: (source: DataView, row: number, target: DataView, at: number) => void,
   ) {
-    this.#type = type;
+    super(type);
     [this.#inWidth, this.#outWidth] = widths;
     this.#view = view;
-    this.#write = write;
+    this.#rewrite = rewrite;
     this.#values = new ByteBuffer(capacity * this.#outWidth);
   }
 
@@ -318,46 +175,48 @@ class RewriteWriter implements VectorWriter {
   append(vector: Vector, rows: Rows): void {
     const count = rowCount(rows);
     const size = readSize(rows);
-    const raw = vectorBytes(vector, size * this.#inWidth);
+    const source = vectorBytes(vector, size * this.#inWidth);
     const validity = vectorValidity(vector, size);
-    const source = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-    const bytes = this.#values.reserve(count * this.#outWidth);
-    const target = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    let at = this.#values.length;
-    for (let i = 0; i < count; i++) {
-      const row = rows.rows === undefined ? rows.from + i : (rows.rows[i] as number);
-      // A null row's bytes are whatever DuckDB left there: not read.
-      if (isValid(validity, row)) this.#write(source, row, target, at);
-      at += this.#outWidth;
+    const target = this.#values.reserve(count * this.#outWidth);
+    const at = this.#values.length;
+    const rewrite = this.#rewrite;
+    const width = this.#outWidth;
+    if (rewrite !== undefined) {
+      const from = new DataView(source.buffer, source.byteOffset, source.byteLength);
+      const to = new DataView(target.buffer, target.byteOffset, target.byteLength);
+      for (let i = 0; i < count; i++) {
+        const row = rowAt(rows, i);
+        // A null row's bytes are whatever DuckDB left there: not read.
+        if (isValid(validity, row)) rewrite(from, row, to, at + i * width);
+      }
+    } else if (rows.rows === undefined) {
+      target.set(source.subarray(rows.from * width, rows.to * width), at);
+    } else {
+      for (let i = 0; i < count; i++) {
+        const row = rows.rows[i] as number;
+        target.set(source.subarray(row * width, (row + 1) * width), at + i * width);
+      }
     }
-    this.#values.length = at;
-    this.#validity.append(validity, rows);
+    this.#values.length = at + count * width;
+    this.validity.append(validity, rows);
     this.length += count;
   }
 
   finish(): arrow.Data {
-    const length = this.length;
     const values = this.#values.take();
-    const nullBitmap = this.#validity.finish();
-    this.length = 0;
-    return arrow.makeData({
-      type: this.#type,
-      length,
-      ...(nullBitmap === undefined ? { nullCount: 0 } : { nullBitmap }),
-      data: new this.#view(
-        values.buffer as ArrayBuffer,
-        values.byteOffset,
-        values.byteLength / elementBytes(this.#view),
-      ),
-    } as never);
+    const elements =
+      values.byteLength / (this.#view as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+    return this.data({ data: new this.#view(values.buffer as ArrayBuffer, values.byteOffset, elements) });
   }
 }
 
 /** BOOLEAN: one byte per value in DuckDB, one bit in Arrow. */
-class BooleanWriter implements VectorWriter {
-  length = 0;
+class BooleanWriter extends ColumnWriter {
   #values = new Uint8Array(64);
-  readonly #validity = new BitmapWriter();
+
+  constructor() {
+    super(new arrow.Bool());
+  }
 
   get bytes(): number {
     return this.length >> 2;
@@ -370,26 +229,16 @@ class BooleanWriter implements VectorWriter {
     this.#values = grown(this.#values, ((this.length + count + 7) >> 3) + 1);
     const bits = this.#values;
     for (let i = 0; i < count; i++) {
-      const row = rows.rows === undefined ? rows.from + i : (rows.rows[i] as number);
-      const at = this.length + i;
-      if (source[row] !== 0) setBit(bits, at);
+      if (source[rowAt(rows, i)] !== 0) setBit(bits, this.length + i);
     }
-    this.#validity.append(vectorValidity(vector, size), rows);
+    this.validity.append(vectorValidity(vector, size), rows);
     this.length += count;
   }
 
   finish(): arrow.Data {
-    const length = this.length;
-    const values = this.#values.subarray(0, (length + 7) >> 3);
-    const nullBitmap = this.#validity.finish();
+    const values = this.#values.subarray(0, (this.length + 7) >> 3);
     this.#values = new Uint8Array(64);
-    this.length = 0;
-    return arrow.makeData({
-      type: new arrow.Bool(),
-      length,
-      ...(nullBitmap === undefined ? { nullCount: 0 } : { nullBitmap }),
-      data: values,
-    });
+    return this.data({ data: values });
   }
 }
 
@@ -403,18 +252,13 @@ const address = (view: DataView, at: number): number =>
   view.getUint32(at + 4, true) * 4_294_967_296 + view.getUint32(at, true);
 
 /** VARCHAR → Utf8 and BLOB → Binary, from DuckDB's 16-byte `string_t`. */
-class StringWriter implements VectorWriter {
-  length = 0;
-  readonly #type: arrow.Utf8 | arrow.Binary;
+class StringWriter extends OffsetsWriter {
   readonly #name: string;
-  #offsets: Int32Array;
   readonly #data = new ByteBuffer(16 * 1024);
-  readonly #validity = new BitmapWriter();
 
   constructor(type: arrow.Utf8 | arrow.Binary, name: string, capacity: number) {
-    this.#type = type;
+    super(type, capacity);
     this.#name = name;
-    this.#offsets = new Int32Array(capacity + 1);
   }
 
   get bytes(): number {
@@ -428,13 +272,12 @@ class StringWriter implements VectorWriter {
     const validity = vectorValidity(vector, size);
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
     // Pass 1: lengths (a null row has none: its string_t is not read) into offsets.
-    this.#offsets = grown(this.#offsets, this.length + count + 1);
-    const offsets = this.#offsets;
+    const offsets = this.reserveOffsets(count);
     const base = this.length;
     const start = this.#data.length;
     let end = start;
     for (let i = 0; i < count; i++) {
-      const row = rows.rows === undefined ? rows.from + i : (rows.rows[i] as number);
+      const row = rowAt(rows, i);
       if (isValid(validity, row)) end += view.getUint32(row * STRING_T, true);
       offsets[base + i + 1] = end;
     }
@@ -451,7 +294,7 @@ class StringWriter implements VectorWriter {
     while (i < count) {
       const at = offsets[base + i] as number;
       const length = (offsets[base + i + 1] as number) - at;
-      const row = rows.rows === undefined ? rows.from + i : (rows.rows[i] as number);
+      const row = rowAt(rows, i);
       if (length <= INLINE) {
         const inline = row * STRING_T + 4;
         for (let k = 0; k < length; k++) data[at + k] = raw[inline + k] as number;
@@ -464,8 +307,7 @@ class StringWriter implements VectorWriter {
       while (j < count) {
         const nextLength = (offsets[base + j + 1] as number) - (offsets[base + j] as number);
         if (nextLength <= INLINE) break;
-        const nextRow = rows.rows === undefined ? rows.from + j : (rows.rows[j] as number);
-        const nextAddress = address(view, nextRow * STRING_T + 8);
+        const nextAddress = address(view, rowAt(rows, j) * STRING_T + 8);
         if (nextAddress !== next) break;
         next = nextAddress + nextLength;
         j++;
@@ -475,38 +317,22 @@ class StringWriter implements VectorWriter {
       i = j;
     }
     this.#data.length = end;
-    this.#validity.append(validity, rows);
+    this.validity.append(validity, rows);
     this.length += count;
   }
 
   finish(): arrow.Data {
-    const length = this.length;
-    const valueOffsets = this.#offsets.subarray(0, length + 1);
-    this.#offsets = new Int32Array(this.#offsets.length);
-    const nullBitmap = this.#validity.finish();
-    this.length = 0;
-    return arrow.makeData({
-      type: this.#type,
-      length,
-      ...(nullBitmap === undefined ? { nullCount: 0 } : { nullBitmap }),
-      valueOffsets,
-      data: this.#data.take(),
-    } as never);
+    return this.data({ valueOffsets: this.takeOffsets(), data: this.#data.take() });
   }
 }
 
 /** LIST → List and MAP → Map (DuckDB's MAP is a list of key/value structs): offsets into one child. */
-class ListWriter implements VectorWriter {
-  length = 0;
-  readonly #type: arrow.List | arrow.Map_;
+class ListWriter extends OffsetsWriter {
   readonly #child: VectorWriter;
-  #offsets: Int32Array;
-  readonly #validity = new BitmapWriter();
 
   constructor(type: arrow.List | arrow.Map_, child: VectorWriter, capacity: number) {
-    this.#type = type;
+    super(type, capacity);
     this.#child = child;
-    this.#offsets = new Int32Array(capacity + 1);
   }
 
   get bytes(): number {
@@ -520,15 +346,14 @@ class ListWriter implements VectorWriter {
     const raw = vectorBytes(vector, size * 16);
     const entries = new Uint32Array(raw.buffer, raw.byteOffset, size * 4);
     const validity = vectorValidity(vector, size);
-    this.#offsets = grown(this.#offsets, this.length + count + 1);
-    const offsets = this.#offsets;
+    const offsets = this.reserveOffsets(count);
     const base = this.length;
     let first = -1;
     let expected = -1;
     let inOrder = true;
     let total = 0;
     for (let i = 0; i < count; i++) {
-      const row = rows.rows === undefined ? rows.from + i : (rows.rows[i] as number);
+      const row = rowAt(rows, i);
       if (isValid(validity, row)) {
         const offset = entries[row * 4] as number;
         const length = entries[row * 4 + 2] as number;
@@ -549,7 +374,7 @@ class ListWriter implements VectorWriter {
         const gathered = new Uint32Array(total);
         let at = 0;
         for (let i = 0; i < count; i++) {
-          const row = rows.rows === undefined ? rows.from + i : (rows.rows[i] as number);
+          const row = rowAt(rows, i);
           if (!isValid(validity, row)) continue;
           const offset = entries[row * 4] as number;
           const length = entries[row * 4 + 2] as number;
@@ -558,37 +383,23 @@ class ListWriter implements VectorWriter {
         this.#child.append(child, { rows: gathered, size: duckdb.list_vector_get_size(vector) });
       }
     }
-    this.#validity.append(validity, rows);
+    this.validity.append(validity, rows);
     this.length += count;
   }
 
   finish(): arrow.Data {
-    const length = this.length;
-    const valueOffsets = this.#offsets.subarray(0, length + 1);
-    this.#offsets = new Int32Array(this.#offsets.length);
-    const nullBitmap = this.#validity.finish();
-    this.length = 0;
-    return arrow.makeData({
-      type: this.#type,
-      length,
-      ...(nullBitmap === undefined ? { nullCount: 0 } : { nullBitmap }),
-      valueOffsets,
-      child: this.#child.finish(),
-    } as never);
+    return this.data({ valueOffsets: this.takeOffsets(), child: this.#child.finish() });
   }
 }
 
 /** STRUCT → Struct: each child vector appended for the same rows. */
-class StructWriter implements VectorWriter {
-  length = 0;
-  readonly #type: arrow.Struct;
+class StructWriter extends ColumnWriter {
   readonly #children: readonly VectorWriter[];
   /** A MAP's entries: DuckDB has no validity for them (Arrow's entries are not nullable). */
   readonly #alwaysValid: boolean;
-  readonly #validity = new BitmapWriter();
 
   constructor(type: arrow.Struct, children: readonly VectorWriter[], alwaysValid = false) {
-    this.#type = type;
+    super(type);
     this.#children = children;
     this.#alwaysValid = alwaysValid;
   }
@@ -601,21 +412,13 @@ class StructWriter implements VectorWriter {
     for (const [index, child] of this.#children.entries()) {
       child.append(duckdb.struct_vector_get_child(vector, index), rows);
     }
-    if (this.#alwaysValid) this.#validity.appendValid(rowCount(rows));
-    else this.#validity.append(vectorValidity(vector, readSize(rows)), rows);
+    if (this.#alwaysValid) this.validity.appendValid(rowCount(rows));
+    else this.validity.append(vectorValidity(vector, readSize(rows)), rows);
     this.length += rowCount(rows);
   }
 
   finish(): arrow.Data {
-    const length = this.length;
-    const nullBitmap = this.#validity.finish();
-    this.length = 0;
-    return arrow.makeData({
-      type: this.#type,
-      length,
-      ...(nullBitmap === undefined ? { nullCount: 0 } : { nullBitmap }),
-      children: this.#children.map((child) => child.finish()),
-    });
+    return this.data({ children: this.#children.map((child) => child.finish()) });
   }
 }
 
@@ -665,7 +468,7 @@ class TextWriter implements VectorWriter {
     const values = DuckDBVector.create(vector, readSize(rows), this.#type);
     const count = rowCount(rows);
     for (let i = 0; i < count; i++) {
-      const row = rows.rows === undefined ? rows.from + i : (rows.rows[i] as number);
+      const row = rowAt(rows, i);
       const value = values.getItem(row);
       this.#builder.append(
         this.#json && value !== null
@@ -690,10 +493,11 @@ function decimalWriter(type: arrow.DataType, width: 2 | 4 | 8, capacity: number)
       : width === 4
         ? (source: DataView, row: number) => source.getInt32(row * 4, true)
         : undefined;
-  return new RewriteWriter(
+  return new FixedWriter(
     type,
     [width, 16],
     Uint32Array,
+    capacity,
     low === undefined
       ? (source, row, target, at) => {
           const value = source.getBigInt64(row * 8, true);
@@ -708,7 +512,6 @@ function decimalWriter(type: arrow.DataType, width: 2 | 4 | 8, capacity: number)
           target.setInt32(at + 8, sign, true);
           target.setInt32(at + 12, sign, true);
         },
-    capacity,
   );
 }
 
@@ -716,24 +519,18 @@ const MAX_INTERVAL_MICROS = 9_223_372_036_854_775_807n / 1000n;
 
 /** INTERVAL {months, days, micros} → MonthDayNano {months, days, nanos}. */
 function intervalWriter(type: arrow.DataType, name: string, capacity: number): VectorWriter {
-  return new RewriteWriter(
-    type,
-    [16, 16],
-    Int32Array,
-    (source, row, target, at) => {
-      const micros = source.getBigInt64(row * 16 + 8, true);
-      if (micros > MAX_INTERVAL_MICROS || micros < -MAX_INTERVAL_MICROS) {
-        throw new QueryFailedError(
-          undefined,
-          `column '${name}' holds an INTERVAL of ${micros} microseconds, beyond the 64-bit nanoseconds of an Arrow interval; cast it in the query (e.g. to VARCHAR).`,
-        );
-      }
-      target.setInt32(at, source.getInt32(row * 16, true), true);
-      target.setInt32(at + 4, source.getInt32(row * 16 + 4, true), true);
-      target.setBigInt64(at + 8, micros * 1000n, true);
-    },
-    capacity,
-  );
+  return new FixedWriter(type, [16, 16], Int32Array, capacity, (source, row, target, at) => {
+    const micros = source.getBigInt64(row * 16 + 8, true);
+    if (micros > MAX_INTERVAL_MICROS || micros < -MAX_INTERVAL_MICROS) {
+      throw new QueryFailedError(
+        undefined,
+        `column '${name}' holds an INTERVAL of ${micros} microseconds, beyond the 64-bit nanoseconds of an Arrow interval; cast it in the query (e.g. to VARCHAR).`,
+      );
+    }
+    target.setInt32(at, source.getInt32(row * 16, true), true);
+    target.setInt32(at + 4, source.getInt32(row * 16 + 4, true), true);
+    target.setBigInt64(at + 8, micros * 1000n, true);
+  });
 }
 
 /** A writer for a DuckDB column of `duckType` whose Arrow field type is `type`. */
@@ -745,7 +542,8 @@ function vectorWriter(
 ): VectorWriter {
   // A column outside the type table is Utf8 whatever DuckDB holds; its text comes value by value.
   if (duckDbTypeToArrow(duckType) === undefined) return new TextWriter(duckType);
-  const fixed = (width: number, view: TypedArrayCtor) => new FixedWriter(type, width, view, capacity);
+  const fixed = (width: number, view: TypedArrayCtor) =>
+    new FixedWriter(type, [width, width], view, capacity);
   switch (duckType.typeId) {
     case DuckDBTypeId.BOOLEAN:
       return new BooleanWriter();
@@ -872,13 +670,10 @@ export class DuckDbBatchBuilder {
   flush(): arrow.RecordBatch {
     const length = this.#rows;
     this.#rows = 0;
-    const children = this.#writers.map((writer) => writer.finish());
-    const data = arrow.makeData({
-      type: new arrow.Struct(this.schema.fields),
+    return recordBatchOf(
+      this.schema,
       length,
-      nullCount: 0,
-      children,
-    });
-    return new arrow.RecordBatch(this.schema, data);
+      this.#writers.map((writer) => writer.finish()),
+    );
   }
 }

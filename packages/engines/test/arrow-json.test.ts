@@ -5,8 +5,7 @@
  * values through `encodeDuckDbValue`, and to the same CSV cells (a string as it is, anything else
  * as its JSON text).
  */
-import { join } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,26 +13,18 @@ import { batchText } from '../src/arrow-json.js';
 import { batchesFromIpc, batchToIpc } from '../src/arrow-results.js';
 import { DuckDbBatchBuilder } from '../src/duckdb-chunk-arrow.js';
 import { encodeDuckDbValue } from '../src/duckdb-values.js';
-import { makeDuckDbFile, makeTempDir } from './files.js';
-import { TYPES_TABLE } from './types-table.js';
+import { openTypesTable, type TypesTable } from './types-table.js';
 
-let remove: () => Promise<void>;
-let instance: DuckDBInstance;
+let types: TypesTable;
 let connection: DuckDBConnection;
 
 beforeAll(async () => {
-  const temp = await makeTempDir();
-  remove = temp.remove;
-  const path = join(temp.dir, 'types.duckdb');
-  await makeDuckDbFile(path, TYPES_TABLE);
-  instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
-  connection = await instance.connect();
+  types = await openTypesTable();
+  connection = types.connection;
 });
 
 afterAll(async () => {
-  connection.closeSync();
-  instance.closeSync();
-  await remove();
+  await types.close();
 });
 
 async function arrowBatches(sql: string): Promise<RecordBatch[]> {

@@ -5,33 +5,24 @@
  * shared lists, nested lists/structs/maps, odd chunk sizes (a filter) and chunks split across
  * batches, both give the same Arrow values after an IPC round trip. Also: the memory check.
  */
-import { join } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance, type DuckDBResult } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBResult } from '@duckdb/node-api';
 import { type RecordBatch, type Schema, Type } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchesFromIpc, batchToIpc, RecordBatchBuilder } from '../src/arrow-results.js';
 import { duckDbArrowValue } from '../src/duckdb-arrow.js';
 import { DuckDbBatchBuilder, duckDbResultSchema, VECTOR_MEMORY } from '../src/duckdb-chunk-arrow.js';
-import { makeDuckDbFile, makeTempDir } from './files.js';
-import { TYPES_TABLE } from './types-table.js';
+import { openTypesTable, type TypesTable } from './types-table.js';
 
-let remove: () => Promise<void>;
-let instance: DuckDBInstance;
+let types: TypesTable;
 let connection: DuckDBConnection;
 
 beforeAll(async () => {
-  const temp = await makeTempDir();
-  remove = temp.remove;
-  const path = join(temp.dir, 'types.duckdb');
-  await makeDuckDbFile(path, TYPES_TABLE);
-  instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
-  connection = await instance.connect();
+  types = await openTypesTable();
+  connection = types.connection;
 });
 
 afterAll(async () => {
-  connection.closeSync();
-  instance.closeSync();
-  await remove();
+  await types.close();
 });
 
 /** A value read back from Arrow as plain data (bigints and strings kept, nested values unwrapped). */

@@ -1,8 +1,11 @@
 /**
  * A DuckDB table of every type (the type table's and those outside it), 5 000 rows with nulls,
  * short and out-of-line strings, empty and nested lists, structs and maps: the converter's and
- * the JSON encoder's tests read it.
+ * the JSON encoder's tests read it, from a read-only instance ({@link openTypesTable}).
  */
+import { join } from 'node:path';
+import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { makeDuckDbFile, makeTempDir } from './files.js';
 export const TYPES_TABLE: readonly string[] = [
   `CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')`,
   `CREATE TABLE t AS SELECT
@@ -44,3 +47,25 @@ export const TYPES_TABLE: readonly string[] = [
       '1011'::BIT AS bits
     FROM range(5000) r(i)`,
 ];
+
+export interface TypesTable {
+  readonly connection: DuckDBConnection;
+  close(): Promise<void>;
+}
+
+/** The table in a fresh DuckDB file, opened read-only; `close()` removes the file. */
+export async function openTypesTable(): Promise<TypesTable> {
+  const { dir, remove } = await makeTempDir();
+  const path = join(dir, 'types.duckdb');
+  await makeDuckDbFile(path, TYPES_TABLE);
+  const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+  const connection = await instance.connect();
+  return {
+    connection,
+    async close() {
+      connection.closeSync();
+      instance.closeSync();
+      await remove();
+    },
+  };
+}

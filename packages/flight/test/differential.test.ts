@@ -16,16 +16,13 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core';
 import { duckDbTypeToArrow, encodeDuckDbValue } from '@ferry/engines';
 import { arrowTypeOf, batchText } from '@ferry/engines/namespaces';
-import { createRuntime, type Runtime } from '@ferry/runtime';
+import type { Runtime } from '@ferry/runtime';
 import { JSON_LINES_TYPE, type RunningServer, startServer } from '@ferry/server';
-import { type LocalAws, startLocalAws } from '@ferry/test-support';
-import { publishSnapshot } from '@ferry/writer';
 import { SpiceClient } from '@spiceai/spice';
 import { type RecordBatch, tableFromIPC } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningFlightServer, startFlightServer } from '../src/index.js';
-import { BUCKET, type FlightStub, fetchTable, flightStub, storeParams } from './support.js';
+import { type FlightStub, fetchTable, flightStub, type Served, serveDatasets } from './support.js';
 
 const ROWS = 9_000;
 const PREFIX = 'differential/';
@@ -93,10 +90,9 @@ const SQLITE_TABLE = [
 const SQLITE_SQL = 'SELECT *, k * 2 AS two_k, r * 2 AS doubled, NULL AS nil FROM sqltypes ORDER BY k';
 
 let dir: string;
-let aws: LocalAws;
+let served: Served;
 let runtime: Runtime;
 let http: RunningServer;
-let flight: RunningFlightServer;
 let stub: FlightStub;
 let spice: SpiceClient;
 let duckdbFile: string;
@@ -116,69 +112,28 @@ beforeAll(async () => {
   db.pragma('journal_mode = DELETE');
   for (const statement of SQLITE_TABLE) db.exec(statement);
   db.close();
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  for (const [dataset, file] of [
-    ['alltypes', duckdbFile],
-    ['sqltypes', sqliteFile],
-  ] as const) {
-    await publishSnapshot({
-      dataset,
-      location: `s3://${BUCKET}/${PREFIX}`,
-      storeParams: storeParams(aws),
-      source: { file },
-    });
-  }
-  const params = storeParams(aws);
-  runtime = await createRuntime(
-    {
-      object: {
-        version: 'v1',
-        kind: 'Spicepod',
-        name: 'differential',
-        snapshots: {
-          location: `s3://${BUCKET}/${PREFIX}`,
-          params: {
-            s3_endpoint: params.endpoint,
-            allow_http: true,
-            s3_region: params.region,
-            s3_auth: 'key',
-            s3_key: params.accessKeyId,
-            s3_secret: params.secretAccessKey,
-          },
-        },
-        datasets: [
-          ['alltypes', 'duckdb'],
-          ['sqltypes', 'sqlite'],
-        ].map(([name, engine]) => ({
-          from: `postgres:public.${name}`,
-          name,
-          acceleration: {
-            engine,
-            mode: 'file',
-            refresh_mode: 'snapshot',
-            refresh_check_interval: '1h',
-            snapshots: 'enabled',
-          },
-        })),
-      },
-      baseDir: dir,
-    },
-    { dataDir: join(dir, 'data') },
+  served = await serveDatasets(
+    [
+      { name: 'alltypes', engine: 'duckdb', file: duckdbFile },
+      { name: 'sqltypes', engine: 'sqlite', file: sqliteFile },
+    ],
+    { prefix: PREFIX },
   );
-  await runtime.ready(undefined, { timeoutMs: 60_000 });
+  runtime = served.runtime;
   http = await startServer(runtime, { port: 0 });
-  flight = await startFlightServer(runtime, { port: 0 });
-  stub = flightStub(flight.address);
-  spice = new SpiceClient({ flightUrl: flight.address, flightOnly: true, httpUrl: http.url, logging: false });
+  stub = flightStub(served.flight.address);
+  spice = new SpiceClient({
+    flightUrl: served.flight.address,
+    flightOnly: true,
+    httpUrl: http.url,
+    logging: false,
+  });
 });
 
 afterAll(async () => {
   stub?.close();
-  await flight?.close();
   await http?.close();
-  await runtime?.close();
-  await aws?.close();
+  await served?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
