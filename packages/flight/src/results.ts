@@ -4,7 +4,9 @@
  * IPC message as the query worker encoded it (not encoded again), written as gRPC takes them.
  * Writes may run ahead of what gRPC has sent by `writeWindowBytes` (a few batches), so the client
  * never waits for the server to pull the next batch; beyond that the server stops pulling, so a
- * client that stops reading stops the engine and the server holds at most the window.
+ * client that stops reading stops the engine and the server holds at most the window. Data headers
+ * go out padded to 8 bytes, as the IPC format pads them: some clients rebuild the IPC framing from
+ * the header's length and assume it (Lance's Flight SQL client misreads any other length).
  */
 import { batchIpcMessages, type IpcMessage, schemaIpcMessage } from '@ferry/engines/namespaces';
 import type { ServerWritableStream } from '@grpc/grpc-js';
@@ -12,18 +14,6 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import type { FlightContext } from './calls.js';
 import { schemaBytes } from './ipc.js';
 import type { FlightDescriptor, FlightInfo } from './protocol.js';
-
-/**
- * A data header 4 bytes past a multiple of 8 (trailing zeros, which a flatbuffer reader ignores):
- * clients that frame FlightData the legacy IPC way — a 4-byte length, the header, the body, as
- * Spice's JS SDK does — then find the body 8-byte aligned, which apache-arrow reads without copying.
- */
-function alignedHeader(header: Uint8Array): Uint8Array {
-  if (header.byteLength % 8 === 4) return header;
-  const padded = new Uint8Array(header.byteLength + ((12 - (header.byteLength % 8)) % 8));
-  padded.set(header);
-  return padded;
-}
 
 export function flightInfo(
   descriptor: FlightDescriptor,
@@ -61,14 +51,11 @@ export async function writeResult(
   const write = (message: IpcMessage): void => {
     const size = message.dataHeader.byteLength + message.dataBody.byteLength;
     unsent += size;
-    call.write(
-      { dataHeader: alignedHeader(message.dataHeader), dataBody: message.dataBody },
-      (error?: Error | null) => {
-        unsent -= size;
-        if (error) failure ??= error;
-        wake?.();
-      },
-    );
+    call.write({ dataHeader: message.dataHeader, dataBody: message.dataBody }, (error?: Error | null) => {
+      unsent -= size;
+      if (error) failure ??= error;
+      wake?.();
+    });
   };
   /** Resolves once at most `limit` bytes are unsent (or the call failed or was aborted). */
   const drained = async (limit: number): Promise<void> => {
