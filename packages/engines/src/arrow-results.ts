@@ -11,7 +11,7 @@
  * bigint, Interval as `{ months, days, nanos }`, lists as arrays, structs as objects, maps as
  * `[key, value]` pairs. The engines' adapters turn their own values into these.
  */
-import type { ArrowDataType, ArrowField } from '@ferry/core';
+import { type ArrowDataType, type ArrowField, registerErrors } from '@ferry/core';
 import * as arrow from 'apache-arrow';
 import { grown } from './arrow-buffers.js';
 import { arrowField } from './arrow-types.js';
@@ -230,6 +230,7 @@ export class ArrowValueError extends TypeError {
     this.name = 'ArrowValueError';
   }
 }
+registerErrors({ ArrowValueError });
 
 /** A growable bitmap. */
 class Bits {
