@@ -178,15 +178,17 @@ const TEXT_FORMATS: Readonly<
   'text/csv': {
     head: (schema) => csvLine(schema.fields.map((field) => field.name)),
     rows: (batch, columns) => {
-      let text = '';
+      // One string per line, joined once: a batch's text is then one flat string, not a rope of
+      // every cell (which holds several times the text's size until it is written).
+      const lines = new Array<string>(batch.numRows);
       const cells = new Array<string>(columns.length);
       for (let row = 0; row < batch.numRows; row++) {
         for (let index = 0; index < columns.length; index++) {
           cells[index] = (columns[index] as ColumnText).cell(row);
         }
-        text += csvLine(cells);
+        lines[row] = csvLine(cells);
       }
-      return text;
+      return lines.join('');
     },
     tail: () => '',
   },
