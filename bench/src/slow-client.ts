@@ -2,8 +2,10 @@
  * A client that reads one large result slowly, in a child process of B6 (so its own buffers are
  * not counted in the runtime's memory): over Flight (a grpc-js stub of Flight.proto, DoGet) or
  * `POST /v1/sql` in one of the HTTP formats, pausing `pauseMs` after every `pauseEveryBytes`
- * received. It counts the rows it got (Arrow: the record batches' lengths; text: the rows' lines or
- * objects) and reports them, the bytes and the time to its parent, then exits.
+ * received, and after every `holdEveryBytes` holding still for `holdMs` — telling its parent
+ * first (`{ held: true }`), which measures what the server holds while its client does not read.
+ * It counts the rows it got (Arrow: the record batches' lengths; text: the rows' lines or objects)
+ * and reports them, the bytes and the time to its parent, then exits.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FLIGHT_PROTO, flightDataToIpc, PROTO_LOADER_OPTIONS } from '@ferry/flight';
@@ -30,6 +32,13 @@ export interface SlowClientRequest {
   readonly expectedRows: number;
   readonly pauseEveryBytes: number;
   readonly pauseMs: number;
+  readonly holdEveryBytes: number;
+  readonly holdMs: number;
+}
+
+/** Sent to the parent when the client stops reading for `holdMs`. */
+export interface SlowClientHold {
+  readonly held: true;
 }
 
 export interface SlowClientReport {
@@ -68,11 +77,19 @@ async function* paced<T extends Uint8Array>(
   counter: { bytes: number },
 ): AsyncGenerator<T> {
   let sincePause = 0;
+  let sinceHold = 0;
   for await (const chunk of chunks) {
     counter.bytes += chunk.byteLength;
     sincePause += chunk.byteLength;
+    sinceHold += chunk.byteLength;
     yield chunk;
-    if (sincePause >= request.pauseEveryBytes) {
+    if (sinceHold >= request.holdEveryBytes) {
+      sinceHold = 0;
+      sincePause = 0;
+      const hold: SlowClientHold = { held: true };
+      process.send?.(hold);
+      await sleep(request.holdMs);
+    } else if (sincePause >= request.pauseEveryBytes) {
       sincePause = 0;
       await sleep(request.pauseMs);
     }
