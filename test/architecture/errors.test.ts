@@ -64,6 +64,7 @@ import {
   ReadyTimeoutError,
   ResultTooLargeError,
   RuntimeClosedError,
+  StaleBuildError,
   StreamIdleError,
   ThreadFileMissingError,
   UnknownDatasetError,
@@ -207,6 +208,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   RuntimeClosedError: () => new RuntimeClosedError(),
   ChannelClosedError: () => new ChannelClosedError('The DuckDB query worker', 'exited'),
   ThreadFileMissingError: () => new ThreadFileMissingError('/x/dataset-thread.js'),
+  StaleBuildError: () => new StaleBuildError('/x/dist/dataset-host.js', '/x/src/dataset-host.ts'),
   // server
   BadRequestError: () =>
     new BadRequestError('The body is not JSON.', { cause: new SyntaxError('Unexpected') }),

@@ -85,6 +85,7 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
   ERR_READY_TIMEOUT: UNAVAILABLE,
   ERR_ENGINE_CLOSED: UNAVAILABLE,
   ERR_THREAD_FILE_MISSING: INTERNAL,
+  ERR_STALE_BUILD: INTERNAL,
 
   // The object store and metadata.json (`snapshots()`, the status routes).
   ERR_METADATA_INVALID: UPSTREAM,

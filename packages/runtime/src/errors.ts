@@ -49,6 +49,8 @@ export {
   StoreError,
   type StoreOperation,
 } from '@ferry/store';
+// The errors a dataset thread may raise live apart: that thread loads none of the packages below.
+export { ChannelClosedError, StaleBuildError, ThreadFileMissingError } from './thread-errors.js';
 
 function list(names: readonly string[]): string {
   return names.length === 0 ? '(none)' : names.join(', ');
@@ -173,24 +175,6 @@ export class RuntimeClosedError extends FerryError {
   }
 }
 
-/** The other end of a thread channel went away while requests were pending. */
-export class ChannelClosedError extends FerryError {
-  constructor(what: string, reason: string) {
-    super('ERR_THREAD_EXITED', `${what} ${reason} before answering; the request was not completed.`);
-    this.name = 'ChannelClosedError';
-  }
-}
-
-export class ThreadFileMissingError extends FerryError {
-  constructor(file: string) {
-    super(
-      'ERR_THREAD_FILE_MISSING',
-      `Thread entry ${file} was not found; build the runtime package first (pnpm build).`,
-    );
-    this.name = 'ThreadFileMissingError';
-  }
-}
-
 registerErrors({
   UnknownDatasetError,
   DatasetNotReadyError,
@@ -202,6 +186,4 @@ registerErrors({
   StreamIdleError,
   CrossDialectError,
   RuntimeClosedError,
-  ChannelClosedError,
-  ThreadFileMissingError,
 });
