@@ -176,6 +176,7 @@ class HostRuntime implements Runtime {
         await this.#coordinator.terminate();
       },
       queriesInFlight: () => this.#queries.inFlight,
+      admission: () => this.#queries.admission,
     };
   }
 
@@ -539,6 +540,7 @@ function queryServiceOptions(
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
+    maxQueriesInFlight: options.maxQueriesInFlight ?? 512,
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,
     duckdb,

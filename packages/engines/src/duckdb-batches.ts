@@ -1,0 +1,86 @@
+/**
+ * How a DuckDB result becomes Arrow batches inside the query worker: the schema from the result's
+ * column types (with DuckDB's type names), then each data chunk's vectors appended column by column
+ * (`DuckDbBatchBuilder`, duckdb-chunk-arrow.ts), a batch sent every `batchRows` rows or about
+ * `batchBytes`, each handed to the sink only once it can take it (back-pressure), and reading
+ * stopped at the first batch over a cap.
+ */
+import type { DuckDBResult } from '@duckdb/node-api';
+import { batchToIpc } from './arrow-results.js';
+import { DuckDbBatchBuilder } from './duckdb-chunk-arrow.js';
+import { uniqueColumnNames } from './encode.js';
+import {
+  type BatchControl,
+  type BatchOutcome,
+  type BatchSink,
+  capExceeded,
+  type DatasetRead,
+} from './namespace-types.js';
+
+const MIB = 1024 * 1024;
+
+/**
+ * Streams `result` to `sink`; `stop` interrupts the query in DuckDB, `emitted` says the caller got
+ * something (a query that emitted is not run again).
+ */
+export async function sendDuckDbBatches(
+  result: DuckDBResult,
+  read: readonly DatasetRead[],
+  sink: BatchSink,
+  control: BatchControl,
+  stop: () => void,
+  emitted: () => void,
+): Promise<BatchOutcome> {
+  const batchRows = control.batchRows ?? 65_536;
+  const batchBytes = control.batchBytes ?? 4 * MIB;
+  const builder = new DuckDbBatchBuilder(
+    uniqueColumnNames(result.columnNames()),
+    result.columnTypes(),
+    Math.min(batchRows, 8_192),
+  );
+  const { schema } = builder;
+  // The schema goes out with the first chunk: a query that fails while DuckDB computes it
+  // (out of memory, say) has handed nothing over yet, so it can still run once more.
+  let started = false;
+  const start = (): void => {
+    if (started) return;
+    started = true;
+    sink.schema(batchToIpc(schema), read);
+    emitted();
+  };
+  let rows = 0;
+  let bytes = 0;
+  const send = async (): Promise<'rows' | 'bytes' | undefined> => {
+    const count = builder.rows;
+    const ipc = batchToIpc(schema, builder.flush());
+    rows += count;
+    bytes += ipc.byteLength;
+    const limit = capExceeded(rows, bytes, control);
+    if (limit !== undefined) return limit;
+    await sink.batch(ipc, count);
+    return undefined;
+  };
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    start();
+    if (chunk === null || chunk.rowCount === 0) break;
+    // A batch ends at batchRows rows or (checked per chunk) at about batchBytes.
+    const size = chunk.rowCount;
+    for (let at = 0; at < size; ) {
+      const take = Math.min(size - at, batchRows - builder.rows);
+      builder.append(chunk, at, at + take);
+      at += take;
+      if (builder.rows < batchRows && builder.bytes < batchBytes) continue;
+      const limit = await send();
+      if (limit !== undefined) {
+        stop();
+        return { kind: 'too-large', limit, read };
+      }
+    }
+  }
+  if (builder.rows > 0) {
+    const limit = await send();
+    if (limit !== undefined) return { kind: 'too-large', limit, read };
+  }
+  return { kind: 'done', read, rows, bytes };
+}
