@@ -8,7 +8,7 @@ import { stringify } from 'yaml';
 import { loadSpicepod } from '../src/config/index.js';
 import { parseApiKey } from '../src/config/runtime-section.js';
 
-function load(runtime: unknown, env: Record<string, string> = {}) {
+function load(runtime: unknown, env: Record<string, string> = {}, files: Record<string, string> = {}) {
   const pod = {
     version: 'v1',
     kind: 'Spicepod',
@@ -23,7 +23,14 @@ function load(runtime: unknown, env: Record<string, string> = {}) {
     ],
     runtime,
   };
-  return loadSpicepod(stringify(pod), { file: 'spicepod.yaml', env });
+  return loadSpicepod(stringify(pod), {
+    file: 'spicepod.yaml',
+    env,
+    readFile: (path) => {
+      const text = files[path];
+      return text === undefined ? { problem: 'ENOENT: no such file or directory' } : { text };
+    },
+  });
 }
 
 const messages = (result: ReturnType<typeof load>): string[] => result.errors.map((issue) => issue.message);
@@ -175,13 +182,15 @@ const KEY = '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n';
 
 describe('runtime.tls', () => {
   it('reads the files to serve with, or the PEM text (secrets resolved)', () => {
-    const files = load({
-      tls: { enabled: true, certificate_file: 'tls/cert.pem', key_file: '/etc/key.pem' },
-    });
+    const files = load(
+      { tls: { enabled: true, certificate_file: 'tls/cert.pem', key_file: '/etc/key.pem' } },
+      {},
+      { 'tls/cert.pem': CERT, '/etc/key.pem': KEY },
+    );
     expect(files.errors).toStrictEqual([]);
     expect(files.config?.tls).toStrictEqual({
-      certificate: { file: 'tls/cert.pem', path: 'runtime.tls.certificate_file' },
-      key: { file: '/etc/key.pem', path: 'runtime.tls.key_file' },
+      certificate: { pem: CERT, file: 'tls/cert.pem', path: 'runtime.tls.certificate_file' },
+      key: { pem: KEY, file: '/etc/key.pem', path: 'runtime.tls.key_file' },
     });
     const inline = load(
       { tls: { enabled: 'true', certificate: CERT, key: `\${secrets:tls_key}` } },
@@ -244,13 +253,26 @@ describe('runtime.tls', () => {
       "spicepod.yaml: runtime.tls.key: references secret 'TLS_KEY', which is not set; set the environment variable TLS_KEY",
     ],
     [
+      'a file that cannot be read',
+      { tls: { enabled: true, certificate_file: 'missing.pem', key: KEY } },
+      {},
+      "spicepod.yaml: runtime.tls.certificate_file: 'missing.pem' cannot be read (ENOENT: no such file or directory); give the path of a PEM file holding the certificate (chain)",
+    ],
+    [
+      'a file that is not PEM',
+      { tls: { enabled: true, certificate: CERT, key_file: 'notes.txt' } },
+      {},
+      "spicepod.yaml: runtime.tls.key_file: 'notes.txt' is not PEM (it has no -----BEGIN … ----- line); give a PEM file holding the private key",
+      { 'notes.txt': 'a note' },
+    ],
+    [
       'a misspelt key',
       { tls: { enabled: true, certificate_file: 'c.pem', keyfile: 'k.pem' } },
       {},
       "spicepod.yaml: runtime.tls.keyfile: unknown key; did you mean 'key_file'?",
     ],
-  ])('%s stops the pod, naming the key', (_name, runtime, env, message) => {
-    const result = load(runtime, env);
+  ])('%s stops the pod, naming the key', (_name, runtime, env, message, files?: Record<string, string>) => {
+    const result = load(runtime, env, files);
     expect(messages(result)).toContain(message);
     expect(result.fatal).toBe(true);
   });

@@ -40,7 +40,10 @@ function load(
   return loadSpicepod(stringify(pod), {
     file: 'spicepod.yaml',
     env,
-    readFile: (path) => files[path],
+    readFile: (path) => {
+      const text = files[path];
+      return text === undefined ? { problem: 'ENOENT: no such file or directory' } : { text };
+    },
   });
 }
 

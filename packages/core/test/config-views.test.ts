@@ -21,7 +21,13 @@ function load(views: unknown, files: Record<string, string> = {}) {
     ],
     views,
   };
-  return loadSpicepod(stringify(pod), { file: 'spicepod.yaml', readFile: (path) => files[path] });
+  return loadSpicepod(stringify(pod), {
+    file: 'spicepod.yaml',
+    readFile: (path) => {
+      const text = files[path];
+      return text === undefined ? { problem: 'ENOENT: no such file or directory' } : { text };
+    },
+  });
 }
 
 describe('views', () => {
@@ -76,7 +82,7 @@ describe('views', () => {
     ],
     [
       { name: 'v', sql_ref: 'missing.sql' },
-      "spicepod.yaml: views[0].sql_ref: 'missing.sql' cannot be read; give the path (beside the spicepod) of a file holding the view's SELECT statement",
+      "spicepod.yaml: views[0].sql_ref: 'missing.sql' cannot be read (ENOENT: no such file or directory); give the path (beside the spicepod) of a file holding the view's SELECT statement",
     ],
     [{ name: 'v', sql: ' ; ' }, "spicepod.yaml: views[0].sql: is empty; give the view's SELECT statement"],
     [

@@ -37,6 +37,7 @@ import type {
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { Logger, LogLevel } from './logging.js';
 import type { DatasetCommand, InspectionEvent } from './protocol.js';
+import type { RuntimeTls } from './tls.js';
 
 export type { DatasetCommand, InspectionEvent };
 
@@ -271,6 +272,12 @@ export interface SnapshotsOptions {
 export interface Runtime {
   /** The loaded configuration (secrets included: never log it whole). */
   readonly config: SpicepodConfig;
+  /**
+   * The spicepod's `runtime.tls` certificate and key (PEM), checked to work together: the HTTP and
+   * Flight servers started on this runtime serve TLS with them unless given their own, never
+   * plaintext. Undefined when the spicepod asks for no TLS.
+   */
+  readonly tls: RuntimeTls | undefined;
   /** Config errors of datasets that were refused (others run) and warnings. */
   readonly configErrors: readonly ConfigIssue[];
   readonly configWarnings: readonly ConfigIssue[];

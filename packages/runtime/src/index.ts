@@ -8,4 +8,6 @@ export { type ApiKeyCheck, apiKeyCheck } from './api-keys.js';
 export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
+export { redactingLogger } from './redaction.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';
+export type { RuntimeTls } from './tls.js';

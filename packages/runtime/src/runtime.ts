@@ -49,9 +49,10 @@ import type {
 } from './protocol.js';
 import { QueryCatalog } from './query-catalog.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
+import { redactingLogger } from './redaction.js';
 import { RpcClient } from './rpc.js';
 import { RuntimeMetricsCounter } from './runtime-metrics.js';
-import { loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
+import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { livePathFor } from './stores.js';
 import { type RuntimeTestHooks, TEST_HOOKS } from './test-hooks.js';
 import { threadFile } from './thread-files.js';
@@ -67,11 +68,14 @@ export async function createRuntime(
   const env = options.env ?? process.env;
   const logger = options.logger ?? defaultLogger(options.logLevel);
   const pod = await loadSpicepodSource(source, env, logger);
-  return new HostRuntime(pod.config, pod.datasets, pod.errors, pod.warnings, pod.baseDir, logger, options);
+  // From here on no log line shows a secret the spicepod's references resolved to.
+  const safe = redactingLogger(logger, pod.config.secretReferences);
+  return new HostRuntime(pod, safe, options);
 }
 
 class HostRuntime implements Runtime {
   readonly config: Runtime['config'];
+  readonly tls: Runtime['tls'];
   readonly configErrors: readonly ConfigIssue[];
   readonly configWarnings: readonly ConfigIssue[];
   readonly [TEST_HOOKS]: RuntimeTestHooks;
@@ -86,16 +90,10 @@ class HostRuntime implements Runtime {
   readonly #coordinatorRpc: RpcClient<HostToCoordinator>;
   #closing: Promise<void> | undefined;
 
-  constructor(
-    config: Runtime['config'],
-    datasets: readonly DatasetConfig[],
-    errors: readonly ConfigIssue[],
-    warnings: readonly ConfigIssue[],
-    baseDir: string,
-    logger: Logger,
-    options: RuntimeOptions,
-  ) {
+  constructor(pod: LoadedSpicepod, logger: Logger, options: RuntimeOptions) {
+    const { config, datasets, errors, warnings, baseDir } = pod;
     this.config = config;
+    this.tls = pod.tls;
     this.configErrors = errors;
     this.configWarnings = warnings;
     this.#logger = logger;

@@ -196,7 +196,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const infos = runtime
         .datasets()
         .filter((info) => query.source === undefined || info.from?.split(':')[0] === query.source);
-      const view = { status: query.status === true };
+      const view = { status: query.status === true, secrets: runtime.config.secretReferences };
       const items = infos.map((info) => datasetView(info, view));
       const columns = Object.keys(datasetView(TEMPLATE_INFO, view));
       return sendList(reply, query.format, columns, items as unknown as Record<string, unknown>[]);

@@ -9,7 +9,7 @@
  */
 import { parseByteSize } from './byte-size.js';
 import type { Reporter } from './issues.js';
-import type { SecretSource } from './secrets.js';
+import type { FileReader, SecretSource } from './secrets.js';
 import type {
   ApiKeyAccess,
   ApiKeyConfig,
@@ -131,7 +131,12 @@ const NO_RUNTIME: RuntimeSection = {
 };
 
 /** Reads `runtime`; every problem is reported on `pod` (a problem here stops the pod). */
-export function readRuntimeSection(pod: Reporter, block: unknown, secrets: SecretSource): RuntimeSection {
+export function readRuntimeSection(
+  pod: Reporter,
+  block: unknown,
+  secrets: SecretSource,
+  readFile: FileReader | undefined,
+): RuntimeSection {
   if (block === undefined || block === null) return NO_RUNTIME;
   if (!isMap(block)) {
     pod.error('runtime', 'must be a map of runtime settings (auth, tls, caching, …)');
@@ -148,7 +153,7 @@ export function readRuntimeSection(pod: Reporter, block: unknown, secrets: Secre
       pod.warn(`runtime.${key}`, `\`runtime.${key}\` is deprecated, use \`runtime.query.${key}\` instead`);
   }
   const auth = readAuth(pod, block.auth, secrets);
-  const tls = readTls(pod, block.tls, secrets);
+  const tls = readTls(pod, block.tls, secrets, readFile);
   const cors = readCors(pod, block.cors);
   const flightMaxMessageBytes = readFlight(pod, block.flight);
   const readyState =
@@ -262,10 +267,15 @@ export function parseApiKey(text: string): ApiKeyConfig {
 
 /**
  * `runtime.tls`: with `enabled: true`, a certificate (`certificate_file` or the PEM text in
- * `certificate`) and a key (`key_file` or `key`), one of each. The files are read by the runtime,
- * which names the key of a file it cannot read; inline PEM text is checked here.
+ * `certificate`) and a key (`key_file` or `key`), one of each; files are read here (through the
+ * caller's reader), and the text is checked to be PEM of the right kind.
  */
-function readTls(pod: Reporter, block: unknown, secrets: SecretSource): TlsConfig | undefined {
+function readTls(
+  pod: Reporter,
+  block: unknown,
+  secrets: SecretSource,
+  readFile: FileReader | undefined,
+): TlsConfig | undefined {
   if (block === undefined || block === null) return undefined;
   const example = '{ enabled: true, certificate_file: cert.pem, key_file: key.pem }';
   if (!checkMap(pod, 'runtime.tls', block, TLS_KEYS, example)) return undefined;
@@ -278,8 +288,8 @@ function readTls(pod: Reporter, block: unknown, secrets: SecretSource): TlsConfi
   }
   const enabled = readBoolean(pod, 'runtime.tls.enabled', block.enabled);
   if (enabled !== true) return undefined;
-  const certificate = readPem(pod, block, secrets, 'certificate', 'CERTIFICATE');
-  const key = readPem(pod, block, secrets, 'key', 'PRIVATE KEY');
+  const certificate = readPem(pod, block, secrets, readFile, 'certificate', 'CERTIFICATE');
+  const key = readPem(pod, block, secrets, readFile, 'key', 'PRIVATE KEY');
   return certificate === undefined || key === undefined ? undefined : { certificate, key };
 }
 
@@ -287,6 +297,7 @@ function readPem(
   pod: Reporter,
   block: Record<string, unknown>,
   secrets: SecretSource,
+  readFile: FileReader | undefined,
   name: 'certificate' | 'key',
   label: string,
 ): PemSource | undefined {
@@ -317,7 +328,20 @@ function readPem(
       pod.error(file, `is empty; give the path of a PEM file holding the ${what}`);
       return undefined;
     }
-    return { file: path, path: file };
+    const read = readFile?.(path) ?? { problem: 'no file can be read here' };
+    if (read.text === undefined) {
+      pod.error(
+        file,
+        `'${path}' cannot be read (${read.problem}); give the path of a PEM file holding the ${what}`,
+      );
+      return undefined;
+    }
+    const problem = pemProblem(read.text, label);
+    if (problem !== undefined) {
+      pod.error(file, `'${path}' ${problem}; give a PEM file holding the ${what}`);
+      return undefined;
+    }
+    return { pem: read.text, path: file, file: path };
   }
   const pem = readParam(pod, inline, block[name], secrets);
   if (pem === undefined) return undefined;

@@ -13,7 +13,7 @@
  * place of the value in any message.
  */
 import type { Reporter } from './issues.js';
-import type { SecretStoreConfig } from './types.js';
+import type { FileRead, SecretStoreConfig } from './types.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -21,8 +21,8 @@ function isMap(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Reads a file of the spicepod's folder (a relative path resolves there); undefined when it cannot. */
-export type FileReader = (path: string) => string | undefined;
+/** Reads a file of the spicepod's folder (a relative path resolves there). */
+export type FileReader = (path: string) => FileRead;
 
 /** The store every `${secrets:…}` asks when the spicepod defines none (Spice's default). */
 const DEFAULT_STORE = 'env';
@@ -87,7 +87,7 @@ function dotenvFiles(
 ): Record<string, string>[] {
   if (readFile === undefined) return [];
   if (filePath !== undefined) {
-    const text = readFile(filePath);
+    const { text } = readFile(filePath);
     if (text !== undefined) return [parseDotenv(text)];
     // Spice warns and falls back to the default files.
     report.warn(
@@ -96,7 +96,7 @@ function dotenvFiles(
     );
   }
   return ['.env.local', '.env'].flatMap((file) => {
-    const text = readFile(file);
+    const { text } = readFile(file);
     return text === undefined ? [] : [parseDotenv(text)];
   });
 }

@@ -113,7 +113,7 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
     env,
     options.readFile,
   );
-  const runtime = readRuntimeSection(pod, root.runtime, secrets);
+  const runtime = readRuntimeSection(pod, root.runtime, secrets, options.readFile);
   const snapshots = readSnapshots(pod, root.snapshots, secrets);
   const drafts = readDatasets(pod, sink, root.datasets, snapshots.pod, secrets);
   checkUniqueNames(drafts);

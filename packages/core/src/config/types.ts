@@ -158,11 +158,14 @@ export interface SecretStoreConfig {
   readonly filePath?: string;
 }
 
-/** A PEM certificate or key: given inline (secrets resolved), or a file to read. */
-export type PemSource =
-  | { readonly pem: string; readonly path: string; readonly file?: never }
-  /** `file` as written (a relative path is beside the spicepod); `path` is the key that names it. */
-  | { readonly file: string; readonly path: string; readonly pem?: never };
+/** A PEM certificate or key: its text, given inline (secrets resolved) or read from a file. */
+export interface PemSource {
+  readonly pem: string;
+  /** The key that gave it (`runtime.tls.certificate_file`), for messages. */
+  readonly path: string;
+  /** The file it was read from, as written (a relative path is beside the spicepod). */
+  readonly file?: string;
+}
 
 export interface TlsConfig {
   readonly certificate: PemSource;
@@ -278,11 +281,16 @@ export interface LoadSpicepodOptions {
   /** Environment: secret references (`${secrets:NAME}`, `${env:NAME}`) and SQS endpoint overrides. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /**
-   * Reads a file beside the spicepod (a relative path resolves there; undefined when it cannot be
-   * read): a view's `sql_ref`, the env secret store's dotenv files. Absent: no file is read.
+   * Reads a file beside the spicepod (a relative path resolves there): a view's `sql_ref`,
+   * `runtime.tls`'s files, the env secret store's dotenv files. Absent: no file can be read.
    */
-  readonly readFile?: (path: string) => string | undefined;
+  readonly readFile?: (path: string) => FileRead;
 }
+
+/** A file's text, or why it cannot be read (`ENOENT: no such file or directory`). */
+export type FileRead =
+  | { readonly text: string; readonly problem?: never }
+  | { readonly problem: string; readonly text?: never };
 
 export interface SpicepodLoad {
   readonly file: string;

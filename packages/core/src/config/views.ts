@@ -169,14 +169,15 @@ function readSql(
   } else {
     const ref = readText(report, `${base}.sql_ref`, entry.sql_ref);
     if (ref === undefined) return undefined;
-    sql = readFile?.(ref);
-    if (sql === undefined) {
+    const read = readFile?.(ref) ?? { problem: 'no file can be read here' };
+    if (read.text === undefined) {
       report.error(
         `${base}.sql_ref`,
-        `'${ref}' cannot be read; give the path (beside the spicepod) of a file holding the view's SELECT statement`,
+        `'${ref}' cannot be read (${read.problem}); give the path (beside the spicepod) of a file holding the view's SELECT statement`,
       );
       return undefined;
     }
+    sql = read.text;
   }
   const trimmed = sql.trim().replace(/;\s*$/, '').trim();
   if (trimmed === '') {
