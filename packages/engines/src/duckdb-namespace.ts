@@ -26,14 +26,28 @@ import {
   type DuckDBResult,
   type DuckDBType,
 } from '@duckdb/node-api';
-import { type ArrowDataType, FerryError, type JsonValue } from '@ferry/core';
+import { FerryError, type JsonValue } from '@ferry/core';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { type ArrowValue, arrowSchemaOf, batchToIpc, RecordBatchBuilder } from './arrow-results.js';
 import { duckDbArrowValue } from './duckdb-arrow.js';
+import {
+  createSpiceCatalog,
+  hasShow,
+  isDescribe,
+  placeholderRead,
+  placeholderViewSql,
+  rewriteListings,
+  type Staging,
+  spiceTable,
+  sqliteColumnsInDuckDb,
+  treeJson,
+  USE_SPICE,
+} from './duckdb-catalog.js';
 import { bindDuckDbParams } from './duckdb-engine.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
+import { collectTables, DuckDbViews, spiceName } from './duckdb-views.js';
 import { scalarParams, uniqueColumnNames } from './encode.js';
 import { quoteIdentifier } from './engine.js';
 import {
@@ -50,11 +64,11 @@ import type {
   NamespaceCatalog,
   NamespaceDataset,
   NamespaceQueryControl,
+  NamespaceView,
   QueryRoute,
   RowsOutcome,
 } from './namespace-types.js';
 import { valueBytes } from './namespace-types.js';
-import { sqliteAffinity, sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 import { checkDuckDbStatement } from './statement-check.js';
 
 export interface DuckDbNamespaceOptions {
@@ -108,7 +122,9 @@ interface StartedQuery {
 }
 
 const GENERATION_ALIAS = 'ferry_g';
+/** SQLite datasets read into DuckDB live in DuckDB's own catalog, never listed (see duckdb-catalog.ts). */
 const IMPORT_TABLE = 'ferry_sqlite_';
+const INTERNAL = 'memory.main';
 const MIB = 1024 * 1024;
 const ROUTES_CACHED = 1_024;
 
@@ -127,54 +143,6 @@ const byName = (catalog: NamespaceCatalog, name: string): NamespaceDataset | und
   return catalog.datasets.find((dataset) => dataset.name.toLowerCase() === lower);
 };
 
-/** The DuckDB type an SQLite column takes in DuckDB: its recorded Arrow type's DuckDB form. */
-function duckDbTypeNameOf(type: ArrowDataType): string {
-  if (typeof type === 'string') {
-    const names: Readonly<Record<string, string>> = {
-      Boolean: 'BOOLEAN',
-      Int8: 'TINYINT',
-      Int16: 'SMALLINT',
-      Int32: 'INTEGER',
-      Int64: 'BIGINT',
-      UInt8: 'UTINYINT',
-      UInt16: 'USMALLINT',
-      UInt32: 'UINTEGER',
-      UInt64: 'UBIGINT',
-      Float32: 'FLOAT',
-      Float64: 'DOUBLE',
-      Binary: 'BLOB',
-      Date32: 'DATE',
-    };
-    return names[type] ?? 'VARCHAR';
-  }
-  const [variant, payload] = Object.entries(type)[0] ?? ['', undefined];
-  if (variant === 'Decimal128') {
-    const [precision, scale] = payload as [number, number];
-    return `DECIMAL(${precision}, ${scale})`;
-  }
-  if (variant === 'Timestamp')
-    return (payload as [string, string | null])[1] === null ? 'TIMESTAMP' : 'TIMESTAMPTZ';
-  if (variant === 'Time64') return 'TIME';
-  // Lists, structs and maps are stored as JSON text in SQLite snapshots: served as that text.
-  return 'VARCHAR';
-}
-
-/** How an SQLite value lands in a staging column: by the column's affinity. */
-type Staging = 'BIGINT' | 'DOUBLE' | 'VARCHAR' | 'BLOB';
-
-function stagingOf(declaredType: string): Staging {
-  switch (sqliteAffinity(declaredType)) {
-    case 'INTEGER':
-      return 'BIGINT';
-    case 'REAL':
-      return 'DOUBLE';
-    case 'BLOB':
-      return 'BLOB';
-    default:
-      return 'VARCHAR';
-  }
-}
-
 /** The statement's table references as DuckDB parses them; `undefined` when it cannot list them. */
 interface ParsedTables {
   readonly tables:
@@ -182,29 +150,12 @@ interface ParsedTables {
     | undefined;
   readonly ctes: ReadonlySet<string>;
   readonly parseError?: string;
-}
-
-function collectTables(
-  node: unknown,
-  out: { catalog: string; schema: string; table: string }[],
-  ctes: Set<string>,
-): void {
-  if (Array.isArray(node)) {
-    for (const item of node) collectTables(item, out, ctes);
-    return;
-  }
-  if (node === null || typeof node !== 'object') return;
-  const record = node as Record<string, unknown>;
-  const cteMap = (record.cte_map as { map?: { key: string }[] } | undefined)?.map;
-  for (const entry of cteMap ?? []) ctes.add(entry.key.toLowerCase());
-  if (record.type === 'BASE_TABLE') {
-    out.push({
-      catalog: String(record.catalog_name ?? ''),
-      schema: String(record.schema_name ?? ''),
-      table: String(record.table_name ?? ''),
-    });
-  }
-  for (const value of Object.values(record)) collectTables(value, out, ctes);
+  /** The statement with its listings rewritten to Spice's names (duckdb-catalog.ts), when they were. */
+  readonly sql?: string;
+  /** A listing or a SHOW / DESCRIBE: DuckDB's alone. */
+  readonly listing?: boolean;
+  /** A DESCRIBE: it reads no rows, so no dataset is read in for it. */
+  readonly describe?: boolean;
 }
 
 /** One instance of a resource class, with the catalog applied to it. */
@@ -223,6 +174,12 @@ class ClassInstance {
   readonly #views = new Map<string, number>();
   /** SQLite datasets read into DuckDB: the generation id and the table holding it. */
   readonly #imports = new Map<string, { readonly generation: number; readonly ready: Promise<void> }>();
+  /** SQLite datasets standing as placeholders in `spice.public`, and the generation described. */
+  readonly #placeholders = new Map<string, number>();
+  /** The spicepod's views as created in this instance. */
+  readonly #spicepodViews = new DuckDbViews();
+  /** Views that could not be created at the catalog applied, and why. */
+  viewFailures: ReadonlyMap<string, string> = new Map();
   /** The catalog as applied (views and attachments match it once `#changing` settles). */
   applied: NamespaceCatalog = { version: 0, datasets: [] };
   #changing: Promise<void> = Promise.resolve();
@@ -259,6 +216,8 @@ class ClassInstance {
       temp_directory: tempDirectory,
     });
     const admin = await instance.connect();
+    // Spice's catalog `spice`, schema `public`, and the filtered listings (duckdb-catalog.ts).
+    await createSpiceCatalog(admin);
     const allowed = options.allowedDirectories.map((dir) => `'${dir.replaceAll("'", "''")}'`).join(', ');
     // Order matters: allowed_directories and the temp cap cannot be passed at creation (the first
     // fails, the second is not enforced then); external access off and the lock come last.
@@ -325,14 +284,14 @@ class ClassInstance {
         }
         if (this.#views.get(dataset.name) !== id) {
           await this.#admin.run(
-            `CREATE OR REPLACE VIEW ${quoteIdentifier(dataset.name)} AS SELECT * FROM ${GENERATION_ALIAS}${id}.main.${quoteIdentifier(dataset.name)}`,
+            `CREATE OR REPLACE VIEW ${spiceTable(dataset.name)} AS SELECT * FROM ${GENERATION_ALIAS}${id}.main.${quoteIdentifier(dataset.name)}`,
           );
           this.#views.set(dataset.name, id);
         }
       }
       for (const name of [...this.#views.keys()]) {
         if (current.has(name)) continue;
-        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
+        await this.#admin.run(`DROP VIEW IF EXISTS ${spiceTable(name)}`);
         this.#views.delete(name);
       }
       // A query that bound a detached generation keeps reading it; DuckDB releases it after.
@@ -346,11 +305,40 @@ class ClassInstance {
         if (dataset?.generation?.id === imported.generation) continue;
         this.#imports.delete(name);
         await imported.ready.catch(() => undefined);
-        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
-        await this.#admin.run(`DROP TABLE IF EXISTS ${IMPORT_TABLE}${imported.generation}`);
+        await this.#admin.run(`DROP VIEW IF EXISTS ${spiceTable(name)}`);
+        await this.#admin.run(`DROP TABLE IF EXISTS ${INTERNAL}.${IMPORT_TABLE}${imported.generation}`);
       }
+      await this.#applyPlaceholders(catalog);
+      this.viewFailures = await this.#spicepodViews.apply(this.#admin, catalog);
       this.applied = catalog;
     });
+  }
+
+  /**
+   * Every SQLite dataset that serves and is not read into DuckDB stands in `spice.public` as a
+   * placeholder with its columns (see duckdb-catalog.ts): listed and described like the others.
+   */
+  async #applyPlaceholders(catalog: NamespaceCatalog): Promise<void> {
+    for (const dataset of catalog.datasets) {
+      const generation = dataset.engine === 'sqlite' ? dataset.generation : null;
+      if (generation === null) {
+        if (this.#placeholders.delete(dataset.name)) {
+          await this.#admin.run(`DROP VIEW IF EXISTS ${spiceTable(dataset.name)}`);
+        }
+        continue;
+      }
+      if (this.#imports.has(dataset.name) || this.#placeholders.get(dataset.name) === generation.id) continue;
+      let db: Database.Database | undefined;
+      try {
+        db = new Database(generation.path, { readonly: true, fileMustExist: true });
+        await this.#admin.run(placeholderViewSql(dataset.name, sqliteColumnsInDuckDb(db, dataset)));
+        this.#placeholders.set(dataset.name, generation.id);
+      } catch {
+        // A file that cannot be opened now is not listed; its queries run in SQLite all the same.
+      } finally {
+        db?.close();
+      }
+    }
   }
 
   /** The SQLite dataset's current generation as a DuckDB table behind a view of its name (once). */
@@ -370,25 +358,16 @@ class ClassInstance {
   async #import(dataset: NamespaceDataset, limits: DuckDbNamespaceOptions['crossEngine']): Promise<void> {
     const generation = dataset.generation;
     if (generation === null) return;
-    const stage = `ferry_stage_${generation.id}`;
-    const target = `${IMPORT_TABLE}${generation.id}`;
+    const stageName = `ferry_stage_${generation.id}`;
+    const stage = `${INTERNAL}.${stageName}`;
+    const target = `${INTERNAL}.${IMPORT_TABLE}${generation.id}`;
     const db = new Database(generation.path, { readonly: true, fileMustExist: true });
     try {
-      const declared = db
-        .prepare('SELECT name, type FROM pragma_table_info(?) ORDER BY cid')
-        .all(dataset.name) as { name: string; type: string }[];
-      const recorded = new Map(
-        (generation.schema?.fields ?? []).map((field) => [field.name, field.data_type]),
-      );
-      const columns = declared.map((column) => ({
-        name: column.name,
-        staging: stagingOf(column.type),
-        type: duckDbTypeNameOf(recorded.get(column.name) ?? sqliteDeclaredTypeToArrow(column.type) ?? 'Utf8'),
-      }));
+      const columns = sqliteColumnsInDuckDb(db, dataset);
       await this.#admin.run(
         `CREATE OR REPLACE TABLE ${stage} (${columns.map((column) => `${quoteIdentifier(column.name)} ${column.staging}`).join(', ')})`,
       );
-      const appender = await this.#admin.createAppender(stage);
+      const appender = await this.#admin.createAppender(stageName, 'main', 'memory');
       let rows = 0;
       let bytes = 0;
       try {
@@ -427,9 +406,9 @@ class ClassInstance {
         )
         .join(', ');
       await this.#admin.run(`CREATE OR REPLACE TABLE ${target} AS SELECT ${casts} FROM ${stage}`);
-      await this.#admin.run(
-        `CREATE OR REPLACE VIEW ${quoteIdentifier(dataset.name)} AS SELECT * FROM ${target}`,
-      );
+      await this.#admin.run(`CREATE OR REPLACE VIEW ${spiceTable(dataset.name)} AS SELECT * FROM ${target}`);
+      // The import replaced the dataset's placeholder.
+      this.#placeholders.delete(dataset.name);
     } finally {
       db.close();
       await this.#admin.run(`DROP TABLE IF EXISTS ${stage}`).catch(() => undefined);
@@ -450,8 +429,11 @@ class ClassInstance {
     if (pooled === undefined && this.#opened < this.#maxConnections) {
       this.#opened++;
       try {
+        const connection = await this.#instance.connect();
+        // Unqualified names resolve in spice.public, as in Spice.
+        await connection.run(USE_SPICE);
         pooled = {
-          connection: await this.#instance.connect(),
+          connection,
           statements: new LRUCache<string, CachedStatement>({
             max: this.#statementCacheSize,
             dispose: (cached) => cached.statement.destroySync(),
@@ -561,6 +543,8 @@ export class DuckDbNamespace {
   readonly #default: ClassInstance;
   readonly #parser: DuckDBConnection;
   readonly #routes = new LRUCache<string, ParsedTables>({ max: ROUTES_CACHED });
+  /** The spicepod views' SQL, parsed (by text). */
+  readonly #viewTables = new Map<string, ParsedTables>();
   #catalog: NamespaceCatalog = { version: 0, datasets: [] };
   #nextTemp = 0;
 
@@ -592,6 +576,7 @@ export class DuckDbNamespace {
 
   /** Makes `catalog` current in every instance (attach, views, detach); queries see it once resolved. */
   async setCatalog(catalog: NamespaceCatalog): Promise<void> {
+    await this.#parseViews(catalog);
     this.#catalog = catalog;
     const instances = await Promise.all(this.#instances.values());
     await Promise.all(instances.map((instance) => instance.apply(catalog)));
@@ -612,20 +597,54 @@ export class DuckDbNamespace {
     }
     if (parsed.tables === undefined) return { engine: 'duckdb', datasets: undefined };
     const names: string[] = [];
-    // SQLite resolves `main.users` in its own main database (the empty placeholder), not in the
-    // attached dataset: a statement that names an SQLite dataset as `main.<name>` (the schema the
-    // Flight SQL listing gives every table) runs here, where the SQLite side is read in.
-    let mainQualifiedSqlite = false;
-    for (const ref of parsed.tables) {
-      const name = this.#datasetOf(ref, parsed.ctes);
-      if (name === undefined) continue;
-      if (!names.includes(name)) names.push(name);
-      if (ref.schema === 'main' && byName(catalog, name)?.engine === 'sqlite') mainQualifiedSqlite = true;
-    }
+    // A view is read as the datasets under it, and runs here (views are DuckDB's).
+    let viaView = false;
+    const visit = (refs: NonNullable<ParsedTables['tables']>, ctes: ReadonlySet<string>, seen: string[]) => {
+      for (const ref of refs) {
+        const view = this.#viewOf(ref, ctes);
+        if (view !== undefined) {
+          viaView = true;
+          const failure = this.#default.viewFailures.get(view.name);
+          if (failure !== undefined) throw new QueryFailedError(`view '${view.name}'`, failure);
+          const parsedView = this.#viewTables.get(view.sql);
+          if (parsedView?.tables !== undefined && !seen.includes(view.name)) {
+            visit(parsedView.tables, parsedView.ctes, [...seen, view.name]);
+          }
+          continue;
+        }
+        const name = this.#datasetOf(ref, ctes);
+        if (name !== undefined && !names.includes(name)) names.push(name);
+      }
+    };
+    visit(parsed.tables, parsed.ctes, []);
     const engines = names.map((name) => byName(catalog, name)?.engine);
     const sqliteOnly =
-      names.length > 0 && !mainQualifiedSqlite && engines.every((engine) => engine === 'sqlite');
-    return { engine: sqliteOnly ? 'sqlite' : 'duckdb', datasets: names };
+      names.length > 0 &&
+      !viaView &&
+      parsed.listing !== true &&
+      engines.every((engine) => engine === 'sqlite');
+    if (sqliteOnly) return { engine: 'sqlite', datasets: names };
+    // A DESCRIBE reads no rows: the datasets' views (an SQLite one's placeholder) describe them.
+    const datasets = parsed.describe === true ? [] : names;
+    return { engine: 'duckdb', datasets, ...(parsed.sql === undefined ? {} : { sql: parsed.sql }) };
+  }
+
+  /** The spicepod view a table reference names, if any. */
+  #viewOf(
+    ref: { catalog: string; schema: string; table: string },
+    ctes: ReadonlySet<string>,
+  ): NamespaceView | undefined {
+    const name = spiceName(ref, ctes)?.toLowerCase();
+    return name === undefined
+      ? undefined
+      : this.#catalog.views?.find((view) => view.name.toLowerCase() === name);
+  }
+
+  /** Parses the views' SQL (once per text), for routing queries of them. */
+  async #parseViews(catalog: NamespaceCatalog): Promise<void> {
+    for (const view of catalog.views ?? []) {
+      if (!this.#viewTables.has(view.sql)) this.#viewTables.set(view.sql, await this.#parse(view.sql));
+    }
   }
 
   async #parse(sql: string): Promise<ParsedTables> {
@@ -645,7 +664,14 @@ export class DuckDbNamespace {
     }
     const tables: { catalog: string; schema: string; table: string }[] = [];
     collectTables(tree.statements, tables, ctes);
-    return { tables, ctes };
+    const rewritten = rewriteListings(tree);
+    const shows = hasShow(tree.statements);
+    const flags = { ...(shows ? { listing: true } : {}), ...(isDescribe(tree) ? { describe: true } : {}) };
+    if (rewritten === undefined) return { tables, ctes, ...flags };
+    const back = await this.#parser.runAndReadAll('SELECT json_deserialize_sql($1::JSON)', [
+      treeJson(rewritten),
+    ]);
+    return { tables, ctes, ...flags, listing: true, sql: String(back.getRows()[0]?.[0] ?? sql) };
   }
 
   /** The configured dataset a table reference names, if any. */
@@ -654,12 +680,10 @@ export class DuckDbNamespace {
     ctes: ReadonlySet<string>,
   ): string | undefined {
     const catalog = this.#catalog;
-    const plain =
-      (ref.catalog === '' || ref.catalog === 'memory') && (ref.schema === '' || ref.schema === 'main');
-    if (plain) {
-      if (ref.catalog === '' && ref.schema === '' && ctes.has(ref.table.toLowerCase())) return undefined;
-      return byName(catalog, ref.table)?.name;
-    }
+    // `orders`, `public.orders`, `spice.public.orders` (Spice's names; CTEs excluded).
+    const plain = spiceName(ref, ctes);
+    if (plain !== undefined) return byName(catalog, plain)?.name;
+    if (ref.catalog === '' && ref.schema === '' && ctes.has(ref.table.toLowerCase())) return undefined;
     // SQLite's `dataset.table`: the schema is the attached dataset.
     if (ref.catalog === '') {
       const dataset = byName(catalog, ref.schema);
@@ -833,12 +857,14 @@ export class DuckDbNamespace {
   }
 
   async #attempt<T>(
-    sql: string,
+    asked: string,
     params: readonly JsonValue[],
     route: QueryRoute,
     control: NamespaceQueryControl,
     consume: (started: StartedQuery, stop: () => void) => Promise<T>,
   ): Promise<{ readonly value: T } | { readonly retry: Promise<void>; readonly error: unknown }> {
+    // A listing runs as rewritten to Spice's names (duckdb-catalog.ts).
+    const sql = (route.engine === 'duckdb' ? route.sql : undefined) ?? asked;
     const values = scalarParams(params);
     const { signal } = control;
     signal?.throwIfAborted();
@@ -941,9 +967,17 @@ export class DuckDbNamespace {
   #engineError(error: unknown, subject: string | undefined, resources: ResourceClass): unknown {
     if (error instanceof FerryError) return error;
     const message = error instanceof Error ? error.message : String(error);
+    // An SQLite dataset DuckDB was not asked to read in (its placeholder was read): SQLite's.
+    const placeholder = placeholderRead(error);
+    if (placeholder !== undefined) return new NamespaceTableError(placeholder, 'sqlite');
     const missing = missingTable(error);
     if (missing !== undefined) {
       const dataset = byName(this.#catalog, missing);
+      const view = this.#catalog.views?.find((v) => v.name.toLowerCase() === missing.toLowerCase());
+      // A view not created yet: its datasets have just begun to serve (the catalog is on its way).
+      const under = view === undefined ? undefined : this.#viewTables.get(view.sql)?.tables?.[0];
+      if (under !== undefined)
+        return new NamespaceTableError(spiceName(under, new Set()) ?? under.table, 'not-serving');
       if (dataset === undefined) return new NamespaceTableError(missing, 'unknown');
       return new NamespaceTableError(dataset.name, dataset.engine === 'sqlite' ? 'sqlite' : 'not-serving');
     }

@@ -14,6 +14,7 @@ export {
   TIMESTAMPTZ_ZONE,
   UnmappedArrowTypeError,
 } from './arrow-types.js';
+export { RUNTIME_SCHEMA, SPICE_CATALOG, SPICE_SCHEMA } from './duckdb-catalog.js';
 export {
   bindDuckDbParams,
   DUCKDB_READ_ONLY_SETTINGS,
@@ -45,6 +46,7 @@ export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema, type SchemaSource } from './schema-check.js';
 export { createSnapshotChecker, type SnapshotChecker } from './snapshot-checker.js';
+export { needsDuckDb, withoutSpiceQualifiers } from './spice-names.js';
 export {
   assertReadOnlySql,
   classifyStatement,

@@ -27,10 +27,18 @@ export interface NamespaceDataset {
   readonly threads?: number;
 }
 
-/** The catalog at one version: every configured dataset, in spicepod order. */
+/** One of the spicepod's `views`: a named SELECT over the datasets (and other views). */
+export interface NamespaceView {
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** The catalog at one version: every configured dataset, in spicepod order, and the views. */
 export interface NamespaceCatalog {
   readonly version: number;
   readonly datasets: readonly NamespaceDataset[];
+  /** The spicepod's views (absent: none). */
+  readonly views?: readonly NamespaceView[];
 }
 
 /** A dataset a query read, and the snapshot it read it at. */
@@ -47,8 +55,12 @@ export interface ResultColumn {
 
 /** Where a statement runs, as the engines' parsers see it. */
 export type QueryRoute =
-  /** In DuckDB; `datasets` are the datasets it reads, or undefined when the parser could not list them. */
-  | { readonly engine: 'duckdb'; readonly datasets: readonly string[] | undefined }
+  /**
+   * In DuckDB; `datasets` are the datasets it reads (those under the views it reads included), or
+   * undefined when the parser could not list them; `sql` is the statement to run instead of the one
+   * asked (its listings rewritten to Spice's names), when it differs.
+   */
+  | { readonly engine: 'duckdb'; readonly datasets: readonly string[] | undefined; readonly sql?: string }
   /** In SQLite: it reads only SQLite datasets, or it is SQLite's dialect. */
   | { readonly engine: 'sqlite'; readonly datasets: readonly string[] | undefined };
 

@@ -1,7 +1,8 @@
 /**
  * One SQL namespace over every SQLite dataset, on one connection: its main database is an empty
  * placeholder opened read-only, so every dataset file ATTACHed to it (under the dataset's name) is
- * read-only too, and `FROM users`, `FROM [users]` and `FROM users.users` all resolve. SQLite
+ * read-only too, and `FROM users`, `FROM [users]` and `FROM users.users` all resolve, and Spice's
+ * `public.users` and `spice.public.users` too (spice-names.ts). SQLite
  * attaches at most 10 databases, so datasets are attached while there is room and otherwise on
  * demand, driven by SQLite's own `no such table: users` error, least recently used first out.
  *
@@ -30,6 +31,7 @@ import type {
 } from './namespace-types.js';
 import { valueBytes } from './namespace-types.js';
 import { resultColumnArrowType } from './result-types.js';
+import { withoutSpiceQualifiers } from './spice-names.js';
 import {
   encodeSqliteValue,
   type SqliteBinding,
@@ -293,8 +295,14 @@ export class SqliteNamespace {
     }
   }
 
+  /** `sql` with Spice's qualified names of the SQLite datasets (`spice.public.users`) made SQLite's. */
+  #spiceNames(sql: string): string {
+    return withoutSpiceQualifiers(sql, (name) => byName(this.#catalog, name)?.engine === 'sqlite');
+  }
+
   /** Runs `sql` and answers JSON-safe rows; reading stops at the first row or byte over a cap. */
-  rows(sql: string, params: readonly JsonValue[], control: NamespaceQueryControl = {}): RowsOutcome {
+  rows(asked: string, params: readonly JsonValue[], control: NamespaceQueryControl = {}): RowsOutcome {
+    const sql = this.#spiceNames(asked);
     const values = scalarParams(params);
     try {
       return this.#withStatement(sql, (prepared) => {
@@ -337,11 +345,12 @@ export class SqliteNamespace {
    * (a column that is null throughout the first batch is text).
    */
   batches(
-    sql: string,
+    asked: string,
     params: readonly JsonValue[],
     sink: SyncBatchSink,
     control: BatchControl = {},
   ): BatchOutcome {
+    const sql = this.#spiceNames(asked);
     const values = scalarParams(params);
     const batchRows = control.batchRows ?? 65_536;
     const batchBytes = control.batchBytes ?? 4 * MIB;

@@ -197,11 +197,25 @@ export async function startFlightServer(
       .filter((info) => info.state !== 'failed')
       .map((info) => info.name);
 
+  /** Every table GetTables lists: the datasets, the spicepod's views, the runtime's own tables. */
+  const listedTables = (): catalog.ListedTable[] => [
+    ...datasetNames().map((name) => ({ schema: catalog.SCHEMA_NAME, name, type: catalog.TABLE_TYPE })),
+    ...runtime.config.views.map((view) => ({
+      schema: catalog.SCHEMA_NAME,
+      name: view.name,
+      type: catalog.VIEW_TYPE,
+    })),
+  ];
+
   /** The schema a table would stream, or an empty one while its dataset has no snapshot. */
-  const tableSchema = async (name: string): Promise<Schema> => {
+  const tableSchema = async (table: Pick<catalog.ListedTable, 'schema' | 'name'>): Promise<Schema> => {
     const controller = new AbortController();
     try {
-      const result = await source.stream(`${datasetSql(name)} LIMIT 0`, [], controller.signal);
+      const result = await source.stream(
+        `SELECT * FROM ${catalog.qualifiedName(table)} LIMIT 0`,
+        [],
+        controller.signal,
+      );
       return result.schema;
     } catch {
       return new Schema([]);
@@ -215,7 +229,9 @@ export async function startFlightServer(
       case 'CommandGetCatalogs':
         return catalog.catalogs();
       case 'CommandGetDbSchemas':
-        return catalog.dbSchemas(field(command, 'catalog'), field(command, 'dbSchemaFilterPattern'));
+        return catalog.dbSchemas(field(command, 'catalog'), field(command, 'dbSchemaFilterPattern'), [
+          ...new Set([catalog.SCHEMA_NAME, ...listedTables().map((table) => table.schema)]),
+        ]);
       case 'CommandGetTables': {
         const request: catalog.TablesRequest = {
           catalog: field(command, 'catalog'),
@@ -224,10 +240,12 @@ export async function startFlightServer(
           tableTypes: field<string[]>(command, 'tableTypes') ?? [],
           includeSchema: field<boolean>(command, 'includeSchema') === true,
         };
-        const names = catalog.selectTables(request, datasetNames());
+        const selected = catalog.selectTables(request, listedTables());
         const schemas = new Map<string, Schema>();
-        if (request.includeSchema) for (const name of names) schemas.set(name, await tableSchema(name));
-        return catalog.tables(request, names, schemas);
+        if (request.includeSchema) {
+          for (const table of selected) schemas.set(catalog.qualifiedName(table), await tableSchema(table));
+        }
+        return catalog.tables(request, selected, schemas);
       }
       case 'CommandGetTableTypes':
         return catalog.tableTypes();
@@ -433,7 +451,9 @@ export async function startFlightServer(
       for (const name of datasetNames()) {
         const descriptor: FlightDescriptor = { type: 'PATH', cmd: Buffer.alloc(0), path: [name] };
         const ticket = packSql('CommandStatementQuery', { query: datasetSql(name) });
-        call.write(flightInfo(descriptor, await tableSchema(name), ticket, -1));
+        call.write(
+          flightInfo(descriptor, await tableSchema({ schema: catalog.SCHEMA_NAME, name }), ticket, -1),
+        );
       }
       call.end();
     }),

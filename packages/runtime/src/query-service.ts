@@ -15,7 +15,12 @@
  */
 import type { ResourceLimits } from 'node:worker_threads';
 import { deserializeError, type JsonValue } from '@ferry/core';
-import type { DatasetRead, DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
+import {
+  type DatasetRead,
+  type DuckDbNamespaceOptions,
+  type NamespaceCatalog,
+  needsDuckDb,
+} from '@ferry/engines';
 import { Table } from 'apache-arrow';
 import { LRUCache } from 'lru-cache';
 import type {
@@ -154,10 +159,20 @@ export class QueryService {
     return this.#sqlite;
   }
 
-  /** Statements go to DuckDB first unless every dataset is known to be SQLite. */
-  #firstEngine(): 'duckdb' | 'sqlite' {
+  /**
+   * Statements go to DuckDB first unless every dataset is known to be SQLite — and then too when
+   * only DuckDB can answer them (a listing, a view, the runtime's tables: spice-names.ts).
+   */
+  #firstEngine(sql: string): 'duckdb' | 'sqlite' {
     const engines = [...this.#registry.entries()].map((entry) => this.#catalog.engineOf(entry));
-    return engines.length > 0 && engines.every((engine) => engine === 'sqlite') ? 'sqlite' : 'duckdb';
+    const sqlite = engines.length > 0 && engines.every((engine) => engine === 'sqlite');
+    if (!sqlite) return 'duckdb';
+    return needsDuckDb(
+      sql,
+      this.#catalog.views.map((view) => view.name),
+    )
+      ? 'duckdb'
+      : 'sqlite';
   }
 
   /**
@@ -203,7 +218,7 @@ export class QueryService {
     for (let hop = 0; ; hop++) {
       const plan = this.#plans.get(sql);
       if (plan?.datasets !== undefined) await this.#ensureServing(plan.datasets, options, asked);
-      const engine = plan?.engine ?? this.#firstEngine();
+      const engine = plan?.engine ?? this.#firstEngine(sql);
       const answer = await run(engine, plan?.datasets ?? []);
       if (answer.kind === 'reroute') {
         this.#remember(sql, { engine: 'sqlite', datasets: answer.datasets });

@@ -102,7 +102,11 @@ class HostRuntime implements Runtime {
       for (const entry of this.#registry.entries()) this.#tellInspecting(entry);
     });
     const dataDir = resolve(baseDir, options.dataDir ?? '.ferry/data');
-    this.#catalog = new QueryCatalog(this.#registry, (catalog) => this.#queries.setCatalog(catalog));
+    this.#catalog = new QueryCatalog(
+      this.#registry,
+      (catalog) => this.#queries.setCatalog(catalog),
+      config.views.map((view) => ({ name: view.name, sql: view.sql })),
+    );
     this.#queries = new QueryService(
       this.#registry,
       this.#catalog,
