@@ -14,6 +14,7 @@ export {
   TIMESTAMPTZ_ZONE,
   UnmappedArrowTypeError,
 } from './arrow-types.js';
+export { isCacheableStatement } from './cacheable.js';
 export { RUNTIME_SCHEMA, SPICE_CATALOG, SPICE_SCHEMA } from './duckdb-catalog.js';
 export {
   bindDuckDbParams,

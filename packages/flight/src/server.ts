@@ -8,7 +8,7 @@
  */
 import type { JsonValue } from '@ferry/core';
 import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines';
-import { apiKeyCheck, type Logger, type Runtime } from '@ferry/runtime';
+import { apiKeyCheck, asksNoCache, type Logger, type Runtime } from '@ferry/runtime';
 import {
   Metadata,
   Server,
@@ -43,7 +43,12 @@ import {
   type SqlMessage,
   unpackSql,
 } from './protocol.js';
-import { type ArrowResult, type ResultSource, runtimeResultSource } from './result-source.js';
+import {
+  type ArrowResult,
+  type ResultOptions,
+  type ResultSource,
+  runtimeResultSource,
+} from './result-source.js';
 
 export const DEFAULT_FLIGHT_HOST = '127.0.0.1';
 export const DEFAULT_FLIGHT_PORT = 50051;
@@ -466,7 +471,12 @@ export async function startFlightServer(
       }
       if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
       const controller = new AbortController();
-      const result = await source.stream(request.sql, request.params, controller.signal);
+      const result = await source.stream(
+        request.sql,
+        request.params,
+        controller.signal,
+        resultOptions(call.metadata),
+      );
       if (call.cancelled) {
         controller.abort();
         throw new FlightRequestError('The client cancelled GetFlightInfo.');
@@ -511,8 +521,15 @@ export async function startFlightServer(
         ({ result, controller } = pending.take(request.handle));
       } else {
         controller = new AbortController();
-        result = await source.stream(request.sql, request.params, controller.signal);
+        result = await source.stream(
+          request.sql,
+          request.params,
+          controller.signal,
+          resultOptions(call.metadata),
+        );
       }
+      // Spice's results cache metadata: x-cache (the older name) and results-cache-status.
+      call.sendMetadata(cacheMetadata(result.cache));
       const stop = () => controller.abort();
       signal.addEventListener('abort', stop, { once: true });
       try {
@@ -682,6 +699,22 @@ export async function startFlightServer(
       return closing;
     },
   };
+}
+
+/** A call's `cache-control: no-cache` (Spice's bypass of the results cache). */
+function resultOptions(metadata: Metadata): ResultOptions {
+  const [value] = metadata.get('cache-control');
+  return asksNoCache(typeof value === 'string' ? value : value?.toString('utf8')) ? { noCache: true } : {};
+}
+
+/** The results cache's status as Spice's Flight metadata (none when the cache does not apply). */
+function cacheMetadata(status: ArrowResult['cache']): Metadata {
+  const metadata = new Metadata();
+  if (status === undefined) return metadata;
+  metadata.set('results-cache-status', status.toUpperCase());
+  if (status !== 'bypass')
+    metadata.set('x-cache', status === 'hit' ? 'Hit from spiceai' : 'Miss from spiceai');
+  return metadata;
 }
 
 /** A prepared statement action body sent as the bare message (some clients do not wrap it in an Any). */

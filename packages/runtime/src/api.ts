@@ -37,9 +37,10 @@ import type {
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { Logger, LogLevel } from './logging.js';
 import type { DatasetCommand, InspectionEvent } from './protocol.js';
+import type { CacheCounters, CacheStatus } from './results-cache.js';
 import type { RuntimeTls } from './tls.js';
 
-export type { DatasetCommand, InspectionEvent };
+export type { CacheCounters, CacheStatus, DatasetCommand, InspectionEvent };
 
 export interface RuntimeOptions {
   /** Where logs go; default: pino JSON lines on stdout at `logLevel`. */
@@ -109,6 +110,11 @@ export interface RuntimeOptions {
 export interface QueryOptions {
   /** Wait for a dataset that is not serving yet instead of failing fast; default false. */
   readonly waitForReady?: boolean;
+  /**
+   * Do not answer from the results cache (Spice's `Cache-Control: no-cache`): the query runs, and
+   * its result is offered to the cache for the next ones. The result's `cache` is `bypass`.
+   */
+  readonly noCache?: boolean;
   /** With `waitForReady`, how long to wait; default 30 000 ms. */
   readonly readyTimeoutMs?: number;
   /** Cancels the query: it stops in its engine and rejects with `ERR_QUERY_CANCELLED`. */
@@ -140,6 +146,18 @@ export interface QueryProvenance {
   readonly snapshotId: number | null;
   /** The engine that ran it (`sqlite` for Turso files too): what `columns[].type` names are names of. */
   readonly engine: FileFormat;
+  /**
+   * The results cache's part (Spice's `Results-Cache-Status`): `hit` (answered from the cache),
+   * `miss` (ran; offered to the cache), `bypass` (`noCache`). Absent when the cache does not apply:
+   * it is off, or the statement reads no dataset or has a clock, a random source or a listing in it.
+   */
+  readonly cache?: CacheStatus;
+  /**
+   * What decides the rows — the statement, its parameters and the snapshot of every dataset read —
+   * hashed: the same version means the same rows (the `/v1/sql` ETag). Absent when the cache does
+   * not apply to the statement (see `cache`).
+   */
+  readonly version?: string;
 }
 
 export interface RuntimeQueryResult extends QueryResult, QueryProvenance {}
@@ -238,6 +256,8 @@ export interface RuntimeMetrics {
   readonly bootstraps: Readonly<Record<string, BootstrapMetrics>>;
   /** Per dataset: the snapshot failures its machine reported (each `error` event). */
   readonly failures: Readonly<Record<string, number>>;
+  /** The SQL results cache: lookups answered and not, bypasses, evictions, what it holds. */
+  readonly resultsCache: CacheCounters;
 }
 
 /** One `snapshots[]` entry of a dataset's metadata.json (as parsed), checked against the store. */
@@ -303,6 +323,12 @@ export interface Runtime {
   inspect(listener: (event: InspectionEvent) => void): () => void;
   send(name: string, command: DatasetCommand): Promise<void>;
   metrics(): RuntimeMetrics;
+  /**
+   * The `version` the statement's result has now, when it can be told without running it (the
+   * statement ran before, so the datasets it reads are known, and each serves): a `/v1/sql`
+   * request whose `If-None-Match` holds it is answered 304. Undefined otherwise.
+   */
+  resultVersion(sql: string, params?: readonly JsonValue[]): string | undefined;
   /**
    * The dataset's snapshots: a fresh (conditional) read of its location's metadata.json by the
    * coordinator's shared reader, then one HEAD per listed entry through the coordinator's store for

@@ -90,6 +90,11 @@ export class QueryCatalog {
     this.#onChange(this.current());
   }
 
+  /** The snapshot a dataset serves now, as announced; undefined while it serves none. */
+  snapshotOf(name: string): number | undefined {
+    return this.#generations.get(name)?.snapshotId;
+  }
+
   /** The file format of a dataset's snapshots: configured, else the one its generation has. */
   engineOf(entry: DatasetEntry): NamespaceDataset['engine'] {
     return entry.config?.fileEngine ?? this.#generations.get(entry.name)?.engine;

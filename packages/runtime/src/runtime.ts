@@ -48,6 +48,7 @@ import type {
   HostToDataset,
 } from './protocol.js';
 import { QueryCatalog } from './query-catalog.js';
+import { QueryFront } from './query-front.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
 import { redactingLogger } from './redaction.js';
 import { RpcClient } from './rpc.js';
@@ -86,6 +87,7 @@ class HostRuntime implements Runtime {
   readonly #inspection: InspectionHub;
   readonly #catalog: QueryCatalog;
   readonly #queries: QueryService;
+  readonly #front: QueryFront;
   readonly #coordinator: Worker;
   readonly #coordinatorRpc: RpcClient<HostToCoordinator>;
   #closing: Promise<void> | undefined;
@@ -113,6 +115,7 @@ class HostRuntime implements Runtime {
       queryServiceOptions(options, datasets, baseDir, dataDir),
       logger,
     );
+    this.#front = new QueryFront(this.#queries, this.#catalog, config.resultsCache);
     const workerData: CoordinatorWorkerData = {
       config,
       datasets,
@@ -210,6 +213,8 @@ class HostRuntime implements Runtime {
         break;
       case 'generation':
         this.#catalog.announce(entry, message.current);
+        // A swap retires at once the cached results that read the dataset's previous snapshot.
+        this.#front.retire(entry.name, message.current?.snapshotId ?? null);
         break;
       case 'downloaded':
         // Downloaded while nothing is served: this thread is bootstrapping from the store.
@@ -268,7 +273,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#queries.query(sql, params, options);
+    return this.#front.query(sql, params, options);
   }
 
   async queryArrow(
@@ -277,7 +282,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#queries.queryArrow(sql, params, options);
+    return this.#front.queryArrow(sql, params, options);
   }
 
   async queryStream(
@@ -286,7 +291,7 @@ class HostRuntime implements Runtime {
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#queries.queryStream(sql, params, options);
+    return this.#front.queryStream(sql, params, options);
   }
 
   on<K extends keyof RuntimeEvents>(event: K, listener: (payload: RuntimeEvents[K]) => void): () => void {
@@ -304,7 +309,11 @@ class HostRuntime implements Runtime {
   }
 
   metrics(): RuntimeMetrics {
-    return this.#metrics.snapshot();
+    return { ...this.#metrics.snapshot(), resultsCache: this.#front.cacheCounters() };
+  }
+
+  resultVersion(sql: string, params: readonly JsonValue[] = []): string | undefined {
+    return this.#front.resultVersion(sql, params);
   }
 
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {

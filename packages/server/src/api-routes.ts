@@ -4,7 +4,8 @@
  *
  *   GET  /health                                     ok (no API key)
  *   GET  /v1/ready                                   ready | 503 not ready: …
- *   POST /v1/sql                                     rows, in the format `Accept` picks (Arrow: streamed)
+ *   POST /v1/sql                                     rows, in the format `Accept` picks (Arrow: streamed);
+ *                                                    Spice's cache headers, an ETag (If-None-Match: 304)
  *   GET  /v1/datasets                                ?status=true ?format=csv ?source=…
  *   POST /v1/datasets/:name/commands                 Ferry's machine commands
  *   POST /v1/datasets/:name/acceleration/refresh     a poll now (Spice)
@@ -16,6 +17,7 @@ import type { JsonValue } from '@ferry/core';
 import type { SqlDialect } from '@ferry/engines';
 import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
 import { runCommand } from './commands.js';
 import { datasetView, isServing } from './dataset-view.js';
 import { BadRequestError } from './errors.js';
@@ -156,21 +158,28 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const accepted = request.accepts().type([...SQL_MEDIA_TYPES]);
       const type: SqlMediaType =
         typeof accepted === 'string' ? (accepted as SqlMediaType) : 'application/json';
-      const signal = clientGone(reply);
+      reply.header('vary', 'Accept');
+      // A client holding the answer as it is now is told so, and the query does not run.
+      const version = runtime.resultVersion(sql, params as JsonValue[]);
+      if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
+        return reply.code(304).header('etag', entityTag(version, type)).send();
+      }
+      const options = { signal: clientGone(reply), noCache: bypassesCache(request.headers) };
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
-      reply.header('vary', 'Accept');
       try {
         if (type === ARROW_STREAM_TYPE) {
-          const stream = await runtime.queryStream(sql, params as JsonValue[], { signal });
+          const stream = await runtime.queryStream(sql, params as JsonValue[], options);
           outcome = 'ok';
           provenanceHeaders(reply, stream);
+          cacheHeaders(reply, stream, type);
           return reply.type(ARROW_STREAM_TYPE).send(arrowBody(stream));
         }
-        const result = await runtime.query(sql, params as JsonValue[], { signal });
+        const result = await runtime.query(sql, params as JsonValue[], options);
         outcome = 'ok';
         const { contentType, body } = renderResult(result, type);
         provenanceHeaders(reply, result);
+        cacheHeaders(reply, result, type);
         return reply.type(contentType).send(body);
       } finally {
         metrics.observeQuery((performance.now() - started) / 1000, outcome);

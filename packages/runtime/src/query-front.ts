@@ -1,0 +1,247 @@
+/**
+ * What the embed API's queries pass through before the query service: the SQL results cache
+ * (results-cache.ts) — a hit is answered here, without a pool, a miss runs and its result is offered
+ * to the cache once it has been handed over (off the answer's path) — and the task history
+ * (task-history.ts), which records every query. With the cache off and the history off, a query
+ * goes straight to the service.
+ */
+import type { JsonValue, ResultsCacheConfig } from '@ferry/core';
+import { type RecordBatch, type Schema, Table } from 'apache-arrow';
+import { LRUCache } from 'lru-cache';
+import type {
+  QueryOptions,
+  QueryProvenance,
+  RuntimeArrowResult,
+  RuntimeQueryResult,
+  RuntimeQueryStream,
+  StreamOptions,
+} from './api.js';
+import type { QueryCatalog } from './query-catalog.js';
+import type { QueryService } from './query-service.js';
+import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
+
+/** What a cached Arrow answer keeps: the schema, the batches, and where they were read. */
+interface CachedArrow extends QueryProvenance {
+  readonly schema: Schema;
+  readonly batches: readonly RecordBatch[];
+}
+
+/** Statements whose datasets are remembered (learned from their results), and the longest one. */
+const READS = 4_096;
+const READS_MAX_SQL = 8_192;
+
+/** The memory the buffers of `batches` keep (each distinct ArrayBuffer once: views share them). */
+function retainedBytes(batches: readonly RecordBatch[]): number {
+  const buffers = new Set<ArrayBufferLike>();
+  let loose = 0;
+  const visit = (data: RecordBatch['data']): void => {
+    for (const view of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as (
+      | ArrayBufferView
+      | undefined
+    )[]) {
+      if (view === undefined) continue;
+      if (view.buffer === undefined) loose += view.byteLength;
+      else buffers.add(view.buffer);
+    }
+    for (const child of data.children) visit(child as RecordBatch['data']);
+  };
+  for (const batch of batches) visit(batch.data);
+  let bytes = loose;
+  for (const buffer of buffers) bytes += buffer.byteLength;
+  return bytes;
+}
+
+/** Bytes the rows of a JSON result take, roughly (strings by length, every value at least 8). */
+function rowsBytes(rows: readonly Record<string, JsonValue>[]): number {
+  let bytes = 0;
+  const visit = (value: JsonValue): void => {
+    if (typeof value === 'string') bytes += value.length * 2 + 16;
+    else if (value === null || typeof value !== 'object') bytes += 8;
+    else if (Array.isArray(value)) for (const item of value) visit(item);
+    else for (const item of Object.values(value)) visit(item);
+  };
+  for (const row of rows) {
+    bytes += 16;
+    for (const value of Object.values(row)) visit(value);
+  }
+  return bytes;
+}
+
+export class QueryFront {
+  readonly #queries: QueryService;
+  readonly #catalog: QueryCatalog;
+  readonly #cache: ResultsCache;
+  /** The datasets each statement read, learned from its results (the cache's lookups use them). */
+  readonly #reads = new LRUCache<string, readonly string[]>({ max: READS });
+
+  constructor(queries: QueryService, catalog: QueryCatalog, cache: ResultsCacheConfig) {
+    this.#queries = queries;
+    this.#catalog = catalog;
+    this.#cache = new ResultsCache(cache);
+  }
+
+  #lookup(sql: string, params: readonly JsonValue[]): CacheLookup {
+    return {
+      sql,
+      params,
+      datasets: this.#reads.get(sql),
+      snapshotOf: (name) => this.#catalog.snapshotOf(name),
+    };
+  }
+
+  #learn(sql: string, read: QueryProvenance['datasets']): void {
+    if (sql.length <= READS_MAX_SQL && read.length > 0 && this.#reads.get(sql)?.length !== read.length) {
+      this.#reads.set(
+        sql,
+        read.map((dataset) => dataset.name),
+      );
+    }
+  }
+
+  /** The status a query answered from its engine gets, or undefined when the cache does not apply. */
+  #ran(sql: string, options: QueryOptions, read: QueryProvenance['datasets']): CacheStatus | undefined {
+    if (!this.#cache.enabled || read.length === 0 || !this.#cache.cacheable(sql)) return undefined;
+    return options.noCache === true ? 'bypass' : 'miss';
+  }
+
+  /** A cached answer, unless the caller bypasses the cache (counted). */
+  #cached<V>(kind: string, sql: string, params: readonly JsonValue[], options: QueryOptions): V | undefined {
+    if (!this.#cache.enabled) return undefined;
+    if (options.noCache === true) {
+      if (this.#cache.cacheable(sql)) this.#cache.countBypass();
+      return undefined;
+    }
+    return this.#cache.get<V>(kind, this.#lookup(sql, params));
+  }
+
+  /** Offers a result to the cache after the current turn: never on the answer's path. */
+  #offer(
+    kind: string,
+    sql: string,
+    params: readonly JsonValue[],
+    provenance: QueryProvenance,
+    value: unknown,
+    bytes: () => number,
+  ): void {
+    if (!this.#cache.enabled || provenance.datasets.length === 0 || !this.#cache.cacheable(sql)) return;
+    setImmediate(() => {
+      this.#cache.set(kind, sql, params, provenance.datasets, value, bytes(), (name) =>
+        this.#catalog.snapshotOf(name),
+      );
+    });
+  }
+
+  #version(sql: string, params: readonly JsonValue[], provenance: QueryProvenance): { version?: string } {
+    const version = this.#cache.versionOf(sql, params, provenance.datasets);
+    return version === undefined ? {} : { version };
+  }
+
+  resultVersion(sql: string, params: readonly JsonValue[]): string | undefined {
+    return this.#cache.versionNow(this.#lookup(sql, params));
+  }
+
+  /** `dataset` now serves `snapshotId` (null: nothing). */
+  retire(dataset: string, snapshotId: number | null): void {
+    this.#cache.retire(dataset, snapshotId);
+  }
+
+  cacheCounters(): CacheCounters {
+    return this.#cache.counters();
+  }
+
+  async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+    const hit = this.#cached<RuntimeQueryResult>('rows', sql, params, options);
+    if (hit !== undefined) return { ...hit, cache: 'hit' };
+    const result = await this.#queries.query(sql, params, options);
+    this.#learn(sql, result.datasets);
+    const status = this.#ran(sql, options, result.datasets);
+    if (status === undefined) return result;
+    const versioned: RuntimeQueryResult = { ...result, ...this.#version(sql, params, result) };
+    this.#offer('rows', sql, params, result, versioned, () => rowsBytes(result.rows));
+    return { ...versioned, cache: status };
+  }
+
+  async queryArrow(
+    sql: string,
+    params: readonly JsonValue[],
+    options: QueryOptions,
+  ): Promise<RuntimeArrowResult> {
+    const hit = this.#cached<CachedArrow>('table', sql, params, options);
+    if (hit !== undefined) {
+      const { schema, batches, ...provenance } = hit;
+      return { ...provenance, table: new Table(schema, [...batches]), cache: 'hit' };
+    }
+    const result = await this.#queries.queryArrow(sql, params, options);
+    this.#learn(sql, result.datasets);
+    const status = this.#ran(sql, options, result.datasets);
+    if (status === undefined) return result;
+    const { table, ...provenance } = result;
+    const batches = table.batches;
+    const version = this.#version(sql, params, result);
+    const cached = { ...provenance, ...version, schema: table.schema, batches };
+    this.#offer('table', sql, params, result, cached, () => retainedBytes(batches));
+    return { ...result, ...version, cache: status };
+  }
+
+  async queryStream(
+    sql: string,
+    params: readonly JsonValue[],
+    options: StreamOptions,
+  ): Promise<RuntimeQueryStream> {
+    const kind = `stream/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
+    const hit = this.#cached<CachedArrow>(kind, sql, params, options);
+    if (hit !== undefined) {
+      const { schema, batches, ...provenance } = hit;
+      return {
+        ...provenance,
+        schema,
+        batches: (async function* () {
+          yield* batches;
+        })(),
+        cancel: () => undefined,
+        cache: 'hit',
+      };
+    }
+    const stream = await this.#queries.queryStream(sql, params, options);
+    this.#learn(sql, stream.datasets);
+    const status = this.#ran(sql, options, stream.datasets);
+    if (status === undefined) return stream;
+    const { schema, batches, cancel, ...provenance } = stream;
+    const limit = this.#cache.counters().maxBytes;
+    const version = this.#version(sql, params, provenance);
+    const offer = (kept: readonly RecordBatch[]): void =>
+      this.#offer(kind, sql, params, provenance, { ...provenance, ...version, schema, batches: kept }, () =>
+        retainedBytes(kept),
+      );
+    return {
+      ...provenance,
+      ...version,
+      schema,
+      cancel,
+      cache: status,
+      batches: keepWhileRead(batches, limit, offer),
+    };
+  }
+}
+
+/**
+ * `batches` as read, keeping them (references, no copy) while they stay under `limit` bytes; once
+ * every batch was read, the kept ones are offered. A stream left early or failing offers nothing.
+ */
+async function* keepWhileRead(
+  batches: AsyncIterable<RecordBatch>,
+  limit: number,
+  offer: (kept: readonly RecordBatch[]) => void,
+): AsyncGenerator<RecordBatch> {
+  let kept: RecordBatch[] | undefined = [];
+  let bytes = 0;
+  for await (const batch of batches) {
+    if (kept !== undefined) {
+      bytes += batch.data.byteLength;
+      if (bytes > limit) kept = undefined;
+      else kept.push(batch);
+    }
+    yield batch;
+  }
+  if (kept !== undefined) offer(kept);
+}
