@@ -19,7 +19,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { ArrowDataType } from '@ferry/core';
 import type Database from 'better-sqlite3';
 import { quoteIdentifier } from './engine.js';
-import type { NamespaceDataset } from './namespace-types.js';
+import type { NamespaceDataset, TaskHistoryRow } from './namespace-types.js';
 import { sqliteAffinity, sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 
 export const SPICE_CATALOG = 'spice';
@@ -72,7 +72,52 @@ export async function createSpiceCatalog(admin: DuckDBConnection): Promise<void>
     await admin.run(`CREATE VIEW ${INTERNAL}.ferry_${fn} AS ${sql}`);
   }
   await admin.run(`CREATE VIEW ${INTERNAL}.ferry_show_tables AS ${SHOW_TABLES}`);
+  await admin.run(`CREATE TABLE ${TASK_HISTORY} (${TASK_HISTORY_COLUMNS})`);
   await admin.run(USE_SPICE);
+}
+
+/** Spice's `spice.runtime.task_history` (crates/runtime `task_history.rs`), its columns and types. */
+export const TASK_HISTORY = `${SPICE_CATALOG}.${RUNTIME_SCHEMA}.task_history`;
+const TASK_HISTORY_COLUMNS = [
+  'trace_id VARCHAR NOT NULL',
+  'span_id VARCHAR NOT NULL',
+  'parent_span_id VARCHAR',
+  'task VARCHAR NOT NULL',
+  'input VARCHAR NOT NULL',
+  'captured_output VARCHAR',
+  'start_time TIMESTAMP NOT NULL',
+  'end_time TIMESTAMP NOT NULL',
+  'execution_duration_ms DOUBLE NOT NULL',
+  'error_message VARCHAR',
+  'labels MAP(VARCHAR, VARCHAR)',
+].join(', ');
+const TASK_ROW_JSON = JSON.stringify([
+  {
+    trace_id: 'VARCHAR',
+    span_id: 'VARCHAR',
+    parent_span_id: 'VARCHAR',
+    task: 'VARCHAR',
+    input: 'VARCHAR',
+    captured_output: 'VARCHAR',
+    start_us: 'BIGINT',
+    end_us: 'BIGINT',
+    execution_duration_ms: 'DOUBLE',
+    error_message: 'VARCHAR',
+    labels: 'MAP(VARCHAR, VARCHAR)',
+  },
+]).replaceAll("'", "''");
+
+/** Makes `spice.runtime.task_history` hold exactly `rows` (one statement, the rows as JSON). */
+export async function replaceTaskHistory(
+  admin: DuckDBConnection,
+  rows: readonly TaskHistoryRow[],
+): Promise<void> {
+  await admin.run(`DELETE FROM ${TASK_HISTORY}`);
+  if (rows.length === 0) return;
+  await admin.run(
+    `INSERT INTO ${TASK_HISTORY} SELECT r.trace_id, r.span_id, r.parent_span_id, r.task, r.input, r.captured_output, make_timestamp(r.start_us), make_timestamp(r.end_us), r.execution_duration_ms, r.error_message, r.labels FROM (SELECT unnest(from_json($1::JSON, '${TASK_ROW_JSON}')) AS r)`,
+    [JSON.stringify(rows)],
+  );
 }
 
 /** Records which names of `spice.public` are spicepod views (the listings call them `VIEW`). */

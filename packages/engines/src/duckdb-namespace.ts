@@ -37,6 +37,7 @@ import {
   isDescribe,
   placeholderRead,
   placeholderViewSql,
+  replaceTaskHistory,
   rewriteListings,
   type Staging,
   spiceTable,
@@ -64,6 +65,7 @@ import type {
   NamespaceCatalog,
   NamespaceDataset,
   NamespaceQueryControl,
+  NamespaceTaskHistory,
   NamespaceView,
   QueryRoute,
   RowsOutcome,
@@ -180,6 +182,7 @@ class ClassInstance {
   readonly #spicepodViews = new DuckDbViews();
   /** Views that could not be created at the catalog applied, and why. */
   viewFailures: ReadonlyMap<string, string> = new Map();
+  #taskHistoryVersion = 0;
   /** The catalog as applied (views and attachments match it once `#changing` settles). */
   applied: NamespaceCatalog = { version: 0, datasets: [] };
   #changing: Promise<void> = Promise.resolve();
@@ -339,6 +342,15 @@ class ClassInstance {
         db?.close();
       }
     }
+  }
+
+  /** Makes `spice.runtime.task_history` hold this version of the history (between catalog changes). */
+  applyTaskHistory(history: NamespaceTaskHistory): Promise<void> {
+    return this.#serialize(async () => {
+      if (history.version === this.#taskHistoryVersion) return;
+      await replaceTaskHistory(this.#admin, history.rows);
+      this.#taskHistoryVersion = history.version;
+    });
   }
 
   /** The SQLite dataset's current generation as a DuckDB table behind a view of its name (once). */
@@ -545,6 +557,7 @@ export class DuckDbNamespace {
   readonly #routes = new LRUCache<string, ParsedTables>({ max: ROUTES_CACHED });
   /** The spicepod views' SQL, parsed (by text). */
   readonly #viewTables = new Map<string, ParsedTables>();
+  #taskHistory: NamespaceTaskHistory = { version: 0, rows: [] };
   #catalog: NamespaceCatalog = { version: 0, datasets: [] };
   #nextTemp = 0;
 
@@ -572,6 +585,14 @@ export class DuckDbNamespace {
 
   get catalog(): NamespaceCatalog {
     return this.#catalog;
+  }
+
+  /** Makes `spice.runtime.task_history` hold `history` in every instance (queries after it see it). */
+  async setTaskHistory(history: NamespaceTaskHistory): Promise<void> {
+    if (history.version <= this.#taskHistory.version) return;
+    this.#taskHistory = history;
+    const instances = await Promise.all(this.#instances.values());
+    await Promise.all(instances.map((instance) => instance.applyTaskHistory(history)));
   }
 
   /** Makes `catalog` current in every instance (attach, views, detach); queries see it once resolved. */
@@ -726,6 +747,7 @@ export class DuckDbNamespace {
       const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
       instance = ClassInstance.create(resources, this.#options, temp).then(async (created) => {
         await created.apply(this.#catalog);
+        await created.applyTaskHistory(this.#taskHistory);
         this.#created.set(key, created);
         return created;
       });

@@ -41,6 +41,30 @@ export interface NamespaceCatalog {
   readonly views?: readonly NamespaceView[];
 }
 
+/** One row of `spice.runtime.task_history` (Spice's columns): one query the runtime ran. */
+export interface TaskHistoryRow {
+  readonly trace_id: string;
+  readonly span_id: string;
+  readonly parent_span_id: string | null;
+  /** `sql_query`. */
+  readonly task: string;
+  /** The statement. */
+  readonly input: string;
+  readonly captured_output: string | null;
+  /** Microseconds since the epoch. */
+  readonly start_us: number;
+  readonly end_us: number;
+  readonly execution_duration_ms: number;
+  readonly error_message: string | null;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** The task history at one version (every row the runtime keeps now). */
+export interface NamespaceTaskHistory {
+  readonly version: number;
+  readonly rows: readonly TaskHistoryRow[];
+}
+
 /** A dataset a query read, and the snapshot it read it at. */
 export interface DatasetRead {
   readonly name: string;

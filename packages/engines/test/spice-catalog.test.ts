@@ -153,6 +153,13 @@ describe('DuckDbNamespace: Spice names, listings and views', () => {
       { table_catalog: 'spice', table_schema: 'public', table_name: 'orders', table_type: 'BASE TABLE' },
       { table_catalog: 'spice', table_schema: 'public', table_name: 'user_orders', table_type: 'VIEW' },
       { table_catalog: 'spice', table_schema: 'public', table_name: 'users', table_type: 'BASE TABLE' },
+      // The runtime's own table, as Spice lists it.
+      {
+        table_catalog: 'spice',
+        table_schema: 'runtime',
+        table_name: 'task_history',
+        table_type: 'BASE TABLE',
+      },
     ]);
     const { rows: all } = await rows('SHOW ALL TABLES');
     expect(all).toEqual(shown);
@@ -166,11 +173,12 @@ describe('DuckDbNamespace: Spice names, listings and views', () => {
       'big_orders',
       'big_total',
       'orders',
+      'task_history',
       'user_orders',
       'users',
     ]);
     expect(new Set(tables.map((row) => `${row.table_catalog}.${row.table_schema}`))).toEqual(
-      new Set(['spice.public']),
+      new Set(['spice.public', 'spice.runtime']),
     );
     const { rows: columns } = await rows(
       "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_name IN ('orders', 'users') ORDER BY table_name, ordinal_position",

@@ -7,7 +7,7 @@
  * has taken the one before. The runtime is never closed here: its owner does that, after `close()`.
  */
 import type { JsonValue } from '@ferry/core';
-import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines';
+import { assertReadOnlySql, RUNTIME_SCHEMA, WriteRejectedError } from '@ferry/engines';
 import { apiKeyCheck, asksNoCache, type Logger, type Runtime } from '@ferry/runtime';
 import {
   Metadata,
@@ -210,6 +210,9 @@ export async function startFlightServer(
       name: view.name,
       type: catalog.VIEW_TYPE,
     })),
+    ...(runtime.config.taskHistory.enabled
+      ? [{ schema: RUNTIME_SCHEMA, name: 'task_history', type: catalog.TABLE_TYPE }]
+      : []),
   ];
 
   /** The schema a table would stream, or an empty one while its dataset has no snapshot. */

@@ -103,6 +103,7 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
         ['spice', 'public', 'late', 'TABLE'],
         ['spice', 'public', 'orders', 'TABLE'],
         ['spice', 'public', 'users', 'TABLE'],
+        ['spice', 'runtime', 'task_history', 'TABLE'],
       ],
     );
     const schemas = new Map(
@@ -147,7 +148,7 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     const views = await fetchTable(stub, cmd('CommandGetTables', { tableTypes: ['VIEW'] }), auth());
     expect(views.numRows).toBe(0);
     const spice = await fetchTable(stub, cmd('CommandGetTables', { catalog: 'spice' }), auth());
-    expect(spice.numRows).toBe(3);
+    expect(spice.numRows).toBe(4);
     const otherCatalog = await fetchTable(stub, cmd('CommandGetTables', { catalog: 'main' }), auth());
     expect(otherCatalog.numRows).toBe(0);
     const otherSchema = await fetchTable(
@@ -167,6 +168,7 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     const schemas = await fetchTable(stub, cmd('CommandGetDbSchemas'), auth());
     expect(schemas.toArray().map((row) => row.toJSON())).toEqual([
       { catalog_name: 'spice', db_schema_name: 'public' },
+      { catalog_name: 'spice', db_schema_name: 'runtime' },
     ]);
     const types = await fetchTable(stub, cmd('CommandGetTableTypes'), auth());
     expect(types.toArray().map((row) => row.table_type)).toEqual(['TABLE', 'VIEW']);

@@ -135,6 +135,13 @@ port.on('message', (message: HostToQueryWorker) => {
         })
         .catch(() => undefined);
       break;
+    case 'task-history': {
+      if (closing) break;
+      const { history } = message;
+      // In the chain of catalog versions: a query sent after it waits for it.
+      catalogs = catalogs.then(async () => (await ready).setTaskHistory(history)).catch(() => undefined);
+      break;
+    }
     case 'query':
       void run(message, catalogs);
       break;

@@ -5,7 +5,7 @@
  * (task-history.ts), which records every query. With the cache off and the history off, a query
  * goes straight to the service.
  */
-import type { JsonValue, ResultsCacheConfig } from '@ferry/core';
+import type { JsonValue, ResultsCacheConfig, TaskHistoryConfig } from '@ferry/core';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
 import { LRUCache } from 'lru-cache';
 import type {
@@ -19,6 +19,7 @@ import type {
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryService } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
+import { TaskHistory } from './task-history.js';
 
 /** What a cached Arrow answer keeps: the schema, the batches, and where they were read. */
 interface CachedArrow extends QueryProvenance {
@@ -73,11 +74,69 @@ export class QueryFront {
   readonly #cache: ResultsCache;
   /** The datasets each statement read, learned from its results (the cache's lookups use them). */
   readonly #reads = new LRUCache<string, readonly string[]>({ max: READS });
+  readonly #history: TaskHistory;
 
-  constructor(queries: QueryService, catalog: QueryCatalog, cache: ResultsCacheConfig) {
+  constructor(
+    queries: QueryService,
+    catalog: QueryCatalog,
+    cache: ResultsCacheConfig,
+    history: TaskHistoryConfig,
+  ) {
     this.#queries = queries;
     this.#catalog = catalog;
     this.#cache = new ResultsCache(cache);
+    this.#history = new TaskHistory(history);
+  }
+
+  /** A statement that reads `spice.runtime.task_history` sees every query recorded before it. */
+  async #syncHistory(sql: string): Promise<void> {
+    if (!this.#history.enabled || !/task_history/i.test(sql)) return;
+    const history = this.#history.changed();
+    if (history === undefined) return;
+    await this.#queries.setTaskHistory(history);
+    this.#history.sent(history);
+  }
+
+  /** Runs `answer` (a query), recording it in the task history when it settles. */
+  async #recorded<T extends QueryProvenance>(
+    sql: string,
+    answer: () => Promise<T>,
+    finish: (result: T, record: (rows: number, error?: unknown, captured?: readonly unknown[]) => void) => T,
+  ): Promise<T> {
+    if (!this.#history.enabled) return answer();
+    const startMs = Date.now();
+    const started = performance.now();
+    const record =
+      (result: T | undefined) =>
+      (rows: number, error?: unknown, captured?: readonly unknown[]): void => {
+        const labels: Record<string, string> = { protocol: 'embed' };
+        if (result !== undefined) {
+          labels.datasets = result.datasets.map((read) => read.name).join(',');
+          labels.engine = result.engine;
+          labels.rows = String(rows);
+          if (result.cache !== undefined) labels.cache = result.cache;
+        }
+        this.#history.record({
+          sql,
+          startMs,
+          durationMs: performance.now() - started,
+          labels,
+          ...(error === undefined ? {} : { error }),
+          ...(captured === undefined ? {} : { rows: captured }),
+        });
+      };
+    try {
+      await this.#syncHistory(sql);
+      const result = await answer();
+      return finish(result, record(result));
+    } catch (error) {
+      record(undefined)(0, error);
+      throw error;
+    }
+  }
+
+  close(): void {
+    this.#history.close();
   }
 
   #lookup(sql: string, params: readonly JsonValue[]): CacheLookup {
@@ -149,7 +208,46 @@ export class QueryFront {
     return this.#cache.counters();
   }
 
-  async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+  query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+    return this.#recorded(
+      sql,
+      () => this.#query(sql, params, options),
+      (result, record) => {
+        record(result.rows.length, undefined, result.rows);
+        return result;
+      },
+    );
+  }
+
+  queryArrow(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeArrowResult> {
+    return this.#recorded(
+      sql,
+      () => this.#queryArrow(sql, params, options),
+      (result, record) => {
+        record(result.table.numRows);
+        return result;
+      },
+    );
+  }
+
+  /** A stream is recorded when it ends (every batch read, left early, or failed). */
+  queryStream(
+    sql: string,
+    params: readonly JsonValue[],
+    options: StreamOptions,
+  ): Promise<RuntimeQueryStream> {
+    return this.#recorded(
+      sql,
+      () => this.#queryStream(sql, params, options),
+      (stream, record) => ({ ...stream, batches: recordWhenDone(stream.batches, record) }),
+    );
+  }
+
+  async #query(
+    sql: string,
+    params: readonly JsonValue[],
+    options: QueryOptions,
+  ): Promise<RuntimeQueryResult> {
     const hit = this.#cached<RuntimeQueryResult>('rows', sql, params, options);
     if (hit !== undefined) return { ...hit, cache: 'hit' };
     const result = await this.#queries.query(sql, params, options);
@@ -161,7 +259,7 @@ export class QueryFront {
     return { ...versioned, cache: status };
   }
 
-  async queryArrow(
+  async #queryArrow(
     sql: string,
     params: readonly JsonValue[],
     options: QueryOptions,
@@ -183,7 +281,7 @@ export class QueryFront {
     return { ...result, ...version, cache: status };
   }
 
-  async queryStream(
+  async #queryStream(
     sql: string,
     params: readonly JsonValue[],
     options: StreamOptions,
@@ -221,6 +319,26 @@ export class QueryFront {
       cache: status,
       batches: keepWhileRead(batches, limit, offer),
     };
+  }
+}
+
+/** `batches` as read, calling `record` with the rows read once they end (or fail). */
+async function* recordWhenDone(
+  batches: AsyncIterable<RecordBatch>,
+  record: (rows: number, error?: unknown) => void,
+): AsyncGenerator<RecordBatch> {
+  let rows = 0;
+  let failure: unknown;
+  try {
+    for await (const batch of batches) {
+      rows += batch.numRows;
+      yield batch;
+    }
+  } catch (error) {
+    failure = error;
+    throw error;
+  } finally {
+    record(rows, failure);
   }
 }
 

@@ -19,6 +19,7 @@ import {
   type DatasetRead,
   type DuckDbNamespaceOptions,
   type NamespaceCatalog,
+  type NamespaceTaskHistory,
   needsDuckDb,
 } from '@ferry/engines';
 import { Table } from 'apache-arrow';
@@ -438,6 +439,12 @@ export class QueryService {
       cancel: () => stream.fail(new QueryCancelledError('cancel() was called')),
       ...provenance(stream.read, engine),
     };
+  }
+
+  /** Hands the DuckDB workers the task history as it is now (a query after this reads it). */
+  async setTaskHistory(history: NamespaceTaskHistory): Promise<void> {
+    await this.#pools();
+    this.#duckdbPool().setTaskHistory(history);
   }
 
   /** Queries the pools have not answered yet. */

@@ -115,7 +115,7 @@ class HostRuntime implements Runtime {
       queryServiceOptions(options, datasets, baseDir, dataDir),
       logger,
     );
-    this.#front = new QueryFront(this.#queries, this.#catalog, config.resultsCache);
+    this.#front = new QueryFront(this.#queries, this.#catalog, config.resultsCache, config.taskHistory);
     const workerData: CoordinatorWorkerData = {
       config,
       datasets,
@@ -354,6 +354,7 @@ class HostRuntime implements Runtime {
       entry.rpc?.close('closed');
       entry.port?.close();
     }
+    this.#front.close();
     await this.#queries.close(new RuntimeClosedError());
   }
 }
