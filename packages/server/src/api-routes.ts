@@ -139,7 +139,14 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     url: '/v1/ready',
     config: { public: true },
     handler: (request, reply) => {
-      const pending = runtime.datasets().filter((info) => !isServing(info));
+      // Spice's runtime.ready_state: on_load (default) waits for every dataset to serve;
+      // on_registration only for every dataset to have started (served, failed or waiting).
+      const registered = runtime.config.readyState === 'on_registration';
+      const pending = runtime
+        .datasets()
+        .filter((info) =>
+          registered ? info.state === 'starting' || info.state === 'stopped' : !isServing(info),
+        );
       reply.type('text/plain; charset=utf-8');
       if (pending.length === 0) return reply.send('ready');
       if (!request.keyAccepted) return reply.code(503).send('not ready');

@@ -17,6 +17,7 @@ import { Ajv } from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { apiRoutes, type StatusEndpoint } from './api-routes.js';
 import { requestKeyChecker } from './auth.js';
+import { corsStep } from './cors.js';
 import { MethodNotAllowedError, RouteNotFoundError, requestError, UnauthorizedError } from './errors.js';
 import { errorResponse } from './http.js';
 import { createServerMetrics } from './metrics.js';
@@ -150,7 +151,10 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     sendError(request, reply, new RouteNotFoundError(request.method, request.url.split('?')[0] ?? '/')),
   );
   app.decorateRequest('keyAccepted', true);
+  // The spicepod's runtime.cors: allowed origins' answers carry CORS headers; preflights need no key.
+  const cors = runtime.config.cors === undefined ? undefined : corsStep(runtime.config.cors);
   app.addHook('onRequest', async (request, reply) => {
+    if (cors?.(request, reply) === true) return reply;
     if (authorized === undefined || request.is404) return;
     if (request.routeOptions.config.public === true) {
       request.keyAccepted = authorized(request.raw);
