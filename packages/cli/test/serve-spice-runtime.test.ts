@@ -169,6 +169,21 @@ runtime:
     client.setMaxRetries(0);
     const table = await client.sql('SELECT count(*) AS n, sum(amount) AS total FROM big_orders');
     expect(table.toArray().map((row) => [Number(row.n), Number(row.total)])).toEqual([[3, 120]]);
+    const views = await (await fetch(`${base}/v1/views`)).json();
+    expect(views).toEqual([
+      {
+        name: 'big_orders',
+        description: 'Orders of 30 or more',
+        sql: 'SELECT id, amount FROM orders WHERE amount >= 30',
+        dependsOn: [],
+      },
+      {
+        name: 'per_user',
+        description: null,
+        sql: 'SELECT u.handle, sum(o.amount) AS total\nFROM orders o JOIN users u ON o.customer = u.handle\nGROUP BY u.handle',
+        dependsOn: ['orders', 'users'],
+      },
+    ]);
   });
 
   it("answers a repeated query from the cache with Spice's headers, an ETag and 304 until a swap", async () => {

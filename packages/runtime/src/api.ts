@@ -152,12 +152,6 @@ export interface QueryProvenance {
    * it is off, or the statement reads no dataset or has a clock, a random source or a listing in it.
    */
   readonly cache?: CacheStatus;
-  /**
-   * What decides the rows — the statement, its parameters and the snapshot of every dataset read —
-   * hashed: the same version means the same rows (the `/v1/sql` ETag). Absent when the cache does
-   * not apply to the statement (see `cache`).
-   */
-  readonly version?: string;
 }
 
 export interface RuntimeQueryResult extends QueryResult, QueryProvenance {}
@@ -324,8 +318,10 @@ export interface Runtime {
   send(name: string, command: DatasetCommand): Promise<void>;
   metrics(): RuntimeMetrics;
   /**
-   * The `version` the statement's result has now, when it can be told without running it (the
-   * statement ran before, so the datasets it reads are known, and each serves): a `/v1/sql`
+   * The version the statement's result has now — what decides its rows (the statement, its
+   * parameters, the snapshot of every dataset it reads), hashed, as `resultVersion(sql, params,
+   * result.datasets)` gives it for a result — when it can be told without running it (the cache
+   * applies to the statement, it ran before, and every dataset it reads serves): a `/v1/sql`
    * request whose `If-None-Match` holds it is answered 304. Undefined otherwise.
    */
   resultVersion(sql: string, params?: readonly JsonValue[]): string | undefined;

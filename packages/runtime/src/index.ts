@@ -9,6 +9,6 @@ export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
 export { redactingLogger } from './redaction.js';
-export { asksNoCache } from './results-cache.js';
+export { asksNoCache, resultVersion } from './results-cache.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';
 export type { RuntimeTls } from './tls.js';

@@ -190,11 +190,6 @@ export class QueryFront {
     });
   }
 
-  #version(sql: string, params: readonly JsonValue[], provenance: QueryProvenance): { version?: string } {
-    const version = this.#cache.versionOf(sql, params, provenance.datasets);
-    return version === undefined ? {} : { version };
-  }
-
   resultVersion(sql: string, params: readonly JsonValue[]): string | undefined {
     return this.#cache.versionNow(this.#lookup(sql, params));
   }
@@ -254,9 +249,10 @@ export class QueryFront {
     this.#learn(sql, result.datasets);
     const status = this.#ran(sql, options, result.datasets);
     if (status === undefined) return result;
-    const versioned: RuntimeQueryResult = { ...result, ...this.#version(sql, params, result) };
-    this.#offer('rows', sql, params, result, versioned, () => rowsBytes(result.rows));
-    return { ...versioned, cache: status };
+    // The service made this object for this call: it is the answer, and the entry (a hit is a copy).
+    const answered = Object.assign(result, { cache: status });
+    this.#offer('rows', sql, params, result, answered, () => rowsBytes(result.rows));
+    return answered;
   }
 
   async #queryArrow(
@@ -275,10 +271,9 @@ export class QueryFront {
     if (status === undefined) return result;
     const { table, ...provenance } = result;
     const batches = table.batches;
-    const version = this.#version(sql, params, result);
-    const cached = { ...provenance, ...version, schema: table.schema, batches };
+    const cached = { ...provenance, schema: table.schema, batches };
     this.#offer('table', sql, params, result, cached, () => retainedBytes(batches));
-    return { ...result, ...version, cache: status };
+    return Object.assign(result, { cache: status });
   }
 
   async #queryStream(
@@ -306,19 +301,11 @@ export class QueryFront {
     if (status === undefined) return stream;
     const { schema, batches, cancel, ...provenance } = stream;
     const limit = this.#cache.counters().maxBytes;
-    const version = this.#version(sql, params, provenance);
     const offer = (kept: readonly RecordBatch[]): void =>
-      this.#offer(kind, sql, params, provenance, { ...provenance, ...version, schema, batches: kept }, () =>
+      this.#offer(kind, sql, params, provenance, { ...provenance, schema, batches: kept }, () =>
         retainedBytes(kept),
       );
-    return {
-      ...provenance,
-      ...version,
-      schema,
-      cancel,
-      cache: status,
-      batches: keepWhileRead(batches, limit, offer),
-    };
+    return { ...provenance, schema, cancel, cache: status, batches: keepWhileRead(batches, limit, offer) };
   }
 }
 

@@ -3,14 +3,14 @@
  * the snapshots read; bounded in bytes (least recently used out, evictions counted) and by
  * item_ttl; a swap retires exactly the entries that read the swapped dataset; a result read at a
  * snapshot that has since moved is not kept; clocks and random sources are never cached. In a real
- * runtime: a repeated query is answered from the cache (`cache: 'hit'`, same `version`), a swap
+ * runtime: a repeated query is answered from the cache (`cache: 'hit'`, the same version), a swap
  * makes the next one run again and read the new snapshot, `noCache` bypasses, a view is cached by
  * the datasets under it, and the counters show it all.
  */
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { ResultsCache } from '../src/results-cache.js';
+import { ResultsCache, resultVersion } from '../src/results-cache.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
 
 describe('ResultsCache', () => {
@@ -43,8 +43,14 @@ describe('ResultsCache', () => {
     expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', undefined, [1]))).toBeUndefined();
     expect(cache.counters()).toMatchObject({ hits: 1, misses: 4, entries: 1 });
     expect(cache.versionNow(lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBe(
-      cache.versionOf('SELECT * FROM orders WHERE id = ?', [1], read),
+      resultVersion('SELECT * FROM orders WHERE id = ?', [1], read),
     );
+    expect(resultVersion('SELECT * FROM orders WHERE id = ?', [2], read)).not.toBe(
+      resultVersion('SELECT * FROM orders WHERE id = ?', [1], read),
+    );
+    expect(
+      resultVersion('SELECT * FROM orders WHERE id = ?', [1], [{ name: 'orders', snapshotId: 2 }]),
+    ).not.toBe(resultVersion('SELECT * FROM orders WHERE id = ?', [1], read));
   });
 
   it('forgets an entry after item_ttl', () => {
@@ -107,7 +113,7 @@ describe('ResultsCache', () => {
       'DESCRIBE orders',
     ]) {
       expect(cache.set('rows', sql, [], read, 'x', 10, snapshotOf), sql).toBe(false);
-      expect(cache.versionOf(sql, [], read), sql).toBeUndefined();
+      expect(cache.versionNow(lookup(sql, ['orders'])), sql).toBeUndefined();
     }
     expect(cache.set('rows', 'SELECT 1', [], [], 'x', 10, snapshotOf)).toBe(false);
     expect(cache.set('rows', "SELECT 'now()' AS label FROM orders", [], read, 'x', 10, snapshotOf)).toBe(
@@ -167,9 +173,11 @@ runtime:
     const first = await runtime.query(sql, [0]);
     expect(first).toMatchObject({ cache: 'miss', rows: [{ v: 1, n: 10 }] });
     await settle();
-    expect(runtime.resultVersion(sql, [0])).toBe(first.version);
+    const version = resultVersion(sql, [0], first.datasets);
+    expect(runtime.resultVersion(sql, [0])).toBe(version);
     const second = await runtime.query(sql, [0]);
-    expect(second).toMatchObject({ cache: 'hit', rows: [{ v: 1, n: 10 }], version: first.version });
+    expect(second).toMatchObject({ cache: 'hit', rows: [{ v: 1, n: 10 }] });
+    expect(resultVersion(sql, [0], second.datasets)).toBe(version);
     expect((await runtime.query(sql, [5])).cache).toBe('miss');
     const bypass = await runtime.query(sql, [0], { noCache: true });
     expect(bypass.cache).toBe('bypass');
@@ -180,8 +188,8 @@ runtime:
     expect((await swapped).to).toBe(published.snapshotId);
     const fresh = await runtime.query(sql, [0]);
     expect(fresh).toMatchObject({ cache: 'miss', rows: [{ v: 2, n: 4 }] });
-    expect(fresh.version).not.toBe(first.version);
-    expect(runtime.resultVersion(sql, [0])).toBe(fresh.version);
+    expect(resultVersion(sql, [0], fresh.datasets)).not.toBe(version);
+    expect(runtime.resultVersion(sql, [0])).toBe(resultVersion(sql, [0], fresh.datasets));
   });
 
   it('caches streams and tables apart from rows, and a view by the datasets under it', async () => {

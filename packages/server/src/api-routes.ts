@@ -7,6 +7,7 @@
  *   POST /v1/sql                                     rows, in the format `Accept` picks (Arrow: streamed);
  *                                                    Spice's cache headers, an ETag (If-None-Match: 304)
  *   GET  /v1/datasets                                ?status=true ?format=csv ?source=…
+ *   GET  /v1/views                                   the spicepod's views; ?format=csv
  *   POST /v1/datasets/:name/commands                 Ferry's machine commands
  *   POST /v1/datasets/:name/acceleration/refresh     a poll now (Spice)
  *   GET  /v1/datasets/:name/acceleration/snapshots   ?limit=N (Spice's SnapshotSummary)
@@ -179,14 +180,14 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
           const stream = await runtime.queryStream(sql, params as JsonValue[], options);
           outcome = 'ok';
           provenanceHeaders(reply, stream);
-          cacheHeaders(reply, stream, type);
+          cacheHeaders(reply, sql, params as JsonValue[], stream, type);
           return reply.type(ARROW_STREAM_TYPE).send(arrowBody(stream));
         }
         const result = await runtime.query(sql, params as JsonValue[], options);
         outcome = 'ok';
         const { contentType, body } = renderResult(result, type);
         provenanceHeaders(reply, result);
-        cacheHeaders(reply, result, type);
+        cacheHeaders(reply, sql, params as JsonValue[], result, type);
         return reply.type(contentType).send(body);
       } finally {
         metrics.observeQuery((performance.now() - started) / 1000, outcome);
@@ -216,6 +217,23 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const items = infos.map((info) => datasetView(info, view));
       const columns = Object.keys(datasetView(TEMPLATE_INFO, view));
       return sendList(reply, query.format, columns, items as unknown as Record<string, unknown>[]);
+    },
+  });
+
+  // The spicepod's views (Spice lists them in no route of its own): name, description, SQL, dependsOn.
+  route({
+    method: 'GET',
+    url: '/v1/views',
+    schema: { querystring: FORMAT_QUERY },
+    handler: (request, reply) => {
+      const { format } = request.query as { format?: string };
+      const items = runtime.config.views.map((view) => ({
+        name: view.name,
+        description: view.description ?? null,
+        sql: view.sql,
+        dependsOn: format === 'csv' ? view.dependsOn.join(' ') : view.dependsOn,
+      }));
+      return sendList(reply, format, ['name', 'description', 'sql', 'dependsOn'], items);
     },
   });
 

@@ -7,7 +7,8 @@
  * while no dataset it read has swapped.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { asksNoCache, type QueryProvenance } from '@ferry/runtime';
+import type { JsonValue } from '@ferry/core';
+import { asksNoCache, type QueryProvenance, resultVersion } from '@ferry/runtime';
 import type { FastifyReply } from 'fastify';
 
 /** Whether the request says `Cache-Control: no-cache` (or `no-store`): not answered from the cache. */
@@ -36,11 +37,19 @@ export function matchesIfNoneMatch(headers: IncomingHttpHeaders, tag: string): b
 
 const X_CACHE = { hit: 'Hit from spiceai', miss: 'Miss from spiceai' } as const;
 
-/** Sets the cache headers of an answer (`contentType`: the format it is answered in). */
-export function cacheHeaders(reply: FastifyReply, result: QueryProvenance, contentType: string): void {
-  if (result.cache !== undefined) {
-    reply.header('results-cache-status', result.cache.toUpperCase());
-    if (result.cache !== 'bypass') reply.header('x-cache', X_CACHE[result.cache]);
-  }
-  if (result.version !== undefined) reply.header('etag', entityTag(result.version, contentType));
+/**
+ * Sets the cache headers of the answer to `sql` with `params` (`contentType`: the format it is
+ * answered in); the ETag is the version of the snapshots the query read.
+ */
+export function cacheHeaders(
+  reply: FastifyReply,
+  sql: string,
+  params: readonly JsonValue[],
+  result: QueryProvenance,
+  contentType: string,
+): void {
+  if (result.cache === undefined) return;
+  reply.header('results-cache-status', result.cache.toUpperCase());
+  if (result.cache !== 'bypass') reply.header('x-cache', X_CACHE[result.cache]);
+  reply.header('etag', entityTag(resultVersion(sql, params, result.datasets), contentType));
 }
