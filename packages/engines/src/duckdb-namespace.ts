@@ -42,6 +42,7 @@ import {
   type Staging,
   spiceTable,
   sqliteColumnsInDuckDb,
+  TASK_HISTORY,
   treeJson,
   USE_SPICE,
 } from './duckdb-catalog.js';
@@ -183,6 +184,7 @@ class ClassInstance {
   /** Views that could not be created at the catalog applied, and why. */
   viewFailures: ReadonlyMap<string, string> = new Map();
   #taskHistoryVersion = 0;
+  #taskHistoryDropped = false;
   /** The catalog as applied (views and attachments match it once `#changing` settles). */
   applied: NamespaceCatalog = { version: 0, datasets: [] };
   #changing: Promise<void> = Promise.resolve();
@@ -312,6 +314,10 @@ class ClassInstance {
         await this.#admin.run(`DROP TABLE IF EXISTS ${INTERNAL}.${IMPORT_TABLE}${imported.generation}`);
       }
       await this.#applyPlaceholders(catalog);
+      if (catalog.taskHistory === false && !this.#taskHistoryDropped) {
+        await this.#admin.run(`DROP TABLE IF EXISTS ${TASK_HISTORY}`);
+        this.#taskHistoryDropped = true;
+      }
       this.viewFailures = await this.#spicepodViews.apply(this.#admin, catalog);
       this.applied = catalog;
     });

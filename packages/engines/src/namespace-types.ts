@@ -39,6 +39,8 @@ export interface NamespaceCatalog {
   readonly datasets: readonly NamespaceDataset[];
   /** The spicepod's views (absent: none). */
   readonly views?: readonly NamespaceView[];
+  /** `false` when the task history is off: `spice.runtime.task_history` is not a table then. */
+  readonly taskHistory?: boolean;
 }
 
 /** One row of `spice.runtime.task_history` (Spice's columns): one query the runtime ran. */

@@ -335,3 +335,45 @@ describe('spice-names', () => {
     expect(needsDuckDb("SELECT 'SHOW TABLES' FROM users", ['big_orders'])).toBe(false);
   });
 });
+
+describe('DuckDbNamespace: the task history table', () => {
+  it('is filled by setTaskHistory, and is no table when the task history is off', async () => {
+    const namespace = await DuckDbNamespace.create(options());
+    try {
+      await namespace.setCatalog(catalog([dataset('orders', 'duckdb', orders, 11)]));
+      await namespace.setTaskHistory({
+        version: 1,
+        rows: [
+          {
+            trace_id: 't',
+            span_id: 's',
+            parent_span_id: null,
+            task: 'sql_query',
+            input: 'SELECT 1',
+            captured_output: null,
+            start_us: 1_700_000_000_000_000,
+            end_us: 1_700_000_000_002_500,
+            execution_duration_ms: 2.5,
+            error_message: null,
+            labels: { datasets: 'orders' },
+          },
+        ],
+      });
+      const sql =
+        "SELECT input, execution_duration_ms, labels['datasets'] AS datasets FROM spice.runtime.task_history";
+      const route = await namespace.route(sql);
+      expect(await namespace.rows(sql, [], route)).toMatchObject({
+        kind: 'rows',
+        rows: [{ input: 'SELECT 1', execution_duration_ms: 2.5, datasets: 'orders' }],
+      });
+      await namespace.setCatalog({
+        ...catalog([dataset('orders', 'duckdb', orders, 11)]),
+        taskHistory: false,
+      });
+      const shown = await namespace.rows('SHOW TABLES', [], await namespace.route('SHOW TABLES'));
+      expect(JSON.stringify(shown)).not.toContain('task_history');
+    } finally {
+      await namespace.close();
+    }
+  });
+});

@@ -47,15 +47,18 @@ export class QueryCatalog {
   #shared: SharedCatalog | undefined;
 
   readonly #views: readonly NamespaceView[];
+  readonly #taskHistory: boolean;
 
   constructor(
     registry: DatasetRegistry,
     onChange: (catalog: NamespaceCatalog) => void,
     views: readonly NamespaceView[] = [],
+    taskHistory = true,
   ) {
     this.#registry = registry;
     this.#onChange = onChange;
     this.#views = views;
+    this.#taskHistory = taskHistory;
   }
 
   /** The spicepod's views. */
@@ -104,6 +107,7 @@ export class QueryCatalog {
     this.#current ??= {
       version: this.#version,
       ...(this.#views.length === 0 ? {} : { views: this.#views }),
+      ...(this.#taskHistory ? {} : { taskHistory: false }),
       datasets: [...this.#registry.entries()].map((entry): NamespaceDataset => {
         const generation = this.#generations.get(entry.name);
         const limits = entry.config?.queryLimits;

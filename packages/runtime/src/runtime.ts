@@ -108,6 +108,7 @@ class HostRuntime implements Runtime {
       this.#registry,
       (catalog) => this.#queries.setCatalog(catalog),
       config.views.map((view) => ({ name: view.name, sql: view.sql })),
+      config.taskHistory.enabled,
     );
     this.#queries = new QueryService(
       this.#registry,

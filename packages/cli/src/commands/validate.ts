@@ -52,7 +52,10 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     );
     return 1;
   }
-  io.stdout.write(`ok: ${plural(load.datasets.length, 'dataset')}\n`);
+  const views = load.config?.views.length ?? 0;
+  io.stdout.write(
+    `ok: ${plural(load.datasets.length, 'dataset')}${views === 0 ? '' : `, ${plural(views, 'view')}`}\n`,
+  );
   return 0;
 }
 
