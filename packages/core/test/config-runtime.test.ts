@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadSpicepod } from '../src/config/index.js';
 import { parseApiKey } from '../src/config/runtime-section.js';
+import { filesOf } from './config-files.js';
 
 function load(runtime: unknown, env: Record<string, string> = {}, files: Record<string, string> = {}) {
   const pod = {
@@ -26,10 +27,7 @@ function load(runtime: unknown, env: Record<string, string> = {}, files: Record<
   return loadSpicepod(stringify(pod), {
     file: 'spicepod.yaml',
     env,
-    readFile: (path) => {
-      const text = files[path];
-      return text === undefined ? { problem: 'ENOENT: no such file or directory' } : { text };
-    },
+    readFile: filesOf(files),
   });
 }
 

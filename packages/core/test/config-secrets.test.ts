@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadSpicepod } from '../src/config/index.js';
 import { parseDotenv, redactSecrets } from '../src/config/secrets.js';
+import { filesOf } from './config-files.js';
 
 function load(
   extra: Record<string, unknown>,
@@ -40,10 +41,7 @@ function load(
   return loadSpicepod(stringify(pod), {
     file: 'spicepod.yaml',
     env,
-    readFile: (path) => {
-      const text = files[path];
-      return text === undefined ? { problem: 'ENOENT: no such file or directory' } : { text };
-    },
+    readFile: filesOf(files),
   });
 }
 

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadSpicepod } from '../src/config/index.js';
+import { filesOf } from './config-files.js';
 
 function load(views: unknown, files: Record<string, string> = {}) {
   const pod = {
@@ -23,10 +24,7 @@ function load(views: unknown, files: Record<string, string> = {}) {
   };
   return loadSpicepod(stringify(pod), {
     file: 'spicepod.yaml',
-    readFile: (path) => {
-      const text = files[path];
-      return text === undefined ? { problem: 'ENOENT: no such file or directory' } : { text };
-    },
+    readFile: filesOf(files),
   });
 }
 
