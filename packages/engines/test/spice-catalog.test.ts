@@ -166,7 +166,7 @@ describe('DuckDbNamespace: Spice names, listings and views', () => {
   });
 
   it('information_schema and DuckDB catalog functions show no internal attachment', async () => {
-    const { rows: tables } = await rows(
+    const { rows: tables = [] } = await rows(
       'SELECT table_catalog, table_schema, table_name, table_type FROM information_schema.tables ORDER BY table_name',
     );
     expect(tables.map((row) => row.table_name)).toEqual([

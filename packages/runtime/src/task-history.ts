@@ -31,10 +31,13 @@ export interface FinishedTask {
   readonly rows?: readonly unknown[];
 }
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 export class TaskHistory {
   readonly #config: TaskHistoryConfig;
   readonly #now: () => number;
-  #rows: TaskHistoryRow[] = [];
+  /** The rows, their ids made when first handed over (not on a query's path). */
+  #rows: Mutable<TaskHistoryRow>[] = [];
   #version = 1;
   #synced = 0;
   readonly #timer: NodeJS.Timeout | undefined;
@@ -62,8 +65,8 @@ export class TaskHistory {
         ? JSON.stringify(task.rows.slice(0, CAPTURED_ROWS)).slice(0, MAX_CAPTURED_CHARS)
         : null;
     this.#rows.push({
-      trace_id: randomBytes(16).toString('hex'),
-      span_id: randomBytes(8).toString('hex'),
+      trace_id: '',
+      span_id: '',
       parent_span_id: null,
       task: 'sql_query',
       input: task.sql.length > MAX_INPUT_CHARS ? task.sql.slice(0, MAX_INPUT_CHARS) : task.sql,
@@ -96,6 +99,11 @@ export class TaskHistory {
   changed(): NamespaceTaskHistory | undefined {
     this.prune();
     if (this.#version === this.#synced) return undefined;
+    for (const row of this.#rows) {
+      if (row.trace_id !== '') continue;
+      row.trace_id = randomBytes(16).toString('hex');
+      row.span_id = randomBytes(8).toString('hex');
+    }
     return { version: this.#version, rows: [...this.#rows] };
   }
 

@@ -107,3 +107,31 @@ describe('runtime.ready_state: on_load (the default)', () => {
     }
   });
 });
+
+describe('secrets in answers', () => {
+  it('an error body never shows a value a secret reference resolved to', async () => {
+    const { dir, location } = await fixtureDir();
+    const secret = 'k3y-that-must-never-show';
+    process.env.FERRY_TEST_REDACTED_KEY = secret;
+    const served = await serve(
+      pod(location, `  auth:\n    api-key:\n      keys:\n        - \${secrets:ferry_test_redacted_key}\n`),
+    );
+    try {
+      await served.runtime.ready('orders', { timeoutMs: 30_000 });
+      // DuckDB's conversion error quotes the text it could not convert: here, the key.
+      const answer = await fetch(`${served.server.url}/v1/sql`, {
+        method: 'POST',
+        headers: { 'x-api-key': secret },
+        body: `SELECT CAST('${secret}' AS INTEGER) AS n FROM orders`,
+      });
+      const body = await answer.text();
+      expect(answer.status).toBe(400);
+      expect(body).not.toContain(secret);
+      expect(body).toContain(`\${secrets:ferry_test_redacted_key}`);
+    } finally {
+      delete process.env.FERRY_TEST_REDACTED_KEY;
+      await served.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
