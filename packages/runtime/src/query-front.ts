@@ -27,6 +27,22 @@ interface CachedArrow extends QueryProvenance {
   readonly batches: readonly RecordBatch[];
 }
 
+/**
+ * Lets the event loop turn once (`setImmediate`). A hit is answered without a thread hop; without
+ * this, a caller answered from the cache in a loop (`while (…) await runtime.query(…)`) would never
+ * let timers or I/O run — as a query sent to a pool always does.
+ */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * The largest streamed result kept (queryStream: Flight, Arrow over HTTP). A stream is kept as it
+ * is read; past this the batches it sent are let go, so a stream the client reads slowly, or a
+ * result larger than memory, holds no more than this beside what is in flight.
+ */
+export const STREAM_ENTRY_MAX_BYTES = 4 * 2 ** 20;
+
 /** Statements whose datasets are remembered (learned from their results), and the longest one. */
 const READS = 4_096;
 const READS_MAX_SQL = 8_192;
@@ -244,7 +260,10 @@ export class QueryFront {
     options: QueryOptions,
   ): Promise<RuntimeQueryResult> {
     const hit = this.#cached<RuntimeQueryResult>('rows', sql, params, options);
-    if (hit !== undefined) return { ...hit, cache: 'hit' };
+    if (hit !== undefined) {
+      await turn();
+      return { ...hit, cache: 'hit' };
+    }
     const result = await this.#queries.query(sql, params, options);
     this.#learn(sql, result.datasets);
     const status = this.#ran(sql, options, result.datasets);
@@ -262,6 +281,7 @@ export class QueryFront {
   ): Promise<RuntimeArrowResult> {
     const hit = this.#cached<CachedArrow>('table', sql, params, options);
     if (hit !== undefined) {
+      await turn();
       const { schema, batches, ...provenance } = hit;
       return { ...provenance, table: new Table(schema, [...batches]), cache: 'hit' };
     }
@@ -284,6 +304,7 @@ export class QueryFront {
     const kind = `stream/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
     const hit = this.#cached<CachedArrow>(kind, sql, params, options);
     if (hit !== undefined) {
+      await turn();
       const { schema, batches, ...provenance } = hit;
       return {
         ...provenance,
@@ -300,7 +321,8 @@ export class QueryFront {
     const status = this.#ran(sql, options, stream.datasets);
     if (status === undefined) return stream;
     const { schema, batches, cancel, ...provenance } = stream;
-    const limit = this.#cache.counters().maxBytes;
+    // A stream keeps what it has sent only up to a few MiB: its memory stays what is in flight.
+    const limit = Math.min(this.#cache.counters().maxBytes, STREAM_ENTRY_MAX_BYTES);
     const offer = (kept: readonly RecordBatch[]): void =>
       this.#offer(kind, sql, params, provenance, { ...provenance, schema, batches: kept }, () =>
         retainedBytes(kept),
