@@ -96,6 +96,18 @@ export interface RuntimeOptions {
   readonly restartBackoffMs?: readonly number[];
   /** Memory limits of each dataset thread (an exceeded limit ends the thread, which is restarted). */
   readonly datasetResourceLimits?: ResourceLimits;
+  /**
+   * Workers of the snapshot pool, which downloads, verifies and swaps in the snapshots of every
+   * dataset (see docs/threads.md); default 2. An idle worker ends after `snapshotIdleTimeoutMs`
+   * (default 30 s) and is started again by the next task.
+   */
+  readonly snapshotThreads?: number;
+  readonly snapshotIdleTimeoutMs?: number;
+  /**
+   * Datasets bootstrapping at once, at most (as Spice's `runtime.dataset_load_parallelism`): the
+   * others wait in `starting`, and each reports ready on its own. Default: 4 per core (8 on two).
+   */
+  readonly datasetLoadParallelism?: number;
   /** SQS consumer tuning (visibility timeout default 300 s, long poll default 20 s). */
   readonly notifications?: {
     readonly visibilityTimeoutSeconds?: number;

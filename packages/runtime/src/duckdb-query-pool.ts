@@ -18,6 +18,7 @@ import type {
   NamespaceTaskHistory,
 } from '@ferry/engines';
 import type { DuckDbWorkerData } from './duckdb-query-worker.js';
+import { ChannelClosedError } from './errors.js';
 import type { Logger } from './logging.js';
 import type {
   HostToQueryWorker,
@@ -26,7 +27,6 @@ import type {
   QueryRequest,
   QueryWorkerToHost,
 } from './query-protocol.js';
-import { ChannelClosedError } from './rpc.js';
 import { threadFile } from './thread-files.js';
 
 /** What a running query hears besides its answer (batch mode). */

@@ -11,4 +11,5 @@ export type { DatasetCommand, InspectionEvent } from './protocol.js';
 export { redactingLogger } from './redaction.js';
 export { asksNoCache, resultVersion } from './results-cache.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';
+export { sdkNoticeOnce } from './sdk-notice.js';
 export type { RuntimeTls } from './tls.js';

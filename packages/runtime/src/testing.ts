@@ -1,7 +1,7 @@
 /**
  * `@ferry/runtime/testing`: hooks for tests and benchmarks, kept out of the public `Runtime`
- * interface — crash drills of a dataset thread, the coordinator's count of metadata.json reads, and
- * the queries the pools still run.
+ * interface — crash drills of a dataset thread and of the coordinator thread, the coordinator's
+ * count of metadata.json reads, and the queries the pools still run.
  */
 import type { Runtime } from './api.js';
 import { type RuntimeTestHooks, TEST_HOOKS, type WithTestHooks } from './test-hooks.js';
@@ -19,6 +19,11 @@ function hooksOf(runtime: Runtime): RuntimeTestHooks {
 /** Ends a dataset's thread with an uncaught error, as a bug would; the coordinator restarts it. */
 export function terminateDatasetThread(runtime: Runtime, name: string): Promise<void> {
   return hooksOf(runtime).terminateDatasetThread(name);
+}
+
+/** Ends the coordinator thread, as a crash would; the runtime restarts it (and every dataset thread). */
+export function terminateCoordinatorThread(runtime: Runtime): Promise<void> {
+  return hooksOf(runtime).terminateCoordinatorThread();
 }
 
 /** Queries the runtime's query pools have not answered yet (a cancelled one until its engine stopped). */

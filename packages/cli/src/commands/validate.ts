@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { loadSpicepod } from '@ferry/core';
-import { spicepodFileReader } from '@ferry/runtime/files';
+import { spicepodFileReader } from '@ferry/runtime/spicepod-files';
 import { tlsProblem } from '@ferry/runtime/tls';
 import { expectPositionals, type Parsed } from '../args.js';
 import type { CliIo, Command } from '../command.js';

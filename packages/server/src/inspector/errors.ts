@@ -2,7 +2,7 @@
  * Errors of the inspector: a page whose files cannot be found next to the server's code, and a
  * Stately bridge given something that is not a WebSocket URL.
  */
-import { FerryError, type FerryErrorOptions } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
 
 /** The inspector page's static files are missing from the installed package. */
 export class InspectorAssetsMissingError extends FerryError {
@@ -27,3 +27,5 @@ export class InvalidInspectorUrlError extends FerryError {
     this.name = 'InvalidInspectorUrlError';
   }
 }
+
+registerErrors({ InspectorAssetsMissingError, InvalidInspectorUrlError });
