@@ -6,7 +6,7 @@
  * a {@link ResultSource} and stream one record batch at a time, each written only once the client
  * has taken the one before. The runtime is never closed here: its owner does that, after `close()`.
  */
-import type { JsonValue } from '@ferry/core';
+import { type JsonValue, redactSecrets } from '@ferry/core';
 import { assertReadOnlySql, RUNTIME_SCHEMA, WriteRejectedError } from '@ferry/engines';
 import { apiKeyCheck, asksNoCache, type Logger, type Runtime } from '@ferry/runtime';
 import {
@@ -193,7 +193,8 @@ export async function startFlightServer(
         `Flight ${rpc} failed: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
-    return grpc;
+    // A resolved secret never reaches a client, whatever message carried it.
+    return { ...grpc, details: redactSecrets(grpc.details, runtime.config.secretReferences) };
   };
 
   const datasetNames = (): string[] =>
