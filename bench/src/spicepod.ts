@@ -29,7 +29,7 @@ export interface SpicepodOptions {
   readonly queueUrl?: string;
   /**
    * Keep Spice's SQL results cache on (default: off, so a scenario that repeats a statement
-   * measures the engine path, not cache hits; B9 measures the cache).
+   * measures the engine path, not cache hits; B10 measures the cache).
    */
   readonly resultsCache?: boolean;
 }

@@ -28,6 +28,8 @@ import {
 const ORDERS = 'SELECT i::BIGINT AS id, (i * 10)::BIGINT AS amount FROM range(6) t(i)';
 
 const SECRET = 'flight-k3y-that-must-never-show';
+/** The spicepod's reference to it, as a user writes it. */
+const REFERENCE = `\${secrets:ferry_flight_redacted_key}`;
 let served: Served;
 let stub: FlightStub;
 
@@ -42,7 +44,7 @@ beforeAll(async () => {
       views: [{ name: 'big_orders', sql: 'SELECT id, amount FROM orders WHERE amount >= 30' }],
       runtime: {
         caching: { sql_results: { item_ttl: '10m' } },
-        auth: { 'api-key': { keys: ['${secrets:ferry_flight_redacted_key}'] } },
+        auth: { 'api-key': { keys: [REFERENCE] } },
       },
     },
   });
@@ -129,7 +131,7 @@ describe('views and the results cache over Flight', () => {
     );
     expect(failed?.details).toBeDefined();
     expect(failed?.details).not.toContain(SECRET);
-    expect(failed?.details).toContain('${secrets:ferry_flight_redacted_key}');
+    expect(failed?.details).toContain(REFERENCE);
     const refused = await query('SELECT 1', bearer('wrong')).then(
       () => undefined,
       (error: Error & { code?: number }) => error,

@@ -1,5 +1,5 @@
 /**
- * B9 cache: what Spice's SQL results cache (on by default) costs a query it cannot answer, and what
+ * B10 cache: what Spice's SQL results cache (on by default) costs a query it cannot answer, and what
  * it saves one it can. Two runtimes serve the same published DuckDB and SQLite files in one
  * process, one with `runtime.caching.sql_results` on (the default) and one with it off (the
  * baseline, same run); point lookups of ids never asked before (every one a miss) alternate
@@ -13,7 +13,7 @@ import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
 import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
-const PREFIX = 'b9/';
+const PREFIX = 'b10/';
 const ENGINES: readonly { engine: FileFormat; label: string; dataset: string }[] = [
   { engine: 'duckdb', label: 'DuckDB', dataset: 'c_duck' },
   { engine: 'sqlite', label: 'SQLite', dataset: 'c_lite' },
@@ -26,9 +26,9 @@ interface Cell {
   readonly hit: LoadResult;
 }
 
-export const b9: Scenario = {
-  id: 'b9',
-  title: 'B9 cache',
+export const b10: Scenario = {
+  id: 'b10',
+  title: 'B10 cache',
   measures:
     'p50/p99 latency of point lookups the results cache cannot answer (each id asked once) with the cache on, and of a repeated lookup it answers, DuckDB and SQLite, 1 client, through the embed API',
   baseline:
