@@ -175,6 +175,19 @@ describe('runtime.tls that cannot work stops the pod, naming the key', () => {
     return path;
   };
 
+  /** `ferry serve` of a pod that must stop before it listens. */
+  const serveOnce = (path: string) =>
+    ferry([
+      'serve',
+      path,
+      '--http',
+      '127.0.0.1:0',
+      '--flight',
+      '127.0.0.1:0',
+      '--data-dir',
+      join(dir, 'data'),
+    ]);
+
   it('a certificate file that is missing: serve fails and validate reports it', async () => {
     const path = await pod(
       'missing',
@@ -185,16 +198,7 @@ describe('runtime.tls that cannot work stops the pod, naming the key', () => {
     const validate = await ferry(['validate', path]);
     expect(validate.code).toBe(1);
     expect(validate.stdout).toContain(`missing.yaml: ${message}`);
-    const served = await ferry([
-      'serve',
-      path,
-      '--http',
-      '127.0.0.1:0',
-      '--flight',
-      '127.0.0.1:0',
-      '--data-dir',
-      join(dir, 'data'),
-    ]);
+    const served = await serveOnce(path);
     expect(served.code).toBe(1);
     expect(served.stderr).toContain(message);
     expect(served.stdout).not.toContain('Listening on');
@@ -210,16 +214,7 @@ describe('runtime.tls that cannot work stops the pod, naming the key', () => {
     expect(validate.stdout).toMatch(
       /mismatch\.yaml: runtime\.tls\.key_file: is not the private key of the certificate in runtime\.tls\.certificate_file \(.*\); give the key that certificate was issued for/,
     );
-    const served = await ferry([
-      'serve',
-      path,
-      '--http',
-      '127.0.0.1:0',
-      '--flight',
-      '127.0.0.1:0',
-      '--data-dir',
-      join(dir, 'data'),
-    ]);
+    const served = await serveOnce(path);
     expect(served.code).toBe(1);
     expect(served.stderr).toContain('runtime.tls.key_file: is not the private key of the certificate');
   });
