@@ -16,11 +16,9 @@
  * as `BASE TABLE` and views as `VIEW`, in DataFusion's column names for `SHOW TABLES`.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { ArrowDataType } from '@ferry/core';
-import type Database from 'better-sqlite3';
+import type { SqliteColumnInDuckDb } from './duckdb-import.js';
 import { quoteIdentifier } from './engine.js';
-import type { NamespaceDataset, TaskHistoryRow } from './namespace-types.js';
-import { sqliteAffinity, sqliteDeclaredTypeToArrow } from './sqlite-types.js';
+import type { TaskHistoryRow } from './namespace-types.js';
 
 export const SPICE_CATALOG = 'spice';
 export const SPICE_SCHEMA = 'public';
@@ -36,7 +34,8 @@ export function spiceTable(name: string, schema: string = SPICE_SCHEMA): string 
 export const USE_SPICE = `USE ${SPICE_CATALOG}.${SPICE_SCHEMA}`;
 
 /** Internal objects (in DuckDB's own `memory.main`, never listed). */
-const INTERNAL = 'memory.main';
+export const INTERNAL_SCHEMA = 'memory.main';
+const INTERNAL = INTERNAL_SCHEMA;
 /** The spicepod views' names, for the listings' `table_type`. */
 const VIEW_NAMES = `${INTERNAL}.ferry_view_names`;
 const LISTED_SCHEMAS = `('${SPICE_SCHEMA}', '${RUNTIME_SCHEMA}')`;
@@ -217,79 +216,6 @@ export function hasShow(node: unknown): boolean {
   if (node === null || typeof node !== 'object') return false;
   const record = node as Record<string, unknown>;
   return record.type === 'SHOW_REF' || Object.values(record).some(hasShow);
-}
-
-/** How an SQLite value lands in a staging column: by the column's affinity. */
-export type Staging = 'BIGINT' | 'DOUBLE' | 'VARCHAR' | 'BLOB';
-
-export interface SqliteColumnInDuckDb {
-  readonly name: string;
-  readonly staging: Staging;
-  /** The DuckDB type it takes: its recorded Arrow type's DuckDB form, else its declared type's. */
-  readonly type: string;
-}
-
-function stagingOf(declaredType: string): Staging {
-  switch (sqliteAffinity(declaredType)) {
-    case 'INTEGER':
-      return 'BIGINT';
-    case 'REAL':
-      return 'DOUBLE';
-    case 'BLOB':
-      return 'BLOB';
-    default:
-      return 'VARCHAR';
-  }
-}
-
-/** The DuckDB type an SQLite column takes in DuckDB: its recorded Arrow type's DuckDB form. */
-export function duckDbTypeNameOf(type: ArrowDataType): string {
-  if (typeof type === 'string') {
-    const names: Readonly<Record<string, string>> = {
-      Boolean: 'BOOLEAN',
-      Int8: 'TINYINT',
-      Int16: 'SMALLINT',
-      Int32: 'INTEGER',
-      Int64: 'BIGINT',
-      UInt8: 'UTINYINT',
-      UInt16: 'USMALLINT',
-      UInt32: 'UINTEGER',
-      UInt64: 'UBIGINT',
-      Float32: 'FLOAT',
-      Float64: 'DOUBLE',
-      Binary: 'BLOB',
-      Date32: 'DATE',
-    };
-    return names[type] ?? 'VARCHAR';
-  }
-  const [variant, payload] = Object.entries(type)[0] ?? ['', undefined];
-  if (variant === 'Decimal128') {
-    const [precision, scale] = payload as [number, number];
-    return `DECIMAL(${precision}, ${scale})`;
-  }
-  if (variant === 'Timestamp')
-    return (payload as [string, string | null])[1] === null ? 'TIMESTAMP' : 'TIMESTAMPTZ';
-  if (variant === 'Time64') return 'TIME';
-  // Lists, structs and maps are stored as JSON text in SQLite snapshots: served as that text.
-  return 'VARCHAR';
-}
-
-/** An SQLite dataset's columns as DuckDB holds them, from its generation file (`db`, open read-only). */
-export function sqliteColumnsInDuckDb(
-  db: Database.Database,
-  dataset: NamespaceDataset,
-): SqliteColumnInDuckDb[] {
-  const declared = db
-    .prepare('SELECT name, type FROM pragma_table_info(?) ORDER BY cid')
-    .all(dataset.name) as { name: string; type: string }[];
-  const recorded = new Map(
-    (dataset.generation?.schema?.fields ?? []).map((field) => [field.name, field.data_type]),
-  );
-  return declared.map((column) => ({
-    name: column.name,
-    staging: stagingOf(column.type),
-    type: duckDbTypeNameOf(recorded.get(column.name) ?? sqliteDeclaredTypeToArrow(column.type) ?? 'Utf8'),
-  }));
 }
 
 const PLACEHOLDER = 'ferry-sqlite-placeholder:';

@@ -59,6 +59,12 @@ export interface RuntimeOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Per-query time limit (a stream: per batch of engine time); default 30 000 ms; 0 disables it. */
   readonly queryTimeoutMs?: number;
+  /**
+   * Queries admitted at once, running or waiting in the query pools' queues (a stream counts until
+   * it ends); past it a query is refused at once with `ERR_QUERY_REJECTED` (`QueryRejectedError`:
+   * HTTP 429 with `Retry-After`, Flight `RESOURCE_EXHAUSTED`). Default 512; 0 disables it.
+   */
+  readonly maxQueriesInFlight?: number;
   /** Largest number of rows `query` / `queryArrow` may return; default 100 000; 0 disables it. */
   readonly maxResultRows?: number;
   /**

@@ -146,6 +146,26 @@ export class QueryCancelledError extends FerryError {
   }
 }
 
+/**
+ * The runtime already runs (or queues) as many queries as it admits at once: refused at once,
+ * never queued without bound. `retryAfterSeconds` is when one is likely to be admitted (HTTP's
+ * `Retry-After`).
+ */
+export class QueryRejectedError extends FerryError {
+  readonly limit: number;
+  readonly retryAfterSeconds: number;
+
+  constructor(limit: number, retryAfterSeconds: number) {
+    super(
+      'ERR_QUERY_REJECTED',
+      `The runtime already has ${limit} queries in flight, the most it admits at once (maxQueriesInFlight); retry in ${retryAfterSeconds} s, or raise maxQueriesInFlight.`,
+    );
+    this.name = 'QueryRejectedError';
+    this.limit = limit;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 /** A stream whose consumer read nothing for too long was cancelled, freeing its engine. */
 export class StreamIdleError extends FerryError {
   constructor(idleMs: number) {
@@ -183,6 +203,7 @@ registerErrors({
   QueryTimeoutError,
   ResultTooLargeError,
   QueryCancelledError,
+  QueryRejectedError,
   StreamIdleError,
   CrossDialectError,
   RuntimeClosedError,

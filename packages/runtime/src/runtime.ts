@@ -182,6 +182,7 @@ class HostRuntime implements Runtime {
         await this.#coordinator.terminate();
       },
       queriesInFlight: () => this.#queries.inFlight,
+      admission: () => this.#queries.admission,
     };
   }
 
@@ -552,6 +553,7 @@ function queryServiceOptions(
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
+    maxQueriesInFlight: options.maxQueriesInFlight ?? 512,
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,
     duckdb,

@@ -14,6 +14,8 @@ export interface RuntimeTestHooks {
   terminateCoordinatorThread(): Promise<void>;
   /** Queries the query pools have not answered yet (a cancelled one counts until its engine stopped). */
   queriesInFlight(): number;
+  /** Queries admitted now (running, queued, or an open stream) and refused so far. */
+  admission(): { readonly inFlight: number; readonly rejected: number };
 }
 
 export const TEST_HOOKS: unique symbol = Symbol.for('@ferry/runtime/test-hooks') as never;

@@ -31,6 +31,11 @@ export function queriesInFlight(runtime: Runtime): number {
   return hooksOf(runtime).queriesInFlight();
 }
 
+/** Queries the runtime admitted and has not finished (an open stream counts), and those it refused so far. */
+export function queryAdmission(runtime: Runtime): { readonly inFlight: number; readonly rejected: number } {
+  return hooksOf(runtime).admission();
+}
+
 /** How many GETs of metadata.json the runtime's coordinator has made so far. */
 export function metadataGets(runtime: Runtime): Promise<number> {
   return hooksOf(runtime).metadataGets();

@@ -136,13 +136,13 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     );
   };
   const sendError = (request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply => {
-    const { status, body } = errorResponse(
+    const { status, body, headers } = errorResponse(
       requestError(error, maxBodyBytes, request.routeOptions.config.hint),
     );
     if (status === 500) logServerError(request, error);
     // No answer shows a secret the spicepod's references resolved to.
     const safe = { ...body, error: redactSecrets(body.error, runtime.config.secretReferences) };
-    return reply.code(status).type('application/json; charset=utf-8').send(safe);
+    return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(safe);
   };
 
   app.register(fastifyAccepts);
