@@ -27,12 +27,19 @@ export interface SpicepodOptions {
   /** Talk to fauxqs directly instead of through the counting proxy. */
   readonly direct?: boolean;
   readonly queueUrl?: string;
+  /**
+   * Keep Spice's SQL results cache on (default: off, so a scenario that repeats a statement
+   * measures the engine path, not cache hits; B11 measures the cache).
+   */
+  readonly resultsCache?: boolean;
 }
 
 export function spicepod(options: SpicepodOptions): string {
   const { aws } = options;
   const endpoint = options.direct === true ? aws.serverEndpoint : aws.endpoint;
-  return spicepodYaml({
+  const cache =
+    options.resultsCache === true ? '' : 'runtime:\n  caching:\n    sql_results:\n      enabled: false\n';
+  return `${spicepodYaml({
     name: 'ferry-bench',
     location: locationOf(options.prefix),
     params: {
@@ -47,5 +54,5 @@ export function spicepod(options: SpicepodOptions): string {
         : { s3_queue_url: options.queueUrl, s3_queue_endpoint: endpoint }),
     },
     datasets: options.datasets,
-  });
+  })}${cache}`;
 }

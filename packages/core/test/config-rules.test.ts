@@ -480,17 +480,17 @@ describe('the snapshots block', () => {
       },
       fatal: true,
       errors: [
-        `spicepod.yaml: snapshots.params.s3_region: references secret store 'aws', which this runtime does not read; use ${secretRef('secrets', 'NAME')} (an environment variable)`,
+        `spicepod.yaml: snapshots.params.s3_region: references secret store 'aws', which the spicepod does not define; use ${secretRef('secrets', 'REGION')} (an environment variable) or add a store named 'aws' to secrets`,
       ],
     },
     {
-      name: 'a secret named like an Object property is still looked up in the environment only',
+      name: 'a secret named like an Object property is still looked up in the environment only (upper-cased, as Spice)',
       mutate: (pod) => {
         pod.snapshots.params.s3_region = secretRef('secrets', 'constructor');
       },
       fatal: true,
       errors: [
-        "spicepod.yaml: snapshots.params.s3_region: references secret 'constructor', which is not set; set the environment variable constructor",
+        "spicepod.yaml: snapshots.params.s3_region: references secret 'constructor', which is not set; set the environment variable CONSTRUCTOR",
       ],
     },
     {

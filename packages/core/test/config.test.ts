@@ -51,8 +51,28 @@ describe('loadSpicepod: a real-looking Spice reader pod with both dataset forms'
         queueUrl: queue.url,
       },
       notifications: { queue, location: 's3://acme-snapshots/replicas/', s3: podS3, datasets: ['orders'] },
-      ignoredKeys: ['secrets', 'metadata'],
-      ignoredRuntimeKeys: ['results_cache'],
+      resultsCache: {
+        enabled: false,
+        maxSizeBytes: 128 * 2 ** 20,
+        itemTtlMs: 1_000,
+        configuredBy: 'runtime.caching.sql_results',
+      },
+      taskHistory: {
+        enabled: true,
+        capturedOutput: 'none',
+        retentionPeriodMs: 8 * 3_600_000,
+        retentionCheckIntervalMs: 15 * 60_000,
+      },
+      readyState: 'on_load',
+      views: [],
+      secretStores: [{ name: 'env', from: 'env' }],
+      // What messages and log lines show in place of each resolved secret.
+      secretReferences: [
+        { value: 'AKIAEXAMPLE', reference: `\${secrets:SNAPSHOT_KEY}` },
+        { value: 'secret-example', reference: `\${secrets:SNAPSHOT_SECRET}` },
+      ],
+      ignoredKeys: ['metadata'],
+      ignoredRuntimeKeys: [],
     };
     expect(load.config).toStrictEqual(expected);
   });

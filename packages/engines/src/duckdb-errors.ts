@@ -6,6 +6,7 @@
  * paths `<data dir>`). Pure.
  */
 import { FerryError } from '@ferry/core';
+import { placeholderRead } from './duckdb-catalog.js';
 import type { ResourceClass } from './duckdb-resources.js';
 import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
 import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
@@ -73,12 +74,20 @@ export function duckDbQueryError(
     readonly redaction: RedactionRoots;
     /** The temporary-space cap and the setting behind it. */
     readonly temp: { readonly bytes: number; readonly setting: string };
+    /** The first dataset under a spicepod view of this name, if it is one (see below). */
+    readonly viewDataset?: (name: string) => string | undefined;
   },
 ): unknown {
   if (error instanceof FerryError) return error;
   const message = error instanceof Error ? error.message : String(error);
+  // An SQLite dataset DuckDB was not asked to read in (its placeholder was read): SQLite's.
+  const placeholder = placeholderRead(error);
+  if (placeholder !== undefined) return new NamespaceTableError(placeholder, 'sqlite');
   const missing = missingDuckDbTable(error);
   if (missing !== undefined) {
+    // A view not created yet: its datasets have just begun to serve (the catalog is on its way).
+    const under = options.viewDataset?.(missing);
+    if (under !== undefined) return new NamespaceTableError(under, 'not-serving');
     const dataset = datasetByName(options.catalog, missing);
     if (dataset === undefined) return new NamespaceTableError(missing, 'unknown');
     return new NamespaceTableError(dataset.name, dataset.engine === 'sqlite' ? 'sqlite' : 'not-serving');

@@ -2,14 +2,16 @@
  * Reading an SQLite dataset into DuckDB, for a query that joins it with DuckDB datasets: once per
  * generation, its table is read with better-sqlite3 (read-only), appended into a staging table by
  * each column's SQLite affinity, then cast into the types its recorded schema gives (what the
- * snapshot's writer declared) in the table `ferry_sqlite_<generation>`, behind a view named after
- * the dataset. Bounded in rows and bytes (`CrossEngineLimitError` past either); large tables yield
- * to the worker's other queries every 10,000 rows.
+ * snapshot's writer declared) in the table `memory.main.ferry_sqlite_<generation>` (never listed),
+ * behind a view named after the dataset in `spice.public`. Bounded in rows and bytes
+ * (`CrossEngineLimitError` past either); large tables yield to the worker's other queries every
+ * 10,000 rows. `sqliteColumnsInDuckDb` is also what a dataset's placeholder is typed by.
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { ArrowDataType } from '@ferry/core';
 import Database from 'better-sqlite3';
+import { INTERNAL_SCHEMA, spiceTable } from './duckdb-catalog.js';
 import { quoteIdentifier } from './engine.js';
 import { CrossEngineLimitError, QueryFailedError } from './errors.js';
 import { type NamespaceDataset, valueBytes } from './namespace-types.js';
@@ -57,7 +59,15 @@ export function duckDbTypeNameOf(type: ArrowDataType): string {
 }
 
 /** How an SQLite value lands in a staging column: by the column's affinity. */
-type Staging = 'BIGINT' | 'DOUBLE' | 'VARCHAR' | 'BLOB';
+export type Staging = 'BIGINT' | 'DOUBLE' | 'VARCHAR' | 'BLOB';
+
+/** An SQLite column as DuckDB holds it. */
+export interface SqliteColumnInDuckDb {
+  readonly name: string;
+  readonly staging: Staging;
+  /** The DuckDB type it takes: its recorded Arrow type's DuckDB form, else its declared type's. */
+  readonly type: string;
+}
 
 function stagingOf(declaredType: string): Staging {
   switch (sqliteAffinity(declaredType)) {
@@ -72,6 +82,24 @@ function stagingOf(declaredType: string): Staging {
   }
 }
 
+/** An SQLite dataset's columns as DuckDB holds them, from its generation file (`db`, open read-only). */
+export function sqliteColumnsInDuckDb(
+  db: Database.Database,
+  dataset: NamespaceDataset,
+): SqliteColumnInDuckDb[] {
+  const declared = db
+    .prepare('SELECT name, type FROM pragma_table_info(?) ORDER BY cid')
+    .all(dataset.name) as { name: string; type: string }[];
+  const recorded = new Map(
+    (dataset.generation?.schema?.fields ?? []).map((field) => [field.name, field.data_type]),
+  );
+  return declared.map((column) => ({
+    name: column.name,
+    staging: stagingOf(column.type),
+    type: duckDbTypeNameOf(recorded.get(column.name) ?? sqliteDeclaredTypeToArrow(column.type) ?? 'Utf8'),
+  }));
+}
+
 /**
  * Reads the dataset's current generation into `ferry_sqlite_<id>` behind a view of its name, on
  * `admin` (the caller keeps catalog changes from running meanwhile).
@@ -83,23 +111,17 @@ export async function importSqliteDataset(
 ): Promise<void> {
   const generation = dataset.generation;
   if (generation === null) return;
-  const stage = `ferry_stage_${generation.id}`;
-  const target = `${IMPORT_TABLE}${generation.id}`;
+  // Internal tables live in DuckDB's own `memory.main`, which no listing shows (duckdb-catalog.ts).
+  const stageName = `ferry_stage_${generation.id}`;
+  const stage = `${INTERNAL_SCHEMA}.${stageName}`;
+  const target = `${INTERNAL_SCHEMA}.${IMPORT_TABLE}${generation.id}`;
   const db = new Database(generation.path, { readonly: true, fileMustExist: true });
   try {
-    const declared = db
-      .prepare('SELECT name, type FROM pragma_table_info(?) ORDER BY cid')
-      .all(dataset.name) as { name: string; type: string }[];
-    const recorded = new Map((generation.schema?.fields ?? []).map((field) => [field.name, field.data_type]));
-    const columns = declared.map((column) => ({
-      name: column.name,
-      staging: stagingOf(column.type),
-      type: duckDbTypeNameOf(recorded.get(column.name) ?? sqliteDeclaredTypeToArrow(column.type) ?? 'Utf8'),
-    }));
+    const columns = sqliteColumnsInDuckDb(db, dataset);
     await admin.run(
       `CREATE OR REPLACE TABLE ${stage} (${columns.map((column) => `${quoteIdentifier(column.name)} ${column.staging}`).join(', ')})`,
     );
-    const appender = await admin.createAppender(stage);
+    const appender = await admin.createAppender(stageName, 'main', 'memory');
     let rows = 0;
     let bytes = 0;
     try {
@@ -138,7 +160,7 @@ export async function importSqliteDataset(
       )
       .join(', ');
     await admin.run(`CREATE OR REPLACE TABLE ${target} AS SELECT ${casts} FROM ${stage}`);
-    await admin.run(`CREATE OR REPLACE VIEW ${quoteIdentifier(dataset.name)} AS SELECT * FROM ${target}`);
+    await admin.run(`CREATE OR REPLACE VIEW ${spiceTable(dataset.name)} AS SELECT * FROM ${target}`);
   } catch (error) {
     db.close();
     // The import's own error is the one its query reports. Its staging table is dropped here, and

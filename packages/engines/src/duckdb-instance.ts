@@ -2,7 +2,10 @@
  * One in-memory DuckDB instance of the namespace (one per resource class): locked down
  * (duckdb-lockdown.ts), with the catalog applied to it — each DuckDB dataset's current generation
  * ATTACHed read-only behind a view named after the dataset, SQLite datasets a join needs read in
- * (duckdb-import.ts) — and a pool of connections, each keeping its prepared statements.
+ * (duckdb-import.ts) — and a pool of connections, each keeping its prepared statements. Every view
+ * lives in Spice's `spice.public` (duckdb-catalog.ts), every connection uses it; an SQLite dataset
+ * not read in stands there as a placeholder with its columns; the spicepod's views are created once
+ * their datasets serve (duckdb-views.ts); `spice.runtime.task_history` holds the history handed in.
  *
  * Catalog changes (attach, replace views, detach; imports) run one at a time, and while one is
  * queued or running {@link DuckDbClassInstance.changing} is true: a query starts only once it is
@@ -16,11 +19,27 @@ import {
   type DuckDBPreparedStatement,
   type DuckDBResult,
 } from '@duckdb/node-api';
+import Database from 'better-sqlite3';
 import { BoundedCache } from './bounded-cache.js';
+import {
+  createSpiceCatalog,
+  INTERNAL_SCHEMA,
+  placeholderViewSql,
+  replaceTaskHistory,
+  spiceTable,
+  TASK_HISTORY,
+  USE_SPICE,
+} from './duckdb-catalog.js';
 import { GENERATION_ALIAS } from './duckdb-errors.js';
-import { type CrossEngineLimits, IMPORT_TABLE, importSqliteDataset } from './duckdb-import.js';
+import {
+  type CrossEngineLimits,
+  IMPORT_TABLE,
+  importSqliteDataset,
+  sqliteColumnsInDuckDb,
+} from './duckdb-import.js';
 import { DUCKDB_EXTENSIONS_OFF, duckDbSize, lockDownDuckDb } from './duckdb-lockdown.js';
 import type { ResourceClass } from './duckdb-resources.js';
+import { DuckDbViews } from './duckdb-views.js';
 import { uniqueColumnNames } from './encode.js';
 import { quoteIdentifier } from './engine.js';
 import { NamespaceTableError } from './errors.js';
@@ -28,6 +47,7 @@ import {
   datasetByName,
   type NamespaceCatalog,
   type NamespaceDataset,
+  type NamespaceTaskHistory,
   type ResultColumn,
 } from './namespace-types.js';
 
@@ -90,6 +110,14 @@ export class DuckDbClassInstance {
   readonly #views = new Map<string, number>();
   /** SQLite datasets read into DuckDB: the generation id and the table holding it. */
   readonly #imports = new Map<string, { readonly generation: number; readonly ready: Promise<void> }>();
+  /** SQLite datasets standing as placeholders in `spice.public`, and the generation described. */
+  readonly #placeholders = new Map<string, number>();
+  /** The spicepod's views as created in this instance. */
+  readonly #spicepodViews = new DuckDbViews();
+  /** Views that could not be created at the catalog applied, and why. */
+  viewFailures: ReadonlyMap<string, string> = new Map();
+  #taskHistoryVersion = 0;
+  #taskHistoryDropped = false;
   /** The catalog as applied (views and attachments match it once no change is in flight). */
   applied: NamespaceCatalog = { version: 0, datasets: [] };
   #changing: Promise<void> = Promise.resolve();
@@ -122,6 +150,9 @@ export class DuckDbClassInstance {
       temp_directory: tempDirectory,
     });
     const admin = await instance.connect();
+    // Spice's catalog `spice`, schema `public`, and the filtered listings (duckdb-catalog.ts),
+    // made before the lock-down.
+    await createSpiceCatalog(admin);
     await lockDownDuckDb(admin, {
       allowedDirectories: options.allowedDirectories,
       maxTempBytes: options.maxTempBytes,
@@ -184,14 +215,14 @@ export class DuckDbClassInstance {
         }
         if (this.#views.get(dataset.name) !== id) {
           await this.#admin.run(
-            `CREATE OR REPLACE VIEW ${quoteIdentifier(dataset.name)} AS SELECT * FROM ${GENERATION_ALIAS}${id}.main.${quoteIdentifier(dataset.name)}`,
+            `CREATE OR REPLACE VIEW ${spiceTable(dataset.name)} AS SELECT * FROM ${GENERATION_ALIAS}${id}.main.${quoteIdentifier(dataset.name)}`,
           );
           this.#views.set(dataset.name, id);
         }
       }
       for (const name of [...this.#views.keys()]) {
         if (current.has(name)) continue;
-        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
+        await this.#admin.run(`DROP VIEW IF EXISTS ${spiceTable(name)}`);
         this.#views.delete(name);
       }
       // A query that bound a detached generation keeps reading it; DuckDB releases it after.
@@ -211,10 +242,54 @@ export class DuckDbClassInstance {
           () => undefined,
           () => undefined,
         );
-        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
-        await this.#admin.run(`DROP TABLE IF EXISTS ${IMPORT_TABLE}${imported.generation}`);
+        await this.#admin.run(`DROP VIEW IF EXISTS ${spiceTable(name)}`);
+        await this.#admin.run(
+          `DROP TABLE IF EXISTS ${INTERNAL_SCHEMA}.${IMPORT_TABLE}${imported.generation}`,
+        );
       }
+      await this.#applyPlaceholders(catalog);
+      if (catalog.taskHistory === false && !this.#taskHistoryDropped) {
+        await this.#admin.run(`DROP TABLE IF EXISTS ${TASK_HISTORY}`);
+        this.#taskHistoryDropped = true;
+      }
+      this.viewFailures = await this.#spicepodViews.apply(this.#admin, catalog);
       this.applied = catalog;
+    });
+  }
+
+  /**
+   * Every SQLite dataset that serves and is not read into DuckDB stands in `spice.public` as a
+   * placeholder with its columns (see duckdb-catalog.ts): listed and described like the others.
+   */
+  async #applyPlaceholders(catalog: NamespaceCatalog): Promise<void> {
+    for (const dataset of catalog.datasets) {
+      const generation = dataset.engine === 'sqlite' ? dataset.generation : null;
+      if (generation === null) {
+        if (this.#placeholders.delete(dataset.name)) {
+          await this.#admin.run(`DROP VIEW IF EXISTS ${spiceTable(dataset.name)}`);
+        }
+        continue;
+      }
+      if (this.#imports.has(dataset.name) || this.#placeholders.get(dataset.name) === generation.id) continue;
+      let db: Database.Database | undefined;
+      try {
+        db = new Database(generation.path, { readonly: true, fileMustExist: true });
+        await this.#admin.run(placeholderViewSql(dataset.name, sqliteColumnsInDuckDb(db, dataset)));
+        this.#placeholders.set(dataset.name, generation.id);
+      } catch {
+        // A file that cannot be opened now is not listed; its queries run in SQLite all the same.
+      } finally {
+        db?.close();
+      }
+    }
+  }
+
+  /** Makes `spice.runtime.task_history` hold this version of the history (between catalog changes). */
+  applyTaskHistory(history: NamespaceTaskHistory): Promise<void> {
+    return this.#serialize(async () => {
+      if (history.version === this.#taskHistoryVersion) return;
+      await replaceTaskHistory(this.#admin, history.rows);
+      this.#taskHistoryVersion = history.version;
     });
   }
 
@@ -224,7 +299,11 @@ export class DuckDbClassInstance {
     if (generation === null) throw new NamespaceTableError(dataset.name, 'not-serving');
     const known = this.#imports.get(dataset.name);
     if (known?.generation === generation.id) return known.ready;
-    const ready = this.#serialize(() => importSqliteDataset(this.#admin, dataset, limits));
+    const ready = this.#serialize(async () => {
+      await importSqliteDataset(this.#admin, dataset, limits);
+      // The import replaced the dataset's placeholder.
+      this.#placeholders.delete(dataset.name);
+    });
     this.#imports.set(dataset.name, { generation: generation.id, ready });
     // A failed import is forgotten, so the next query tries again; its error is the caller's.
     ready.catch(() => {
@@ -247,8 +326,11 @@ export class DuckDbClassInstance {
     if (pooled === undefined && this.#opened < this.#options.connections) {
       this.#opened++;
       try {
+        const connection = await this.#instance.connect();
+        // Unqualified names resolve in spice.public, as in Spice.
+        await connection.run(USE_SPICE);
         pooled = {
-          connection: await this.#instance.connect(),
+          connection,
           statements: new BoundedCache<string, CachedStatement>({
             entries: this.#options.statementCacheSize,
             bytes: 16 * 1024 * 1024,

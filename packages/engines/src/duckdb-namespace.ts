@@ -17,10 +17,19 @@
  * and bytes, duckdb-import.ts); queries that read only SQLite datasets (or that DuckDB cannot parse:
  * SQLite's `[name]` quoting) are routed to SQLite. Prepared statements are kept per connection and
  * prepared again after a catalog change.
+ *
+ * Spice's names: every dataset and spicepod view is `spice.public.<name>` (duckdb-catalog.ts); a
+ * listing text (`SHOW TABLES`, `information_schema`, `duckdb_tables()`…) runs as rewritten on its
+ * parse tree to show each of them once, never an internal name (worked out once per text; a text
+ * that cannot be one — no such word in it — costs one regular expression test). The spicepod's
+ * views are read as the datasets under them (duckdb-routing.ts); `setTaskHistory()` fills
+ * `spice.runtime.task_history`.
  */
-import type { DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core';
+import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
+import { hasShow, isDescribe, rewriteListings, treeJson } from './duckdb-catalog.js';
 import { bindDuckDbParams } from './duckdb-engine.js';
 import {
   datasetsPhrase,
@@ -31,8 +40,15 @@ import {
 import { IMPORT_TABLE } from './duckdb-import.js';
 import { columnsOf, DuckDbClassInstance, type ResultColumns, statementBytes } from './duckdb-instance.js';
 import { type ResourceClass, resourceClassFor, resourceKey } from './duckdb-resources.js';
-import { duckDbRoute, unparsedRoute } from './duckdb-routing.js';
+import {
+  duckDbRoute,
+  type ListingText,
+  unparsedRoute,
+  type ViewContext,
+  viewsOfRoute,
+} from './duckdb-routing.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
+import { spiceName } from './duckdb-views.js';
 import { scalarParams } from './encode.js';
 import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
 import {
@@ -44,6 +60,7 @@ import {
   datasetByName,
   type NamespaceCatalog,
   type NamespaceQueryControl,
+  type NamespaceTaskHistory,
   type QueryRoute,
   type RowsOutcome,
   valueBytes,
@@ -56,6 +73,7 @@ import {
   prepareCheckedDuckDb,
   readDuckDbSql,
   SharedDuckDbParser,
+  type TableReference,
 } from './statement-check.js';
 
 export interface DuckDbNamespaceOptions {
@@ -104,6 +122,12 @@ interface RoutePlan {
 /** Times a query is prepared again because the catalog moved meanwhile, before it gives up. */
 const MAX_PREPARES = 20;
 
+/** A text that may name a listing (duckdb-catalog.ts); any other is none, without a parse. */
+const MAY_LIST =
+  /\b(?:show|describe|summarize|information_schema|duckdb_(?:tables|columns|views|schemas))\b/i;
+/** A text that may name a listing and names none. */
+const NO_LISTING = false;
+
 export class DuckDbNamespace {
   readonly #options: DuckDbNamespaceOptions;
   readonly #instances = new Map<string, Promise<DuckDbClassInstance>>();
@@ -114,6 +138,19 @@ export class DuckDbNamespace {
   /** Each checked statement's route at the catalog version it was made for. */
   readonly #routes = new WeakMap<DuckDbStatement, { readonly version: number; readonly route: QueryRoute }>();
   readonly #plans = new WeakMap<QueryRoute, RoutePlan>();
+  /** A connection for the full parse trees a listing's rewrite needs (json_deserialize_sql's). */
+  readonly #treeParser: DuckDBConnection;
+  /** What each text that may name a listing runs as (per text: the rewrite keeps its literals). */
+  readonly #listings = new BoundedCache<string, ListingText | typeof NO_LISTING>({
+    entries: 1_024,
+    bytes: 8 * 1024 * 1024,
+  });
+  /** What the spicepod views' SQL reads (by text), for routing queries of them. */
+  readonly #viewReads = new Map<
+    string,
+    { readonly tables: readonly TableReference[] | undefined; readonly ctes: ReadonlySet<string> }
+  >();
+  #taskHistory: NamespaceTaskHistory = { version: 0, rows: [] };
   #catalog: NamespaceCatalog = { version: 0, datasets: [] };
   #nextTemp = 0;
 
@@ -121,10 +158,12 @@ export class DuckDbNamespace {
     options: DuckDbNamespaceOptions,
     first: DuckDbClassInstance,
     parser: SharedDuckDbParser,
+    treeParser: DuckDBConnection,
   ) {
     this.#options = options;
     this.#default = first;
     this.#parser = parser;
+    this.#treeParser = treeParser;
     this.#instances.set(resourceKey(first.resources), Promise.resolve(first));
     this.#created.set(resourceKey(first.resources), first);
   }
@@ -140,7 +179,12 @@ export class DuckDbNamespace {
       DuckDbNamespace.#instanceOptions(options),
       `${options.tempDirectory}/class-0`,
     );
-    return new DuckDbNamespace(options, first, new SharedDuckDbParser(await first.connect()));
+    return new DuckDbNamespace(
+      options,
+      first,
+      new SharedDuckDbParser(await first.connect()),
+      await first.connect(),
+    );
   }
 
   static #instanceOptions(options: DuckDbNamespaceOptions) {
@@ -156,8 +200,17 @@ export class DuckDbNamespace {
     return this.#catalog;
   }
 
+  /** Makes `spice.runtime.task_history` hold `history` in every instance (queries after it see it). */
+  async setTaskHistory(history: NamespaceTaskHistory): Promise<void> {
+    if (history.version <= this.#taskHistory.version) return;
+    this.#taskHistory = history;
+    const instances = await Promise.all(this.#instances.values());
+    await Promise.all(instances.map((instance) => instance.applyTaskHistory(history)));
+  }
+
   /** Makes `catalog` current in every instance (attach, views, detach); queries see it once resolved. */
   async setCatalog(catalog: NamespaceCatalog): Promise<void> {
+    await this.#readViews(catalog);
     this.#catalog = catalog;
     const instances = await Promise.all(this.#instances.values());
     await Promise.all(instances.map((instance) => instance.apply(catalog)));
@@ -169,7 +222,10 @@ export class DuckDbNamespace {
    */
   knownRoute(sql: string, shapeKey?: string): QueryRoute | undefined {
     const statement = knownDuckDbStatement(sql, shapeKey);
-    return statement === undefined ? undefined : this.#routeOf(statement);
+    if (statement === undefined) return undefined;
+    // A listing is rewritten per text: one not seen yet is parsed first (route()).
+    if (MAY_LIST.test(sql) && this.#listings.get(sql) === undefined) return undefined;
+    return this.#routeOf(statement, sql);
   }
 
   /**
@@ -185,21 +241,77 @@ export class DuckDbNamespace {
       if (error instanceof DuckDbParseError) return unparsedRoute(error, this.#catalog);
       throw error;
     }
-    return this.#routeOf(statement);
+    if (MAY_LIST.test(sql) && this.#listings.get(sql) === undefined) {
+      this.#listings.set(sql, await this.#listingOf(sql), 2 * sql.length + 256);
+    }
+    return this.#routeOf(statement, sql);
   }
 
   /** A statement's route at the current catalog; DuckDB's refusal of it when it runs in DuckDB. */
-  #routeOf(statement: DuckDbStatement): QueryRoute {
+  #routeOf(statement: DuckDbStatement, sql: string): QueryRoute {
     const catalog = this.#catalog;
-    const known = this.#routes.get(statement);
+    const listing = MAY_LIST.test(sql) ? this.#listings.get(sql) : undefined;
     let route: QueryRoute;
-    if (known?.version === catalog.version) route = known.route;
-    else {
-      route = duckDbRoute(statement, catalog);
-      this.#routes.set(statement, { version: catalog.version, route });
+    if (listing !== undefined && listing !== NO_LISTING) {
+      // Per text, never kept by statement (a statement may stand for every text of its shape).
+      route = duckDbRoute(statement, catalog, this.#viewContext(), listing);
+    } else {
+      const known = this.#routes.get(statement);
+      if (known?.version === catalog.version) route = known.route;
+      else {
+        route = duckDbRoute(statement, catalog, this.#viewContext());
+        this.#routes.set(statement, { version: catalog.version, route });
+      }
+      // A view that could not be created since the route was made is answered with its reason.
+      const views = viewsOfRoute.get(route);
+      if (views !== undefined) {
+        for (const view of views) {
+          const failure = this.#default.viewFailures.get(view);
+          if (failure !== undefined) throw new QueryFailedError(`view '${view}'`, failure);
+        }
+      }
     }
     if (route.engine === 'duckdb' && statement.refusal !== undefined) throw statement.refusal();
     return route;
+  }
+
+  #viewContext(): ViewContext | undefined {
+    if (this.#catalog.views === undefined || this.#catalog.views.length === 0) return undefined;
+    return { reads: this.#viewReads, failures: this.#default.viewFailures };
+  }
+
+  /** Reads what the views' SQL reads (once per text), for routing queries of them. */
+  async #readViews(catalog: NamespaceCatalog): Promise<void> {
+    for (const view of catalog.views ?? []) {
+      if (this.#viewReads.has(view.sql)) continue;
+      try {
+        const statement = await readDuckDbSql(this.#parser, view.sql);
+        this.#viewReads.set(view.sql, { tables: statement.tables, ctes: statement.ctes });
+      } catch {
+        // A view DuckDB cannot read is answered with its reason when it is created (duckdb-views.ts).
+        this.#viewReads.set(view.sql, { tables: undefined, ctes: new Set() });
+      }
+    }
+  }
+
+  /**
+   * What a text that may name a listing runs as: the listings of its parse tree rewritten to Spice's
+   * names (duckdb-catalog.ts), or {@link NO_LISTING}.
+   */
+  async #listingOf(sql: string): Promise<ListingText | typeof NO_LISTING> {
+    const reader = await this.#treeParser.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
+    const tree = JSON.parse(String(reader.getRows()[0]?.[0] ?? '{}')) as {
+      error?: boolean;
+      statements?: unknown[];
+    };
+    if (tree.error === true) return NO_LISTING;
+    const rewritten = rewriteListings(tree);
+    const describe = isDescribe(tree);
+    if (rewritten === undefined) return hasShow(tree.statements) ? { describe } : NO_LISTING;
+    const back = await this.#treeParser.runAndReadAll('SELECT json_deserialize_sql($1::JSON)', [
+      treeJson(rewritten),
+    ]);
+    return { describe, sql: String(back.getRows()[0]?.[0] ?? sql) };
   }
 
   async #instanceFor(resources: ResourceClass): Promise<DuckDbClassInstance> {
@@ -213,6 +325,7 @@ export class DuckDbNamespace {
         temp,
       ).then(async (created) => {
         await created.apply(this.#catalog);
+        await created.applyTaskHistory(this.#taskHistory);
         this.#created.set(key, created);
         return created;
       });
@@ -299,12 +412,14 @@ export class DuckDbNamespace {
   }
 
   async #attempt<T>(
-    sql: string,
+    asked: string,
     params: readonly JsonValue[],
     route: QueryRoute,
     control: NamespaceQueryControl,
     consume: (started: StartedQuery, stop: () => void) => Promise<T>,
   ): Promise<{ readonly value: T } | { readonly retry: Promise<void>; readonly error: unknown }> {
+    // A listing runs as rewritten to Spice's names (duckdb-catalog.ts).
+    const sql = (route.engine === 'duckdb' ? route.sql : undefined) ?? asked;
     const values = scalarParams(params);
     const { signal } = control;
     if (signal?.aborted === true) throw signal.reason;
@@ -406,6 +521,7 @@ export class DuckDbNamespace {
         catalog: this.#catalog,
         redaction: this.#redaction(),
         temp: { bytes: this.#options.maxTempBytes, setting: this.#options.settings.temp },
+        viewDataset: (name) => this.#viewDataset(name),
       });
       // Others share the instance: wait for one of them to end, then try again (see #run).
       if (failure instanceof QueryResourceError && instance.inFlight > 1) {
@@ -432,6 +548,14 @@ export class DuckDbNamespace {
     };
     this.#plans.set(route, plan);
     return plan;
+  }
+
+  /** The first table a spicepod view of this name reads, by its Spice name (undefined: no such view). */
+  #viewDataset(name: string): string | undefined {
+    const lower = name.toLowerCase();
+    const view = this.#catalog.views?.find((known) => known.name.toLowerCase() === lower);
+    const under = view === undefined ? undefined : this.#viewReads.get(view.sql)?.tables?.[0];
+    return under === undefined ? undefined : (spiceName(under, new Set()) ?? under.table);
   }
 
   /** Whether `table` is an SQLite dataset among `datasets`, read into DuckDB for this query. */
@@ -473,6 +597,7 @@ export class DuckDbNamespace {
   async close(): Promise<void> {
     await this.cancelAll();
     const instances = await Promise.allSettled(this.#instances.values());
+    this.#treeParser.closeSync();
     for (const outcome of instances) {
       if (outcome.status !== 'fulfilled') continue;
       // Not under a catalog change in flight: DuckDB would not return from closing then.

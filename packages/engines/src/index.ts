@@ -15,6 +15,8 @@ export {
   UnmappedArrowTypeError,
 } from './arrow-types.js';
 export { BoundedCache, type BoundedCacheOptions, textBytes } from './bounded-cache.js';
+export { isCacheableStatement } from './cacheable.js';
+export { RUNTIME_SCHEMA, SPICE_CATALOG, SPICE_SCHEMA } from './duckdb-catalog.js';
 export {
   bindDuckDbParams,
   DuckDbEngine,
@@ -58,6 +60,7 @@ export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema, type SchemaSource } from './schema-check.js';
 export { createSnapshotChecker, type SnapshotChecker } from './snapshot-checker.js';
+export { needsDuckDb, withoutSpiceQualifiers } from './spice-names.js';
 export {
   assertReadOnlySql,
   classifyStatement,

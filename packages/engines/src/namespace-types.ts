@@ -28,10 +28,44 @@ export interface NamespaceDataset {
   readonly threads?: number;
 }
 
-/** The catalog at one version: every configured dataset, in spicepod order. */
+/** One of the spicepod's `views`: a named SELECT over the datasets (and other views). */
+export interface NamespaceView {
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** The catalog at one version: every configured dataset, in spicepod order, and the views. */
 export interface NamespaceCatalog {
   readonly version: number;
   readonly datasets: readonly NamespaceDataset[];
+  /** The spicepod's views (absent: none). */
+  readonly views?: readonly NamespaceView[];
+  /** `false` when the task history is off: `spice.runtime.task_history` is not a table then. */
+  readonly taskHistory?: boolean;
+}
+
+/** One row of `spice.runtime.task_history` (Spice's columns): one query the runtime ran. */
+export interface TaskHistoryRow {
+  readonly trace_id: string;
+  readonly span_id: string;
+  readonly parent_span_id: string | null;
+  /** `sql_query`. */
+  readonly task: string;
+  /** The statement. */
+  readonly input: string;
+  readonly captured_output: string | null;
+  /** Microseconds since the epoch. */
+  readonly start_us: number;
+  readonly end_us: number;
+  readonly execution_duration_ms: number;
+  readonly error_message: string | null;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** The task history at one version (every row the runtime keeps now). */
+export interface NamespaceTaskHistory {
+  readonly version: number;
+  readonly rows: readonly TaskHistoryRow[];
 }
 
 /** The dataset of the catalog a table name names (names are case-insensitive, as in both engines). */
@@ -55,12 +89,15 @@ export interface ResultColumn {
 /** Where a statement runs, as the engines' parsers see it. */
 export type QueryRoute =
   /**
-   * In DuckDB; `datasets` are the datasets it reads, or undefined when the parser could not list
-   * them. `statement` is what the check learned (kept with the route inside one thread).
+   * In DuckDB; `datasets` are the datasets it reads (those under the views it reads included), or
+   * undefined when the parser could not list them; `sql` is the statement to run instead of the one
+   * asked (its listings rewritten to Spice's names), when it differs. `statement` is what the check
+   * learned (kept with the route inside one thread).
    */
   | {
       readonly engine: 'duckdb';
       readonly datasets: readonly string[] | undefined;
+      readonly sql?: string;
       readonly statement?: DuckDbStatement;
     }
   /** In SQLite: it reads only SQLite datasets, or it is SQLite's dialect. */

@@ -1,7 +1,8 @@
 /**
  * One SQL namespace over every SQLite dataset, on one connection: its main database is an empty
  * placeholder opened read-only, so every dataset file ATTACHed to it (under the dataset's name) is
- * read-only too, and `FROM users`, `FROM [users]` and `FROM users.users` all resolve. SQLite
+ * read-only too, and `FROM users`, `FROM [users]` and `FROM users.users` all resolve, and Spice's
+ * `public.users` and `spice.public.users` too (spice-names.ts). SQLite
  * attaches at most 10 databases, so datasets are attached while there is room and otherwise on
  * demand, driven by SQLite's own `no such table: users` error, least recently used first out.
  *
@@ -31,6 +32,7 @@ import {
   type RowsOutcome,
   valueBytes,
 } from './namespace-types.js';
+import { withoutSpiceQualifiers } from './spice-names.js';
 import { type SqlToken, tokenizeSql } from './sql-guard.js';
 import { statementShape } from './sql-shape.js';
 import { SqliteBatchBuilder } from './sqlite-arrow.js';
@@ -371,13 +373,19 @@ export class SqliteNamespace {
     }
   }
 
+  /** `sql` with Spice's qualified names of the SQLite datasets (`spice.public.users`) made SQLite's. */
+  #spiceNames(sql: string): string {
+    return withoutSpiceQualifiers(sql, (name) => byName(this.#catalog, name)?.engine === 'sqlite');
+  }
+
   /** Runs `sql` and answers JSON-safe rows; reading stops at the first row or byte over a cap. */
   rows(
-    sql: string,
+    asked: string,
     params: readonly JsonValue[],
     control: NamespaceQueryControl = {},
     shapeKey?: string,
   ): RowsOutcome {
+    const sql = this.#spiceNames(asked);
     const values = scalarParams(params);
     try {
       return this.#withStatement(sql, (prepared) => {
@@ -425,12 +433,13 @@ export class SqliteNamespace {
    * types and the values of the first batch (`SqliteBatchBuilder`).
    */
   batches(
-    sql: string,
+    asked: string,
     params: readonly JsonValue[],
     sink: SyncBatchSink,
     control: BatchControl = {},
     shapeKey?: string,
   ): BatchOutcome {
+    const sql = this.#spiceNames(asked);
     const values = scalarParams(params);
     const batchRows = control.batchRows ?? 65_536;
     const batchBytes = control.batchBytes ?? 4 * MIB;

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { DuckDBInstance, StatementType } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSpiceCatalog } from '../src/duckdb-catalog.js';
 import { duckDbQueryError, missingDuckDbTable, redactDuckDbMessage } from '../src/duckdb-errors.js';
 import { importSqliteDataset } from '../src/duckdb-import.js';
 import { resourceClassFor, resourceKey } from '../src/duckdb-resources.js';
@@ -195,6 +196,8 @@ describe('reading an SQLite dataset into DuckDB', () => {
     ]);
     instance = await DuckDBInstance.create(':memory:');
     admin = await instance.connect();
+    // As in a namespace's instance: the view goes to Spice's `spice.public`, the tables stay internal.
+    await createSpiceCatalog(admin);
   });
 
   afterAll(async () => {
@@ -218,8 +221,14 @@ describe('reading an SQLite dataset into DuckDB', () => {
       ['1', 1.5, 'ann', '\\x00\\xFF', '2000-01-02', 'DATE'],
       ['2', null, 'bob', null, null, 'DATE'],
     ]);
-    const tables = await admin.runAndReadAll('SELECT table_name FROM duckdb_tables() ORDER BY 1');
-    expect(tables.getRows().map((row) => row[0])).toEqual(['ferry_sqlite_41']);
+    const tables = await admin.runAndReadAll(
+      "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name LIKE 'ferry_s%' ORDER BY 1",
+    );
+    expect(tables.getRows()).toEqual([['memory', 'ferry_sqlite_41']]);
+    const views = await admin.runAndReadAll(
+      "SELECT database_name, schema_name FROM duckdb_views() WHERE view_name = 'people'",
+    );
+    expect(views.getRows()).toEqual([['spice', 'public']]);
   });
 
   it('refuses a dataset over the row or byte bound, and leaves no staging table', async () => {

@@ -5,7 +5,7 @@
  * streams. A stream whose client went away (cancelled) ends quietly: the client is gone, there is
  * no one to tell; the failure is logged at debug with its cause.
  */
-import type { JsonValue } from '@ferry/core';
+import { type JsonValue, redactSecrets } from '@ferry/core';
 import type { Logger, Runtime } from '@ferry/runtime';
 import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
 import type { KeyCheck } from './auth.js';
@@ -48,7 +48,8 @@ export function report(context: FlightContext, error: unknown, rpc: string): Grp
       `Flight ${rpc} failed: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
-  return grpc;
+  // A resolved secret never reaches a client, whatever message carried it.
+  return { ...grpc, details: redactSecrets(grpc.details, context.runtime.config.secretReferences) };
 }
 
 export const authorized = (context: FlightContext, metadata: Metadata): boolean =>

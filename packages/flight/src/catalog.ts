@@ -1,14 +1,16 @@
 /**
  * The Flight SQL metadata commands a BI tool browses with: catalogs, schemas, tables (with their
  * Arrow schemas), table types, SQL info, and the (empty) key lists. Every answer has the exact
- * schema FlightSql.proto gives for it. Ferry's datasets are the tables of the runtime's one SQL
- * namespace, listed in schema `main` with no catalog: `main.<dataset>` resolves for every dataset
- * (an SQLite one named so runs in DuckDB), so a BI tool's qualified names run.
+ * schema FlightSql.proto gives for it. As in Spice, every dataset and view is listed once, under
+ * catalog `spice` and schema `public` (datasets as `TABLE`, the spicepod's views as `VIEW`), and
+ * the runtime's own tables under `spice.runtime`; `spice.public.<name>` (and `public.<name>`,
+ * `<name>`) resolves on both engines, so the names a BI tool writes from this listing run.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SPICE_CATALOG, SPICE_SCHEMA } from '@ferry/engines';
 import { type ArrowValue, columnBuilder } from '@ferry/engines/namespaces';
 import {
   Binary,
@@ -32,8 +34,17 @@ import {
 import { schemaBytes } from './ipc.js';
 import { sqlEnumValue } from './protocol.js';
 
-export const SCHEMA_NAME = 'main';
-export const TABLE_TYPE = 'TABLE';
+export const CATALOG_NAME = SPICE_CATALOG;
+export const SCHEMA_NAME = SPICE_SCHEMA;
+export const TABLE_TYPE = 'TABLE' as const;
+export const VIEW_TYPE = 'VIEW' as const;
+
+/** One table of the listing: a dataset, a view, or a runtime table. */
+export interface ListedTable {
+  readonly schema: string;
+  readonly name: string;
+  readonly type: typeof TABLE_TYPE | typeof VIEW_TYPE;
+}
 
 const require = createRequire(import.meta.url);
 const versionOf = (packageJson: string): string =>
@@ -87,20 +98,32 @@ export function likePattern(pattern: string | undefined): (value: string) => boo
   return (value) => regex.test(value);
 }
 
-/** Whether a `catalog` filter matches Ferry's tables (which have none): omitted or empty. */
-const noCatalog = (catalog: string | undefined): boolean => catalog === undefined || catalog === '';
+/** Whether a `catalog` filter selects Spice's one catalog: omitted, or `spice`. */
+const ourCatalog = (catalog: string | undefined): boolean =>
+  catalog === undefined || catalog === CATALOG_NAME;
 
 export function catalogs(): MetadataResult {
-  return result([utf8('catalog_name', false)], []);
+  return result([utf8('catalog_name', false)], [[CATALOG_NAME]]);
 }
 
-export function dbSchemas(catalog: string | undefined, schemaPattern: string | undefined): MetadataResult {
-  const rows = noCatalog(catalog) && likePattern(schemaPattern)(SCHEMA_NAME) ? [[null, SCHEMA_NAME]] : [];
+/** The schemas: `public`, and `runtime` when the runtime has tables of its own. */
+export function dbSchemas(
+  catalog: string | undefined,
+  schemaPattern: string | undefined,
+  schemas: readonly string[],
+): MetadataResult {
+  const matches = likePattern(schemaPattern);
+  const rows = ourCatalog(catalog)
+    ? [...schemas]
+        .sort()
+        .filter((schema) => matches(schema))
+        .map((schema) => [CATALOG_NAME, schema])
+    : [];
   return result([utf8('catalog_name', true), utf8('db_schema_name', false)], rows);
 }
 
 export function tableTypes(): MetadataResult {
-  return result([utf8('table_type', false)], [[TABLE_TYPE]]);
+  return result([utf8('table_type', false)], [[TABLE_TYPE], [VIEW_TYPE]]);
 }
 
 export interface TablesRequest {
@@ -111,18 +134,30 @@ export interface TablesRequest {
   readonly includeSchema: boolean;
 }
 
-/** The dataset names a GetTables request selects, in the order the answer lists them. */
-export function selectTables(request: TablesRequest, datasets: readonly string[]): string[] {
-  if (!noCatalog(request.catalog) || !likePattern(request.dbSchemaFilterPattern)(SCHEMA_NAME)) return [];
-  if (request.tableTypes.length > 0 && !request.tableTypes.includes(TABLE_TYPE)) return [];
-  const matches = likePattern(request.tableNameFilterPattern);
-  return datasets.filter(matches).sort();
+/** The tables a GetTables request selects, in the order the answer lists them (schema, then name). */
+export function selectTables(request: TablesRequest, tables: readonly ListedTable[]): ListedTable[] {
+  if (!ourCatalog(request.catalog)) return [];
+  const schemaMatches = likePattern(request.dbSchemaFilterPattern);
+  const nameMatches = likePattern(request.tableNameFilterPattern);
+  return tables
+    .filter(
+      (table) =>
+        schemaMatches(table.schema) &&
+        nameMatches(table.name) &&
+        (request.tableTypes.length === 0 || request.tableTypes.includes(table.type)),
+    )
+    .sort((a, b) => a.schema.localeCompare(b.schema) || a.name.localeCompare(b.name));
 }
 
-/** The GetTables answer; `schemas` holds each selected table's columns when the request includes them. */
+/** The name a query of the table uses: `spice.<schema>."<name>"`. */
+export function qualifiedName(table: Pick<ListedTable, 'schema' | 'name'>): string {
+  return `${CATALOG_NAME}.${table.schema}."${table.name.replaceAll('"', '""')}"`;
+}
+
+/** The GetTables answer; `schemas` holds each selected table's columns (by qualified name) when the request includes them. */
 export function tables(
   request: TablesRequest,
-  names: readonly string[],
+  selected: readonly ListedTable[],
   schemas: ReadonlyMap<string, Schema>,
 ): MetadataResult {
   const fields = [
@@ -132,10 +167,10 @@ export function tables(
     utf8('table_type', false),
     ...(request.includeSchema ? [new Field('table_schema', new Binary(), false)] : []),
   ];
-  const rows = names.map((name) => {
-    const row: ArrowValue[] = [null, SCHEMA_NAME, name, TABLE_TYPE];
+  const rows = selected.map((table) => {
+    const row: ArrowValue[] = [CATALOG_NAME, table.schema, table.name, table.type];
     if (request.includeSchema) {
-      const columns = (schemas.get(name)?.fields ?? []).map(
+      const columns = (schemas.get(qualifiedName(table))?.fields ?? []).map(
         (field) =>
           new Field(
             field.name,
@@ -143,8 +178,9 @@ export function tables(
             field.nullable,
             new Map([
               ...field.metadata,
-              ['ARROW:FLIGHT:SQL:DB_SCHEMA_NAME', SCHEMA_NAME],
-              ['ARROW:FLIGHT:SQL:TABLE_NAME', name],
+              ['ARROW:FLIGHT:SQL:CATALOG_NAME', CATALOG_NAME],
+              ['ARROW:FLIGHT:SQL:DB_SCHEMA_NAME', table.schema],
+              ['ARROW:FLIGHT:SQL:TABLE_NAME', table.name],
             ]),
           ),
       );

@@ -5,11 +5,12 @@
  * streams. A dataset still waiting for its first snapshot has no schema yet and is listed with an
  * empty one; any other failure is the call's error, with its cause.
  */
+import { RUNTIME_SCHEMA } from '@ferry/engines';
 import type { Runtime } from '@ferry/runtime';
 import { Schema } from 'apache-arrow';
 import * as catalog from './catalog.js';
 import type { SqlMessage } from './protocol.js';
-import { datasetSql, field } from './requests.js';
+import { field } from './requests.js';
 import type { ResultSource } from './result-source.js';
 
 /** Failures that mean "no snapshot yet": the dataset exists and will have a schema once it serves. */
@@ -23,11 +24,33 @@ export function datasetNames(runtime: Runtime): string[] {
     .map((info) => info.name);
 }
 
-/** The schema a dataset's `SELECT *` streams, or an empty one while it has no snapshot. */
-export async function tableSchema(source: ResultSource, name: string): Promise<Schema> {
+/** Every table GetTables lists: the datasets, the spicepod's views, the runtime's own tables. */
+export function listedTables(runtime: Runtime): catalog.ListedTable[] {
+  return [
+    ...datasetNames(runtime).map((name) => ({ schema: catalog.SCHEMA_NAME, name, type: catalog.TABLE_TYPE })),
+    ...runtime.config.views.map((view) => ({
+      schema: catalog.SCHEMA_NAME,
+      name: view.name,
+      type: catalog.VIEW_TYPE,
+    })),
+    ...(runtime.config.taskHistory.enabled
+      ? [{ schema: RUNTIME_SCHEMA, name: 'task_history', type: catalog.TABLE_TYPE }]
+      : []),
+  ];
+}
+
+/** The schema a table's `SELECT *` streams, or an empty one while its dataset has no snapshot. */
+export async function tableSchema(
+  source: ResultSource,
+  table: Pick<catalog.ListedTable, 'schema' | 'name'>,
+): Promise<Schema> {
   const controller = new AbortController();
   try {
-    const result = await source.stream(`${datasetSql(name)} LIMIT 0`, [], controller.signal);
+    const result = await source.stream(
+      `SELECT * FROM ${catalog.qualifiedName(table)} LIMIT 0`,
+      [],
+      controller.signal,
+    );
     return result.schema;
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
@@ -48,7 +71,9 @@ export async function metadataResult(
     case 'CommandGetCatalogs':
       return catalog.catalogs();
     case 'CommandGetDbSchemas':
-      return catalog.dbSchemas(field(command, 'catalog'), field(command, 'dbSchemaFilterPattern'));
+      return catalog.dbSchemas(field(command, 'catalog'), field(command, 'dbSchemaFilterPattern'), [
+        ...new Set([catalog.SCHEMA_NAME, ...listedTables(runtime).map((table) => table.schema)]),
+      ]);
     case 'CommandGetTables': {
       const request: catalog.TablesRequest = {
         catalog: field(command, 'catalog'),
@@ -57,10 +82,14 @@ export async function metadataResult(
         tableTypes: field<string[]>(command, 'tableTypes') ?? [],
         includeSchema: field<boolean>(command, 'includeSchema') === true,
       };
-      const names = catalog.selectTables(request, datasetNames(runtime));
+      const selected = catalog.selectTables(request, listedTables(runtime));
       const schemas = new Map<string, Schema>();
-      if (request.includeSchema) for (const name of names) schemas.set(name, await tableSchema(source, name));
-      return catalog.tables(request, names, schemas);
+      if (request.includeSchema) {
+        for (const table of selected) {
+          schemas.set(catalog.qualifiedName(table), await tableSchema(source, table));
+        }
+      }
+      return catalog.tables(request, selected, schemas);
     }
     case 'CommandGetTableTypes':
       return catalog.tableTypes();

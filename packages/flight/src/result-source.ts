@@ -10,7 +10,7 @@
  * memory streams; this file only keeps each batch under gRPC's message limit.
  */
 import type { JsonValue } from '@ferry/core';
-import type { Runtime } from '@ferry/runtime';
+import type { CacheStatus, Runtime } from '@ferry/runtime';
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 
 export interface ArrowResult {
@@ -21,11 +21,23 @@ export interface ArrowResult {
   readonly totalRows: number;
   /** The record batches, pulled one at a time; stops early when the signal aborts. */
   readonly batches: AsyncIterable<RecordBatch>;
+  /** The results cache's part (`x-cache` / `results-cache-status` metadata); absent when it does not apply. */
+  readonly cache?: CacheStatus;
+}
+
+export interface ResultOptions {
+  /** Do not answer from the results cache (the call's `cache-control: no-cache`). */
+  readonly noCache?: boolean;
 }
 
 export interface ResultSource {
   /** Runs one read-only statement; rejects with the runtime's errors (codes and messages). */
-  stream(sql: string, params: readonly JsonValue[], signal: AbortSignal): Promise<ArrowResult>;
+  stream(
+    sql: string,
+    params: readonly JsonValue[],
+    signal: AbortSignal,
+    options?: ResultOptions,
+  ): Promise<ArrowResult>;
 }
 
 export interface RuntimeResultSourceOptions {
@@ -72,13 +84,18 @@ export function runtimeResultSource(
   const batchRows = options.maxBatchRows ?? 8_192;
   const maxBytes = options.maxBatchBytes ?? 2 * 1024 * 1024;
   return {
-    async stream(sql, params, signal) {
-      const result = await runtime.queryStream(sql, params, { signal, batchRows });
+    async stream(sql, params, signal, options = {}) {
+      const result = await runtime.queryStream(sql, params, {
+        signal,
+        batchRows,
+        ...(options.noCache === true ? { noCache: true } : {}),
+      });
       return {
         schema: result.schema,
         dataset: result.dataset ?? undefined,
         totalRows: -1,
         batches: bounded(result.batches, maxBytes),
+        ...(result.cache === undefined ? {} : { cache: result.cache }),
       };
     },
   };

@@ -36,7 +36,7 @@ export interface FlightServerOptions {
    * key, every call needs one (bearer token, `x-api-key`, or the password of a Basic auth Handshake).
    */
   readonly apiKey?: string;
-  /** Serve TLS (`grpc+tls://`) with this certificate and key; default plaintext. */
+  /** Serve TLS (`grpc+tls://`) with this certificate and key; default: the spicepod's `runtime.tls`, else plaintext. */
   readonly tls?: FlightTlsOptions;
   /** Where results come from; default {@link runtimeResultSource} over `runtime.queryStream()`. */
   readonly source?: ResultSource;
@@ -83,9 +83,19 @@ export async function startFlightServer(
 ): Promise<RunningFlightServer> {
   const keys = apiKeyCheck(runtime.config, [options.apiKey]);
   const ticketTtlMs = options.ticketTtlMs ?? 60_000;
+  // The spicepod's runtime.flight.max_message_size: the largest message a client may send, and
+  // the bound of the result messages sent to it (each batch is cut to under half of it).
+  const maxMessage = runtime.config.flightMaxMessageBytes;
   const context: FlightContext = {
     runtime,
-    source: options.source ?? runtimeResultSource(runtime),
+    source:
+      options.source ??
+      runtimeResultSource(
+        runtime,
+        maxMessage === undefined
+          ? {}
+          : { maxBatchBytes: Math.min(2 * 1024 * 1024, Math.floor(maxMessage / 2)) },
+      ),
     logger: options.logger,
     admitted: keyCheck(keys),
     pending: new HandleTable<Pending>('ticket', ticketTtlMs, options.maxTickets ?? 64, (entry) =>
@@ -101,16 +111,15 @@ export async function startFlightServer(
   };
   const { pending, statements, liveCalls } = context;
 
-  const server = new Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  const server = new Server({ 'grpc.max_receive_message_length': maxMessage ?? 16 * 1024 * 1024 });
   server.addService(flightServiceDefinition(), flightService(context));
+  // The spicepod's runtime.tls unless the caller gives its own: a pod that asks for TLS never
+  // serves plaintext.
+  const tls = options.tls ?? runtime.tls;
   const credentials =
-    options.tls === undefined
+    tls === undefined
       ? ServerCredentials.createInsecure()
-      : ServerCredentials.createSsl(
-          null,
-          [{ cert_chain: pem(options.tls.cert), private_key: pem(options.tls.key) }],
-          false,
-        );
+      : ServerCredentials.createSsl(null, [{ cert_chain: pem(tls.cert), private_key: pem(tls.key) }], false);
   const host = options.host ?? DEFAULT_FLIGHT_HOST;
   const bindHost = host.includes(':') ? `[${host}]` : host;
   const port = await new Promise<number>((resolve, reject) => {
@@ -125,7 +134,7 @@ export async function startFlightServer(
     address,
     host,
     port,
-    url: `${options.tls === undefined ? 'grpc' : 'grpc+tls'}://${address}`,
+    url: `${tls === undefined ? 'grpc' : 'grpc+tls'}://${address}`,
     close() {
       closing ??= new Promise<void>((resolve) => {
         pending.clear();

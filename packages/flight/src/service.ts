@@ -5,8 +5,10 @@
  * `calls.ts`. Statements run where GetFlightInfo is asked, so its answer carries the real schema;
  * the result then waits (a ticket) for its one DoGet.
  */
-import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { asksNoCache } from '@ferry/runtime';
+import { Metadata, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { type FlightContext, report, serverStream, unary } from './calls.js';
+import { SCHEMA_NAME } from './catalog.js';
 import { FlightRequestError, FlightUnsupportedError } from './errors.js';
 import { handshake } from './handshake.js';
 import { schemaBytes } from './ipc.js';
@@ -14,7 +16,7 @@ import { datasetNames, metadataResult, tableSchema } from './metadata.js';
 import { doAction, doPut, listActions } from './prepared.js';
 import { type FlightDescriptor, type FlightInfo, packSql } from './protocol.js';
 import { datasetSql, requestOf, ticketRequest } from './requests.js';
-import type { ArrowResult } from './result-source.js';
+import type { ArrowResult, ResultOptions } from './result-source.js';
 import { flightInfo, writeResult } from './results.js';
 
 export function flightService(context: FlightContext): UntypedServiceImplementation {
@@ -26,7 +28,9 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       for (const name of datasetNames(runtime)) {
         const descriptor: FlightDescriptor = { type: 'PATH', cmd: Buffer.alloc(0), path: [name] };
         const ticket = packSql('CommandStatementQuery', { query: datasetSql(name) });
-        call.write(flightInfo(descriptor, await tableSchema(source, name), ticket, -1));
+        call.write(
+          flightInfo(descriptor, await tableSchema(source, { schema: SCHEMA_NAME, name }), ticket, -1),
+        );
       }
       call.end();
     }),
@@ -39,7 +43,12 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       }
       if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
       const controller = new AbortController();
-      const result = await source.stream(request.sql, request.params, controller.signal);
+      const result = await source.stream(
+        request.sql,
+        request.params,
+        controller.signal,
+        resultOptions(call.metadata),
+      );
       if (call.cancelled) {
         controller.abort();
         throw new FlightRequestError('The client cancelled GetFlightInfo.');
@@ -85,8 +94,15 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
         ({ result, controller } = pending.take(request.handle));
       } else {
         controller = new AbortController();
-        result = await source.stream(request.sql, request.params, controller.signal);
+        result = await source.stream(
+          request.sql,
+          request.params,
+          controller.signal,
+          resultOptions(call.metadata),
+        );
       }
+      // Spice's results cache metadata: x-cache (the older name) and results-cache-status.
+      call.sendMetadata(cacheMetadata(result.cache));
       const stop = () => controller.abort();
       signal.addEventListener('abort', stop, { once: true });
       try {
@@ -114,4 +130,20 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
 
     ListActions: listActions(context),
   };
+}
+
+/** A call's `cache-control: no-cache` (Spice's bypass of the results cache). */
+function resultOptions(metadata: Metadata): ResultOptions {
+  const [value] = metadata.get('cache-control');
+  return asksNoCache(typeof value === 'string' ? value : value?.toString('utf8')) ? { noCache: true } : {};
+}
+
+/** The results cache's status as Spice's Flight metadata (none when the cache does not apply). */
+function cacheMetadata(status: ArrowResult['cache']): Metadata {
+  const metadata = new Metadata();
+  if (status === undefined) return metadata;
+  metadata.set('results-cache-status', status.toUpperCase());
+  if (status !== 'bypass')
+    metadata.set('x-cache', status === 'hit' ? 'Hit from spiceai' : 'Miss from spiceai');
+  return metadata;
 }

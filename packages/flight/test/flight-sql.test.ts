@@ -100,9 +100,10 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     const rows = table.toArray().map((row) => row.toJSON());
     expect(rows.map((row) => [row.catalog_name, row.db_schema_name, row.table_name, row.table_type])).toEqual(
       [
-        [null, 'main', 'late', 'TABLE'],
-        [null, 'main', 'orders', 'TABLE'],
-        [null, 'main', 'users', 'TABLE'],
+        ['spice', 'public', 'late', 'TABLE'],
+        ['spice', 'public', 'orders', 'TABLE'],
+        ['spice', 'public', 'users', 'TABLE'],
+        ['spice', 'runtime', 'task_history', 'TABLE'],
       ],
     );
     const schemas = new Map(
@@ -132,6 +133,8 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     const amount = (schemas.get('orders') as Schema).fields.find((field) => field.name === 'amount');
     expect(amount?.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME')).toBe('DECIMAL(10,2)');
     expect(amount?.metadata.get('ARROW:FLIGHT:SQL:TABLE_NAME')).toBe('orders');
+    expect(amount?.metadata.get('ARROW:FLIGHT:SQL:DB_SCHEMA_NAME')).toBe('public');
+    expect(amount?.metadata.get('ARROW:FLIGHT:SQL:CATALOG_NAME')).toBe('spice');
   });
 
   it('GetTables with include_schema fails with the cause when a schema cannot be read (not an empty schema)', async () => {
@@ -156,7 +159,11 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
       );
       // Without schemas nothing is read: the listing answers.
       const listed = await fetchTable(brokenStub, cmd('CommandGetTables', {}), auth());
-      expect(listed.numRows).toBe(3);
+      const healthy = await fetchTable(stub, cmd('CommandGetTables', {}), auth());
+      expect(listed.numRows).toBeGreaterThan(0);
+      expect(listed.toArray().map((row) => row.table_name)).toEqual(
+        healthy.toArray().map((row) => row.table_name),
+      );
     } finally {
       brokenStub.close();
       await broken.close();
@@ -173,8 +180,16 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     expect(byName.schema.fields.map((field) => field.name)).not.toContain('table_schema');
     const views = await fetchTable(stub, cmd('CommandGetTables', { tableTypes: ['VIEW'] }), auth());
     expect(views.numRows).toBe(0);
-    const otherCatalog = await fetchTable(stub, cmd('CommandGetTables', { catalog: 'spice' }), auth());
+    const spice = await fetchTable(stub, cmd('CommandGetTables', { catalog: 'spice' }), auth());
+    expect(spice.numRows).toBe(4);
+    const otherCatalog = await fetchTable(stub, cmd('CommandGetTables', { catalog: 'main' }), auth());
     expect(otherCatalog.numRows).toBe(0);
+    const otherSchema = await fetchTable(
+      stub,
+      cmd('CommandGetTables', { dbSchemaFilterPattern: 'main' }),
+      auth(),
+    );
+    expect(otherSchema.numRows).toBe(0);
   });
 
   it('GetCatalogs, GetDbSchemas, GetTableTypes and GetSqlInfo answer with the spec schemas', async () => {
@@ -182,13 +197,14 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     expect(catalogs.schema.fields.map((field) => `${field.name}:${field.type}:${field.nullable}`)).toEqual([
       'catalog_name:Utf8:false',
     ]);
-    expect(catalogs.numRows).toBe(0);
+    expect(catalogs.toArray().map((row) => row.catalog_name)).toEqual(['spice']);
     const schemas = await fetchTable(stub, cmd('CommandGetDbSchemas'), auth());
     expect(schemas.toArray().map((row) => row.toJSON())).toEqual([
-      { catalog_name: null, db_schema_name: 'main' },
+      { catalog_name: 'spice', db_schema_name: 'public' },
+      { catalog_name: 'spice', db_schema_name: 'runtime' },
     ]);
     const types = await fetchTable(stub, cmd('CommandGetTableTypes'), auth());
-    expect(types.toArray().map((row) => row.table_type)).toEqual(['TABLE']);
+    expect(types.toArray().map((row) => row.table_type)).toEqual(['TABLE', 'VIEW']);
     const info = await fetchTable(stub, cmd('CommandGetSqlInfo', { info: [0, 3, 504] }), auth());
     expect(info.toArray().map((row) => [row.info_name, row.value])).toEqual([
       [0, 'Ferry'],
@@ -199,18 +215,13 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     expect([value.typeId, value.mode]).toEqual([Type.Union, UnionMode.Dense]);
   });
 
-  it('the main schema the listing names is one both engines resolve', async () => {
-    const duck = await fetchTable(
-      stub,
-      cmd('CommandStatementQuery', { query: 'SELECT count(*) AS n FROM main.orders' }),
-      auth(),
-    );
-    const lite = await fetchTable(
-      stub,
-      cmd('CommandStatementQuery', { query: 'SELECT count(*) AS n FROM "main"."users"' }),
-      auth(),
-    );
-    expect([Number(duck.get(0)?.n), Number(lite.get(0)?.n)]).toEqual([40, 25]);
+  it('the names the listing gives (spice.public.<name>, public.<name>) resolve on both engines', async () => {
+    const count = async (query: string): Promise<number> =>
+      Number((await fetchTable(stub, cmd('CommandStatementQuery', { query }), auth())).get(0)?.n);
+    expect(await count('SELECT count(*) AS n FROM spice.public.orders')).toBe(40);
+    expect(await count('SELECT count(*) AS n FROM "spice"."public"."users"')).toBe(25);
+    expect(await count('SELECT count(*) AS n FROM public.orders')).toBe(40);
+    expect(await count('SELECT count(*) AS n FROM public.users')).toBe(25);
   });
 
   it('ListFlights lists the datasets by path, and each ticket streams the whole dataset', async () => {

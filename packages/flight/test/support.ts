@@ -75,6 +75,7 @@ function spicepod(
   aws: LocalAws,
   prefix: string,
   datasets: readonly Pick<DatasetSpec, 'name' | 'engine'>[],
+  extra: object = {},
 ): object {
   const params = {
     s3_endpoint: aws.endpoint,
@@ -100,6 +101,7 @@ function spicepod(
         snapshots: 'enabled',
       },
     })),
+    ...extra,
   };
 }
 
@@ -123,6 +125,8 @@ export async function serveDatasets(
     runtime?: RuntimeOptions;
     /** Datasets configured but never published (they wait for a first snapshot). */
     unpublished?: readonly string[];
+    /** More top-level spicepod keys (`views`, `runtime`). */
+    spicepod?: object;
   },
 ): Promise<Served> {
   const aws = await startLocalAws();
@@ -140,10 +144,12 @@ export async function serveDatasets(
   const logger = watchedLogger();
   const runtime = await createRuntime(
     {
-      object: spicepod(aws, options.prefix, [
-        ...datasets,
-        ...(options.unpublished ?? []).map((name) => ({ name, engine: 'duckdb' as const })),
-      ]),
+      object: spicepod(
+        aws,
+        options.prefix,
+        [...datasets, ...(options.unpublished ?? []).map((name) => ({ name, engine: 'duckdb' as const }))],
+        options.spicepod,
+      ),
       baseDir: dir,
     },
     { logger, dataDir: join(dir, 'data'), ...options.runtime },

@@ -37,8 +37,10 @@ import type {
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { Logger, LogLevel } from './logging.js';
 import type { DatasetCommand, InspectionEvent } from './protocol.js';
+import type { CacheCounters, CacheStatus } from './results-cache.js';
+import type { RuntimeTls } from './tls.js';
 
-export type { DatasetCommand, InspectionEvent };
+export type { CacheCounters, CacheStatus, DatasetCommand, InspectionEvent };
 
 export interface RuntimeOptions {
   /** Where logs go; default: pino JSON lines on stdout at `logLevel`. */
@@ -130,6 +132,11 @@ export interface RuntimeOptions {
 export interface QueryOptions {
   /** Wait for a dataset that is not serving yet instead of failing fast; default false. */
   readonly waitForReady?: boolean;
+  /**
+   * Do not answer from the results cache (Spice's `Cache-Control: no-cache`): the query runs, and
+   * its result is offered to the cache for the next ones. The result's `cache` is `bypass`.
+   */
+  readonly noCache?: boolean;
   /** With `waitForReady`, how long to wait; default 30 000 ms. */
   readonly readyTimeoutMs?: number;
   /** Cancels the query: it stops in its engine and rejects with `ERR_QUERY_CANCELLED`. */
@@ -161,6 +168,12 @@ export interface QueryProvenance {
   readonly snapshotId: number | null;
   /** The engine that ran it (`sqlite` for Turso files too): what `columns[].type` names are names of. */
   readonly engine: FileFormat;
+  /**
+   * The results cache's part (Spice's `Results-Cache-Status`): `hit` (answered from the cache),
+   * `miss` (ran; offered to the cache), `bypass` (`noCache`). Absent when the cache does not apply:
+   * it is off, or the statement reads no dataset or has a clock, a random source or a listing in it.
+   */
+  readonly cache?: CacheStatus;
 }
 
 export interface RuntimeQueryResult extends QueryResult, QueryProvenance {}
@@ -259,6 +272,8 @@ export interface RuntimeMetrics {
   readonly bootstraps: Readonly<Record<string, BootstrapMetrics>>;
   /** Per dataset: the snapshot failures its machine reported (each `error` event). */
   readonly failures: Readonly<Record<string, number>>;
+  /** The SQL results cache: lookups answered and not, bypasses, evictions, what it holds. */
+  readonly resultsCache: CacheCounters;
 }
 
 /** One `snapshots[]` entry of a dataset's metadata.json (as parsed), checked against the store. */
@@ -293,6 +308,12 @@ export interface SnapshotsOptions {
 export interface Runtime {
   /** The loaded configuration (secrets included: never log it whole). */
   readonly config: SpicepodConfig;
+  /**
+   * The spicepod's `runtime.tls` certificate and key (PEM), checked to work together: the HTTP and
+   * Flight servers started on this runtime serve TLS with them unless given their own, never
+   * plaintext. Undefined when the spicepod asks for no TLS.
+   */
+  readonly tls: RuntimeTls | undefined;
   /** Config errors of datasets that were refused (others run) and warnings. */
   readonly configErrors: readonly ConfigIssue[];
   readonly configWarnings: readonly ConfigIssue[];
@@ -318,6 +339,14 @@ export interface Runtime {
   inspect(listener: (event: InspectionEvent) => void): () => void;
   send(name: string, command: DatasetCommand): Promise<void>;
   metrics(): RuntimeMetrics;
+  /**
+   * The version the statement's result has now — what decides its rows (the statement, its
+   * parameters, the snapshot of every dataset it reads), hashed, as `resultVersion(sql, params,
+   * result.datasets)` gives it for a result — when it can be told without running it (the cache
+   * applies to the statement, it ran before, and every dataset it reads serves): a `/v1/sql`
+   * request whose `If-None-Match` holds it is answered 304. Undefined otherwise.
+   */
+  resultVersion(sql: string, params?: readonly JsonValue[]): string | undefined;
   /**
    * The dataset's snapshots: a fresh (conditional) read of its location's metadata.json by the
    * coordinator's shared reader, then one HEAD per listed entry through the coordinator's store for

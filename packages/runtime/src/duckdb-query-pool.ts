@@ -17,7 +17,12 @@
 
 import type { ResourceLimits } from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
-import type { DatasetRead, DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
+import type {
+  DatasetRead,
+  DuckDbNamespaceOptions,
+  NamespaceCatalog,
+  NamespaceTaskHistory,
+} from '@ferry/engines';
 import type { DuckDbWorkerData } from './duckdb-query-worker.js';
 import { ChannelClosedError, QueryTimeoutError } from './errors.js';
 import { type Logger, writeLog } from './logging.js';
@@ -144,6 +149,7 @@ export class DuckDbQueryPool {
   readonly #options: DuckDbQueryPoolOptions;
   readonly #workers: (QueryWorker | undefined)[];
   #catalog: NamespaceCatalog;
+  #taskHistory: NamespaceTaskHistory | undefined;
   #nextId = 1;
   #closing = false;
   #watchdog: NodeJS.Timeout | undefined;
@@ -155,13 +161,21 @@ export class DuckDbQueryPool {
   }
 
   #start(index: number): QueryWorker {
-    return new QueryWorker(
+    const worker = new QueryWorker(
       { namespace: this.#options.namespace(index), catalog: this.#catalog },
       this.#options.resourceLimits,
       this.#options.logger,
       () => this.#watch(),
       (worker, error) => this.#exited(index, worker, error),
     );
+    if (this.#taskHistory !== undefined) worker.post({ type: 'task-history', history: this.#taskHistory });
+    return worker;
+  }
+
+  /** Tells every worker the task history as it is now (before a query that reads it). */
+  setTaskHistory(history: NamespaceTaskHistory): void {
+    this.#taskHistory = history;
+    for (const worker of this.#workers) worker?.post({ type: 'task-history', history });
   }
 
   #exited(index: number, worker: QueryWorker, error: unknown): void {

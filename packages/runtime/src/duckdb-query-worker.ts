@@ -199,6 +199,22 @@ port.on('message', (message: HostToQueryWorker) => {
     case 'catalog':
       if (!closing) applyCatalog(message.catalog);
       break;
+    case 'task-history': {
+      if (closing) break;
+      const { history } = message;
+      // In the chain of catalog versions, and counted as pending: a query sent after it waits for it.
+      pending++;
+      catalogs = catalogs
+        .then(async () => (await ready).setTaskHistory(history))
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .finally(() => {
+          pending--;
+        });
+      break;
+    }
     case 'query':
       run(message);
       break;

@@ -1,12 +1,12 @@
 /**
  * The host's catalog of the SQL namespace: every configured dataset, its file format, its query
- * limits and the generation it serves now. Dataset threads announce generations; the host numbers
+ * limits and the generation it serves now, and the spicepod's views. Dataset threads announce generations; the host numbers
  * them (unique in the process, so a restarted thread's links never alias an earlier attachment),
  * versions the catalog, and hands each version to the query pools: pushed to the DuckDB workers,
  * and carried by every SQLite task as a version plus the catalog encoded once in a
  * SharedArrayBuffer (workers that block between tasks decode it only when the version moved).
  */
-import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration } from '@ferry/engines';
+import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, NamespaceView } from '@ferry/engines';
 import type { DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import type { AnnouncedGeneration } from './protocol.js';
 
@@ -46,9 +46,24 @@ export class QueryCatalog {
   #current: NamespaceCatalog | undefined;
   #shared: SharedCatalog | undefined;
 
-  constructor(registry: DatasetRegistry, onChange: (catalog: NamespaceCatalog) => void) {
+  readonly #views: readonly NamespaceView[];
+  readonly #taskHistory: boolean;
+
+  constructor(
+    registry: DatasetRegistry,
+    onChange: (catalog: NamespaceCatalog) => void,
+    views: readonly NamespaceView[] = [],
+    taskHistory = true,
+  ) {
     this.#registry = registry;
     this.#onChange = onChange;
+    this.#views = views;
+    this.#taskHistory = taskHistory;
+  }
+
+  /** The spicepod's views. */
+  get views(): readonly NamespaceView[] {
+    return this.#views;
   }
 
   /** A dataset thread announced what it serves now (`null`: nothing). */
@@ -78,6 +93,11 @@ export class QueryCatalog {
     this.#onChange(this.current());
   }
 
+  /** The snapshot a dataset serves now, as announced; undefined while it serves none. */
+  snapshotOf(name: string): number | undefined {
+    return this.#generations.get(name)?.snapshotId;
+  }
+
   /** The file format of a dataset's snapshots: configured, else the one its generation has. */
   engineOf(entry: DatasetEntry): NamespaceDataset['engine'] {
     return entry.config?.fileEngine ?? this.#generations.get(entry.name)?.engine;
@@ -86,6 +106,8 @@ export class QueryCatalog {
   current(): NamespaceCatalog {
     this.#current ??= {
       version: this.#version,
+      ...(this.#views.length === 0 ? {} : { views: this.#views }),
+      ...(this.#taskHistory ? {} : { taskHistory: false }),
       datasets: [...this.#registry.entries()].map((entry): NamespaceDataset => {
         const generation = this.#generations.get(entry.name);
         const limits = entry.config?.queryLimits;

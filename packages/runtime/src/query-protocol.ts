@@ -11,6 +11,7 @@ import {
   type DatasetRead,
   type NamespaceCatalog,
   NamespaceTableError,
+  type NamespaceTaskHistory,
   type RowsOutcome,
 } from '@ferry/engines';
 import type { LogRecord } from './logging.js';
@@ -60,6 +61,8 @@ export type QueryMode = 'rows' | 'batches';
 
 export type HostToQueryWorker =
   | { readonly type: 'catalog'; readonly catalog: NamespaceCatalog }
+  /** `spice.runtime.task_history` as the host keeps it now (sent before a query that reads it). */
+  | { readonly type: 'task-history'; readonly history: NamespaceTaskHistory }
   | {
       readonly type: 'query';
       readonly id: number;

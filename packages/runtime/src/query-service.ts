@@ -23,6 +23,8 @@ import {
   type DatasetRead,
   type DuckDbNamespaceOptions,
   type NamespaceCatalog,
+  type NamespaceTaskHistory,
+  needsDuckDb,
   statementShape,
 } from '@ferry/engines';
 import { Table } from 'apache-arrow';
@@ -188,10 +190,20 @@ export class QueryService {
     return this.#sqlite;
   }
 
-  /** Statements go to DuckDB first unless every dataset is known to be SQLite. */
-  #firstEngine(): 'duckdb' | 'sqlite' {
+  /**
+   * Statements go to DuckDB first unless every dataset is known to be SQLite — and then too when
+   * only DuckDB can answer them (a listing, a view, the runtime's tables: spice-names.ts).
+   */
+  #firstEngine(sql: string): 'duckdb' | 'sqlite' {
     const engines = [...this.#registry.entries()].map((entry) => this.#catalog.engineOf(entry));
-    return engines.length > 0 && engines.every((engine) => engine === 'sqlite') ? 'sqlite' : 'duckdb';
+    const sqlite = engines.length > 0 && engines.every((engine) => engine === 'sqlite');
+    if (!sqlite) return 'duckdb';
+    return needsDuckDb(
+      sql,
+      this.#catalog.views.map((view) => view.name),
+    )
+      ? 'duckdb'
+      : 'sqlite';
   }
 
   /**
@@ -257,7 +269,7 @@ export class QueryService {
         const waiting = this.#ensureServing(plan.datasets, options, asked);
         if (waiting !== undefined) await waiting;
       }
-      const engine = plan?.engine ?? this.#firstEngine();
+      const engine = plan?.engine ?? this.#firstEngine(sql);
       const answer = await run(engine, plan, known.shape);
       const shared = answer.kind !== 'started' && answer.shared === true;
       if (answer.kind === 'reroute') {
@@ -501,6 +513,12 @@ export class QueryService {
       cancel: () => stream.fail(new QueryCancelledError('cancel() was called')),
       ...provenance(stream.read, engine),
     };
+  }
+
+  /** Hands the DuckDB workers the task history as it is now (a query after this reads it). */
+  async setTaskHistory(history: NamespaceTaskHistory): Promise<void> {
+    await this.#pools();
+    this.#duckdbPool().setTaskHistory(history);
   }
 
   /** Queries the pools have not answered yet. */

@@ -70,7 +70,7 @@ export class RuntimeMetricsCounter {
   }
 
   /** A copy: later counts do not change it. */
-  snapshot(): RuntimeMetrics {
+  snapshot(): Omit<RuntimeMetrics, 'resultsCache'> {
     return structuredClone({
       swaps: this.#swaps,
       polls: this.#polls,

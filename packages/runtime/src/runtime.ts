@@ -49,12 +49,14 @@ import type {
   HostToDataset,
 } from './protocol.js';
 import { QueryCatalog } from './query-catalog.js';
+import { QueryFront } from './query-front.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
+import { redactingLogger } from './redaction.js';
 import { RpcClient } from './rpc.js';
 import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { LiveStatus } from './shared-slots.js';
-import { loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
+import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { livePathFor } from './stores.js';
 import {
   type CrashDrill,
@@ -75,11 +77,14 @@ export async function createRuntime(
   const env = options.env ?? process.env;
   const logger = options.logger ?? defaultLogger(options.logLevel);
   const pod = await loadSpicepodSource(source, env, logger);
-  return new HostRuntime(pod.config, pod.datasets, pod.errors, pod.warnings, pod.baseDir, logger, options);
+  // From here on no log line shows a secret the spicepod's references resolved to.
+  const safe = redactingLogger(logger, pod.config.secretReferences);
+  return new HostRuntime(pod, safe, options);
 }
 
 class HostRuntime implements Runtime {
   readonly config: Runtime['config'];
+  readonly tls: Runtime['tls'];
   readonly configErrors: readonly ConfigIssue[];
   readonly configWarnings: readonly ConfigIssue[];
   readonly [TEST_HOOKS]: RuntimeTestHooks;
@@ -92,6 +97,7 @@ class HostRuntime implements Runtime {
   readonly #inspection: InspectionHub;
   readonly #catalog: QueryCatalog;
   readonly #queries: QueryService;
+  readonly #front: QueryFront;
   #coordinator!: Worker;
   #coordinatorRpc!: RpcClient<HostToCoordinator>;
   readonly #coordinatorData: Omit<CoordinatorWorkerData, 'incarnationBase'>;
@@ -106,16 +112,10 @@ class HostRuntime implements Runtime {
   }
   #closing: Promise<void> | undefined;
 
-  constructor(
-    config: Runtime['config'],
-    datasets: readonly DatasetConfig[],
-    errors: readonly ConfigIssue[],
-    warnings: readonly ConfigIssue[],
-    baseDir: string,
-    logger: Logger,
-    options: RuntimeOptions,
-  ) {
+  constructor(pod: LoadedSpicepod, logger: Logger, options: RuntimeOptions) {
+    const { config, datasets, errors, warnings, baseDir } = pod;
     this.config = config;
+    this.tls = pod.tls;
     this.configErrors = errors;
     this.configWarnings = warnings;
     this.#logger = logger;
@@ -133,13 +133,19 @@ class HostRuntime implements Runtime {
       for (const entry of this.#registry.entries()) this.#tellInspecting(entry);
     });
     const dataDir = resolve(baseDir, options.dataDir ?? '.ferry/data');
-    this.#catalog = new QueryCatalog(this.#registry, (catalog) => this.#queries.setCatalog(catalog));
+    this.#catalog = new QueryCatalog(
+      this.#registry,
+      (catalog) => this.#queries.setCatalog(catalog),
+      config.views.map((view) => ({ name: view.name, sql: view.sql })),
+      config.taskHistory.enabled,
+    );
     this.#queries = new QueryService(
       this.#registry,
       this.#catalog,
       queryServiceOptions(options, datasets, baseDir, dataDir),
       logger,
     );
+    this.#front = new QueryFront(this.#queries, this.#catalog, config.resultsCache, config.taskHistory);
     const files = Object.fromEntries(
       datasets.map((dataset) => {
         const livePath = livePathFor(dataset, baseDir, dataDir);
@@ -324,6 +330,8 @@ class HostRuntime implements Runtime {
         break;
       case 'generation':
         this.#catalog.announce(entry, message.current);
+        // A swap retires at once the cached results that read the dataset's previous snapshot.
+        this.#front.retire(entry.name, message.current?.snapshotId ?? null);
         break;
       case 'downloaded':
         // Downloaded while nothing is served: this thread is bootstrapping from the store.
@@ -388,7 +396,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#queries.query(sql, params, options);
+    return this.#front.query(sql, params, options);
   }
 
   async queryArrow(
@@ -397,7 +405,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#queries.queryArrow(sql, params, options);
+    return this.#front.queryArrow(sql, params, options);
   }
 
   async queryStream(
@@ -406,7 +414,7 @@ class HostRuntime implements Runtime {
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#queries.queryStream(sql, params, options);
+    return this.#front.queryStream(sql, params, options);
   }
 
   on<K extends keyof RuntimeEvents>(event: K, listener: (payload: RuntimeEvents[K]) => void): () => void {
@@ -434,7 +442,11 @@ class HostRuntime implements Runtime {
       counts.unchanged = (counts.unchanged ?? 0) + unposted;
       polls[entry.name] = counts;
     }
-    return metrics;
+    return { ...metrics, resultsCache: this.#front.cacheCounters() };
+  }
+
+  resultVersion(sql: string, params: readonly JsonValue[] = []): string | undefined {
+    return this.#front.resultVersion(sql, params);
   }
 
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {
@@ -476,6 +488,7 @@ class HostRuntime implements Runtime {
       entry.rpc?.close('closed');
       entry.port?.close();
     }
+    this.#front.close();
     await this.#queries.close(new RuntimeClosedError());
   }
 }

@@ -1,7 +1,9 @@
 /**
  * Loading a spicepod for `createRuntime()`: from a path (read here, relative params resolve against
- * its folder) or inline (YAML text or an object). Config warnings and the errors of refused
- * datasets are logged once here; a fatal (pod-level) error throws `ConfigError`.
+ * its folder) or inline (YAML text or an object); the files it names (views' `sql_ref`, TLS files,
+ * dotenv files) are read beside it. Config warnings and the errors of refused datasets and views
+ * are logged once here; a fatal (pod-level) error — TLS that cannot work among them — throws
+ * `ConfigError`.
  */
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
@@ -15,6 +17,8 @@ import {
   throwIfFatal,
 } from '@ferry/core';
 import type { Logger } from './logging.js';
+import { spicepodFileReader } from './spicepod-files.js';
+import { type RuntimeTls, runtimeTls } from './tls.js';
 
 /** A spicepod given inline: YAML (or JSON) text, or the parsed object. */
 export interface SpicepodSource {
@@ -34,6 +38,8 @@ export interface LoadedSpicepod {
   readonly warnings: readonly ConfigIssue[];
   /** The folder relative paths resolve against. */
   readonly baseDir: string;
+  /** `runtime.tls`'s certificate and key, checked to work together. */
+  readonly tls: RuntimeTls | undefined;
 }
 
 async function read(
@@ -58,12 +64,21 @@ async function read(
         { cause: error },
       );
     }
-    return { load: loadSpicepod(text, { file: basename(path), env }), baseDir: dirname(path) };
+    const baseDir = dirname(path);
+    return {
+      load: loadSpicepod(text, { file: basename(path), env, readFile: spicepodFileReader(baseDir) }),
+      baseDir,
+    };
   }
   const text = source.yaml ?? JSON.stringify(source.object ?? {});
+  const baseDir = resolve(source.baseDir ?? '.');
   return {
-    load: loadSpicepod(text, { file: source.file ?? 'spicepod.yaml', env }),
-    baseDir: resolve(source.baseDir ?? '.'),
+    load: loadSpicepod(text, {
+      file: source.file ?? 'spicepod.yaml',
+      env,
+      readFile: spicepodFileReader(baseDir),
+    }),
+    baseDir,
   };
 }
 
@@ -75,6 +90,7 @@ export async function loadSpicepodSource(
 ): Promise<LoadedSpicepod> {
   const { load, baseDir } = await read(source, env);
   const config = throwIfFatal(load);
+  const tls = runtimeTls(config);
   for (const issue of load.warnings) {
     logger.warn({ component: 'config', path: issue.path }, issue.message);
   }
@@ -84,9 +100,10 @@ export async function loadSpicepodSource(
         component: 'config',
         path: issue.path,
         ...(issue.dataset === undefined ? {} : { dataset: issue.dataset }),
+        ...(issue.view === undefined ? {} : { view: issue.view }),
       },
       issue.message,
     );
   }
-  return { config, datasets: load.datasets, errors: load.errors, warnings: load.warnings, baseDir };
+  return { config, datasets: load.datasets, errors: load.errors, warnings: load.warnings, baseDir, tls };
 }

@@ -15,6 +15,7 @@ import { RuntimeEventEmitter } from '../src/events.js';
 import { InspectionHub } from '../src/inspection-hub.js';
 import { levelWanted, lowestLevel } from '../src/log-levels.js';
 import { defaultLogger, memoryLogger } from '../src/logging.js';
+import { redactingLogger } from '../src/redaction.js';
 import { RuntimeMetricsCounter } from '../src/runtime-metrics.js';
 import { sdkNoticeOnce } from '../src/sdk-notice.js';
 import { LiveStatus, PublishedVersions } from '../src/shared-slots.js';
@@ -213,5 +214,43 @@ describe('DatasetRegistry readiness', () => {
     expect(() => registry.get('zz')).toThrow(
       "Table 'zz' is not a dataset of this runtime; the datasets are: a, b.",
     );
+  });
+});
+
+describe('redactingLogger', () => {
+  it('puts the reference in place of every resolved secret: message, string fields, errors', () => {
+    const records = memoryLogger();
+    const logger = redactingLogger(records, [
+      { value: 'sk-very-secret', reference: `\${secrets:API_KEY}` },
+      {
+        value: 'https://sqs.us-east-1.amazonaws.com/123456789012/private-queue',
+        reference: `\${secrets:QUEUE}`,
+      },
+    ]);
+    const failure = Object.assign(
+      new Error('GET https://sqs.us-east-1.amazonaws.com/123456789012/private-queue failed'),
+      {
+        code: 'ECONNREFUSED',
+      },
+    );
+    logger.warn(
+      { component: 'x', key: 'sk-very-secret', count: 3, err: failure },
+      'key sk-very-secret was refused',
+    );
+    const [record] = records.records;
+    expect(record?.message).toBe(`key \${secrets:API_KEY} was refused`);
+    expect(record?.fields).toMatchObject({ component: 'x', key: `\${secrets:API_KEY}`, count: 3 });
+    const err = (record?.fields as { err: Error & { code?: string } } | undefined)?.err as Error & {
+      code?: string;
+    };
+    expect(err.message).toBe(`GET \${secrets:QUEUE} failed`);
+    expect(err.code).toBe('ECONNREFUSED');
+    expect(JSON.stringify(records.records)).not.toContain('sk-very-secret');
+    expect(err.stack).not.toContain('private-queue');
+  });
+
+  it('is the logger itself when no secret was resolved', () => {
+    const records = memoryLogger();
+    expect(redactingLogger(records, [])).toBe(records);
   });
 });

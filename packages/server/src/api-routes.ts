@@ -4,17 +4,21 @@
  *
  *   GET  /health                                     ok (no API key)
  *   GET  /v1/ready                                   ready | 503 not ready: …
- *   POST /v1/sql                                     rows, in the format `Accept` picks (Arrow: streamed)
+ *   POST /v1/sql                                     rows, in the format `Accept` picks (Arrow: streamed);
+ *                                                    Spice's cache headers, an ETag (If-None-Match: 304)
  *   GET  /v1/datasets                                ?status=true ?format=csv ?source=…
+ *   GET  /v1/views                                   the spicepod's views; ?format=csv
  *   POST /v1/datasets/:name/commands                 Ferry's machine commands
  *   POST /v1/datasets/:name/acceleration/refresh     a poll now (Spice)
  *   GET  /v1/datasets/:name/acceleration/snapshots   ?limit=N (Spice's SnapshotSummary)
  *   GET  /v1/status                                  the endpoints served; ?format=csv
  *   GET  /metrics                                    Prometheus text format
  */
+import type { JsonValue } from '@ferry/core';
 import type { SqlDialect } from '@ferry/engines';
 import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
 import { runCommand } from './commands.js';
 import { datasetView, isServing } from './dataset-view.js';
 import { BadRequestError } from './errors.js';
@@ -132,7 +136,14 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     url: '/v1/ready',
     config: { public: true },
     handler: (request, reply) => {
-      const pending = runtime.datasets().filter((info) => !isServing(info));
+      // Spice's runtime.ready_state: on_load (default) waits for every dataset to serve;
+      // on_registration only for every dataset to have started (served, failed or waiting).
+      const registered = runtime.config.readyState === 'on_registration';
+      const pending = runtime
+        .datasets()
+        .filter((info) =>
+          registered ? info.state === 'starting' || info.state === 'stopped' : !isServing(info),
+        );
       reply.type('text/plain; charset=utf-8');
       if (pending.length === 0) return reply.send('ready');
       if (!request.keyAccepted) return reply.code(503).send('not ready');
@@ -151,14 +162,20 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const accepted = request.accepts().type([...SQL_MEDIA_TYPES]);
       const type: SqlMediaType =
         typeof accepted === 'string' ? (accepted as SqlMediaType) : 'application/json';
-      const signal = clientGone(reply);
+      reply.header('vary', 'Accept');
+      // A client holding the answer as it is now is told so, and the query does not run.
+      const version = runtime.resultVersion(sql, params as JsonValue[]);
+      if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
+        return reply.code(304).header('etag', entityTag(version, type)).send();
+      }
+      const queryOptions = { signal: clientGone(reply), noCache: bypassesCache(request.headers) };
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
-      reply.header('vary', 'Accept');
       try {
-        const answer = await answerSql(runtime, sql, params, type, signal, options.sqlLimits);
+        const answer = await answerSql(runtime, sql, params, type, queryOptions, options.sqlLimits);
         outcome = 'ok';
         provenanceHeaders(reply, answer.provenance);
+        cacheHeaders(reply, sql, params as JsonValue[], answer.provenance, type);
         return reply.type(answer.contentType).send(answer.body);
       } finally {
         metrics.observeQuery((performance.now() - started) / 1000, outcome);
@@ -184,10 +201,27 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const infos = runtime
         .datasets()
         .filter((info) => query.source === undefined || info.from?.split(':')[0] === query.source);
-      const view = { status: query.status === true };
+      const view = { status: query.status === true, secrets: runtime.config.secretReferences };
       const items = infos.map((info) => datasetView(info, view));
       const columns = Object.keys(datasetView(TEMPLATE_INFO, view));
       return sendList(reply, query.format, columns, items as unknown as Record<string, unknown>[]);
+    },
+  });
+
+  // The spicepod's views (Spice lists them in no route of its own): name, description, SQL, dependsOn.
+  route({
+    method: 'GET',
+    url: '/v1/views',
+    schema: { querystring: FORMAT_QUERY },
+    handler: (request, reply) => {
+      const { format } = request.query as { format?: string };
+      const items = runtime.config.views.map((view) => ({
+        name: view.name,
+        description: view.description ?? null,
+        sql: view.sql,
+        dependsOn: format === 'csv' ? view.dependsOn.join(' ') : view.dependsOn,
+      }));
+      return sendList(reply, format, ['name', 'description', 'sql', 'dependsOn'], items);
     },
   });
 

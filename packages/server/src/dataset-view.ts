@@ -4,6 +4,7 @@
  * `?status=true` a Spice `status`), then Ferry's (times as ISO-8601 strings, `null` where there is
  * nothing to report). `ferry status` reads it.
  */
+import { redactSecrets, type SecretReference } from '@ferry/core';
 import type { DatasetInfo } from '@ferry/runtime';
 
 /** Spice's dataset status values (`Disabled` never applies: every Ferry dataset is accelerated). */
@@ -75,9 +76,13 @@ export function spiceStatus(info: DatasetInfo): SpiceDatasetStatus {
   }
 }
 
-export function datasetView(info: DatasetInfo, options: { readonly status?: boolean } = {}): DatasetView {
+export function datasetView(
+  info: DatasetInfo,
+  options: { readonly status?: boolean; readonly secrets?: readonly SecretReference[] } = {},
+): DatasetView {
   const status = info.status;
   const statusError = status?.lastError ?? null;
+  const lastError = info.error ?? statusError?.message ?? null;
   return {
     from: info.from ?? null,
     name: info.name,
@@ -92,7 +97,8 @@ export function datasetView(info: DatasetInfo, options: { readonly status?: bool
     snapshotTime: iso(status?.servingTimestampMs),
     lastPollTime: iso(status?.lastPollAtMs),
     lastPollResult: status?.lastPollResult ?? null,
-    lastError: info.error ?? statusError?.message ?? null,
+    // An error may quote a value that came from a secret: the reference is shown instead.
+    lastError: lastError === null ? null : redactSecrets(lastError, options.secrets ?? []),
     lastErrorCode: info.error === undefined ? (statusError?.code ?? null) : null,
   };
 }

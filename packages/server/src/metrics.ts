@@ -184,6 +184,63 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
     },
   });
 
+  // The SQL results cache, under Spice's names (its `results_cache` meter), and Ferry's misses and evictions.
+  const cache = () => counters().resultsCache;
+  const cacheMetric = (
+    kind: typeof Counter | typeof Gauge,
+    name: string,
+    help: string,
+    value: (counts: ReturnType<typeof cache>) => number,
+  ): void => {
+    new kind({
+      name,
+      help,
+      registers,
+      collect(this: Counter | Gauge) {
+        this.reset();
+        this.inc(value(cache()));
+      },
+    });
+  };
+  cacheMetric(
+    Counter,
+    'results_cache_request_count',
+    'Lookups of the SQL results cache.',
+    (c) => c.hits + c.misses,
+  );
+  cacheMetric(
+    Counter,
+    'results_cache_hit_count',
+    'Lookups answered from the SQL results cache.',
+    (c) => c.hits,
+  );
+  cacheMetric(
+    Counter,
+    'ferry_results_cache_misses_total',
+    'Lookups the SQL results cache could not answer.',
+    (c) => c.misses,
+  );
+  cacheMetric(
+    Counter,
+    'ferry_results_cache_bypasses_total',
+    'Queries that asked not to be answered from the cache (Cache-Control: no-cache).',
+    (c) => c.bypasses,
+  );
+  cacheMetric(
+    Counter,
+    'ferry_results_cache_evictions_total',
+    'Results evicted to keep the cache within its max_size.',
+    (c) => c.evictions,
+  );
+  cacheMetric(Gauge, 'results_cache_item_count', 'Results held by the SQL results cache.', (c) => c.entries);
+  cacheMetric(Gauge, 'results_cache_size', 'Bytes held by the SQL results cache.', (c) => c.bytes);
+  cacheMetric(
+    Gauge,
+    'results_cache_max_size',
+    'The largest size of the SQL results cache, in bytes (max_size).',
+    (c) => c.maxBytes,
+  );
+
   return {
     registry,
     contentType: registry.contentType,

@@ -11,11 +11,13 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fastifyAccepts from '@fastify/accepts';
+import { redactSecrets } from '@ferry/core';
 import { apiKeyCheck, type Logger, type Runtime } from '@ferry/runtime';
 import { Ajv } from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { apiRoutes, type StatusEndpoint } from './api-routes.js';
 import { requestKeyChecker } from './auth.js';
+import { corsStep } from './cors.js';
 import { MethodNotAllowedError, RouteNotFoundError, requestError, UnauthorizedError } from './errors.js';
 import { errorResponse } from './http.js';
 import { createServerMetrics } from './metrics.js';
@@ -50,8 +52,17 @@ export interface ServerOptions {
   readonly maxResultRows?: number;
   /** Bytes of Arrow data one `POST /v1/sql` answer may hold, likewise; default 0: no cap. */
   readonly maxResultBytes?: number;
-  /** Serve HTTPS with this PEM certificate chain and key (their contents, not paths); default plain HTTP. */
+  /**
+   * Serve HTTPS with this PEM certificate chain and key (their contents, not paths). Default: the
+   * spicepod's `runtime.tls` (`Runtime.tls`), else plain HTTP.
+   */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /**
+   * `createRequestHandler` only: the node:http server it is mounted in serves TLS (or sits behind
+   * one that does). Required when the spicepod sets `runtime.tls`, which must never be served in
+   * plaintext.
+   */
+  readonly externalTls?: boolean;
 }
 
 export interface RequestHandler {
@@ -105,14 +116,20 @@ interface Built {
   readonly open: OpenRequests;
 }
 
+/** The certificate and key to serve with: the server's own, else the spicepod's `runtime.tls`. */
+function tlsOf(runtime: Runtime, options: ServerOptions): ServerOptions['tls'] {
+  return options.tls ?? runtime.tls;
+}
+
 function buildApp(runtime: Runtime, options: ServerOptions): Built {
   const keys = apiKeyCheck(runtime.config, [options.apiKey]);
+  const tls = tlsOf(runtime, options);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const authorized = keys.required ? requestKeyChecker(keys) : undefined;
   const logger = options.logger;
   const open = new OpenRequests();
   const app = Fastify({
-    ...(options.tls === undefined ? {} : { https: { cert: options.tls.cert, key: options.tls.key } }),
+    ...(tls === undefined ? {} : { https: { cert: tls.cert, key: tls.key } }),
     bodyLimit: maxBodyBytes,
     routerOptions: { maxParamLength: 1024 },
     logger: false,
@@ -131,7 +148,9 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
       requestError(error, maxBodyBytes, request.routeOptions.config.hint),
     );
     if (status === 500) logServerError(request, error);
-    return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body);
+    // No answer shows a secret the spicepod's references resolved to.
+    const safe = { ...body, error: redactSecrets(body.error, runtime.config.secretReferences) };
+    return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(safe);
   };
 
   app.register(fastifyAccepts);
@@ -140,7 +159,10 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     sendError(request, reply, new RouteNotFoundError(request.method, request.url.split('?')[0] ?? '/')),
   );
   app.decorateRequest('keyAccepted', true);
+  // The spicepod's runtime.cors: allowed origins' answers carry CORS headers; preflights need no key.
+  const cors = runtime.config.cors === undefined ? undefined : corsStep(runtime.config.cors);
   app.addHook('onRequest', async (request, reply) => {
+    if (cors?.(request, reply) === true) return reply;
     if (authorized === undefined || request.is404) return;
     if (request.routeOptions.config.public === true) {
       request.keyAccepted = authorized(request.raw);
@@ -200,6 +222,11 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
 
 /** The server as a plain node:http request listener (requests wait until it is ready). */
 export function createRequestHandler(runtime: Runtime, options: ServerOptions = {}): RequestHandler {
+  if (runtime.tls !== undefined && options.externalTls !== true) {
+    throw new TypeError(
+      'The spicepod sets runtime.tls, so its API must not be served in plaintext, and createRequestHandler cannot add TLS to a server it does not own; mount the handler in an https server (or behind one) and pass { externalTls: true }, or serve it with startServer().',
+    );
+  }
   const { app, open } = buildApp(runtime, options);
   const ready = Promise.resolve(app.ready());
   ready.catch((error: unknown) => {
@@ -244,7 +271,7 @@ export async function startServer(runtime: Runtime, options: ServerOptions = {})
     return closing;
   };
   return {
-    url: `${options.tls === undefined ? 'http' : 'https'}://${urlHost}:${address.port}`,
+    url: `${tlsOf(runtime, options) === undefined ? 'http' : 'https'}://${urlHost}:${address.port}`,
     host: address.address,
     port: address.port,
     server,

@@ -88,16 +88,16 @@ export async function answerSql(
   sql: string,
   params: readonly JsonValue[],
   type: SqlMediaType,
-  signal: AbortSignal,
+  options: { readonly signal: AbortSignal; readonly noCache?: boolean },
   limits: SqlLimits = {},
 ): Promise<SqlAnswer> {
   if (type === 'text/plain') {
-    const result = await runtime.query(sql, params, { signal });
+    const result = await runtime.query(sql, params, options);
     const columns = result.columns.map((column) => column.name);
     return { contentType: CONTENT_TYPES[type], body: toTextTable(columns, result.rows), provenance: result };
   }
   const stream = await runtime.queryStream(sql, params, {
-    signal,
+    ...options,
     ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }),
   });
   const batches = limited(stream, limits);

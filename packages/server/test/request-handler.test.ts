@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TLS_FIXTURE } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRequestHandler, type RequestHandler, type Route } from '../src/index.js';
 import { fixtureDir, request, type Served, serve, spicepod, sql } from './helpers.js';
@@ -91,5 +92,35 @@ describe('createRequestHandler in a server the caller owns', () => {
     await started;
     handler.abortAll();
     expect(await response.text()).toBe('open\nclosed\n');
+  });
+});
+
+describe('a spicepod with runtime.tls', () => {
+  let served: Served;
+  let storeDir: string;
+
+  beforeAll(async () => {
+    const store = await fixtureDir();
+    storeDir = store.dir;
+    const tls = `runtime:\n  tls:\n    enabled: true\n    certificate_file: ${TLS_FIXTURE.cert}\n    key_file: ${TLS_FIXTURE.key}\n`;
+    served = await serve(`${spicepod({ location: store.location, interval: '1h' })}${tls}`);
+  });
+
+  afterAll(async () => {
+    await served?.close();
+    await rm(storeDir, { recursive: true, force: true });
+  });
+
+  it('is served over HTTPS by startServer with no tls option, never plaintext', async () => {
+    expect(served.runtime.tls?.cert.toString()).toContain('BEGIN CERTIFICATE');
+    expect(served.server.url).toMatch(/^https:\/\//);
+    await expect(fetch(`${served.server.url.replace('https:', 'http:')}/health`)).rejects.toThrow();
+  });
+
+  it('is not mounted by createRequestHandler unless the caller says its server has TLS', () => {
+    expect(() => createRequestHandler(served.runtime)).toThrow(
+      'The spicepod sets runtime.tls, so its API must not be served in plaintext, and createRequestHandler cannot add TLS to a server it does not own; mount the handler in an https server (or behind one) and pass { externalTls: true }, or serve it with startServer().',
+    );
+    expect(typeof createRequestHandler(served.runtime, { externalTls: true })).toBe('function');
   });
 });

@@ -27,7 +27,9 @@ Options:
       --flight HOST:PORT      Arrow Flight / Flight SQL address; default 127.0.0.1:50051
       --no-flight             Do not serve Arrow Flight
       --tls-cert FILE         Serve HTTPS and Flight over TLS with this PEM certificate chain
-      --tls-key FILE          ... and this PEM private key (both or neither)
+      --tls-key FILE          ... and this PEM private key (both or neither); without them,
+                              the spicepod's runtime.tls applies (a pod with TLS is never
+                              served in plaintext)
       --api-key-env NAME      Require the API key held in environment variable NAME
                               (X-API-Key or 'Authorization: Bearer <key>') on every route
                               but /health, /v1/ready and the inspector page's static files;
@@ -102,20 +104,22 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
           example: '127.0.0.1:50051',
         });
   const tls = await readTls(parsed);
-  const logger = createCliLogger({ sink: io.stderr, format, level });
+  const cliLogger = createCliLogger({ sink: io.stderr, format, level });
   // Installed before anything starts, so a signal during startup still shuts down cleanly.
   const shutdown = io.waitForShutdown();
 
   // Loaded on use, so `ferry validate` and `--help` start without the engines' native modules.
-  const { apiKeyCheck, createRuntime } = await import('@ferry/runtime');
+  const { apiKeyCheck, createRuntime, redactingLogger } = await import('@ferry/runtime');
   const { inspectorRoutes, startServer, startStatelyBridge } = await import('@ferry/server');
   const { startFlightServer } = await import('@ferry/flight');
   const runtime: Runtime = await createRuntime(spicepod, {
-    logger,
+    logger: cliLogger,
     logLevel: level,
     env: io.env,
     ...(dataDir === undefined ? {} : { dataDir: resolve(dataDir) }),
   });
+  // The servers' log lines never show a secret the spicepod's references resolved to either.
+  const logger = redactingLogger(cliLogger, runtime.config.secretReferences);
   // Started before anything is awaited, so the bridge sees each dataset machine being created.
   const bridge: StatelyBridge | undefined =
     inspectUrl === undefined ? undefined : startStatelyBridge(runtime, { url: inspectUrl, logger });
@@ -178,6 +182,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       datasets: runtime.datasets().length,
       auth: auth.required,
       apiKeys: auth.count,
+      tls: tls !== undefined || runtime.tls !== undefined,
     },
     `Serving ${runtime.datasets().length} dataset(s) on ${server.url}`,
   );

@@ -4,7 +4,10 @@
  * error, else `ok: N datasets` and exit 0.
  */
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { loadSpicepod } from '@ferry/core';
+import { spicepodFileReader } from '@ferry/runtime/spicepod-files';
+import { tlsProblem } from '@ferry/runtime/tls';
 import { expectPositionals, type Parsed } from '../args.js';
 import type { CliIo, Command } from '../command.js';
 import { SpicepodReadError } from '../errors.js';
@@ -12,7 +15,9 @@ import { SpicepodReadError } from '../errors.js';
 const HELP = `Usage: ferry validate <spicepod.yaml>
 
 Check a spicepod the way 'ferry serve' loads it and print every problem, each naming the
-key and the fix. Secrets (\${secrets:NAME}, \${env:NAME}) are read from the environment.
+key and the fix. Secrets (\${secrets:NAME}, \${env:NAME}) are read from the environment (and
+the .env files Spice reads); the files it names (views' sql_ref, runtime.tls) are read beside it,
+and the TLS certificate and key are checked to work together.
 
 Exit status: 0 when valid (prints "ok: N datasets"), 1 when there is any error, 2 on a usage error.
 
@@ -32,16 +37,25 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   } catch (error) {
     throw new SpicepodReadError(file, { cause: error });
   }
-  const load = loadSpicepod(text, { file, env: io.env });
-  for (const issue of load.errors) io.stdout.write(`error: ${issue.message}\n`);
+  const load = loadSpicepod(text, {
+    file,
+    env: io.env,
+    readFile: spicepodFileReader(dirname(resolve(file))),
+  });
+  const tls = load.config === undefined ? undefined : tlsProblem(load.config);
+  const errors = [...load.errors.map((issue) => issue.message), ...(tls === undefined ? [] : [tls])];
+  for (const message of errors) io.stdout.write(`error: ${message}\n`);
   for (const issue of load.warnings) io.stdout.write(`warning: ${issue.message}\n`);
-  if (load.errors.length > 0) {
+  if (errors.length > 0) {
     io.stdout.write(
-      `invalid: ${plural(load.errors.length, 'error')}, ${plural(load.warnings.length, 'warning')}\n`,
+      `invalid: ${plural(errors.length, 'error')}, ${plural(load.warnings.length, 'warning')}\n`,
     );
     return 1;
   }
-  io.stdout.write(`ok: ${plural(load.datasets.length, 'dataset')}\n`);
+  const views = load.config?.views.length ?? 0;
+  io.stdout.write(
+    `ok: ${plural(load.datasets.length, 'dataset')}${views === 0 ? '' : `, ${plural(views, 'view')}`}\n`,
+  );
   return 0;
 }
 

@@ -11,6 +11,7 @@ import { type Location, parseLocation } from '../location.js';
 import { parseByteSize } from './byte-size.js';
 import { closest, type Reporter } from './issues.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
+import type { SecretSource } from './secrets.js';
 import type {
   BootstrapOnFailure,
   DatasetConfig,
@@ -19,7 +20,7 @@ import type {
   S3Settings,
   SnapshotsMode,
 } from './types.js';
-import { type Env, isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
+import { isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
 
 export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
 
@@ -44,7 +45,8 @@ export interface DatasetDraft {
   readonly config?: DatasetConfig;
 }
 
-const NAME = /^[A-Za-z0-9_]{1,128}$/;
+/** A dataset (or view) name: a table name in every engine and a path segment. */
+export const NAME = /^[A-Za-z0-9_]{1,128}$/;
 const SNAPSHOT_ENGINES: readonly EngineName[] = ENGINE_NAMES;
 const NON_FILE_ENGINES = ['arrow', 'postgres'];
 const UNSUPPORTED_ENGINES = ['cayenne'];
@@ -146,7 +148,7 @@ export const FILE_FORMAT_PARAMS = ['file_format', ...S3_PARAM_KEYS];
 
 export interface DatasetContext {
   readonly pod: PodSnapshots;
-  readonly env: Env;
+  readonly secrets: SecretSource;
 }
 
 export function readDataset(
@@ -290,7 +292,7 @@ function readRefreshModeDataset(
   entry: Record<string, unknown>,
   from: string | undefined,
   accel: Record<string, unknown>,
-  { pod, env }: DatasetContext,
+  { pod, secrets }: DatasetContext,
 ): FormResult {
   const base = `datasets[${index}]`;
   const at = `${base}.acceleration`;
@@ -338,7 +340,7 @@ function readRefreshModeDataset(
     accel.params,
     engine,
     'refresh_mode',
-    env,
+    secrets,
   );
 
   const name = report.datasetName;
@@ -394,7 +396,7 @@ function readFileFormatDataset(
   from: string | undefined,
   params: Record<string, unknown>,
   accel: Record<string, unknown> | undefined,
-  { env }: DatasetContext,
+  { secrets }: DatasetContext,
 ): FormResult {
   const base = `datasets[${index}]`;
   let location: Location | undefined;
@@ -433,7 +435,7 @@ function readFileFormatDataset(
       );
     }
   }
-  const s3 = readS3Params(report, `${base}.params`, params, env);
+  const s3 = readS3Params(report, `${base}.params`, params, secrets);
 
   let engine: EngineName | undefined;
   let refreshCheckIntervalMs: number | undefined = DEFAULT_REFRESH_CHECK_INTERVAL_MS;
@@ -473,7 +475,7 @@ function readFileFormatDataset(
       }
     }
     refreshCheckIntervalMs = readInterval(report, at, accel);
-    ({ limits } = readEngineParams(report, `${at}.params`, accel.params, engine, 'file_format', env));
+    ({ limits } = readEngineParams(report, `${at}.params`, accel.params, engine, 'file_format', secrets));
   }
 
   const name = report.datasetName;
@@ -585,8 +587,13 @@ function readInterval(report: Reporter, at: string, accel: Record<string, unknow
 }
 
 /** `duckdb_memory_limit`: `512MB`, `2GiB`, `1.5 GB`, or a number of bytes; at least 16 MiB. */
-function readMemoryLimit(report: Reporter, path: string, value: unknown, env: Env): number | undefined {
-  const text = typeof value === 'number' ? String(value) : readParam(report, path, value, env);
+function readMemoryLimit(
+  report: Reporter,
+  path: string,
+  value: unknown,
+  secrets: SecretSource,
+): number | undefined {
+  const text = typeof value === 'number' ? String(value) : readParam(report, path, value, secrets);
   if (text === undefined) return undefined;
   const bytes = parseByteSize(text);
   if (bytes === undefined || bytes < 16 * 2 ** 20) {
@@ -597,8 +604,13 @@ function readMemoryLimit(report: Reporter, path: string, value: unknown, env: En
 }
 
 /** `duckdb_threads`: a positive whole number. */
-function readThreads(report: Reporter, path: string, value: unknown, env: Env): number | undefined {
-  const text = typeof value === 'number' ? String(value) : readParam(report, path, value, env);
+function readThreads(
+  report: Reporter,
+  path: string,
+  value: unknown,
+  secrets: SecretSource,
+): number | undefined {
+  const text = typeof value === 'number' ? String(value) : readParam(report, path, value, secrets);
   if (text === undefined) return undefined;
   const threads = /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(threads) || threads < 1) {
@@ -624,7 +636,7 @@ function readEngineParams(
   value: unknown,
   engine: EngineName | undefined,
   form: DatasetForm,
-  env: Env,
+  secrets: SecretSource,
 ): EngineParams {
   if (value === undefined) return {};
   if (!isMap(value)) {
@@ -645,8 +657,9 @@ function readEngineParams(
   for (const key of Object.keys(value)) {
     const path = `${at}.${key}`;
     if (LIMIT_PARAMS.includes(key) && tuning.includes(key)) {
-      if (key === 'duckdb_memory_limit') memoryLimitBytes = readMemoryLimit(report, path, value[key], env);
-      else threads = readThreads(report, path, value[key], env);
+      if (key === 'duckdb_memory_limit')
+        memoryLimitBytes = readMemoryLimit(report, path, value[key], secrets);
+      else threads = readThreads(report, path, value[key], secrets);
       continue;
     }
     if (ALL_FILE_PARAMS.includes(key) || PLACEMENT_PARAMS.includes(key)) {
@@ -671,7 +684,7 @@ function readEngineParams(
         report.error(path, `both ${filePath.slice(at.length + 1)} and ${key} are set; keep only one`);
         continue;
       }
-      const text = readParam(report, path, value[key], env);
+      const text = readParam(report, path, value[key], secrets);
       if (text === '') report.error(path, 'is empty; set the path of the live file or remove it');
       else if (text !== undefined) live = { path, file: text };
       filePath = path;

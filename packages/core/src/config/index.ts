@@ -4,7 +4,9 @@ export { DEFAULT_REFRESH_CHECK_INTERVAL_MS, FILE_FORMAT_PARAMS } from './dataset
 export { MAX_DURATION_MS, parseDuration } from './duration.js';
 export { ConfigError, closest, editDistance } from './issues.js';
 export { type ParsedQueueUrl, parseEndpoint, parseQueueUrl, QUEUE_URL_FORM } from './queue-url.js';
+export { DEFAULT_RESULTS_CACHE, DEFAULT_TASK_HISTORY, pemProblem } from './runtime-section.js';
 export { S3_PARAM_KEYS } from './s3-params.js';
+export { parseDotenv, redactSecrets } from './secrets.js';
 export { MAX_TAG_VALUE_LENGTH, type ParsedTopicArn, parseTopicArn, TOPIC_ARN_FORM } from './sns-topic.js';
 export { loadSpicepod, throwIfFatal, throwIfInvalid } from './spicepod.js';
 export type * from './types.js';

@@ -31,6 +31,8 @@ function describeIssues(file: string, issues: readonly ConfigIssue[]): string {
 export class Reporter {
   private errorCount = 0;
 
+  private view: string | undefined;
+
   constructor(
     private readonly sink: IssueSink,
     private readonly fatal: boolean,
@@ -40,6 +42,11 @@ export class Reporter {
   /** Names the dataset once its name is known; issues reported afterwards carry it. */
   nameDataset(name: string): void {
     this.dataset = name;
+  }
+
+  /** Names the view (of `views`) this reporter's issues concern. */
+  nameView(name: string): void {
+    this.view = name;
   }
 
   get datasetName(): string | undefined {
@@ -70,9 +77,13 @@ export class Reporter {
 
   private issue(path: string, text: string, fatal: boolean): ConfigIssue {
     const message = path === '' ? `${this.sink.file}: ${text}` : `${this.sink.file}: ${path}: ${text}`;
-    return this.dataset === undefined
-      ? { path, message, fatal }
-      : { path, message, dataset: this.dataset, fatal };
+    return {
+      path,
+      message,
+      ...(this.dataset === undefined ? {} : { dataset: this.dataset }),
+      ...(this.view === undefined ? {} : { view: this.view }),
+      fatal,
+    };
   }
 }
 

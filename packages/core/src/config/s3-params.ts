@@ -6,8 +6,9 @@
  */
 import type { Reporter } from './issues.js';
 import { parseEndpoint } from './queue-url.js';
+import type { SecretSource } from './secrets.js';
 import type { S3Auth, S3Settings } from './types.js';
-import { type Env, readBoolean, readDuration, readParam } from './values.js';
+import { readBoolean, readDuration, readParam } from './values.js';
 
 export const S3_PARAM_KEYS = [
   's3_region',
@@ -30,14 +31,14 @@ export function readS3Params(
   report: Reporter,
   prefix: string,
   params: Readonly<Record<string, unknown>>,
-  env: Env,
+  secrets: SecretSource,
 ): S3Settings | undefined {
   const at = (key: string): string => `${prefix}.${key}`;
   const has = (key: string): boolean => Object.hasOwn(params, key);
   let ok = true;
   const text = (key: string): string | undefined => {
     if (!has(key)) return undefined;
-    const value = readParam(report, at(key), params[key], env);
+    const value = readParam(report, at(key), params[key], secrets);
     if (value === undefined) ok = false;
     return value;
   };
@@ -53,7 +54,7 @@ export function readS3Params(
   const sessionToken = text('s3_session_token');
   let auth: S3Auth | undefined;
   if (has('s3_auth')) {
-    const value = readParam(report, at('s3_auth'), params.s3_auth, env);
+    const value = readParam(report, at('s3_auth'), params.s3_auth, secrets);
     if (value === undefined) ok = false;
     else if (S3_AUTHS.includes(value as S3Auth)) auth = value as S3Auth;
     else {

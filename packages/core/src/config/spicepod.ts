@@ -12,9 +12,11 @@ import { ConfigError, IssueSink, Reporter } from './issues.js';
 import { parseEndpoint, parseQueueUrl } from './queue-url.js';
 import { readRuntimeSection } from './runtime-section.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
+import { readSecretStores, type SecretSource } from './secrets.js';
 import { parseTopicArn } from './sns-topic.js';
 import type {
   BootstrapOnFailure,
+  ConfigIssue,
   DatasetConfig,
   LoadSpicepodOptions,
   NotificationsConfig,
@@ -25,23 +27,33 @@ import type {
   SpicepodLoad,
 } from './types.js';
 import { type Env, isMap, readBoolean, readChoice, readDuration, readParam, readText } from './values.js';
+import { readViews } from './views.js';
 
 const VERSIONS = ['v1beta1', 'v1', 'v2'];
-const TOP_LEVEL_KEYS = ['version', 'kind', 'name', 'snapshots', 'datasets', 'runtime'];
-/** Spice top-level keys a real spicepod may carry; recorded in `ignoredKeys`, never acted on. */
+const TOP_LEVEL_KEYS = ['version', 'kind', 'name', 'snapshots', 'datasets', 'runtime', 'secrets', 'views'];
+/**
+ * Spice top-level keys a real spicepod may carry; recorded in `ignoredKeys`, never acted on. Each
+ * adds something this runtime does not serve (models, tools, …): ignoring it changes neither who may
+ * connect nor what a query of the datasets and views returns. See CONFIG.md for each.
+ */
 const IGNORED_TOP_LEVEL_KEYS = [
-  'secrets',
   'models',
   'catalogs',
   'metadata',
   'dependencies',
   'embeddings',
-  'views',
   'workers',
   'tools',
   'evals',
   'functions',
 ];
+/** Recorded keys whose absence a query would notice (it names a table or function that is not there). */
+const NOTICED_TOP_LEVEL_KEYS: Readonly<Record<string, string>> = {
+  catalogs:
+    "is not served: this runtime serves the spicepod's snapshot datasets and views only, so a query naming a catalog's table fails as an unknown table",
+  functions:
+    'is not served: this runtime defines no user functions, so a query calling one fails as an unknown function',
+};
 const SNAPSHOTS_KEYS = ['enabled', 'location', 'bootstrap_on_failure_behavior', 'params'];
 const QUEUE_PARAM = 's3_queue_url';
 /** Ferry's own extension: an SQS endpoint override for local servers. */
@@ -75,12 +87,15 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
   const pod = new Reporter(sink, true);
 
   const root = parseYaml(pod, text);
-  if (root === undefined) return finish(sink, undefined, []);
+  if (root === undefined) return finish(sink, undefined, [], undefined);
 
   const ignoredKeys: string[] = [];
   for (const key of Object.keys(root)) {
-    if (IGNORED_TOP_LEVEL_KEYS.includes(key)) ignoredKeys.push(key);
-    else if (!TOP_LEVEL_KEYS.includes(key))
+    if (IGNORED_TOP_LEVEL_KEYS.includes(key)) {
+      ignoredKeys.push(key);
+      const notice = NOTICED_TOP_LEVEL_KEYS[key];
+      if (notice !== undefined && root[key] !== null && root[key] !== undefined) pod.warn(key, notice);
+    } else if (!TOP_LEVEL_KEYS.includes(key))
       pod.unknownKey(key, key, [...TOP_LEVEL_KEYS, ...IGNORED_TOP_LEVEL_KEYS]);
   }
   const version = readRequired(pod, root, 'version', 'add version: v1');
@@ -92,12 +107,25 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
     pod.error('kind', `'${kind}' is not a Spicepod; set kind: Spicepod`);
   const name = readRequired(pod, root, 'name', 'add a name for the Spicepod');
 
-  const runtime = readRuntimeSection(pod, root.runtime, env);
-  const snapshots = readSnapshots(pod, root.snapshots, env);
-  const drafts = readDatasets(pod, sink, root.datasets, snapshots.pod, env);
+  const { source: secrets, stores: secretStores } = readSecretStores(
+    pod,
+    root.secrets,
+    env,
+    options.readFile,
+  );
+  const runtime = readRuntimeSection(pod, root.runtime, secrets, options.readFile);
+  const snapshots = readSnapshots(pod, root.snapshots, secrets);
+  const drafts = readDatasets(pod, sink, root.datasets, snapshots.pod, secrets);
   checkUniqueNames(drafts);
   checkSharedFiles(drafts);
   const queue = resolveQueue(pod, drafts, snapshots, env);
+  const views = readViews(
+    pod,
+    sink,
+    root.views,
+    drafts.flatMap((draft) => (draft.name === undefined ? [] : [draft.name])),
+    options.readFile,
+  );
 
   const valid = drafts.flatMap((draft) =>
     draft.report.failed || draft.config === undefined ? [] : [draft.config],
@@ -115,7 +143,7 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
       : dataset,
   );
 
-  if (sink.fatal || version === undefined || name === undefined) return finish(sink, undefined, []);
+  if (sink.fatal || version === undefined || name === undefined) return finish(sink, undefined, [], secrets);
   const config: SpicepodConfig = {
     file,
     version,
@@ -124,10 +152,21 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
     ...(snapshots.config === undefined ? {} : { snapshots: snapshots.config }),
     ...(notifications === undefined ? {} : { notifications }),
     ...(runtime.auth === undefined ? {} : { auth: runtime.auth }),
+    ...(runtime.tls === undefined ? {} : { tls: runtime.tls }),
+    resultsCache: runtime.resultsCache,
+    taskHistory: runtime.taskHistory,
+    ...(runtime.cors === undefined ? {} : { cors: runtime.cors }),
+    ...(runtime.flightMaxMessageBytes === undefined
+      ? {}
+      : { flightMaxMessageBytes: runtime.flightMaxMessageBytes }),
+    readyState: runtime.readyState,
+    views,
+    secretStores,
+    secretReferences: secrets.references,
     ignoredKeys,
     ignoredRuntimeKeys: runtime.recordedKeys,
   };
-  return finish(sink, config, datasets);
+  return finish(sink, config, datasets, secrets);
 }
 
 /**
@@ -145,17 +184,23 @@ export function throwIfInvalid(load: SpicepodLoad): SpicepodConfig {
   return load.config;
 }
 
+/** The load's result; no message shows a secret a reference resolved to (the reference stands in). */
 function finish(
   sink: IssueSink,
   config: SpicepodConfig | undefined,
   datasets: readonly DatasetConfig[],
+  secrets: SecretSource | undefined,
 ): SpicepodLoad {
+  const redact = (issues: readonly ConfigIssue[]): ConfigIssue[] =>
+    issues.map((issue) =>
+      secrets === undefined ? issue : { ...issue, message: secrets.redact(issue.message) },
+    );
   return {
     file: sink.file,
     config,
     datasets: config === undefined ? [] : datasets,
-    errors: sink.errors,
-    warnings: sink.warnings,
+    errors: redact(sink.errors),
+    warnings: redact(sink.warnings),
     fatal: config === undefined,
   };
 }
@@ -217,7 +262,7 @@ interface SnapshotsRead {
   };
 }
 
-function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
+function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): SnapshotsRead {
   const none: SnapshotsRead = { pod: { enabled: true, locationBroken: false, bootstrapOnFailure: 'warn' } };
   if (block === undefined) return none;
   if (!isMap(block)) {
@@ -269,16 +314,16 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
         }
       }
     } else {
-      s3 = readS3Params(pod, 'snapshots.params', params, env);
+      s3 = readS3Params(pod, 'snapshots.params', params, secrets);
     }
     if (Object.hasOwn(params, QUEUE_PARAM)) {
       const raw = params[QUEUE_PARAM];
       queueUrl =
-        raw === null || raw === '' ? '' : readParam(pod, `snapshots.params.${QUEUE_PARAM}`, raw, env);
+        raw === null || raw === '' ? '' : readParam(pod, `snapshots.params.${QUEUE_PARAM}`, raw, secrets);
     }
     if (Object.hasOwn(params, QUEUE_ENDPOINT_PARAM)) {
       const path = `snapshots.params.${QUEUE_ENDPOINT_PARAM}`;
-      const text = readParam(pod, path, params[QUEUE_ENDPOINT_PARAM], env);
+      const text = readParam(pod, path, params[QUEUE_ENDPOINT_PARAM], secrets);
       const parsed = text === undefined ? undefined : parseEndpoint(text);
       if (text !== undefined && parsed === undefined) {
         pod.error(
@@ -288,7 +333,7 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
       }
       queueEndpoint = parsed?.url;
     }
-    topic = readTopic(pod, params, env);
+    topic = readTopic(pod, params, secrets);
   }
 
   const s3ForLocation = location?.scheme === 's3' ? s3 : undefined;
@@ -316,7 +361,11 @@ function readSnapshots(pod: Reporter, block: unknown, env: Env): SnapshotsRead {
 }
 
 /** `ferry_sns_topic_arn` as written, with its two options; the options alone are an error. */
-function readTopic(pod: Reporter, params: Record<string, unknown>, env: Env): SnapshotsRead['topic'] {
+function readTopic(
+  pod: Reporter,
+  params: Record<string, unknown>,
+  secrets: SecretSource,
+): SnapshotsRead['topic'] {
   const base = 'snapshots.params';
   if (!Object.hasOwn(params, TOPIC_PARAM)) {
     for (const key of TOPIC_OPTION_PARAMS) {
@@ -330,7 +379,8 @@ function readTopic(pod: Reporter, params: Record<string, unknown>, env: Env): Sn
     return undefined;
   }
   const raw = params[TOPIC_PARAM];
-  const arn = raw === null || raw === '' ? '' : (readParam(pod, `${base}.${TOPIC_PARAM}`, raw, env) ?? '');
+  const arn =
+    raw === null || raw === '' ? '' : (readParam(pod, `${base}.${TOPIC_PARAM}`, raw, secrets) ?? '');
   const rawMessageDelivery = Object.hasOwn(params, RAW_DELIVERY_PARAM)
     ? (readBoolean(pod, `${base}.${RAW_DELIVERY_PARAM}`, params[RAW_DELIVERY_PARAM]) ?? true)
     : true;
@@ -345,7 +395,7 @@ function readDatasets(
   sink: IssueSink,
   list: unknown,
   snapshots: PodSnapshots,
-  env: Env,
+  secrets: SecretSource,
 ): DatasetDraft[] {
   if (list !== undefined && list !== null && !Array.isArray(list)) {
     pod.error('datasets', 'must be a list of datasets');
@@ -359,7 +409,7 @@ function readDatasets(
     return [];
   }
   return list.map((entry, index) =>
-    readDataset(new Reporter(sink, false), index, entry, { pod: snapshots, env }),
+    readDataset(new Reporter(sink, false), index, entry, { pod: snapshots, secrets }),
   );
 }
 

@@ -114,10 +114,102 @@ export interface SpicepodConfig {
    * requires one of these keys, but `/health` and `/v1/ready`. Holds secrets: never log it.
    */
   readonly auth?: AuthConfig;
+  /**
+   * `runtime.tls` with `enabled: true`: both endpoints serve TLS with this certificate and key
+   * (never plaintext). Holds the PEM text or the file to read it from.
+   */
+  readonly tls?: TlsConfig;
+  /** `runtime.caching.sql_results` (or the older `runtime.results_cache`): on by default, as in Spice. */
+  readonly resultsCache: ResultsCacheConfig;
+  /** `runtime.task_history`: on by default, as in Spice. */
+  readonly taskHistory: TaskHistoryConfig;
+  /** `runtime.cors`: present when enabled. */
+  readonly cors?: CorsConfig;
+  /** `runtime.flight.max_message_size`, in bytes, when set. */
+  readonly flightMaxMessageBytes?: number;
+  /** `runtime.ready_state` (default `on_load`). */
+  readonly readyState: 'on_load' | 'on_registration';
+  /** The valid `views` entries, in file order. */
+  readonly views: readonly ViewConfig[];
+  /** The `secrets` stores (Spice's `from: env` stores); empty: the default env store. */
+  readonly secretStores: readonly SecretStoreConfig[];
+  /**
+   * Every secret value a `${…}` reference resolved to, and the reference: what log lines and
+   * messages show instead of the value. Holds secrets: never log it.
+   */
+  readonly secretReferences: readonly SecretReference[];
   /** Spice top-level keys present in the file that this runtime records but does not act on. */
   readonly ignoredKeys: readonly string[];
   /** `runtime` keys present in the file that this runtime records but does not act on. */
   readonly ignoredRuntimeKeys: readonly string[];
+}
+
+export interface SecretReference {
+  readonly value: string;
+  /** As written, e.g. `${secrets:API_KEY}`. */
+  readonly reference: string;
+}
+
+/** One of the spicepod's `secrets` stores: an env store (the one kind this runtime reads). */
+export interface SecretStoreConfig {
+  readonly name: string;
+  readonly from: 'env';
+  /** `params.file_path`: a dotenv file read before `.env.local` and `.env`. */
+  readonly filePath?: string;
+}
+
+/** A PEM certificate or key: its text, given inline (secrets resolved) or read from a file. */
+export interface PemSource {
+  readonly pem: string;
+  /** The key that gave it (`runtime.tls.certificate_file`), for messages. */
+  readonly path: string;
+  /** The file it was read from, as written (a relative path is beside the spicepod). */
+  readonly file?: string;
+}
+
+export interface TlsConfig {
+  readonly certificate: PemSource;
+  readonly key: PemSource;
+}
+
+/** How the SQL results cache runs (Spice's `runtime.caching.sql_results`). */
+export interface ResultsCacheConfig {
+  readonly enabled: boolean;
+  /** `max_size` (or `cache_max_size`) in bytes; default 128 MiB. */
+  readonly maxSizeBytes: number;
+  /** `item_ttl`; default 1 s. */
+  readonly itemTtlMs: number;
+  /** The key that configured it, for messages; absent: the defaults. */
+  readonly configuredBy?: 'runtime.caching.sql_results' | 'runtime.results_cache';
+}
+
+/** Spice's `runtime.task_history`: the `spice.runtime.task_history` table of recent queries. */
+export interface TaskHistoryConfig {
+  readonly enabled: boolean;
+  /** `none` (default) or `truncated`: a short text of each result's first rows. */
+  readonly capturedOutput: 'none' | 'truncated';
+  /** Rows older than this are removed; default 8 h (at least 1 min). */
+  readonly retentionPeriodMs: number;
+  /** How often old rows are removed; default 15 min (at least 1 min). */
+  readonly retentionCheckIntervalMs: number;
+}
+
+/** `runtime.cors` with `enabled: true`. */
+export interface CorsConfig {
+  /** Default `["*"]`: any origin. */
+  readonly allowedOrigins: readonly string[];
+}
+
+/** One `views` entry: a named query over the datasets, served as a table of the namespace. */
+export interface ViewConfig {
+  readonly name: string;
+  /** Position in `views`, for messages. */
+  readonly index: number;
+  readonly description?: string;
+  /** The view's SQL (from `sql`, or read from `sql_ref`). */
+  readonly sql: string;
+  /** `dependsOn`, as written. */
+  readonly dependsOn: readonly string[];
 }
 
 /** A key's access, from Spice's `:ro` / `:rw` suffix (read-only when absent). */
@@ -177,6 +269,8 @@ export interface ConfigIssue {
   readonly message: string;
   /** The dataset this issue fails (or concerns), when its name is known. */
   readonly dataset?: string;
+  /** The view (of `views`) this issue fails, when it concerns one. */
+  readonly view?: string;
   /** Pod-level: the pod cannot start. Dataset-level issues fail only their dataset. */
   readonly fatal: boolean;
 }
@@ -186,7 +280,17 @@ export interface LoadSpicepodOptions {
   readonly file: string;
   /** Environment: secret references (`${secrets:NAME}`, `${env:NAME}`) and SQS endpoint overrides. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Reads a file beside the spicepod (a relative path resolves there): a view's `sql_ref`,
+   * `runtime.tls`'s files, the env secret store's dotenv files. Absent: no file can be read.
+   */
+  readonly readFile?: (path: string) => FileRead;
 }
+
+/** A file's text, or why it cannot be read (`ENOENT: no such file or directory`). */
+export type FileRead =
+  | { readonly text: string; readonly problem?: never }
+  | { readonly problem: string; readonly text?: never };
 
 export interface SpicepodLoad {
   readonly file: string;

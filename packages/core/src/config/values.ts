@@ -2,13 +2,14 @@
  * Reading scalar values out of parsed YAML. Spice params are strings, but YAML scalars are
  * accepted (`allow_http: true`, `s3_region: 1` is not useful but is a string), booleans may be
  * written as strings (`"true"`), and `${secrets:NAME}` / `${env:NAME}` references are resolved
- * from the environment the caller passes (Spice's `env` secret store). Each reader reports its
+ * by the pod's {@link SecretSource} (Spice's `env` secret stores). Each reader reports its
  * own error and returns `undefined`, so loading goes on and reports every problem.
  */
 import { durationOrProblem } from './duration.js';
 import type { Reporter } from './issues.js';
+import { resolveReferences, type SecretSource } from './secrets.js';
 
-export type Env = Readonly<Record<string, string | undefined>>;
+export type { Env } from './secrets.js';
 
 export function isMap(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -33,36 +34,14 @@ export function readText(report: Reporter, path: string, value: unknown): string
 }
 
 /** Like {@link readText}, then resolves secret references (the value never appears in messages). */
-export function readParam(report: Reporter, path: string, value: unknown, env: Env): string | undefined {
+export function readParam(
+  report: Reporter,
+  path: string,
+  value: unknown,
+  secrets: SecretSource,
+): string | undefined {
   const text = readText(report, path, value);
-  return text === undefined ? undefined : resolveSecrets(report, path, text, env);
-}
-
-const SECRET_REF = /\$\{\s*([A-Za-z0-9_-]+)\s*:\s*([^}\s]*)\s*\}/g;
-
-function resolveSecrets(report: Reporter, path: string, text: string, env: Env): string | undefined {
-  let failed = false;
-  const resolved = text.replace(SECRET_REF, (whole, store: string, name: string) => {
-    if (store !== 'secrets' && store !== 'env') {
-      report.error(
-        path,
-        `references secret store '${store}', which this runtime does not read; use \${secrets:NAME} (an environment variable)`,
-      );
-      failed = true;
-      return whole;
-    }
-    const found = Object.hasOwn(env, name) ? env[name] : undefined;
-    if (found === undefined) {
-      report.error(
-        path,
-        `references secret '${name}', which is not set; set the environment variable ${name}`,
-      );
-      failed = true;
-      return whole;
-    }
-    return found;
-  });
-  return failed ? undefined : resolved;
+  return text === undefined ? undefined : resolveReferences(report, path, text, secrets);
 }
 
 export function readBoolean(report: Reporter, path: string, value: unknown): boolean | undefined {

@@ -1,0 +1,182 @@
+/**
+ * The spicepod's `views` in the DuckDB namespace: each is a DuckDB view in `spice.public`, created
+ * in every instance once every dataset it reads serves (DuckDB binds a view when it is created),
+ * views over views after the views they read. Its SQL passes the same checks as a query (one
+ * read-only SELECT, no file readers, no refused function); a view that cannot be created is
+ * remembered with DuckDB's reason, which a query of it is answered with. Views over SQLite
+ * datasets bind to their placeholders; a query reads the datasets in as a join across engines does.
+ *
+ * `viewReads` gives what a view reads (datasets, and the views it reads in turn), from DuckDB's
+ * own parse of its SQL: the namespace's routing expands a view into the datasets under it, so a
+ * query of a view is bounded, pinned and reported by those datasets' snapshots.
+ */
+import { type DuckDBConnection, StatementType } from '@duckdb/node-api';
+import { setViewNames, spiceTable } from './duckdb-catalog.js';
+import type { NamespaceCatalog, NamespaceView } from './namespace-types.js';
+import { checkDuckDbStatement } from './statement-check.js';
+
+/** A table reference as DuckDB's parse tree names it. */
+export interface TableRef {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly table: string;
+}
+
+export function collectTables(node: unknown, out: TableRef[], ctes: Set<string>): void {
+  if (Array.isArray(node)) {
+    for (const item of node) collectTables(item, out, ctes);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const record = node as Record<string, unknown>;
+  const cteMap = (record.cte_map as { map?: { key: string }[] } | undefined)?.map;
+  for (const entry of cteMap ?? []) ctes.add(entry.key.toLowerCase());
+  if (record.type === 'BASE_TABLE') {
+    out.push({
+      catalog: String(record.catalog_name ?? ''),
+      schema: String(record.schema_name ?? ''),
+      table: String(record.table_name ?? ''),
+    });
+  }
+  for (const value of Object.values(record)) collectTables(value, out, ctes);
+}
+
+/** Whether `ref` names a table of `spice.public` (`x`, `public.x`, `spice.public.x`, `spice.x`). */
+export function spiceName(ref: TableRef, ctes: ReadonlySet<string>): string | undefined {
+  const catalog = ref.catalog.toLowerCase();
+  const schema = ref.schema.toLowerCase();
+  if (catalog === '' && schema === '') return ctes.has(ref.table.toLowerCase()) ? undefined : ref.table;
+  if ((catalog === '' || catalog === 'spice') && schema === 'public') return ref.table;
+  if (catalog === '' && schema === 'spice') return ref.table;
+  return undefined;
+}
+
+/** The names (datasets or views) a statement's parse tree reads from `spice.public`. */
+export async function namesRead(
+  connection: DuckDBConnection,
+  sql: string,
+): Promise<string[] | { readonly problem: string }> {
+  const reader = await connection.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
+  const tree = JSON.parse(String(reader.getRows()[0]?.[0] ?? '{}')) as {
+    error?: boolean;
+    error_message?: string;
+    statements?: unknown[];
+  };
+  if (tree.error === true) return { problem: tree.error_message ?? 'DuckDB cannot parse it as one SELECT' };
+  const refs: TableRef[] = [];
+  const ctes = new Set<string>();
+  collectTables(tree.statements, refs, ctes);
+  const names: string[] = [];
+  for (const ref of refs) {
+    const name = spiceName(ref, ctes);
+    if (name !== undefined && !names.some((known) => known.toLowerCase() === name.toLowerCase()))
+      names.push(name);
+  }
+  return names;
+}
+
+const lower = (name: string): string => name.toLowerCase();
+
+/** One instance's views: what it created (at which SQL), and which could not be. */
+export class DuckDbViews {
+  readonly #created = new Map<string, string>();
+  /** What each view's SQL reads, parsed once. */
+  readonly #reads = new Map<string, string[] | { readonly problem: string }>();
+  #names = '';
+
+  /**
+   * Creates the views whose datasets serve (in dependency order), drops those that are gone, and
+   * answers the views that cannot be created with the reason. A view whose dataset does not serve
+   * yet is neither created nor failed: its queries wait for (or are refused by) that dataset.
+   */
+  async apply(admin: DuckDBConnection, catalog: NamespaceCatalog): Promise<Map<string, string>> {
+    const views = catalog.views ?? [];
+    const names = views.map((view) => view.name).join('\u0000');
+    if (names !== this.#names) {
+      await setViewNames(
+        admin,
+        views.map((view) => view.name),
+      );
+      this.#names = names;
+    }
+    for (const name of [...this.#created.keys()]) {
+      if (views.some((view) => lower(view.name) === name)) continue;
+      await admin.run(`DROP VIEW IF EXISTS ${spiceTable(name)}`);
+      this.#created.delete(name);
+    }
+    const failures = new Map<string, string>();
+    const byName = new Map(views.map((view) => [lower(view.name), view]));
+    const serving = new Set(catalog.datasets.filter((d) => d.generation !== null).map((d) => lower(d.name)));
+    const configured = new Set(catalog.datasets.map((d) => lower(d.name)));
+    const reads = new Map<string, string[]>();
+    for (const view of views) {
+      let read = this.#reads.get(view.sql);
+      if (read === undefined) {
+        read = await namesRead(admin, view.sql);
+        this.#reads.set(view.sql, read);
+      }
+      if ('problem' in read) failures.set(view.name, read.problem);
+      else reads.set(lower(view.name), read);
+    }
+    // Passes until nothing more can be created: a view after the views it reads.
+    let progress = true;
+    while (progress) {
+      progress = false;
+      for (const view of views) {
+        const key = lower(view.name);
+        const read = reads.get(key);
+        if (read === undefined || failures.has(view.name) || this.#created.get(key) === view.sql) continue;
+        const blocked = read.some((name) => {
+          const dependency = lower(name);
+          if (byName.has(dependency)) return this.#created.get(dependency) !== byName.get(dependency)?.sql;
+          return configured.has(dependency) && !serving.has(dependency);
+        });
+        if (blocked) continue;
+        const failure = await this.#create(admin, view);
+        if (failure === undefined) {
+          this.#created.set(key, view.sql);
+          progress = true;
+        } else failures.set(view.name, failure);
+      }
+    }
+    // What is left waits for a dataset, or can never be created (a failed view under it, a cycle).
+    const waits = (key: string, seen: Set<string>): boolean =>
+      (reads.get(key) ?? []).some((name) => {
+        const dependency = lower(name);
+        if (!byName.has(dependency)) return configured.has(dependency) && !serving.has(dependency);
+        if (seen.has(dependency) || failures.has(byName.get(dependency)?.name ?? '')) return false;
+        return waits(dependency, new Set([...seen, dependency]));
+      });
+    for (const view of views) {
+      const key = lower(view.name);
+      const read = reads.get(key);
+      if (read === undefined || failures.has(view.name) || this.#created.get(key) === view.sql) continue;
+      if (waits(key, new Set([key]))) continue;
+      const failed = read.find((name) => failures.has(byName.get(lower(name))?.name ?? ''));
+      failures.set(
+        view.name,
+        failed !== undefined
+          ? `it reads view '${byName.get(lower(failed))?.name}', which cannot be created`
+          : 'it reads itself through the views it reads (a cycle); break the cycle',
+      );
+    }
+    return failures;
+  }
+
+  /** Creates one view; undefined on success, else DuckDB's (or the statement check's) reason. */
+  async #create(admin: DuckDBConnection, view: NamespaceView): Promise<string | undefined> {
+    try {
+      const prepared = await checkDuckDbStatement(admin, view.sql);
+      const type = prepared.statementType;
+      prepared.destroySync();
+      if (type !== StatementType.SELECT) return 'a view is one SELECT statement';
+      await admin.run(`CREATE OR REPLACE VIEW ${spiceTable(view.name)} AS ${view.sql}`);
+      return undefined;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const missing = /Table with name (\S+?) does not exist/.exec(message)?.[1];
+      if (missing !== undefined) return `it reads '${missing}', which is no dataset or view of this spicepod`;
+      return message.split('\n')[0] ?? message;
+    }
+  }
+}

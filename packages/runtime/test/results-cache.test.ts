@@ -1,0 +1,237 @@
+/**
+ * The SQL results cache. On its own (a simulated clock): keyed by statement, parameters, kind and
+ * the snapshots read; bounded in bytes (least recently used out, evictions counted) and by
+ * item_ttl; a swap retires exactly the entries that read the swapped dataset; a result read at a
+ * snapshot that has since moved is not kept; clocks and random sources are never cached. In a real
+ * runtime: a repeated query is answered from the cache (`cache: 'hit'`, the same version), a swap
+ * makes the next one run again and read the new snapshot, `noCache` bypasses, a view is cached by
+ * the datasets under it, and the counters show it all.
+ */
+import { type LocalAws, startLocalAws } from '@ferry/test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
+import { ResultsCache, resultVersion } from '../src/results-cache.js';
+import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
+
+describe('ResultsCache', () => {
+  // lru-cache reads a start time of 0 as "no TTL": the simulated clock starts later.
+  let now = 1_000_000;
+  const clock = () => now;
+  const serving = new Map<string, number>([
+    ['orders', 1],
+    ['users', 7],
+  ]);
+  const snapshotOf = (name: string) => serving.get(name);
+  const lookup = (sql: string, datasets: string[] | undefined, params: unknown[] = []) => ({
+    sql,
+    params: params as never[],
+    datasets,
+    snapshotOf,
+  });
+
+  it('answers a result stored under the snapshots it read, by statement, parameters and kind', () => {
+    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
+    const read = [{ name: 'orders', snapshotId: 1 }];
+    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBeUndefined();
+    expect(cache.set('rows', 'SELECT * FROM orders WHERE id = ?', [1], read, 'one', 10, snapshotOf)).toBe(
+      true,
+    );
+    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBe('one');
+    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [2]))).toBeUndefined();
+    expect(cache.get('table', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBeUndefined();
+    // The datasets a statement reads are not known before it first ran: no lookup can hit.
+    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', undefined, [1]))).toBeUndefined();
+    expect(cache.counters()).toMatchObject({ hits: 1, misses: 4, entries: 1 });
+    expect(cache.versionNow(lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBe(
+      resultVersion('SELECT * FROM orders WHERE id = ?', [1], read),
+    );
+    expect(resultVersion('SELECT * FROM orders WHERE id = ?', [2], read)).not.toBe(
+      resultVersion('SELECT * FROM orders WHERE id = ?', [1], read),
+    );
+    expect(
+      resultVersion('SELECT * FROM orders WHERE id = ?', [1], [{ name: 'orders', snapshotId: 2 }]),
+    ).not.toBe(resultVersion('SELECT * FROM orders WHERE id = ?', [1], read));
+  });
+
+  it('forgets an entry after item_ttl', () => {
+    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 1_000 }, clock);
+    cache.set('rows', 'SELECT 1 FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'v', 10, snapshotOf);
+    now += 999;
+    expect(cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']))).toBe('v');
+    now += 2;
+    expect(cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']))).toBeUndefined();
+  });
+
+  it('keeps within max_size, least recently used out, counting evictions; a result larger than the cache is not kept', () => {
+    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 10_000, itemTtlMs: 60_000 }, clock);
+    const read = [{ name: 'orders', snapshotId: 1 }];
+    // Each entry weighs its value (2 500 bytes) and its bookkeeping: three fit, a fourth does not.
+    for (const n of [1, 2, 3]) cache.set('rows', `SELECT ${n} FROM orders`, [], read, n, 2_500, snapshotOf);
+    expect(cache.counters().evictions).toBe(0);
+    cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']));
+    cache.set('rows', 'SELECT 4 FROM orders', [], read, 4, 2_500, snapshotOf);
+    expect(cache.get('rows', lookup('SELECT 2 FROM orders', ['orders']))).toBeUndefined();
+    expect(cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']))).toBe(1);
+    expect(cache.counters()).toMatchObject({ evictions: 1, entries: 3 });
+    expect(cache.counters().bytes).toBeLessThanOrEqual(10_000);
+    expect(cache.set('rows', 'SELECT 5 FROM orders', [], read, 5, 20_000, snapshotOf)).toBe(false);
+  });
+
+  it('a swap retires exactly the entries that read the swapped dataset', () => {
+    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 600_000 }, clock);
+    const orders = [{ name: 'orders', snapshotId: 1 }];
+    const users = [{ name: 'users', snapshotId: 7 }];
+    cache.set('rows', 'SELECT * FROM orders', [], orders, 'o', 10, snapshotOf);
+    cache.set('rows', 'SELECT * FROM users', [], users, 'u', 10, snapshotOf);
+    cache.set(
+      'rows',
+      'SELECT * FROM orders JOIN users USING (id)',
+      [],
+      [...orders, ...users],
+      'ou',
+      10,
+      snapshotOf,
+    );
+    serving.set('orders', 2);
+    cache.retire('orders', 2);
+    expect(cache.counters().entries).toBe(1);
+    expect(cache.get('rows', lookup('SELECT * FROM users', ['users']))).toBe('u');
+    // A result read at snapshot 1 but offered after the swap is not kept.
+    expect(cache.set('rows', 'SELECT * FROM orders', [], orders, 'late', 10, snapshotOf)).toBe(false);
+    serving.set('orders', 1);
+  });
+
+  it('never caches a clock, a random source, a listing, or a statement that reads no dataset', () => {
+    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
+    const read = [{ name: 'orders', snapshotId: 1 }];
+    for (const sql of [
+      'SELECT now(), * FROM orders',
+      'SELECT * FROM orders ORDER BY random()',
+      "SELECT date('now') FROM orders",
+      'SELECT * FROM orders USING SAMPLE 10',
+      'SELECT * FROM orders, information_schema.tables',
+      'DESCRIBE orders',
+    ]) {
+      expect(cache.set('rows', sql, [], read, 'x', 10, snapshotOf), sql).toBe(false);
+      expect(cache.versionNow(lookup(sql, ['orders'])), sql).toBeUndefined();
+    }
+    expect(cache.set('rows', 'SELECT 1', [], [], 'x', 10, snapshotOf)).toBe(false);
+    expect(cache.set('rows', "SELECT 'now()' AS label FROM orders", [], read, 'x', 10, snapshotOf)).toBe(
+      true,
+    );
+  });
+
+  it('holds nothing when disabled', () => {
+    const cache = new ResultsCache({ enabled: false, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
+    expect(
+      cache.set('rows', 'SELECT * FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'x', 10, snapshotOf),
+    ).toBe(false);
+    expect(cache.get('rows', lookup('SELECT * FROM orders', ['orders']))).toBeUndefined();
+    expect(cache.counters()).toMatchObject({ hits: 0, misses: 0, maxBytes: 0 });
+  });
+});
+
+describe('the results cache in a runtime', () => {
+  let aws: LocalAws;
+  let runtime: Runtime;
+
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    await aws.createBucket(BUCKET);
+    await publishVersion(aws, 'orders', 'duckdb', 1, { rows: 10, prefix: 'cache/' });
+    await publishVersion(aws, 'users', 'sqlite', 1, { rows: 5, prefix: 'cache/' });
+    const dataDir = await tempDir('ferry-cache-');
+    const yaml = `${spicepod(
+      aws,
+      [
+        { name: 'orders', engine: 'duckdb', interval: '10m' },
+        { name: 'users', engine: 'sqlite', interval: '10m' },
+      ],
+      { prefix: 'cache/' },
+    )}views:
+  - name: recent
+    sql: SELECT id, version FROM orders WHERE id < 3
+runtime:
+  caching:
+    sql_results:
+      item_ttl: 10m
+`;
+    runtime = await createRuntime({ yaml, baseDir: dataDir }, { logger: memoryLogger(), dataDir });
+    await runtime.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await runtime?.close();
+    await aws?.close();
+  });
+
+  /** Lets the result of the last query be offered to the cache (it is, after the answer). */
+  const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it('answers a repeated query from the cache, and a swap makes it read the new snapshot', async () => {
+    const sql = 'SELECT max(version) AS v, count(*) AS n FROM orders WHERE id >= ?';
+    const first = await runtime.query(sql, [0]);
+    expect(first).toMatchObject({ cache: 'miss', rows: [{ v: 1, n: 10 }] });
+    await settle();
+    const version = resultVersion(sql, [0], first.datasets);
+    expect(runtime.resultVersion(sql, [0])).toBe(version);
+    const second = await runtime.query(sql, [0]);
+    expect(second).toMatchObject({ cache: 'hit', rows: [{ v: 1, n: 10 }] });
+    expect(resultVersion(sql, [0], second.datasets)).toBe(version);
+    expect((await runtime.query(sql, [5])).cache).toBe('miss');
+    const bypass = await runtime.query(sql, [0], { noCache: true });
+    expect(bypass.cache).toBe('bypass');
+
+    const published = await publishVersion(aws, 'orders', 'duckdb', 2, { rows: 4, prefix: 'cache/' });
+    const swapped = nextEvent(runtime, 'swap', (event) => event.dataset === 'orders');
+    await runtime.send('orders', 'poll.now');
+    expect((await swapped).to).toBe(published.snapshotId);
+    const fresh = await runtime.query(sql, [0]);
+    expect(fresh).toMatchObject({ cache: 'miss', rows: [{ v: 2, n: 4 }] });
+    expect(resultVersion(sql, [0], fresh.datasets)).not.toBe(version);
+    expect(runtime.resultVersion(sql, [0])).toBe(resultVersion(sql, [0], fresh.datasets));
+  });
+
+  it('caches streams and tables apart from rows, and a view by the datasets under it', async () => {
+    const sql = 'SELECT * FROM recent ORDER BY id';
+    const collect = async () => {
+      const stream = await runtime.queryStream(sql);
+      let rows = 0;
+      for await (const batch of stream.batches) rows += batch.numRows;
+      return { cache: stream.cache, rows, datasets: stream.datasets };
+    };
+    const miss = await collect();
+    await settle();
+    const hit = await collect();
+    expect(miss.cache).toBe('miss');
+    expect(hit).toEqual({ ...miss, cache: 'hit' });
+    expect(hit.datasets.map((read) => read.name)).toEqual(['orders']);
+    expect((await runtime.queryArrow(sql)).cache).toBe('miss');
+    await settle();
+    const table = await runtime.queryArrow(sql);
+    expect(table.cache).toBe('hit');
+    expect(table.table.numRows).toBe(3);
+  });
+
+  it('does not cache a clock or a statement that reads no dataset', async () => {
+    expect((await runtime.query('SELECT now() AS t, count(*) AS n FROM orders')).cache).toBeUndefined();
+    expect(
+      (await runtime.query("SELECT datetime('now') AS t, count(*) AS n FROM users")).cache,
+    ).toBeUndefined();
+    expect((await runtime.query('SELECT 1 AS one')).cache).toBeUndefined();
+    const users = await runtime.query('SELECT count(*) AS n FROM users');
+    await settle();
+    expect((await runtime.query('SELECT count(*) AS n FROM users')).cache).toBe('hit');
+    expect(users.rows).toEqual([{ n: 5 }]);
+  });
+
+  it('counts hits, misses, bypasses and the bytes held', () => {
+    const counters = runtime.metrics().resultsCache;
+    expect(counters.hits).toBeGreaterThanOrEqual(4);
+    expect(counters.misses).toBeGreaterThanOrEqual(5);
+    expect(counters.bypasses).toBe(1);
+    expect(counters.entries).toBeGreaterThan(0);
+    expect(counters.bytes).toBeGreaterThan(0);
+    expect(counters.maxBytes).toBe(128 * 2 ** 20);
+  });
+});
