@@ -22,6 +22,7 @@ import type {
   DatasetCommand,
   DatasetInfo,
   InspectionEvent,
+  InspectOptions,
   QueryOptions,
   Runtime,
   RuntimeArrowResult,
@@ -80,6 +81,8 @@ class HostRuntime implements Runtime {
   readonly #registry: DatasetRegistry;
   readonly #metrics = new RuntimeMetricsCounter();
   readonly #inspection: InspectionHub;
+  /** Listeners of one dataset's machine (`inspect(listener, { dataset })`), by dataset. */
+  readonly #focused = new Map<string, InspectionHub>();
   readonly #catalog: QueryCatalog;
   readonly #queries: QueryService;
   readonly #coordinator: Worker;
@@ -163,7 +166,7 @@ class HostRuntime implements Runtime {
         message.port.on('message', (event: DatasetToHost) => {
           if (!rpc.handle(event)) this.#onDataset(entry, event);
         });
-        if (!this.#inspection.active) this.#tellInspecting(entry);
+        if (!this.#inspecting(entry)) this.#tellInspecting(entry);
         break;
       }
       case 'dataset-exited': {
@@ -202,6 +205,7 @@ class HostRuntime implements Runtime {
         break;
       case 'inspect':
         this.#inspection.publish(message.event);
+        this.#focused.get(entry.name)?.publish(message.event);
         break;
       case 'log':
         writeLog(this.#logger, message.record);
@@ -238,9 +242,14 @@ class HostRuntime implements Runtime {
     }
   }
 
-  /** Tell a dataset thread whether anyone inspects (it builds inspection events only then). */
+  /** Whether anyone inspects the dataset: every machine, or this one. */
+  #inspecting(entry: DatasetEntry): boolean {
+    return this.#inspection.active || this.#focused.get(entry.name)?.active === true;
+  }
+
+  /** Tell a dataset thread whether anyone inspects it (it builds inspection events only then). */
   #tellInspecting(entry: DatasetEntry): void {
-    const message: HostToDataset = { type: 'inspecting', on: this.#inspection.active };
+    const message: HostToDataset = { type: 'inspecting', on: this.#inspecting(entry) };
     entry.port?.postMessage(message);
   }
 
@@ -291,8 +300,15 @@ class HostRuntime implements Runtime {
     return this.#events.subscribe(event, listener);
   }
 
-  inspect(listener: (event: InspectionEvent) => void): () => void {
-    return this.#inspection.add(listener);
+  inspect(listener: (event: InspectionEvent) => void, options: InspectOptions = {}): () => void {
+    if (options.dataset === undefined) return this.#inspection.add(listener);
+    const entry = this.#registry.get(options.dataset);
+    let hub = this.#focused.get(entry.name);
+    if (hub === undefined) {
+      hub = new InspectionHub(() => this.#tellInspecting(entry));
+      this.#focused.set(entry.name, hub);
+    }
+    return hub.add(listener);
   }
 
   async send(name: string, command: DatasetCommand): Promise<void> {
