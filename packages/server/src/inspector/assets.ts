@@ -1,5 +1,5 @@
 /**
- * The inspector page's static files (HTML, CSS, one vanilla JS file) in `src/inspector/page/`,
+ * The inspector page's static files (HTML, CSS, vanilla JS modules) in `src/inspector/page/`,
  * read once when the routes are built and served with an ETag and a strict Content-Security-Policy
  * (everything from this origin, nothing inline, no CDN). The folder is looked up next to this
  * module first (running from source, or a build that copies it) and then in the package's `src`
@@ -18,6 +18,17 @@ export interface Asset {
 }
 
 const PAGE_DIRS = ['./page/', '../../src/inspector/page/'];
+
+/** The page's files under `/inspector/assets/` (the HTML is served at the page's own paths). */
+export const PAGE_ASSETS = [
+  'inspector.css',
+  'inspector.js',
+  'connection.js',
+  'overview.js',
+  'detail.js',
+  'chart.js',
+  'format.js',
+] as const;
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   html: 'text/html; charset=utf-8',
