@@ -13,7 +13,7 @@ import { createRuntime } from '@ferry/runtime';
 import { metadataGets } from '@ferry/runtime/testing';
 import { AwsControl } from '../aws-client.js';
 import type { AwsInfo, BatchItem } from '../aws-protocol.js';
-import { quietLogger, sleep } from '../harness.js';
+import { cpuPercentOver, quietLogger, sleep } from '../harness.js';
 import { BUCKET, spicepod } from '../spicepod.js';
 
 export interface B5ChildInput {
@@ -62,14 +62,6 @@ const mibOf = (bytes: number) => bytes / 2 ** 20;
 /** A progress line on stderr (the scenario's log), so a slow phase shows where it is. */
 function progress(message: string): void {
   process.stderr.write(`[b5] ${message}\n`);
-}
-
-async function cpuPercentOver(ms: number): Promise<number> {
-  const before = process.cpuUsage();
-  const started = performance.now();
-  await sleep(ms);
-  const used = process.cpuUsage(before);
-  return ((used.user + used.system) / 1000 / (performance.now() - started)) * 100;
 }
 
 /**
