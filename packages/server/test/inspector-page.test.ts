@@ -493,17 +493,16 @@ describe.skipIf(!HAS_CHROMIUM)(
       });
       names = runtime.datasets().map((info) => info.name);
       server = await startServer(runtime, { port: 0, routes: inspectorRoutes(runtime) });
-      // The page is opened while the others may still start (two hundred threads take a while on
-      // two cores): every dataset has its row from the start.
-      await Promise.all([CORRUPT, DRIVEN].map((name) => runtime.ready(name, { timeoutMs: 880_000 })));
+      // Two hundred dataset threads take minutes to start on a busy two-core machine (each its own
+      // isolate); the page is opened on the fleet at work: every dataset serving, polling each second.
+      await Promise.all(fleet.names.map((name) => runtime.ready(name, { timeoutMs: 1_700_000 })));
       // A newer snapshot whose bytes no longer match its checksum: refused at every check.
       const corrupt = await fleet.publish(CORRUPT, 2);
       await writeFile(fileURLToPath(corrupt.uri), 'not the published bytes');
       browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
       page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       errors = collectErrors(page);
-      // Minutes on a busy two-core machine: two hundred dataset threads start (each its own isolate).
-    }, 900_000);
+    }, 1_800_000);
 
     afterAll(async () => {
       await browser?.close();
@@ -516,20 +515,27 @@ describe.skipIf(!HAS_CHROMIUM)(
     it('asks for the key, then shows every dataset within 5 s, counts in the header, under 20 000 DOM nodes', async () => {
       expect(names).toHaveLength(FLEET_SIZE + 2);
       const opened = performance.now();
+      const phases: string[] = [];
+      const phase = (name: string) => phases.push(`${name} ${(performance.now() - opened).toFixed(0)} ms`);
       await page.goto(`${server.url}/inspector`);
+      phase('loaded');
       await page.waitForSelector('#key-form:not([hidden])');
+      phase('asked for the key');
       await page.fill('#key-input', API_KEY);
       await page.click('#key-form button[type="submit"]');
       await page.waitForSelector('#connection[data-connection="live"]');
+      phase('stream open');
       await page.waitForFunction(
         (total) =>
           (globalThis as unknown as InPage).document.querySelector('#overview')?.dataset.total ===
           String(total),
         names.length,
-        { timeout: 5_000 },
+        { timeout: 10_000 },
       );
+      phase('every dataset in the overview');
       const shown = performance.now() - opened;
-      expect(shown).toBeLessThan(5_000);
+      console.log(`${names.length} datasets, 1 s polling: ${phases.join(', ')}`);
+      expect(shown, phases.join(', ')).toBeLessThan(5_000);
       // The key never went into a URL.
       expect(page.url()).toBe(`${server.url}/inspector`);
 
@@ -549,9 +555,7 @@ describe.skipIf(!HAS_CHROMIUM)(
       expect(errors).toEqual([]);
     });
 
-    it('puts failures first and filters them, and finds a dataset by name', {
-      timeout: 700_000,
-    }, async () => {
+    it('puts failures first and filters them, and finds a dataset by name', async () => {
       await page.evaluate(() => {
         const viewport = (globalThis as unknown as InPage).document.querySelector('#viewport');
         if (viewport !== null) viewport.scrollTop = 0;
@@ -573,17 +577,6 @@ describe.skipIf(!HAS_CHROMIUM)(
       expect(corrupt.snapshot).toBe('#0');
       expect(corrupt.checked).toMatch(/^refused/);
       expect(corrupt.error).toMatch(/^ERR_/);
-      if (UPDATE_SCREENSHOTS) {
-        // For the README: every dataset up, so the picture is the steady state.
-        await Promise.all(fleet.names.map((name) => runtime.ready(name, { timeoutMs: 600_000 })));
-        await page.waitForFunction(
-          (serving) =>
-            (globalThis as unknown as InPage).document.querySelector('#counts')?.dataset.serving ===
-            String(serving),
-          FLEET_SIZE,
-          { timeout: 60_000 },
-        );
-      }
       await screenshot(page, 'inspector-overview.png');
 
       await page.click('button.chip[data-filter="attention"]');
@@ -601,6 +594,10 @@ describe.skipIf(!HAS_CHROMIUM)(
     });
 
     it('drives one machine from its detail view: pause, poll now while paused, resume', async () => {
+      await page.fill('#search', DRIVEN);
+      await page.waitForFunction(
+        () => (globalThis as unknown as InPage).document.querySelector('#overview')?.dataset.shown === '1',
+      );
       await page.click(`a.row[data-name="${DRIVEN}"]`);
       await page.waitForURL(`${server.url}/inspector/datasets/${DRIVEN}`);
       await waitForField(page, 'name', DRIVEN);

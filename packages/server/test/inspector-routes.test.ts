@@ -7,7 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import type { JsonValue } from '@ferry/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type DetailSnapshot,
   type DetailUpdate,
@@ -412,8 +412,14 @@ describe('inspector routes', () => {
       expect(event.event).toBe('update');
       return event.data as OverviewUpdate;
     });
-    // Only what changed: the other dataset did not poll.
-    expect(updates.flatMap((update) => update.rows.map((row) => row.name))).not.toContain('orders');
+    // Only changes: applied to what the page holds, every row an update brings differs from it.
+    const held = new Map(
+      ((events[0]?.data as OverviewSnapshot | undefined)?.rows ?? []).map((row) => [row.name, row]),
+    );
+    for (const row of updates.flatMap((update) => update.rows)) {
+      expect(row).not.toEqual(held.get(row.name));
+      held.set(row.name, row);
+    }
     const last = updates[updates.length - 1]?.rows.find((row) => row.name === 'users');
     expect(last).toMatchObject({ lastPollResult: 'unchanged', sync: 'current', ready: true });
     for (const [index, update] of updates.entries()) {
@@ -421,6 +427,33 @@ describe('inspector routes', () => {
       if (previous !== undefined) {
         expect(update.serverTimeMs - previous.serverTimeMs).toBeGreaterThanOrEqual(UPDATE_MS - 20);
       }
+    }
+  });
+
+  it('a page connecting between two updates does not take the changes the other pages are owed', async () => {
+    const updates: OverviewUpdate[] = [];
+    let owed: () => void = () => undefined;
+    const seen = new Promise<void>((resolve) => {
+      owed = resolve;
+    });
+    const unsubscribe = routes.hub.subscribeOverview((update) => {
+      updates.push(update);
+      if (update.rows.some((row) => row.name === 'users')) owed();
+    });
+    const off = served.runtime.on('poll', (event) => {
+      if (event.dataset !== 'users') return;
+      off();
+      // Right when the change is known and before the next update: another page's snapshot.
+      expect(routes.hub.overview().rows.find((row) => row.name === 'users')?.polls).toBe(
+        served.runtime.status('users').status?.counters.polls,
+      );
+    });
+    try {
+      await pollNow(base, 'users', KEY);
+      await seen;
+      expect(updates.flatMap((update) => update.rows).some((row) => row.name === 'users')).toBe(true);
+    } finally {
+      unsubscribe();
     }
   });
 
@@ -476,6 +509,20 @@ describe('inspector routes', () => {
 
     const unknown = await readEvents(`${base}/inspector/events?dataset=nope`, () => true, KEY);
     expect(unknown.status).toBe(404);
+  });
+
+  it('stops following a machine a while after its last detail view closed', async () => {
+    const lingering = inspectorRoutes(served.runtime, { hub: { followLingerMs: 100, updateIntervalMs: 50 } });
+    const server = await startServer(served.runtime, { port: 0, apiKey: 'sesame', routes: lingering });
+    try {
+      await readEvents(`${server.url}/inspector/events?dataset=orders`, (events) => events.length >= 1, KEY);
+      // Closed, still followed for the linger, then let go.
+      await vi.waitFor(() => expect(lingering.hub.followed()).toEqual([]), { timeout: 10_000, interval: 20 });
+      expect(routes.hub.followed()).not.toContain('orders');
+    } finally {
+      await server.close();
+      lingering.hub.close();
+    }
   });
 
   it('refuses bad commands with the API error shape', async () => {

@@ -184,6 +184,8 @@ export class InspectorHub {
   #seq = 0;
   /** Datasets an event said something about since the last refresh. */
   readonly #dirty = new Set<string>();
+  /** Rows changed since the last update went out (a snapshot's refresh included). */
+  #unsent = new Set<string>();
   #ticks = 0;
 
   constructor(runtime: Runtime, options: InspectorHubOptions = {}) {
@@ -244,6 +246,7 @@ export class InspectorHub {
   /** Every dataset's row and the counts, as of now. */
   overview(): OverviewSnapshot {
     this.#refresh();
+    this.#dropUnsentIfAlone();
     return {
       serverTimeMs: Date.now(),
       counts: this.#counts,
@@ -255,6 +258,7 @@ export class InspectorHub {
   detail(name: string): DetailSnapshot {
     const status = this.#runtime.status(name).status ?? null;
     this.#refresh();
+    this.#dropUnsentIfAlone();
     const row = this.#rows.get(name)?.row;
     if (row === undefined) throw new Error(`The inspector has no row for dataset '${name}'.`);
     return {
@@ -269,7 +273,11 @@ export class InspectorHub {
     };
   }
 
-  /** Calls `listener` with each batch of changed rows from now on; returns the unsubscribe function. */
+  /**
+   * Calls `listener` with each batch of changed rows from now on (a row may come again unchanged:
+   * rows are whole, so applying one twice is harmless); returns the unsubscribe function. Take the
+   * page's {@link overview} first: what changes after it comes in the next update.
+   */
   subscribeOverview(listener: UpdateListener<OverviewUpdate>): () => void {
     if (this.#closed) return () => undefined;
     this.#overviewListeners.add(listener);
@@ -429,10 +437,11 @@ export class InspectorHub {
 
   /**
    * Brings the rows up to date — every dataset, or only those an event named since the last
-   * refresh — and returns the names of those that changed.
+   * refresh — and adds the names of those that changed to the next update.
    */
-  #refresh(all = true): Set<string> {
-    const changed = new Set<string>();
+  #refresh(all = true): void {
+    const changed = this.#unsent;
+    let any = false;
     const infos: DatasetInfo[] = [];
     if (all || this.#rows.size === 0) {
       infos.push(...this.#runtime.datasets());
@@ -466,13 +475,18 @@ export class InspectorHub {
       }
       this.#rows.set(info.name, { row, from });
       changed.add(info.name);
+      any = true;
     }
-    if (changed.size > 0) {
+    if (any) {
       const counts = overviewCounts([...this.#rows.values()].map((entry) => entry.row));
       // The same object while the numbers stay the same, so listeners can tell a change by identity.
       if (JSON.stringify(counts) !== JSON.stringify(this.#counts)) this.#counts = counts;
     }
-    return changed;
+  }
+
+  /** With nobody listening, the changes a refresh found are owed to no one. */
+  #dropUnsentIfAlone(): void {
+    if (this.#overviewListeners.size === 0 && this.#follows.size === 0) this.#unsent.clear();
   }
 
   /** Runs the update timer while anyone listens. */
@@ -491,7 +505,9 @@ export class InspectorHub {
     // What the events named, and every dataset now and then: a status can change without an event
     // (a pause from the API, the next check's time).
     this.#ticks++;
-    const changed = this.#refresh(this.#ticks % FULL_REFRESH_TICKS === 0);
+    this.#refresh(this.#ticks % FULL_REFRESH_TICKS === 0);
+    const changed = this.#unsent;
+    this.#unsent = new Set();
     const serverTimeMs = Date.now();
     if (changed.size > 0 && this.#overviewListeners.size > 0) {
       const update: OverviewUpdate = {

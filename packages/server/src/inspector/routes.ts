@@ -153,8 +153,8 @@ export function inspectorRoutes(runtime: Runtime, options: InspectorRoutesOption
       if (dataset === null) {
         const snapshot = (): string => sseFrame('overview', JSON.stringify(hub.overview()));
         stream = new SseStream(res, options, snapshot);
-        unsubscribe = hub.subscribeOverview((_update, json) => stream.send(sseFrame('update', json)));
         stream.sendAlways(snapshot());
+        unsubscribe = hub.subscribeOverview((_update, json) => stream.send(sseFrame('update', json)));
       } else {
         const snapshot = (): string => sseFrame('detail', JSON.stringify(hub.detail(dataset)));
         stream = new SseStream(res, options, snapshot);
