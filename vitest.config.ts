@@ -21,6 +21,7 @@ const UNIT = [
   'packages/test-support/test/fixture-store.test.ts',
   'packages/writer/test/build.test.ts',
   'test/architecture/**/*.test.ts',
+  'bench/test/**/*.test.ts',
 ];
 const BUILD_FIRST = ['./test/support/build-packages.ts'];
 
@@ -39,6 +40,11 @@ export default defineConfig({
             {
               find: /^@ferry\/([a-z-]+)$/,
               replacement: fileURLToPath(new URL('./packages/$1/src/index.ts', import.meta.url)),
+            },
+            // Subpath entries (`@ferry/engines/namespaces`) too, so no built copy loads beside the sources.
+            {
+              find: /^@ferry\/([a-z-]+)\/([a-z-]+)$/,
+              replacement: fileURLToPath(new URL('./packages/$1/src/$2.ts', import.meta.url)),
             },
           ],
         },

@@ -18,6 +18,7 @@ import { openEngine } from '@ferry/engines';
 import { createObjectStore } from '@ferry/store';
 import {
   type LocalAws,
+  localStoreParams,
   type NotificationBridge,
   startLocalAws,
   startNotificationBridge,
@@ -57,14 +58,7 @@ function splitLocation(location: string): { bucket: string; prefix: string } {
 function storeFor(location: string): ObjectStore {
   let store = stores.get(location);
   if (store === undefined) {
-    store = createObjectStore(location, {
-      endpoint: aws.serverEndpoint,
-      region: aws.region,
-      allowHttp: true,
-      auth: 'key',
-      accessKeyId: aws.credentials.accessKeyId,
-      secretAccessKey: aws.credentials.secretAccessKey,
-    });
+    store = createObjectStore(location, localStoreParams(aws, aws.serverEndpoint));
     stores.set(location, store);
   }
   return store;

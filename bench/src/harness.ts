@@ -13,7 +13,8 @@ import type { FileFormat } from '@ferry/core';
 import { createRuntime, type Logger, type Runtime, type RuntimeOptions } from '@ferry/runtime';
 import type { AwsControl } from './aws-client.js';
 import type { PublishReply } from './aws-protocol.js';
-import type { ScenarioContext } from './scenario.js';
+import type { LatencySummary } from './histogram.js';
+import type { GoalCheck, LatencySeries, ScenarioContext } from './scenario.js';
 import { BUCKET } from './spicepod.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -170,3 +171,20 @@ export async function plainDownload(s3: S3Client, key: string, path: string, syn
 
 /** Bytes as MiB. */
 export const mib = (bytes: number) => bytes / 2 ** 20;
+
+/** What a goal check says: met, not met, or not judged (the run was smaller than the goal's size). */
+export type Verdict = 'met' | 'not met' | 'not judged at this size';
+
+/**
+ * The harness's rule for every goal: one stated for a size (`at`) is judged only by a run that
+ * reached that size; a smaller run (`--quick`) reports its figures and no verdict.
+ */
+export function verdictOf(goal: GoalCheck): Verdict {
+  if (goal.at !== undefined && goal.at.ran < goal.at.size) return 'not judged at this size';
+  return goal.met ? 'met' : 'not met';
+}
+
+/** A series of a percentile plot from a recorded latency distribution. */
+export function latencySeries(name: string, latency: LatencySummary): LatencySeries {
+  return { name, count: latency.count, percentiles: latency.percentiles };
+}

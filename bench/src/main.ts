@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, type ScenarioId } from './args.js';
 import { type AwsProcess, startAwsProcess } from './aws-client.js';
 import { machineInfo } from './machine-info.js';
-import { consoleReport, type RunSummary, writeScenarioFiles, writeSummary } from './report.js';
+import { consoleReport, goalCounts, type RunSummary, writeScenarioFiles, writeSummary } from './report.js';
 import type { RunRequest } from './run-scenario.js';
 import type { ScenarioResult } from './scenario.js';
 import { BUCKET } from './spicepod.js';
@@ -82,10 +82,10 @@ async function main(): Promise<number> {
   }
   const summary: RunSummary = { startedAt, quick: args.quick, machine, results, crashed };
   await writeSummary(RESULTS_DIR, summary);
-  const met = results.flatMap((result) => result.goals).filter((goal) => goal.met).length;
-  const total = results.flatMap((result) => result.goals).length;
+  const { met, judged, notJudged } = goalCounts(results.flatMap((result) => result.goals));
+  const unjudged = notJudged === 0 ? '' : ` (${notJudged} not judged at this run's size)`;
   process.stdout.write(
-    `\n${met} of ${total} goals met; ${crashed.length} scenario(s) crashed. Results in ${RESULTS_DIR}summary.md\n`,
+    `\n${met} of ${judged} goals met${unjudged}; ${crashed.length} scenario(s) crashed. Results in ${RESULTS_DIR}summary.md\n`,
   );
   return crashed.length > 0 ? 1 : 0;
 }

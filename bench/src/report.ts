@@ -1,13 +1,15 @@
 /**
  * Writing results: per scenario a JSON file, a Markdown summary and an SVG chart under
  * `bench/results/`, plus `summary.md` / `summary.json` for the whole run, and the console lines.
+ * Every goal is shown with its verdict (`verdictOf`): met, not met, or not judged at this size.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { renderSvg, scenarioChart } from './charts.js';
 import { formatRatio, formatValue } from './format.js';
+import { type Verdict, verdictOf } from './harness.js';
 import type { MachineInfo } from './machine-info.js';
-import type { ScenarioResult } from './scenario.js';
-import { barChart, lineChart } from './svg-chart.js';
+import type { GoalCheck, ScenarioResult } from './scenario.js';
 
 export interface RunSummary {
   readonly startedAt: string;
@@ -37,15 +39,47 @@ function measurementTable(result: ScenarioResult): string[] {
   return lines;
 }
 
+const VERDICT_CELL: Readonly<Record<Verdict, string>> = {
+  met: 'yes',
+  'not met': '**no**',
+  'not judged at this size': 'not judged at this size',
+};
+
+/** The goal's size condition, when it has one: `at 100 datasets (this run: 3)`. */
+function sizeNote(goal: GoalCheck): string {
+  if (goal.at === undefined) return '';
+  const { size, unit, ran } = goal.at;
+  return ` (stated at ${size.toLocaleString('en-US')} ${unit}; this run: ${ran.toLocaleString('en-US')})`;
+}
+
 function goalLines(result: ScenarioResult): string[] {
   if (result.goals.length === 0) return ['No goal checks.'];
   return [
     '| goal | measured | met |',
     '| --- | --- | :---: |',
     ...result.goals.map(
-      (goal) => `| ${cell(goal.goal)} | ${cell(goal.measured)} | ${goal.met ? 'yes' : '**no**'} |`,
+      (goal) =>
+        `| ${cell(goal.goal + sizeNote(goal))} | ${cell(goal.measured)} | ${VERDICT_CELL[verdictOf(goal)]} |`,
     ),
   ];
+}
+
+/** Goals met, judged and not judged (at this run's size) among `goals`. */
+export function goalCounts(goals: readonly GoalCheck[]): { met: number; judged: number; notJudged: number } {
+  const verdicts = goals.map(verdictOf);
+  const notJudged = verdicts.filter((verdict) => verdict === 'not judged at this size').length;
+  return {
+    met: verdicts.filter((verdict) => verdict === 'met').length,
+    judged: verdicts.length - notJudged,
+    notJudged,
+  };
+}
+
+/** `2 / 3`, or `2 / 3 (3 not judged at this size)`, or `— (3 not judged at this size)`. */
+function countsCell(goals: readonly GoalCheck[]): string {
+  const { met, judged, notJudged } = goalCounts(goals);
+  const counted = judged === 0 && notJudged > 0 ? '—' : `${met} / ${judged}`;
+  return notJudged === 0 ? counted : `${counted} (${notJudged} not judged at this size)`;
 }
 
 export function scenarioMarkdown(result: ScenarioResult): string {
@@ -82,8 +116,7 @@ export function summaryMarkdown(summary: RunSummary): string {
     '| --- | --- | --- |',
   ];
   for (const result of summary.results) {
-    const met = result.goals.filter((goal) => goal.met).length;
-    lines.push(`| ${result.title} | ${met} / ${result.goals.length} | [${result.id}.md](${result.id}.md) |`);
+    lines.push(`| ${result.title} | ${countsCell(result.goals)} | [${result.id}.md](${result.id}.md) |`);
   }
   for (const crash of summary.crashed) lines.push(`| ${crash.id} | **crashed** | ${cell(crash.reason)} |`);
   for (const result of summary.results) {
@@ -95,11 +128,7 @@ export function summaryMarkdown(summary: RunSummary): string {
 export async function writeScenarioFiles(dir: string, result: ScenarioResult): Promise<void> {
   await writeFile(join(dir, `${result.id}.json`), `${JSON.stringify(result, null, 2)}\n`);
   await writeFile(join(dir, `${result.id}.md`), scenarioMarkdown(result));
-  const svg =
-    result.lineChart !== undefined
-      ? lineChart(result.lineChart)
-      : barChart(`${result.title}${result.quick ? ' (quick)' : ''}`, result.measurements);
-  await writeFile(join(dir, `${result.id}.svg`), svg);
+  await writeFile(join(dir, `${result.id}.svg`), await renderSvg(scenarioChart(result)));
 }
 
 export async function writeSummary(dir: string, summary: RunSummary): Promise<void> {
@@ -119,8 +148,9 @@ export function consoleReport(result: ScenarioResult): string {
           }`;
     lines.push(`  ${m.group} — ${m.metric}: ${formatValue(m.value, m.unit)}${base}`);
   }
-  for (const goal of result.goals)
-    lines.push(`  [${goal.met ? 'MET' : 'NOT MET'}] ${goal.goal}: ${goal.measured}`);
+  for (const goal of result.goals) {
+    lines.push(`  [${verdictOf(goal).toUpperCase()}] ${goal.goal}${sizeNote(goal)}: ${goal.measured}`);
+  }
   for (const note of result.notes) lines.push(`  note: ${note}`);
   return lines.join('\n');
 }

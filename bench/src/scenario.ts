@@ -1,9 +1,11 @@
 /**
  * What a scenario is and what it reports. Every number a scenario prints is a {@link Measurement}
  * taken in this run, with the baseline it is compared to (also measured in this run) and the ratio;
- * goals are reported as met or not, never asserted.
+ * goals are reported as met or not, never asserted, and a goal stated for a size this run did not
+ * reach is reported as not judged (`GoalCheck.at`, `verdictOf` in `harness.ts`).
  */
 import type { AwsControl } from './aws-client.js';
+import type { PercentilePoint } from './histogram.js';
 
 export type Unit = 'ms' | 's' | 'ops/s' | 'rows/s' | 'MiB/s' | 'MiB' | '%' | 'count' | 'x' | 'µs';
 
@@ -20,13 +22,38 @@ export interface Measurement {
   readonly baselineLabel?: string;
   /** `value / baseline` unless the scenario defines it otherwise (then it says so in `metric`). */
   readonly ratio?: number;
+  /**
+   * `latency`: a percentile of a latency distribution the scenario plots in full (`latencies`); the
+   * chart shows it there, on the percentile plot, not as a bar.
+   */
+  readonly kind?: 'latency';
 }
 
 export interface GoalCheck {
   readonly goal: string;
   /** The measured value the goal is judged on, formatted. */
   readonly measured: string;
+  /** Whether the measured value meets the goal (the verdict only where {@link GoalCheck.at} allows). */
   readonly met: boolean;
+  /**
+   * The size the goal is stated for (`100` `datasets`, `512` `MiB`) and the size this run measured
+   * (`ran`). A run smaller than the goal's size reports its figures and the goal as "not judged at
+   * this size": a 3-dataset run says nothing about 100 datasets.
+   */
+  readonly at?: { readonly size: number; readonly unit: string; readonly ran: number };
+}
+
+/** One latency distribution (from its HDR histogram) on a percentile plot. */
+export interface LatencySeries {
+  readonly name: string;
+  readonly count: number;
+  readonly percentiles: readonly PercentilePoint[];
+}
+
+/** Latency distributions compared on one percentile plot (Ferry against its baselines). */
+export interface LatencyPlot {
+  readonly title: string;
+  readonly series: readonly LatencySeries[];
 }
 
 export interface Series {
@@ -47,6 +74,8 @@ export interface ScenarioOutcome {
   readonly goals: readonly GoalCheck[];
   readonly notes: readonly string[];
   readonly lineChart?: LineChart;
+  /** Percentile plots of the latencies the scenario recorded. */
+  readonly latencies?: readonly LatencyPlot[];
   /** Anything else worth keeping in the JSON (per-run raw numbers). */
   readonly raw?: unknown;
 }

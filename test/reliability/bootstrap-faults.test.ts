@@ -5,14 +5,9 @@
  * `ERR_DATASET_NOT_READY`), says why in its status and log, checks again (retry: with backoff), and
  * `fallback` serves the good older snapshot. A later good publish is picked up by every behaviour.
  */
-import {
-  type FaultProxy,
-  type LocalAws,
-  serviceUnavailable,
-  startFaultProxy,
-  startLocalAws,
-} from '@ferry/test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serviceUnavailable } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
+import { describe, expect, it } from 'vitest';
 import {
   BUCKET,
   DATASET,
@@ -27,19 +22,7 @@ import {
   temporaries,
 } from './support.js';
 
-let aws: LocalAws;
-let proxy: FaultProxy;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  proxy = await startFaultProxy(aws.endpoint);
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  await aws?.close();
-});
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 
 const RETRYING = `Retrying the snapshot check of dataset '${DATASET}' in `;
 

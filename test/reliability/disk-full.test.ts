@@ -11,7 +11,7 @@ import { rmSync } from 'node:fs';
 import { mkdtemp, rm, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type FaultProxy, type LocalAws, startFaultProxy, startLocalAws } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BUCKET,
@@ -32,8 +32,7 @@ const TMPFS_BYTES = 80 * 1024 * 1024;
 /** What the download's free-space check keeps beyond the snapshot (engines' default reserve). */
 const RESERVE = 64 * 1024 * 1024;
 
-let aws: LocalAws;
-let proxy: FaultProxy;
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 let mountPoint: string | undefined;
 let s: Started | undefined;
 
@@ -70,9 +69,6 @@ async function fill(dir: string, leave: number, name = 'filler.bin'): Promise<st
 
 beforeAll(async () => {
   if (mountPoint === undefined) return;
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  proxy = await startFaultProxy(aws.endpoint);
   await publish(aws, PREFIX, await snapshotFile('duckdb', 1));
   s = await startRuntime(spicepod(aws, { prefix: PREFIX, endpoint: proxy.endpoint, interval: '300ms' }), {
     dataDir: mountPoint,
@@ -82,8 +78,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.runtime.close();
-  await proxy?.close();
-  await aws?.close();
   if (mountPoint !== undefined) {
     execFileSync('umount', [mountPoint]);
     await rm(mountPoint, { recursive: true, force: true });

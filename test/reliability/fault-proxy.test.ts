@@ -5,36 +5,22 @@
  * limits them, and `onMatch` holds a request while the test acts.
  */
 import { createS3Store, type S3ObjectStore } from '@ferry/store';
-import {
-  type FaultProxy,
-  internalError,
-  type LocalAws,
-  slowDown,
-  startFaultProxy,
-  startLocalAws,
-} from '@ferry/test-support';
+import { internalError, localStoreParams, slowDown } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const BUCKET = 'fault-proxy';
 const BODY = new Uint8Array(256 * 1024).map((_, i) => i % 251);
 
-let aws: LocalAws;
-let proxy: FaultProxy;
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 let store: S3ObjectStore;
 
 beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
   await aws.putObject(BUCKET, 'data/object.bin', BODY);
   await aws.putObject(BUCKET, 'data/small.json', '{"a":1}');
-  proxy = await startFaultProxy(aws.endpoint);
   store = createS3Store({
     location: `s3://${BUCKET}/data/`,
-    endpoint: proxy.endpoint,
-    allowHttp: true,
-    region: aws.region,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
+    ...localStoreParams(aws, proxy.endpoint),
     maxAttempts: 1,
     clientTimeoutMs: 300,
   });
@@ -42,8 +28,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await store?.close();
-  await proxy?.close();
-  await aws?.close();
 });
 
 async function readAll(key: string): Promise<Uint8Array> {

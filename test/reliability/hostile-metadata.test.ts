@@ -7,7 +7,7 @@
  * temporary file appears, and the dataset keeps serving what it had.
  */
 import { readdir } from 'node:fs/promises';
-import { type FaultProxy, type LocalAws, startFaultProxy, startLocalAws } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BUCKET,
@@ -32,16 +32,11 @@ const LOCATION = `s3://${BUCKET}/${PREFIX}`;
 const OTHER_BUCKET = 'ferry-reliability-other';
 const SECRET_KEY = 'secret/orders.duckdb';
 
-let aws: LocalAws;
-let proxy: FaultProxy;
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET, OTHER_BUCKET], faultProxy: true });
 let s: Started;
 let serving: Published;
 
 beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  await aws.createBucket(OTHER_BUCKET);
-  proxy = await startFaultProxy(aws.endpoint);
   const file = await snapshotFile('duckdb', 1);
   serving = await publish(aws, PREFIX, file);
   // Real snapshot objects where an escaping URI would lead, so only the refusal stops a download.
@@ -67,8 +62,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.runtime.close();
-  await proxy?.close();
-  await aws?.close();
 });
 
 /** GETs and HEADs that reached the server for any object whose target ends with `suffix`. */

@@ -1,10 +1,4 @@
-/**
- * The fault matrix for metadata.json itself: malformed JSON, a body over the 16 MiB cap, an
- * unsupported `format-version` (permanent), a current id older than the loaded one (a rollback),
- * and a publish landing in the middle of a check. Each case checks what keeps serving, the log
- * line, the status, what the next check does, and the recovery once metadata.json is right again.
- */
-import { type FaultProxy, type LocalAws, startFaultProxy, startLocalAws } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Behaviour,
@@ -24,19 +18,7 @@ import {
   writeMetadata,
 } from './support.js';
 
-let aws: LocalAws;
-let proxy: FaultProxy;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  proxy = await startFaultProxy(aws.endpoint);
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  await aws?.close();
-});
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 
 const OVERSIZED = `{"format-version":1,"pad":"${'x'.repeat(17 * 1024 * 1024)}"}`;
 const READ_FAILED = `Reading the snapshot metadata of dataset '${DATASET}' failed: `;

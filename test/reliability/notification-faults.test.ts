@@ -6,7 +6,8 @@
  * recovery, deletes what it cannot parse, and leaves what belongs to another bucket on the queue.
  */
 import { createRequire } from 'node:module';
-import { type FaultProxy, type LocalAws, s3Event, startFaultProxy, startLocalAws } from '@ferry/test-support';
+import { type LocalAws, s3Event } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BUCKET,
@@ -42,8 +43,7 @@ function sqsModule(): SqsModule {
   return createRequire(local.resolve('@ferry/test-support'))('@aws-sdk/client-sqs') as SqsModule;
 }
 
-let aws: LocalAws;
-let proxy: FaultProxy;
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 let queueUrl: string;
 let s: Started;
 let version = 1;
@@ -68,10 +68,7 @@ async function publishAndServe(): Promise<void> {
 }
 
 beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
   queueUrl = await aws.createQueue(QUEUE);
-  proxy = await startFaultProxy(aws.endpoint);
   await publish(aws, PREFIX, await snapshotFile('duckdb', 1));
   s = await startRuntime(
     spicepod(aws, {
@@ -89,8 +86,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.runtime.close();
-  await proxy?.close();
-  await aws?.close();
 });
 
 describe('SQS faults: notifications fail, snapshots keep flowing', () => {

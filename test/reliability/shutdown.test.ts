@@ -1,11 +1,5 @@
-/**
- * Shutting down mid-work: close() while a dataset thread is downloading a snapshot. The thread
- * must wait for its in-flight work (a download sees its abort signal; a schema check or an engine
- * being opened finishes) before it ends — a thread torn down while DuckDB works on its behalf
- * aborts the whole process — and nothing may be left in the data directory but live files.
- */
-import { type FaultProxy, type LocalAws, startFaultProxy, startLocalAws } from '@ferry/test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useLocalAws } from '@ferry/test-support/suite';
+import { describe, expect, it } from 'vitest';
 import {
   BUCKET,
   DATASET,
@@ -18,19 +12,7 @@ import {
   temporaries,
 } from './support.js';
 
-let aws: LocalAws;
-let proxy: FaultProxy;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  proxy = await startFaultProxy(aws.endpoint);
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  await aws?.close();
-});
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 
 describe('close() during a snapshot download', () => {
   it.each(['duckdb', 'sqlite'] as const)(

@@ -5,16 +5,8 @@
  * timeout). Each case checks what keeps serving (query results), what is logged, what the status
  * shows, what the next check does, and that it recovers on its own once the fault is gone.
  */
-import {
-  type FaultAction,
-  type FaultProxy,
-  internalError,
-  type LocalAws,
-  serviceUnavailable,
-  slowDown,
-  startFaultProxy,
-  startLocalAws,
-} from '@ferry/test-support';
+import { type FaultAction, internalError, serviceUnavailable, slowDown } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Behaviour,
@@ -32,19 +24,7 @@ import {
   temporaries,
 } from './support.js';
 
-let aws: LocalAws;
-let proxy: FaultProxy;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  proxy = await startFaultProxy(aws.endpoint);
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  await aws?.close();
-});
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 
 interface TransientFault {
   readonly name: string;

@@ -9,7 +9,7 @@
  * are removed, what the next check does, and that a later good publish is picked up.
  */
 import { randomBytes } from 'node:crypto';
-import { type FaultProxy, type LocalAws, startFaultProxy, startLocalAws } from '@ferry/test-support';
+import { useLocalAws } from '@ferry/test-support/suite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Behaviour,
@@ -32,19 +32,7 @@ import {
   writeMetadata,
 } from './support.js';
 
-let aws: LocalAws;
-let proxy: FaultProxy;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-  proxy = await startFaultProxy(aws.endpoint);
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  await aws?.close();
-});
+const { aws, proxy } = useLocalAws({ buckets: [BUCKET], faultProxy: true });
 
 interface BadSnapshot {
   readonly name: string;

@@ -16,9 +16,9 @@ import { Piscina } from 'piscina';
 import { type BuiltFile, buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { preparedRunner } from '../direct-duckdb.js';
 import { formatRatio, formatValue } from '../format.js';
-import { loggedErrorsNote, startRuntime } from '../harness.js';
+import { latencySeries, loggedErrorsNote, startRuntime } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
-import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
+import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b1/';
@@ -231,6 +231,15 @@ export const b1: Scenario = {
 
     const measurements: Measurement[] = [];
     const goals: GoalCheck[] = [];
+    const latencies: LatencyPlot[] = cells.map((cell) => ({
+      title: `${cell.engine.label} ${cell.query.label}`,
+      series: [
+        latencySeries('Ferry, 1 client', cell.ferry1.latency),
+        latencySeries('Ferry, 64 clients', cell.ferry64.latency),
+        latencySeries('direct, 1 thread', cell.direct.latency),
+        latencySeries(`hop floor: ${HOP_LABEL[cell.engine.hop]}`, cell.floor.latency),
+      ],
+    }));
     const notes: string[] = [
       `Tables: ${rows.toLocaleString('en-US')} rows (id, version, category, amount, qty, note); DuckDB file ${formatValue(
         (files.get('duckdb')?.size ?? 0) / 2 ** 20,
@@ -254,18 +263,21 @@ export const b1: Scenario = {
           group,
           metric: `hop floor (${hopLabel}) p50`,
           unit: 'ms',
+          kind: 'latency',
           value: floor,
         },
         {
           group,
           metric: `hop floor (${hopLabel}) p99`,
           unit: 'ms',
+          kind: 'latency',
           value: cell.floor.latency.p99Ms,
         },
         {
           group,
           metric: 'p50 latency, 1 client',
           unit: 'ms',
+          kind: 'latency',
           value: ferry,
           baseline: direct,
           baselineLabel: baseLabel,
@@ -275,6 +287,7 @@ export const b1: Scenario = {
           group,
           metric: 'p99 latency, 1 client',
           unit: 'ms',
+          kind: 'latency',
           value: cell.ferry1.latency.p99Ms,
           baseline: cell.direct.latency.p99Ms,
           baselineLabel: baseLabel,
@@ -311,6 +324,7 @@ export const b1: Scenario = {
           group,
           metric: 'p50 latency, 64 clients',
           unit: 'ms',
+          kind: 'latency',
           value: cell.ferry64.latency.p50Ms,
           baseline: direct,
           baselineLabel: baseLabel,
@@ -320,6 +334,7 @@ export const b1: Scenario = {
           group,
           metric: 'p99 latency, 64 clients',
           unit: 'ms',
+          kind: 'latency',
           value: cell.ferry64.latency.p99Ms,
           baseline: cell.direct.latency.p99Ms,
           baselineLabel: baseLabel,
@@ -354,6 +369,7 @@ export const b1: Scenario = {
       measurements,
       goals,
       notes,
+      latencies,
       raw: {
         rows,
         cells: cells.map((cell) => ({

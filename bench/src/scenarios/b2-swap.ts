@@ -8,9 +8,9 @@
 import type { FileFormat } from '@ferry/core';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
-import { loggedErrorsNote, publishEverySecond, startRuntime, swapTo } from '../harness.js';
+import { latencySeries, loggedErrorsNote, publishEverySecond, startRuntime, swapTo } from '../harness.js';
 import { type LoadResult, LoadTotals, runLoad } from '../load.js';
-import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
+import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { BUCKET, locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b2/';
@@ -144,6 +144,7 @@ export const b2: Scenario = {
 
     const measurements: Measurement[] = [];
     const goals: GoalCheck[] = [];
+    const latencies: LatencyPlot[] = [];
     const notes: string[] = [
       `${rows.toLocaleString('en-US')}-row tables, ${CLIENTS} clients running point lookups back to back; ${rounds} interleaved round(s) of a no-swap slice and a swap slice, each ${sliceMs / 1000} s measured after ${warmupMs / 1000} s of warm-up; SQS notifications plus a 1 s poll.`,
     ];
@@ -154,11 +155,19 @@ export const b2: Scenario = {
       const baselineLabel = 'no swaps';
       const group = `${label} under swaps`;
       const p99Ratio = ratio(busy.load.latency.p99Ms, quiet.load.latency.p99Ms);
+      latencies.push({
+        title: `${label}: point lookups, ${CLIENTS} clients`,
+        series: [
+          latencySeries('Ferry while snapshots swap', busy.load.latency),
+          latencySeries('Ferry, no swaps', quiet.load.latency),
+        ],
+      });
       measurements.push(
         {
           group,
           metric: 'p50 latency',
           unit: 'ms',
+          kind: 'latency',
           value: busy.load.latency.p50Ms,
           baseline: quiet.load.latency.p50Ms,
           baselineLabel,
@@ -168,6 +177,7 @@ export const b2: Scenario = {
           group,
           metric: 'p99 latency',
           unit: 'ms',
+          kind: 'latency',
           value: busy.load.latency.p99Ms,
           baseline: quiet.load.latency.p99Ms,
           baselineLabel,
@@ -177,6 +187,7 @@ export const b2: Scenario = {
           group,
           metric: 'max latency',
           unit: 'ms',
+          kind: 'latency',
           value: busy.load.latency.maxMs,
           baseline: quiet.load.latency.maxMs,
           baselineLabel,
@@ -225,6 +236,6 @@ export const b2: Scenario = {
     }
     const logged = loggedErrorsNote(logger);
     if (logged !== undefined) notes.push(logged);
-    return { measurements, goals, notes, raw: Object.fromEntries(results) };
+    return { measurements, goals, notes, latencies, raw: Object.fromEntries(results) };
   },
 };

@@ -82,15 +82,16 @@ export const b4: Scenario = {
     'a plain GetObject of the same object streamed to a file and fsynced (and the same without the fsync)',
   goal: 'throughput ≥ 0.85× GetObject + fsync at 64 MiB and ≥ 0.95× at 512 MiB; fixed cost after the bytes are on disk ≤ 30 ms',
   async run(context) {
-    // The goal's ratio per size; --quick runs smaller files against the same two ratios.
+    // The goal's ratio per size (`statedMiB`); --quick runs smaller files, reported but not judged
+    // against the goals stated for 64 and 512 MiB.
     const plan = context.quick
       ? [
-          { label: '8 MiB', bytes: 8 * 2 ** 20, repeats: 1, goal: 0.85 },
-          { label: '24 MiB', bytes: 24 * 2 ** 20, repeats: 1, goal: 0.95 },
+          { label: '8 MiB', bytes: 8 * 2 ** 20, repeats: 1, goal: 0.85, statedMiB: 64 },
+          { label: '24 MiB', bytes: 24 * 2 ** 20, repeats: 1, goal: 0.95, statedMiB: 512 },
         ]
       : [
-          { label: '64 MiB', bytes: 64 * 2 ** 20, repeats: 3, goal: 0.85 },
-          { label: '512 MiB', bytes: 512 * 2 ** 20, repeats: 2, goal: 0.95 },
+          { label: '64 MiB', bytes: 64 * 2 ** 20, repeats: 3, goal: 0.85, statedMiB: 64 },
+          { label: '512 MiB', bytes: 512 * 2 ** 20, repeats: 2, goal: 0.95, statedMiB: 512 },
         ];
     const location = locationOf(PREFIX);
     const seed = await buildFile(context.workDir, 'duckdb', DATASET, 1000, keyedColumns(1, BULK_COLUMNS));
@@ -270,9 +271,10 @@ export const b4: Scenario = {
         );
         goals.push(
           {
-            goal: `${step.label}: throughput ≥ ${step.goal}× GetObject + fsync`,
-            measured: `${formatValue(ferry, 'MiB/s')} vs ${formatValue(synced, 'MiB/s')} = ${formatRatio(r)}`,
+            goal: `${step.statedMiB} MiB: throughput ≥ ${step.goal}× GetObject + fsync`,
+            measured: `${step.label}: ${formatValue(ferry, 'MiB/s')} vs ${formatValue(synced, 'MiB/s')} = ${formatRatio(r)}`,
             met: r >= step.goal,
+            at: { size: step.statedMiB, unit: 'MiB', ran: step.bytes / 2 ** 20 },
           },
           {
             goal: `${step.label}: fixed cost after the bytes are on disk ≤ ${FIXED_GOAL_MS} ms`,

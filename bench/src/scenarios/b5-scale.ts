@@ -17,6 +17,8 @@ import type { B5ChildInput, B5ChildResult } from './b5-child.js';
 const PREFIX = 'b5/';
 const INTERVAL = '1s';
 const ROWS = 100;
+/** The dataset count the goals are stated for. */
+const GOAL_DATASETS = 100;
 
 function runChild(input: B5ChildInput): Promise<B5ChildResult> {
   const script = fileURLToPath(new URL('./b5-child.js', import.meta.url));
@@ -42,7 +44,7 @@ export const b5: Scenario = {
   baseline: 'the per-dataset cost at 10 datasets (same run)',
   goal: 'at 100 datasets: RSS ≤ 1.0 GiB, idle CPU ≤ 1 % (of one core), 1 GET of metadata.json per location per tick',
   async run(context) {
-    const counts = context.quick ? [1, 3] : [10, 50, 100];
+    const counts = context.quick ? [1, 3] : [10, 50, GOAL_DATASETS];
     const idleMs = context.quick ? 1_500 : 30_000;
     const max = counts[counts.length - 1] ?? 0;
     const names = Array.from({ length: max }, (_, index) => `ds_${String(index).padStart(3, '0')}`);
@@ -200,21 +202,26 @@ export const b5: Scenario = {
       );
     }
     const gib = top.rssIdleMiB / 1024;
+    // The goals are stated for 100 datasets: a smaller run (--quick) reports its figures unjudged.
+    const at = { size: GOAL_DATASETS, unit: 'datasets', ran: top.n };
     const goals: GoalCheck[] = [
       {
-        goal: `${top.n} datasets: RSS ≤ 1.0 GiB`,
-        measured: `${gib.toFixed(2)} GiB (process total, settled; ${(top.rssServingMiB / 1024).toFixed(2)} GiB at all-serving)`,
+        goal: `${GOAL_DATASETS} datasets: RSS ≤ 1.0 GiB`,
+        measured: `${top.n} datasets: ${gib.toFixed(2)} GiB (process total, settled; ${(top.rssServingMiB / 1024).toFixed(2)} GiB at all-serving)`,
         met: gib <= 1.0,
+        at,
       },
       {
-        goal: `${top.n} datasets: idle CPU ≤ 1 %`,
-        measured: `${formatValue(top.idleCpuPercent, '%')} of one core with refresh_check_interval ${INTERVAL} (${formatValue(top.pausedCpuPercent, '%')} with polling paused)`,
+        goal: `${GOAL_DATASETS} datasets: idle CPU ≤ 1 %`,
+        measured: `${top.n} datasets: ${formatValue(top.idleCpuPercent, '%')} of one core with refresh_check_interval ${INTERVAL} (${formatValue(top.pausedCpuPercent, '%')} with polling paused)`,
         met: top.idleCpuPercent <= 1,
+        at,
       },
       {
-        goal: `${top.n} datasets: 1 metadata.json GET per location per tick`,
-        measured: `${top.metadataGets} GETs over ${top.ticks.toFixed(1)} ticks = ${formatRatio(top.metadataGets / top.ticks)} (at most one extra GET may fall on the window's edge)`,
+        goal: `${GOAL_DATASETS} datasets: 1 metadata.json GET per location per tick`,
+        measured: `${top.n} datasets: ${top.metadataGets} GETs over ${top.ticks.toFixed(1)} ticks = ${formatRatio(top.metadataGets / top.ticks)} (at most one extra GET may fall on the window's edge)`,
         met: top.metadataGets <= Math.ceil(top.ticks) + 1,
+        at,
       },
     ];
     const notes = [

@@ -10,9 +10,9 @@ import type { JsonValue } from '@ferry/core';
 import { type BuiltFile, buildFile, keyedColumns } from '../data.js';
 import { preparedRunner } from '../direct-duckdb.js';
 import { formatRatio, formatValue } from '../format.js';
-import { loggedErrorsNote, startRuntime } from '../harness.js';
+import { latencySeries, loggedErrorsNote, startRuntime } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
-import { type GoalCheck, type Measurement, ratio, type Scenario } from '../scenario.js';
+import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b8/';
@@ -154,6 +154,14 @@ export const b8: Scenario = {
 
     const measurements: Measurement[] = [];
     const goals: GoalCheck[] = [];
+    const latencies: LatencyPlot[] = cells.map((cell) => ({
+      title: `DuckDB ${cell.query.label}`,
+      series: [
+        latencySeries('Ferry, 1 client', cell.ferry1.latency),
+        latencySeries('Ferry, 16 clients', cell.ferry16.latency),
+        latencySeries('direct, 1 thread', cell.direct.latency),
+      ],
+    }));
     const notes: string[] = [
       `Tables: j_orders ${rows.toLocaleString('en-US')} rows (${formatValue(orders.size / 2 ** 20, 'MiB')}), j_customers ${CUSTOMERS.toLocaleString('en-US')} rows; the aggregate joins every order to its customer and groups by region (12 groups), the lookup joins one order by id.`,
       `Each cell interleaves ${rounds} round(s) of: direct (1 client, ${short.durationMs / 1000} s), Ferry (1 client, ${short.durationMs / 1000} s), Ferry (16 clients, ${long.durationMs / 1000} s after ${long.warmupMs / 1000} s of warm-up).`,
@@ -169,6 +177,7 @@ export const b8: Scenario = {
           group,
           metric: 'p50 latency, 1 client',
           unit: 'ms',
+          kind: 'latency',
           value: cell.ferry1.latency.p50Ms,
           baseline: cell.direct.latency.p50Ms,
           baselineLabel: base,
@@ -178,6 +187,7 @@ export const b8: Scenario = {
           group,
           metric: 'p99 latency, 1 client',
           unit: 'ms',
+          kind: 'latency',
           value: cell.ferry1.latency.p99Ms,
           baseline: cell.direct.latency.p99Ms,
           baselineLabel: base,
@@ -205,6 +215,7 @@ export const b8: Scenario = {
           group,
           metric: 'p99 latency, 16 clients',
           unit: 'ms',
+          kind: 'latency',
           value: cell.ferry16.latency.p99Ms,
           baseline: cell.direct.latency.p99Ms,
           baselineLabel: base,
@@ -225,6 +236,7 @@ export const b8: Scenario = {
       measurements,
       goals,
       notes,
+      latencies,
       raw: { rows, customers: CUSTOMERS, cells: cells.map((cell) => ({ ...cell, query: cell.query.kind })) },
     };
   },

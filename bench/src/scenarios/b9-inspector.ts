@@ -222,7 +222,7 @@ export const b9: Scenario = {
   title: 'B9 inspector',
   measures: `N datasets polling every ${INTERVAL} (SQLite, 10 rows each): the inspector's overview — GET /inspector/state and the event stream's first frame, updates and bytes per second of one page's stream, a Chromium page until every dataset is in it and its DOM size, the process's CPU with the page open`,
   baseline: 'GET /v1/datasets of the same runtime; the same process with no page open (same run)',
-  goal: 'at 1 000 datasets (or the largest count that fits): the initial state in under 1 s (server answer, and in the page), at most 4 updates a second per page, at most 5 000 DOM nodes',
+  goal: "at 1 000 datasets: the initial state in under 1 s (the server's answer, and in the page); at 200: every dataset in the page within 5 s; at most 4 updates a second per page; at most 5 000 DOM nodes",
   async run(context) {
     const counts = context.quick ? [20] : [200, 1000];
     const max = counts[counts.length - 1] ?? 0;
@@ -333,31 +333,45 @@ export const b9: Scenario = {
         });
       }
     }
+    const at200 = results.find((result) => result.n === 200);
     const goals: GoalCheck[] = [
       {
-        goal: `${top.n} datasets: initial state in under 1 s (the server's answer)`,
-        measured: `GET /inspector/state ${formatValue(top.stateMs, 'ms')}, first stream frame ${formatValue(top.firstFrameMs, 'ms')} (${(top.stateBytes / 1024).toFixed(0)} KiB)`,
+        goal: "1 000 datasets: the initial state in under 1 s (the server's answer and the stream's first frame)",
+        measured: `${top.n} datasets: GET /inspector/state ${formatValue(top.stateMs, 'ms')}, first stream frame ${formatValue(top.firstFrameMs, 'ms')} (${(top.stateBytes / 1024).toFixed(0)} KiB)`,
         met: top.stateMs < 1000 && top.firstFrameMs < 1000,
+        at: { size: 1000, unit: 'datasets', ran: top.n },
       },
       {
-        goal: `${top.n} datasets: at most 4 updates a second per page`,
-        measured: `${top.updatesPerSecond.toFixed(2)} updates/s, at most ${top.largestUpdateRows} rows in one`,
+        goal: 'at most 4 updates a second per page, whatever the poll rate',
+        measured: `${top.n} datasets polling every ${INTERVAL}: ${top.updatesPerSecond.toFixed(2)} updates/s, at most ${top.largestUpdateRows} rows in one`,
         met: top.updatesPerSecond <= 4,
       },
     ];
     if (top.page !== undefined) {
       goals.push(
         {
-          goal: `${top.n} datasets: every dataset in the page's overview in under 1 s`,
-          measured: `${formatValue(top.page.loadMs, 'ms')} from opening the page`,
+          goal: "1 000 datasets: every dataset in the page's overview in under 1 s",
+          measured: `${top.n} datasets: ${formatValue(top.page.loadMs, 'ms')} from opening the page`,
           met: top.page.loadMs < 1000,
+          at: { size: 1000, unit: 'datasets', ran: top.n },
         },
         {
-          goal: `${top.n} datasets: the page holds at most 5 000 DOM nodes`,
-          measured: `${top.page.domNodes} nodes`,
+          goal: 'the page stays light: at most 5 000 DOM nodes',
+          measured: `${top.n} datasets: ${top.page.domNodes} nodes`,
           met: top.page.domNodes <= 5000,
         },
       );
+      if (at200?.page !== undefined || context.quick) {
+        goals.push({
+          goal: "200 datasets at 1 s polling: every dataset in the page within 5 s (the browser test's bound)",
+          measured:
+            at200?.page === undefined
+              ? 'not run'
+              : `${formatValue(at200.page.loadMs, 'ms')} from opening the page`,
+          met: at200?.page !== undefined && at200.page.loadMs < 5000,
+          at: { size: 200, unit: 'datasets', ran: at200?.n ?? top.n },
+        });
+      }
     } else {
       notes.push(`No browser measurements: ${CHROMIUM} is absent.`);
     }

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import {
   type LocalAws,
   localS3Params,
+  localStoreParams,
   spicepodYaml,
   startLocalAws,
   startNotificationBridge,
@@ -53,14 +54,7 @@ function publish(prefix: string, version: number) {
     dataset: DATASET,
     engine: 'duckdb',
     location: location(prefix),
-    storeParams: {
-      endpoint: aws.endpoint,
-      region: aws.region,
-      allowHttp: true,
-      auth: 'key',
-      accessKeyId: aws.credentials.accessKeyId,
-      secretAccessKey: aws.credentials.secretAccessKey,
-    },
+    storeParams: localStoreParams(aws),
     source: { sql: `SELECT i::BIGINT AS id, ${version}::BIGINT AS version FROM range(100) t(i)` },
     notNull: ['id'],
   });

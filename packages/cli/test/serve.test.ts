@@ -200,8 +200,9 @@ describe('ferry serve with Arrow Flight and TLS', () => {
           { name: 'flight', endpoint: flight, status: 'Ready' },
         ],
       });
+      // Bootstrapping takes a few seconds on a loaded machine (3.2 s at load 90): poll's 1 s default is too short.
       await expect
-        .poll(async () => (await httpsGet(`${base}/v1/datasets?status=true`, auth)).body)
+        .poll(async () => (await httpsGet(`${base}/v1/datasets?status=true`, auth)).body, { timeout: 30_000 })
         .toEqual([expect.objectContaining({ name: 'orders', status: 'Ready' })]);
       const client = new SpiceClient({
         flightUrl: flight,

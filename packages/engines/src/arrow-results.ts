@@ -11,7 +11,7 @@
  * bigint, Interval as `{ months, days, nanos }`, lists as arrays, structs as objects, maps as
  * `[key, value]` pairs. The engines' adapters turn their own values into these.
  */
-import type { ArrowDataType } from '@ferry/core';
+import { type ArrowDataType, registerErrors } from '@ferry/core';
 import * as arrow from 'apache-arrow';
 
 export type ArrowValue =
@@ -143,6 +143,7 @@ export class ArrowValueError extends TypeError {
     this.name = 'ArrowValueError';
   }
 }
+registerErrors({ ArrowValueError });
 
 /** A growable bitmap. */
 class Bits {

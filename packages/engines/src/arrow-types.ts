@@ -6,7 +6,7 @@
  * time zone → `"UTC"`, child names and nullability fixed). Types outside the table are reported
  * by name ({@link UnmappedArrowTypeError}), never guessed.
  */
-import { type ArrowDataType, type ArrowField, formatDataType } from '@ferry/core';
+import { type ArrowDataType, type ArrowField, formatDataType, registerErrors } from '@ferry/core';
 
 export function arrowField(name: string, dataType: ArrowDataType, nullable: boolean): ArrowField {
   return { name, data_type: dataType, nullable, dict_id: 0, dict_is_ordered: false, metadata: {} };
@@ -43,6 +43,7 @@ export class UnmappedArrowTypeError extends Error {
     this.typeName = typeName;
   }
 }
+registerErrors({ UnmappedArrowTypeError });
 
 const sameAs: Readonly<Record<string, string>> = {
   Boolean: 'Boolean',

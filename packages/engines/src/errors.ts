@@ -3,7 +3,7 @@
  * one-sentence message naming the file, table or statement and the fix, and the engine's own
  * error as `cause`. Snapshot validation failures use `SnapshotRejectedError` from `@ferry/core`.
  */
-import { FerryError, type FerryErrorOptions } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
 
 /** The write a refused statement attempted, as Spice names it in its refusal messages. */
 export type WriteOperation = 'insert' | 'update' | 'delete' | 'truncate';
@@ -200,3 +200,17 @@ export class UnsupportedColumnTypeError extends FerryError {
     this.type = type;
   }
 }
+
+registerErrors({
+  WriteRejectedError,
+  StatementRejectedError,
+  EngineOpenError,
+  EngineClosedError,
+  QueryFailedError,
+  NamespaceTableError,
+  QueryResourceError,
+  CrossEngineLimitError,
+  InvalidParameterError,
+  TableNotFoundError,
+  UnsupportedColumnTypeError,
+});

@@ -1,10 +1,11 @@
 /**
- * Errors of the Flight server and the one table that turns every error a call can meet (the
- * runtime's, the engines', this package's own) into a gRPC status. Clients see the one-sentence
- * message as the status details and the stable code in the `ferry-error-code` trailer. Local file
- * paths never reach a client: {@link publicMessage} replaces them before anything is sent.
+ * Errors of the Flight server, and the gRPC status of every error a call can meet: the column of
+ * `@ferry/core`'s `ERROR_STATUS` table (one table for the HTTP and the Flight server). Clients see
+ * the one-sentence message as the status details and the stable code in the `ferry-error-code`
+ * trailer. Local file paths never reach a client: {@link publicMessage} replaces them before
+ * anything is sent.
  */
-import { FerryError, type FerryErrorOptions } from '@ferry/core';
+import { errorCode, errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
 import { Metadata, status } from '@grpc/grpc-js';
 
 /** The request itself is malformed: an unknown command, a ticket or handle this server never issued. */
@@ -69,42 +70,6 @@ export class ArrowConversionError extends FerryError {
   }
 }
 
-const STATUS_BY_CODE: Readonly<Record<string, status>> = {
-  ERR_FLIGHT_BAD_REQUEST: status.INVALID_ARGUMENT,
-  ERR_BAD_REQUEST: status.INVALID_ARGUMENT,
-  ERR_WRITE_REJECTED: status.INVALID_ARGUMENT,
-  ERR_STATEMENT_REJECTED: status.INVALID_ARGUMENT,
-  ERR_QUERY_FAILED: status.INVALID_ARGUMENT,
-  ERR_INVALID_PARAMETER: status.INVALID_ARGUMENT,
-  ERR_ARROW_CONVERSION: status.INVALID_ARGUMENT,
-  ERR_UNAUTHORIZED: status.UNAUTHENTICATED,
-  ERR_UNKNOWN_DATASET: status.NOT_FOUND,
-  ERR_TABLE_NOT_FOUND: status.NOT_FOUND,
-  ERR_FLIGHT_HANDLE_NOT_FOUND: status.NOT_FOUND,
-  ERR_RESULT_TOO_LARGE: status.RESOURCE_EXHAUSTED,
-  ERR_QUERY_MEMORY: status.RESOURCE_EXHAUSTED,
-  ERR_QUERY_TEMP_SPACE: status.RESOURCE_EXHAUSTED,
-  ERR_CROSS_ENGINE_TOO_LARGE: status.RESOURCE_EXHAUSTED,
-  ERR_FLIGHT_CAPACITY: status.RESOURCE_EXHAUSTED,
-  ERR_FLIGHT_UNSUPPORTED: status.UNIMPLEMENTED,
-  ERR_DATASET_NOT_READY: status.UNAVAILABLE,
-  ERR_DATASET_FAILED: status.UNAVAILABLE,
-  ERR_THREAD_EXITED: status.UNAVAILABLE,
-  ERR_RUNTIME_CLOSED: status.UNAVAILABLE,
-  ERR_READY_TIMEOUT: status.UNAVAILABLE,
-  ERR_ENGINE_CLOSED: status.UNAVAILABLE,
-  ERR_QUERY_TIMEOUT: status.DEADLINE_EXCEEDED,
-  ERR_FLIGHT_CANCELLED: status.CANCELLED,
-  ERR_QUERY_CANCELLED: status.CANCELLED,
-  ERR_STREAM_IDLE: status.DEADLINE_EXCEEDED,
-};
-
-/** The error's stable code, or undefined for errors that carry none. */
-export function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('ERR_') ? code : undefined;
-}
-
 // A quoted absolute path or file URL ('…'), or a bare one of two or more segments.
 const QUOTED_PATH = /(['"`])(?:file:\/\/|\/|[A-Za-z]:[\\/])[^'"`]*\1/g;
 const BARE_PATH = /(?:file:\/\/)?(?:\/|[A-Za-z]:[\\/])[^\s'"`,;:()]+[\\/][^\s'"`,;:()]+/g;
@@ -121,15 +86,16 @@ export interface GrpcError {
 }
 
 /**
- * The gRPC status for an error: its code's entry in the table, INTERNAL (with a generic
- * message, the original is for the log) for anything without a stable code.
+ * The gRPC status for an error: its code's row in core's `ERROR_STATUS` (one table for the HTTP and
+ * the Flight server); INTERNAL, with a generic message (the original is for the log), for an error
+ * whose row says INTERNAL or that has no code or no row.
  */
 export function grpcErrorOf(error: unknown): GrpcError & { readonly internal: boolean } {
   const code = errorCode(error);
+  const mapped = errorStatus(error).grpc;
   const metadata = new Metadata();
-  const mapped = code === undefined ? undefined : STATUS_BY_CODE[code];
-  if (code === undefined || mapped === undefined) {
-    metadata.set('ferry-error-code', code ?? 'ERR_INTERNAL');
+  metadata.set('ferry-error-code', code ?? 'ERR_INTERNAL');
+  if (mapped === 'INTERNAL') {
     return {
       code: status.INTERNAL,
       details: 'The Flight server failed unexpectedly; the server log has the details.',
@@ -137,11 +103,19 @@ export function grpcErrorOf(error: unknown): GrpcError & { readonly internal: bo
       internal: true,
     };
   }
-  metadata.set('ferry-error-code', code);
   return {
-    code: mapped,
+    code: status[mapped],
     details: publicMessage((error as Error).message),
     metadata,
     internal: false,
   };
 }
+
+registerErrors({
+  FlightRequestError,
+  FlightUnauthenticatedError,
+  FlightHandleNotFoundError,
+  FlightCapacityError,
+  FlightUnsupportedError,
+  ArrowConversionError,
+});

@@ -9,7 +9,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRuntime, type Runtime, type RuntimeOptions } from '@ferry/runtime';
-import { type LocalAws, startLocalAws, type WatchedLogger, watchedLogger } from '@ferry/test-support';
+import {
+  type LocalAws,
+  localStoreParams,
+  startLocalAws,
+  type WatchedLogger,
+  watchedLogger,
+} from '@ferry/test-support';
 import { publishSnapshot } from '@ferry/writer';
 import {
   type ChannelCredentials,
@@ -57,17 +63,6 @@ FROM range(40) t(i)`;
 export const USERS_SQL = `SELECT i::BIGINT AS id, 'user ' || i AS name, (i * 0.5)::DOUBLE AS score,
   i % 3 = 0 AS admin, DATE '2026-01-01' + i::INTEGER AS joined
 FROM range(25) t(i)`;
-
-export function storeParams(aws: LocalAws) {
-  return {
-    endpoint: aws.endpoint,
-    region: aws.region,
-    allowHttp: true,
-    auth: 'key' as const,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-  };
-}
 
 function spicepod(
   aws: LocalAws,
@@ -130,7 +125,7 @@ export async function serveDatasets(
       dataset: dataset.name,
       engine: dataset.engine,
       location: `s3://${BUCKET}/${options.prefix}`,
-      storeParams: storeParams(aws),
+      storeParams: localStoreParams(aws),
       source: { sql: dataset.sql },
     });
   }

@@ -6,3 +6,4 @@ export * from './local-aws.js';
 export * from './notification-bridge.js';
 export * from './request-log.js';
 export * from './s3-events.js';
+export * from './store-params.js';

@@ -124,21 +124,28 @@ export function startNotificationBridge(
   // message recorded after it is registered. A predicate that never matches is therefore a tap that
   // sees every event in order. Messages already buffered are skipped by arming after registration.
   // Once stopped, it matches the next message so the spy drops the waiter.
-  let armed = false;
-  aws.server.spy
-    .waitForMessage((message) => {
-      if (!armed) return false;
-      if (stopped) return true;
-      if (wanted(message)) {
-        pending.push(message);
-        draining ??= drain().finally(() => {
-          draining = undefined;
-        });
-      }
-      return false;
-    })
-    .catch(() => undefined);
-  armed = true;
+  function tap(): void {
+    let armed = false;
+    aws.server.spy
+      .waitForMessage((message) => {
+        if (!armed) return false;
+        if (stopped) return true;
+        if (wanted(message)) {
+          pending.push(message);
+          draining ??= drain().finally(() => {
+            draining = undefined;
+          });
+        }
+        return false;
+      })
+      .catch(() => {
+        // The spy rejects its waiters only when it is cleared (`aws.server.reset()`, `spy.clear()`;
+        // no timeout is given): tap again, so the bridge goes on seeing every later write.
+        if (!stopped) tap();
+      });
+    armed = true;
+  }
+  tap();
 
   function settleWaiters(): void {
     while (waiters.length > 0 && cursor < sentList.length) {

@@ -66,6 +66,17 @@ function only<T>(items: readonly T[]): T {
 }
 
 describe('startNotificationBridge', () => {
+  it('goes on sending notifications after the server is reset (which clears the spy it taps)', async () => {
+    bridge = startNotificationBridge(aws, { bucket, queueUrl, prefix: 'snapshots/' });
+    aws.server.reset();
+    await aws.putObject(bucket, 'snapshots/after-reset.json', '{}');
+    expect(await bridge.next()).toMatchObject({
+      eventName: 'ObjectCreated:Put',
+      key: 'snapshots/after-reset.json',
+    });
+    await drainQueue();
+  });
+
   it('turns a PUT into an S3 event on the queue, in the exact AWS format', async () => {
     bridge = startNotificationBridge(aws, { bucket, queueUrl, prefix: 'snapshots/' });
     const before = Date.now();

@@ -13,6 +13,7 @@ import type { ResourceLimits } from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
 import type { DatasetRead, DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
 import type { DuckDbWorkerData } from './duckdb-query-worker.js';
+import { ChannelClosedError } from './errors.js';
 import type { Logger } from './logging.js';
 import type {
   HostToQueryWorker,
@@ -21,7 +22,6 @@ import type {
   QueryRequest,
   QueryWorkerToHost,
 } from './query-protocol.js';
-import { ChannelClosedError } from './rpc.js';
 import { threadFile } from './thread-files.js';
 
 /** What a running query hears besides its answer (batch mode). */

@@ -1,8 +1,54 @@
 /**
  * Errors of the runtime: what a caller of the embed API (and the HTTP server, which maps codes to
  * status codes) sees. Each has a stable code and a one-sentence message naming the dataset and the fix.
+ * The errors of the layers below that a caller meets through the runtime (a refused or failed query,
+ * a store or metadata failure in `snapshots()`, a bad spicepod) are exported from here too, so an
+ * embedder can `instanceof` them without depending on the inner packages; an error thrown in a worker
+ * thread arrives as an instance of its own class (see `serializeError` in `@ferry/core`).
  */
-import { FerryError } from '@ferry/core';
+import { FerryError, registerErrors } from '@ferry/core';
+
+export {
+  ConfigError,
+  FerryError,
+  type FerryErrorOptions,
+  IncompatibleSchemaError,
+  MetadataError,
+  OutsideLocationError,
+  SchemaNotFoundError,
+  SnapshotRejectedError,
+  SnapshotRejectionCode,
+  UnsupportedFormatVersionError,
+} from '@ferry/core';
+export {
+  CrossEngineLimitError,
+  EngineClosedError,
+  EngineOpenError,
+  InvalidParameterError,
+  NamespaceTableError,
+  QueryFailedError,
+  QueryResourceError,
+  StatementRejectedError,
+  TableNotFoundError,
+  UnmappedArrowTypeError,
+  UnsupportedColumnTypeError,
+  type WriteOperation,
+  WriteRejectedError,
+} from '@ferry/engines';
+export {
+  DiskFullError,
+  InsufficientDiskSpaceError,
+  PreparedSnapshotGoneError,
+  TruncatedDownloadError,
+} from '@ferry/snapshots';
+export {
+  ObjectNotFoundError,
+  ObjectTooLargeError,
+  PreconditionFailedError,
+  StoreConfigError,
+  StoreError,
+  type StoreOperation,
+} from '@ferry/store';
 
 function list(names: readonly string[]): string {
   return names.length === 0 ? '(none)' : names.join(', ');
@@ -127,6 +173,14 @@ export class RuntimeClosedError extends FerryError {
   }
 }
 
+/** The other end of a thread channel went away while requests were pending. */
+export class ChannelClosedError extends FerryError {
+  constructor(what: string, reason: string) {
+    super('ERR_THREAD_EXITED', `${what} ${reason} before answering; the request was not completed.`);
+    this.name = 'ChannelClosedError';
+  }
+}
+
 export class ThreadFileMissingError extends FerryError {
   constructor(file: string) {
     super(
@@ -136,3 +190,18 @@ export class ThreadFileMissingError extends FerryError {
     this.name = 'ThreadFileMissingError';
   }
 }
+
+registerErrors({
+  UnknownDatasetError,
+  DatasetNotReadyError,
+  DatasetFailedError,
+  ReadyTimeoutError,
+  QueryTimeoutError,
+  ResultTooLargeError,
+  QueryCancelledError,
+  StreamIdleError,
+  CrossDialectError,
+  RuntimeClosedError,
+  ChannelClosedError,
+  ThreadFileMissingError,
+});

@@ -2,14 +2,10 @@
  * Which log records a thread posts at all. Kept apart from `logging.ts` (which loads pino) so the
  * dataset threads, one per dataset, do not load a logger they never call.
  */
-import type { Logger, LogLevel } from './logging.js';
+import { LOG_LEVELS, type LogLevel, levelWanted } from '@ferry/core';
+import type { Logger } from './logging.js';
 
-const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
-
-/** Whether a record at `level` reaches a logger whose lowest level is `lowest`. */
-export function levelWanted(level: LogLevel, lowest: LogLevel): boolean {
-  return LEVELS.indexOf(level) >= LEVELS.indexOf(lowest);
-}
+export { levelWanted };
 
 /**
  * The lowest level `logger` writes, so threads post only records it wants (three debug records per
@@ -20,7 +16,7 @@ export function levelWanted(level: LogLevel, lowest: LogLevel): boolean {
 export function lowestLevel(logger: Logger, declared: LogLevel | undefined): LogLevel {
   const isLevelEnabled = (logger as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled;
   if (typeof isLevelEnabled === 'function') {
-    return LEVELS.find((level) => isLevelEnabled.call(logger, level)) ?? 'error';
+    return LOG_LEVELS.find((level) => isLevelEnabled.call(logger, level)) ?? 'error';
   }
   return declared ?? 'debug';
 }

@@ -4,9 +4,10 @@
  * Every record carries `component` and, where it has one, `dataset`; messages the spec quotes are
  * passed through untouched so operators can grep for them.
  */
+import type { LogLevel } from '@ferry/core';
 import { pino } from 'pino';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type { LogLevel };
 
 export interface LogRecord {
   readonly level: LogLevel;

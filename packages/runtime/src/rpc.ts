@@ -6,7 +6,8 @@
  */
 import type { TransferListItem } from 'node:worker_threads';
 import type { SerializedError } from '@ferry/core';
-import { deserializeError, FerryError } from '@ferry/core';
+import { deserializeError } from '@ferry/core';
+import { ChannelClosedError } from './errors.js';
 
 /** A response on the wire. */
 export type RpcResponse =
@@ -15,14 +16,6 @@ export type RpcResponse =
 
 export interface RpcPort {
   postMessage(message: unknown, transfer?: readonly TransferListItem[]): void;
-}
-
-/** The other end of the channel went away while requests were pending. */
-export class ChannelClosedError extends FerryError {
-  constructor(what: string, reason: string) {
-    super('ERR_THREAD_EXITED', `${what} ${reason} before answering; the request was not completed.`);
-    this.name = 'ChannelClosedError';
-  }
 }
 
 interface Pending {

@@ -6,8 +6,8 @@
  */
 import { MissedCommitLogMessage } from '@ferry/core';
 import { collectReaderQueues, READER_QUEUE_PREFIX } from '@ferry/store';
-import { type LocalAws, startLocalAws, startNotificationBridge } from '@ferry/test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNotificationBridge } from '@ferry/test-support';
+import { describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../src/index.js';
 import {
   BUCKET,
@@ -16,6 +16,7 @@ import {
   publishVersion,
   spicepod,
   tempDir,
+  useLocalAws,
   type WatchedLogger,
   watchedLogger,
 } from './support.js';
@@ -25,16 +26,7 @@ const GRACE_MS = 2_000;
 const MISSED =
   /^Snapshot location 's3:\/\/ferry-runtime\/[^']+' saw \d+ of its last \d+ metadata\.json commits without receiving their S3 event notifications within 2s on the SQS queue in `s3_queue_url`\. Another process probably reads the same queue/;
 
-let aws: LocalAws;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-});
-
-afterAll(async () => {
-  await aws?.close();
-});
+const aws = useLocalAws();
 
 interface Reader {
   readonly runtime: Runtime;

@@ -15,13 +15,7 @@ import {
   throwIfFatal,
 } from '@ferry/core';
 import { createObjectStore } from '@ferry/store';
-import {
-  type LocalAws,
-  s3Event,
-  s3TestEvent,
-  startLocalAws,
-  startNotificationBridge,
-} from '@ferry/test-support';
+import { localStoreParams, s3Event, s3TestEvent, startNotificationBridge } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type NotificationEvent, type Runtime, type SwapEvent } from '../src/index.js';
 import { LocationMetadataReader } from '../src/metadata-reader.js';
@@ -35,8 +29,8 @@ import {
   sendMessage,
   spicepod,
   startCuttableProxy,
-  storeParams,
   tempDir,
+  useLocalAws,
   type WatchedLogger,
   watchedLogger,
 } from './support.js';
@@ -57,16 +51,7 @@ const listening = (location: string): string =>
 /** Lines an operator sees at info and above (Spice logs an outage's repeats at debug). */
 const visible = (logger: WatchedLogger) => logger.records.filter((line) => line.level !== 'debug');
 
-let aws: LocalAws;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-});
-
-afterAll(async () => {
-  await aws?.close();
-});
+const aws = useLocalAws();
 
 function sqsEnv(endpoint: string): Record<string, string | undefined> {
   return { ...process.env, AWS_ENDPOINT_URL_SQS: endpoint };
@@ -539,7 +524,7 @@ describe('notifications: the consumer in-process', () => {
       { name: 'rf', engine: 'sqlite', interval: TEN_MINUTES },
     ]);
     const store = createObjectStore(`s3://${BUCKET}/${prefix}`, {
-      ...storeParams(aws),
+      ...localStoreParams(aws),
       endpoint: s3Proxy.endpoint,
     });
     const reader = new LocationMetadataReader(store, { windowMs: 2_000 });

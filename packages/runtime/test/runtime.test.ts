@@ -4,22 +4,12 @@
  * clean shutdown.
  */
 import { readdir } from 'node:fs/promises';
-import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
 import { terminateDatasetThread } from '../src/testing.js';
-import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
+import { BUCKET, nextEvent, publishVersion, spicepod, tempDir, useLocalAws } from './support.js';
 
-let aws: LocalAws;
-
-beforeAll(async () => {
-  aws = await startLocalAws();
-  await aws.createBucket(BUCKET);
-});
-
-afterAll(async () => {
-  await aws?.close();
-});
+const aws = useLocalAws();
 
 const WAITING = "Snapshot acceleration for dataset 'late' is waiting for its first snapshot";
 

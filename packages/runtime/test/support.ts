@@ -7,7 +7,14 @@ import { createRequire } from 'node:module';
 import { type AddressInfo, createServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalAws, localS3Params, nextEventOf, spicepodYaml } from '@ferry/test-support';
+import {
+  type LocalAws,
+  localS3Params,
+  localStoreParams,
+  nextEventOf,
+  spicepodYaml,
+} from '@ferry/test-support';
+import { useLocalAws as useSuiteAws } from '@ferry/test-support/suite';
 import { type PublishResult, publishSnapshot } from '@ferry/writer';
 import type { Runtime, RuntimeEvents } from '../src/index.js';
 
@@ -25,19 +32,13 @@ export function nextEvent<K extends keyof RuntimeEvents>(
 
 export const BUCKET = 'ferry-runtime';
 
-export function location(prefix = 'snapshots/'): string {
-  return `s3://${BUCKET}/${prefix}`;
+/** The local S3 + SQS of this test file, with {@link BUCKET} made (see `@ferry/test-support/suite`). */
+export function useLocalAws(): LocalAws {
+  return useSuiteAws({ buckets: [BUCKET] }).aws;
 }
 
-export function storeParams(aws: LocalAws) {
-  return {
-    endpoint: aws.endpoint,
-    region: aws.region,
-    allowHttp: true,
-    auth: 'key' as const,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-  };
+export function location(prefix = 'snapshots/'): string {
+  return `s3://${BUCKET}/${prefix}`;
 }
 
 /** Publishes `rows` rows of `(id, version)` all carrying `version`, so a result shows which snapshot it read. */
@@ -53,7 +54,7 @@ export function publishVersion(
     dataset,
     engine,
     location: location(options.prefix),
-    storeParams: storeParams(aws),
+    storeParams: localStoreParams(aws),
     source: { sql: `SELECT i::BIGINT AS id, ${version}::BIGINT AS version FROM range(${rows}) t(i)` },
     notNull: ['id'],
   });

@@ -1,9 +1,11 @@
 /**
- * Errors of the HTTP server and the one table that maps every error code a request can meet
- * (the runtime's, the engines', the server's own) to an HTTP status. Clients see the code and the
- * one-sentence message as `{ "error": "<message>", "code": "ERR_..." }`.
+ * Errors of the HTTP server, and the HTTP status of every error a request can meet: the column of
+ * `@ferry/core`'s `ERROR_STATUS` table (one table for the HTTP and the Flight server). Clients see
+ * the code and the one-sentence message as `{ "error": "<message>", "code": "ERR_..." }`.
  */
-import { FerryError, type FerryErrorOptions } from '@ferry/core';
+import { errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+
+export { errorCode } from '@ferry/core';
 
 /** The request itself is malformed (bad JSON, empty SQL, a parameter list that is not a list). */
 export class BadRequestError extends FerryError {
@@ -68,36 +70,6 @@ export class MethodNotAllowedError extends FerryError {
   }
 }
 
-const STATUS_BY_CODE: Readonly<Record<string, number>> = {
-  ERR_BAD_REQUEST: 400,
-  ERR_WRITE_REJECTED: 400,
-  ERR_STATEMENT_REJECTED: 400,
-  ERR_QUERY_FAILED: 400,
-  ERR_INVALID_PARAMETER: 400,
-  ERR_RESULT_TOO_LARGE: 400,
-  ERR_QUERY_MEMORY: 400,
-  ERR_QUERY_TEMP_SPACE: 400,
-  ERR_CROSS_ENGINE_TOO_LARGE: 400,
-  ERR_QUERY_CANCELLED: 499,
-  ERR_STREAM_IDLE: 408,
-  ERR_INVALID_COMMAND: 400,
-  ERR_UNAUTHORIZED: 401,
-  ERR_UNKNOWN_DATASET: 404,
-  ERR_NOT_FOUND: 404,
-  ERR_METHOD_NOT_ALLOWED: 405,
-  ERR_BODY_TOO_LARGE: 413,
-  ERR_DATASET_NOT_READY: 503,
-  ERR_DATASET_FAILED: 503,
-  ERR_THREAD_EXITED: 503,
-  ERR_RUNTIME_CLOSED: 503,
-  ERR_READY_TIMEOUT: 503,
-  ERR_METADATA_INVALID: 502,
-  ERR_UNSUPPORTED_FORMAT_VERSION: 502,
-  ERR_OBJECT_TOO_LARGE: 502,
-  ERR_STORE: 502,
-  ERR_QUERY_TIMEOUT: 504,
-};
-
 interface FrameworkError {
   readonly code?: unknown;
   readonly statusCode?: unknown;
@@ -135,14 +107,16 @@ export function requestError(error: unknown, maxBodyBytes: number, hint?: string
   return error;
 }
 
-/** The error's stable code, or undefined for errors that carry none. */
-export function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('ERR_') ? code : undefined;
+/** The HTTP status a request failing with `error` answers with (core's `ERROR_STATUS`); 500 for anything unexpected. */
+export function httpStatusFor(error: unknown): number {
+  return errorStatus(error).http;
 }
 
-/** The HTTP status a request failing with `error` answers with; 500 for anything unexpected. */
-export function httpStatusFor(error: unknown): number {
-  const code = errorCode(error);
-  return code === undefined ? 500 : (STATUS_BY_CODE[code] ?? 500);
-}
+registerErrors({
+  BadRequestError,
+  InvalidCommandError,
+  BodyTooLargeError,
+  UnauthorizedError,
+  RouteNotFoundError,
+  MethodNotAllowedError,
+});

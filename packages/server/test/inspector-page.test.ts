@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRuntime, memoryLogger, type Runtime } from '@ferry/runtime';
-import { type LocalAws, startLocalAws } from '@ferry/test-support';
+import { type LocalAws, localStoreParams, startLocalAws } from '@ferry/test-support';
 import { type PublishResult, publishSnapshot } from '@ferry/writer';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -184,17 +184,6 @@ const SUITE = (name: string) =>
 // Two datasets over S3
 // ---------------------------------------------------------------------------------------------
 
-function storeParams(aws: LocalAws) {
-  return {
-    endpoint: aws.endpoint,
-    region: aws.region,
-    allowHttp: true,
-    auth: 'key' as const,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-  };
-}
-
 function publish(
   aws: LocalAws,
   dataset: string,
@@ -205,7 +194,7 @@ function publish(
     dataset,
     engine,
     location: LOCATION,
-    storeParams: storeParams(aws),
+    storeParams: localStoreParams(aws),
     source: { sql: `SELECT i::BIGINT AS id, ${version}::BIGINT AS version FROM range(50) t(i)` },
     notNull: ['id'],
   });

@@ -7,6 +7,7 @@
 import {
   FerryError,
   type FerryErrorOptions,
+  registerErrors,
   SnapshotRejectedError,
   SnapshotRejectionCode,
 } from '@ferry/core';
@@ -108,3 +109,10 @@ export class PreparedSnapshotGoneError extends FerryError {
     this.name = 'PreparedSnapshotGoneError';
   }
 }
+
+registerErrors({
+  InsufficientDiskSpaceError,
+  DiskFullError,
+  TruncatedDownloadError,
+  PreparedSnapshotGoneError,
+});

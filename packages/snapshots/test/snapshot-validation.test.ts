@@ -20,7 +20,13 @@ import {
 } from '@ferry/core';
 import { arrowField } from '@ferry/engines';
 import { createS3Store } from '@ferry/store';
-import { copyFixtureStore, fixtureMetadata, type LocalAws, startLocalAws } from '@ferry/test-support';
+import {
+  copyFixtureStore,
+  fixtureMetadata,
+  type LocalAws,
+  localStoreParams,
+  startLocalAws,
+} from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   commitSnapshot,
@@ -68,11 +74,7 @@ afterAll(async () => {
 function s3Store(location: string): ObjectStore {
   return createS3Store({
     location,
-    endpoint: aws.endpoint,
-    region: aws.region,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-    allowHttp: true,
+    ...localStoreParams(aws),
     maxAttempts: 1,
   });
 }

@@ -3,7 +3,7 @@
  * conditional write (`ERR_PRECONDITION_FAILED`) means "read again and retry", a `StoreError`
  * carries the HTTP status and whether trying again can help.
  */
-import { FerryError, type FerryErrorOptions } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
 
 export type StoreOperation = 'get' | 'read' | 'head' | 'put' | 'list' | 'delete';
 
@@ -121,3 +121,12 @@ export class ReaderQueueError extends FerryError {
     this.name = 'ReaderQueueError';
   }
 }
+
+registerErrors({
+  StoreError,
+  PreconditionFailedError,
+  ObjectNotFoundError,
+  ObjectTooLargeError,
+  StoreConfigError,
+  ReaderQueueError,
+});

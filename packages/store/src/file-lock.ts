@@ -29,6 +29,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { link, lstat, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
+import { registerErrors } from '@ferry/core';
 
 export interface LockOptions {
   /** Give up (retryable error) after waiting this long. */
@@ -53,6 +54,7 @@ export class LockTimeoutError extends Error {
     this.name = 'LockTimeoutError';
   }
 }
+registerErrors({ LockTimeoutError });
 
 function isAlive(pid: number): boolean {
   try {

@@ -10,7 +10,7 @@ import {
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { FerryError, type NotificationQueue, type QueueMessage } from '@ferry/core';
+import { FerryError, type NotificationQueue, type QueueMessage, registerErrors } from '@ferry/core';
 
 export const SqsErrorCode = {
   queueUrl: 'ERR_SQS_QUEUE_URL',
@@ -53,6 +53,7 @@ export class SqsDeleteError extends SqsQueueError {
     this.failures = failures;
   }
 }
+registerErrors({ SqsQueueError, SqsDeleteError });
 
 export interface SqsQueueOptions {
   readonly queueUrl: string;

@@ -4,7 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { emulateConditionalWrites, type LocalAws, startLocalAws } from '@ferry/test-support';
+import {
+  emulateConditionalWrites,
+  type LocalAws,
+  localStoreParams,
+  startLocalAws,
+} from '@ferry/test-support';
 import { afterAll, beforeAll } from 'vitest';
 import { createFileStore, createS3Store } from '../src/index.js';
 import { objectStoreContract } from './object-store-contract.js';
@@ -26,11 +31,7 @@ objectStoreContract('s3 (fauxqs over HTTP)', async () => {
   const prefix = `snapshots/${randomUUID()}/`;
   const store = createS3Store({
     location: `s3://${bucket}/${prefix}`,
-    endpoint: aws.endpoint,
-    region: aws.region,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-    allowHttp: true,
+    ...localStoreParams(aws),
   });
   // fauxqs ignores If-Match / If-None-Match on writes; this answers them as S3 does (412 / 404).
   const conditional = emulateConditionalWrites(store.client, aws);

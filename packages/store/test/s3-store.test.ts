@@ -5,7 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { injectS3Fault, type LocalAws, startLocalAws } from '@ferry/test-support';
+import { injectS3Fault, type LocalAws, localStoreParams, startLocalAws } from '@ferry/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createObjectStore,
@@ -38,11 +38,7 @@ afterAll(async () => {
 function makeStore(overrides: Partial<S3StoreOptions> = {}): S3ObjectStore {
   const store = createS3Store({
     location: `s3://${bucket}/p-${randomUUID()}/`,
-    endpoint: aws.endpoint,
-    region: aws.region,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-    allowHttp: true,
+    ...localStoreParams(aws),
     ...overrides,
   });
   stores.push(store);

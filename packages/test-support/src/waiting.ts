@@ -1,8 +1,9 @@
 /**
  * Awaiting what a component under test says, without polling or sleeps: the next event of an
- * emitter, and log lines written to a logger that keeps them. Typed by shape only, so this
- * package stays free of Ferry's own packages.
+ * emitter, and log lines written to a logger that keeps them. Typed by shape only (and core's log
+ * levels), so this module loads none of Ferry's packages.
  */
+import type { LogLevel } from '@ferry/core';
 
 /** Anything with `on(kind, listener)` returning an unsubscribe function (the runtime is one). */
 export interface EventSource<E> {
@@ -33,7 +34,7 @@ export function nextEventOf<E, K extends keyof E>(
   });
 }
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type { LogLevel };
 
 /** One line written to a {@link WatchedLogger}. */
 export interface LoggedRecord {

@@ -4,7 +4,7 @@
  * error as `cause`. Errors of the packages below (store, engines, core metadata) that already
  * name what failed are passed through unchanged.
  */
-import { FerryError, type FerryErrorOptions } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
 
 /** A publish or build option is missing, contradictory or unusable. */
 export class WriterOptionsError extends FerryError {
@@ -148,3 +148,15 @@ export class MetadataConflictError extends FerryError {
     this.attempts = attempts;
   }
 }
+
+registerErrors({
+  WriterOptionsError,
+  SnapshotQueryError,
+  NotNullViolationError,
+  SourceFileError,
+  SnapshotFileError,
+  EngineMismatchError,
+  SchemaRefusedError,
+  SnapshotKeyTakenError,
+  MetadataConflictError,
+});

@@ -22,7 +22,7 @@ import {
   recordedNotNull,
 } from './metadata-commit.js';
 import { snapshotKey } from './snapshot-key.js';
-import { type ProgressCallback, uploadSnapshot } from './upload.js';
+import { deleteUnreferenced, type ProgressCallback, uploadSnapshot } from './upload.js';
 
 export interface PublishSnapshotOptions {
   readonly dataset: string;
@@ -142,7 +142,7 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
       // error may hide a write that landed, so the object stays.)
       const code = (error as { code?: unknown }).code;
       if (code === 'ERR_WRITER_METADATA_CONFLICT' || code === 'ERR_INCOMPATIBLE_SCHEMA') {
-        await store.delete(uploaded.key).catch(() => undefined);
+        await deleteUnreferenced(store, uploaded.key);
       }
       throw error;
     }

@@ -58,6 +58,21 @@ function isPreconditionFailed(error: unknown): boolean {
 }
 
 /** Upload `path` to a new dated key of `dataset`, returning where it went and its SHA-256. */
+/**
+ * Deletes an object this publish uploaded that no metadata.json references: it lost every race for
+ * metadata.json, its schema was refused, or its file changed while it was uploaded. When the delete
+ * fails too, nothing is lost: readers load only what metadata.json names, so the object is never
+ * served, and the publish's own error, which the caller throws next, is the one to act on; the
+ * object only costs storage until a lifecycle rule or an operator removes it.
+ */
+export async function deleteUnreferenced(store: ObjectStore, key: string): Promise<void> {
+  try {
+    await store.delete(key);
+  } catch {
+    // As said above: an unreferenced object is invisible to readers; the caller's error follows.
+  }
+}
+
 export async function uploadSnapshot(input: UploadInput): Promise<UploadedSnapshot> {
   const { store, dataset, engine, path, size } = input;
   const attempts = input.keyAttempts ?? 5;
@@ -85,7 +100,7 @@ export async function uploadSnapshot(input: UploadInput): Promise<UploadedSnapsh
       throw error;
     }
     if (sent !== size) {
-      await store.delete(key).catch(() => undefined);
+      await deleteUnreferenced(store, key);
       throw new SnapshotFileError(
         path,
         `it changed size while uploading to '${key}' (${size} → ${sent} bytes)`,

@@ -11,6 +11,7 @@ import {
   emulateConditionalWrites,
   injectS3Fault,
   type LocalAws,
+  localStoreParams,
   startLocalAws,
 } from '@ferry/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -46,18 +47,8 @@ afterAll(async () => {
   await removeTempDirs();
 });
 
-function storeParams() {
-  return {
-    endpoint: aws.endpoint,
-    region: aws.region,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-    allowHttp: true,
-  };
-}
-
 function s3Store(location: string): S3ObjectStore {
-  const store = createS3Store({ location, ...storeParams() });
+  const store = createS3Store({ location, ...localStoreParams(aws) });
   stores.push(store);
   return store;
 }
@@ -84,7 +75,7 @@ describe('publishSnapshot to S3', () => {
     const result = await publishSnapshot({
       dataset: 'orders',
       location,
-      storeParams: storeParams(),
+      storeParams: localStoreParams(aws),
       source: { sql: ordersSql(csv) },
     });
     expect(result).toMatchObject({ snapshotId: 0, schemaId: 0, rowCount: 6, attempts: 1 });
@@ -154,7 +145,7 @@ describe('publishSnapshot to S3', () => {
     const first = await publishSnapshot({
       dataset: 'nums',
       location,
-      storeParams: storeParams(),
+      storeParams: localStoreParams(aws),
       source: { sql: 'SELECT 1 AS n' },
     });
     const raw = s3Store(location);
@@ -167,7 +158,7 @@ describe('publishSnapshot to S3', () => {
           winner = await publishSnapshot({
             dataset: 'nums',
             location,
-            storeParams: storeParams(),
+            storeParams: localStoreParams(aws),
             source: { sql: 'SELECT 2 AS n' },
           });
         }),

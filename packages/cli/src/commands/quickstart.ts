@@ -143,7 +143,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
 
   // Before anything starts: a folder quickstart did not make is refused, and left untouched.
   await claimWorkDir(dir, OWNED_ENTRIES);
-  const { startLocalAws, startNotificationBridge } = await import('@ferry/local-aws');
+  const { localStoreParams, startLocalAws, startNotificationBridge } = await import('@ferry/local-aws');
   const { publishSnapshot } = await import('@ferry/writer');
 
   out.write('Starting a local S3 + SQS server (fauxqs) on loopback…\n');
@@ -151,14 +151,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   await aws.createBucket(BUCKET);
   const queueUrl = await aws.createQueue('ferry-quickstart-events');
   const bridge = startNotificationBridge(aws, { bucket: BUCKET, queueUrl, prefix: PREFIX });
-  const storeParams = {
-    endpoint: aws.endpoint,
-    region: aws.region,
-    allowHttp: true,
-    auth: 'key' as const,
-    accessKeyId: aws.credentials.accessKeyId,
-    secretAccessKey: aws.credentials.secretAccessKey,
-  };
+  const storeParams = localStoreParams(aws);
   const versions = new Map<string, number>();
   const publish = async (sample: Sample): Promise<void> => {
     const version = (versions.get(sample.dataset) ?? 0) + 1;

@@ -8,8 +8,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { LOG_LEVELS } from '@ferry/core';
 import type { RunningFlightServer } from '@ferry/flight';
-import type { LogLevel, Runtime } from '@ferry/runtime';
+import type { Runtime } from '@ferry/runtime';
 import type { Route, RunningServer, StatelyBridge } from '@ferry/server';
 import { choiceOption, expectPositionals, type Parsed, parseListenAddress, stringOption } from '../args.js';
 import { apiKeyFromEnv, type CliIo, type Command } from '../command.js';
@@ -49,8 +50,6 @@ Flight: Flight SQL statements, prepared statements and catalog commands; the sam
         bearer token (or the Basic-auth handshake's password)
 `;
 
-const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
-
 /** `--tls-cert` and `--tls-key`, read once for both servers; both or neither. */
 async function readTls(parsed: Parsed): Promise<{ cert: Buffer; key: Buffer } | undefined> {
   const certFile = stringOption(parsed, 'tls-cert');
@@ -84,7 +83,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     stringOption(parsed, 'api-key-env'),
     (name) => new ApiKeyEnvError(name),
   );
-  const level = choiceOption('serve', parsed, 'log-level', LEVELS) ?? 'info';
+  const level = choiceOption('serve', parsed, 'log-level', LOG_LEVELS) ?? 'info';
   const format =
     choiceOption('serve', parsed, 'log-format', FORMATS) ?? (io.stderr.isTTY === true ? 'pretty' : 'json');
   const dataDir = stringOption(parsed, 'data-dir');

@@ -4,7 +4,7 @@
  * dataset's errors fail only that dataset. {@link ConfigError} carries the issues when a caller
  * needs to throw.
  */
-import { FerryError } from '../errors.js';
+import { FerryError, registerErrors } from '../errors.js';
 import type { ConfigIssue } from './types.js';
 
 export class ConfigError extends FerryError {
@@ -16,6 +16,7 @@ export class ConfigError extends FerryError {
     this.issues = issues;
   }
 }
+registerErrors({ ConfigError });
 
 function describeIssues(file: string, issues: readonly ConfigIssue[]): string {
   const [only] = issues;

@@ -3,7 +3,7 @@
  * `SnapshotRejectedError` from the package's errors module). Codes are stable: tests and the
  * README match on them.
  */
-import { FerryError } from '../errors.js';
+import { FerryError, registerErrors } from '../errors.js';
 
 /** The runtime started the machine without providing one of its actors. */
 export class ActorNotProvidedError extends FerryError {
@@ -35,3 +35,5 @@ export class CurrentSnapshotMissingError extends FerryError {
     this.snapshotId = snapshotId;
   }
 }
+
+registerErrors({ ActorNotProvidedError, CurrentSnapshotMissingError });

@@ -7,9 +7,10 @@
  */
 import type { BootstrapOnFailure, SnapshotsMode } from '../config/types.js';
 import type { EngineName } from '../engines.js';
+import type { LogLevel } from '../log-levels.js';
 import type { ArrowSchema, DatasetMetadata, SchemaEntry, SnapshotEntry } from '../metadata/types.js';
 
-export type { BootstrapOnFailure, SnapshotsMode };
+export type { BootstrapOnFailure, LogLevel, SnapshotsMode };
 
 export interface DatasetMachineInput {
   readonly name: string;
@@ -167,8 +168,6 @@ export type DatasetEmitted =
       readonly error: ErrorInfo;
       readonly snapshotId: number | null;
     };
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** The params of the one `log` action; `fields` always carries `dataset`. */
 export interface LogEntry {

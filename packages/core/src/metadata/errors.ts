@@ -3,7 +3,7 @@
  * it records, and appending to it on the writer side. Each has a stable `code`; the two a reader
  * reacts to differently carry `permanent` (retrying will not help vs a later rewrite may fix it).
  */
-import { FerryError, type FerryErrorOptions } from '../errors.js';
+import { FerryError, type FerryErrorOptions, registerErrors } from '../errors.js';
 
 export interface MetadataErrorOptions extends FerryErrorOptions {
   /** Set when the problem is confined to one dataset's entry (the others still parse). */
@@ -110,3 +110,11 @@ export class IncompatibleSchemaError extends FerryError {
     this.difference = difference;
   }
 }
+
+registerErrors({
+  MetadataError,
+  UnsupportedFormatVersionError,
+  SchemaNotFoundError,
+  ArrowSchemaError,
+  IncompatibleSchemaError,
+});

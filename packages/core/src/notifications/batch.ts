@@ -5,6 +5,7 @@
  * location, then settles them with {@link settleCommits} (deleted when every location they commit
  * was read, kept for redelivery otherwise). Pure: the log lines are returned, not written.
  */
+import type { LogLevel } from '../log-levels.js';
 import type { JsonValue } from '../ports.js';
 import { NotificationMessages } from './messages.js';
 import { parseNotification } from './parse.js';
@@ -15,10 +16,8 @@ export interface BatchMessage {
   readonly body: string;
 }
 
-export type PlannedLogLevel = 'debug' | 'info' | 'warn' | 'error';
-
 export interface PlannedLog {
-  readonly level: PlannedLogLevel;
+  readonly level: LogLevel;
   readonly message: string;
   readonly fields: Readonly<Record<string, JsonValue>>;
 }
