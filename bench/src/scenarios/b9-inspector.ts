@@ -1,10 +1,15 @@
 /**
  * B9 inspector: the inspector page's overview for many datasets polling every second. For each
- * count, in this process: the server's answer of the whole overview (`GET /inspector/state`) and
- * the first frame of its event stream, against `GET /v1/datasets` of the same runtime; the live
+ * spicepod, in this process: the server's answer of the whole overview (`GET /inspector/state`)
+ * and the first frame of its event stream, against `GET /v1/datasets` of the same runtime; the live
  * stream's updates per second and bytes per second; a Chromium page until every dataset is in its
  * overview, and its DOM size; and the process's CPU with the page open against the same window
- * without it. 1 000 datasets run only when the RSS measured per dataset at 200 says they fit.
+ * without it.
+ *
+ * A thousand dataset threads do not fit this machine today (~20–25 MiB each), so the thousand-row
+ * overview is measured on 200 running datasets and 800 whose configuration is refused (a row each,
+ * no thread): the inspector's side of 1 000 rows is real, the polling load that of 200. A thousand
+ * running datasets are measured too when the RSS per thread measured first says they fit.
  */
 import { existsSync } from 'node:fs';
 import { freemem, totalmem } from 'node:os';
@@ -26,8 +31,16 @@ const MIB = 2 ** 20;
 /** A count runs only when its RSS, estimated from the previous count's per-dataset cost, fits in this share of memory. */
 const MEMORY_SHARE = 0.6;
 
+/** A spicepod: datasets that run (polling every second) and datasets whose configuration is refused. */
+interface Fleet {
+  readonly running: number;
+  readonly refused: number;
+}
+
 interface CountResult {
+  /** Rows in the overview: running + refused. */
   readonly n: number;
+  readonly running: number;
   readonly allServingMs: number;
   readonly rssMiB: number;
   readonly stateMs: number;
@@ -156,21 +169,34 @@ async function measurePage(
 
 async function measureCount(
   context: ScenarioContext,
-  n: number,
+  fleet: Fleet,
   items: readonly BatchItem[],
 ): Promise<CountResult> {
+  const n = fleet.running + fleet.refused;
   const yaml = spicepod({
     aws: context.aws.info,
     prefix: PREFIX,
-    datasets: items
-      .slice(0, n)
-      .map((item) => ({ name: item.dataset, engine: item.engine, interval: INTERVAL })),
+    datasets: [
+      ...items
+        .slice(0, fleet.running)
+        .map((item) => ({ name: item.dataset, engine: item.engine, interval: INTERVAL })),
+      // Refused at load: not an interval. A row in the overview, no thread.
+      ...Array.from({ length: fleet.refused }, (_, index) => ({
+        name: `refused_${String(index).padStart(4, '0')}`,
+        engine: 'sqlite' as const,
+        interval: 'never',
+      })),
+    ],
   });
   const started = performance.now();
   const { runtime, logger } = await startRuntime(context, yaml);
   let server: RunningServer | undefined;
   try {
-    await runtime.ready(undefined, { timeoutMs: context.quick ? 120_000 : 900_000 });
+    await Promise.all(
+      items
+        .slice(0, fleet.running)
+        .map((item) => runtime.ready(item.dataset, { timeoutMs: context.quick ? 120_000 : 900_000 })),
+    );
     const allServingMs = performance.now() - started;
     const rssMiB = process.memoryUsage().rss / MIB;
     server = await startServer(runtime, { port: 0, routes: inspectorRoutes(runtime) });
@@ -192,6 +218,7 @@ async function measureCount(
     const errors = [loggedErrorsNote(logger)].filter((note): note is string => note !== undefined);
     return {
       n,
+      running: fleet.running,
       allServingMs,
       rssMiB,
       stateMs: state.ms,
@@ -213,6 +240,18 @@ async function measureCount(
   }
 }
 
+function describe(fleet: {
+  readonly running: number;
+  readonly n?: number;
+  readonly refused?: number;
+}): string {
+  const refused = fleet.refused ?? (fleet.n ?? fleet.running) - fleet.running;
+  const total = fleet.running + refused;
+  return refused === 0
+    ? `${total.toLocaleString('en-US')} datasets`
+    : `${total.toLocaleString('en-US')} datasets (${fleet.running} running, ${refused} refused)`;
+}
+
 async function closeQuietly(runtime: Runtime): Promise<void> {
   await runtime.close().catch(() => undefined);
 }
@@ -220,12 +259,17 @@ async function closeQuietly(runtime: Runtime): Promise<void> {
 export const b9: Scenario = {
   id: 'b9',
   title: 'B9 inspector',
-  measures: `N datasets polling every ${INTERVAL} (SQLite, 10 rows each): the inspector's overview — GET /inspector/state and the event stream's first frame, updates and bytes per second of one page's stream, a Chromium page until every dataset is in it and its DOM size, the process's CPU with the page open`,
+  measures: `1 000 datasets (200 polling every ${INTERVAL}, SQLite, 10 rows each; 800 refused at load, no thread), and 1 000 running when they fit: the inspector's overview — GET /inspector/state and the event stream's first frame, updates and bytes per second of one page's stream, a Chromium page until every dataset is in it and its DOM size, the process's CPU with the page open`,
   baseline: 'GET /v1/datasets of the same runtime; the same process with no page open (same run)',
   goal: "at 1 000 datasets: the initial state in under 1 s (the server's answer, and in the page); at 200: every dataset in the page within 5 s; at most 4 updates a second per page; at most 5 000 DOM nodes",
   async run(context) {
-    const counts = context.quick ? [20] : [200, 1000];
-    const max = counts[counts.length - 1] ?? 0;
+    const fleets: Fleet[] = context.quick
+      ? [{ running: 10, refused: 40 }]
+      : [
+          { running: 200, refused: 800 },
+          { running: 1000, refused: 0 },
+        ];
+    const max = Math.max(...fleets.map((fleet) => fleet.running));
     const names = Array.from({ length: max }, (_, index) => `ds_${String(index).padStart(4, '0')}`);
     context.log(`building ${max} small SQLite snapshot files`);
     const items: BatchItem[] = [];
@@ -238,32 +282,34 @@ export const b9: Scenario = {
     const rssBefore = process.memoryUsage().rss / MIB;
     const results: CountResult[] = [];
     const notes: string[] = [];
-    for (const n of counts) {
+    for (const fleet of fleets) {
+      const label = describe(fleet);
       const previous = results[results.length - 1];
-      if (previous !== undefined) {
-        const perDataset = Math.max(0, previous.rssMiB - rssBefore) / previous.n;
-        const estimate = rssBefore + perDataset * n;
+      if (previous !== undefined && fleet.running > previous.running) {
+        const perThread = Math.max(0, previous.rssMiB - rssBefore) / previous.running;
+        const estimate = rssBefore + perThread * fleet.running;
         const budget = (Math.min(totalmem(), freemem() + previous.rssMiB * MIB) * MEMORY_SHARE) / MIB;
         if (estimate > budget) {
           notes.push(
-            `${n} datasets not run: at ${previous.n} datasets the process held ${previous.rssMiB.toFixed(0)} MiB (${perDataset.toFixed(1)} MiB per dataset, almost all of it dataset threads), so ${n} would need about ${(estimate / 1024).toFixed(1)} GiB, over ${MEMORY_SHARE * 100} % of this machine's memory (${(budget / 1024).toFixed(1)} GiB).`,
+            `${label} not run: with ${previous.running} running datasets the process held ${previous.rssMiB.toFixed(0)} MiB (${perThread.toFixed(1)} MiB per dataset thread), so ${fleet.running} would need about ${(estimate / 1024).toFixed(1)} GiB, over ${MEMORY_SHARE * 100} % of this machine's memory (${(budget / 1024).toFixed(1)} GiB).`,
           );
           continue;
         }
       }
-      context.log(`${n} datasets`);
-      const result = await measureCount(context, n, items);
+      context.log(label);
+      const result = await measureCount(context, fleet, items);
       results.push(result);
       context.log(
-        `${n} datasets: all serving in ${result.allServingMs.toFixed(0)} ms; /inspector/state ${result.stateMs.toFixed(1)} ms (${(result.stateBytes / 1024).toFixed(0)} KiB), /v1/datasets ${result.datasetsMs.toFixed(1)} ms; ${result.updatesPerSecond.toFixed(1)} updates/s; page ${result.page?.loadMs.toFixed(0) ?? '-'} ms, ${result.page?.domNodes ?? '-'} nodes`,
+        `${label}: all serving in ${result.allServingMs.toFixed(0)} ms; /inspector/state ${result.stateMs.toFixed(1)} ms (${(result.stateBytes / 1024).toFixed(0)} KiB), /v1/datasets ${result.datasetsMs.toFixed(1)} ms; ${result.updatesPerSecond.toFixed(1)} updates/s; page ${result.page?.loadMs.toFixed(0) ?? '-'} ms, ${result.page?.domNodes ?? '-'} nodes`,
       );
     }
-    const top = results[results.length - 1];
+    // Judged on the most rows measured; with as many, on the most running.
+    const top = [...results].sort((a, b) => b.n - a.n || b.running - a.running)[0];
     if (top === undefined) throw new Error('B9 measured nothing');
 
     const measurements: Measurement[] = [];
     for (const result of results) {
-      const group = `${result.n} datasets`;
+      const group = describe(result);
       measurements.push(
         {
           group,
@@ -333,17 +379,17 @@ export const b9: Scenario = {
         });
       }
     }
-    const at200 = results.find((result) => result.n === 200);
+    const at200 = results.find((result) => result.running >= 200);
     const goals: GoalCheck[] = [
       {
         goal: "1 000 datasets: the initial state in under 1 s (the server's answer and the stream's first frame)",
-        measured: `${top.n} datasets: GET /inspector/state ${formatValue(top.stateMs, 'ms')}, first stream frame ${formatValue(top.firstFrameMs, 'ms')} (${(top.stateBytes / 1024).toFixed(0)} KiB)`,
+        measured: `${describe(top)}: GET /inspector/state ${formatValue(top.stateMs, 'ms')}, first stream frame ${formatValue(top.firstFrameMs, 'ms')} (${(top.stateBytes / 1024).toFixed(0)} KiB)`,
         met: top.stateMs < 1000 && top.firstFrameMs < 1000,
         at: { size: 1000, unit: 'datasets', ran: top.n },
       },
       {
         goal: 'at most 4 updates a second per page, whatever the poll rate',
-        measured: `${top.n} datasets polling every ${INTERVAL}: ${top.updatesPerSecond.toFixed(2)} updates/s, at most ${top.largestUpdateRows} rows in one`,
+        measured: `${describe(top)}, polling every ${INTERVAL}: ${top.updatesPerSecond.toFixed(2)} updates/s, at most ${top.largestUpdateRows} rows in one`,
         met: top.updatesPerSecond <= 4,
       },
     ];
@@ -351,13 +397,13 @@ export const b9: Scenario = {
       goals.push(
         {
           goal: "1 000 datasets: every dataset in the page's overview in under 1 s",
-          measured: `${top.n} datasets: ${formatValue(top.page.loadMs, 'ms')} from opening the page`,
+          measured: `${describe(top)}: ${formatValue(top.page.loadMs, 'ms')} from opening the page`,
           met: top.page.loadMs < 1000,
           at: { size: 1000, unit: 'datasets', ran: top.n },
         },
         {
           goal: 'the page stays light: at most 5 000 DOM nodes',
-          measured: `${top.n} datasets: ${top.page.domNodes} nodes`,
+          measured: `${describe(top)}: ${top.page.domNodes} nodes`,
           met: top.page.domNodes <= 5000,
         },
       );
@@ -369,7 +415,7 @@ export const b9: Scenario = {
               ? 'not run'
               : `${formatValue(at200.page.loadMs, 'ms')} from opening the page`,
           met: at200?.page !== undefined && at200.page.loadMs < 5000,
-          at: { size: 200, unit: 'datasets', ran: at200?.n ?? top.n },
+          at: { size: 200, unit: 'running datasets', ran: at200?.running ?? top.running },
         });
       }
     } else {
@@ -377,10 +423,10 @@ export const b9: Scenario = {
     }
     notes.push(
       `The runtime polls every dataset every ${INTERVAL} from one S3 location (fauxqs, in its own process). The page's time includes loading the page's files and the JavaScript rendering its first rows; the stream is read in this process (its parsing is charged to the reader, not the server). CPU is user+system of this process (the runtime's threads and the server), as % of one core, over the same window length before and while Chromium shows the overview.`,
-      ...results.flatMap((result) => result.errors.map((error) => `${result.n} datasets: ${error}`)),
+      ...results.flatMap((result) => result.errors.map((error) => `${describe(result)}: ${error}`)),
       ...results.map(
         (result) =>
-          `${result.n} datasets: all serving after ${(result.allServingMs / 1000).toFixed(1)} s, RSS ${result.rssMiB.toFixed(0)} MiB.`,
+          `${describe(result)}: the running ones all serving after ${(result.allServingMs / 1000).toFixed(1)} s, RSS ${result.rssMiB.toFixed(0)} MiB.`,
       ),
     );
     return { measurements, goals, notes, raw: results };

@@ -485,9 +485,17 @@ describe.skipIf(!HAS_CHROMIUM)(
       // Two hundred dataset threads take minutes to start on a busy two-core machine (each its own
       // isolate); the page is opened on the fleet at work: every dataset serving, polling each second.
       await Promise.all(fleet.names.map((name) => runtime.ready(name, { timeoutMs: 1_700_000 })));
-      // A newer snapshot whose bytes no longer match its checksum: refused at every check.
+      // A newer snapshot whose bytes are not the published ones: refused at every check.
+      const refused = new Promise<void>((resolve) => {
+        const off = runtime.on('error', (event) => {
+          if (event.dataset !== CORRUPT) return;
+          off();
+          resolve();
+        });
+      });
       const corrupt = await fleet.publish(CORRUPT, 2);
       await writeFile(fileURLToPath(corrupt.uri), 'not the published bytes');
+      await refused;
       browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
       page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       errors = collectErrors(page);
@@ -549,15 +557,24 @@ describe.skipIf(!HAS_CHROMIUM)(
         const viewport = (globalThis as unknown as InPage).document.querySelector('#viewport');
         if (viewport !== null) viewport.scrollTop = 0;
       });
-      // The refused configuration first, then the corrupt snapshot's dataset once it was refused.
+      // Failures first: the refused configuration (an error), then the refused snapshot's dataset (a
+      // warning: it still serves), then the one waiting for a first snapshot, then the rest.
+      const HEALTH = ['error', 'warn', 'pending', 'ok', 'stopped'];
       await page.waitForFunction(
-        (corrupt) => {
+        ([corrupt, order]) => {
           const rows = [...(globalThis as unknown as InPage).document.querySelectorAll('a.row')].map(
-            (row) => row.dataset.name,
+            (row) => ({ name: row.dataset.name, health: row.dataset.health ?? '' }),
           );
-          return rows[0] === 'broken_config' && rows[1] === corrupt;
+          const ranks = rows.map((row) => (order as string[]).indexOf(row.health));
+          return (
+            ranks.every((rank, index) => index === 0 || rank >= (ranks[index - 1] ?? 0)) &&
+            rows.some((row) => row.name === 'broken_config' && row.health === 'error') &&
+            rows.some((row) => row.name === corrupt && row.health === 'warn') &&
+            rows.some((row) => row.name === 'never_published' && row.health === 'pending') &&
+            rows[0]?.health === 'error'
+          );
         },
-        CORRUPT,
+        [CORRUPT, HEALTH] as const,
         { timeout: 20_000 },
       );
       expect((await rowCells(page, 'broken_config')).error).toContain('soon');

@@ -349,6 +349,17 @@ describe('inspector routes', () => {
     expect(attributes).toEqual(['Path=/inspector', 'Max-Age=600', 'HttpOnly', 'SameSite=Strict']);
     expect(signedIn.headers.get('cache-control')).toBe('no-store');
 
+    // The page says whether it may read at once: with the cookie it opens its stream; without, it
+    // asks for the key (no request needed to find out); without keys it is open.
+    expect((await request(`${base}/inspector`)).text).toContain(
+      '<body data-view="loading" data-auth="required">',
+    );
+    const withSession = await request(`${base}/inspector/datasets/orders`, { headers: { cookie } });
+    expect(withSession.text).toContain('data-auth="session"');
+    expect(withSession.headers.get('etag')).not.toBe(
+      (await request(`${base}/inspector`)).headers.get('etag'),
+    );
+
     // The stream, the state and commands take the cookie instead of the key.
     const stream = await readEvents(`${base}/inspector/events`, (events) => events.length >= 1, { cookie });
     expect(stream.events[0]?.event).toBe('overview');
@@ -568,6 +579,7 @@ describe('inspector routes', () => {
   it('is open, and says so, on a server without keys', async () => {
     const server = await startServer(served.runtime, { port: 0, routes: inspectorRoutes(served.runtime) });
     try {
+      expect((await request(`${server.url}/inspector`)).text).toContain('data-auth="open"');
       const session = await request(`${server.url}/inspector/session`, { method: 'POST' });
       expect(session.json()).toEqual({ required: false, authenticated: true });
       expect(session.headers.get('set-cookie')).toBeNull();

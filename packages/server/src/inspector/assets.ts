@@ -48,6 +48,10 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+function etagOf(body: Buffer): string {
+  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+}
+
 /** Reads `file` from the page folder; throws {@link InspectorAssetsMissingError} when it is nowhere. */
 export function loadAsset(file: string): Asset {
   const tried: string[] = [];
@@ -61,13 +65,19 @@ export function loadAsset(file: string): Asset {
       return {
         body,
         contentType: CONTENT_TYPES[extension] ?? 'application/octet-stream',
-        etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+        etag: etagOf(body),
       };
     } catch (error) {
       lastError = error;
     }
   }
   throw new InspectorAssetsMissingError(file, tried, { cause: lastError });
+}
+
+/** `asset` with its body changed by `edit` (and an ETag of its own). */
+export function variantOf(asset: Asset, edit: (text: string) => string): Asset {
+  const body = Buffer.from(edit(asset.body.toString('utf8')));
+  return { ...asset, body, etag: etagOf(body) };
 }
 
 /** Sends `asset` (304 when the client's copy is current); `no-cache` so a new build shows at once. */

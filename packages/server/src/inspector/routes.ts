@@ -26,7 +26,7 @@ import { presentedKeys } from '../auth.js';
 import { runCommand } from '../commands.js';
 import { sendError, sendJson } from '../http.js';
 import type { Route, RouteContext } from '../route.js';
-import { type Asset, loadAsset, PAGE_ASSETS, sendAsset } from './assets.js';
+import { type Asset, loadAsset, PAGE_ASSETS, sendAsset, variantOf } from './assets.js';
 import { InspectorAssetNotFoundError, InspectorUnauthorizedError } from './errors.js';
 import { InspectorHub, type InspectorHubOptions } from './hub.js';
 import { type InspectorSessionOptions, InspectorSessions } from './session.js';
@@ -56,7 +56,14 @@ function isJson(req: IncomingMessage): boolean {
 export function inspectorRoutes(runtime: Runtime, options: InspectorRoutesOptions = {}): InspectorRoutes {
   const keys = apiKeyCheck(runtime.config, [options.apiKey]);
   const sessions = new InspectorSessions(options.session);
+  // The page says whether it may read at once (no key, or a session), so it opens its stream or
+  // asks for the key without a request first.
   const html = loadAsset('index.html');
+  const pages = {
+    open: html,
+    session: variantOf(html, (text) => text.replace('data-auth="open"', 'data-auth="session"')),
+    required: variantOf(html, (text) => text.replace('data-auth="open"', 'data-auth="required"')),
+  };
   const assets = new Map<string, Asset>(PAGE_ASSETS.map((file) => [file, loadAsset(file)]));
   const hub = new InspectorHub(runtime, options.hub);
 
@@ -89,7 +96,10 @@ export function inspectorRoutes(runtime: Runtime, options: InspectorRoutesOption
     };
   };
 
-  const page = ({ req, res }: RouteContext): void => sendAsset(res, html, req.headers['if-none-match']);
+  const page = ({ req, res }: RouteContext): void => {
+    const auth = !keys.required ? 'open' : sessions.fromRequest(req) === undefined ? 'required' : 'session';
+    sendAsset(res, pages[auth], req.headers['if-none-match']);
+  };
 
   /**
    * With a key as a header: a new session (401 for a wrong key). With only the cookie: a renewal.

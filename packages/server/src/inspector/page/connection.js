@@ -47,14 +47,17 @@ export function connect(url, handlers, onMissing) {
     open();
     return;
   }
-  // The first stream waits for the session check, so a page without a key asks for it at once.
+  // The page was served saying whether it may read: with no key needed or a session it reads at
+  // once (the session's renewal is scheduled on the side); without, it asks for the key.
   state.checked = true;
-  checkSession().then(
-    (allowed) => {
-      if (allowed) open();
-    },
-    () => open(),
-  );
+  const auth = document.body.dataset.auth;
+  if (auth === 'required') {
+    setConnection('unauthorized', 'API key required');
+    showKeyForm(true);
+    return;
+  }
+  open();
+  if (auth === 'session') void renew();
 }
 
 export function disconnect() {

@@ -31,7 +31,13 @@ function route() {
     connect('/inspector/events', { overview: applyOverview, update: applyUpdate }, () => undefined);
     return;
   }
-  const name = decodeURIComponent(match[1] ?? '');
+  let name;
+  try {
+    name = decodeURIComponent(match[1] ?? '');
+  } catch {
+    // A malformed %-escape: no dataset has that name.
+    name = match[1] ?? '';
+  }
   document.body.dataset.view = 'detail';
   document.title = `${name} · Ferry inspector`;
   byId('overview').hidden = true;
