@@ -142,7 +142,8 @@ async function measurePage(
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const started = performance.now();
-    await page.goto(`${server.url}/inspector`);
+    // A machine loaded by other work answers slowly: the time is what this measures, not a failure.
+    await page.goto(`${server.url}/inspector`, { timeout: 180_000 });
     await page.waitForFunction(
       (total) =>
         (
@@ -151,7 +152,7 @@ async function measurePage(
           }
         ).document.querySelector('#overview')?.dataset.total === String(total),
       n,
-      { timeout: 60_000, polling: 'raf' },
+      { timeout: 180_000, polling: 'raf' },
     );
     const loadMs = performance.now() - started;
     const domNodes = await page.evaluate(
@@ -269,15 +270,20 @@ export const b9: Scenario = {
           { running: 200, refused: 800 },
           { running: 1000, refused: 0 },
         ];
-    const max = Math.max(...fleets.map((fleet) => fleet.running));
-    const names = Array.from({ length: max }, (_, index) => `ds_${String(index).padStart(4, '0')}`);
-    context.log(`building ${max} small SQLite snapshot files`);
+    // Snapshot files for the running datasets, built and published as a count first needs them.
     const items: BatchItem[] = [];
-    for (const name of names) {
-      const built = await buildFile(context.workDir, 'sqlite', name, 10, keyedColumns(1));
-      items.push({ dataset: name, engine: 'sqlite', file: built.path });
-    }
-    await context.aws.publishBatch(locationOf(PREFIX), items);
+    const ensureItems = async (count: number): Promise<void> => {
+      if (items.length >= count) return;
+      context.log(`building ${count - items.length} small SQLite snapshot files`);
+      const added: BatchItem[] = [];
+      for (let index = items.length; index < count; index++) {
+        const name = `ds_${String(index).padStart(4, '0')}`;
+        const built = await buildFile(context.workDir, 'sqlite', name, 10, keyedColumns(1));
+        added.push({ dataset: name, engine: 'sqlite', file: built.path });
+      }
+      await context.aws.publishBatch(locationOf(PREFIX), added);
+      items.push(...added);
+    };
 
     const rssBefore = process.memoryUsage().rss / MIB;
     const results: CountResult[] = [];
@@ -296,6 +302,7 @@ export const b9: Scenario = {
           continue;
         }
       }
+      await ensureItems(fleet.running);
       context.log(label);
       const result = await measureCount(context, fleet, items);
       results.push(result);
