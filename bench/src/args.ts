@@ -1,6 +1,6 @@
 /** The command line: `pnpm bench [scenario…] [--quick] [--minutes N]`. */
 
-export const SCENARIO_IDS = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9', 'soak'] as const;
+export const SCENARIO_IDS = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9', 'b10', 'soak'] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 const ALIASES: Readonly<Record<string, ScenarioId>> = {
@@ -21,7 +21,9 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
   b8: 'b8',
   join: 'b8',
   b9: 'b9',
-  inspector: 'b9',
+  http: 'b9',
+  b10: 'b10',
+  inspector: 'b10',
   soak: 'soak',
 };
 
@@ -32,7 +34,7 @@ export interface BenchArgs {
 }
 
 export const USAGE =
-  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|inspector soak …] [--quick] [--minutes N]\n' +
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector soak …] [--quick] [--minutes N]\n' +
   'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
 
 export function parseArgs(argv: readonly string[]): BenchArgs {

@@ -1,20 +1,6 @@
-/**
- * The benchmark's local AWS, in its own process so its CPU is never charged to Ferry: fauxqs (S3 +
- * SQS + SNS, via test-support's `startLocalAws`), S3 → SQS (or → SNS → SQS) notification bridges, and the writer that
- * publishes snapshots. It prints one JSON line on stdout (endpoints, credentials, control URL), then
- * answers JSON requests on a loopback HTTP control port (see `aws-client.ts`). It exits when its
- * stdin closes, so it never outlives the harness.
- *
- * It also records when each `metadata.json` upload lands (fauxqs's spy timestamp), so a scenario
- * can measure from the instant a snapshot became current rather than from when its publish call
- * returned.
- */
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { appendSnapshot, type FileFormat, type ObjectStore, requireLocation } from '@ferry/core';
-import { openEngine } from '@ferry/engines';
+import { appendSnapshot, type ObjectStore, requireLocation } from '@ferry/core';
 import { createObjectStore } from '@ferry/store';
 import {
   type LocalAws,
@@ -23,8 +9,9 @@ import {
   startLocalAws,
   startNotificationBridge,
 } from '@ferry/test-support';
-import { publishSnapshot, snapshotKey } from '@ferry/writer';
-import type { AwsInfo, AwsRequest, BatchItem, PublishReply } from './aws-protocol.js';
+import { publishSnapshot } from '@ferry/writer';
+import type { AwsInfo, AwsRequest, PublishReply } from './aws-protocol.js';
+import { datedKey, describeItem } from './batch.js';
 
 const aws: LocalAws = await startLocalAws();
 const bridges = new Map<number, NotificationBridge>();
@@ -91,29 +78,13 @@ async function publish(request: Extract<AwsRequest, { op: 'publish' }>): Promise
   return { ...result, metadataWrittenAtMs };
 }
 
-async function describe(item: BatchItem) {
-  const bytes = await readFile(item.file);
-  const engine = await openEngine(item.engine, item.file, { table: item.dataset });
-  try {
-    return {
-      bytes,
-      schema: await engine.schema(item.dataset),
-      checksum: createHash('sha256').update(bytes).digest('hex'),
-    };
-  } finally {
-    await engine.close();
-  }
-}
-
 /** Uploads every item to its dated key, then makes all of them current with ONE metadata.json write. */
 async function publishBatch(request: Extract<AwsRequest, { op: 'publish-batch' }>) {
   const { bucket, prefix } = splitLocation(request.location);
   const entries = [];
   for (const item of request.items) {
-    const { bytes, schema, checksum } = await describe(item);
-    const timeMs = Math.max(Date.now(), (lastKeyTime.get(item.dataset) ?? 0) + 1000);
-    lastKeyTime.set(item.dataset, timeMs);
-    const key = snapshotKey(item.dataset, item.engine as FileFormat, timeMs);
+    const { bytes, schema, checksum } = await describeItem(item);
+    const { key, timeMs } = datedKey(lastKeyTime, item);
     await aws.putObject(bucket, `${prefix}${key}`, bytes);
     entries.push({
       location: request.location,

@@ -64,6 +64,7 @@ import {
   ReadyTimeoutError,
   ResultTooLargeError,
   RuntimeClosedError,
+  StaleBuildError,
   StreamIdleError,
   ThreadFileMissingError,
   UnknownDatasetError,
@@ -191,6 +192,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   UnsupportedColumnTypeError: () => new UnsupportedColumnTypeError('/data/x.db', 'orders', 'geo', 'GEOMETRY'),
   UnmappedArrowTypeError: () => new UnmappedArrowTypeError('Float16'),
   ArrowValueError: () => new ArrowValueError({ toString: () => 'Int32' } as never, 'text'),
+  DuckDbParseError: () => new engines.DuckDbParseError('syntax error at or near "["'),
   // snapshots
   InsufficientDiskSpaceError: () => new InsufficientDiskSpaceError('orders', '/data', 100, 10),
   DiskFullError: () => new DiskFullError('orders', '/data', { cause: networkCause }),
@@ -205,10 +207,17 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   ResultTooLargeError: () => new ResultTooLargeError('orders', 10, 'bytes', 'maxResultBytes'),
   QueryCancelledError: () => new QueryCancelledError(new DOMException('aborted', 'AbortError')),
   StreamIdleError: () => new StreamIdleError(1000),
+  QueryRejectedError: () => new runtime.QueryRejectedError(512, 2),
+  // Not exported by @ferry/runtime (a stream producer's stop, thrown inside a query thread).
+  StreamCancelledError: () => {
+    const StreamCancelledError = registeredErrors().get('StreamCancelledError') as new () => Error;
+    return new StreamCancelledError();
+  },
   CrossDialectError: () => new CrossDialectError('orders'),
   RuntimeClosedError: () => new RuntimeClosedError(),
   ChannelClosedError: () => new ChannelClosedError('The DuckDB query worker', 'exited'),
   ThreadFileMissingError: () => new ThreadFileMissingError('/x/dataset-thread.js'),
+  StaleBuildError: () => new StaleBuildError('/x/dist/dataset-host.js', '/x/src/dataset-host.ts'),
   // server
   BadRequestError: () =>
     new BadRequestError('The body is not JSON.', { cause: new SyntaxError('Unexpected') }),

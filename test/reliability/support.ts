@@ -281,7 +281,15 @@ export async function settledStatus(
   return event.status as NonNullable<RuntimeEvents['state']['status']>;
 }
 
-/** Runs `work` with the dataset's polling paused and no check running, then resumes polling. */
+/**
+ * Runs `work` with the dataset's polling paused and no check running, then has the store checked
+ * as `work` left it and resumes polling.
+ *
+ * The check is an operator's "poll now": a scheduled check may answer from the coordinator's
+ * shared read of metadata.json, which can be a few milliseconds older than the end of `work` (it
+ * reads ahead of the poll grid for every dataset of the location), so it could see half of what
+ * `work` published.
+ */
 export async function whilePaused(
   runtime: Runtime,
   work: () => Promise<void>,
@@ -293,6 +301,7 @@ export async function whilePaused(
   if (state !== 'serving' && state !== 'waiting')
     await settledStatus(runtime, (status) => status.paused, dataset);
   await work();
+  await runtime.send(dataset, 'poll.now');
   await runtime.send(dataset, 'polling.resume');
 }
 

@@ -2,22 +2,30 @@
  * One B5 measurement in a fresh process (forked by `b5-scale.ts`), so RSS and CPU time belong to
  * exactly one runtime with `n` datasets: time to all-serving, how long CPU use takes to settle after
  * that, RSS, idle CPU and metadata GETs per tick over an idle window, the same idle CPU with polling
- * paused, then the fan-out time of one metadata.json write touching every dataset.
+ * paused, then the fan-out time of one metadata.json write touching every dataset. The store is the
+ * local S3 (with SQS) or a `file://` directory (polling only, as an embedder tries it); `n` may be 0
+ * (an empty runtime: the baseline of what the datasets add).
  */
 import { readdirSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createRuntime } from '@ferry/runtime';
+import { createRuntime, type Runtime } from '@ferry/runtime';
 import { metadataGets } from '@ferry/runtime/testing';
+import { spicepodYaml } from '@ferry/test-support';
 import { AwsControl } from '../aws-client.js';
 import type { AwsInfo, BatchItem } from '../aws-protocol.js';
+import { publishBatchToDir } from '../batch.js';
 import { cpuPercentOver, quietLogger, sleep } from '../harness.js';
 import { BUCKET, spicepod } from '../spicepod.js';
 
 export interface B5ChildInput {
   readonly aws: AwsInfo;
+  /** Where the snapshots are: the local S3 (`prefix`, `queueUrl`), or this `file://` directory. */
+  readonly fileStore?: string;
+  /** Measure the fan-out of one write moving every dataset (skipped for the 1,000-dataset run). */
+  readonly fanOut: boolean;
   readonly prefix: string;
   readonly queueUrl: string;
   readonly interval: string;
@@ -87,26 +95,35 @@ async function settle(windowMs: number, maxMs: number): Promise<{ settleMs: numb
   }
 }
 
+/** Idle CPU with every dataset's polling paused (threads, timers and the SQS long poll still alive). */
+async function pausedCpu(runtime: Runtime, names: readonly string[], ms: number): Promise<number> {
+  await Promise.all(names.map((name) => runtime.send(name, 'polling.pause')));
+  await sleep(1000);
+  const percent = await cpuPercentOver(ms);
+  await Promise.all(names.map((name) => runtime.send(name, 'polling.resume')));
+  return percent;
+}
+
 async function measure(input: B5ChildInput): Promise<B5ChildResult> {
   const aws = new AwsControl(input.aws);
   const n = input.items.length;
   const target = `${BUCKET}/${input.prefix}metadata.json`;
+  const file = input.fileStore;
   const dataDir = await mkdtemp(join(input.workDir, `b5-${n}-`));
   const logger = quietLogger();
+  const datasets = input.items.map((item) => ({
+    name: item.dataset,
+    engine: item.engine,
+    interval: input.interval,
+  }));
   const rssBefore = process.memoryUsage.rss();
   const started = performance.now();
   const runtime = await createRuntime(
     {
-      yaml: spicepod({
-        aws: input.aws,
-        prefix: input.prefix,
-        queueUrl: input.queueUrl,
-        datasets: input.items.map((item) => ({
-          name: item.dataset,
-          engine: item.engine,
-          interval: input.interval,
-        })),
-      }),
+      yaml:
+        file === undefined
+          ? spicepod({ aws: input.aws, prefix: input.prefix, queueUrl: input.queueUrl, datasets })
+          : spicepodYaml({ name: 'ferry-bench', location: `file://${file}/`, params: {}, datasets }),
       baseDir: dataDir,
     },
     // As the default logger (pino at info): the threads post no debug records, which nobody would write.
@@ -124,28 +141,47 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
     const rssServing = process.memoryUsage.rss();
     const { settleMs, windows } = await settle(input.settleWindowMs, input.settleMaxMs);
 
-    let polls = 0;
-    const offPoll = runtime.on('poll', () => {
-      polls++;
-    });
-    const gets0 = await aws.count('GET', target);
+    // Counted from metrics(): a listener for poll events would make every check answered in a
+    // dataset thread post one (docs/threads.md), which is not the cost measured here.
+    const pollsNow = () =>
+      Object.values(runtime.metrics().polls).reduce(
+        (sum, results) => sum + Object.values(results).reduce((a, b) => a + b, 0),
+        0,
+      );
+    const polls0 = pollsNow();
+    const gets0 = file === undefined ? await aws.count('GET', target) : 0;
     const coordinator0 = await metadataGets(runtime);
     const cpu0 = process.cpuUsage();
     const idleStarted = performance.now();
     await sleep(input.idleMs);
     const cpu = process.cpuUsage(cpu0);
     const idleMs = performance.now() - idleStarted;
-    const gets = (await aws.count('GET', target)) - gets0;
+    const gets = file === undefined ? (await aws.count('GET', target)) - gets0 : 0;
     const coordinatorGets = (await metadataGets(runtime)) - coordinator0;
-    offPoll();
+    const polls = pollsNow() - polls0;
     const rssIdle = process.memoryUsage.rss();
     const openFds = readdirSync('/proc/self/fd').length;
 
     const names = input.items.map((item) => item.dataset);
-    await Promise.all(names.map((name) => runtime.send(name, 'polling.pause')));
-    await sleep(1000);
-    const pausedCpuPercent = await cpuPercentOver(input.pausedMs);
-    await Promise.all(names.map((name) => runtime.send(name, 'polling.resume')));
+    const measured = {
+      n,
+      rssBeforeMiB: mibOf(rssBefore),
+      allServingMs,
+      rssServingMiB: mibOf(rssServing),
+      settleMs,
+      settleWindows: windows,
+      rssIdleMiB: mibOf(rssIdle),
+      idleCpuPercent: ((cpu.user + cpu.system) / 1000 / idleMs) * 100,
+      pausedCpuPercent: n === 0 ? Number.NaN : await pausedCpu(runtime, names, input.pausedMs),
+      idleMs,
+      polls,
+      ticks: n === 0 ? 0 : polls / n,
+      metadataGets: gets,
+      coordinatorGets,
+      openFds,
+    };
+    const errors = () => logger.problems.filter((problem) => problem.startsWith('error'));
+    if (n === 0 || !input.fanOut) return { ...measured, fanOutMs: Number.NaN, errors: errors() };
 
     const pending = new Set(input.items.map((item) => item.dataset));
     let lastSwapAt = 0;
@@ -165,29 +201,13 @@ async function measure(input: B5ChildInput): Promise<B5ChildResult> {
       });
     });
     progress(`${n} datasets: publishing a new snapshot of every dataset`);
-    const batch = await aws.publishBatch(`s3://${BUCKET}/${input.prefix}`, input.items);
+    const writtenAtMs =
+      file === undefined
+        ? (await aws.publishBatch(`s3://${BUCKET}/${input.prefix}`, input.items)).metadataWrittenAtMs
+        : await publishBatchToDir(file, input.items);
     await allSwapped;
     progress(`${n} datasets: all swapped; closing`);
-
-    return {
-      n,
-      rssBeforeMiB: mibOf(rssBefore),
-      allServingMs,
-      rssServingMiB: mibOf(rssServing),
-      settleMs,
-      settleWindows: windows,
-      rssIdleMiB: mibOf(rssIdle),
-      idleCpuPercent: ((cpu.user + cpu.system) / 1000 / idleMs) * 100,
-      pausedCpuPercent,
-      idleMs,
-      polls,
-      ticks: polls / n,
-      metadataGets: gets,
-      coordinatorGets,
-      fanOutMs: lastSwapAt - batch.metadataWrittenAtMs,
-      openFds,
-      errors: logger.problems.filter((problem) => problem.startsWith('error')),
-    };
+    return { ...measured, fanOutMs: lastSwapAt - writtenAtMs, errors: errors() };
   } finally {
     await runtime.close();
   }

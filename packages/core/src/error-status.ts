@@ -71,6 +71,8 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
   ERR_CROSS_ENGINE_TOO_LARGE: TOO_MUCH,
   ERR_QUERY_CANCELLED: CANCELLED,
   ERR_QUERY_TIMEOUT: { http: 504, grpc: 'DEADLINE_EXCEEDED' },
+  // More queries than the runtime admits at once: refused at once, retry later (HTTP `Retry-After`).
+  ERR_QUERY_REJECTED: { http: 429, grpc: 'RESOURCE_EXHAUSTED' },
   ERR_STREAM_IDLE: { http: 408, grpc: 'DEADLINE_EXCEEDED' },
   // Handed from a query worker to the runtime, which answers with its own error instead.
   ERR_NAMESPACE_TABLE: INTERNAL,
@@ -85,6 +87,7 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
   ERR_READY_TIMEOUT: UNAVAILABLE,
   ERR_ENGINE_CLOSED: UNAVAILABLE,
   ERR_THREAD_FILE_MISSING: INTERNAL,
+  ERR_STALE_BUILD: INTERNAL,
 
   // The object store and metadata.json (`snapshots()`, the status routes).
   ERR_METADATA_INVALID: UPSTREAM,

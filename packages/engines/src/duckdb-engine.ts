@@ -7,6 +7,7 @@
  */
 import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } from '@duckdb/node-api';
 import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
+import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
 import { type ScalarParam, scalarParams, uniqueColumnNames } from './encode.js';
@@ -22,19 +23,6 @@ import {
 import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
 import { assertDuckDbFile, notADatabase } from './file-header.js';
 import { checkDuckDbStatement } from './statement-check.js';
-
-/**
- * The instance settings (DuckDB configuration option names). `lock_configuration` last: once
- * set, `SET`/`RESET` of any option fails, so the others cannot be turned back on by a query.
- */
-export const DUCKDB_READ_ONLY_SETTINGS: Readonly<Record<string, string>> = {
-  access_mode: 'READ_ONLY',
-  enable_external_access: 'false',
-  autoinstall_known_extensions: 'false',
-  autoload_known_extensions: 'false',
-  allow_community_extensions: 'false',
-  lock_configuration: 'true',
-};
 
 export interface DuckDbOpenOptions extends OpenOptions {
   /** Connections queries run on concurrently (default 4). */

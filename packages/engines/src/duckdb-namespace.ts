@@ -1,9 +1,11 @@
 /**
  * One SQL namespace over every DuckDB dataset: an in-memory DuckDB instance per resource class
- * (memory limit, threads), locked down (no extension loading, no file access outside the
- * generation directories, configuration locked), with each dataset's current generation ATTACHed
- * read-only behind a view named after the dataset. So `FROM orders JOIN customers` and `SELECT 1`
- * are plain DuckDB queries.
+ * (duckdb-resources.ts), each with every dataset's current generation attached read-only behind a
+ * view named after the dataset (duckdb-instance.ts). So `FROM orders JOIN customers` and
+ * `SELECT 1` are plain DuckDB queries. This module is the namespace's face: it routes a statement
+ * (statement-check.ts parses and checks it, duckdb-routing.ts decides where it runs), runs it on a
+ * pooled connection of its class, answers JSON-safe rows or Arrow batches (duckdb-batches.ts), and
+ * runs a query once more when it ran out of memory beside others.
  *
  * Swaps: `setCatalog()` attaches the new generation, replaces the view and detaches the old
  * generation. A query binds its views when it starts (`startStream()`, synchronous), and queries
@@ -11,51 +13,50 @@
  * generation from start to end; DuckDB keeps a detached generation alive for the queries that
  * bound it. The generation each query read is reported with its result.
  *
- * SQLite datasets joined with DuckDB ones are read into a DuckDB table once per generation
- * (bounded in rows and bytes) and served behind a view of the same name; queries that read only
- * SQLite datasets (or that DuckDB cannot parse: SQLite's `[name]` quoting) are routed to SQLite.
- * Routing uses DuckDB's own parser (`json_serialize_sql`): the tables a statement reads, CTEs
- * excluded. Prepared statements are kept per connection (an LRU) and rebound by DuckDB when the
- * catalog changed.
+ * SQLite datasets joined with DuckDB ones are read into DuckDB once per generation (bounded in rows
+ * and bytes, duckdb-import.ts); queries that read only SQLite datasets (or that DuckDB cannot parse:
+ * SQLite's `[name]` quoting) are routed to SQLite. Prepared statements are kept per connection and
+ * prepared again after a catalog change.
  */
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import {
-  type DuckDBConnection,
-  DuckDBInstance,
-  type DuckDBPreparedStatement,
-  type DuckDBResult,
-  type DuckDBType,
-} from '@duckdb/node-api';
-import { type ArrowDataType, FerryError, type JsonValue } from '@ferry/core';
-import Database from 'better-sqlite3';
-import { LRUCache } from 'lru-cache';
-import { type ArrowValue, arrowSchemaOf, batchToIpc, RecordBatchBuilder } from './arrow-results.js';
-import { duckDbArrowValue } from './duckdb-arrow.js';
+import type { DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
+import type { JsonValue } from '@ferry/core';
+import { sendDuckDbBatches } from './duckdb-batches.js';
 import { bindDuckDbParams } from './duckdb-engine.js';
-import { duckDbTypeToArrow } from './duckdb-types.js';
-import { encodeDuckDbValue } from './duckdb-values.js';
-import { scalarParams, uniqueColumnNames } from './encode.js';
-import { quoteIdentifier } from './engine.js';
 import {
-  CrossEngineLimitError,
-  NamespaceTableError,
-  QueryFailedError,
-  QueryResourceError,
-} from './errors.js';
-import type {
-  BatchControl,
-  BatchOutcome,
-  BatchSink,
-  DatasetRead,
-  NamespaceCatalog,
-  NamespaceDataset,
-  NamespaceQueryControl,
-  QueryRoute,
-  RowsOutcome,
+  datasetsPhrase,
+  duckDbQueryError,
+  missingDuckDbTable,
+  redactDuckDbMessage,
+} from './duckdb-errors.js';
+import { IMPORT_TABLE } from './duckdb-import.js';
+import { columnsOf, DuckDbClassInstance, type ResultColumns, statementBytes } from './duckdb-instance.js';
+import { type ResourceClass, resourceClassFor, resourceKey } from './duckdb-resources.js';
+import { duckDbRoute, unparsedRoute } from './duckdb-routing.js';
+import { encodeDuckDbValue } from './duckdb-values.js';
+import { scalarParams } from './encode.js';
+import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
+import {
+  type BatchControl,
+  type BatchOutcome,
+  type BatchSink,
+  capExceeded,
+  type DatasetRead,
+  datasetByName,
+  type NamespaceCatalog,
+  type NamespaceQueryControl,
+  type QueryRoute,
+  type RowsOutcome,
+  valueBytes,
 } from './namespace-types.js';
-import { valueBytes } from './namespace-types.js';
-import { sqliteAffinity, sqliteDeclaredTypeToArrow } from './sqlite-types.js';
-import { checkDuckDbStatement } from './statement-check.js';
+import {
+  checkDuckDbSql,
+  DuckDbParseError,
+  type DuckDbStatement,
+  knownDuckDbStatement,
+  prepareCheckedDuckDb,
+  readDuckDbSql,
+  SharedDuckDbParser,
+} from './statement-check.js';
 
 export interface DuckDbNamespaceOptions {
   /** Directories the generations live in (the only files queries may reach); each ends in `/`. */
@@ -79,497 +80,53 @@ export interface DuckDbNamespaceOptions {
   readonly privateRoots?: readonly string[];
 }
 
-/** A resource class: the limits a query runs under, and where they come from (for messages). */
-interface ResourceClass {
-  readonly memoryLimitBytes: number;
-  readonly threads: number;
-  /** `duckdb_memory_limit of dataset 'orders'`, or the runtime setting. */
-  readonly memorySource: string;
-}
-
-/** A prepared statement and the catalog version it was bound against. */
-interface CachedStatement {
-  readonly statement: DuckDBPreparedStatement;
-  readonly version: number;
-  /** Its result's column names and types as rows report them (the same for every run of it). */
-  columns?: { readonly names: string[]; readonly columns: { name: string; type: string }[] };
-}
-
-interface PooledConnection {
-  readonly connection: DuckDBConnection;
-  readonly statements: LRUCache<string, CachedStatement>;
-}
-
 /** A result being read: what `consume` gets. */
 interface StartedQuery {
   readonly result: DuckDBResult;
   readonly read: readonly DatasetRead[];
-  readonly cached: CachedStatement;
+  /** The result's columns (read once per prepared statement). */
+  columns(): ResultColumns;
 }
 
-const GENERATION_ALIAS = 'ferry_g';
-const IMPORT_TABLE = 'ferry_sqlite_';
-const MIB = 1024 * 1024;
-const ROUTES_CACHED = 1_024;
+/** Whether the query was cancelled (read anew after an await: the signal may have fired meanwhile). */
+const isAborted = (signal: NamespaceQueryControl['signal']): boolean => signal?.aborted === true;
 
-function kib(bytes: number): string {
-  return `${Math.max(1, Math.floor(bytes / 1024))}KiB`;
-}
-
-function datasetsPhrase(names: readonly string[]): string | undefined {
-  if (names.length === 0) return undefined;
-  const quoted = names.map((name) => `'${name}'`).join(', ');
-  return names.length === 1 ? `dataset ${quoted}` : `datasets ${quoted}`;
-}
-
-const byName = (catalog: NamespaceCatalog, name: string): NamespaceDataset | undefined => {
-  const lower = name.toLowerCase();
-  return catalog.datasets.find((dataset) => dataset.name.toLowerCase() === lower);
-};
-
-/** The DuckDB type an SQLite column takes in DuckDB: its recorded Arrow type's DuckDB form. */
-function duckDbTypeNameOf(type: ArrowDataType): string {
-  if (typeof type === 'string') {
-    const names: Readonly<Record<string, string>> = {
-      Boolean: 'BOOLEAN',
-      Int8: 'TINYINT',
-      Int16: 'SMALLINT',
-      Int32: 'INTEGER',
-      Int64: 'BIGINT',
-      UInt8: 'UTINYINT',
-      UInt16: 'USMALLINT',
-      UInt32: 'UINTEGER',
-      UInt64: 'UBIGINT',
-      Float32: 'FLOAT',
-      Float64: 'DOUBLE',
-      Binary: 'BLOB',
-      Date32: 'DATE',
-    };
-    return names[type] ?? 'VARCHAR';
-  }
-  const [variant, payload] = Object.entries(type)[0] ?? ['', undefined];
-  if (variant === 'Decimal128') {
-    const [precision, scale] = payload as [number, number];
-    return `DECIMAL(${precision}, ${scale})`;
-  }
-  if (variant === 'Timestamp')
-    return (payload as [string, string | null])[1] === null ? 'TIMESTAMP' : 'TIMESTAMPTZ';
-  if (variant === 'Time64') return 'TIME';
-  // Lists, structs and maps are stored as JSON text in SQLite snapshots: served as that text.
-  return 'VARCHAR';
-}
-
-/** How an SQLite value lands in a staging column: by the column's affinity. */
-type Staging = 'BIGINT' | 'DOUBLE' | 'VARCHAR' | 'BLOB';
-
-function stagingOf(declaredType: string): Staging {
-  switch (sqliteAffinity(declaredType)) {
-    case 'INTEGER':
-      return 'BIGINT';
-    case 'REAL':
-      return 'DOUBLE';
-    case 'BLOB':
-      return 'BLOB';
-    default:
-      return 'VARCHAR';
-  }
-}
-
-/** The statement's table references as DuckDB parses them; `undefined` when it cannot list them. */
-interface ParsedTables {
-  readonly tables:
-    | readonly { readonly catalog: string; readonly schema: string; readonly table: string }[]
-    | undefined;
-  readonly ctes: ReadonlySet<string>;
-  readonly parseError?: string;
-}
-
-function collectTables(
-  node: unknown,
-  out: { catalog: string; schema: string; table: string }[],
-  ctes: Set<string>,
-): void {
-  if (Array.isArray(node)) {
-    for (const item of node) collectTables(item, out, ctes);
-    return;
-  }
-  if (node === null || typeof node !== 'object') return;
-  const record = node as Record<string, unknown>;
-  const cteMap = (record.cte_map as { map?: { key: string }[] } | undefined)?.map;
-  for (const entry of cteMap ?? []) ctes.add(entry.key.toLowerCase());
-  if (record.type === 'BASE_TABLE') {
-    out.push({
-      catalog: String(record.catalog_name ?? ''),
-      schema: String(record.schema_name ?? ''),
-      table: String(record.table_name ?? ''),
-    });
-  }
-  for (const value of Object.values(record)) collectTables(value, out, ctes);
-}
-
-/** One instance of a resource class, with the catalog applied to it. */
-class ClassInstance {
+/** What a query needs of its route on every run, worked out once per route (and catalog version). */
+interface RoutePlan {
+  readonly version: number;
   readonly resources: ResourceClass;
-  readonly #instance: DuckDBInstance;
-  readonly #admin: DuckDBConnection;
-  readonly #maxConnections: number;
-  readonly #statementCacheSize: number;
-  readonly #idle: PooledConnection[] = [];
-  readonly #busy = new Set<PooledConnection>();
-  readonly #waiters: ((connection: PooledConnection) => void)[] = [];
-  #opened = 0;
-  /** Attached DuckDB generations (by generation id) and the generation behind each dataset's view. */
-  readonly #attached = new Set<number>();
-  readonly #views = new Map<string, number>();
-  /** SQLite datasets read into DuckDB: the generation id and the table holding it. */
-  readonly #imports = new Map<string, { readonly generation: number; readonly ready: Promise<void> }>();
-  /** The catalog as applied (views and attachments match it once `#changing` settles). */
-  applied: NamespaceCatalog = { version: 0, datasets: [] };
-  #changing: Promise<void> = Promise.resolve();
-  /** Catalog changes queued or running (none: a query may start without waiting). */
-  #changes = 0;
-  #inFlight = 0;
-  readonly #finished = new Set<() => void>();
-
-  private constructor(
-    resources: ResourceClass,
-    instance: DuckDBInstance,
-    admin: DuckDBConnection,
-    connections: number,
-    statementCacheSize: number,
-  ) {
-    this.resources = resources;
-    this.#instance = instance;
-    this.#admin = admin;
-    this.#maxConnections = connections;
-    this.#statementCacheSize = statementCacheSize;
-  }
-
-  static async create(
-    resources: ResourceClass,
-    options: DuckDbNamespaceOptions,
-    tempDirectory: string,
-  ): Promise<ClassInstance> {
-    const instance = await DuckDBInstance.create(':memory:', {
-      autoinstall_known_extensions: 'false',
-      autoload_known_extensions: 'false',
-      allow_community_extensions: 'false',
-      memory_limit: kib(resources.memoryLimitBytes),
-      threads: String(resources.threads),
-      temp_directory: tempDirectory,
-    });
-    const admin = await instance.connect();
-    const allowed = options.allowedDirectories.map((dir) => `'${dir.replaceAll("'", "''")}'`).join(', ');
-    // Order matters: allowed_directories and the temp cap cannot be passed at creation (the first
-    // fails, the second is not enforced then); external access off and the lock come last.
-    await admin.run(`SET allowed_directories = [${allowed}]`);
-    await admin.run(`SET max_temp_directory_size = '${kib(options.maxTempBytes)}'`);
-    await admin.run('SET enable_external_access = false');
-    await admin.run('SET lock_configuration = true');
-    return new ClassInstance(
-      resources,
-      instance,
-      admin,
-      options.connections ?? 8,
-      options.statementCacheSize ?? 64,
-    );
-  }
-
-  /** A connection of its own (not pooled): for parsing, which binds nothing. */
-  connect(): Promise<DuckDBConnection> {
-    return this.#instance.connect();
-  }
-
-  /** Queries running on this instance now. */
-  get inFlight(): number {
-    return this.#inFlight;
-  }
-
-  /** Runs `change` once the previous catalog change is done; queries do not start meanwhile. */
-  #serialize(change: () => Promise<void>): Promise<void> {
-    this.#changes++;
-    const next = this.#changing.then(change).finally(() => {
-      this.#changes--;
-    });
-    this.#changing = next.catch(() => undefined);
-    return next;
-  }
-
-  /** Whether a catalog change is queued or running (then queries wait for {@link settled}). */
-  get changing(): boolean {
-    return this.#changes > 0;
-  }
-
-  /** Resolves once no catalog change is in flight. */
-  async settled(): Promise<void> {
-    let current: Promise<void>;
-    do {
-      current = this.#changing;
-      await current;
-    } while (current !== this.#changing);
-  }
-
-  /** Attach what is new, point views at it, detach and drop what is gone. */
-  apply(catalog: NamespaceCatalog): Promise<void> {
-    return this.#serialize(async () => {
-      const current = new Map<string, number>();
-      for (const dataset of catalog.datasets) {
-        if (dataset.engine !== 'duckdb' || dataset.generation === null) continue;
-        const { id, path } = dataset.generation;
-        current.set(dataset.name, id);
-        if (!this.#attached.has(id)) {
-          await this.#admin.run(
-            `ATTACH '${path.replaceAll("'", "''")}' AS ${GENERATION_ALIAS}${id} (READ_ONLY)`,
-          );
-          this.#attached.add(id);
-        }
-        if (this.#views.get(dataset.name) !== id) {
-          await this.#admin.run(
-            `CREATE OR REPLACE VIEW ${quoteIdentifier(dataset.name)} AS SELECT * FROM ${GENERATION_ALIAS}${id}.main.${quoteIdentifier(dataset.name)}`,
-          );
-          this.#views.set(dataset.name, id);
-        }
-      }
-      for (const name of [...this.#views.keys()]) {
-        if (current.has(name)) continue;
-        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
-        this.#views.delete(name);
-      }
-      // A query that bound a detached generation keeps reading it; DuckDB releases it after.
-      for (const id of [...this.#attached]) {
-        if ([...current.values()].includes(id)) continue;
-        await this.#admin.run(`DETACH ${GENERATION_ALIAS}${id}`);
-        this.#attached.delete(id);
-      }
-      for (const [name, imported] of [...this.#imports]) {
-        const dataset = byName(catalog, name);
-        if (dataset?.generation?.id === imported.generation) continue;
-        this.#imports.delete(name);
-        await imported.ready.catch(() => undefined);
-        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
-        await this.#admin.run(`DROP TABLE IF EXISTS ${IMPORT_TABLE}${imported.generation}`);
-      }
-      this.applied = catalog;
-    });
-  }
-
-  /** The SQLite dataset's current generation as a DuckDB table behind a view of its name (once). */
-  ensureImported(dataset: NamespaceDataset, limits: DuckDbNamespaceOptions['crossEngine']): Promise<void> {
-    const generation = dataset.generation;
-    if (generation === null) throw new NamespaceTableError(dataset.name, 'not-serving');
-    const known = this.#imports.get(dataset.name);
-    if (known?.generation === generation.id) return known.ready;
-    const ready = this.#serialize(() => this.#import(dataset, limits));
-    this.#imports.set(dataset.name, { generation: generation.id, ready });
-    ready.catch(() => {
-      if (this.#imports.get(dataset.name)?.ready === ready) this.#imports.delete(dataset.name);
-    });
-    return ready;
-  }
-
-  async #import(dataset: NamespaceDataset, limits: DuckDbNamespaceOptions['crossEngine']): Promise<void> {
-    const generation = dataset.generation;
-    if (generation === null) return;
-    const stage = `ferry_stage_${generation.id}`;
-    const target = `${IMPORT_TABLE}${generation.id}`;
-    const db = new Database(generation.path, { readonly: true, fileMustExist: true });
-    try {
-      const declared = db
-        .prepare('SELECT name, type FROM pragma_table_info(?) ORDER BY cid')
-        .all(dataset.name) as { name: string; type: string }[];
-      const recorded = new Map(
-        (generation.schema?.fields ?? []).map((field) => [field.name, field.data_type]),
-      );
-      const columns = declared.map((column) => ({
-        name: column.name,
-        staging: stagingOf(column.type),
-        type: duckDbTypeNameOf(recorded.get(column.name) ?? sqliteDeclaredTypeToArrow(column.type) ?? 'Utf8'),
-      }));
-      await this.#admin.run(
-        `CREATE OR REPLACE TABLE ${stage} (${columns.map((column) => `${quoteIdentifier(column.name)} ${column.staging}`).join(', ')})`,
-      );
-      const appender = await this.#admin.createAppender(stage);
-      let rows = 0;
-      let bytes = 0;
-      try {
-        const statement = db
-          .prepare(`SELECT * FROM ${quoteIdentifier(dataset.name)}`)
-          .raw(true)
-          .safeIntegers(true);
-        for (const row of statement.iterate() as IterableIterator<unknown[]>) {
-          rows++;
-          if (rows > limits.maxRows) {
-            throw new CrossEngineLimitError(dataset.name, 'rows', limits.maxRows);
-          }
-          for (const [index, column] of columns.entries()) {
-            const value = row[index];
-            bytes += valueBytes(value);
-            appendStaging(appender, column.staging, value, dataset.name, column.name);
-          }
-          appender.endRow();
-          if (bytes > limits.maxBytes) {
-            throw new CrossEngineLimitError(dataset.name, 'bytes', limits.maxBytes);
-          }
-          // Other queries of this worker keep going while a large table is read in.
-          if (rows % 10_000 === 0) {
-            appender.flushSync();
-            await yieldToLoop();
-          }
-        }
-        appender.flushSync();
-      } finally {
-        appender.closeSync();
-      }
-      const casts = columns
-        .map(
-          (column) =>
-            `CAST(${quoteIdentifier(column.name)} AS ${column.type}) AS ${quoteIdentifier(column.name)}`,
-        )
-        .join(', ');
-      await this.#admin.run(`CREATE OR REPLACE TABLE ${target} AS SELECT ${casts} FROM ${stage}`);
-      await this.#admin.run(
-        `CREATE OR REPLACE VIEW ${quoteIdentifier(dataset.name)} AS SELECT * FROM ${target}`,
-      );
-    } finally {
-      db.close();
-      await this.#admin.run(`DROP TABLE IF EXISTS ${stage}`).catch(() => undefined);
-    }
-  }
-
-  /** An idle connection, taken at once (no await), or undefined when none is idle. */
-  tryAcquire(): PooledConnection | undefined {
-    const pooled = this.#idle.pop();
-    if (pooled === undefined) return undefined;
-    this.#busy.add(pooled);
-    this.#inFlight++;
-    return pooled;
-  }
-
-  async acquire(): Promise<PooledConnection> {
-    let pooled = this.#idle.pop();
-    if (pooled === undefined && this.#opened < this.#maxConnections) {
-      this.#opened++;
-      try {
-        pooled = {
-          connection: await this.#instance.connect(),
-          statements: new LRUCache<string, CachedStatement>({
-            max: this.#statementCacheSize,
-            dispose: (cached) => cached.statement.destroySync(),
-          }),
-        };
-      } catch (error) {
-        this.#opened--;
-        throw error;
-      }
-    }
-    pooled ??= await new Promise<PooledConnection>((resolve) => this.#waiters.push(resolve));
-    this.#busy.add(pooled);
-    this.#inFlight++;
-    return pooled;
-  }
-
-  /** Resolves once a query of this instance finished (or after `ms`). */
-  quieter(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.#finished.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#finished.add(done);
-    });
-  }
-
-  release(pooled: PooledConnection): void {
-    for (const done of [...this.#finished]) done();
-    this.#busy.delete(pooled);
-    this.#inFlight--;
-    const waiter = this.#waiters.shift();
-    if (waiter === undefined) this.#idle.push(pooled);
-    else {
-      this.#busy.add(pooled);
-      this.#inFlight++;
-      waiter(pooled);
-    }
-  }
-
-  /** Interrupts every running query until none runs (before the worker ends), for at most `limitMs`. */
-  async cancelAll(limitMs = 5_000): Promise<void> {
-    const started = performance.now();
-    while (this.#busy.size > 0 && performance.now() - started < limitMs) {
-      for (const pooled of this.#busy) pooled.connection.interrupt();
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-
-  close(): void {
-    for (const pooled of this.#idle.splice(0)) {
-      pooled.statements.clear();
-      pooled.connection.closeSync();
-    }
-    this.#admin.closeSync();
-    this.#instance.closeSync();
-  }
+  readonly key: string;
+  readonly subject: string | undefined;
+  /** Whether it reads an SQLite dataset (read into DuckDB first). */
+  readonly joinsSqlite: boolean;
 }
 
-function appendStaging(
-  appender: import('@duckdb/node-api').DuckDBAppender,
-  staging: Staging,
-  value: unknown,
-  dataset: string,
-  column: string,
-): void {
-  if (value === null || value === undefined) {
-    appender.appendNull();
-    return;
-  }
-  switch (staging) {
-    case 'BIGINT':
-      if (typeof value === 'bigint') appender.appendBigInt(value);
-      else if (typeof value === 'number' && Number.isInteger(value)) appender.appendBigInt(BigInt(value));
-      else throw mismatch(dataset, column, 'INTEGER', value);
-      return;
-    case 'DOUBLE':
-      if (typeof value === 'number') appender.appendDouble(value);
-      else if (typeof value === 'bigint') appender.appendDouble(Number(value));
-      else throw mismatch(dataset, column, 'REAL', value);
-      return;
-    case 'BLOB':
-      if (value instanceof Uint8Array) appender.appendBlob(value);
-      else appender.appendBlob(new TextEncoder().encode(String(value)));
-      return;
-    default:
-      appender.appendVarchar(
-        value instanceof Uint8Array ? Buffer.from(value).toString('base64') : String(value),
-      );
-  }
-}
-
-function mismatch(dataset: string, column: string, affinity: string, value: unknown): QueryFailedError {
-  return new QueryFailedError(
-    `dataset '${dataset}'`,
-    `column '${column}' (${affinity}) holds a ${typeof value === 'string' ? 'TEXT' : typeof value} value, which DuckDB cannot take in a join across engines; cast the column in a query of its own.`,
-  );
-}
+/** Times a query is prepared again because the catalog moved meanwhile, before it gives up. */
+const MAX_PREPARES = 20;
 
 export class DuckDbNamespace {
   readonly #options: DuckDbNamespaceOptions;
-  readonly #instances = new Map<string, Promise<ClassInstance>>();
+  readonly #instances = new Map<string, Promise<DuckDbClassInstance>>();
   /** The instances created so far, to be taken without an await. */
-  readonly #created = new Map<string, ClassInstance>();
-  readonly #default: ClassInstance;
-  readonly #parser: DuckDBConnection;
-  readonly #routes = new LRUCache<string, ParsedTables>({ max: ROUTES_CACHED });
+  readonly #created = new Map<string, DuckDbClassInstance>();
+  readonly #default: DuckDbClassInstance;
+  readonly #parser: SharedDuckDbParser;
+  /** Each checked statement's route at the catalog version it was made for. */
+  readonly #routes = new WeakMap<DuckDbStatement, { readonly version: number; readonly route: QueryRoute }>();
+  readonly #plans = new WeakMap<QueryRoute, RoutePlan>();
   #catalog: NamespaceCatalog = { version: 0, datasets: [] };
   #nextTemp = 0;
 
-  private constructor(options: DuckDbNamespaceOptions, first: ClassInstance, parser: DuckDBConnection) {
+  private constructor(
+    options: DuckDbNamespaceOptions,
+    first: DuckDbClassInstance,
+    parser: SharedDuckDbParser,
+  ) {
     this.#options = options;
     this.#default = first;
     this.#parser = parser;
-    this.#instances.set(DuckDbNamespace.#key(first.resources), Promise.resolve(first));
-    this.#created.set(DuckDbNamespace.#key(first.resources), first);
+    this.#instances.set(resourceKey(first.resources), Promise.resolve(first));
+    this.#created.set(resourceKey(first.resources), first);
   }
 
   static async create(options: DuckDbNamespaceOptions): Promise<DuckDbNamespace> {
@@ -578,12 +135,21 @@ export class DuckDbNamespace {
       threads: options.threads,
       memorySource: `the runtime's ${options.settings.memory}`,
     };
-    const first = await ClassInstance.create(resources, options, `${options.tempDirectory}/class-0`);
-    return new DuckDbNamespace(options, first, await first.connect());
+    const first = await DuckDbClassInstance.create(
+      resources,
+      DuckDbNamespace.#instanceOptions(options),
+      `${options.tempDirectory}/class-0`,
+    );
+    return new DuckDbNamespace(options, first, new SharedDuckDbParser(await first.connect()));
   }
 
-  static #key(resources: Pick<ResourceClass, 'memoryLimitBytes' | 'threads'>): string {
-    return `${resources.memoryLimitBytes}:${resources.threads}`;
+  static #instanceOptions(options: DuckDbNamespaceOptions) {
+    return {
+      allowedDirectories: options.allowedDirectories,
+      maxTempBytes: options.maxTempBytes,
+      connections: options.connections ?? 8,
+      statementCacheSize: options.statementCacheSize ?? 64,
+    };
   }
 
   get catalog(): NamespaceCatalog {
@@ -597,115 +163,61 @@ export class DuckDbNamespace {
     await Promise.all(instances.map((instance) => instance.apply(catalog)));
   }
 
-  /** Which engine runs `sql` and which datasets it reads, by DuckDB's parser (remembered per text). */
-  async route(sql: string): Promise<QueryRoute> {
-    let parsed = this.#routes.get(sql);
-    if (parsed === undefined) {
-      parsed = await this.#parse(sql);
-      if (parsed.parseError === undefined) this.#routes.set(sql, parsed);
+  /**
+   * The route of a statement checked before (by text or by `shapeKey`, its shape's key), at the
+   * current catalog, without asking DuckDB; undefined when it must be checked first ({@link route}).
+   */
+  knownRoute(sql: string, shapeKey?: string): QueryRoute | undefined {
+    const statement = knownDuckDbStatement(sql, shapeKey);
+    return statement === undefined ? undefined : this.#routeOf(statement);
+  }
+
+  /**
+   * Which engine runs `sql` and which datasets it reads, by DuckDB's parser (each text, or each
+   * shape, is parsed and checked once). A refused statement rejects with its refusal; a text DuckDB
+   * cannot parse goes to SQLite when there are SQLite datasets.
+   */
+  async route(sql: string, shapeKey?: string): Promise<QueryRoute> {
+    let statement: DuckDbStatement;
+    try {
+      statement = await readDuckDbSql(this.#parser, sql, shapeKey);
+    } catch (error) {
+      if (error instanceof DuckDbParseError) return unparsedRoute(error, this.#catalog);
+      throw error;
     }
+    return this.#routeOf(statement);
+  }
+
+  /** A statement's route at the current catalog; DuckDB's refusal of it when it runs in DuckDB. */
+  #routeOf(statement: DuckDbStatement): QueryRoute {
     const catalog = this.#catalog;
-    const hasSqlite = catalog.datasets.some((dataset) => dataset.engine === 'sqlite');
-    if (parsed.parseError !== undefined) {
-      if (hasSqlite) return { engine: 'sqlite', datasets: undefined };
-      throw new QueryFailedError(undefined, parsed.parseError);
+    const known = this.#routes.get(statement);
+    let route: QueryRoute;
+    if (known?.version === catalog.version) route = known.route;
+    else {
+      route = duckDbRoute(statement, catalog);
+      this.#routes.set(statement, { version: catalog.version, route });
     }
-    if (parsed.tables === undefined) return { engine: 'duckdb', datasets: undefined };
-    const names: string[] = [];
-    // SQLite resolves `main.users` in its own main database (the empty placeholder), not in the
-    // attached dataset: a statement that names an SQLite dataset as `main.<name>` (the schema the
-    // Flight SQL listing gives every table) runs here, where the SQLite side is read in.
-    let mainQualifiedSqlite = false;
-    for (const ref of parsed.tables) {
-      const name = this.#datasetOf(ref, parsed.ctes);
-      if (name === undefined) continue;
-      if (!names.includes(name)) names.push(name);
-      if (ref.schema === 'main' && byName(catalog, name)?.engine === 'sqlite') mainQualifiedSqlite = true;
-    }
-    const engines = names.map((name) => byName(catalog, name)?.engine);
-    const sqliteOnly =
-      names.length > 0 && !mainQualifiedSqlite && engines.every((engine) => engine === 'sqlite');
-    return { engine: sqliteOnly ? 'sqlite' : 'duckdb', datasets: names };
+    if (route.engine === 'duckdb' && statement.refusal !== undefined) throw statement.refusal();
+    return route;
   }
 
-  async #parse(sql: string): Promise<ParsedTables> {
-    const reader = await this.#parser.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
-    const tree = JSON.parse(String(reader.getRows()[0]?.[0] ?? '{}')) as {
-      error?: boolean;
-      error_type?: string;
-      error_message?: string;
-      statements?: unknown[];
-    };
-    const ctes = new Set<string>();
-    if (tree.error === true) {
-      // Not a SELECT (EXPLAIN, PRAGMA): the engine's catalog errors say what it reads.
-      if (tree.error_type === 'parser')
-        return { tables: undefined, ctes, parseError: `Parser Error: ${tree.error_message}` };
-      return { tables: undefined, ctes };
-    }
-    const tables: { catalog: string; schema: string; table: string }[] = [];
-    collectTables(tree.statements, tables, ctes);
-    return { tables, ctes };
-  }
-
-  /** The configured dataset a table reference names, if any. */
-  #datasetOf(
-    ref: { catalog: string; schema: string; table: string },
-    ctes: ReadonlySet<string>,
-  ): string | undefined {
-    const catalog = this.#catalog;
-    const plain =
-      (ref.catalog === '' || ref.catalog === 'memory') && (ref.schema === '' || ref.schema === 'main');
-    if (plain) {
-      if (ref.catalog === '' && ref.schema === '' && ctes.has(ref.table.toLowerCase())) return undefined;
-      return byName(catalog, ref.table)?.name;
-    }
-    // SQLite's `dataset.table`: the schema is the attached dataset.
-    if (ref.catalog === '') {
-      const dataset = byName(catalog, ref.schema);
-      if (dataset?.engine === 'sqlite') return dataset.name;
-    }
-    return undefined;
-  }
-
-  /** The resource class a query reading `datasets` runs in: the strictest of theirs and the default. */
-  #classFor(datasets: readonly string[]): ResourceClass {
-    let resources: ResourceClass = this.#default.resources;
-    let memoryOwner: string | undefined;
-    let threads = resources.threads;
-    let memory = resources.memoryLimitBytes;
-    for (const name of datasets) {
-      const dataset = byName(this.#catalog, name);
-      if (dataset?.memoryLimitBytes !== undefined && dataset.memoryLimitBytes < memory) {
-        memory = dataset.memoryLimitBytes;
-        memoryOwner = dataset.name;
-      }
-      if (dataset?.threads !== undefined && dataset.threads < threads) threads = dataset.threads;
-    }
-    if (memoryOwner !== undefined || threads !== resources.threads) {
-      resources = {
-        memoryLimitBytes: memory,
-        threads,
-        memorySource:
-          memoryOwner === undefined
-            ? resources.memorySource
-            : `duckdb_memory_limit of dataset '${memoryOwner}'`,
-      };
-    }
-    return resources;
-  }
-
-  async #instanceFor(resources: ResourceClass): Promise<ClassInstance> {
-    const key = DuckDbNamespace.#key(resources);
+  async #instanceFor(resources: ResourceClass): Promise<DuckDbClassInstance> {
+    const key = resourceKey(resources);
     let instance = this.#instances.get(key);
     if (instance === undefined) {
       const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
-      instance = ClassInstance.create(resources, this.#options, temp).then(async (created) => {
+      instance = DuckDbClassInstance.create(
+        resources,
+        DuckDbNamespace.#instanceOptions(this.#options),
+        temp,
+      ).then(async (created) => {
         await created.apply(this.#catalog);
         this.#created.set(key, created);
         return created;
       });
       this.#instances.set(key, instance);
+      // A class whose instance could not be made is made again by its next query (this one fails).
       instance.catch(() => this.#instances.delete(key));
     }
     return instance;
@@ -718,9 +230,9 @@ export class DuckDbNamespace {
     route: QueryRoute,
     control: NamespaceQueryControl = {},
   ): Promise<RowsOutcome> {
-    return this.#run(sql, params, route, control, async ({ result, read, cached }, stop) => {
-      cached.columns ??= columnsOf(result);
-      const { names, columns } = cached.columns;
+    return this.#run(sql, params, route, control, async (started, stop) => {
+      const { result, read } = started;
+      const { names, columns } = started.columns();
       const rows: Record<string, JsonValue>[] = [];
       let bytes = 0;
       for (;;) {
@@ -728,20 +240,22 @@ export class DuckDbNamespace {
         if (chunk === null || chunk.rowCount === 0) break;
         for (const values of chunk.getRows()) {
           const record: Record<string, JsonValue> = {};
-          for (const [index, value] of values.entries()) {
-            const encoded = encodeDuckDbValue(value);
+          for (let index = 0; index < values.length; index++) {
+            const encoded = encodeDuckDbValue(values[index] as never);
             bytes += valueBytes(encoded);
             record[names[index] as string] = encoded;
           }
           rows.push(record);
         }
-        const limit = exceeded(rows.length, bytes, control);
+        const limit = capExceeded(rows.length, bytes, control);
         if (limit !== undefined) {
           stop();
           return { kind: 'too-large', limit, read };
         }
       }
-      return { kind: 'rows', columns, rows, read };
+      return route.engine === 'duckdb' && route.statement?.shared === true
+        ? { kind: 'rows', columns, rows, read, shared: true }
+        : { kind: 'rows', columns, rows, read };
     });
   }
 
@@ -753,57 +267,9 @@ export class DuckDbNamespace {
     sink: BatchSink,
     control: BatchControl = {},
   ): Promise<BatchOutcome> {
-    return this.#run(sql, params, route, control, async ({ result, read }, stop, emitted) => {
-      const names = uniqueColumnNames(result.columnNames());
-      const types = result.columnTypes();
-      const schema = arrowSchemaOf(
-        types.map((type: DuckDBType, index) => ({
-          name: names[index] as string,
-          type: duckDbTypeToArrow(type) ?? 'Utf8',
-          typeName: type.toString(),
-        })),
-      );
-      const fieldTypes = schema.fields.map((field) => field.type);
-      sink.schema(batchToIpc(schema), read);
-      emitted();
-      const builder = new RecordBatchBuilder(schema);
-      const batchRows = control.batchRows ?? 65_536;
-      const batchBytes = control.batchBytes ?? 4 * MIB;
-      let rows = 0;
-      let bytes = 0;
-      const send = async (): Promise<'rows' | 'bytes' | undefined> => {
-        const count = builder.rows;
-        const ipc = batchToIpc(schema, builder.flush());
-        rows += count;
-        bytes += ipc.byteLength;
-        const limit = exceeded(rows, bytes, control);
-        if (limit !== undefined) return limit;
-        await sink.batch(ipc, count);
-        return undefined;
-      };
-      for (;;) {
-        const chunk = await result.fetchChunk();
-        if (chunk === null || chunk.rowCount === 0) break;
-        for (const values of chunk.getRows()) {
-          builder.appendRow(
-            values.map((value, index): ArrowValue => duckDbArrowValue(value, fieldTypes[index] as never)),
-          );
-          // A batch ends at batchRows rows, or (checked every 256 rows) at about batchBytes.
-          const full = builder.rows >= batchRows || (builder.rows % 256 === 0 && builder.bytes >= batchBytes);
-          if (!full) continue;
-          const limit = await send();
-          if (limit !== undefined) {
-            stop();
-            return { kind: 'too-large', limit, read };
-          }
-        }
-      }
-      if (builder.rows > 0) {
-        const limit = await send();
-        if (limit !== undefined) return { kind: 'too-large', limit, read };
-      }
-      return { kind: 'done', read, rows, bytes };
-    });
+    return this.#run(sql, params, route, control, ({ result, read }, stop, emitted) =>
+      sendDuckDbBatches(result, read, sink, control, stop, emitted),
+    );
   }
 
   /**
@@ -841,52 +307,57 @@ export class DuckDbNamespace {
   ): Promise<{ readonly value: T } | { readonly retry: Promise<void>; readonly error: unknown }> {
     const values = scalarParams(params);
     const { signal } = control;
-    signal?.throwIfAborted();
+    if (signal?.aborted === true) throw signal.reason;
     const datasets = route.datasets ?? [];
-    const resources = this.#classFor(datasets);
-    // The hot path takes no await before the engine: a hop through the event loop per step costs
-    // more than the bookkeeping it waits for.
-    const instance =
-      this.#created.get(DuckDbNamespace.#key(resources)) ?? (await this.#instanceFor(resources));
-    const subject = datasetsPhrase(datasets);
+    const { resources, key, subject, joinsSqlite } = this.#planOf(route, datasets);
+    // The hot path takes no await before the engine when it can: a hop through the event loop per
+    // step costs more than the bookkeeping it waits for.
+    const instance = this.#created.get(key) ?? (await this.#instanceFor(resources));
     const pooled = instance.tryAcquire() ?? (await instance.acquire());
-    const { connection } = pooled;
+    const { connection, statements } = pooled;
     const interrupt = (): void => connection.interrupt();
     signal?.addEventListener('abort', interrupt, { once: true });
     try {
       for (let attempt = 0; ; attempt++) {
         // A join across engines reads its SQLite datasets into DuckDB first (once per generation).
-        for (const name of datasets) {
-          const dataset = byName(this.#catalog, name);
-          if (dataset?.engine === 'sqlite') await instance.ensureImported(dataset, this.#options.crossEngine);
+        if (joinsSqlite) {
+          for (const name of datasets) {
+            const dataset = datasetByName(this.#catalog, name);
+            if (dataset?.engine === 'sqlite')
+              await instance.ensureImported(dataset, this.#options.crossEngine);
+          }
         }
         // A statement is bound to the generations attached when it was prepared (DuckDB refuses
         // to run it once one is detached): prepared again after every catalog change.
-        let cached = pooled.statements.get(sql);
+        let cached = statements.get(sql);
         if (cached !== undefined && cached.version !== instance.applied.version) {
-          pooled.statements.delete(sql);
+          statements.delete(sql);
           cached = undefined;
         }
         if (cached === undefined) {
           const version = instance.applied.version;
           let statement: DuckDBPreparedStatement;
           try {
-            statement = await checkDuckDbStatement(connection, sql);
+            const checked =
+              (route.engine === 'duckdb' ? route.statement : undefined) ??
+              (await checkDuckDbSql(this.#parser, sql));
+            statement = await prepareCheckedDuckDb(connection, sql, checked);
           } catch (error) {
             // A swap dropped an SQLite dataset's import between its import and the prepare: import
             // it again (its new generation) rather than take the query for SQLite's.
-            const missing = missingTable(error);
-            if (attempt < 20 && missing !== undefined && this.#importedBy(datasets, missing)) continue;
+            const missing = missingDuckDbTable(error);
+            if (attempt < MAX_PREPARES && missing !== undefined && this.#importedBy(datasets, missing))
+              continue;
             throw error;
           }
           cached = { statement, version };
-          pooled.statements.set(sql, cached);
+          statements.set(sql, cached, statementBytes(sql, undefined));
         }
         if (instance.changing) await instance.settled();
-        signal?.throwIfAborted();
+        if (isAborted(signal)) throw signal?.reason;
         // The catalog moved while it was prepared: prepare it again on the new one.
         if (cached.version !== instance.applied.version) {
-          if (attempt > 20)
+          if (attempt > MAX_PREPARES)
             throw new QueryFailedError(
               subject,
               'the catalog kept changing while the query was prepared; retry it.',
@@ -899,10 +370,11 @@ export class DuckDbNamespace {
         const applied = instance.applied;
         const read: DatasetRead[] = [];
         for (const name of datasets) {
-          const generation = byName(applied, name)?.generation;
+          const dataset = datasetByName(applied, name);
+          const generation = dataset?.generation;
           if (generation === undefined || generation === null)
             throw new NamespaceTableError(name, 'not-serving');
-          read.push({ name: byName(applied, name)?.name ?? name, snapshotId: generation.snapshotId });
+          read.push({ name: dataset?.name ?? name, snapshotId: generation.snapshotId });
         }
         bindDuckDbParams(prepared, values);
         let result: DuckDBResult;
@@ -911,15 +383,30 @@ export class DuckDbNamespace {
           result = await pending.getResult();
         } catch (error) {
           // An SQLite table of a join was dropped by a swap between its import and the start.
-          const missing = missingTable(error);
+          const missing = missingDuckDbTable(error);
           if (attempt < 2 && missing !== undefined && this.#importedBy(datasets, missing)) continue;
           throw error;
         }
-        return { value: await consume({ result, read, cached }, interrupt) };
+        const known = cached;
+        const columns = (): ResultColumns => {
+          if (known.columns === undefined) {
+            known.columns = columnsOf(result);
+            // Charged again with its columns (a statement's column names may be long).
+            if (statements.get(sql) === known) statements.set(sql, known, statementBytes(sql, known.columns));
+          }
+          return known.columns;
+        };
+        return { value: await consume({ result, read, columns }, interrupt) };
       }
     } catch (error) {
-      if (signal?.aborted === true) throw signal.reason;
-      const failure = this.#engineError(error, subject, instance.resources);
+      if (isAborted(signal)) throw signal?.reason;
+      const failure = duckDbQueryError(error, {
+        subject,
+        resources: instance.resources,
+        catalog: this.#catalog,
+        redaction: this.#redaction(),
+        temp: { bytes: this.#options.maxTempBytes, setting: this.#options.settings.temp },
+      });
       // Others share the instance: wait for one of them to end, then try again (see #run).
       if (failure instanceof QueryResourceError && instance.inFlight > 1) {
         return { retry: instance.quieter(2_000), error: failure };
@@ -931,57 +418,42 @@ export class DuckDbNamespace {
     }
   }
 
+  #planOf(route: QueryRoute, datasets: readonly string[]): RoutePlan {
+    const catalog = this.#catalog;
+    const known = this.#plans.get(route);
+    if (known?.version === catalog.version) return known;
+    const resources = resourceClassFor(this.#default.resources, catalog, datasets);
+    const plan: RoutePlan = {
+      version: catalog.version,
+      resources,
+      key: resourceKey(resources),
+      subject: datasetsPhrase(datasets),
+      joinsSqlite: datasets.some((name) => datasetByName(catalog, name)?.engine === 'sqlite'),
+    };
+    this.#plans.set(route, plan);
+    return plan;
+  }
+
   /** Whether `table` is an SQLite dataset among `datasets`, read into DuckDB for this query. */
   #importedBy(datasets: readonly string[], table: string): boolean {
-    const dataset = byName(this.#catalog, table);
+    const dataset = datasetByName(this.#catalog, table);
     return dataset?.engine === 'sqlite' && datasets.includes(dataset.name);
   }
 
-  /** The error a caller sees: the dataset named for a missing table, limits named, no local path. */
-  #engineError(error: unknown, subject: string | undefined, resources: ResourceClass): unknown {
-    if (error instanceof FerryError) return error;
-    const message = error instanceof Error ? error.message : String(error);
-    const missing = missingTable(error);
-    if (missing !== undefined) {
-      const dataset = byName(this.#catalog, missing);
-      if (dataset === undefined) return new NamespaceTableError(missing, 'unknown');
-      return new NamespaceTableError(dataset.name, dataset.engine === 'sqlite' ? 'sqlite' : 'not-serving');
-    }
-    if (message.startsWith('Out of Memory Error')) {
-      const temp = message.includes('max_temp_directory_size');
-      return new QueryResourceError(
-        temp ? 'temp' : 'memory',
-        subject,
-        temp ? this.#options.maxTempBytes : resources.memoryLimitBytes,
-        temp ? `the runtime's ${this.#options.settings.temp}` : resources.memorySource,
-        { cause: error },
-      );
-    }
-    return new QueryFailedError(subject, this.redact(message), { cause: error });
+  #redaction() {
+    return {
+      roots: [
+        ...(this.#options.privateRoots ?? []),
+        ...this.#options.allowedDirectories,
+        this.#options.tempDirectory,
+      ],
+      tablePrefixes: [IMPORT_TABLE],
+    };
   }
 
   /** `message` with generation paths named by dataset, other local paths and internal names hidden. */
   redact(message: string): string {
-    let text = message;
-    for (const dataset of this.#catalog.datasets) {
-      const generation = dataset.generation;
-      if (generation === null) continue;
-      text = text
-        .replaceAll(generation.path, `<dataset ${dataset.name}>`)
-        .replaceAll(`${GENERATION_ALIAS}${generation.id}`, dataset.name)
-        .replaceAll(`${IMPORT_TABLE}${generation.id}`, dataset.name);
-    }
-    const roots = [
-      ...(this.#options.privateRoots ?? []),
-      ...this.#options.allowedDirectories,
-      this.#options.tempDirectory,
-    ]
-      .map((root) => root.replace(/\/+$/, ''))
-      .sort((a, b) => b.length - a.length);
-    for (const root of roots) {
-      text = text.replace(new RegExp(`${escapeRegExp(root)}[^\\s'"]*`, 'g'), '<data dir>');
-    }
-    return text;
+    return redactDuckDbMessage(message, this.#catalog, this.#redaction());
   }
 
   /** Interrupts every running query of every instance and waits until none runs. */
@@ -1008,29 +480,4 @@ export class DuckDbNamespace {
       outcome.value.close();
     }
   }
-}
-
-/** A result's column names (made unique) and types, as rows report them. */
-function columnsOf(result: DuckDBResult): NonNullable<CachedStatement['columns']> {
-  const names = uniqueColumnNames(result.columnNames());
-  const columns = result
-    .columnTypes()
-    .map((type, index) => ({ name: names[index] as string, type: type.toString() }));
-  return { names, columns };
-}
-
-function exceeded(rows: number, bytes: number, control: NamespaceQueryControl): 'rows' | 'bytes' | undefined {
-  if (control.maxRows !== undefined && control.maxRows > 0 && rows > control.maxRows) return 'rows';
-  if (control.maxBytes !== undefined && control.maxBytes > 0 && bytes > control.maxBytes) return 'bytes';
-  return undefined;
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** The table a DuckDB "Table with name X does not exist" error names. */
-function missingTable(error: unknown): string | undefined {
-  const message = error instanceof Error ? error.message : String(error);
-  return /^Catalog Error: Table with name (.+?) does not exist/.exec(message)?.[1];
 }

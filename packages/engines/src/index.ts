@@ -14,13 +14,25 @@ export {
   TIMESTAMPTZ_ZONE,
   UnmappedArrowTypeError,
 } from './arrow-types.js';
+export { BoundedCache, type BoundedCacheOptions, textBytes } from './bounded-cache.js';
 export {
   bindDuckDbParams,
-  DUCKDB_READ_ONLY_SETTINGS,
   DuckDbEngine,
   type DuckDbOpenOptions,
   openDuckDb,
 } from './duckdb-engine.js';
+export {
+  DUCKDB_ALLOWED_FUNCTIONS,
+  DUCKDB_REFUSED_FUNCTIONS,
+  DUCKDB_REFUSED_TABLE_FUNCTIONS,
+  DUCKDB_TABLE_FUNCTIONS,
+} from './duckdb-functions.js';
+export {
+  DUCKDB_EXTENSIONS_OFF,
+  DUCKDB_READ_ONLY_SETTINGS,
+  type DuckDbLockDown,
+  lockDownDuckDb,
+} from './duckdb-lockdown.js';
 export type { DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export { duckDbTypeToArrow } from './duckdb-types.js';
 export type { OpenOptions, QueryControl, SnapshotEngine, TableColumn } from './engine.js';
@@ -55,6 +67,7 @@ export {
   type StatementClass,
   tokenizeSql,
 } from './sql-guard.js';
+export { type ShapeLiteral, type StatementShape, statementShape } from './sql-shape.js';
 export { openSqlite, openSqliteSync, SqliteEngine } from './sqlite-engine.js';
 export type { SqliteNamespaceOptions, SyncBatchSink } from './sqlite-namespace.js';
 export {
@@ -63,4 +76,13 @@ export {
   sqliteDeclaredTypeToArrow,
   sqliteStores,
 } from './sqlite-types.js';
-export { checkDuckDbStatement, checkSqliteStatement } from './statement-check.js';
+export {
+  checkDuckDbSql,
+  checkDuckDbStatement,
+  checkSqliteStatement,
+  DuckDbParseError,
+  type DuckDbParser,
+  type DuckDbStatement,
+  parserOn,
+  prepareCheckedDuckDb,
+} from './statement-check.js';

@@ -4,6 +4,7 @@
  * now — what a query read, and how a query is bounded. Plain data: the catalog crosses threads.
  */
 import type { ArrowSchema, FileFormat, JsonValue } from '@ferry/core';
+import type { DuckDbStatement } from './statement-check.js';
 
 /** One snapshot of a dataset as a file that never changes (a hard link of the live file). */
 export interface NamespaceGeneration {
@@ -33,6 +34,12 @@ export interface NamespaceCatalog {
   readonly datasets: readonly NamespaceDataset[];
 }
 
+/** The dataset of the catalog a table name names (names are case-insensitive, as in both engines). */
+export function datasetByName(catalog: NamespaceCatalog, name: string): NamespaceDataset | undefined {
+  const lower = name.toLowerCase();
+  return catalog.datasets.find((dataset) => dataset.name.toLowerCase() === lower);
+}
+
 /** A dataset a query read, and the snapshot it read it at. */
 export interface DatasetRead {
   readonly name: string;
@@ -47,14 +54,32 @@ export interface ResultColumn {
 
 /** Where a statement runs, as the engines' parsers see it. */
 export type QueryRoute =
-  /** In DuckDB; `datasets` are the datasets it reads, or undefined when the parser could not list them. */
-  | { readonly engine: 'duckdb'; readonly datasets: readonly string[] | undefined }
+  /**
+   * In DuckDB; `datasets` are the datasets it reads, or undefined when the parser could not list
+   * them. `statement` is what the check learned (kept with the route inside one thread).
+   */
+  | {
+      readonly engine: 'duckdb';
+      readonly datasets: readonly string[] | undefined;
+      readonly statement?: DuckDbStatement;
+    }
   /** In SQLite: it reads only SQLite datasets, or it is SQLite's dialect. */
   | { readonly engine: 'sqlite'; readonly datasets: readonly string[] | undefined };
 
+/**
+ * What stops a query: an `AbortSignal`, or anything with its few members (the query workers use a
+ * lighter one than an `AbortController` per query).
+ */
+export interface QueryCancellation {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { readonly once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 /** How one query is bounded. */
 export interface NamespaceQueryControl {
-  readonly signal?: AbortSignal;
+  readonly signal?: QueryCancellation;
   /** Refuse (stop reading) past this many rows; 0 or absent: no cap. */
   readonly maxRows?: number;
   /** Refuse (stop reading) past this many bytes of values; 0 or absent: no cap. */
@@ -68,6 +93,8 @@ export type RowsOutcome =
       readonly columns: readonly ResultColumn[];
       readonly rows: readonly Record<string, JsonValue>[];
       readonly read: readonly DatasetRead[];
+      /** What it read holds for every text of the statement's shape (a router may keep it by shape). */
+      readonly shared?: boolean;
     }
   | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
 
@@ -93,8 +120,21 @@ export type BatchOutcome =
       readonly read: readonly DatasetRead[];
       readonly rows: number;
       readonly bytes: number;
+      /** What it read holds for every text of the statement's shape. */
+      readonly shared?: boolean;
     }
   | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
+
+/** Which cap `rows` rows of `bytes` bytes exceed, if any (0 or absent: no cap). */
+export function capExceeded(
+  rows: number,
+  bytes: number,
+  control: NamespaceQueryControl,
+): 'rows' | 'bytes' | undefined {
+  if (control.maxRows !== undefined && control.maxRows > 0 && rows > control.maxRows) return 'rows';
+  if (control.maxBytes !== undefined && control.maxBytes > 0 && bytes > control.maxBytes) return 'bytes';
+  return undefined;
+}
 
 /** Bytes a plain value takes, roughly: what the byte caps count. */
 export function valueBytes(value: unknown): number {

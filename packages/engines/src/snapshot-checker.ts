@@ -12,6 +12,7 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { ArrowSchema, EngineName, FileFormat } from '@ferry/core';
 import { duckDbOpenFailure, readDuckDbColumns } from './duckdb-engine.js';
+import { DUCKDB_EXTENSIONS_OFF, lockDownDuckDb } from './duckdb-lockdown.js';
 import { missingTable } from './engine.js';
 import { assertDuckDbFile } from './file-header.js';
 import { checkSnapshotFile } from './open-engine.js';
@@ -91,19 +92,11 @@ const sqliteChecker: SnapshotChecker = {
  */
 export async function createSnapshotChecker(kind: EngineName, directory: string): Promise<SnapshotChecker> {
   if (kind !== 'duckdb') return sqliteChecker;
-  const instance = await DuckDBInstance.create(':memory:', {
-    autoinstall_known_extensions: 'false',
-    autoload_known_extensions: 'false',
-    allow_community_extensions: 'false',
-    threads: '1',
-  });
+  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_EXTENSIONS_OFF, threads: '1' });
   try {
     const connection = await instance.connect();
     try {
-      // allowed_directories before external access goes off; the lock last (as the namespaces).
-      await connection.run(`SET allowed_directories = [${sqlString(directory)}]`);
-      await connection.run('SET enable_external_access = false');
-      await connection.run('SET lock_configuration = true');
+      await lockDownDuckDb(connection, { allowedDirectories: [directory] });
       // A new instance's first catalog query costs ~8 ms (the first bind of duckdb_columns()):
       // pay it now, while the download runs, not after it. `memory` is this instance's database.
       await readDuckDbColumns(connection, 'ferry_warm_up', 'memory');

@@ -46,8 +46,42 @@ const READ_HEADS: ReadonlySet<string> = new Set([
   'SUMMARIZE',
 ]);
 
-const isWordChar = (c: string): boolean => /[\p{L}\p{N}_$]/u.test(c);
-const isWordStart = (c: string): boolean => /[\p{L}_]/u.test(c);
+const WORD_CHAR = /[\p{L}\p{N}_$]/u;
+const WORD_START = /[\p{L}_]/u;
+const NUMBER_CHAR = /[\p{L}\p{N}_.]/u;
+const SPACE = /\s/u;
+
+/** ASCII by code, the rest by Unicode class (the tokenizer runs once per new statement text). */
+const isAsciiLetter = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+const isDigitCode = (c: number): boolean => c >= 48 && c <= 57;
+const isWordChar = (sql: string, i: number): boolean => {
+  const c = sql.charCodeAt(i);
+  if (c < 128) return isAsciiLetter(c) || isDigitCode(c) || c === 95 || c === 36;
+  return WORD_CHAR.test(sql[i] as string);
+};
+const isWordStart = (sql: string, i: number): boolean => {
+  const c = sql.charCodeAt(i);
+  if (Number.isNaN(c)) return false;
+  if (c < 128) return isAsciiLetter(c) || c === 95;
+  return WORD_START.test(sql[i] as string);
+};
+const isNumberChar = (sql: string, i: number): boolean => {
+  const c = sql.charCodeAt(i);
+  if (c < 128) return isAsciiLetter(c) || isDigitCode(c) || c === 95 || c === 46;
+  return NUMBER_CHAR.test(sql[i] as string);
+};
+const isSpace = (sql: string, i: number): boolean => {
+  const c = sql.charCodeAt(i);
+  if (c < 128) return c === 32 || (c >= 9 && c <= 13);
+  return SPACE.test(sql[i] as string);
+};
+const DOLLAR_TAG = /\$([\p{L}_][\p{L}\p{N}_]*)?\$/uy;
+
+/** DuckDB's `$$` / `$tag$` opening a dollar-quoted string at `i`, if there is one. */
+function dollarTagAt(sql: string, i: number): string | undefined {
+  DOLLAR_TAG.lastIndex = i;
+  return DOLLAR_TAG.test(sql) ? sql.slice(i, DOLLAR_TAG.lastIndex) : undefined;
+}
 
 /** Split SQL into tokens; comments and whitespace are dropped, unterminated literals run to the end. */
 export function tokenizeSql(
@@ -58,29 +92,28 @@ export function tokenizeSql(
   const tokens: SqlToken[] = [];
   const n = sql.length;
   let i = 0;
+  /** The text up to `close` from `from` (a doubled `close` is one), and the index past it. */
   const until = (close: string, from: number, doubled: boolean): { text: string; end: number } => {
     let text = '';
     let j = from;
-    while (j < n) {
-      if (sql.startsWith(close, j)) {
-        if (doubled && sql.startsWith(close, j + close.length)) {
-          text += close;
-          j += close.length * 2;
-          continue;
-        }
-        return { text, end: j + close.length };
+    for (;;) {
+      const at = sql.indexOf(close, j);
+      if (at === -1) return { text: text + sql.slice(j), end: n };
+      text += sql.slice(j, at);
+      if (doubled && sql.startsWith(close, at + close.length)) {
+        text += close;
+        j = at + close.length * 2;
+        continue;
       }
-      text += sql[j];
-      j++;
+      return { text, end: at + close.length };
     }
-    return { text, end: n };
   };
   while (i < n) {
     const start = i;
     const count = tokens.length;
     const c = sql[i] as string;
     const next = sql[i + 1] ?? '';
-    if (/\s/u.test(c)) {
+    if (isSpace(sql, i)) {
       i++;
     } else if (c === '-' && next === '-') {
       const end = sql.indexOf('\n', i);
@@ -112,33 +145,33 @@ export function tokenizeSql(
       const { text, end } = until(']', i + 1, false);
       tokens.push({ kind: 'identifier', text });
       i = end;
-    } else if (c === '$' && dialect === 'duckdb' && /^\$([\p{L}_][\p{L}\p{N}_]*)?\$/u.test(sql.slice(i))) {
-      const tag = (/^\$([\p{L}_][\p{L}\p{N}_]*)?\$/u.exec(sql.slice(i)) as RegExpExecArray)[0];
+    } else if (c === '$' && dialect === 'duckdb' && dollarTagAt(sql, i) !== undefined) {
+      const tag = dollarTagAt(sql, i) as string;
       const { text, end } = until(tag, i + tag.length, false);
       tokens.push({ kind: 'string', text });
       i = end;
-    } else if ((c === '?' || c === '$') && /\d/.test(next)) {
+    } else if ((c === '?' || c === '$') && isDigitCode(sql.charCodeAt(i + 1))) {
       // `$1`, `?1`: numbered parameters.
       let j = i + 1;
-      while (j < n && /\d/.test(sql[j] as string)) j++;
+      while (j < n && isDigitCode(sql.charCodeAt(j))) j++;
       tokens.push({ kind: 'parameter', text: sql.slice(i, j) });
       i = j;
     } else if (c === '?') {
       tokens.push({ kind: 'parameter', text: '?' });
       i++;
-    } else if ((c === '$' || (dialect === 'sqlite' && (c === ':' || c === '@'))) && isWordStart(next)) {
+    } else if ((c === '$' || (dialect === 'sqlite' && (c === ':' || c === '@'))) && isWordStart(sql, i + 1)) {
       let j = i + 1;
-      while (j < n && isWordChar(sql[j] as string)) j++;
+      while (j < n && isWordChar(sql, j)) j++;
       tokens.push({ kind: 'parameter', text: sql.slice(i, j) });
       i = j;
-    } else if (/\d/.test(c) || (c === '.' && /\d/.test(next))) {
+    } else if (isDigitCode(sql.charCodeAt(i)) || (c === '.' && isDigitCode(sql.charCodeAt(i + 1)))) {
       let j = i + 1;
-      while (j < n && /[\p{L}\p{N}_.]/u.test(sql[j] as string)) j++;
+      while (j < n && isNumberChar(sql, j)) j++;
       tokens.push({ kind: 'number', text: sql.slice(i, j) });
       i = j;
-    } else if (isWordStart(c)) {
+    } else if (isWordStart(sql, i)) {
       let j = i + 1;
-      while (j < n && isWordChar(sql[j] as string)) j++;
+      while (j < n && isWordChar(sql, j)) j++;
       const word = sql.slice(i, j);
       if (dialect === 'duckdb' && (word === 'E' || word === 'e') && sql[j] === "'") {
         // E'…': backslash escapes.
@@ -206,7 +239,8 @@ const write = (operation: WriteOperation, table: string): StatementClass => ({
   table,
 });
 
-function classifyTokens(tokens: readonly SqlToken[], start: number): StatementClass {
+/** The class of one statement's tokens (`start`: the index of its first token). */
+export function classifyTokens(tokens: readonly SqlToken[], start: number): StatementClass {
   let i = start;
   while (isSymbol(tokens[i], '(')) i++;
   const head = tokens[i];
@@ -300,18 +334,27 @@ function classifyExplain(tokens: readonly SqlToken[], start: number): StatementC
 }
 
 /**
- * The statement an `EXPLAIN …` explains, as written (`EXPLAIN ANALYZE SELECT 1` → `SELECT 1`), or
- * `undefined` when `sql` is not exactly one EXPLAIN with a statement after it. This only locates
- * text: the engine's own parser checks what it holds.
+ * Where the statement an `EXPLAIN …` explains is in `sql` (`EXPLAIN ANALYZE SELECT 1` → the range
+ * of `SELECT 1`; end exclusive), or `undefined` when `sql` is not exactly one EXPLAIN with a
+ * statement after it. This only locates text: the engine's own parser checks what it holds.
  */
-export function explainedStatement(sql: string, dialect: SqlDialect = 'duckdb'): string | undefined {
+export function explainedRange(
+  sql: string,
+  dialect: SqlDialect = 'duckdb',
+): { readonly start: number; readonly end: number } | undefined {
   const statements = splitStatements(tokenizeSql(sql, dialect, { positions: true }));
   const tokens = statements[0];
   if (statements.length !== 1 || tokens === undefined || keywordOf(tokens[0]) !== 'EXPLAIN') return undefined;
   const first = tokens[explainBody(tokens, 1)];
   const last = tokens[tokens.length - 1];
   if (first?.start === undefined || last?.end === undefined) return undefined;
-  return sql.slice(first.start, last.end);
+  return { start: first.start, end: last.end };
+}
+
+/** The statement an `EXPLAIN …` explains, as written (`EXPLAIN ANALYZE SELECT 1` → `SELECT 1`); see {@link explainedRange}. */
+export function explainedStatement(sql: string, dialect: SqlDialect = 'duckdb'): string | undefined {
+  const range = explainedRange(sql, dialect);
+  return range === undefined ? undefined : sql.slice(range.start, range.end);
 }
 
 /** Only the schema-reading pragmas, and never in their assignment form. */

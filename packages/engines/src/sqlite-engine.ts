@@ -26,7 +26,7 @@ import {
 } from './engine.js';
 import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
 import { assertSqliteFile, notADatabase } from './file-header.js';
-import { tokenizeSql } from './sql-guard.js';
+import { type SqlToken, tokenizeSql } from './sql-guard.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 import { checkSqliteStatement } from './statement-check.js';
 
@@ -36,8 +36,11 @@ export type SqliteValue = null | bigint | number | string | Uint8Array;
 export type SqliteBinding = 'positional' | 'numbered';
 
 /** The statement's binding; SQLite's named `:a` / `@a` / `$a` are refused (`ERR_INVALID_PARAMETER`). */
-export function sqliteBindingOf(sql: string): SqliteBinding {
-  const markers = tokenizeSql(sql, 'sqlite').filter((token) => token.kind === 'parameter');
+export function sqliteBindingOf(
+  sql: string,
+  tokens: readonly SqlToken[] = tokenizeSql(sql, 'sqlite'),
+): SqliteBinding {
+  const markers = tokens.filter((token) => token.kind === 'parameter');
   if (markers.some((marker) => !/^[?$]\d*$/.test(marker.text))) {
     throw new InvalidParameterError(
       'Named query parameters (:name, @name, $name) are not supported; use positional ? or $1, $2, ….',
@@ -108,10 +111,11 @@ export class SqliteEngine implements SnapshotEngine {
     const db = this.#open();
     const values = scalarParams(params);
     return this.#wrap(() => {
-      const statement = checkSqliteStatement(db, sql);
+      const tokens = tokenizeSql(sql, 'sqlite');
+      const statement = checkSqliteStatement(db, sql, tokens);
       statement.safeIntegers(true);
       statement.raw(true);
-      const raw = statement.all(...sqliteArguments(sqliteBindingOf(sql), values)) as SqliteValue[][];
+      const raw = statement.all(...sqliteArguments(sqliteBindingOf(sql, tokens), values)) as SqliteValue[][];
       const described = statement.columns();
       const names = uniqueColumnNames(described.map((column) => column.name));
       const columns = described.map((column, index) => ({

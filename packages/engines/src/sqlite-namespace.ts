@@ -15,21 +15,26 @@ import type { ArrowDataType, JsonValue } from '@ferry/core';
 import { FerryError } from '@ferry/core';
 import type * as arrow from 'apache-arrow';
 import Database from 'better-sqlite3';
-import { LRUCache } from 'lru-cache';
 import { type ArrowValue, arrowSchemaOf, batchToIpc, RecordBatchBuilder } from './arrow-results.js';
+import { BoundedCache } from './bounded-cache.js';
 import { scalarParams, uniqueColumnNames } from './encode.js';
 import { NamespaceTableError, QueryFailedError } from './errors.js';
-import type {
-  BatchControl,
-  BatchOutcome,
-  DatasetRead,
-  NamespaceCatalog,
-  NamespaceDataset,
-  NamespaceQueryControl,
-  RowsOutcome,
+import {
+  type BatchControl,
+  type BatchOutcome,
+  capExceeded,
+  type DatasetRead,
+  datasetByName,
+  type NamespaceCatalog,
+  type NamespaceDataset,
+  type NamespaceQueryControl,
+  type ResultColumn,
+  type RowsOutcome,
+  valueBytes,
 } from './namespace-types.js';
-import { valueBytes } from './namespace-types.js';
 import { resultColumnArrowType } from './result-types.js';
+import { type SqlToken, tokenizeSql } from './sql-guard.js';
+import { statementShape } from './sql-shape.js';
 import {
   encodeSqliteValue,
   type SqliteBinding,
@@ -46,7 +51,7 @@ export const SQLITE_MAX_ATTACHED = 10;
 export interface SqliteNamespaceOptions {
   /** An empty file for the read-only main database (created by the caller). */
   readonly mainPath: string;
-  /** Prepared statements kept; default 128. */
+  /** Prepared statements kept; default 128 (and at most 16 MiB of texts and columns). */
   readonly statementCacheSize?: number;
   /**
    * Where SQLite writes temporary files (sorts and indexes larger than the page cache; created and
@@ -67,8 +72,12 @@ export interface SyncBatchSink {
 interface Prepared {
   readonly statement: Database.Statement;
   readonly binding: SqliteBinding;
-  /** The datasets (attached names) its program opens; read from its first execution's program. */
+  /** Its text's tokens (SQLite's dialect): the check's and the binding's, and what EXPLAIN needs. */
+  readonly tokens: readonly SqlToken[];
+  /** The datasets (attached names) its program opens; known by its shape, or read from its program. */
   datasets: readonly string[] | undefined;
+  /** Whether `datasets` holds for every text of its shape (learned with the literals as parameters). */
+  datasetsByShape: boolean;
   /** What it reads at catalog `version` (the generations' snapshot ids). */
   readAt: { readonly version: number; readonly read: DatasetRead[] } | undefined;
   /**
@@ -76,14 +85,17 @@ interface Prepared {
    * lookup; SQLite re-prepares a statement whose schema changed, so they hold until an attach).
    */
   described:
-    | { readonly epoch: number; readonly names: string[]; readonly declared: (string | null)[] }
+    | {
+        readonly epoch: number;
+        readonly names: string[];
+        readonly declared: (string | null)[];
+        /** The result columns when every one has a declared type (the same for every run). */
+        readonly columns: ResultColumn[] | undefined;
+      }
     | undefined;
 }
 
-const byName = (catalog: NamespaceCatalog, name: string): NamespaceDataset | undefined => {
-  const lower = name.toLowerCase();
-  return catalog.datasets.find((dataset) => dataset.name.toLowerCase() === lower);
-};
+const byName = datasetByName;
 
 const MIB = 1024 * 1024;
 const textEncoder = new TextEncoder();
@@ -104,12 +116,17 @@ function escapeRegExp(text: string): string {
 export class SqliteNamespace {
   readonly #db: Database.Database;
   readonly #options: SqliteNamespaceOptions;
-  readonly #statements: LRUCache<string, Prepared>;
+  readonly #statements: BoundedCache<string, Prepared>;
+  /** The datasets each statement shape reads (what EXPLAIN found for it, literals as parameters). */
+  readonly #readsByShape = new BoundedCache<string, readonly string[]>({ entries: 1_024, bytes: 4 * MIB });
   /** Attached datasets (by name) and the generation each holds, least recently used first. */
   readonly #attached = new Map<string, number>();
   /** Counts attaches and detaches: a statement's result columns are known until it moves. */
   #epoch = 0;
-  #catalog: NamespaceCatalog = { version: 0, datasets: [] };
+  /** The dataset touched last (the most recently used already: touching it again changes nothing). */
+  #lastTouched: string | undefined;
+  /** Nothing yet: a version no catalog has, so the first one is always applied. */
+  #catalog: NamespaceCatalog = { version: -1, datasets: [] };
 
   constructor(options: SqliteNamespaceOptions) {
     this.#options = options;
@@ -120,7 +137,10 @@ export class SqliteNamespace {
     if (options.tempDirectory !== undefined) {
       this.#db.pragma(`temp_store_directory = '${options.tempDirectory.replaceAll("'", "''")}'`);
     }
-    this.#statements = new LRUCache<string, Prepared>({ max: options.statementCacheSize ?? 128 });
+    this.#statements = new BoundedCache<string, Prepared>({
+      entries: options.statementCacheSize ?? 128,
+      bytes: 16 * MIB,
+    });
   }
 
   get catalog(): NamespaceCatalog {
@@ -161,10 +181,12 @@ export class SqliteNamespace {
 
   /** Marks `name` most recently used. */
   #touch(name: string): void {
+    if (this.#lastTouched === name) return;
     const generation = this.#attached.get(name);
     if (generation === undefined) return;
     this.#attached.delete(name);
     this.#attached.set(name, generation);
+    this.#lastTouched = name;
   }
 
   /**
@@ -199,7 +221,7 @@ export class SqliteNamespace {
     return true;
   }
 
-  /** The statement prepared (attaching what it needs), with the datasets it reads. */
+  /** The statement prepared (attaching what it needs); the text is tokenized once. */
   #prepare(sql: string): Prepared {
     const known = this.#statements.get(sql);
     if (known !== undefined) {
@@ -207,19 +229,22 @@ export class SqliteNamespace {
       return known;
     }
     const needed = new Set<string>();
+    const tokens = tokenizeSql(sql, 'sqlite');
     for (;;) {
       try {
-        const statement = checkSqliteStatement(this.#db, sql);
+        const statement = checkSqliteStatement(this.#db, sql, tokens);
         statement.safeIntegers(true);
         statement.raw(true);
         const prepared: Prepared = {
           statement,
-          binding: sqliteBindingOf(sql),
+          binding: sqliteBindingOf(sql, tokens),
+          tokens,
           datasets: undefined,
+          datasetsByShape: false,
           readAt: undefined,
           described: undefined,
         };
-        this.#statements.set(sql, prepared);
+        this.#statements.set(sql, prepared, preparedBytes(sql, prepared));
         return prepared;
       } catch (error) {
         if (!this.#attachFor(error, needed)) throw error;
@@ -227,14 +252,9 @@ export class SqliteNamespace {
     }
   }
 
-  /** The attached datasets the statement's program opens (none when it cannot be explained). */
-  #datasetsOf(sql: string, args: readonly unknown[]): string[] {
-    let program: { opcode: string; p3: number }[];
-    try {
-      program = this.#db.prepare(`EXPLAIN ${sql}`).all(...args) as { opcode: string; p3: number }[];
-    } catch {
-      return [];
-    }
+  /** The attached datasets the statement's program opens (`OpenRead` / `ReopenIdx` of `EXPLAIN`). */
+  #programReads(explain: string, args: readonly unknown[]): string[] {
+    const program = this.#db.prepare(explain).all(...args) as { opcode: string; p3: number }[];
     const names = new Map(
       (this.#db.pragma('database_list') as { seq: number; name: string }[]).map((row) => [row.seq, row.name]),
     );
@@ -248,11 +268,63 @@ export class SqliteNamespace {
     return read;
   }
 
+  /**
+   * The datasets a statement reads, learned once per shape: the program of its shape with each
+   * literal as a parameter (so SQLite folds no constant away: `WHERE 0 AND EXISTS (…)` still opens
+   * what `WHERE 1 AND EXISTS (…)` does). A shape whose literals cannot be parameters (a type's
+   * length, `VARCHAR(10)`) is explained as written, for this text only.
+   */
+  #datasetsOf(
+    sql: string,
+    prepared: Prepared,
+    args: readonly unknown[],
+    shapeKey: string | undefined,
+  ): string[] {
+    const key = shapeKey ?? statementShape(sql)?.key;
+    const known = key === undefined ? undefined : this.#readsByShape.get(key);
+    if (known !== undefined) {
+      prepared.datasetsByShape = true;
+      return [...known];
+    }
+    const shape = key === undefined ? undefined : statementShape(sql);
+    if (shape !== undefined && shape.key === key) {
+      const parameterized = withLiteralParameters(sql, shape.literals, prepared);
+      if (parameterized !== undefined) {
+        try {
+          const read = this.#programReads(`EXPLAIN ${parameterized.sql}`, parameterized.args);
+          this.#readsByShape.set(shape.key, read, 2 * shape.key.length + 64 * (read.length + 1));
+          prepared.datasetsByShape = true;
+          return read;
+        } catch {
+          // Not every literal can be a parameter (`VARCHAR(10)`): the text as written is explained below.
+        }
+      }
+    }
+    try {
+      return this.#programReads(`EXPLAIN ${sql}`, args);
+    } catch (error) {
+      // SQLite has no EXPLAIN of an EXPLAIN: explaining a statement compiles it and opens no table,
+      // so an EXPLAIN reads no dataset. Any other statement that cannot be explained is an error.
+      if (prepared.tokens[0]?.kind === 'word' && prepared.tokens[0].text.toUpperCase() === 'EXPLAIN')
+        return [];
+      throw new QueryFailedError(
+        undefined,
+        `SQLite could not list the datasets the statement reads (EXPLAIN failed: ${this.redact(error instanceof Error ? error.message : String(error))}).`,
+        { cause: error },
+      );
+    }
+  }
+
   /** What the statement reads, at the generations attached now (computed at its first run). */
-  #read(sql: string, prepared: Prepared, args: readonly unknown[]): DatasetRead[] {
+  #read(
+    sql: string,
+    prepared: Prepared,
+    args: readonly unknown[],
+    shapeKey: string | undefined,
+  ): DatasetRead[] {
     const { version } = this.#catalog;
     if (prepared.readAt?.version === version) return prepared.readAt.read;
-    prepared.datasets ??= this.#datasetsOf(sql, args);
+    prepared.datasets ??= this.#datasetsOf(sql, prepared, args, shapeKey);
     const read = prepared.datasets.flatMap((name) => {
       const generation = byName(this.#catalog, name)?.generation;
       return generation === null || generation === undefined
@@ -264,14 +336,22 @@ export class SqliteNamespace {
   }
 
   /** The statement's result column names (made unique) and declared types, asked once per epoch. */
-  #described(prepared: Prepared): { readonly names: string[]; readonly declared: (string | null)[] } {
+  #described(sql: string, prepared: Prepared): NonNullable<Prepared['described']> {
     if (prepared.described?.epoch === this.#epoch) return prepared.described;
     const columns = prepared.statement.columns();
+    const names = uniqueColumnNames(columns.map((column) => column.name));
+    const declared = columns.map((column) => column.type);
     prepared.described = {
       epoch: this.#epoch,
-      names: uniqueColumnNames(columns.map((column) => column.name)),
-      declared: columns.map((column) => column.type),
+      names,
+      declared,
+      columns: declared.every((type) => type !== null)
+        ? declared.map((type, index) => ({ name: names[index] as string, type: type as string }))
+        : undefined,
     };
+    // Charged again with its column names.
+    if (this.#statements.get(sql) === prepared)
+      this.#statements.set(sql, prepared, preparedBytes(sql, prepared));
     return prepared.described;
   }
 
@@ -294,12 +374,17 @@ export class SqliteNamespace {
   }
 
   /** Runs `sql` and answers JSON-safe rows; reading stops at the first row or byte over a cap. */
-  rows(sql: string, params: readonly JsonValue[], control: NamespaceQueryControl = {}): RowsOutcome {
+  rows(
+    sql: string,
+    params: readonly JsonValue[],
+    control: NamespaceQueryControl = {},
+    shapeKey?: string,
+  ): RowsOutcome {
     const values = scalarParams(params);
     try {
       return this.#withStatement(sql, (prepared) => {
         const args = sqliteArguments(prepared.binding, values);
-        const read = this.#read(sql, prepared, args);
+        const read = this.#read(sql, prepared, args, shapeKey);
         const { statement } = prepared;
         const raw: SqliteValue[][] = [];
         let bytes = 0;
@@ -307,24 +392,30 @@ export class SqliteNamespace {
         for (const row of iterator) {
           raw.push(row);
           for (const value of row) bytes += valueBytes(value);
-          const limit = exceeded(raw.length, bytes, control);
+          const limit = capExceeded(raw.length, bytes, control);
           if (limit !== undefined) {
             iterator.return?.();
             return { kind: 'too-large', limit, read };
           }
         }
-        const { names, declared } = this.#described(prepared);
-        const columns = declared.map((type, index) => ({
-          name: names[index] as string,
-          type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
-        }));
+        const described = this.#described(sql, prepared);
+        const { names, declared } = described;
+        const columns =
+          described.columns ??
+          declared.map((type, index) => ({
+            name: names[index] as string,
+            type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
+          }));
         const rows = raw.map((row) => {
           const record: Record<string, JsonValue> = {};
-          for (const [index, value] of row.entries())
-            record[names[index] as string] = encodeSqliteValue(value);
+          for (let index = 0; index < row.length; index++) {
+            record[names[index] as string] = encodeSqliteValue(row[index] as SqliteValue);
+          }
           return record;
         });
-        return { kind: 'rows', columns, rows, read };
+        return prepared.datasetsByShape
+          ? { kind: 'rows', columns, rows, read, shared: true }
+          : { kind: 'rows', columns, rows, read };
       });
     } catch (error) {
       throw this.#engineError(error, undefined);
@@ -341,6 +432,7 @@ export class SqliteNamespace {
     params: readonly JsonValue[],
     sink: SyncBatchSink,
     control: BatchControl = {},
+    shapeKey?: string,
   ): BatchOutcome {
     const values = scalarParams(params);
     const batchRows = control.batchRows ?? 65_536;
@@ -348,7 +440,7 @@ export class SqliteNamespace {
     try {
       return this.#withStatement(sql, (prepared) => {
         const args = sqliteArguments(prepared.binding, values);
-        const read = this.#read(sql, prepared, args);
+        const read = this.#read(sql, prepared, args, shapeKey);
         const { statement } = prepared;
         const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
         let pending: SqliteValue[][] = [];
@@ -358,7 +450,7 @@ export class SqliteNamespace {
         let rows = 0;
         let bytes = 0;
         const start = (): RecordBatchBuilder => {
-          const described = this.#described(prepared);
+          const described = this.#described(sql, prepared);
           const names = described.names;
           const schema = arrowSchemaOf(
             described.declared.map((column, index) => {
@@ -390,7 +482,7 @@ export class SqliteNamespace {
           const ipc = batchToIpc(builder.schema, builder.flush());
           rows += count;
           bytes += ipc.byteLength;
-          const limit = exceeded(rows, bytes, control);
+          const limit = capExceeded(rows, bytes, control);
           if (limit !== undefined) return limit;
           sink.batch(ipc, count);
           return undefined;
@@ -408,7 +500,9 @@ export class SqliteNamespace {
         }
         const limit = send();
         if (limit !== undefined) return { kind: 'too-large', limit, read };
-        return { kind: 'done', read, rows, bytes };
+        return prepared.datasetsByShape
+          ? { kind: 'done', read, rows, bytes, shared: true }
+          : { kind: 'done', read, rows, bytes };
       });
     } catch (error) {
       throw this.#engineError(error, undefined);
@@ -448,10 +542,40 @@ export class SqliteNamespace {
   }
 }
 
-function exceeded(rows: number, bytes: number, control: NamespaceQueryControl): 'rows' | 'bytes' | undefined {
-  if (control.maxRows !== undefined && control.maxRows > 0 && rows > control.maxRows) return 'rows';
-  if (control.maxBytes !== undefined && control.maxBytes > 0 && bytes > control.maxBytes) return 'bytes';
-  return undefined;
+/** Bytes a prepared statement is charged in the cache: its text, and its columns once described. */
+function preparedBytes(sql: string, prepared: Prepared): number {
+  let bytes = 2 * sql.length + 2_048 + 32 * prepared.tokens.length;
+  for (const name of prepared.described?.names ?? []) bytes += 2 * name.length + 64;
+  return bytes;
+}
+
+/**
+ * The statement with each literal of its shape as a named parameter, and arguments binding every
+ * parameter to NULL (for EXPLAIN: nothing runs); undefined when its parameters are SQLite's named
+ * ones (refused when it runs) or the literals touch them.
+ */
+function withLiteralParameters(
+  sql: string,
+  literals: readonly { readonly start: number; readonly end: number }[],
+  prepared: Prepared,
+): { readonly sql: string; readonly args: unknown[] } | undefined {
+  let text = '';
+  let from = 0;
+  const named: Record<string, null> = {};
+  for (const [index, literal] of literals.entries()) {
+    const name = `ferry_literal_${index + 1}`;
+    named[name] = null;
+    text += `${sql.slice(from, literal.start)}:${name}`;
+    from = literal.end;
+  }
+  text += sql.slice(from);
+  const markers = prepared.tokens.filter((token) => token.kind === 'parameter');
+  if (prepared.binding === 'numbered') {
+    for (const marker of markers) named[marker.text.slice(1)] = null;
+    return { sql: text, args: [named] };
+  }
+  const positional = markers.filter((marker) => marker.text === '?').length;
+  return { sql: text, args: [...new Array<null>(positional).fill(null), named] };
 }
 
 const DAY_MS = 86_400_000;

@@ -1,74 +1,45 @@
 /**
  * The gate every query passes before it runs, decided by the engines' own parsers. DuckDB parses
- * the SQL into its own parse tree (`json_serialize_sql`, parse only: nothing is bound, so no file
- * is opened), where table functions, scalar functions and table references are checked by name;
- * then it counts the statements (`extractStatements`: exactly one), prepares it and requires the
- * statement type SELECT (or EXPLAIN of such a read). SQLite prepares it and requires
- * `readonly && reader`. The tokenizer in sql-guard.ts only words the refusals (Spice's "… not
- * permitted when refresh_mode is 'snapshot'"), locates what an EXPLAIN explains and names a
- * PRAGMA; the verdict is the engine's. A refused statement leaves nothing on the connection (it
- * never runs), and the messages name the statement or the function, never a local file.
+ * the SQL into its parse tree (`json_serialize_sql`, parse only: nothing is bound, no file is
+ * opened and no PRAGMA is rewritten), where table functions, functions and table references are
+ * checked by name against the tables of duckdb-functions.ts; the tree also gives the statement
+ * count, the tables the statement reads (for routing) and where its constants are. Only a text
+ * whose tree passed is handed to DuckDB's `prepare` (which does run PRAGMA rewrites, and
+ * `IMPORT DATABASE` among them reads files), and the prepared statement must have the type the
+ * tree said: SELECT, or EXPLAIN of such a read. `PRAGMA table_info(t)` is run as the SELECT of
+ * `pragma_table_info('t')` it stands for. SQLite prepares the statement and requires
+ * `readonly && reader`.
+ *
+ * What the tree check learns is a pure function of the text, and of its shape (sql-shape.ts): a
+ * dashboard's statement sent with a new literal every time is parsed once, not once per text. The
+ * tokenizer in sql-guard.ts only words the refusals (Spice's "… not permitted when refresh_mode is
+ * 'snapshot'"), locates what an EXPLAIN explains and names a PRAGMA; the verdict is the engine's.
+ * A refused statement leaves nothing on the connection (it never runs), and the messages name the
+ * statement or the function, never a local file.
  */
 import { type DuckDBConnection, type DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
-import type { FerryError } from '@ferry/core';
+import { type FerryError, registerErrors } from '@ferry/core';
 import type Database from 'better-sqlite3';
-import { LRUCache } from 'lru-cache';
+import { BoundedCache } from './bounded-cache.js';
+import {
+  DUCKDB_ALLOWED_FUNCTIONS,
+  DUCKDB_INTERNAL_FUNCTION,
+  DUCKDB_REFUSED_FUNCTIONS,
+  DUCKDB_REFUSED_TABLE_FUNCTIONS,
+  DUCKDB_TABLE_FUNCTIONS,
+} from './duckdb-functions.js';
 import { StatementRejectedError } from './errors.js';
 import {
-  classifyEach,
   classifyStatement,
-  explainedStatement,
+  classifyTokens,
+  explainedRange,
   rejectionOf,
   type SqlDialect,
+  type SqlToken,
+  splitStatements,
   tokenizeSql,
 } from './sql-guard.js';
-
-/**
- * Table functions a DuckDB query may call: value generators, JSON expanders and the catalog's
- * description of its own tables and functions. An allow-list, because DuckDB keeps adding table
- * functions that read files or run SQL (`read_duckdb` arrived in 1.4, `query` / `query_table` run
- * a string as SQL, which no check of the outer statement sees) and a new one must be refused until
- * someone has looked at it. Left out on purpose (DuckDB 1.5.6): every reader (`read_*`,
- * `parquet_*`, `sniff_csv`, `glob`, `seq_scan`, `arrow_scan`), every SQL runner (`query`,
- * `query_table`, `json_execute_serialized_sql`, the `histogram*` macros that take a table name as a
- * string), whatever changes the instance (`checkpoint`, `enable_logging`, `enable_profiling`,
- * `enable_peg_parser`, …) and what shows local paths or settings (`duckdb_databases`,
- * `duckdb_settings`, `duckdb_extensions`, `duckdb_temporary_files`, `duckdb_secrets`, `duckdb_logs`).
- */
-export const DUCKDB_TABLE_FUNCTIONS: ReadonlySet<string> = new Set([
-  'range',
-  'generate_series',
-  'unnest',
-  'repeat',
-  'repeat_row',
-  'json_each',
-  'json_tree',
-  'pragma_table_info',
-  'duckdb_tables',
-  'duckdb_columns',
-  'duckdb_views',
-  'duckdb_schemas',
-  'duckdb_types',
-  'duckdb_constraints',
-  'duckdb_indexes',
-  'duckdb_keywords',
-  'duckdb_functions',
-  'pg_timezone_names',
-  'icu_calendar_names',
-]);
-
-/**
- * Scalar functions refused by name. Scalars compute a value from their arguments; these few of
- * DuckDB 1.5.6 do more, and a deny-list is right here because an allow-list of the ~700 scalars
- * would refuse ordinary SQL whenever DuckDB adds one.
- */
-export const DUCKDB_REFUSED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
-  ['current_setting', "it reveals the server's settings, local paths among them"],
-  ['setseed', "it changes the connection's random seed, which would outlive the query"],
-  ['nextval', 'it advances a sequence'],
-  ['write_log', "it writes to DuckDB's log"],
-  ['json_serialize_plan', 'it plans SQL given as a string, which opens the files that SQL names'],
-]);
+import { type StatementShape, statementShape } from './sql-shape.js';
 
 /**
  * System views refused when a query names them without a dataset's qualification: they show the
@@ -103,13 +74,8 @@ const FILE_EXTENSIONS: ReadonlySet<string> = new Set([
 /** A character no dataset's table name holds but a file name or URL does. */
 const FILE_NAME_CHARACTER = /[./\\:*?[\]]/;
 
-const TABLE_FUNCTION_REASONS: readonly (readonly [RegExp, string])[] = [
-  [
-    /^(query|query_table|json_execute_serialized_sql|histogram|histogram_values)$/,
-    'it runs SQL given as a string',
-  ],
-  [/^(read_|parquet_|sniff_csv$|glob$|seq_scan$|arrow_scan)/, 'it reads files'],
-];
+/** Catalogs a function may be qualified with: DuckDB's own, and the in-memory database. */
+const FUNCTION_CATALOGS: ReadonlySet<string> = new Set(['', 'system', 'memory', 'temp']);
 
 const SQLITE_REFUSED_NAMES: ReadonlyMap<string, string> = new Map([
   ['pragma_database_list', "it shows the attached files' paths"],
@@ -123,10 +89,11 @@ function refusedFunction(name: string, reason: string): StatementRejectedError {
 }
 
 function refusedTableFunction(name: string): StatementRejectedError {
-  const reason =
-    TABLE_FUNCTION_REASONS.find(([pattern]) => pattern.test(name))?.[1] ??
-    `only these table functions are: ${[...DUCKDB_TABLE_FUNCTIONS].join(', ')}`;
-  return refusedFunction(name, reason);
+  return refusedFunction(
+    name,
+    DUCKDB_REFUSED_TABLE_FUNCTIONS.get(name) ??
+      `it is not among the table functions this replica allows (${[...DUCKDB_TABLE_FUNCTIONS].join(', ')})`,
+  );
 }
 
 /** The refusal of a statement the engine does not run as a read, worded from the tokenizer's view of it. */
@@ -140,36 +107,137 @@ function refusalOf(sql: string, dialect: SqlDialect): FerryError {
 }
 
 /** Several statements: the write among them if the tokenizer finds one, else the count. */
-function multipleRefusal(sql: string, dialect: SqlDialect, count: number | undefined): FerryError {
+function multipleRefusal(sql: string, dialect: SqlDialect, count: number): FerryError {
   const verdict = classifyStatement(sql, dialect);
   if (verdict.kind === 'write') return rejectionOf(verdict) as FerryError;
-  const counted = count ?? classifyEach(sql, dialect).length;
-  return rejectionOf({
-    kind: 'refused',
-    statement: 'MULTIPLE',
-    ...(counted > 1 ? { count: counted } : {}),
-  }) as FerryError;
+  return rejectionOf({ kind: 'refused', statement: 'MULTIPLE', count }) as FerryError;
 }
 
 const emptyRefusal = (): FerryError => rejectionOf({ kind: 'refused', statement: 'EMPTY' }) as FerryError;
 
-interface TableReference {
+/**
+ * SQL DuckDB's parser cannot read, with its words (`Parser Error: syntax error at or near "["`).
+ * Not a `FerryError`: it is how a caller tells "not DuckDB's SQL" (SQLite's quoting) from a refusal.
+ */
+export class DuckDbParseError extends Error {
+  constructor(parserMessage: string) {
+    super(`Parser Error: ${parserMessage}`);
+    this.name = 'DuckDbParseError';
+  }
+}
+
+registerErrors({ DuckDbParseError });
+
+/** A table reference as DuckDB's parser gives it (empty parts where the statement left them out). */
+export interface TableReference {
   readonly catalog: string;
   readonly schema: string;
   readonly table: string;
 }
 
+/**
+ * What the check learned about a DuckDB statement: the type it prepares as, what to prepare when
+ * that is not the text itself, and what it reads.
+ */
+export interface DuckDbStatement {
+  readonly type: StatementType;
+  /** What DuckDB prepares instead of the text: `PRAGMA table_info(t)`'s SELECT. */
+  readonly rewrite: string | undefined;
+  /** The table references the statement names (for routing), or undefined when unknown (PRAGMA). */
+  readonly tables: readonly TableReference[] | undefined;
+  /** The names of its common table expressions (a reference to one is no dataset). */
+  readonly ctes: ReadonlySet<string>;
+  /**
+   * Whether this holds for every text of the statement's shape (each literal the shape replaced is
+   * a constant of the parse tree, none a table name): what a router learns from it may be kept by shape.
+   */
+  readonly shared: boolean;
+  /**
+   * The refusal of a SELECT whose tree calls or names what DuckDB may not run (a function, a table
+   * function, a file), made anew for each throw; undefined when DuckDB may run it. Kept rather than
+   * thrown at once so a router can still read the tables: a text that reads only SQLite datasets
+   * runs in SQLite, under SQLite's check, where DuckDB's refusals mean nothing (SQLite has no
+   * `query()`; there `query` is a table name). {@link checkDuckDbSql} throws it.
+   */
+  readonly refusal?: (() => FerryError) | undefined;
+}
+
+/** How a check asks DuckDB's parser and catalog (one connection, or a parser of a namespace). */
+export interface DuckDbParser {
+  /** `json_serialize_sql` of the text: its parse tree as JSON, or the parser's error. */
+  serialize(sql: string): Promise<string>;
+  /** Whether DuckDB has a function of this name (any type, any schema of its system catalog). */
+  hasFunction(name: string): Promise<boolean>;
+}
+
+const SERIALIZE = 'SELECT json_serialize_sql($1::VARCHAR, skip_empty := true, skip_null := true)';
+const HAS_FUNCTION =
+  "SELECT count(*) FROM duckdb_functions() WHERE database_name = 'system' AND lower(function_name) = $1";
+
+/** A parser that runs each request on `connection` as a query of its own. */
+export function parserOn(connection: DuckDBConnection): DuckDbParser {
+  return {
+    serialize: async (sql) => String((await connection.runAndReadAll(SERIALIZE, [sql])).getRows()[0]?.[0]),
+    hasFunction: async (name) =>
+      Number((await connection.runAndReadAll(HAS_FUNCTION, [name])).getRows()[0]?.[0]) > 0,
+  };
+}
+
+/**
+ * A parser on a connection of its own, with the serializer prepared once (a prepared statement is
+ * not shared across concurrent runs, so requests take turns: one parse is ~0.2 ms, and with
+ * statements known by shape a new one is rare).
+ */
+export class SharedDuckDbParser implements DuckDbParser {
+  readonly #connection: DuckDBConnection;
+  #serializer: Promise<DuckDBPreparedStatement> | undefined;
+  #turn: Promise<unknown> = Promise.resolve();
+
+  constructor(connection: DuckDBConnection) {
+    this.#connection = connection;
+  }
+
+  serialize(sql: string): Promise<string> {
+    const run = this.#turn.then(async () => {
+      this.#serializer ??= this.#connection.prepare(SERIALIZE);
+      const serializer = await this.#serializer;
+      serializer.clearBindings();
+      serializer.bindVarchar(1, sql);
+      return String((await serializer.runAndReadAll()).getRows()[0]?.[0]);
+    });
+    // The next request waits for this one to end, whatever its outcome (the caller sees it).
+    this.#turn = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  hasFunction(name: string): Promise<boolean> {
+    return parserOn(this.#connection).hasFunction(name);
+  }
+}
+
 interface TreeNames {
   readonly tableFunctions: string[];
-  readonly functions: string[];
+  readonly functions: { readonly name: string; readonly catalog: string }[];
   readonly tables: TableReference[];
+  readonly ctes: Set<string>;
+  /** Offsets of the constants (`query_location` of every CONSTANT node). */
+  readonly constants: Set<number>;
 }
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
-/** Every table function, function and table reference anywhere in a DuckDB parse tree (JSON). */
-function namesIn(tree: unknown): TreeNames {
-  const names: TreeNames = { tableFunctions: [], functions: [], tables: [] };
+/** Every table function, function, table reference, CTE and constant anywhere in DuckDB parse trees. */
+function namesIn(trees: readonly unknown[]): TreeNames {
+  const names: TreeNames = {
+    tableFunctions: [],
+    functions: [],
+    tables: [],
+    ctes: new Set(),
+    constants: new Set(),
+  };
   const visit = (node: unknown): void => {
     if (Array.isArray(node)) {
       for (const item of node) visit(item);
@@ -177,9 +245,10 @@ function namesIn(tree: unknown): TreeNames {
     }
     if (node === null || typeof node !== 'object') return;
     const record = node as Record<string, unknown>;
-    if (record.type === 'TABLE_FUNCTION') {
-      const fn = record.function as Record<string, unknown> | null | undefined;
-      names.tableFunctions.push(text(fn?.function_name).toLowerCase());
+    const cteMap = (record.cte_map as { map?: { key: string }[] } | undefined)?.map;
+    for (const entry of cteMap ?? []) names.ctes.add(entry.key.toLowerCase());
+    if (record.class === 'CONSTANT' && typeof record.query_location === 'number') {
+      names.constants.add(record.query_location);
     }
     if (record.type === 'BASE_TABLE') {
       names.tables.push({
@@ -188,10 +257,20 @@ function namesIn(tree: unknown): TreeNames {
         table: text(record.table_name),
       });
     }
-    if (typeof record.function_name === 'string') names.functions.push(record.function_name.toLowerCase());
+    if (record.type === 'TABLE_FUNCTION') {
+      const fn = record.function as Record<string, unknown> | null | undefined;
+      names.tableFunctions.push(text(fn?.function_name).toLowerCase());
+      // The call itself is a table function, not a scalar one: only its arguments are visited.
+      for (const [key, value] of Object.entries(record)) if (key !== 'function') visit(value);
+      visit(fn?.children);
+      return;
+    }
+    if (typeof record.function_name === 'string') {
+      names.functions.push({ name: record.function_name.toLowerCase(), catalog: text(record.catalog) });
+    }
     for (const value of Object.values(record)) visit(value);
   };
-  visit(tree);
+  visit(trees);
   return names;
 }
 
@@ -202,16 +281,36 @@ function namesFile(ref: TableReference): boolean {
   return parts.length > 1 && FILE_EXTENSIONS.has(ref.table.toLowerCase());
 }
 
-/** Refuse what a parse tree calls or names that is not a plain read of the datasets. */
-function assertTreeReadsOnly(tree: unknown): void {
-  const names = namesIn(tree);
+/**
+ * Functions DuckDB has by names these tables do not list (a newer DuckDB's), remembered per
+ * process: they are refused until classified in duckdb-functions.ts.
+ */
+const UNLISTED = new BoundedCache<string, boolean>({ entries: 1_024, bytes: 256 * 1024 });
+
+async function assertFunctionAllowed(parser: DuckDbParser, name: string, catalog: string): Promise<void> {
+  const reason = DUCKDB_REFUSED_FUNCTIONS.get(name);
+  if (reason !== undefined) throw refusedFunction(name, reason);
+  if (DUCKDB_INTERNAL_FUNCTION.test(name))
+    throw refusedFunction(name, "it is internal to DuckDB's optimizer");
+  if (!FUNCTION_CATALOGS.has(catalog.toLowerCase())) {
+    throw refusedFunction(name, "it is a function of an attached database's file, not DuckDB's");
+  }
+  if (DUCKDB_ALLOWED_FUNCTIONS.has(name)) return;
+  let known = UNLISTED.get(name);
+  if (known === undefined) {
+    known = await parser.hasFunction(name);
+    UNLISTED.set(name, known, name.length);
+  }
+  // A name DuckDB does not have is DuckDB's to refuse ("… does not exist"), with its own hints.
+  if (known) throw refusedFunction(name, 'it is not among the functions this replica allows');
+}
+
+/** Refuse what parse trees call or name that is not a plain read of the datasets. */
+async function assertTreesReadOnly(parser: DuckDbParser, names: TreeNames): Promise<void> {
   for (const name of names.tableFunctions) {
     if (!DUCKDB_TABLE_FUNCTIONS.has(name)) throw refusedTableFunction(name);
   }
-  for (const name of names.functions) {
-    const reason = DUCKDB_REFUSED_FUNCTIONS.get(name);
-    if (reason !== undefined) throw refusedFunction(name, reason);
-  }
+  for (const fn of names.functions) await assertFunctionAllowed(parser, fn.name, fn.catalog);
   for (const ref of names.tables) {
     if (namesFile(ref)) {
       throw new StatementRejectedError(
@@ -234,100 +333,277 @@ type ParsedSql =
   | { readonly kind: 'select'; readonly trees: readonly unknown[] }
   /** DuckDB parsed it, but a statement is not a SELECT. */
   | { readonly kind: 'other' }
-  /** DuckDB cannot parse it. */
-  | { readonly kind: 'invalid' };
+  /** DuckDB cannot parse it: the parser's words. */
+  | { readonly kind: 'invalid'; readonly message: string };
 
-/**
- * DuckDB's parse of `sql` (`json_serialize_sql` only parses: unlike `extractStatements`, which
- * also runs PRAGMA rewrites, and `IMPORT DATABASE` among them reads files, it opens nothing).
- */
-async function parseDuckDb(connection: DuckDBConnection, sql: string): Promise<ParsedSql> {
-  const reader = await connection.runAndReadAll(
-    'SELECT json_serialize_sql($1::VARCHAR, skip_empty := true, skip_null := true)',
-    [sql],
-  );
-  const parsed = JSON.parse(String(reader.getRows()[0]?.[0])) as {
+async function parseDuckDb(parser: DuckDbParser, sql: string): Promise<ParsedSql> {
+  const parsed = JSON.parse(await parser.serialize(sql)) as {
     error?: boolean;
+    error_type?: string;
     error_message?: string;
     statements?: unknown[];
   };
   if (parsed.error !== true) return { kind: 'select', trees: parsed.statements ?? [] };
-  return /Only SELECT statements/.test(parsed.error_message ?? '') ? { kind: 'other' } : { kind: 'invalid' };
+  if (parsed.error_type === 'parser') return { kind: 'invalid', message: parsed.error_message ?? '' };
+  return { kind: 'other' };
 }
 
-/** Prepare the one statement (DuckDB's count) and require the statement type DuckDB gives it. */
-async function prepareAs(
+/** What a check of a SELECT's trees learned, and where their constants are. */
+async function checkedSelect(
+  parser: DuckDbParser,
+  sql: string,
+  trees: readonly unknown[],
+): Promise<{ readonly names: TreeNames }> {
+  const { names, refusal } = await readSelect(parser, sql, trees);
+  if (refusal !== undefined) throw refusal();
+  return { names };
+}
+
+/** What a SELECT's trees name, and the refusal of what they call or name, if any (see {@link DuckDbStatement.refusal}). */
+async function readSelect(
+  parser: DuckDbParser,
+  sql: string,
+  trees: readonly unknown[],
+): Promise<{ readonly names: TreeNames; readonly refusal: (() => FerryError) | undefined }> {
+  if (trees.length === 0) throw emptyRefusal();
+  if (trees.length > 1) throw multipleRefusal(sql, 'duckdb', trees.length);
+  const names = namesIn(trees);
+  try {
+    await assertTreesReadOnly(parser, names);
+    return { names, refusal: undefined };
+  } catch (error) {
+    if (!(error instanceof StatementRejectedError)) throw error;
+    const { statement, message } = error;
+    // A fresh error per throw (its own stack), the same words.
+    return { names, refusal: () => new StatementRejectedError(statement, message) };
+  }
+}
+
+/** Tokens an EXPLAIN and its options may hold before the statement it explains (no `;`, no parameter). */
+const EXPLAIN_PREFIX_TOKEN = (token: SqlToken): boolean =>
+  token.kind === 'word' ||
+  token.kind === 'identifier' ||
+  token.kind === 'number' ||
+  token.kind === 'string' ||
+  (token.kind === 'symbol' && ['(', ')', ',', '='].includes(token.text));
+
+/**
+ * `PRAGMA table_info(<name>)` as the SELECT DuckDB's own PRAGMA rewrite makes of it, or undefined
+ * when the text is not exactly that (a name: words and quoted identifiers joined by dots, or one
+ * string).
+ */
+function tableInfoSelect(sql: string): string | undefined {
+  const statements = splitStatements(tokenizeSql(sql, 'duckdb', { positions: true }));
+  const tokens = statements[0];
+  if (statements.length !== 1 || tokens === undefined) return undefined;
+  const [pragma, name, open] = tokens;
+  const close = tokens[tokens.length - 1];
+  if (pragma?.text.toUpperCase() !== 'PRAGMA' || name?.text.toLowerCase() !== 'table_info') return undefined;
+  if (open?.text !== '(' || close?.text !== ')' || close.kind !== 'symbol' || tokens.length < 5)
+    return undefined;
+  const inner = tokens.slice(3, -1);
+  const first = inner[0];
+  const last = inner[inner.length - 1];
+  if (first?.start === undefined || last?.end === undefined) return undefined;
+  let argument: string;
+  if (inner.length === 1 && first.kind === 'string') {
+    argument = sql.slice(first.start, first.end);
+  } else {
+    const dotted = inner.every((token, index) =>
+      index % 2 === 0
+        ? token.kind === 'word' || token.kind === 'identifier'
+        : token.kind === 'symbol' && token.text === '.',
+    );
+    if (!dotted || inner.length % 2 === 0) return undefined;
+    argument = `'${sql.slice(first.start, last.end).replaceAll("'", "''")}'`;
+  }
+  return `SELECT * FROM pragma_table_info(${argument})`;
+}
+
+/** Whether the engine's parse read every literal the shape replaced as a constant, at its offset. */
+function literalsAreConstants(shape: StatementShape, constants: ReadonlySet<number>, sql: string): boolean {
+  return shape.literals.every(
+    (literal) =>
+      constants.has(literal.start) ||
+      (sql.charCodeAt(literal.start - 1) === 45 && constants.has(literal.start - 1)),
+  );
+}
+
+/**
+ * Check a text with DuckDB's parser (no cache): its statement, and whether what was learned holds
+ * for every text of its shape (each replaced literal is a constant in the engine's tree).
+ */
+async function checkDuckDbText(
+  parser: DuckDbParser,
+  sql: string,
+  shape: StatementShape | undefined,
+): Promise<{ readonly statement: DuckDbStatement; readonly shared: boolean }> {
+  const parsed = await parseDuckDb(parser, sql);
+  if (parsed.kind === 'select') {
+    const { names, refusal } = await readSelect(parser, sql, parsed.trees);
+    const shared = shape !== undefined && literalsAreConstants(shape, names.constants, sql);
+    return {
+      statement: {
+        type: StatementType.SELECT,
+        rewrite: undefined,
+        tables: names.tables,
+        ctes: names.ctes,
+        shared,
+        refusal,
+      },
+      shared,
+    };
+  }
+  if (parsed.kind === 'invalid') throw new DuckDbParseError(parsed.message);
+  const range = explainedRange(sql, 'duckdb');
+  if (range !== undefined) {
+    const at = range.start;
+    const explained = sql.slice(at, range.end);
+    const prefix = tokenizeSql(sql.slice(0, at), 'duckdb');
+    if (!prefix.every(EXPLAIN_PREFIX_TOKEN)) throw refusalOf(sql, 'duckdb');
+    const inner = await parseDuckDb(parser, explained);
+    if (inner.kind !== 'select' || inner.trees.length !== 1) throw refusalOf(sql, 'duckdb');
+    const { names } = await checkedSelect(parser, explained, inner.trees);
+    const constants = new Set([...names.constants].map((offset) => offset + at));
+    const shared = shape !== undefined && literalsAreConstants(shape, constants, sql);
+    return {
+      statement: {
+        type: StatementType.EXPLAIN,
+        rewrite: undefined,
+        tables: names.tables,
+        ctes: names.ctes,
+        shared,
+      },
+      shared,
+    };
+  }
+  const verdict = classifyStatement(sql, 'duckdb');
+  const select = verdict.kind === 'read' && verdict.statement === 'PRAGMA' ? tableInfoSelect(sql) : undefined;
+  if (select !== undefined) {
+    const rewritten = await parseDuckDb(parser, select);
+    if (rewritten.kind !== 'select') throw refusalOf(sql, 'duckdb');
+    await checkedSelect(parser, select, rewritten.trees);
+    return {
+      statement: {
+        type: StatementType.SELECT,
+        rewrite: select,
+        tables: undefined,
+        ctes: new Set(),
+        shared: false,
+      },
+      shared: false,
+    };
+  }
+  throw refusalOf(sql, 'duckdb');
+}
+
+/** Rough bytes a remembered statement holds (its key and what it names): what the caches count. */
+function statementBytes(key: string, statement: DuckDbStatement): number {
+  let bytes = 2 * key.length + 2 * (statement.rewrite?.length ?? 0) + 200;
+  for (const ref of statement.tables ?? [])
+    bytes += 2 * (ref.catalog.length + ref.schema.length + ref.table.length) + 64;
+  for (const cte of statement.ctes) bytes += 2 * cte.length + 32;
+  return bytes;
+}
+
+/**
+ * Statements that passed, by exact text and by shape. Their verdicts are pure functions of the text
+ * (function names, table references, statement kinds), so they hold on any connection and at any
+ * catalog version; each cache is bounded by entries and by bytes (a long text costs its length).
+ */
+const BY_TEXT = new BoundedCache<string, DuckDbStatement>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
+const BY_SHAPE = new BoundedCache<string, DuckDbStatement>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
+
+/** A statement that passed before (by text, or by the shape given or computed), without asking DuckDB. */
+export function knownDuckDbStatement(sql: string, shapeKey?: string): DuckDbStatement | undefined {
+  const known = BY_TEXT.get(sql);
+  if (known !== undefined) return known;
+  const key = shapeKey ?? statementShape(sql)?.key;
+  return key === undefined ? undefined : BY_SHAPE.get(key);
+}
+
+/**
+ * Check one DuckDB statement: exactly one statement (DuckDB's parser counts); a SELECT whose parse
+ * tree calls only allowed functions and table functions (duckdb-functions.ts) and names no file;
+ * an EXPLAIN (ANALYZE too) only of such a SELECT; `PRAGMA table_info(…)`. Anything else is refused
+ * before DuckDB binds it or runs a PRAGMA rewrite: writes with Spice's wording
+ * ({@link WriteRejectedError}), the rest with {@link StatementRejectedError}. SQL DuckDB cannot
+ * parse rejects with DuckDB's own `Parser Error: …` (not a `FerryError`). What passed is remembered
+ * by text, and by shape when every replaced literal is a constant of the tree.
+ */
+export async function checkDuckDbSql(
+  parser: DuckDbParser,
+  sql: string,
+  shapeKey?: string,
+): Promise<DuckDbStatement> {
+  const statement = await readDuckDbSql(parser, sql, shapeKey);
+  if (statement.refusal !== undefined) throw statement.refusal();
+  return statement;
+}
+
+/**
+ * {@link checkDuckDbSql} for a router: a SELECT DuckDB may not run comes back with its
+ * {@link DuckDbStatement.refusal} instead of throwing it, so the router can still route it to SQLite.
+ */
+export async function readDuckDbSql(
+  parser: DuckDbParser,
+  sql: string,
+  shapeKey?: string,
+): Promise<DuckDbStatement> {
+  const known = BY_TEXT.get(sql);
+  if (known !== undefined) return known;
+  if (shapeKey !== undefined) {
+    const byShape = BY_SHAPE.get(shapeKey);
+    if (byShape !== undefined) return byShape;
+  }
+  const shape = statementShape(sql);
+  if (shape !== undefined && shape.key !== shapeKey) {
+    const byShape = BY_SHAPE.get(shape.key);
+    if (byShape !== undefined) return byShape;
+  }
+  const { statement, shared } = await checkDuckDbText(parser, sql, shape);
+  BY_TEXT.set(sql, statement, statementBytes(sql, statement));
+  if (shared && shape !== undefined) BY_SHAPE.set(shape.key, statement, statementBytes(shape.key, statement));
+  return statement;
+}
+
+/**
+ * Prepare a statement {@link checkDuckDbSql} passed and require the type it passed as. The
+ * prepared statement is the caller's: bind and run it, as often as wanted, and destroy it.
+ */
+export async function prepareCheckedDuckDb(
   connection: DuckDBConnection,
   sql: string,
-  type: StatementType,
+  statement: DuckDbStatement,
 ): Promise<DuckDBPreparedStatement> {
-  const extracted = await connection.extractStatements(sql);
-  if (extracted.count !== 1) throw multipleRefusal(sql, 'duckdb', extracted.count);
-  const prepared = await extracted.prepare(0);
-  if (prepared.statementType !== type) {
+  const prepared = await connection.prepare(statement.rewrite ?? sql);
+  if (prepared.statementType !== statement.type) {
     prepared.destroySync();
     throw refusalOf(sql, 'duckdb');
   }
   return prepared;
 }
 
-/**
- * Texts whose parse tree passed the check, and the statement type each must prepare as. The tree
- * check reads nothing but the text (function names, table references, statement kinds), so its
- * verdict holds for that exact text on any connection and at any catalog version: a statement
- * prepared again after a swap, or on another connection, is not parsed once more. A new text is
- * always parsed; extracting, preparing and the statement type are checked on every prepare.
- */
-const PASSED_TREES = new LRUCache<string, StatementType>({ max: 1_024 });
-const PASSED_MAX_SQL = 8_192;
-
-function passed(sql: string, type: StatementType): StatementType {
-  if (sql.length <= PASSED_MAX_SQL) PASSED_TREES.set(sql, type);
-  return type;
-}
-
-/**
- * Check one DuckDB query and prepare it. Exactly one statement (DuckDB's count); a SELECT whose
- * parse tree calls only allowed table functions (see {@link DUCKDB_TABLE_FUNCTIONS}), no refused
- * scalar function and no file; an EXPLAIN (ANALYZE too) only of such a SELECT; `PRAGMA
- * table_info(…)`. Anything else is refused before DuckDB binds it or runs a PRAGMA rewrite:
- * writes with Spice's wording ({@link WriteRejectedError}), the rest with
- * {@link StatementRejectedError}. SQL DuckDB cannot parse rejects with DuckDB's own `Parser
- * Error: …` (not a `FerryError`): that is how a caller tells "not DuckDB's SQL" (SQLite quoting)
- * from "refused". The prepared statement is the caller's: bind and run it, as often as wanted, and
- * destroy it.
- */
+/** Check one DuckDB statement on `connection` and prepare it there (see {@link checkDuckDbSql}). */
 export async function checkDuckDbStatement(
   connection: DuckDBConnection,
   sql: string,
 ): Promise<DuckDBPreparedStatement> {
-  const known = PASSED_TREES.get(sql);
-  if (known !== undefined) return prepareAs(connection, sql, known);
-  const parsed = await parseDuckDb(connection, sql);
-  if (parsed.kind === 'select') {
-    if (parsed.trees.length === 0) throw emptyRefusal();
-    if (parsed.trees.length > 1) throw multipleRefusal(sql, 'duckdb', parsed.trees.length);
-    assertTreeReadsOnly(parsed.trees[0]);
-    return prepareAs(connection, sql, passed(sql, StatementType.SELECT));
+  return prepareCheckedDuckDb(connection, sql, await checkDuckDbSql(parserOn(connection), sql));
+}
+
+/**
+ * What a check of an SQLite text found before SQLite compiled it: a PRAGMA refused by the
+ * tokenizer (SQLite applies most PRAGMAs while it compiles them: `PRAGMA trusted_schema = ON`
+ * takes effect in prepare()), and a name that shows the attached files' paths.
+ */
+function sqliteTokenRefusal(tokens: readonly SqlToken[]): FerryError | undefined {
+  for (const statement of splitStatements(tokens)) {
+    const verdict = classifyTokens(statement, 0);
+    if (verdict.kind === 'refused' && verdict.statement === 'PRAGMA')
+      return rejectionOf(verdict) as FerryError;
   }
-  if (parsed.kind === 'invalid') {
-    // DuckDB's own error, from the parser (which fails before anything else runs).
-    await connection.extractStatements(sql);
-    throw refusalOf(sql, 'duckdb');
-  }
-  const explained = explainedStatement(sql, 'duckdb');
-  if (explained !== undefined) {
-    const inner = await parseDuckDb(connection, explained);
-    if (inner.kind !== 'select' || inner.trees.length !== 1) throw refusalOf(sql, 'duckdb');
-    assertTreeReadsOnly(inner.trees[0]);
-    return prepareAs(connection, sql, passed(sql, StatementType.EXPLAIN));
-  }
-  // DuckDB rewrites PRAGMA table_info into a SELECT of pragma_table_info.
-  const verdict = classifyStatement(sql, 'duckdb');
-  if (verdict.kind === 'read' && verdict.statement === 'PRAGMA') {
-    return prepareAs(connection, sql, passed(sql, StatementType.SELECT));
-  }
-  throw refusalOf(sql, 'duckdb');
+  return undefined;
 }
 
 /**
@@ -338,20 +614,23 @@ export async function checkDuckDbStatement(
  * (`[users]`, `` `users` ``) is its own parser's. A read SQLite cannot prepare (`no such table:
  * users`, a syntax error) throws SQLite's own `SqliteError`; a write it cannot prepare
  * (`TRUNCATE`, an unattached table) is still refused with Spice's wording. The statement is the
- * caller's, to run as often as wanted.
+ * caller's, to run as often as wanted. `tokens` are the text's (tokenizeSql, sqlite), when the
+ * caller has them already.
  */
-export function checkSqliteStatement(db: Database.Database, sql: string): Database.Statement {
-  // SQLite applies most PRAGMAs while it compiles them (`PRAGMA trusted_schema = ON` takes effect
-  // in prepare()), so these never reach it: the one refusal the tokenizer decides, not only words.
-  const pragma = classifyEach(sql, 'sqlite').find((c) => c.kind === 'refused' && c.statement === 'PRAGMA');
-  if (pragma !== undefined) throw rejectionOf(pragma) as FerryError;
+export function checkSqliteStatement(
+  db: Database.Database,
+  sql: string,
+  tokens: readonly SqlToken[] = tokenizeSql(sql, 'sqlite'),
+): Database.Statement {
+  const pragma = sqliteTokenRefusal(tokens);
+  if (pragma !== undefined) throw pragma;
   let statement: Database.Statement;
   try {
     statement = db.prepare(sql);
   } catch (error) {
     if (error instanceof RangeError && /contains no statements/.test(error.message)) throw emptyRefusal();
     if (error instanceof RangeError && /more than one statement/.test(error.message)) {
-      throw multipleRefusal(sql, 'sqlite', undefined);
+      throw multipleRefusal(sql, 'sqlite', splitStatements(tokens).length);
     }
     // Nothing ran. A write or a refused kind SQLite has no syntax for (`TRUNCATE`, `COPY`) or whose
     // table is not attached is worded as on every engine; a read keeps SQLite's own error
@@ -361,7 +640,7 @@ export function checkSqliteStatement(db: Database.Database, sql: string): Databa
     throw error;
   }
   if (!statement.readonly || !statement.reader) throw refusalOf(sql, 'sqlite');
-  for (const token of tokenizeSql(sql, 'sqlite')) {
+  for (const token of tokens) {
     const reason = token.kind === 'symbol' ? undefined : SQLITE_REFUSED_NAMES.get(token.text.toLowerCase());
     if (reason !== undefined) throw refusedFunction(token.text.toLowerCase(), reason);
   }

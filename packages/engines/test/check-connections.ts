@@ -10,6 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import Database from 'better-sqlite3';
+import { DUCKDB_EXTENSIONS_OFF, lockDownDuckDb } from '../src/duckdb-lockdown.js';
 import { makeSqliteFile } from './files.js';
 
 /** The tables the corpus names, in both engines, with the same rows. */
@@ -39,16 +40,10 @@ export interface CheckConnections {
 export async function openCheckConnections(dir: string): Promise<CheckConnections> {
   const canary = join(dir, 'canary.csv');
   await writeFile(canary, `secret\n${CANARY}\n`);
-  const instance = await DuckDBInstance.create(':memory:', {
-    autoinstall_known_extensions: 'false',
-    autoload_known_extensions: 'false',
-    threads: '1',
-  });
+  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_EXTENSIONS_OFF, threads: '1' });
   const duckdb = await instance.connect();
   for (const statement of TABLES) await duckdb.run(statement);
-  await duckdb.run(`SET allowed_directories = ['${dir}/']`);
-  await duckdb.run('SET enable_external_access = false');
-  await duckdb.run('SET lock_configuration = true');
+  await lockDownDuckDb(duckdb, { allowedDirectories: [`${dir}/`] });
 
   const placeholder = join(dir, 'main.sqlite');
   const data = join(dir, 'data.sqlite');

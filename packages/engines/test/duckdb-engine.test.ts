@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arrowField } from '../src/arrow-types.js';
-import { createReadOnlyInstance, DUCKDB_READ_ONLY_SETTINGS, openDuckDb } from '../src/duckdb-engine.js';
+import { createReadOnlyInstance, openDuckDb } from '../src/duckdb-engine.js';
+import { DUCKDB_READ_ONLY_SETTINGS } from '../src/duckdb-lockdown.js';
 import { checkTableSchema } from '../src/schema-check.js';
 import { copyFixtureFiles, type FixtureFile, listDir, makeDuckDbFile, makeTempDir } from './files.js';
 

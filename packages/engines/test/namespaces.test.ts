@@ -121,29 +121,50 @@ describe('DuckDbNamespace', () => {
     return namespace.rows(sql, params as never, route);
   }
 
+  /** Where `sql` runs and what it reads (the route without what the check learned). */
+  async function where(sql: string) {
+    const { engine, datasets } = await namespace.route(sql);
+    return { engine, datasets };
+  }
+
   it('routes by the parser: datasets read, CTEs excluded, SQLite-only and SQLite-dialect statements to SQLite', async () => {
-    expect(await namespace.route('SELECT 1')).toEqual({ engine: 'duckdb', datasets: [] });
+    expect(await where('SELECT 1')).toEqual({ engine: 'duckdb', datasets: [] });
     expect(
-      await namespace.route(
-        'WITH x AS (SELECT * FROM orders) SELECT * FROM x JOIN Customers USING (customer)',
-      ),
+      await where('WITH x AS (SELECT * FROM orders) SELECT * FROM x JOIN Customers USING (customer)'),
     ).toEqual({
       engine: 'duckdb',
       datasets: ['orders', 'customers'],
     });
-    expect(await namespace.route('SELECT * FROM users u WHERE id IN (SELECT id FROM users)')).toEqual({
+    expect(await where('SELECT * FROM users u WHERE id IN (SELECT id FROM users)')).toEqual({
       engine: 'sqlite',
       datasets: ['users'],
     });
-    expect(await namespace.route('SELECT * FROM [users]')).toEqual({ engine: 'sqlite', datasets: undefined });
-    expect(await namespace.route('FROM users.users')).toEqual({ engine: 'sqlite', datasets: ['users'] });
-    expect(await namespace.route('SELECT * FROM orders o JOIN users u ON o.id = u.id')).toEqual({
+    expect(await where('SELECT * FROM [users]')).toEqual({ engine: 'sqlite', datasets: undefined });
+    expect(await where('FROM users.users')).toEqual({ engine: 'sqlite', datasets: ['users'] });
+    expect(await where('SELECT * FROM orders o JOIN users u ON o.id = u.id')).toEqual({
       engine: 'duckdb',
       datasets: ['orders', 'users'],
     });
-    expect(await namespace.route("PRAGMA table_info('orders')")).toEqual({
+    expect(await where("PRAGMA table_info('orders')")).toEqual({
       engine: 'duckdb',
       datasets: undefined,
+    });
+  });
+
+  it("refuses what DuckDB may not run only where DuckDB runs it: a text reading only SQLite datasets goes to SQLite's check", async () => {
+    // In SQLite `query` is a table name (no dataset has it), not DuckDB's query() table function.
+    const sqlite = "SELECT * FROM users, query('SELECT 1')";
+    for (let n = 0; n < 2; n++)
+      expect(await where(sqlite)).toEqual({ engine: 'sqlite', datasets: ['users'] });
+    const duckdb = "SELECT * FROM orders, query('SELECT 1')";
+    for (let n = 0; n < 2; n++)
+      await expect(namespace.route(duckdb)).rejects.toMatchObject({
+        code: 'ERR_STATEMENT_REJECTED',
+        message: expect.stringMatching(/query/),
+      });
+    expect(() => namespace.knownRoute(duckdb)).toThrow(/query/);
+    await expect(where("SELECT * FROM read_csv('/etc/passwd')")).rejects.toMatchObject({
+      code: 'ERR_STATEMENT_REJECTED',
     });
   });
 
@@ -165,6 +186,8 @@ describe('DuckDbNamespace', () => {
         { name: 'orders', snapshotId: 11 },
         { name: 'customers', snapshotId: 21 },
       ],
+      // Its one literal-free text is its own shape: what it read holds for the shape.
+      shared: true,
     });
   });
 
@@ -374,6 +397,29 @@ describe('SqliteNamespace', () => {
       ]),
     });
     expect(() => namespace.rows("INSERT INTO users VALUES (1, 1, 'x', NULL)", [])).toThrow(/not permitted/);
+  });
+
+  it('reports what a statement reads by its shape, whatever its literals let SQLite fold away', async () => {
+    // The datasets come from the program of the shape with its literals as parameters: constant
+    // folding (`WHERE 0 AND EXISTS (…)` opens no table) never hides a dataset from other texts.
+    const tag = Math.random();
+    for (const flag of [0, 1]) {
+      expect(
+        namespace.rows(`SELECT count(*) AS n WHERE ${flag} AND EXISTS (SELECT 1 FROM users) -- ${tag}`, []),
+      ).toMatchObject({ rows: [{ n: flag }], read: [{ name: 'users', snapshotId: 5 }] });
+    }
+    // Literals that cannot be parameters (a type's length): explained as written.
+    expect(
+      namespace.rows(`SELECT CAST(name AS VARCHAR(10)) AS s FROM users WHERE id = 1 -- ${tag}`, []),
+    ).toMatchObject({
+      rows: [{ s: 'user-1' }],
+      read: [{ name: 'users', snapshotId: 5 }],
+    });
+    // An EXPLAIN compiles its statement and opens no table: it reads no dataset.
+    expect(namespace.rows('EXPLAIN QUERY PLAN SELECT * FROM users', [])).toMatchObject({
+      kind: 'rows',
+      read: [],
+    });
   });
 
   it('attaches past SQLite\u2019s ten on demand, and refuses one query over more than ten', async () => {

@@ -14,12 +14,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { FerryError } from '@ferry/core';
 import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  checkDuckDbStatement,
-  checkSqliteStatement,
-  DUCKDB_REFUSED_FUNCTIONS,
-  DUCKDB_TABLE_FUNCTIONS,
-} from '../src/statement-check.js';
+import { DUCKDB_REFUSED_FUNCTIONS, DUCKDB_TABLE_FUNCTIONS } from '../src/duckdb-functions.js';
+import { checkDuckDbStatement, checkSqliteStatement } from '../src/statement-check.js';
 import { CANARY, type CheckConnections, openCheckConnections } from './check-connections.js';
 import { makeTempDir } from './files.js';
 
@@ -137,11 +133,12 @@ describe('checkDuckDbStatement: reads', () => {
       expect(spy.counted.n).toBe(1);
       (await checkDuckDbStatement(duckdb, `${text} `)).destroySync();
       expect(spy.counted.n).toBe(2);
-      // A refused text is never remembered as passed: refused every time, parsed every time.
+      // A refused SELECT is remembered with its refusal (a router still reads its tables):
+      // refused every time, parsed once.
       const refused = `SELECT * FROM read_csv('${CANARY}') -- ${Math.random()}`;
       for (let n = 0; n < 2; n++)
         await expect(checkDuckDbStatement(duckdb, refused)).rejects.toThrow(/read_csv/);
-      expect(spy.counted.n).toBe(4);
+      expect(spy.counted.n).toBe(3);
     } finally {
       spy.restore();
     }
@@ -183,6 +180,105 @@ describe('checkDuckDbStatement: reads', () => {
     expect((await duckRead("EXPLAIN (FORMAT json) SELECT * FROM orders WHERE name = 'x'"))[0]?.[0]).toBe(
       'physical_plan',
     );
+  });
+});
+
+describe('checkDuckDbStatement: what reaches DuckDB', () => {
+  /** The check's own queries (the parser's, the function catalog's): constant texts, the statement a bound value. */
+  const own = (text: string) => /^SELECT (json_serialize_sql|count\(\*\) FROM duckdb_functions)/.test(text);
+
+  /**
+   * What the check hands DuckDB to prepare or to split into statements (which runs PRAGMA
+   * rewrites), besides its own queries.
+   */
+  async function prepared(sql: string): Promise<{ texts: string[]; outcome: unknown }> {
+    const texts: string[] = [];
+    const prepare = duckdb.prepare.bind(duckdb);
+    const extract = duckdb.extractStatements.bind(duckdb);
+    duckdb.prepare = ((text: string) => {
+      if (!own(text)) texts.push(text);
+      return prepare(text);
+    }) as typeof duckdb.prepare;
+    duckdb.extractStatements = ((text: string) => {
+      if (!own(text)) texts.push(`extract: ${text}`);
+      return extract(text);
+    }) as typeof duckdb.extractStatements;
+    try {
+      const outcome = await checkDuckDbStatement(duckdb, fill(sql)).then(
+        (statement) => {
+          statement.destroySync();
+          return 'prepared';
+        },
+        (error: unknown) => error,
+      );
+      return { texts, outcome };
+    } finally {
+      Object.assign(duckdb, { prepare, extractStatements: extract });
+    }
+  }
+
+  it.each([
+    "IMPORT DATABASE '<out>'",
+    "PRAGMA import_database('<out>')",
+    'PRAGMA enable_profiling',
+    'SELECT FROM WHERE',
+    'SELECT * FROM [users]',
+    "SELECT 1; PRAGMA import_database('<out>')",
+    'PRAGMA table_info(orders); SELECT 1',
+    "EXPLAIN SELECT 1; PRAGMA import_database('<out>')",
+  ])('%j reaches neither prepare nor the statement extraction', async (sql) => {
+    const { texts, outcome } = await prepared(sql);
+    expect(outcome).toBeInstanceOf(Error);
+    expect(texts).toEqual([]);
+  });
+
+  it.each([
+    ['PRAGMA table_info(t)', "SELECT * FROM pragma_table_info('t')"],
+    ["PRAGMA table_info('t')", "SELECT * FROM pragma_table_info('t')"],
+    ['PRAGMA table_info(main."t")', `SELECT * FROM pragma_table_info('main."t"')`],
+  ])('%j is prepared as the SELECT it stands for, %j', async (sql, select) => {
+    expect(await prepared(sql)).toEqual({ texts: [select], outcome: 'prepared' });
+  });
+
+  it('prepares a read and an EXPLAIN as written, once they passed', async () => {
+    expect(await prepared('SELECT id FROM orders')).toEqual({
+      texts: ['SELECT id FROM orders'],
+      outcome: 'prepared',
+    });
+    expect(await prepared('EXPLAIN ANALYZE SELECT id FROM orders')).toEqual({
+      texts: ['EXPLAIN ANALYZE SELECT id FROM orders'],
+      outcome: 'prepared',
+    });
+  });
+
+  it('parses a statement once per shape: new literals reuse what its first text taught', async () => {
+    const counted = { n: 0 };
+    const original = duckdb.runAndReadAll.bind(duckdb);
+    duckdb.runAndReadAll = ((sql: string, ...rest: never[]) => {
+      if (sql.includes('json_serialize_sql')) counted.n++;
+      return original(sql, ...rest);
+    }) as typeof duckdb.runAndReadAll;
+    try {
+      const tag = Math.random();
+      for (const [id, name] of [
+        [1, "'one'"],
+        [2, "'two'"],
+        [1.5, "'it is'"],
+      ] as const) {
+        expect(
+          await duckRead(`SELECT count(*) FROM orders WHERE id < ${id} OR name = ${name} -- ${tag}`),
+        ).toHaveLength(1);
+      }
+      expect(counted.n).toBe(1);
+      // A literal the engine reads as a table (a replacement scan), not a constant: known by its text only.
+      expect(await duckRead(`SELECT count(*) FROM 'orders' -- ${tag}`)).toEqual([[2n]]);
+      expect(await duckRefusal(`SELECT count(*) FROM '<canary>' -- ${tag}`)).toMatchObject({
+        statement: 'FILE',
+      });
+      expect(counted.n).toBe(3);
+    } finally {
+      Object.assign(duckdb, { runAndReadAll: original });
+    }
   });
 });
 
@@ -315,8 +411,8 @@ describe('checkDuckDbStatement: SQL and files in strings, file readers, replacem
     }
   });
 
-  it('refuses scalar functions DuckDB 1.5 has by those names', async () => {
-    const scalars = await functionNames('scalar');
+  it('refuses functions DuckDB 1.5 has by those names', async () => {
+    const scalars = await functionNames('scalar', 'macro', 'aggregate');
     for (const name of DUCKDB_REFUSED_FUNCTIONS.keys()) expect(scalars).toContain(name);
   });
 

@@ -62,6 +62,12 @@ export interface RuntimeOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Per-query time limit (a stream: per batch of engine time); default 30 000 ms; 0 disables it. */
   readonly queryTimeoutMs?: number;
+  /**
+   * Queries admitted at once, running or waiting in the query pools' queues (a stream counts until
+   * it ends); past it a query is refused at once with `ERR_QUERY_REJECTED` (`QueryRejectedError`:
+   * HTTP 429 with `Retry-After`, Flight `RESOURCE_EXHAUSTED`). Default 512; 0 disables it.
+   */
+  readonly maxQueriesInFlight?: number;
   /** Largest number of rows `query` / `queryArrow` may return; default 100 000; 0 disables it. */
   readonly maxResultRows?: number;
   /**
@@ -99,6 +105,18 @@ export interface RuntimeOptions {
   readonly restartBackoffMs?: readonly number[];
   /** Memory limits of each dataset thread (an exceeded limit ends the thread, which is restarted). */
   readonly datasetResourceLimits?: ResourceLimits;
+  /**
+   * Workers of the snapshot pool, which downloads, verifies and swaps in the snapshots of every
+   * dataset (see docs/threads.md); default 2. An idle worker ends after `snapshotIdleTimeoutMs`
+   * (default 30 s) and is started again by the next task.
+   */
+  readonly snapshotThreads?: number;
+  readonly snapshotIdleTimeoutMs?: number;
+  /**
+   * Datasets bootstrapping at once, at most (as Spice's `runtime.dataset_load_parallelism`): the
+   * others wait in `starting`, and each reports ready on its own. Default: 4 per core (8 on two).
+   */
+  readonly datasetLoadParallelism?: number;
   /** SQS consumer tuning (visibility timeout default 300 s, long poll default 20 s). */
   readonly notifications?: {
     readonly visibilityTimeoutSeconds?: number;

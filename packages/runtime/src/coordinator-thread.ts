@@ -1,8 +1,9 @@
 /**
- * The coordinator thread: owns the dataset registry, one object store and shared metadata reader
- * per location, supervision (a dead dataset thread is restarted with backoff and bootstraps again
- * from its live file) and the notification consumer. It never runs queries: each dataset thread gets
- * its own MessagePort to the host.
+ * The coordinator thread: owns the dataset threads and their supervision (a dead dataset thread is
+ * restarted with backoff and bootstraps again from its live file), one object store and shared
+ * metadata reader per location, the notification consumer, and the snapshot pool, whose tasks it
+ * runs for the dataset threads. It never runs queries: each dataset thread gets its own
+ * MessagePort to the host.
  */
 import {
   isMainThread,
@@ -33,8 +34,11 @@ import type {
   HostToCoordinator,
 } from './protocol.js';
 import { RpcClient, respond } from './rpc.js';
-import { livePathFor, storeFor, storeKey } from './stores.js';
-import { threadFile } from './thread-files.js';
+import { PublishedVersions } from './shared-slots.js';
+import { SnapshotPool } from './snapshot-pool.js';
+import { storeFor, storeKey } from './stores.js';
+import { isMetadataGetsRequest, type MetadataGetsRequest } from './test-hooks.js';
+import { checkBuildId, threadFile } from './thread-files.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error(
@@ -44,6 +48,7 @@ if (isMainThread || parentPort === null) {
 
 const port = parentPort;
 const data = workerData as CoordinatorWorkerData;
+checkBuildId(data.buildId, import.meta.url);
 const datasetThread = threadFile('dataset-thread');
 /**
  * Datasets of one process poll on one grid, so shared locations are read once per tick; the grid's
@@ -75,6 +80,18 @@ function log(
 }
 
 const readers = new Map<string, LocationMetadataReader>();
+/** One published-version slot per location (store key), in the order the datasets first name them. */
+const locationSlots = new Map<string, number>();
+for (const dataset of data.datasets) {
+  const key = storeKey(dataset);
+  if (!locationSlots.has(key)) locationSlots.set(key, locationSlots.size);
+}
+const versions = PublishedVersions.create(locationSlots.size);
+const pool = new SnapshotPool({
+  threads: data.snapshotThreads,
+  idleTimeoutMs: data.snapshotIdleTimeoutMs,
+  buildId: data.buildId,
+});
 
 function readerFor(dataset: DatasetConfig): LocationMetadataReader {
   const key = storeKey(dataset);
@@ -84,16 +101,58 @@ function readerFor(dataset: DatasetConfig): LocationMetadataReader {
       data.metadataWindowMs,
       ...data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs / 2),
     );
-    reader = new LocationMetadataReader(storeFor(dataset), { windowMs });
+    const slot = locationSlots.get(key) ?? 0;
+    reader = new LocationMetadataReader(storeFor(dataset), {
+      windowMs,
+      publish: (version) => versions.publish(slot, version),
+    });
+    reader.readAhead({
+      phaseMs: pollPhaseMs,
+      intervalsMs: [
+        ...new Set(data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs)),
+      ],
+    });
     readers.set(key, reader);
   }
   return reader;
 }
 
+/**
+ * At most `datasetLoadParallelism` datasets bootstrap at once (Spice's
+ * `runtime.dataset_load_parallelism`): a dataset thread starts once it holds a permit and gives it
+ * back when its machine first leaves `bootstrapping` (it serves, or waits for a first snapshot), or
+ * when it exits. The others stay `starting` meanwhile; each reports ready on its own.
+ */
+class BootstrapPermits {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(permits: number) {
+    this.#free = Math.max(1, permits);
+  }
+
+  /** Resolves with the function that gives the permit back (idempotent). */
+  async acquire(): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const next = this.#waiting.shift();
+      if (next === undefined) this.#free++;
+      else next();
+    };
+  }
+}
+
+const permits = new BootstrapPermits(data.datasetLoadParallelism);
+
 /** One supervised dataset thread. */
 class DatasetSlot {
   readonly config: DatasetConfig;
   readonly livePath: string;
+  readonly generationDir: string;
   readonly reader: LocationMetadataReader;
   worker: Worker | undefined;
   rpc: RpcClient<{ type: 'stop' }> | undefined;
@@ -104,10 +163,31 @@ class DatasetSlot {
   stopping = false;
   exited: Promise<void> = Promise.resolve();
 
-  constructor(config: DatasetConfig) {
+  /** The dataset's place in the host's `LiveStatus`. */
+  readonly index: number;
+
+  constructor(config: DatasetConfig, index: number) {
     this.config = config;
-    this.livePath = livePathFor(config, data.baseDir, data.dataDir);
+    this.index = index;
+    const files = data.files[config.name];
+    if (files === undefined) throw new Error(`The host gave no files for dataset '${config.name}'.`);
+    this.livePath = files.livePath;
+    this.generationDir = files.generationDir;
     this.reader = readerFor(config);
+  }
+
+  /** Gives the bootstrap permit back (see {@link BootstrapPermits}). */
+  release: () => void = () => undefined;
+
+  /** Starts the thread once a bootstrap permit is free. */
+  async startWhenPermitted(): Promise<void> {
+    const release = await permits.acquire();
+    if (this.stopping) {
+      release();
+      return;
+    }
+    this.release = release;
+    this.start();
   }
 
   start(): void {
@@ -116,9 +196,17 @@ class DatasetSlot {
       dataset: this.config,
       livePath: this.livePath,
       hostPort: channel.port2,
+      buildId: data.buildId,
       pollPhaseMs,
-      dataDir: data.dataDir,
+      generationDir: this.generationDir,
       logLevel: data.logLevel,
+      versions: {
+        buffer: versions.buffer,
+        slot: locationSlots.get(storeKey(this.config)) ?? 0,
+        windowMs: this.reader.windowMs,
+      },
+      live: { buffer: data.liveStatus, slot: this.index },
+      incarnation: data.incarnationBase + this.incarnation + 1,
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,
@@ -140,8 +228,21 @@ class DatasetSlot {
           () => this.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh === true),
           serializeError,
         );
-      } else if (message.type === 'log') {
-        post({ type: 'log', record: message.record });
+      } else if (message.type === 'bootstrapped') {
+        this.release();
+      } else if (message.type === 'snapshot-task') {
+        const { task } = message;
+        const abort = 'abort' in task ? task.abort : undefined;
+        respond(
+          worker,
+          message.id,
+          () =>
+            pool.run(task, {
+              ...(abort === undefined ? {} : { transfer: [abort] }),
+              ...(message.prefer === undefined ? {} : { prefer: message.prefer }),
+            }),
+          serializeError,
+        );
       }
     });
     worker.on('error', (error) => {
@@ -150,6 +251,7 @@ class DatasetSlot {
     this.exited = new Promise((resolve) => {
       worker.once('exit', (exitCode) => {
         rpc.close('exited');
+        this.release();
         this.worker = undefined;
         if (this.stopping) {
           resolve();
@@ -169,7 +271,7 @@ class DatasetSlot {
           livePath: this.livePath,
         },
         port: channel.port1,
-        incarnation: this.incarnation,
+        incarnation: data.incarnationBase + this.incarnation,
       },
       [channel.port1],
     );
@@ -198,7 +300,7 @@ class DatasetSlot {
     });
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      if (!this.stopping) this.start();
+      if (!this.stopping) void this.startWhenPermitted();
     }, delay);
   }
 
@@ -234,7 +336,7 @@ class DatasetSlot {
 }
 
 const slots = new Map<string, DatasetSlot>();
-for (const config of data.datasets) slots.set(config.name, new DatasetSlot(config));
+for (const [index, config] of data.datasets.entries()) slots.set(config.name, new DatasetSlot(config, index));
 
 const consumer =
   data.config.notifications === undefined
@@ -297,34 +399,28 @@ let closing: Promise<void> | undefined;
 
 async function close(): Promise<void> {
   await consumer?.close();
+  // The dataset threads discard their temporary files through the pool: it ends after them.
   await Promise.all([...slots.values()].map((slot) => slot.stop(data.stopTimeoutMs)));
+  await pool.close();
+  for (const reader of readers.values()) reader.stopReadAhead();
   await Promise.all([...readers.values()].map((reader) => reader.store.close()));
 }
 
-port.on('message', (message: HostToCoordinator) => {
-  if (message.type === 'close') {
-    closing ??= close();
-    respond(port, message.id, () => closing, serializeError);
-  } else if (message.type === 'terminate-dataset') {
-    respond(
-      port,
-      message.id,
-      () => {
-        slots.get(message.dataset)?.worker?.postMessage({ type: 'crash' });
-      },
-      serializeError,
-    );
-  } else if (message.type === 'metadata-gets') {
+port.on('message', (message: HostToCoordinator | MetadataGetsRequest) => {
+  if (isMetadataGetsRequest(message)) {
     respond(
       port,
       message.id,
       () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0),
       serializeError,
     );
+  } else if (message.type === 'close') {
+    closing ??= close();
+    respond(port, message.id, () => closing, serializeError);
   } else if (message.type === 'snapshots') {
     respond(port, message.id, () => listSnapshots(message.dataset, message.limit), serializeError);
   }
 });
 
-for (const slot of slots.values()) slot.start();
+for (const slot of slots.values()) void slot.startWhenPermitted();
 consumer?.start();

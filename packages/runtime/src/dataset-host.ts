@@ -1,27 +1,28 @@
 /**
- * One dataset's host: its machine with the real implementations of its actors — the live file
- * restored from a previous run, metadata reads shared through the coordinator, validated downloads
- * and atomic swaps — and the dataset's commands and status on its channel to the host. Queries do
- * not run here: after each restore or swap the live file is linked as a new generation (a file
- * that never changes) and the host is told, and the host's query pools attach it.
+ * One dataset's host: its machine, whose actors are implemented by tasks of the shared snapshot
+ * pool (restore, download, verify, commit, prune: `snapshot-tasks.ts`, reached through the
+ * coordinator) and by the coordinator's shared metadata reader, and the dataset's commands and
+ * status on its channel to the host. It loads no store, engine or SDK: a dataset thread is the
+ * dataset's actor and nothing else (`test/architecture/thread-imports.test.ts`). Queries do not run
+ * here: after each restore or swap the pool links the live file as a new generation and this host
+ * tells the host thread, whose query pools attach it.
  *
- * It talks to the world only through the two ports it is given (the coordinator's and the host's),
- * so it runs the same in a dataset thread (`dataset-thread.ts`, the ports are `parentPort` and a
- * transferred MessagePort) and in-process in a test (the ports are a MessageChannel's ends).
+ * It talks to the world only through the ports it is given (the coordinator's and the host's) and
+ * a {@link SnapshotTasks} runner, so it runs the same in a dataset thread (`dataset-thread.ts`: the
+ * ports are `parentPort` and a transferred MessagePort, tasks go to the coordinator) and
+ * in-process in a test (MessageChannels, tasks run in-process).
  */
-import { performance } from 'node:perf_hooks';
-import type { MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type TransferListItem } from 'node:worker_threads';
 import type {
   DatasetEmitted,
   DownloadedSnapshot,
   DownloadSnapshotInput,
   EngineName,
   LoadedSnapshot,
-  ObjectStore,
   PreparedSnapshot,
   ReadMetadataOutput,
   VerifySnapshotInput,
-} from '@ferry/core';
+} from '@ferry/core/machine';
 import {
   type DatasetSnapshot,
   type DatasetStatus,
@@ -30,26 +31,12 @@ import {
   fileFormatOf,
   type ReadMetadataInput,
   type RestoreLocalInput,
-  resolveSnapshotKey,
   type SwapSnapshotInput,
   serializeError,
-} from '@ferry/core';
-import { openEngine } from '@ferry/engines';
-import {
-  commitSnapshot,
-  type DownloadedSnapshot as DownloadedFile,
-  discardPrepared,
-  downloadSnapshot,
-  GENERATIONS_KEPT,
-  generationDirFor,
-  type LocalSnapshot,
-  linkGeneration,
-  type PreparedSnapshot as PreparedFile,
-  pruneGenerations,
-  releasePrepared,
-  restoreLocal,
-  type SnapshotFilesOptions,
-  verifySnapshot,
+} from '@ferry/core/machine';
+import type {
+  DownloadedSnapshot as DownloadedFile,
+  PreparedSnapshot as PreparedFile,
 } from '@ferry/snapshots';
 import {
   type Actor,
@@ -61,16 +48,19 @@ import {
 import { toInspectionEvent } from './inspection.js';
 import { levelWanted } from './log-levels.js';
 import type { LogRecord } from './logging.js';
-import type { MetadataReply } from './metadata-reader.js';
 import type {
   CoordinatorToDataset,
+  DatasetFiles,
   DatasetToCoordinator,
   DatasetToHost,
   DatasetWorkerData,
   HostToDataset,
+  MetadataReply,
+  SnapshotTask,
+  SnapshotTaskResults,
 } from './protocol.js';
 import { RpcClient, respond } from './rpc.js';
-import { storeFor } from './stores.js';
+import { DocumentState, LiveStatus, PublishedVersions } from './shared-slots.js';
 
 /** The dataset's channels: to the coordinator (metadata reads, announcements, stop) and to the host. */
 export interface DatasetHostPorts {
@@ -78,7 +68,18 @@ export interface DatasetHostPorts {
   readonly host: MessagePort;
 }
 
-export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort'>;
+/** Runs snapshot tasks (in a dataset thread: through the coordinator, on the snapshot pool). */
+export interface SnapshotTasks {
+  run<K extends SnapshotTask['kind']>(
+    task: Extract<SnapshotTask, { kind: K }>,
+    options?: { readonly transfer?: readonly TransferListItem[]; readonly prefer?: number },
+  ): Promise<SnapshotTaskResults[K]>;
+}
+
+export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort' | 'buildId'>;
+
+/** Generations kept per dataset (the current one and a few before it): see `GENERATIONS_KEPT`. */
+const GENERATIONS_KEPT = 3;
 
 /**
  * A status without emitted events (a check began, a command was taken) waits this long and leaves
@@ -87,21 +88,38 @@ export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort'>;
  */
 const STATUS_DELAY_MS = 50;
 
-type MetadataRequest = { type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean };
+type CoordinatorRequest =
+  | { type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean }
+  | { type: 'snapshot-task'; task: SnapshotTask; prefer?: number };
+
+/** The abort port of a task: its other end is posted to when `signal` fires. */
+function abortPort(signal: AbortSignal): { port: MessagePort; done(): void } {
+  const { port1, port2 } = new MessageChannel();
+  const abort = (): void => port1.postMessage('abort');
+  signal.addEventListener('abort', abort, { once: true });
+  if (signal.aborted) abort();
+  return {
+    port: port2,
+    done: () => {
+      signal.removeEventListener('abort', abort);
+      port1.close();
+    },
+  };
+}
 
 export class DatasetHost {
   readonly name: string;
   readonly #data: DatasetHostData;
   readonly #ports: DatasetHostPorts;
-  readonly #store: ObjectStore;
-  readonly #coordinatorRpc: RpcClient<MetadataRequest>;
+  readonly #tasks: SnapshotTasks;
+  readonly #coordinatorRpc: RpcClient<CoordinatorRequest>;
   readonly #actor: Actor<typeof datasetMachine>;
   /** The engine whose file format the dataset's snapshots have, once known (configured, or from metadata). */
   #engine: EngineName | undefined;
   #recordedLocation: string;
   readonly #generationDir: string;
   /** Temporary files the machine holds tokens for: downloaded (not yet verified), and verified. */
-  readonly #downloaded = new Map<string, DownloadedFile>();
+  readonly #downloaded = new Map<string, DownloadedFile & { readonly worker: number }>();
   readonly #prepared = new Map<string, PreparedFile>();
   /**
    * The machine's invoked work still running. Stopping the machine does not end it (a download
@@ -118,21 +136,60 @@ export class DatasetHost {
   #inspection: Subscription | undefined;
   /** The last status posted (as JSON), and a status without events waiting to leave. */
   #postedStatus = '';
+  /** The location's published versions (absent in tests without them: every poll asks). */
+  readonly #versions:
+    | { readonly table: PublishedVersions; readonly slot: number; readonly windowMs: number }
+    | undefined;
+  readonly #live: { readonly table: LiveStatus; readonly slot: number } | undefined;
+  /** The ETag of the last metadata reply and the version of its document. */
+  #lastRead: { readonly etag: string; readonly version: number } | undefined;
+  /** Whether the machine has left `bootstrapping` once (the coordinator is told, once). */
+  #bootstrapped = false;
+  /** Set by the guard that answered the check being recorded now. */
+  #answeredInThread = false;
+  /** Whether the host listens for poll events (it says so; on until it does). */
+  #pollEvents = true;
+  /** Checks answered here whose poll event was not posted, counted over every incarnation of the slot. */
+  #unposted: number;
   #postedState: DatasetStatus['state'] | undefined;
   #pendingStatus: DatasetStatus | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #crashing = false;
 
-  constructor(data: DatasetHostData, ports: DatasetHostPorts) {
+  /** `tasks`: where snapshot tasks run; default: sent to the coordinator, which runs them on the snapshot pool. */
+  constructor(data: DatasetHostData, ports: DatasetHostPorts, tasks?: SnapshotTasks) {
     const config = data.dataset;
     this.name = config.name;
     this.#data = data;
     this.#ports = ports;
     this.#engine = config.engine;
     this.#recordedLocation = config.location;
-    this.#generationDir = generationDirFor(data.livePath, data.dataDir, config.name);
-    this.#store = storeFor(config);
-    this.#coordinatorRpc = new RpcClient<MetadataRequest>(ports.coordinator, 'The coordinator thread');
+    this.#generationDir = data.generationDir;
+    const rpc = new RpcClient<CoordinatorRequest>(ports.coordinator, 'The coordinator thread');
+    this.#coordinatorRpc = rpc;
+    this.#tasks = tasks ?? {
+      run: (task, options = {}) =>
+        rpc.request(
+          {
+            type: 'snapshot-task',
+            task,
+            ...(options.prefer === undefined ? {} : { prefer: options.prefer }),
+          },
+          options.transfer ?? [],
+        ),
+    };
+    this.#versions =
+      data.versions === undefined
+        ? undefined
+        : {
+            table: new PublishedVersions(data.versions.buffer),
+            slot: data.versions.slot,
+            windowMs: data.versions.windowMs,
+          };
+    this.#live =
+      data.live === undefined ? undefined : { table: new LiveStatus(data.live.buffer), slot: data.live.slot };
+    // A restarted thread goes on counting where the last one stopped (the host's metrics add them up).
+    this.#unposted = this.#live?.table.read(this.#live.slot)?.unposted ?? 0;
     this.#actor = this.#createActor();
     this.#setInspecting(true);
     // The machine's own `@xstate.actor` event was sent while it was created, before anyone listened.
@@ -180,13 +237,16 @@ export class DatasetHost {
     return work;
   }
 
-  #filesFor(kind: EngineName): SnapshotFilesOptions {
+  #filesFor(kind: EngineName): DatasetFiles {
+    const config = this.#data.dataset;
     return {
       dataset: this.name,
-      engine: fileFormatOf(kind),
+      engine: kind,
       table: this.name,
       livePath: this.#data.livePath,
-      store: this.#store,
+      generationDir: this.#generationDir,
+      location: config.location,
+      ...(config.s3 === undefined ? {} : { s3: config.s3 }),
     };
   }
 
@@ -198,60 +258,58 @@ export class DatasetHost {
   // The machine's actors.
   // ---------------------------------------------------------------------------------------------
 
-  /** Links the live file as a new generation and tells the host: queries read it from now on. */
-  async #serveLiveFile(kind: EngineName, snapshot: LocalSnapshot): Promise<void> {
-    const path = await linkGeneration(this.#data.livePath, this.#generationDir, snapshot.snapshotId, {
-      prune: false,
-    });
+  /** Tells the host the generation queries read from now on, then has the old links pruned (off the swap's path). */
+  #serve(kind: EngineName, snapshot: LoadedSnapshot, path: string): void {
     this.#toHost({
       type: 'generation',
       current: { path, snapshotId: snapshot.snapshotId, engine: fileFormatOf(kind), schema: snapshot.schema },
     });
-    // After the announcement, off the swap's path: unlinking an old generation of a large file frees its blocks.
+    // Unlinking an old generation of a large file frees its blocks: tens of ms that need not come first.
     void this.#tracked(
-      pruneGenerations(this.#generationDir, GENERATIONS_KEPT).catch((error: unknown) =>
-        this.#log(
-          'warn',
-          `Old generations of dataset '${this.name}' could not be removed; retried at the next swap`,
-          {
-            error: (error as Error).message,
-          },
+      this.#tasks
+        .run({ kind: 'prune', files: this.#filesFor(kind), keep: GENERATIONS_KEPT })
+        .catch((error: unknown) =>
+          this.#log(
+            'warn',
+            `Old generations of dataset '${this.name}' could not be removed; retried at the next swap`,
+            { error: (error as Error).message },
+          ),
         ),
-      ),
     );
   }
 
   /** Serve the live file left by an earlier run, if it matches its manifest. */
   async #restoreLiveFile(): Promise<LoadedSnapshot | null> {
     const engine = this.#engine;
-    // Links of an earlier run are stale (the pools that held them are gone with it).
-    await pruneGenerations(this.#generationDir, 0);
-    if (engine === undefined) return null;
-    const local = await restoreLocal(this.#filesFor(engine));
-    if (local === null) return null;
-    try {
-      // The file matches its manifest; opening it proves the engine reads it and has the table.
-      await (await openEngine(engine, this.#data.livePath, { table: this.name })).close();
-      await this.#serveLiveFile(engine, local);
-    } catch (error) {
+    if (engine === undefined) {
+      // Links of an earlier run are stale (the pools that held them are gone with it).
+      await this.#tasks.run({ kind: 'prune', files: this.#filesFor('duckdb'), keep: 0 });
+      return null;
+    }
+    const restored = await this.#tasks.run({ kind: 'restore', files: this.#filesFor(engine) });
+    if (restored.kind === 'none') return null;
+    if (restored.kind === 'unreadable') {
       this.#log(
         'warn',
         `The live file of dataset '${this.name}' could not be opened; bootstrapping from the store`,
-        { error: (error as Error).message },
+        { error: restored.error },
       );
       return null;
     }
-    this.#log(
-      'info',
-      `Dataset '${this.name}' serves snapshot ${local.snapshotId} from its live file while the store is consulted`,
-    );
-    return {
+    const local = restored.snapshot;
+    const loaded: LoadedSnapshot = {
       snapshotId: local.snapshotId,
       timestampMs: local.timestampMs,
       checksum: local.checksum,
       schema: local.schema,
       schemaId: local.schemaId,
     };
+    this.#serve(engine, loaded, restored.generation);
+    this.#log(
+      'info',
+      `Dataset '${this.name}' serves snapshot ${local.snapshotId} from its live file while the store is consulted`,
+    );
+    return loaded;
   }
 
   async #readMetadata(input: ReadMetadataInput): Promise<ReadMetadataOutput> {
@@ -264,30 +322,48 @@ export class DatasetHost {
     if (reply.kind === 'read' && reply.recordedLocation !== undefined) {
       this.#recordedLocation = reply.recordedLocation;
     }
+    // The ETag this reply stands for, and the document version it belongs to.
+    const etag = reply.kind === 'unchanged' ? input.ifNoneMatch : reply.etag;
+    this.#lastRead = etag === undefined ? undefined : { etag, version: reply.version };
     return reply;
   }
 
-  /** Download a snapshot into a temporary file; the machine has it verified next. */
+  /** Download a snapshot into a temporary file (a pool task); the machine has it verified next. */
   async #download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
-    const started = performance.now();
-    const file = await downloadSnapshot(
-      this.#filesFor(this.#kindOf(input)),
-      { entry: input.entry, key: resolveSnapshotKey(this.#recordedLocation, input.entry.uri) },
-      { signal },
-    );
+    const abort = abortPort(signal);
+    let file: Awaited<ReturnType<SnapshotTasks['run']>> & SnapshotTaskResults['download'];
+    try {
+      file = await this.#tasks.run(
+        {
+          kind: 'download',
+          files: this.#filesFor(this.#kindOf(input)),
+          entry: input.entry,
+          recordedLocation: this.#recordedLocation,
+          abort: abort.port,
+        },
+        { transfer: [abort.port] },
+      );
+    } finally {
+      abort.done();
+    }
     this.#toHost({
       type: 'downloaded',
       bytes: input.entry.size,
-      seconds: (performance.now() - started) / 1000,
+      seconds: file.seconds,
       snapshotId: input.entry.snapshotId,
       checksum: input.entry.checksum,
     });
     const token = `${input.entry.snapshotId}:${file.tempPath}`;
-    this.#downloaded.set(token, file);
+    this.#downloaded.set(token, {
+      tempPath: file.tempPath,
+      entry: file.entry,
+      digest: file.digest,
+      worker: file.worker,
+    });
     return { snapshotId: input.entry.snapshotId, token };
   }
 
-  /** Verify a downloaded file (checksum, real schema); the machine swaps it in later. */
+  /** Verify a downloaded file (checksum, real schema; a pool task); the machine swaps it in later. */
   async #verify(input: VerifySnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
     const file = this.#downloaded.get(input.downloaded.token);
     if (file === undefined) {
@@ -295,18 +371,28 @@ export class DatasetHost {
     }
     this.#downloaded.delete(input.downloaded.token);
     const kind = this.#kindOf(input);
-    const verified = await verifySnapshot(
-      this.#filesFor(kind),
-      file,
-      { schemaId: input.schemaId, schema: input.schema },
-      { signal },
-    );
+    const abort = abortPort(signal);
+    let verified: PreparedFile;
+    try {
+      verified = await this.#tasks.run(
+        {
+          kind: 'verify',
+          files: this.#filesFor(kind),
+          downloaded: { tempPath: file.tempPath, entry: file.entry, digest: file.digest },
+          recorded: { schemaId: input.schemaId, schema: input.schema },
+          abort: abort.port,
+        },
+        { transfer: [abort.port], prefer: file.worker },
+      );
+    } finally {
+      abort.done();
+    }
     this.#prepared.set(input.downloaded.token, verified);
     this.#engine = kind;
     return { snapshotId: input.entry.snapshotId, token: input.downloaded.token };
   }
 
-  /** Commit a prepared snapshot over the live file and serve it. */
+  /** Commit a prepared snapshot over the live file and serve it (a pool task). */
   async #swapIn(input: SwapSnapshotInput): Promise<void> {
     const file = this.#prepared.get(input.prepared.token);
     if (file === undefined) {
@@ -314,13 +400,47 @@ export class DatasetHost {
     }
     this.#prepared.delete(input.prepared.token);
     const kind = this.#engine ?? 'duckdb';
-    try {
-      await commitSnapshot(this.#filesFor(kind), file, { releaseLater: true });
-      await this.#serveLiveFile(kind, file.snapshot);
-    } finally {
-      // The engine that checked the file closes after the swap is announced, not before.
-      void this.#tracked(releasePrepared(file));
-    }
+    const { generation } = await this.#tasks.run({
+      kind: 'commit',
+      files: this.#filesFor(kind),
+      prepared: file,
+    });
+    this.#serve(kind, file.snapshot, generation);
+  }
+
+  /**
+   * Whether a scheduled check can be answered here: the dataset holds an ETag, it came with the
+   * document of the location's version now published, that version is a document with an ETag, and
+   * its read is younger than the reuse window (the coordinator reads ahead of the poll grid).
+   */
+  #answerInThread(etag: string | null): boolean {
+    const shared = this.#versions;
+    const lastRead = this.#lastRead;
+    if (shared === undefined || etag === null || lastRead === undefined || lastRead.etag !== etag)
+      return false;
+    const published = shared.table.read(shared.slot);
+    const fresh =
+      published !== undefined &&
+      published.state === DocumentState.current &&
+      published.version === lastRead.version &&
+      Date.now() - published.readStartedAtMs < shared.windowMs;
+    if (fresh) this.#answeredInThread = true;
+    return fresh;
+  }
+
+  /** Writes what a check answered in the thread changed into the host's live slot. */
+  #writeLive(snapshot: DatasetSnapshot, unposted: number): void {
+    const live = this.#live;
+    if (live === undefined) return;
+    this.#unposted += unposted;
+    const context = snapshot.context;
+    live.table.write(live.slot, {
+      incarnation: this.#data.incarnation ?? 1,
+      polls: context.counters.polls,
+      lastPollAtMs: context.lastPoll?.atMs ?? 0,
+      nextPollDueMs: context.nextPollDueMs,
+      unposted: this.#unposted,
+    });
   }
 
   #createActor(): Actor<typeof datasetMachine> {
@@ -344,6 +464,9 @@ export class DatasetHost {
       actions: {
         log: (_args, entry) => this.#log(entry.level, entry.message, { ...entry.fields }),
       },
+      guards: {
+        checkedInThread: ({ context }) => this.#answerInThread(context.etag),
+      },
     });
     const actor = createActor(machine, {
       input: {
@@ -366,7 +489,21 @@ export class DatasetHost {
       emitted.push(event);
     });
     actor.subscribe((snapshot: DatasetSnapshot) => {
+      if (!this.#bootstrapped && !snapshot.matches('bootstrapping')) {
+        this.#bootstrapped = true;
+        const done: DatasetToCoordinator = { type: 'bootstrapped' };
+        this.#ports.coordinator.postMessage(done);
+      }
       const events = emitted.splice(0);
+      if (this.#answeredInThread) {
+        this.#answeredInThread = false;
+        // No message for it, unless someone listens for poll events: the host reads it from the live slot.
+        if (!this.#pollEvents) {
+          this.#writeLive(snapshot, 1);
+          return;
+        }
+        this.#writeLive(snapshot, 0);
+      }
       if (events.length > 0) {
         this.#postStatus(datasetStatus(snapshot), events);
       } else {
@@ -436,6 +573,9 @@ export class DatasetHost {
       case 'inspecting':
         this.#setInspecting(message.on);
         break;
+      case 'poll-events':
+        this.#pollEvents = message.on;
+        break;
       case 'status':
         respond(
           host,
@@ -494,18 +634,25 @@ export class DatasetHost {
     this.#flushStatus();
     await Promise.allSettled(this.#running);
     for (const file of [...this.#downloaded.values(), ...this.#prepared.values()]) {
-      await discardPrepared(file);
+      await this.#tasks.run({ kind: 'discard', tempPath: file.tempPath }).catch((error: unknown) =>
+        this.#log(
+          'warn',
+          `A temporary file of dataset '${this.name}' could not be removed; it is removed at its next start`,
+          {
+            path: file.tempPath,
+            error: (error as Error).message,
+          },
+        ),
+      );
     }
     this.#downloaded.clear();
     this.#prepared.clear();
-    await this.#store.close();
     this.#coordinatorRpc.close('stopped');
   }
 
   /**
    * After an uncaught error: stop answering the host and wait (up to `limitMs`) for the machine's
-   * work (a schema check runs DuckDB on this thread's behalf), so the thread can end without
-   * tearing native code down under it. Pending requests are not answered; the host rejects them
+   * work in flight (its pool tasks end on their own; their abort ports close with the thread). Pending requests are not answered; the host rejects them
    * with ERR_THREAD_EXITED when the thread exits.
    */
   async crash(error: unknown, limitMs = 10_000): Promise<void> {

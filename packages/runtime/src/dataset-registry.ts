@@ -11,6 +11,7 @@ import type { DatasetInfo, StateEvent } from './api.js';
 import { DatasetFailedError, ReadyTimeoutError, RuntimeClosedError, UnknownDatasetError } from './errors.js';
 import type { DatasetDescriptor, HostToDataset } from './protocol.js';
 import type { RpcClient } from './rpc.js';
+import type { LiveStatus } from './shared-slots.js';
 
 export interface DatasetEntry {
   readonly name: string;
@@ -21,6 +22,10 @@ export interface DatasetEntry {
   status: DatasetStatus | undefined;
   state: DatasetInfo['state'];
   error: string | undefined;
+  /** The dataset's slot in the `LiveStatus` (its place in the spicepod's valid datasets). */
+  readonly liveSlot: number | undefined;
+  /** The start number of the thread that posts its status now. */
+  incarnation: number;
 }
 
 export class DatasetRegistry {
@@ -32,22 +37,31 @@ export class DatasetRegistry {
   /** Every dataset's state, made at most once per change (see {@link DatasetRegistry.states}). */
   #states: ReadonlyMap<string, DatasetInfo['state']> | undefined;
 
+  readonly #live: LiveStatus | undefined;
+
   constructor(
     datasets: readonly DatasetConfig[],
     errors: readonly ConfigIssue[],
     onState: (event: StateEvent) => void,
+    live?: LiveStatus,
   ) {
     this.#changes.setMaxListeners(0);
     this.#onState = onState;
-    for (const dataset of datasets) this.#add(dataset.name, dataset, undefined);
+    this.#live = live;
+    for (const [index, dataset] of datasets.entries()) this.#add(dataset.name, dataset, undefined, index);
     for (const issue of errors) {
       if (issue.dataset !== undefined && !this.#entries.has(issue.dataset)) {
-        this.#add(issue.dataset, undefined, issue.message);
+        this.#add(issue.dataset, undefined, issue.message, undefined);
       }
     }
   }
 
-  #add(name: string, config: DatasetConfig | undefined, error: string | undefined): void {
+  #add(
+    name: string,
+    config: DatasetConfig | undefined,
+    error: string | undefined,
+    liveSlot: number | undefined,
+  ): void {
     this.#entries.set(name, {
       name,
       config,
@@ -57,7 +71,29 @@ export class DatasetRegistry {
       status: undefined,
       state: config === undefined ? 'failed' : 'starting',
       error,
+      liveSlot,
+      incarnation: 0,
     });
+  }
+
+  /**
+   * The status the thread posted, with the checks it answered itself since (written in its live
+   * slot, not posted): their poll count, last poll and next due time.
+   */
+  status(entry: DatasetEntry): DatasetStatus | undefined {
+    const status = entry.status;
+    if (status === undefined || entry.liveSlot === undefined || this.#live === undefined) return status;
+    const live = this.#live.read(entry.liveSlot);
+    if (live === undefined || live.incarnation !== entry.incarnation || live.polls <= status.counters.polls) {
+      return status;
+    }
+    return {
+      ...status,
+      lastPollAtMs: live.lastPollAtMs,
+      lastPollResult: 'unchanged',
+      nextPollDueMs: live.nextPollDueMs,
+      counters: { ...status.counters, polls: live.polls },
+    };
   }
 
   /** Every dataset, in spicepod order. */
@@ -85,7 +121,7 @@ export class DatasetRegistry {
       name: entry.name,
       engine: entry.config?.engine ?? entry.descriptor?.engine,
       state: entry.state,
-      status: entry.status,
+      status: this.status(entry),
       error: entry.error,
       ...(entry.config === undefined ? {} : { from: entry.config.from }),
     };

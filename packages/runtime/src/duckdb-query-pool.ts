@@ -7,14 +7,20 @@
  * ends a worker, which under running DuckDB work aborts the process. A query goes to the worker
  * with the fewest queries in flight. A worker that dies fails its queries (`ERR_THREAD_EXITED`)
  * and is replaced.
+ *
+ * Time limits: one timer for every query of the pool (not one per query), armed while a timed
+ * query runs; a query's clock starts when its worker starts it — said by the worker with the
+ * datasets it reads (`routed`), or, for a statement that ran before on a worker that is up, when
+ * it is sent. A query past its limit is interrupted in DuckDB and fails with
+ * `ERR_QUERY_TIMEOUT`; it counts as in flight until its engine stopped.
  */
 
 import type { ResourceLimits } from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
 import type { DatasetRead, DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
 import type { DuckDbWorkerData } from './duckdb-query-worker.js';
-import { ChannelClosedError } from './errors.js';
-import type { Logger } from './logging.js';
+import { ChannelClosedError, QueryTimeoutError } from './errors.js';
+import { type Logger, writeLog } from './logging.js';
 import type {
   HostToQueryWorker,
   QueryAnswer,
@@ -22,18 +28,11 @@ import type {
   QueryRequest,
   QueryWorkerToHost,
 } from './query-protocol.js';
+import { StreamCredits } from './stream-credits.js';
 import { threadFile } from './thread-files.js';
 
 /** What a running query hears besides its answer (batch mode). */
 export interface QueryListener {
-  /**
-   * DuckDB: the statement runs there and reads these datasets. Said by the worker before it
-   * starts the query, or — when the worker has started and `known` names what the statement read
-   * before — by the pool as it sends it (one message fewer each way per query).
-   */
-  routed?(datasets: readonly string[] | undefined): void;
-  /** The datasets the statement read when it last ran (the host's plan), if it ran before. */
-  readonly known?: readonly string[];
   schema?(ipc: Uint8Array, read: readonly DatasetRead[]): void;
   batch?(ipc: Uint8Array, rows: number): void;
 }
@@ -41,16 +40,29 @@ export interface QueryListener {
 /** A query the pool runs: its answer, and the ways to drive it while it runs. */
 export interface PoolQuery {
   readonly answer: Promise<QueryAnswer>;
-  /** Stops it in DuckDB; its answer (an error) is still delivered. */
+  /** Stops it in its engine; its answer (an error) is still delivered. */
   cancel(): void;
   /** Lets a batch stream send one more batch. */
   credit(): void;
+}
+
+/** How the pool bounds a query's engine time. */
+export interface PoolTimeout {
+  readonly ms: number;
+  /** The datasets the statement read when it last ran (the host's plan), if it ran before. */
+  readonly known: readonly string[] | undefined;
 }
 
 interface Pending {
   readonly resolve: (answer: QueryAnswer) => void;
   readonly reject: (error: Error) => void;
   readonly listener: QueryListener | undefined;
+  readonly timeoutMs: number;
+  /** When its worker started it (`performance.now()`), once known; the datasets it reads, for a timeout's message. */
+  startedAt: number | undefined;
+  datasets: readonly string[];
+  /** Its caller has its outcome already (it timed out): the answer, when it comes, only ends it. */
+  settled: boolean;
 }
 
 class QueryWorker {
@@ -59,12 +71,18 @@ class QueryWorker {
   closed: (() => void) | undefined;
   /** It has sent a message: its namespace is up, a query it gets starts at once. */
   started = false;
+  readonly #logger: Logger;
+  readonly #onStarted: () => void;
 
   constructor(
     data: DuckDbWorkerData,
     resourceLimits: ResourceLimits | undefined,
+    logger: Logger,
+    onStarted: () => void,
     onExit: (worker: QueryWorker, error: unknown) => void,
   ) {
+    this.#logger = logger;
+    this.#onStarted = onStarted;
     this.worker = new Worker(threadFile('duckdb-query-worker'), {
       workerData: data,
       ...(resourceLimits === undefined ? {} : { resourceLimits }),
@@ -79,18 +97,35 @@ class QueryWorker {
 
   #onMessage(message: QueryWorkerToHost): void {
     this.started = true;
-    if (message.type === 'closed') {
-      this.closed?.();
-      return;
+    switch (message.type) {
+      case 'closed':
+        this.closed?.();
+        return;
+      case 'log':
+        writeLog(this.#logger, message.record);
+        return;
+      case 'answer': {
+        const pending = this.pending.get(message.id);
+        if (pending === undefined) return;
+        this.pending.delete(message.id);
+        if (!pending.settled) pending.resolve(JSON.parse(message.answer) as QueryAnswer);
+        return;
+      }
+      case 'routed': {
+        const pending = this.pending.get(message.id);
+        if (pending === undefined) return;
+        pending.datasets = message.datasets ?? [];
+        pending.startedAt = performance.now();
+        this.#onStarted();
+        return;
+      }
+      case 'schema':
+        this.pending.get(message.id)?.listener?.schema?.(message.ipc, message.read);
+        return;
+      case 'batch':
+        this.pending.get(message.id)?.listener?.batch?.(message.ipc, message.rows);
+        return;
     }
-    const pending = this.pending.get(message.id);
-    if (pending === undefined) return;
-    if (message.type === 'answer') {
-      this.pending.delete(message.id);
-      pending.resolve(message.answer);
-    } else if (message.type === 'routed') pending.listener?.routed?.(message.datasets);
-    else if (message.type === 'schema') pending.listener?.schema?.(message.ipc, message.read);
-    else pending.listener?.batch?.(message.ipc, message.rows);
   }
 
   post(message: HostToQueryWorker): void {
@@ -111,6 +146,7 @@ export class DuckDbQueryPool {
   #catalog: NamespaceCatalog;
   #nextId = 1;
   #closing = false;
+  #watchdog: NodeJS.Timeout | undefined;
 
   constructor(options: DuckDbQueryPoolOptions, catalog: NamespaceCatalog) {
     this.#options = options;
@@ -122,13 +158,15 @@ export class DuckDbQueryPool {
     return new QueryWorker(
       { namespace: this.#options.namespace(index), catalog: this.#catalog },
       this.#options.resourceLimits,
+      this.#options.logger,
+      () => this.#watch(),
       (worker, error) => this.#exited(index, worker, error),
     );
   }
 
   #exited(index: number, worker: QueryWorker, error: unknown): void {
     const reason = new ChannelClosedError('The DuckDB query worker', 'exited');
-    for (const pending of worker.pending.values()) pending.reject(reason);
+    for (const pending of worker.pending.values()) if (!pending.settled) pending.reject(reason);
     worker.pending.clear();
     worker.closed?.();
     if (this.#closing || this.#workers[index] !== worker) return;
@@ -139,7 +177,7 @@ export class DuckDbQueryPool {
     this.#workers[index] = this.#start(index);
   }
 
-  /** Queries not answered yet, over every worker. */
+  /** Queries not answered yet, over every worker (a timed-out one until its engine stopped). */
   get inFlight(): number {
     return this.#workers.reduce((sum, worker) => sum + (worker?.pending.size ?? 0), 0);
   }
@@ -150,24 +188,41 @@ export class DuckDbQueryPool {
     for (const worker of this.#workers) worker?.post({ type: 'catalog', catalog });
   }
 
-  /** Runs a query on the least busy worker. */
-  run(request: QueryRequest, mode: QueryMode, listener?: QueryListener, batchRows?: number): PoolQuery {
-    const worker = this.#workers.reduce<QueryWorker | undefined>(
-      (best, candidate) =>
-        candidate !== undefined && (best === undefined || candidate.pending.size < best.pending.size)
-          ? candidate
-          : best,
-      undefined,
-    );
+  /** Runs a query on the least busy worker; `timeout` bounds its engine time (none for streams). */
+  run(
+    request: QueryRequest,
+    mode: QueryMode,
+    listener?: QueryListener,
+    batchRows?: number,
+    timeout?: PoolTimeout,
+  ): PoolQuery {
+    let worker: QueryWorker | undefined;
+    for (const candidate of this.#workers) {
+      if (candidate !== undefined && (worker === undefined || candidate.pending.size < worker.pending.size)) {
+        worker = candidate;
+      }
+    }
     if (worker === undefined || this.#closing) {
       const closed = Promise.reject(new ChannelClosedError('The DuckDB query pool', 'closed'));
       return { answer: closed, cancel: () => undefined, credit: () => undefined };
     }
     const id = this.#nextId++;
+    const credits = mode === 'batches' ? new StreamCredits() : undefined;
+    const timeoutMs = timeout?.ms ?? 0;
+    // Timed from now when the worker is up and the host knows what it reads; else from `routed`.
+    const announce = timeoutMs > 0 && (!worker.started || timeout?.known === undefined);
+    const target = worker;
     const answer = new Promise<QueryAnswer>((resolve, reject) => {
-      worker.pending.set(id, { resolve, reject, listener });
+      target.pending.set(id, {
+        resolve,
+        reject,
+        listener,
+        timeoutMs,
+        startedAt: timeoutMs > 0 && !announce ? performance.now() : undefined,
+        datasets: timeout?.known ?? [],
+        settled: false,
+      });
     });
-    const announce = listener?.routed !== undefined && (!worker.started || listener.known === undefined);
     worker.post({
       type: 'query',
       id,
@@ -175,18 +230,57 @@ export class DuckDbQueryPool {
       request,
       ...(batchRows === undefined ? {} : { batchRows }),
       ...(announce ? { announce } : {}),
+      ...(credits === undefined ? {} : { credits: credits.control }),
     });
-    if (listener?.routed !== undefined && !announce) listener.routed(listener.known);
+    if (timeoutMs > 0 && !announce) this.#watch();
     return {
       answer,
-      cancel: () => worker.post({ type: 'cancel', id }),
-      credit: () => worker.post({ type: 'credit', id }),
+      cancel: () => {
+        credits?.cancel();
+        target.post({ type: 'cancel', id });
+      },
+      credit: () => credits?.credit(),
     };
+  }
+
+  /** Arms the one timer, if a timed query runs and it is not armed. */
+  #watch(): void {
+    if (this.#watchdog !== undefined) return;
+    let next = Number.POSITIVE_INFINITY;
+    const now = performance.now();
+    for (const worker of this.#workers) {
+      for (const pending of worker?.pending.values() ?? []) {
+        if (pending.startedAt === undefined || pending.settled || pending.timeoutMs <= 0) continue;
+        next = Math.min(next, pending.startedAt + pending.timeoutMs - now);
+      }
+    }
+    if (next === Number.POSITIVE_INFINITY) return;
+    this.#watchdog = setTimeout(() => this.#expire(), Math.max(1, next));
+    // Running queries keep the process alive through their worker; an idle pool must not.
+    this.#watchdog.unref();
+  }
+
+  /** Fails (and interrupts) every timed query past its limit, then arms the timer for the next. */
+  #expire(): void {
+    this.#watchdog = undefined;
+    const now = performance.now();
+    for (const worker of this.#workers) {
+      if (worker === undefined) continue;
+      for (const [id, pending] of worker.pending) {
+        if (pending.startedAt === undefined || pending.settled || pending.timeoutMs <= 0) continue;
+        if (now - pending.startedAt < pending.timeoutMs) continue;
+        pending.settled = true;
+        worker.post({ type: 'cancel', id });
+        pending.reject(new QueryTimeoutError(pending.datasets, pending.timeoutMs));
+      }
+    }
+    this.#watch();
   }
 
   /** Stops every query, closes every namespace, ends the workers. */
   async close(): Promise<void> {
     this.#closing = true;
+    clearTimeout(this.#watchdog);
     await Promise.all(
       this.#workers.map(async (worker) => {
         if (worker === undefined) return;

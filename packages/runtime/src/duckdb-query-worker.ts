@@ -1,9 +1,12 @@
 /**
  * A DuckDB query worker: one {@link DuckDbNamespace} (every DuckDB dataset attached at its current
  * generation) serving many queries at once — DuckDB executes them on its own threads, this thread
- * only prepares, binds and converts results. The host pushes every catalog version; a query waits
+ * only routes, binds and converts results. The host pushes every catalog version; a query waits
  * for the versions that arrived before it. Cancelling a query interrupts it in DuckDB (the
- * connection is free at once); a stream sends a batch only while the host has credit for it.
+ * connection is free at once); a stream sends a batch only while it holds a credit
+ * (stream-credits.ts: awaited here without blocking the thread).
+ * A catalog version that fails to apply and an uncaught error are reported to the host's log with
+ * their cause (the second ends the worker, once DuckDB runs nothing on its behalf).
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import {
@@ -11,15 +14,18 @@ import {
   DuckDbNamespace,
   type DuckDbNamespaceOptions,
   type NamespaceCatalog,
+  type QueryCancellation,
+  type QueryRoute,
 } from '@ferry/engines/namespaces';
 import {
   answerOf,
+  errorRecord,
   type HostToQueryWorker,
   type QueryAnswer,
   type QueryWorkerToHost,
-  STREAM_WINDOW,
   transferable,
 } from './query-protocol.js';
+import { takeCredit } from './stream-credits.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('duckdb-query-worker.js is the entry of a DuckDB query worker; the runtime starts it.');
@@ -32,123 +38,173 @@ export interface DuckDbWorkerData {
 
 const port = parentPort;
 const data = workerData as DuckDbWorkerData;
-const ready = DuckDbNamespace.create(data.namespace).then(async (namespace) => {
-  await namespace.setCatalog(data.catalog);
-  return namespace;
-});
-/**
- * Every catalog version received so far, applied in order — coalesced: a burst of versions (many
- * datasets swapping at once) is applied as the newest one.
- */
-let catalogs: Promise<unknown> = ready;
-let newest: NamespaceCatalog | undefined;
-let closing = false;
-
-interface Running {
-  readonly controller: AbortController;
-  credits: number;
-  wake: (() => void) | undefined;
-}
-
-const running = new Map<number, Running>();
 
 function post(message: QueryWorkerToHost, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
 
-async function run(
-  message: Extract<HostToQueryWorker, { type: 'query' }>,
-  catalogsBefore: Promise<unknown>,
-): Promise<void> {
-  const state: Running = { controller: new AbortController(), credits: STREAM_WINDOW, wake: undefined };
-  running.set(message.id, state);
-  const { signal } = state.controller;
-  signal.addEventListener('abort', () => state.wake?.(), { once: true });
-  let answer: QueryAnswer;
-  try {
-    const namespace = await ready;
-    await catalogsBefore;
-    const { sql, params, maxRows, maxBytes } = message.request;
-    const route = await namespace.route(sql);
-    if (route.engine === 'duckdb' && message.announce === true) {
-      post({ type: 'routed', id: message.id, datasets: route.datasets });
-    }
-    if (route.engine === 'sqlite') {
-      answer = { kind: 'reroute', datasets: route.datasets };
-    } else if (message.mode === 'rows') {
-      answer = await namespace.rows(sql, params, route, { signal, maxRows, maxBytes });
-    } else {
-      const sink: BatchSink = {
-        schema: (ipc, read) => {
-          const bytes = transferable(ipc);
-          post({ type: 'schema', id: message.id, ipc: bytes, read }, [bytes.buffer as ArrayBuffer]);
-        },
-        batch: async (ipc, rows) => {
-          while (state.credits === 0) {
-            signal.throwIfAborted();
-            await new Promise<void>((resolve) => {
-              state.wake = resolve;
-            });
-            state.wake = undefined;
-          }
-          signal.throwIfAborted();
-          state.credits--;
-          const bytes = transferable(ipc);
-          post({ type: 'batch', id: message.id, ipc: bytes, rows }, [bytes.buffer as ArrayBuffer]);
-        },
-      };
-      answer = await namespace.batches(sql, params, route, sink, {
-        signal,
-        maxRows,
-        maxBytes,
-        ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
-      });
-    }
-  } catch (error) {
-    answer = answerOf(error);
-  } finally {
-    running.delete(message.id);
+let namespace: DuckDbNamespace | undefined;
+const ready = DuckDbNamespace.create(data.namespace).then(async (created) => {
+  await created.setCatalog(data.catalog);
+  namespace = created;
+  return created;
+});
+/**
+ * Every catalog version received so far, applied in order — coalesced: a burst of versions (many
+ * datasets swapping at once) is applied as the newest one. `pending` counts versions not applied
+ * yet: with none, a query starts without waiting for the chain.
+ */
+let catalogs: Promise<unknown> = ready;
+let pending = 1;
+void ready.then(
+  () => {
+    pending--;
+  },
+  () => {
+    pending--;
+  },
+);
+let newest: NamespaceCatalog | undefined;
+let closing = false;
+
+/**
+ * What stops one query: the few members of an AbortSignal the namespace uses, without an
+ * AbortController and an EventTarget per query.
+ */
+class QueryStop implements QueryCancellation {
+  aborted = false;
+  reason: unknown;
+  #listeners: (() => void)[] = [];
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.#listeners.push(listener);
   }
-  post({ type: 'answer', id: message.id, answer });
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    this.#listeners = this.#listeners.filter((known) => known !== listener);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = new Error('The query was cancelled.');
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const listener of listeners) listener();
+  }
+}
+
+interface Running {
+  readonly stop: QueryStop;
+}
+
+const running = new Map<number, Running>();
+
+type QueryMessage = Extract<HostToQueryWorker, { type: 'query' }>;
+
+async function answer(message: QueryMessage, state: Running): Promise<QueryAnswer> {
+  if (pending > 0) await catalogs;
+  const ns = namespace ?? (await ready);
+  const { sql, params, maxRows, maxBytes, shape } = message.request;
+  const route: QueryRoute = ns.knownRoute(sql, shape) ?? (await ns.route(sql, shape));
+  const shared = route.engine === 'duckdb' ? route.statement?.shared === true : true;
+  if (route.engine === 'duckdb' && message.announce === true) {
+    post({ type: 'routed', id: message.id, datasets: route.datasets });
+  }
+  if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
+  const { stop } = state;
+  if (message.mode === 'rows') return ns.rows(sql, params, route, { signal: stop, maxRows, maxBytes });
+  const sink: BatchSink = {
+    schema: (ipc, read) => {
+      const bytes = transferable(ipc);
+      post({ type: 'schema', id: message.id, ipc: bytes, read }, [bytes.buffer as ArrayBuffer]);
+    },
+    batch: async (ipc, rows) => {
+      if (message.credits !== undefined) await takeCredit(message.credits, () => stop.aborted);
+      if (stop.aborted) throw stop.reason;
+      const bytes = transferable(ipc);
+      post({ type: 'batch', id: message.id, ipc: bytes, rows }, [bytes.buffer as ArrayBuffer]);
+    },
+  };
+  const outcome = await ns.batches(sql, params, route, sink, {
+    signal: stop,
+    maxRows,
+    maxBytes,
+    ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
+  });
+  return { ...outcome, shared };
+}
+
+function run(message: QueryMessage): void {
+  const state: Running = { stop: new QueryStop() };
+  running.set(message.id, state);
+  answer(message, state).then(
+    (result) => {
+      running.delete(message.id);
+      post({ type: 'answer', id: message.id, answer: JSON.stringify(result) });
+    },
+    (error: unknown) => {
+      running.delete(message.id);
+      post({ type: 'answer', id: message.id, answer: JSON.stringify(answerOf(error)) });
+    },
+  );
 }
 
 async function close(id: number): Promise<void> {
   closing = true;
-  for (const state of running.values()) state.controller.abort();
-  const namespace = await ready.catch(() => undefined);
+  for (const state of running.values()) state.stop.abort();
+  // Closing needs only that the namespace, if there is one, is closed: one that never came up (its
+  // failure was each query's answer and the log's) has nothing to close.
+  const ns = await ready.then(
+    (created) => created,
+    () => undefined,
+  );
   // A catalog change in flight finishes first: closing an instance under DDL would not return.
   await catalogs;
-  await namespace?.close();
+  await ns?.close();
   post({ type: 'closed', id });
+}
+
+function applyCatalog(catalog: NamespaceCatalog): void {
+  newest = catalog;
+  pending++;
+  catalogs = catalogs
+    .then(async () => {
+      const next = newest;
+      newest = undefined;
+      if (next !== undefined && !closing) await (await ready).setCatalog(next);
+    })
+    .then(
+      () => undefined,
+      (error: unknown) => {
+        // Queries keep reading the version applied before; the next version is applied in full.
+        post({
+          type: 'log',
+          record: errorRecord(
+            'error',
+            'query',
+            `A DuckDB query worker could not apply catalog version ${catalog.version} (its queries read the previous version until a newer one applies)`,
+            error,
+          ),
+        });
+      },
+    )
+    .finally(() => {
+      pending--;
+    });
 }
 
 port.on('message', (message: HostToQueryWorker) => {
   switch (message.type) {
     case 'catalog':
-      if (closing) break;
-      newest = message.catalog;
-      catalogs = catalogs
-        .then(async () => {
-          const catalog = newest;
-          newest = undefined;
-          if (catalog !== undefined && !closing) await (await ready).setCatalog(catalog);
-        })
-        .catch(() => undefined);
+      if (!closing) applyCatalog(message.catalog);
       break;
     case 'query':
-      void run(message, catalogs);
+      run(message);
       break;
     case 'cancel':
-      running.get(message.id)?.controller.abort();
+      running.get(message.id)?.stop.abort();
       break;
-    case 'credit': {
-      const state = running.get(message.id);
-      if (state !== undefined) {
-        state.credits++;
-        state.wake?.();
-      }
-      break;
-    }
     case 'close':
       void close(message.id);
       break;
@@ -157,16 +213,29 @@ port.on('message', (message: HostToQueryWorker) => {
 
 /**
  * An uncaught error ends the worker (the host starts another), but only once DuckDB runs nothing
- * on its behalf: ending a thread under native work aborts the whole process.
+ * on its behalf: ending a thread under native work aborts the whole process. The error goes to the
+ * host's log first, with its cause.
  */
 let crashing = false;
-async function crash(): Promise<void> {
+async function crash(error: unknown): Promise<void> {
+  post({
+    type: 'log',
+    record: errorRecord(
+      'error',
+      'query',
+      'A DuckDB query worker failed with an uncaught error and ends',
+      error,
+    ),
+  });
   if (crashing) return;
   crashing = true;
-  for (const state of running.values()) state.controller.abort();
-  const namespace = await ready.catch(() => undefined);
-  await Promise.race([namespace?.cancelAll(), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  for (const state of running.values()) state.stop.abort();
+  const ns = await ready.then(
+    (created) => created,
+    () => undefined,
+  );
+  await Promise.race([ns?.cancelAll(), new Promise((resolve) => setTimeout(resolve, 10_000))]);
   process.exit(1);
 }
-process.on('uncaughtException', () => void crash());
-process.on('unhandledRejection', () => void crash());
+process.on('uncaughtException', (error) => void crash(error));
+process.on('unhandledRejection', (reason) => void crash(reason));

@@ -49,6 +49,8 @@ export {
   StoreError,
   type StoreOperation,
 } from '@ferry/store';
+// The errors a dataset thread may raise live apart: that thread loads none of the packages below.
+export { ChannelClosedError, StaleBuildError, ThreadFileMissingError } from './thread-errors.js';
 
 function list(names: readonly string[]): string {
   return names.length === 0 ? '(none)' : names.join(', ');
@@ -144,6 +146,26 @@ export class QueryCancelledError extends FerryError {
   }
 }
 
+/**
+ * The runtime already runs (or queues) as many queries as it admits at once: refused at once,
+ * never queued without bound. `retryAfterSeconds` is when one is likely to be admitted (HTTP's
+ * `Retry-After`).
+ */
+export class QueryRejectedError extends FerryError {
+  readonly limit: number;
+  readonly retryAfterSeconds: number;
+
+  constructor(limit: number, retryAfterSeconds: number) {
+    super(
+      'ERR_QUERY_REJECTED',
+      `The runtime already has ${limit} queries in flight, the most it admits at once (maxQueriesInFlight); retry in ${retryAfterSeconds} s, or raise maxQueriesInFlight.`,
+    );
+    this.name = 'QueryRejectedError';
+    this.limit = limit;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 /** A stream whose consumer read nothing for too long was cancelled, freeing its engine. */
 export class StreamIdleError extends FerryError {
   constructor(idleMs: number) {
@@ -173,24 +195,6 @@ export class RuntimeClosedError extends FerryError {
   }
 }
 
-/** The other end of a thread channel went away while requests were pending. */
-export class ChannelClosedError extends FerryError {
-  constructor(what: string, reason: string) {
-    super('ERR_THREAD_EXITED', `${what} ${reason} before answering; the request was not completed.`);
-    this.name = 'ChannelClosedError';
-  }
-}
-
-export class ThreadFileMissingError extends FerryError {
-  constructor(file: string) {
-    super(
-      'ERR_THREAD_FILE_MISSING',
-      `Thread entry ${file} was not found; build the runtime package first (pnpm build).`,
-    );
-    this.name = 'ThreadFileMissingError';
-  }
-}
-
 registerErrors({
   UnknownDatasetError,
   DatasetNotReadyError,
@@ -199,9 +203,8 @@ registerErrors({
   QueryTimeoutError,
   ResultTooLargeError,
   QueryCancelledError,
+  QueryRejectedError,
   StreamIdleError,
   CrossDialectError,
   RuntimeClosedError,
-  ChannelClosedError,
-  ThreadFileMissingError,
 });

@@ -11,10 +11,17 @@ import type { RuntimeEvents } from './api.js';
 export type RuntimeEventArgs = { [K in keyof RuntimeEvents]: [payload: RuntimeEvents[K]] };
 
 export class RuntimeEventEmitter extends EventEmitter<RuntimeEventArgs> {
+  readonly #onListeners = new Map<keyof RuntimeEvents, () => void>();
+
   constructor() {
     super();
     // Every waiter (`ready`, a test's `nextEvent`) is a listener: there is no leak to warn about.
     this.setMaxListeners(0);
+  }
+
+  /** Calls `changed` whenever `event` gains its first listener or loses its last one. */
+  onListeners(event: keyof RuntimeEvents, changed: () => void): void {
+    this.#onListeners.set(event, changed);
   }
 
   /** Emits `payload` to the listeners of `event`, if any (so `error` never throws). */
@@ -30,8 +37,10 @@ export class RuntimeEventEmitter extends EventEmitter<RuntimeEventArgs> {
   ): () => void {
     const untyped = this as EventEmitter;
     untyped.on(event, listener);
+    if (untyped.listenerCount(event) === 1) this.#onListeners.get(event)?.();
     return () => {
       untyped.off(event, listener);
+      if (untyped.listenerCount(event) === 0) this.#onListeners.get(event)?.();
     };
   }
 }

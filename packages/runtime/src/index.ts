@@ -9,3 +9,4 @@ export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';
+export { sdkNoticeOnce } from './sdk-notice.js';

@@ -4,7 +4,7 @@
  * name, so the machines of different threads never collide in one inspector.
  */
 import type { JsonValue } from '@ferry/core';
-import { type DatasetSnapshot, datasetStateName, datasetStatus } from '@ferry/core';
+import { type DatasetSnapshot, datasetStateName, datasetStatus } from '@ferry/core/machine';
 import type { InspectionEvent as XStateInspectionEvent } from 'xstate';
 import type { InspectionEvent } from './protocol.js';
 

@@ -2,7 +2,7 @@
  * Which log records a thread posts at all. Kept apart from `logging.ts` (which loads pino) so the
  * dataset threads, one per dataset, do not load a logger they never call.
  */
-import { LOG_LEVELS, type LogLevel, levelWanted } from '@ferry/core';
+import { LOG_LEVELS, type LogLevel, levelWanted } from '@ferry/core/machine';
 import type { Logger } from './logging.js';
 
 export { levelWanted };

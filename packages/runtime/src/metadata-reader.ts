@@ -4,9 +4,17 @@
  * (their polls fall on one grid, see the machine's `pollPhaseMs`) make ONE conditional GET: a read in
  * flight is joined, and a read younger than `windowMs` is reused. Each dataset still applies its own
  * ETag: the reply is "unchanged" only when the dataset's ETag equals the document's.
+ *
+ * Each read's outcome is published (`publish`): a version number that moves whenever the document's
+ * ETag, presence or readability changes, with when the read began. With `readAhead`, the reader
+ * reads on the datasets' poll grid a little before each grid point, so when their timers fire the
+ * read is there: a dataset holding the ETag of the published version answers its poll in its
+ * thread, without asking (docs/threads.md).
  */
-import type { ObjectStore, ReadMetadataOutput } from '@ferry/core';
+import type { ObjectStore } from '@ferry/core';
 import { getDataset, maxMetadataBytes, type ParsedMetadata, parseMetadata } from '@ferry/core';
+import type { MetadataReply } from './protocol.js';
+import { DocumentState, type PublishedVersion } from './shared-slots.js';
 
 const METADATA_KEY = 'metadata.json';
 
@@ -15,10 +23,22 @@ interface Document {
   readonly metadata: ParsedMetadata | undefined;
   readonly error: unknown;
   readonly atMs: number;
+  /** The published version this document is (see the module comment). */
+  readonly version: number;
 }
 
-/** The reply to a dataset, plus the location recorded inside metadata.json (for key resolution). */
-export type MetadataReply = ReadMetadataOutput & { readonly recordedLocation?: string };
+export interface MetadataReaderOptions {
+  readonly windowMs: number;
+  readonly now?: () => number;
+  /** Called after every read with the document's published version. */
+  readonly publish?: (version: PublishedVersion) => void;
+}
+
+/** The poll grid to read ahead of: `phaseMs + k × interval` for each interval of the location's datasets. */
+export interface ReadAheadGrid {
+  readonly phaseMs: number;
+  readonly intervalsMs: readonly number[];
+}
 
 /** One successful read of the document: its ETag, and when the read began and ended (`now()` of the reader). */
 export interface MetadataObservation {
@@ -31,15 +51,71 @@ export class LocationMetadataReader {
   readonly store: ObjectStore;
   readonly #windowMs: number;
   readonly #now: () => number;
+  readonly #publish: ((version: PublishedVersion) => void) | undefined;
   #document: Document | undefined;
   #inflight: Promise<Document> | undefined;
   #gets = 0;
+  /** The last published (state, ETag) and its version. */
+  #published: { state: number; etag: string | undefined; version: number } = {
+    state: 0,
+    etag: undefined,
+    version: 0,
+  };
+  /** How long the last GET took (read-ahead starts at least three times that before a grid point). */
+  #lastGetMs = 0;
+  #aheadTimer: NodeJS.Timeout | undefined;
   readonly #observers = new Set<(observation: MetadataObservation) => void>();
 
-  constructor(store: ObjectStore, options: { readonly windowMs: number; readonly now?: () => number }) {
+  constructor(store: ObjectStore, options: MetadataReaderOptions) {
     this.store = store;
     this.#windowMs = options.windowMs;
     this.#now = options.now ?? Date.now;
+    this.#publish = options.publish;
+  }
+
+  /** How long a read is reused by polls (a dataset answering its poll in its thread keeps to it too). */
+  get windowMs(): number {
+    return this.#windowMs;
+  }
+
+  /**
+   * Reads ahead of every point of `grid`: at `lead` before it (at least 25 ms, three times the last
+   * GET, at most half the reuse window), so the datasets polling at that point find the read done
+   * and younger than the window. Nothing when the window is 0 (every poll reads for itself).
+   */
+  readAhead(grid: ReadAheadGrid): void {
+    this.stopReadAhead();
+    if (!(this.#windowMs > 0) || grid.intervalsMs.length === 0) return;
+    // The grid point the last read was for: each point is read for once, whatever the lead does.
+    let lastPoint = Number.NEGATIVE_INFINITY;
+    const schedule = (): void => {
+      const lead = Math.min(this.#windowMs / 2, Math.max(25, 3 * this.#lastGetMs));
+      const now = this.#now();
+      const from = Math.max(now + lead, lastPoint) + 1;
+      const point = Math.min(
+        ...grid.intervalsMs.map((interval) => {
+          const since = (((from - grid.phaseMs) % interval) + interval) % interval;
+          return from + (since === 0 ? 0 : interval - since);
+        }),
+      );
+      this.#aheadTimer = setTimeout(
+        () => {
+          lastPoint = point;
+          const cached = this.#document;
+          // A read younger than the lead (a poll's, a notification's) is as good as this one.
+          if (cached === undefined || this.#now() - cached.atMs >= lead) void this.#read();
+          schedule();
+        },
+        Math.max(0, point - lead - now),
+      );
+      this.#aheadTimer.unref();
+    };
+    schedule();
+  }
+
+  stopReadAhead(): void {
+    clearTimeout(this.#aheadTimer);
+    this.#aheadTimer = undefined;
   }
 
   /**
@@ -77,10 +153,13 @@ export class LocationMetadataReader {
         ? cached
         : await this.#read();
     if (document.error !== undefined) throw document.error;
-    if (document.etag !== undefined && ifNoneMatch === document.etag) return { kind: 'unchanged' };
+    if (document.etag !== undefined && ifNoneMatch === document.etag) {
+      return { kind: 'unchanged', version: document.version };
+    }
     const metadata = document.metadata;
     return {
       kind: 'read',
+      version: document.version,
       ...(document.etag === undefined ? {} : { etag: document.etag }),
       dataset: metadata === undefined ? undefined : getDataset(metadata, dataset),
       ...(metadata === undefined ? {} : { recordedLocation: metadata.location }),
@@ -106,30 +185,61 @@ export class LocationMetadataReader {
           : { ifNoneMatch: previous.etag }),
         maxBytes: maxMetadataBytes,
       });
+      this.#lastGetMs = this.#now() - atMs;
       if (result.status === 'unchanged' && previous !== undefined) {
         document = { ...previous, atMs };
       } else if (result.status === 'ok') {
         const text = new TextDecoder().decode(result.body);
         try {
-          document = {
+          document = this.#versioned({
             etag: result.etag,
             metadata: parseMetadata(text, this.store.location),
             error: undefined,
             atMs,
-          };
+          });
         } catch (error) {
-          document = { etag: result.etag, metadata: undefined, error, atMs };
+          document = this.#versioned({ etag: result.etag, metadata: undefined, error, atMs });
         }
       } else {
-        document = { etag: undefined, metadata: undefined, error: undefined, atMs };
+        document = this.#versioned({ etag: undefined, metadata: undefined, error: undefined, atMs });
       }
     } catch (error) {
       // A failed read is never reused: the next poll reads again.
-      return { etag: undefined, metadata: undefined, error, atMs: Number.NEGATIVE_INFINITY };
+      this.#lastGetMs = this.#now() - atMs;
+      const failed = this.#versioned({
+        etag: undefined,
+        metadata: undefined,
+        error,
+        atMs: Number.NEGATIVE_INFINITY,
+      });
+      this.#publishRead(failed, atMs);
+      return failed;
     }
     this.#document = document;
+    this.#publishRead(document, atMs);
     const endedAtMs = this.#now();
     for (const observer of this.#observers) observer({ etag: document.etag, startedAtMs: atMs, endedAtMs });
     return document;
+  }
+
+  /** The document with its version: the last one, unless its state or ETag differs from the last published. */
+  #versioned(document: Omit<Document, 'version'>): Document {
+    const state =
+      document.error === undefined && document.etag !== undefined
+        ? DocumentState.current
+        : DocumentState.other;
+    const last = this.#published;
+    if (last.state !== state || last.etag !== document.etag || state === DocumentState.other) {
+      this.#published = { state, etag: document.etag, version: last.version + 1 };
+    }
+    return { ...document, version: this.#published.version };
+  }
+
+  #publishRead(document: Document, startedAtMs: number): void {
+    this.#publish?.({
+      version: document.version,
+      state: this.#published.state,
+      readStartedAtMs: startedAtMs,
+    });
   }
 }

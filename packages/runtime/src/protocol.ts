@@ -1,11 +1,15 @@
 /**
  * The wire protocol between Ferry's threads: one discriminated union per direction of each channel,
  * with request ids (`id`) answered by {@link RpcResponse}s. Everything here is structured-clone
- * data: no functions, no class instances, no engine handles.
+ * data: no functions, no class instances, no engine handles. Types only: a dataset thread imports
+ * this module, and nothing here may load code.
  *
  *   host  <-> coordinator   the coordinator Worker
  *   host  <-> dataset       a MessagePort per dataset thread (status, commands, generations)
- *   coordinator <-> dataset the dataset Worker (metadata reads, announcements, stop)
+ *   coordinator <-> dataset the dataset Worker (metadata reads, snapshot tasks, announcements, stop)
+ *   coordinator -> pool     snapshot tasks (piscina), relayed for the dataset threads
+ *
+ * The messages only tests send (crash drills) are not here: see `test-hooks.ts`.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type {
@@ -17,9 +21,13 @@ import type {
   FileFormat,
   JsonValue,
   ReadMetadataOutput,
+  S3Settings,
+  SchemaEntry,
   SerializedError,
+  SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core';
+import type { DownloadedSnapshot, LocalSnapshot, PreparedSnapshot } from '@ferry/snapshots';
 import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';
 
@@ -53,7 +61,9 @@ export type HostToDataset =
   | { readonly type: 'status'; readonly id: number }
   | { readonly type: 'command'; readonly id: number; readonly command: DatasetCommand }
   /** Whether anyone inspects: a thread builds and posts inspection events only then (default on). */
-  | { readonly type: 'inspecting'; readonly on: boolean };
+  | { readonly type: 'inspecting'; readonly on: boolean }
+  /** Whether anyone listens for `poll` events: a check answered in the thread posts one only then (default on). */
+  | { readonly type: 'poll-events'; readonly on: boolean };
 
 /**
  * A generation a dataset thread serves: a link to the live file of one snapshot (a file that
@@ -98,12 +108,28 @@ export interface DatasetWorkerData {
   /** Absolute live file path. */
   readonly livePath: string;
   readonly hostPort: MessagePort;
+  /** The build this thread's host was made from (see `build-id.ts`): a thread of another build refuses to start. */
+  readonly buildId: string;
   /** Clock phase shared by every dataset of the process, so shared locations poll together. */
   readonly pollPhaseMs: number;
-  /** The runtime's data directory: generation links go under it (see `generationDirFor`). */
-  readonly dataDir: string;
+  /** The dataset's generation directory (`generationDirFor`): its links of the live file. */
+  readonly generationDir: string;
   /** The lowest level of log record the host's logger writes (the thread posts no others); default debug. */
   readonly logLevel?: LogLevel;
+  /**
+   * The location's published metadata versions (`PublishedVersions`) and this dataset's slot in
+   * them, with the reuse window of its reads: a scheduled poll whose answer is known there is
+   * answered in the thread. Absent: every poll asks the coordinator.
+   */
+  readonly versions?: {
+    readonly buffer: SharedArrayBuffer;
+    readonly slot: number;
+    readonly windowMs: number;
+  };
+  /** The host's `LiveStatus` and this dataset's slot, where checks answered in the thread are written. */
+  readonly live?: { readonly buffer: SharedArrayBuffer; readonly slot: number };
+  /** This thread's start number for the dataset (1, then +1 per restart). */
+  readonly incarnation?: number;
 }
 
 export type DatasetToCoordinator =
@@ -114,16 +140,110 @@ export type DatasetToCoordinator =
       readonly ifNoneMatch?: string;
       readonly fresh?: boolean;
     }
-  | { readonly type: 'log'; readonly record: LogRecord };
+  /** The machine left `bootstrapping` for the first time (it serves, or waits): its bootstrap permit is free. */
+  | { readonly type: 'bootstrapped' }
+  /**
+   * A task for the snapshot pool; its abort port (if any) travels in the transfer list. `prefer`:
+   * the pool worker to run it on when that one is free (the one that downloaded the file).
+   */
+  | {
+      readonly type: 'snapshot-task';
+      readonly id: number;
+      readonly task: SnapshotTask;
+      readonly prefer?: number;
+    };
 
 export type CoordinatorToDataset =
   | RpcResponse
   | { readonly type: 'announce'; readonly snapshotId: number }
-  /** A crash drill (sent only through `@ferry/runtime/testing`): the thread throws an uncaught error, as a bug would. */
-  | { readonly type: 'crash' }
   | { readonly type: 'stop'; readonly id: number };
 
-export type ReadMetadataReply = ReadMetadataOutput;
+/**
+ * The reply to a dataset's metadata read, plus the location recorded inside metadata.json (for key
+ * resolution) and the published version of the document it comes from (see `shared-slots.ts`).
+ */
+export type MetadataReply = ReadMetadataOutput & {
+  readonly recordedLocation?: string;
+  readonly version: number;
+};
+
+// ---------------------------------------------------------------------------------------------
+// snapshot tasks (dataset thread -> coordinator -> snapshot pool)
+// ---------------------------------------------------------------------------------------------
+
+/** Where a dataset's files are and how its store is reached: everything a pool task needs. */
+export interface DatasetFiles {
+  readonly dataset: string;
+  /** The engine whose file format the snapshots have. */
+  readonly engine: EngineName;
+  /** The table inside the file (Spice writers name it after the dataset). */
+  readonly table: string;
+  readonly livePath: string;
+  /** The dataset's own generation directory (see `generationDirFor`). */
+  readonly generationDir: string;
+  /** The configured location and its S3 settings: a pool worker keeps one store per (location, credentials). */
+  readonly location: string;
+  readonly s3?: S3Settings;
+}
+
+/**
+ * One step of the swap pipeline, run by a snapshot pool worker. `abort` (download, verify): a port
+ * whose first message, or its closing (the dataset thread died), cancels the task.
+ */
+export type SnapshotTask =
+  /** Removes stale generation links, matches the live file to its manifest, checks it and links it. */
+  | { readonly kind: 'restore'; readonly files: DatasetFiles }
+  | {
+      readonly kind: 'download';
+      readonly files: DatasetFiles;
+      readonly entry: SnapshotEntry;
+      /** The location metadata.json records, which the entry's URI is resolved against. */
+      readonly recordedLocation: string;
+      readonly abort?: MessagePort;
+    }
+  | {
+      readonly kind: 'verify';
+      readonly files: DatasetFiles;
+      readonly downloaded: DownloadedSnapshot;
+      readonly recorded: SchemaEntry;
+      readonly abort?: MessagePort;
+    }
+  /** Commits a verified file over the live path, then links the new live file as a generation. */
+  | { readonly kind: 'commit'; readonly files: DatasetFiles; readonly prepared: PreparedSnapshot }
+  | { readonly kind: 'prune'; readonly files: DatasetFiles; readonly keep: number }
+  | { readonly kind: 'discard'; readonly tempPath: string }
+  /** Closes the worker's warm checkers and stores (before the pool ends). */
+  | { readonly kind: 'release' };
+
+export type RestoreResult =
+  | { readonly kind: 'none' }
+  /** The manifest names the file, but its engine cannot read it (or its table and schema differ). */
+  | { readonly kind: 'unreadable'; readonly error: string }
+  | { readonly kind: 'restored'; readonly snapshot: LocalSnapshot; readonly generation: string };
+
+/** A download's result: the file, and the worker that holds its warm checker (verified there when it is free). */
+export type DownloadResult = DownloadedSnapshot & { readonly worker: number; readonly seconds: number };
+
+export interface CommitResult {
+  /** The generation link of the new live file. */
+  readonly generation: string;
+}
+
+/** What each task kind answers. */
+export interface SnapshotTaskResults {
+  readonly restore: RestoreResult;
+  readonly download: DownloadResult;
+  readonly verify: PreparedSnapshot;
+  readonly commit: CommitResult;
+  readonly prune: null;
+  readonly discard: null;
+  readonly release: null;
+}
+
+/** A task's answer as the pool worker posts it: errors serialised (piscina's own posting loses their fields). */
+export type SnapshotTaskReply =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: SerializedError };
 
 // ---------------------------------------------------------------------------------------------
 // host <-> coordinator (the coordinator Worker)
@@ -132,16 +252,27 @@ export type ReadMetadataReply = ReadMetadataOutput;
 export interface CoordinatorWorkerData {
   readonly config: SpicepodConfig;
   readonly datasets: readonly DatasetConfig[];
-  readonly dataDir: string;
-  readonly baseDir: string;
+  /** Each dataset's live file and generation directory, by name (the host decides them). */
+  readonly files: Readonly<Record<string, { readonly livePath: string; readonly generationDir: string }>>;
   /** Shortest time between two reads of one location's metadata.json by polls. */
   readonly metadataWindowMs: number;
   readonly restartBackoffMs: readonly number[];
   /** How long close() waits for a dataset thread to stop before terminating it. */
   readonly stopTimeoutMs: number;
   readonly datasetResourceLimits?: import('node:worker_threads').ResourceLimits;
+  /** The host's `LiveStatus` buffer: one slot per dataset, in the order of `datasets`. */
+  readonly liveStatus: SharedArrayBuffer;
   /** The lowest level of log record the host's logger writes. */
   readonly logLevel: LogLevel;
+  /** The build the host was made from (see `build-id.ts`). */
+  readonly buildId: string;
+  /** Added to the start numbers of this coordinator's dataset threads (a restarted coordinator's never repeat). */
+  readonly incarnationBase: number;
+  /** Datasets bootstrapping at once, at most (Spice's `runtime.dataset_load_parallelism`). */
+  readonly datasetLoadParallelism: number;
+  /** Workers of the snapshot pool, and how long an idle one lives. */
+  readonly snapshotThreads: number;
+  readonly snapshotIdleTimeoutMs: number;
   readonly notificationOptions?: {
     readonly visibilityTimeoutSeconds?: number;
     readonly waitTimeSeconds?: number;
@@ -152,8 +283,6 @@ export interface CoordinatorWorkerData {
 
 export type HostToCoordinator =
   | { readonly type: 'close'; readonly id: number }
-  | { readonly type: 'terminate-dataset'; readonly id: number; readonly dataset: string }
-  | { readonly type: 'metadata-gets'; readonly id: number }
   /** A dataset's snapshots from its location's metadata.json, each checked with a HEAD. */
   | { readonly type: 'snapshots'; readonly id: number; readonly dataset: string; readonly limit?: number };
 

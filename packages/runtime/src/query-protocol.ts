@@ -13,6 +13,7 @@ import {
   NamespaceTableError,
   type RowsOutcome,
 } from '@ferry/engines';
+import type { LogRecord } from './logging.js';
 
 /** One query as a pool runs it. */
 export interface QueryRequest {
@@ -21,9 +22,15 @@ export interface QueryRequest {
   /** Caps: 0 = none. Rows apply to JSON and Arrow tables, not to streams. */
   readonly maxRows: number;
   readonly maxBytes: number;
+  /** The statement's shape key (`statementShape`), when the host computed it: the workers reuse it. */
+  readonly shape?: string;
 }
 
-export type QueryAnswer =
+/**
+ * What a query answered. `shared`: what the answer says about its statement (where it runs, what
+ * it read) holds for every text of the statement's shape, so the host may remember it by shape.
+ */
+export type QueryAnswer = (
   | RowsOutcome
   /** A batch stream ended (`done`: every batch was sent), or a cap was exceeded. */
   | BatchOutcome
@@ -31,7 +38,8 @@ export type QueryAnswer =
   | { readonly kind: 'reroute'; readonly datasets: readonly string[] | undefined }
   | { readonly kind: 'table'; readonly table: string; readonly reason: NamespaceTableError['reason'] }
   /** `detail`: the engine's message before local paths were taken out (for the log). */
-  | { readonly kind: 'error'; readonly error: SerializedError; readonly detail?: string };
+  | { readonly kind: 'error'; readonly error: SerializedError; readonly detail?: string }
+) & { readonly shared?: boolean };
 
 /** The answer a worker sends for a query that threw: a table the engine could not read, or an error. */
 export function answerOf(error: unknown): QueryAnswer {
@@ -61,14 +69,15 @@ export type HostToQueryWorker =
       readonly batchRows?: number;
       /** Send `routed` before it starts (the host does not know yet what it reads). */
       readonly announce?: boolean;
+      /** Batches: the stream's credits (stream-credits.ts). */
+      readonly credits?: Int32Array;
     }
   | { readonly type: 'cancel'; readonly id: number }
-  /** The host's consumer took a batch: one more may come. */
-  | { readonly type: 'credit'; readonly id: number }
   | { readonly type: 'close'; readonly id: number };
 
 export type QueryWorkerToHost =
-  | { readonly type: 'answer'; readonly id: number; readonly answer: QueryAnswer }
+  /** `answer`: the {@link QueryAnswer} as JSON text (a plain JSON value; parsed faster than a clone is rebuilt). */
+  | { readonly type: 'answer'; readonly id: number; readonly answer: string }
   /** The statement runs here and reads these datasets (sent before it starts). */
   | { readonly type: 'routed'; readonly id: number; readonly datasets: readonly string[] | undefined }
   | {
@@ -78,14 +87,28 @@ export type QueryWorkerToHost =
       readonly read: readonly DatasetRead[];
     }
   | { readonly type: 'batch'; readonly id: number; readonly ipc: Uint8Array; readonly rows: number }
-  | { readonly type: 'closed'; readonly id: number };
+  | { readonly type: 'closed'; readonly id: number }
+  /** What the worker has to say for the log (a failed catalog change, an uncaught error). */
+  | { readonly type: 'log'; readonly record: LogRecord };
 
 /** Batches a producer may send ahead of the consumer (the bound on buffering between them). */
 export const STREAM_WINDOW = 2;
 
-/** Slots of an SQLite stream's shared control buffer: credits left, and 1 once cancelled. */
-export const CREDITS = 0;
-export const CANCELLED = 1;
+/** A log record about `error`, with its message, code and stack as fields (what crosses a thread). */
+export function errorRecord(
+  level: LogRecord['level'],
+  component: string,
+  message: string,
+  error: unknown,
+): LogRecord {
+  const cause = error instanceof Error ? error : new Error(String(error));
+  return {
+    level,
+    component,
+    message: `${message}: ${cause.message}`,
+    fields: { err: { message: cause.message, stack: cause.stack, code: (cause as { code?: unknown }).code } },
+  };
+}
 
 /** `bytes` in a buffer of its own, so transferring it detaches nothing else. */
 export function transferable(bytes: Uint8Array): Uint8Array {

@@ -3,21 +3,30 @@
  * statement goes to the DuckDB pool when the runtime has (or may have) DuckDB datasets, and the
  * DuckDB worker's parser routes it: it runs there (DuckDB datasets, joins across engines, no
  * dataset at all), or it is re-routed to the SQLite pool (only SQLite datasets, or SQLite's
- * dialect). The route — engine and datasets read — is remembered per statement text (an LRU), so
- * a repeated statement goes straight to its engine and its datasets' readiness is checked here.
- * A dataset that serves nothing yet fails with `ERR_DATASET_NOT_READY` (or is waited for), decided
- * from the route or from the engine's own "no such table" answer, never from a tokenizer.
+ * dialect). The route — engine and datasets read — is remembered per statement text and per shape
+ * (its text with plain literals replaced, when the engines said what they learned holds for the
+ * shape), so a repeated statement, or the same statement with new literals, goes straight to its
+ * engine and its datasets' readiness is checked here. A dataset that serves nothing yet fails with
+ * `ERR_DATASET_NOT_READY` (or is waited for), decided from the route or from the engine's own "no
+ * such table" answer, never from a tokenizer.
  *
- * Bounds: the timeout (DuckDB: interrupted; SQLite: its worker ended), the caller's signal (the
- * same), the result caps in rows and bytes (checked while reading, so an oversized result is
- * never held whole), and for streams the bytes, the engine time per batch and the consumer's
- * idleness (`result-stream.ts`).
+ * Bounds: admission (at most `maxQueriesInFlight` queries admitted at once, running or queued;
+ * past it a query is refused at once: admission.ts), the timeout (DuckDB: interrupted; SQLite: its
+ * worker ended), the caller's signal (the same), the result caps in rows and bytes (checked while
+ * reading, so an oversized result is never held whole), and for streams the bytes, the engine time
+ * per batch and the consumer's idleness (`result-stream.ts`).
  */
 import type { ResourceLimits } from 'node:worker_threads';
 import { deserializeError, type JsonValue } from '@ferry/core';
-import type { DatasetRead, DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
+import {
+  BoundedCache,
+  type DatasetRead,
+  type DuckDbNamespaceOptions,
+  type NamespaceCatalog,
+  statementShape,
+} from '@ferry/engines';
 import { Table } from 'apache-arrow';
-import { LRUCache } from 'lru-cache';
+import { QueryAdmission } from './admission.js';
 import type {
   DatasetInfo,
   QueryOptions,
@@ -28,13 +37,12 @@ import type {
   StreamOptions,
 } from './api.js';
 import type { DatasetRegistry } from './dataset-registry.js';
-import { DuckDbQueryPool, type PoolQuery, type QueryListener } from './duckdb-query-pool.js';
+import { DuckDbQueryPool } from './duckdb-query-pool.js';
 import {
   CrossDialectError,
   DatasetFailedError,
   DatasetNotReadyError,
   QueryCancelledError,
-  QueryTimeoutError,
   ResultTooLargeError,
   UnknownDatasetError,
 } from './errors.js';
@@ -46,9 +54,6 @@ import { SqliteReadPool } from './sqlite-read-pool.js';
 import type { SqliteWorkerData } from './sqlite-read-task.js';
 import { threadFile } from './thread-files.js';
 
-/** Statements whose route is remembered, and the longest one remembered. */
-const PLANS = 1_024;
-const PLAN_MAX_SQL = 4_096;
 /** Re-routes and waits one query may go through before it gives up. */
 const MAX_HOPS = 6;
 
@@ -58,6 +63,8 @@ export interface QueryServiceOptions {
   readonly maxResultBytes: number;
   readonly maxStreamBytes: number;
   readonly streamIdleTimeoutMs: number;
+  /** Queries admitted at once (running or queued in the pools); 0: no cap. */
+  readonly maxQueriesInFlight: number;
   readonly sqliteThreads: number;
   readonly duckdbWorkers: number;
   /** The namespace options of DuckDB worker `index`. */
@@ -86,13 +93,36 @@ function provenance(read: readonly DatasetRead[], engine: 'duckdb' | 'sqlite'): 
   };
 }
 
+/** Bytes a remembered plan is charged: its key and what it names. */
+function planBytes(key: string, plan: Plan): number {
+  return 2 * key.length + 96 + (plan.datasets ?? []).reduce((sum, name) => sum + 2 * name.length + 32, 0);
+}
+
+/** Whether `plan` already says that the statement runs in `engine` and reads `read` (nothing to remember). */
+function samePlan(plan: Plan | undefined, engine: Plan['engine'], read: readonly DatasetRead[]): boolean {
+  const datasets = plan?.datasets;
+  if (plan?.engine !== engine || datasets === undefined || datasets.length !== read.length) return false;
+  for (let index = 0; index < read.length; index++) if (datasets[index] !== read[index]?.name) return false;
+  return true;
+}
+
+/** How a statement is known to the host: its plan, if any, and its shape's key (computed on a text miss). */
+interface Known {
+  readonly plan: Plan | undefined;
+  readonly shape: string | undefined;
+}
+
 export class QueryService {
   readonly #registry: DatasetRegistry;
   readonly #catalog: QueryCatalog;
   readonly #options: QueryServiceOptions;
   readonly #logger: Logger;
-  readonly #plans = new LRUCache<string, Plan>({ max: PLANS });
+  readonly #admission: QueryAdmission;
+  /** Plans by statement text and by shape key, each bounded by entries and bytes. */
+  readonly #plans = new BoundedCache<string, Plan>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
+  readonly #shapePlans = new BoundedCache<string, Plan>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
   #prepared: Promise<void> | undefined;
+  #ready = false;
   #duckdb: DuckDbQueryPool | undefined;
   #sqlite: SqliteReadPool | undefined;
   #closed: Error | undefined;
@@ -107,14 +137,16 @@ export class QueryService {
     this.#catalog = catalog;
     this.#options = options;
     this.#logger = logger;
+    this.#admission = new QueryAdmission({ maxInFlight: options.maxQueriesInFlight });
   }
 
   /** A new catalog version: the DuckDB workers attach it now; SQLite tasks carry it from now on. */
   setCatalog(catalog: NamespaceCatalog): void {
     if (this.#duckdb !== undefined) this.#duckdb.setCatalog(catalog);
     else if (catalog.datasets.some((dataset) => dataset.engine === 'duckdb' && dataset.generation !== null)) {
-      // The first DuckDB dataset serves: start the workers now, not on the first query.
-      void this.#pools().then(
+      // The first DuckDB dataset serves: start the workers now, not on the first query. A failure
+      // to prepare is the first query's to report (#pools() rethrows it to every caller).
+      this.#pools().then(
         () => this.#duckdbPool(),
         () => undefined,
       );
@@ -122,7 +154,9 @@ export class QueryService {
   }
 
   async #pools(): Promise<void> {
-    this.#prepared ??= this.#options.prepare();
+    this.#prepared ??= this.#options.prepare().then(() => {
+      this.#ready = true;
+    });
     await this.#prepared;
     if (this.#closed !== undefined) throw this.#closed;
   }
@@ -164,11 +198,12 @@ export class QueryService {
    * Fails (or waits) unless every dataset in `names` serves now. A failure names the state the
    * dataset was in when the query was asked (`asked`), since an engine's answer comes later.
    */
-  async #ensureServing(
+  #ensureServing(
     names: readonly string[],
     options: QueryOptions,
     asked: ReadonlyMap<string, DatasetInfo['state']>,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
+    const waits: Promise<void>[] = [];
     for (const name of names) {
       const entry = this.#registry.find(name);
       if (entry === undefined) throw new UnknownDatasetError(name, this.#registry.names());
@@ -177,52 +212,76 @@ export class QueryService {
       }
       if (this.#registry.serving(entry)) continue;
       if (options.waitForReady !== true) throw new DatasetNotReadyError(name, asked.get(name) ?? entry.state);
-      await this.#registry.ready(name, options.readyTimeoutMs ?? 30_000);
+      waits.push(this.#registry.ready(name, options.readyTimeoutMs ?? 30_000));
     }
+    return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
   }
 
-  #remember(sql: string, plan: Plan): void {
-    if (sql.length <= PLAN_MAX_SQL) this.#plans.set(sql, plan);
+  /** The plan of `sql` by its text, else by its shape (computed here, passed on to the workers). */
+  #known(sql: string): Known {
+    const plan = this.#plans.get(sql);
+    if (plan !== undefined) return { plan, shape: undefined };
+    const shape = statementShape(sql)?.key;
+    return { plan: shape === undefined ? undefined : this.#shapePlans.get(shape), shape };
+  }
+
+  #remember(sql: string, known: Known, plan: Plan, shared: boolean): void {
+    this.#plans.set(sql, plan, planBytes(sql, plan));
+    if (shared) {
+      const shape = known.shape ?? statementShape(sql)?.key;
+      if (shape !== undefined) this.#shapePlans.set(shape, plan, planBytes(shape, plan));
+    }
   }
 
   /**
    * Runs the statement where its route says, following re-routes and waiting for datasets as the
-   * engines answer, until an engine answers for good.
+   * engines answer, until an engine answers for good. Admitted (or refused) before anything else.
    */
   async #execute<T>(
     sql: string,
     options: QueryOptions,
     run: (
       engine: 'duckdb' | 'sqlite',
-      datasets: readonly string[],
+      plan: Plan | undefined,
+      shape: string | undefined,
     ) => Promise<QueryAnswer | { kind: 'started'; value: T }>,
   ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | { kind: 'started'; value: T } }> {
     const asked = this.#registry.states();
-    await this.#pools();
+    if (!this.#ready) await this.#pools();
+    else if (this.#closed !== undefined) throw this.#closed;
+    const known = this.#known(sql);
+    let plan = known.plan;
     let waited = false;
     for (let hop = 0; ; hop++) {
-      const plan = this.#plans.get(sql);
-      if (plan?.datasets !== undefined) await this.#ensureServing(plan.datasets, options, asked);
+      if (plan?.datasets !== undefined) {
+        const waiting = this.#ensureServing(plan.datasets, options, asked);
+        if (waiting !== undefined) await waiting;
+      }
       const engine = plan?.engine ?? this.#firstEngine();
-      const answer = await run(engine, plan?.datasets ?? []);
+      const answer = await run(engine, plan, known.shape);
+      const shared = answer.kind !== 'started' && answer.shared === true;
       if (answer.kind === 'reroute') {
-        this.#remember(sql, { engine: 'sqlite', datasets: answer.datasets });
+        plan = { engine: 'sqlite', datasets: answer.datasets };
+        this.#remember(sql, known, plan, shared);
       } else if (answer.kind === 'table') {
         if (answer.reason === 'unknown') throw new UnknownDatasetError(answer.table, this.#registry.names());
         if (answer.reason === 'duckdb') throw new CrossDialectError(answer.table);
-        if (answer.reason === 'sqlite') this.#remember(sql, { engine: 'sqlite', datasets: undefined });
-        else {
+        if (answer.reason === 'sqlite') {
+          plan = { engine: 'sqlite', datasets: undefined };
+          this.#remember(sql, known, plan, false);
+        } else {
           const entry = this.#registry.find(answer.table);
           // The registry says it serves but the engine has not attached it yet: a swap in flight.
           if (entry !== undefined && this.#registry.serving(entry) && waited) {
             throw new DatasetNotReadyError(answer.table, entry.state);
           }
-          await this.#ensureServing([answer.table], options, asked);
+          const waiting = this.#ensureServing([answer.table], options, asked);
+          if (waiting !== undefined) await waiting;
           waited = true;
         }
       } else {
-        if (answer.kind !== 'started' && answer.kind !== 'error') {
-          this.#remember(sql, { engine, datasets: answer.read.map((read) => read.name) });
+        if (answer.kind !== 'started' && answer.kind !== 'error' && !samePlan(plan, engine, answer.read)) {
+          this.#remember(sql, known, { engine, datasets: answer.read.map((read) => read.name) }, shared);
         }
         return { engine, answer };
       }
@@ -262,78 +321,71 @@ export class QueryService {
   }
 
   /**
-   * Runs one DuckDB query under the timeout and the caller's signal (both interrupt it in its
-   * engine). The clock starts when the worker starts it (a worker still starting is not counted,
-   * as in the SQLite pool); DuckDB says then which datasets it reads, for the timeout's message.
-   * A statement that ran before (`known`: the datasets it read) on a worker that is up is timed
-   * from when it is sent, without that message.
+   * Runs one DuckDB query for JSON rows: the pool times it (from when its worker starts it) and
+   * the caller's signal interrupts it in its engine.
    */
-  #bounded(
-    start: (listener: QueryListener) => PoolQuery,
+  #duckdbRows(
+    request: QueryRequest,
     options: QueryOptions,
     known: readonly string[] | undefined,
   ): Promise<QueryAnswer> {
+    const query = this.#duckdbPool().run(request, 'rows', undefined, undefined, {
+      ms: this.#options.queryTimeoutMs,
+      known,
+    });
     const { signal } = options;
-    const timeoutMs = this.#options.queryTimeoutMs;
+    if (signal === undefined) return query.answer;
+    if (signal.aborted) {
+      query.cancel();
+      return Promise.reject(new QueryCancelledError(signal.reason));
+    }
     return new Promise<QueryAnswer>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const finish = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const query = start({
-        ...(known === undefined ? {} : { known }),
-        routed: (datasets) => {
-          if (timeoutMs <= 0) return;
-          timer = setTimeout(() => {
-            query.cancel();
-            finish();
-            reject(new QueryTimeoutError(datasets ?? [], timeoutMs));
-          }, timeoutMs);
-        },
-      });
       const onAbort = (): void => {
         query.cancel();
-        finish();
-        reject(new QueryCancelledError(signal?.reason));
+        reject(new QueryCancelledError(signal.reason));
       };
-      if (signal?.aborted === true) {
-        onAbort();
-        return;
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
+      signal.addEventListener('abort', onAbort, { once: true });
       query.answer.then(
         (answer) => {
-          finish();
+          signal.removeEventListener('abort', onAbort);
           resolve(answer);
         },
         (error: unknown) => {
-          finish();
+          signal.removeEventListener('abort', onAbort);
           reject(error);
         },
       );
     });
   }
 
-  #request(sql: string, params: readonly JsonValue[], maxRows: number, maxBytes: number): QueryRequest {
-    return { sql, params, maxRows, maxBytes };
+  #request(
+    sql: string,
+    params: readonly JsonValue[],
+    maxRows: number,
+    maxBytes: number,
+    shape: string | undefined,
+  ): QueryRequest {
+    return shape === undefined
+      ? { sql, params, maxRows, maxBytes }
+      : { sql, params, maxRows, maxBytes, shape };
   }
 
   async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
-    const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
-    const request = this.#request(sql, params, maxRows, maxBytes);
-    const { engine, answer } = await this.#execute<never>(sql, options, (where, datasets) =>
-      where === 'duckdb'
-        ? this.#bounded(
-            (listener) => this.#duckdbPool().run(request, 'rows', listener),
-            options,
-            this.#plans.get(sql)?.datasets,
-          )
-        : this.#sqlitePool().run(datasets, request, options.signal),
-    );
-    if (answer.kind !== 'rows')
-      throw this.#failure(answer as Answered, 'maxResultRows', 'maxResultBytes', maxRows, maxBytes);
-    return { columns: answer.columns, rows: answer.rows, ...provenance(answer.read, engine) };
+    this.#admission.admit();
+    try {
+      const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
+      const { engine, answer } = await this.#execute<never>(sql, options, (where, plan, shape) => {
+        const request = this.#request(sql, params, maxRows, maxBytes, shape);
+        return where === 'duckdb'
+          ? this.#duckdbRows(request, options, plan?.datasets)
+          : this.#sqlitePool().run(plan?.datasets ?? [], request, options.signal);
+      });
+      if (answer.kind !== 'rows')
+        throw this.#failure(answer as Answered, 'maxResultRows', 'maxResultBytes', maxRows, maxBytes);
+      return { columns: answer.columns, rows: answer.rows, ...provenance(answer.read, engine) };
+    } finally {
+      this.#admission.release();
+    }
   }
 
   async queryArrow(
@@ -341,40 +393,70 @@ export class QueryService {
     params: readonly JsonValue[],
     options: QueryOptions,
   ): Promise<RuntimeArrowResult> {
-    const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
-    const stream = await this.#stream(sql, options, this.#request(sql, params, maxRows, maxBytes), {
-      rows: 'maxResultRows',
-      bytes: 'maxResultBytes',
-    });
-    const batches = [];
-    for await (const batch of stream.batches) batches.push(batch);
-    const { datasets, dataset, snapshotId, engine } = stream;
-    return { table: new Table(stream.schema, batches), datasets, dataset, snapshotId, engine };
+    this.#admission.admit();
+    try {
+      const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
+      const stream = await this.#stream(sql, params, options, maxRows, maxBytes, {
+        rows: 'maxResultRows',
+        bytes: 'maxResultBytes',
+      });
+      const batches = [];
+      for await (const batch of stream.batches) batches.push(batch);
+      const { datasets, dataset, snapshotId, engine } = stream;
+      return { table: new Table(stream.schema, batches), datasets, dataset, snapshotId, engine };
+    } finally {
+      this.#admission.release();
+    }
   }
 
-  queryStream(
+  async queryStream(
     sql: string,
     params: readonly JsonValue[],
     options: StreamOptions,
   ): Promise<RuntimeQueryStream> {
-    const maxBytes = options.maxBytes ?? this.#options.maxStreamBytes;
-    return this.#stream(sql, options, this.#request(sql, params, 0, maxBytes), {
-      rows: 'maxResultRows',
-      bytes: options.maxBytes === undefined ? 'maxStreamBytes' : 'the maxBytes of queryStream',
-    });
+    this.#admission.admit();
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.#admission.release();
+    };
+    try {
+      const maxBytes = options.maxBytes ?? this.#options.maxStreamBytes;
+      // Admitted until the stream ends, fails or is left: it holds its engine's connection so long.
+      return await this.#stream(
+        sql,
+        params,
+        options,
+        0,
+        maxBytes,
+        {
+          rows: 'maxResultRows',
+          bytes: options.maxBytes === undefined ? 'maxStreamBytes' : 'the maxBytes of queryStream',
+        },
+        release,
+      );
+    } catch (error) {
+      release();
+      throw error;
+    }
   }
 
   async #stream(
     sql: string,
+    params: readonly JsonValue[],
     options: StreamOptions,
-    request: QueryRequest,
+    maxRows: number,
+    maxBytes: number,
     settings: { readonly rows: string; readonly bytes: string },
+    onFinished?: () => void,
   ): Promise<RuntimeQueryStream> {
-    const { engine, answer } = await this.#execute(sql, options, async (where, datasets) => {
+    const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape) => {
+      const request = this.#request(sql, params, maxRows, maxBytes, shape);
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,
-        datasets,
+        datasets: plan?.datasets ?? [],
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       const query =
@@ -397,24 +479,20 @@ export class QueryService {
         return settled.outcome;
       }
       void answered.then((settled) => {
+        // The stream's engine is done with it (it ended, failed, or was cancelled).
+        onFinished?.();
         if ('error' in settled) stream.fail(settled.error);
         else if (settled.outcome.kind === 'done') stream.end();
         else {
           stream.fail(
-            this.#failure(
-              settled.outcome as Answered,
-              settings.rows,
-              settings.bytes,
-              request.maxRows,
-              request.maxBytes,
-            ),
+            this.#failure(settled.outcome as Answered, settings.rows, settings.bytes, maxRows, maxBytes),
           );
         }
       });
       return { kind: 'started' as const, value: { stream, schema: first } };
     });
     if (answer.kind !== 'started') {
-      throw this.#failure(answer, settings.rows, settings.bytes, request.maxRows, request.maxBytes);
+      throw this.#failure(answer, settings.rows, settings.bytes, maxRows, maxBytes);
     }
     const { stream, schema } = answer.value;
     return {
@@ -428,6 +506,11 @@ export class QueryService {
   /** Queries the pools have not answered yet. */
   get inFlight(): number {
     return (this.#duckdb?.inFlight ?? 0) + (this.#sqlite?.inFlight ?? 0);
+  }
+
+  /** Queries admitted now (running or queued) and refused so far. */
+  get admission(): { readonly inFlight: number; readonly rejected: number } {
+    return { inFlight: this.#admission.inFlight, rejected: this.#admission.rejected };
   }
 
   async close(reason: Error): Promise<void> {

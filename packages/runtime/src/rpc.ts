@@ -1,13 +1,19 @@
 /**
  * A thin typed request/response layer over a MessagePort-like channel (a Worker, a MessagePort,
  * `parentPort`). Requests carry an id; responses answer it with a value or a serialised error, which
- * is rebuilt on this side. When the other end goes away (`close()` or the thread exits), every pending
- * request is rejected at once, so no caller waits forever on a dead thread.
+ * is rebuilt on this side (`deserializeError` of `@ferry/core`, where the error classes are
+ * registered). When the other end goes away (`close()` or the thread exits), every pending request
+ * is rejected at once, so no caller waits forever on a dead thread.
+ *
+ * The control plane keeps this rather than comlink: measured on the same round trip (a worker
+ * answering a status, 20,000 calls, 3 interleaved rounds), comlink 4.4.2 with its Node adapter cost
+ * 24–26 µs of CPU per call against 18 µs here, and 28–37 µs of latency against 18–30 µs; and it
+ * never rejects a call whose thread died (docs/threads.md).
  */
 import type { TransferListItem } from 'node:worker_threads';
-import type { SerializedError } from '@ferry/core';
-import { deserializeError } from '@ferry/core';
-import { ChannelClosedError } from './errors.js';
+import type { SerializedError } from '@ferry/core/machine';
+import { deserializeError } from '@ferry/core/machine';
+import { ChannelClosedError } from './thread-errors.js';
 
 /** A response on the wire. */
 export type RpcResponse =
@@ -37,10 +43,6 @@ export class RpcClient<Request extends { readonly type: string }> {
   constructor(port: RpcPort, what: string) {
     this.#port = port;
     this.#what = what;
-  }
-
-  get pendingCount(): number {
-    return this.#pending.size;
   }
 
   request<T>(message: Request, transfer: readonly TransferListItem[] = []): Promise<T> {

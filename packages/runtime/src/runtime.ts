@@ -10,6 +10,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import {
+  backoffDelayMs,
   type ConfigIssue,
   type DatasetConfig,
   type DatasetEmitted,
@@ -17,7 +18,7 @@ import {
   parseByteSize,
 } from '@ferry/core';
 import type { DuckDbNamespaceOptions } from '@ferry/engines';
-import { generationsRoot, generationsRootFor } from '@ferry/snapshots';
+import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots';
 import type {
   DatasetCommand,
   DatasetInfo,
@@ -51,11 +52,18 @@ import type {
 import { QueryCatalog } from './query-catalog.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
 import { RpcClient } from './rpc.js';
-import { RuntimeMetricsCounter } from './runtime-metrics.js';
+import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
+import { sdkNoticeOnce } from './sdk-notice.js';
+import { LiveStatus } from './shared-slots.js';
 import { loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { livePathFor } from './stores.js';
-import { type RuntimeTestHooks, TEST_HOOKS } from './test-hooks.js';
-import { threadFile } from './thread-files.js';
+import {
+  type CrashDrill,
+  type MetadataGetsRequest,
+  type RuntimeTestHooks,
+  TEST_HOOKS,
+} from './test-hooks.js';
+import { buildIdOf, threadFile } from './thread-files.js';
 
 export { POLL_RESULTS } from './runtime-metrics.js';
 export type { SpicepodSource } from './spicepod-source.js';
@@ -79,14 +87,26 @@ class HostRuntime implements Runtime {
   readonly #logger: Logger;
   readonly #events = new RuntimeEventEmitter();
   readonly #registry: DatasetRegistry;
+  /** What the dataset threads' checks answered in the thread changed in their status (see shared-slots.ts). */
+  readonly #live: LiveStatus;
   readonly #metrics = new RuntimeMetricsCounter();
   readonly #inspection: InspectionHub;
   /** Listeners of one dataset's machine (`inspect(listener, { dataset })`), by dataset. */
   readonly #focused = new Map<string, InspectionHub>();
   readonly #catalog: QueryCatalog;
   readonly #queries: QueryService;
-  readonly #coordinator: Worker;
-  readonly #coordinatorRpc: RpcClient<HostToCoordinator>;
+  #coordinator!: Worker;
+  #coordinatorRpc!: RpcClient<HostToCoordinator>;
+  readonly #coordinatorData: Omit<CoordinatorWorkerData, 'incarnationBase'>;
+  /** Coordinator threads started so far, and consecutive deaths (for the restart backoff). */
+  #coordinatorStarts = 0;
+  #coordinatorFailures = 0;
+  #coordinatorStartedAtMs = 0;
+  #coordinatorRestart: NodeJS.Timeout | undefined;
+  /** The test hooks' requests, on the same channel (the same ids): one client with a wider type. */
+  get #testRpc(): RpcClient<MetadataGetsRequest> {
+    return this.#coordinatorRpc as unknown as RpcClient<MetadataGetsRequest>;
+  }
   #closing: Promise<void> | undefined;
 
   constructor(
@@ -102,7 +122,16 @@ class HostRuntime implements Runtime {
     this.configErrors = errors;
     this.configWarnings = warnings;
     this.#logger = logger;
-    this.#registry = new DatasetRegistry(datasets, errors, (event) => this.#events.publish('state', event));
+    this.#live = LiveStatus.create(datasets.length);
+    this.#registry = new DatasetRegistry(
+      datasets,
+      errors,
+      (event) => this.#events.publish('state', event),
+      this.#live,
+    );
+    this.#events.onListeners('poll', () => {
+      for (const entry of this.#registry.entries()) this.#tellPollEvents(entry);
+    });
     this.#inspection = new InspectionHub(() => {
       for (const entry of this.#registry.entries()) this.#tellInspecting(entry);
     });
@@ -114,11 +143,21 @@ class HostRuntime implements Runtime {
       queryServiceOptions(options, datasets, baseDir, dataDir),
       logger,
     );
-    const workerData: CoordinatorWorkerData = {
+    const files = Object.fromEntries(
+      datasets.map((dataset) => {
+        const livePath = livePathFor(dataset, baseDir, dataDir);
+        return [dataset.name, { livePath, generationDir: generationDirFor(livePath, dataDir, dataset.name) }];
+      }),
+    );
+    this.#coordinatorData = {
       config,
       datasets,
-      baseDir,
-      dataDir,
+      files,
+      liveStatus: this.#live.buffer,
+      buildId: buildIdOf(threadFile('coordinator-thread')),
+      snapshotThreads: options.snapshotThreads ?? 2,
+      datasetLoadParallelism: options.datasetLoadParallelism ?? 4 * availableParallelism(),
+      snapshotIdleTimeoutMs: options.snapshotIdleTimeoutMs ?? 30_000,
       metadataWindowMs: options.metadataWindowMs ?? 2_000,
       restartBackoffMs: options.restartBackoffMs ?? [1_000, 2_000, 5_000, 10_000, 30_000],
       stopTimeoutMs: 10_000,
@@ -128,24 +167,101 @@ class HostRuntime implements Runtime {
       logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
-    this.#coordinator = new Worker(threadFile('coordinator-thread'), { workerData });
-    this.#coordinatorRpc = new RpcClient(this.#coordinator, 'The coordinator thread');
-    this.#coordinator.on('message', (message: CoordinatorToHost) => this.#onCoordinator(message));
-    this.#coordinator.on('error', (error) => {
-      logger.error({ component: 'runtime', err: error }, `The coordinator thread failed: ${error.message}`);
-    });
-    this.#coordinator.on('exit', () => {
-      this.#coordinatorRpc.close('exited');
-      for (const entry of this.#registry.entries()) entry.rpc?.close('exited');
-    });
+    this.#startCoordinator();
     this[TEST_HOOKS] = {
-      metadataGets: () => this.#coordinatorRpc.request<number>({ type: 'metadata-gets', id: 0 }),
+      metadataGets: () => this.#testRpc.request<number>({ type: 'test-metadata-gets', id: 0 }),
       terminateDatasetThread: async (name) => {
-        this.#registry.get(name);
-        await this.#coordinatorRpc.request<void>({ type: 'terminate-dataset', id: 0, dataset: name });
+        const entry = this.#registry.get(name);
+        const drill: CrashDrill = { type: 'test-crash' };
+        entry.port?.postMessage(drill);
+      },
+      terminateCoordinatorThread: async () => {
+        await this.#coordinator.terminate();
       },
       queriesInFlight: () => this.#queries.inFlight,
+      admission: () => this.#queries.admission,
     };
+  }
+
+  /**
+   * Starts the coordinator thread (which starts every dataset thread). If it dies while the runtime
+   * is open, every dataset is not ready (`restarting`), an error is logged and an `error` event
+   * emitted per dataset, and it is started again after the restart backoff: its dataset threads
+   * bootstrap again from their live files.
+   */
+  #startCoordinator(): void {
+    this.#coordinatorStarts++;
+    this.#coordinatorStartedAtMs = Date.now();
+    const workerData: CoordinatorWorkerData = {
+      ...this.#coordinatorData,
+      // Dataset threads of a later coordinator never share a start number with an earlier one's.
+      incarnationBase: (this.#coordinatorStarts - 1) * 1_000_000,
+    };
+    const notice = sdkNoticeOnce();
+    if (notice.line !== undefined) this.#logger.warn({ component: 'runtime' }, notice.line);
+    // The threads load the AWS SDK: each would print its Node-version notice; said once above instead.
+    const worker = new Worker(threadFile('coordinator-thread'), { workerData, env: notice.env });
+    const rpc = new RpcClient<HostToCoordinator>(worker, 'The coordinator thread');
+    this.#coordinator = worker;
+    this.#coordinatorRpc = rpc;
+    let failure: Error | undefined;
+    worker.on('message', (message: CoordinatorToHost) => this.#onCoordinator(message));
+    worker.on('error', (error) => {
+      failure = error;
+      this.#logger.error(
+        { component: 'runtime', err: error },
+        `The coordinator thread failed: ${error.message}`,
+      );
+    });
+    worker.on('exit', (exitCode) => {
+      rpc.close('exited');
+      for (const entry of this.#registry.entries()) entry.rpc?.close('exited');
+      if (this.#closing !== undefined) return;
+      // Started from another build: starting it again would fail the same way.
+      if (failure?.name === 'StaleBuildError') this.#failAll(failure.message);
+      else this.#coordinatorDied(exitCode, failure);
+    });
+  }
+
+  /** Every dataset fails for good (the coordinator cannot run). */
+  #failAll(reason: string): void {
+    for (const entry of this.#registry.entries()) {
+      if (entry.config === undefined) continue;
+      entry.error = reason;
+      this.#registry.setState(entry, 'failed', entry.status);
+    }
+  }
+
+  #coordinatorDied(exitCode: number, failure: Error | undefined): void {
+    // A coordinator that ran a while before dying starts again from the shortest backoff.
+    if (Date.now() - this.#coordinatorStartedAtMs > 60_000) this.#coordinatorFailures = 0;
+    this.#coordinatorFailures++;
+    const delay = backoffDelayMs(
+      { kind: 'steps', delaysMs: this.#coordinatorData.restartBackoffMs },
+      this.#coordinatorFailures,
+    );
+    const reason = failure?.message ?? `exit code ${exitCode}`;
+    const message = `The coordinator thread died (${reason}); every dataset is restarting from its live file, in ${delay} ms`;
+    this.#logger.error({ component: 'runtime', exitCode }, message);
+    for (const entry of this.#registry.entries()) {
+      if (entry.config === undefined) continue;
+      entry.port?.close();
+      entry.port = undefined;
+      entry.rpc = undefined;
+      this.#catalog.withdraw(entry);
+      entry.error = message;
+      this.#registry.setState(entry, 'restarting', entry.status);
+      this.#events.publish('error', {
+        dataset: entry.name,
+        code: 'ERR_THREAD_EXITED',
+        message,
+        snapshotId: entry.status?.servingSnapshotId ?? null,
+      });
+    }
+    this.#coordinatorRestart = setTimeout(() => {
+      this.#coordinatorRestart = undefined;
+      if (this.#closing === undefined) this.#startCoordinator();
+    }, delay);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -166,7 +282,9 @@ class HostRuntime implements Runtime {
         message.port.on('message', (event: DatasetToHost) => {
           if (!rpc.handle(event)) this.#onDataset(entry, event);
         });
+        entry.incarnation = message.incarnation;
         if (!this.#inspecting(entry)) this.#tellInspecting(entry);
+        this.#tellPollEvents(entry);
         break;
       }
       case 'dataset-exited': {
@@ -247,6 +365,12 @@ class HostRuntime implements Runtime {
     return this.#inspection.active || this.#focused.get(entry.name)?.active === true;
   }
 
+  /** Tell a dataset thread whether anyone listens for `poll` events (a check it answers itself posts one only then). */
+  #tellPollEvents(entry: DatasetEntry): void {
+    const message: HostToDataset = { type: 'poll-events', on: this.#events.listenerCount('poll') > 0 };
+    entry.port?.postMessage(message);
+  }
+
   /** Tell a dataset thread whether anyone inspects it (it builds inspection events only then). */
   #tellInspecting(entry: DatasetEntry): void {
     const message: HostToDataset = { type: 'inspecting', on: this.#inspecting(entry) };
@@ -318,7 +442,17 @@ class HostRuntime implements Runtime {
   }
 
   metrics(): RuntimeMetrics {
-    return this.#metrics.snapshot();
+    const metrics = this.#metrics.snapshot();
+    // Checks answered in the dataset threads whose poll event nobody asked for: counted in the live slots.
+    const polls = metrics.polls as Record<string, Record<string, number>>;
+    for (const entry of this.#registry.entries()) {
+      const unposted = entry.liveSlot === undefined ? 0 : (this.#live.read(entry.liveSlot)?.unposted ?? 0);
+      if (unposted === 0) continue;
+      const counts = polls[entry.name] ?? Object.fromEntries(POLL_RESULTS.map((result) => [result, 0]));
+      counts.unchanged = (counts.unchanged ?? 0) + unposted;
+      polls[entry.name] = counts;
+    }
+    return metrics;
   }
 
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {
@@ -346,6 +480,7 @@ class HostRuntime implements Runtime {
 
   async #close(): Promise<void> {
     this.#registry.close();
+    clearTimeout(this.#coordinatorRestart);
     try {
       await this.#coordinatorRpc.request<void>({ type: 'close', id: 0 });
     } catch (error) {
@@ -421,6 +556,7 @@ function queryServiceOptions(
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
+    maxQueriesInFlight: options.maxQueriesInFlight ?? 512,
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,
     duckdb,

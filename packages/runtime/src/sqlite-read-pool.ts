@@ -4,11 +4,14 @@
  * single query at once when one is idle: an idle pool adds no delay). A worker answers a batch
  * early once it has run for a few milliseconds, and the queries it did not reach go back to the
  * front of the queue (for whichever worker is free first), so expensive queries are not run back to
- * back in one batch while another worker idles. Every batch carries the catalog version current
- * when it leaves.
+ * back in one batch while another worker idles. A statement known to be expensive goes in a batch
+ * of its own, and while every other worker runs one, the last is kept for the cheap queries queued
+ * (a point lookup does not wait for aggregates on every thread). A batch runs at the catalog version current when
+ * it leaves, or a newer one: the host writes each version on the pool's board before sending a
+ * batch (catalog-board.ts), so batches carry no catalog and no shared buffer.
  *
  * Timeouts are per query and count from the moment a worker starts it: the worker records the
- * index and start time of the query it runs in a small shared buffer, and the host checks it when
+ * index and start time of the query it runs in its batch's slot of one shared buffer, and the host checks it when
  * the timeout could have run out. SQLite cannot be interrupted from another thread, so a query
  * past its timeout — or cancelled by its caller while it runs — is stopped by ending its worker
  * (piscina's abort); the rest of its batch (read-only queries, safe to run again) goes back to the
@@ -17,19 +20,22 @@
  * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
+import { BoundedCache } from '@ferry/engines';
 import { Piscina } from 'piscina';
+import { CatalogBoard } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import { QueryCancelledError, QueryTimeoutError } from './errors.js';
 import type { SharedCatalog } from './query-catalog.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
-import { CANCELLED, CREDITS, STREAM_WINDOW } from './query-protocol.js';
 import type {
+  SqliteBatchAnswer,
   SqliteReadBatch,
   SqliteReadResult,
   SqliteStreamMessage,
   SqliteStreamTask,
   SqliteWorkerData,
 } from './sqlite-read-task.js';
+import { StreamCredits } from './stream-credits.js';
 
 export interface SqliteReadPoolOptions {
   /** The worker module (`sqlite-read-task`). */
@@ -92,26 +98,39 @@ class BatchStop {
   }
 }
 
-/** A batch a worker has: its progress, how to stop it, and the query that stopped it. */
+/** A batch a worker has: its progress slot, how to stop it, and the query that stopped it. */
 interface RunningBatch {
   readonly batch: Pending[];
-  readonly progress: BigInt64Array;
+  readonly slot: number;
   readonly stop: BatchStop;
   stopped: { readonly pending: Pending; readonly error: Error } | undefined;
 }
 
-/** Slots of a batch's shared progress buffer (written by the worker, read by the host). */
+/**
+ * Each running batch has a slot of the pool's one progress buffer, `[index, startedAtMs]` of the
+ * query its worker runs now (written by the worker, read by the host): one buffer shared with every
+ * worker when it starts, instead of a SharedArrayBuffer made, posted and collected per batch.
+ */
 const INDEX = 0;
 const STARTED_AT = 1;
+/** Slots beyond the threads: a slot is free again only once its batch's outcome is in. */
+const SPARE_SLOTS = 4;
+/**
+ * A statement whose runs take this long is expensive: it runs in a batch of its own, so the cheap
+ * queries queued behind it go to a worker together instead of waiting for it.
+ */
+const EXPENSIVE_MS = 1;
 
 export class SqliteReadPool {
-  readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, SqliteReadResult[] | SqliteReadResult>;
+  readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, string | SqliteReadResult>;
   readonly #threads: number;
   readonly #timeoutMs: number;
   readonly #maxBatch: number;
   readonly #catalog: () => SharedCatalog;
   #queue: Pending[] = [];
   #inFlight = 0;
+  /** Batches of one expensive query a worker has now. */
+  #expensiveInFlight = 0;
   #scheduled = false;
   #closed: Error | undefined;
   #batches = 0;
@@ -119,18 +138,34 @@ export class SqliteReadPool {
   /** Batches a worker has now, and the one timer that times their queries out. */
   readonly #running = new Set<RunningBatch>();
   #watchdog: NodeJS.Timeout | undefined;
+  readonly #progress: BigInt64Array;
+  readonly #freeSlots: number[];
+  readonly #board = new CatalogBoard();
+  /** What each statement (by shape, else text) took to run, as a moving average in ms. */
+  readonly #costs = new BoundedCache<string, { ms: number; runs: number }>({
+    entries: 4_096,
+    bytes: 4 * 1024 * 1024,
+  });
 
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
     this.#timeoutMs = options.queryTimeoutMs;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 64);
     this.#catalog = options.catalog;
+    const slots = this.#threads + SPARE_SLOTS;
+    this.#progress = new BigInt64Array(new SharedArrayBuffer(2 * slots * BigInt64Array.BYTES_PER_ELEMENT));
+    this.#freeSlots = Array.from({ length: slots }, (_, slot) => slot);
+    const workerData: SqliteWorkerData = {
+      ...options.workerData,
+      progress: this.#progress.buffer as SharedArrayBuffer,
+      board: this.#board.buffer,
+    };
     this.#pool = new Piscina({
       filename: options.filename,
       minThreads: 0,
       maxThreads: this.#threads,
       idleTimeout: options.idleTimeoutMs ?? 30_000,
-      workerData: options.workerData,
+      workerData,
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
       // Workers run only synchronous tasks, so they may block between tasks: waking one through
       // Atomics.wait is about 50 µs quicker per task than a message event.
@@ -193,13 +228,12 @@ export class SqliteReadPool {
 
   /**
    * Streams one query's result: `listener` hears the schema and each batch; `credit()` lets one
-   * more batch come (at most {@link STREAM_WINDOW} ahead). `cancel()` stops it: the worker notices
+   * more batch come (at most the window ahead: stream-credits.ts). `cancel()` stops it: the worker notices
    * between batches, and is ended if it is inside SQLite.
    */
   stream(query: QueryRequest, listener: QueryListener, batchRows?: number): PoolQuery {
     const channel = new MessageChannel();
-    const control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
-    control[CREDITS] = STREAM_WINDOW;
+    const credits = new StreamCredits();
     const controller = new AbortController();
     channel.port1.on('message', (message: SqliteStreamMessage) => {
       if (message.type === 'end') ended();
@@ -207,10 +241,10 @@ export class SqliteReadPool {
       else listener.batch?.(message.ipc, message.rows);
     });
     const task: SqliteStreamTask = {
-      catalog: this.#catalog(),
+      ...this.#catalogOf(),
       request: query,
       port: channel.port2,
-      control,
+      control: credits.control,
       ...(batchRows === undefined ? {} : { batchRows }),
     };
     // The answer comes back on piscina's port, the schema and batches on this channel: no order
@@ -237,20 +271,24 @@ export class SqliteReadPool {
       }
     })();
     let stopper: NodeJS.Timeout | undefined;
-    void answer.finally(() => clearTimeout(stopper)).catch(() => undefined);
+    // The stopper is cleared however the stream ends; its outcome is `answer`'s, the caller's.
+    const settled = (): void => clearTimeout(stopper);
+    answer.then(settled, settled);
     return {
       answer,
       cancel: () => {
-        Atomics.store(control, CANCELLED, 1);
-        Atomics.notify(control, CREDITS);
+        credits.cancel();
         // A worker inside a long SQLite step does not see the flag: end it if it does not stop soon.
         stopper ??= setTimeout(() => controller.abort(), 100);
       },
-      credit: () => {
-        Atomics.add(control, CREDITS, 1);
-        Atomics.notify(control, CREDITS);
-      },
+      credit: () => credits.credit(),
     };
+  }
+
+  /** What a task leaving now carries of the catalog: nothing when the board holds it (the usual case). */
+  #catalogOf(): { readonly catalog?: SharedCatalog } {
+    const catalog = this.#catalog();
+    return this.#board.publish(catalog) ? {} : { catalog };
   }
 
   /** Ends the workers; queued and running queries reject with `reason`. */
@@ -274,33 +312,59 @@ export class SqliteReadPool {
   }
 
   #dispatch(): void {
-    while (this.#queue.length > 0 && this.#inFlight < this.#threads && this.#closed === undefined) {
-      // Share what is queued evenly among the idle workers.
+    while (
+      this.#queue.length > 0 &&
+      this.#inFlight < this.#threads &&
+      this.#freeSlots.length > 0 &&
+      this.#closed === undefined
+    ) {
+      // Share what is queued evenly among the idle workers; an expensive query goes alone, and
+      // a batch of cheap ones stops before the first expensive one behind them.
       const idle = this.#threads - this.#inFlight;
       const size = Math.min(this.#maxBatch, Math.ceil(this.#queue.length / idle));
-      const batch = this.#queue.splice(0, size);
+      const front = this.#queue[0] as Pending;
+      let batch: Pending[] | undefined;
+      if (this.#expensive(front)) {
+        // One worker is kept for cheap queries: when every other worker runs an expensive one,
+        // the cheap queries queued go first (in their order), so a point lookup never waits for
+        // aggregates on every thread. Expensive ones keep the other workers, in their order.
+        if (this.#threads > 1 && this.#expensiveInFlight >= this.#threads - 1) batch = this.#takeCheap(size);
+        batch ??= this.#queue.splice(0, 1);
+      } else {
+        let take = 1;
+        while (take < size && !this.#expensive(this.#queue[take] as Pending)) take++;
+        batch = this.#queue.splice(0, take);
+      }
+      const expensive = batch.length === 1 && this.#expensive(batch[0] as Pending);
+      const slot = this.#freeSlots.pop() as number;
       this.#inFlight++;
+      if (expensive) this.#expensiveInFlight++;
       this.#batches++;
-      void this.#runBatch(batch).finally(() => {
+      void this.#runBatch(batch, slot).finally(() => {
+        this.#freeSlots.push(slot);
         this.#inFlight--;
+        if (expensive) this.#expensiveInFlight--;
         this.#dispatch();
       });
     }
   }
 
-  async #runBatch(batch: Pending[]): Promise<void> {
-    const progress = new BigInt64Array(new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT));
-    progress[INDEX] = -1n;
-    const running: RunningBatch = { batch, progress, stop: new BatchStop(), stopped: undefined };
+  async #runBatch(batch: Pending[], slot: number): Promise<void> {
+    Atomics.store(this.#progress, 2 * slot + INDEX, -1n);
+    const running: RunningBatch = { batch, slot, stop: new BatchStop(), stopped: undefined };
     for (const pending of batch) pending.abortBatch = (late, error) => this.#stop(running, late, error);
     this.#running.add(running);
     this.#watch();
     let results: SqliteReadResult[];
     try {
-      results = (await this.#pool.run(
-        { catalog: this.#catalog(), queries: batch.map((pending) => pending.query), progress },
-        { signal: running.stop },
-      )) as SqliteReadResult[];
+      const answered = JSON.parse(
+        (await this.#pool.run(
+          { ...this.#catalogOf(), queries: JSON.stringify(batch.map((pending) => pending.query)), slot },
+          { signal: running.stop },
+        )) as string,
+      ) as SqliteBatchAnswer;
+      results = answered.answers;
+      for (const [index, ms] of answered.ms.entries()) this.#cost(batch[index] as Pending, ms);
     } catch (error) {
       const { stopped } = running;
       if (stopped === undefined) {
@@ -317,6 +381,41 @@ export class SqliteReadPool {
     for (const [index, result] of results.entries()) (batch[index] as Pending).resolve(result);
     // A batch that ran past its time budget answers early: the rest goes first in the queue again.
     this.#requeue(batch.slice(results.length));
+  }
+
+  /** The first `size` cheap queries of the queue, taken out of it; undefined when there is none. */
+  #takeCheap(size: number): Pending[] | undefined {
+    const cheap: Pending[] = [];
+    const rest: Pending[] = [];
+    for (const pending of this.#queue) {
+      if (cheap.length < size && !this.#expensive(pending)) cheap.push(pending);
+      else rest.push(pending);
+    }
+    if (cheap.length === 0) return undefined;
+    this.#queue = rest;
+    return cheap;
+  }
+
+  /** Whether `pending`'s statement ran expensively before (twice: a first run also sets it up). */
+  #expensive(pending: Pending): boolean {
+    const { query } = pending;
+    const cost = this.#costs.get(query.shape ?? query.sql);
+    return cost !== undefined && cost.runs > 1 && cost.ms >= EXPENSIVE_MS;
+  }
+
+  /**
+   * Records that `pending`'s statement took `ms` this time: a faster run is believed at once, a
+   * slower one raises the estimate by a tenth at most (a statement's first run on a worker also
+   * attaches, prepares and explains it, and must not make a cheap statement look expensive).
+   */
+  #cost(pending: Pending, ms: number): void {
+    const key = pending.query.shape ?? pending.query.sql;
+    const known = this.#costs.get(key);
+    if (known === undefined) this.#costs.set(key, { ms, runs: 1 }, 2 * key.length + 64);
+    else {
+      known.ms = ms < known.ms ? ms : known.ms + 0.1 * Math.min(ms - known.ms, known.ms);
+      known.runs++;
+    }
   }
 
   /** Stops a running batch because of `pending` (timed out or cancelled while running). */
@@ -344,12 +443,12 @@ export class SqliteReadPool {
       const now = Date.now();
       let next = timeoutMs;
       for (const running of this.#running) {
-        const { progress, batch } = running;
+        const { slot, batch } = running;
         // The worker writes the start time before the index: an index read here is never paired
         // with an earlier query's start time (a later one only postpones the check).
-        const index = Number(Atomics.load(progress, INDEX));
+        const index = Number(Atomics.load(this.#progress, 2 * slot + INDEX));
         if (index < 0) continue; // not started yet (a worker is booting): checked a timeout later
-        const left = Number(Atomics.load(progress, STARTED_AT)) + timeoutMs - now;
+        const left = Number(Atomics.load(this.#progress, 2 * slot + STARTED_AT)) + timeoutMs - now;
         if (left > 0) next = Math.min(next, left);
         else {
           const late = batch[index] as Pending;

@@ -1,24 +1,21 @@
 /**
  * A piscina worker of the SQLite read pool: one {@link SqliteNamespace} (every SQLite dataset
  * attached to a read-only main, at the generation the catalog names) running batches of queries,
- * or one query streamed as Arrow batches. Every task carries the catalog's version and its shared
- * encoding; the worker re-attaches only when the version moved. The host batches queries
+ * or one query streamed as Arrow batches. Each query runs at the newest catalog version the host
+ * wrote on the pool's board (catalog-board.ts), or the one its task carries when the board could not
+ * hold it; the worker re-attaches only when the version moved. The host batches queries
  * (`sqlite-read-pool.ts`); this worker records which query of the batch it is running and since
- * when in `progress`, so the host can time each query out on its own. SQLite cannot be interrupted
+ * when in its batch's slot of the pool's progress buffer, so the host can time each query out on
+ * its own. SQLite cannot be interrupted
  * from another thread, so a query past its timeout (or cancelled) is stopped by ending this worker.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
 import type { DatasetRead } from '@ferry/engines';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
+import { readCatalogBoard } from './catalog-board.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
-import {
-  answerOf,
-  CANCELLED,
-  CREDITS,
-  type QueryAnswer,
-  type QueryRequest,
-  transferable,
-} from './query-protocol.js';
+import { answerOf, type QueryAnswer, type QueryRequest, transferable } from './query-protocol.js';
+import { takeCreditSync } from './stream-credits.js';
 
 if (isMainThread) {
   throw new Error('sqlite-read-task runs only as a worker of the SQLite read pool.');
@@ -31,25 +28,32 @@ export interface SqliteWorkerData {
   readonly privateRoots: readonly string[];
   /** SQLite's temporary files (inside the data directory). */
   readonly tempDirectory: string;
+  /** The pool's progress buffer: `[index, startedAtMs]` per batch slot (BigInt64). */
+  readonly progress?: SharedArrayBuffer;
+  /** The pool's catalog board (catalog-board.ts): the newest catalog version, unless a task carries it. */
+  readonly board?: SharedArrayBuffer;
 }
 
 export interface SqliteReadBatch {
-  readonly catalog: SharedCatalog;
-  readonly queries: readonly QueryRequest[];
+  /** The catalog, when the board cannot hold it. */
+  readonly catalog?: SharedCatalog;
+  /** The queries, as JSON text of `QueryRequest[]` (a string crosses threads cheaper than objects). */
+  readonly queries: string;
   /**
-   * `[index, startedAtMs]` of the query running now (`Date.now()` clock; the index is -1 before the
-   * first). Absent when queries have no timeout.
+   * The batch's slot of the progress buffer, where the worker writes `[index, startedAtMs]` of the
+   * query it runs now (`Date.now()` clock; the host set the index to -1 before sending it).
    */
-  readonly progress?: BigInt64Array;
+  readonly slot?: number;
 }
 
 /** A query whose result streams as Arrow batches over `port`. */
 export interface SqliteStreamTask {
-  readonly catalog: SharedCatalog;
+  /** The catalog, when the board cannot hold it. */
+  readonly catalog?: SharedCatalog;
   readonly request: QueryRequest;
   readonly batchRows?: number;
   readonly port: MessagePort;
-  /** `[credits, cancelled]`: batches the host's consumer will take; 1 once the host cancelled. */
+  /** The stream's credits (stream-credits.ts). */
   readonly control: Int32Array;
 }
 
@@ -61,24 +65,32 @@ export interface SqliteStreamTask {
 export type SqliteReadResult = QueryAnswer;
 
 const data = workerData as SqliteWorkerData;
+const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
 let namespace: SqliteNamespace | undefined;
 
-function namespaceAt(catalog: SharedCatalog): SqliteNamespace {
+function namespaceAt(catalog: SharedCatalog | undefined): SqliteNamespace {
   namespace ??= new SqliteNamespace({
     mainPath: data.mainPath,
     privateRoots: data.privateRoots,
     tempDirectory: data.tempDirectory,
   });
-  if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
+  if (catalog !== undefined) {
+    if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
+  } else if (data.board !== undefined) {
+    const newest = readCatalogBoard(data.board, namespace.catalog.version);
+    if (newest !== undefined) namespace.setCatalog(newest);
+  }
   return namespace;
 }
 
-function runOne(catalog: SharedCatalog, query: QueryRequest): QueryAnswer {
+function runOne(catalog: SharedCatalog | undefined, query: QueryRequest): QueryAnswer {
   try {
-    return namespaceAt(catalog).rows(query.sql, query.params, {
-      maxRows: query.maxRows,
-      maxBytes: query.maxBytes,
-    });
+    return namespaceAt(catalog).rows(
+      query.sql,
+      query.params,
+      { maxRows: query.maxRows, maxBytes: query.maxBytes },
+      query.shape,
+    );
   } catch (error) {
     return answerOf(error);
   }
@@ -91,21 +103,37 @@ function runOne(catalog: SharedCatalog, query: QueryRequest): QueryAnswer {
  */
 const BATCH_BUDGET_MS = 4;
 
-/** Runs the batch's queries in order; returns the answers of those it ran (a prefix of the batch). */
-export default function run(batch: SqliteReadBatch): SqliteReadResult[] {
-  const { queries, progress } = batch;
-  const results: SqliteReadResult[] = [];
+/** What a batch answers: the answers of the queries it ran (a prefix of the batch), and what each took (ms). */
+export interface SqliteBatchAnswer {
+  readonly answers: SqliteReadResult[];
+  readonly ms: number[];
+}
+
+/**
+ * Runs the batch's queries in order; returns a {@link SqliteBatchAnswer} as JSON text: answers are
+ * plain JSON values, and the host parses JSON several times faster than it rebuilds the same
+ * objects from a structured clone.
+ */
+export default function run(batch: SqliteReadBatch): string {
+  const { slot } = batch;
+  const queries = JSON.parse(batch.queries) as QueryRequest[];
+  const answers: SqliteReadResult[] = [];
+  const ms: number[] = [];
   const started = performance.now();
+  let last = started;
   for (const [index, query] of queries.entries()) {
-    if (index > 0 && performance.now() - started >= BATCH_BUDGET_MS) break;
-    if (progress !== undefined) {
+    if (index > 0 && last - started >= BATCH_BUDGET_MS) break;
+    if (progress !== undefined && slot !== undefined) {
       // Start time first, then the index (the host reads them in the other order).
-      Atomics.store(progress, 1, BigInt(Date.now()));
-      Atomics.store(progress, 0, BigInt(index));
+      Atomics.store(progress, 2 * slot + 1, BigInt(Date.now()));
+      Atomics.store(progress, 2 * slot, BigInt(index));
     }
-    results.push(runOne(batch.catalog, query));
+    answers.push(runOne(batch.catalog, query));
+    const now = performance.now();
+    ms.push(now - last);
+    last = now;
   }
-  return results;
+  return JSON.stringify({ answers, ms } satisfies SqliteBatchAnswer);
 }
 
 /** What a streamed query sends over its port: the schema, each batch, then `end` (always last). */
@@ -113,9 +141,6 @@ export type SqliteStreamMessage =
   | { readonly type: 'schema'; readonly ipc: Uint8Array; readonly read: readonly DatasetRead[] }
   | { readonly type: 'batch'; readonly ipc: Uint8Array; readonly rows: number }
   | { readonly type: 'end' };
-
-/** The host cancelled the stream (its consumer left, or a bound was reached). */
-class StreamCancelled extends Error {}
 
 /** Streams one query's result over `task.port`, one batch per credit (blocking in between). */
 export function stream(task: SqliteStreamTask): SqliteReadResult {
@@ -128,12 +153,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
       ]);
     },
     batch: (ipc, rows) => {
-      for (;;) {
-        if (Atomics.load(control, CANCELLED) === 1) throw new StreamCancelled();
-        if (Atomics.load(control, CREDITS) > 0) break;
-        Atomics.wait(control, CREDITS, 0, 1_000);
-      }
-      Atomics.sub(control, CREDITS, 1);
+      takeCreditSync(control);
       const bytes = transferable(ipc);
       port.postMessage({ type: 'batch', ipc: bytes, rows } satisfies SqliteStreamMessage, [
         bytes.buffer as ArrayBuffer,
@@ -142,11 +162,13 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   };
   try {
     const { sql, params, maxRows, maxBytes } = task.request;
-    return namespaceAt(task.catalog).batches(sql, params, sink, {
-      maxRows,
-      maxBytes,
-      ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }),
-    });
+    return namespaceAt(task.catalog).batches(
+      sql,
+      params,
+      sink,
+      { maxRows, maxBytes, ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }) },
+      task.request.shape,
+    );
   } catch (error) {
     return answerOf(error);
   } finally {

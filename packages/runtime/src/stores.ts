@@ -24,12 +24,15 @@ export function storeParams(s3: S3Settings | undefined): ObjectStoreParams {
   };
 }
 
-export function storeFor(dataset: DatasetConfig): ObjectStore {
+/** Where a dataset's objects are: its location and the S3 settings to reach it. */
+export type StoreSource = Pick<DatasetConfig, 'location'> & { readonly s3?: S3Settings | undefined };
+
+export function storeFor(dataset: StoreSource): ObjectStore {
   return createObjectStore(dataset.location, storeParams(dataset.s3));
 }
 
 /** Identifies a (location, credentials) pair: datasets with the same key share one store and reader. */
-export function storeKey(dataset: DatasetConfig): string {
+export function storeKey(dataset: StoreSource): string {
   const s3 = dataset.s3;
   return JSON.stringify([
     dataset.location,

@@ -1,7 +1,7 @@
 /**
  * `@ferry/runtime/testing`: hooks for tests and benchmarks, kept out of the public `Runtime`
- * interface — crash drills of a dataset thread, the coordinator's count of metadata.json reads, and
- * the queries the pools still run.
+ * interface — crash drills of a dataset thread and of the coordinator thread, the coordinator's
+ * count of metadata.json reads, and the queries the pools still run.
  */
 import type { Runtime } from './api.js';
 import { type RuntimeTestHooks, TEST_HOOKS, type WithTestHooks } from './test-hooks.js';
@@ -21,9 +21,19 @@ export function terminateDatasetThread(runtime: Runtime, name: string): Promise<
   return hooksOf(runtime).terminateDatasetThread(name);
 }
 
+/** Ends the coordinator thread, as a crash would; the runtime restarts it (and every dataset thread). */
+export function terminateCoordinatorThread(runtime: Runtime): Promise<void> {
+  return hooksOf(runtime).terminateCoordinatorThread();
+}
+
 /** Queries the runtime's query pools have not answered yet (a cancelled one until its engine stopped). */
 export function queriesInFlight(runtime: Runtime): number {
   return hooksOf(runtime).queriesInFlight();
+}
+
+/** Queries the runtime admitted and has not finished (an open stream counts), and those it refused so far. */
+export function queryAdmission(runtime: Runtime): { readonly inFlight: number; readonly rejected: number } {
+  return hooksOf(runtime).admission();
 }
 
 /** How many GETs of metadata.json the runtime's coordinator has made so far. */

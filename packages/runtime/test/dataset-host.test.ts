@@ -1,7 +1,8 @@
 /**
  * A dataset's host in-process: the real machine, real snapshot files on a file:// store, the real
- * shared metadata reader; MessageChannels stand where the thread boundaries would be (the test holds
- * the coordinator's and the host's ends). Bootstrap, generations announced as links the engines
+ * shared metadata reader and the real snapshot tasks (run in-process, as a pool worker runs them);
+ * MessageChannels stand where the thread boundaries would be (the test holds the coordinator's and
+ * the host's ends). Bootstrap, generations announced as links the engines
  * read, restart from the live file, a swap on an announcement, commands, status and a clean stop.
  */
 import { existsSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { type DatasetConfig, type DatasetStatus, loadSpicepod, throwIfFatal } from '@ferry/core';
 import { openEngine } from '@ferry/engines';
+import { generationDirFor } from '@ferry/snapshots';
 import { createObjectStore } from '@ferry/store';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +20,7 @@ import type { LogLevel, LogRecord } from '../src/logging.js';
 import { LocationMetadataReader } from '../src/metadata-reader.js';
 import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/protocol.js';
 import { RpcClient, respond } from '../src/rpc.js';
+import { SnapshotTaskRunner } from '../src/snapshot-tasks.js';
 import { podYaml, tempDir } from './support.js';
 
 let work: string;
@@ -58,6 +61,7 @@ class Harness {
   readonly stopRpc: RpcClient<{ type: 'stop' }>;
   readonly messages: DatasetToHost[] = [];
   readonly #waiters = new Set<() => void>();
+  readonly #runner = new SnapshotTaskRunner();
 
   constructor(config: DatasetConfig, livePath: string, logLevel?: LogLevel) {
     const hostChannel = new MessageChannel();
@@ -88,10 +92,11 @@ class Harness {
         dataset: config,
         livePath,
         pollPhaseMs: 0,
-        dataDir: join(livePath, '..'),
+        generationDir: generationDirFor(livePath, join(livePath, '..'), config.name),
         ...(logLevel === undefined ? {} : { logLevel }),
       },
       { coordinator: coordinatorChannel.port2, host: hostChannel.port2 },
+      { run: (task) => this.#runner.run(task) },
     );
   }
 
@@ -127,6 +132,7 @@ class Harness {
 
   async stop(): Promise<void> {
     await this.stopRpc.request<void>({ type: 'stop' });
+    await this.#runner.close();
     this.rpc.close('stopped');
     this.toHost.close();
     this.toCoordinator.close();

@@ -6,12 +6,14 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
 import { buildSnapshotFile } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDbQueryPool } from '../src/duckdb-query-pool.js';
 import { memoryLogger } from '../src/logging.js';
-import { STREAM_WINDOW } from '../src/query-protocol.js';
+import { type QueryWorkerToHost, STREAM_WINDOW } from '../src/query-protocol.js';
+import { threadFile } from '../src/thread-files.js';
 
 let dir: string;
 let generations: string;
@@ -119,5 +121,86 @@ describe('DuckDbQueryPool', () => {
     } finally {
       await pool.close();
     }
+  });
+
+  it('times a query out from when its worker starts it, with one timer, and interrupts it', async () => {
+    const first = await duckdbFile('g3', 3);
+    const pool = new DuckDbQueryPool(
+      { workers: 1, namespace: options, logger: memoryLogger() },
+      catalog(3, first),
+    );
+    try {
+      const began = performance.now();
+      const slow = pool.run(
+        { sql: 'SELECT count(*) FROM orders, range(1000000000000)', params: [], maxRows: 0, maxBytes: 0 },
+        'rows',
+        undefined,
+        undefined,
+        { ms: 300, known: undefined },
+      );
+      await expect(slow.answer).rejects.toMatchObject({
+        code: 'ERR_QUERY_TIMEOUT',
+        message:
+          "The query on dataset 'orders' ran longer than 300 ms and was cancelled; narrow it or raise queryTimeoutMs.",
+      });
+      expect(performance.now() - began).toBeLessThan(5_000);
+      // Interrupted in DuckDB: the worker answers the next query, and nothing stays in flight.
+      const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
+      expect(
+        await pool.run(request, 'rows', undefined, undefined, { ms: 300, known: ['orders'] }).answer,
+      ).toMatchObject({
+        rows: [{ v: 3 }],
+      });
+      while (pool.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('logs a catalog version it cannot apply, with the cause, and keeps serving the one before', async () => {
+    const first = await duckdbFile('g4', 4);
+    const logger = memoryLogger();
+    const pool = new DuckDbQueryPool({ workers: 1, namespace: options, logger }, catalog(4, first));
+    try {
+      const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
+      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 4 }] });
+      pool.setCatalog(catalog(5, join(generations, 'missing.duckdb')));
+      // The query after it waits for that version, which fails: it reads version 4.
+      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 4 }] });
+      const record = logger.records.find((entry) =>
+        entry.message.includes('could not apply catalog version 5'),
+      );
+      expect(record).toMatchObject({ level: 'error', fields: { component: 'query' } });
+      expect(record?.message).toMatch(/missing\.duckdb|No such file|Cannot open/i);
+      expect((record?.fields as { err?: { stack?: string } } | undefined)?.err?.stack).toBeTypeOf('string');
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('the DuckDB query worker', () => {
+  it('reports an uncaught error to the host with its cause before it ends', async () => {
+    const first = await duckdbFile('g6', 6);
+    const worker = new Worker(threadFile('duckdb-query-worker'), {
+      workerData: { namespace: options(), catalog: catalog(6, first) },
+    });
+    const messages: QueryWorkerToHost[] = [];
+    worker.on('message', (message: QueryWorkerToHost) => messages.push(message));
+    const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+    // A message no host sends: the handler throws outside any query.
+    worker.postMessage(null);
+    expect(await exited).toBe(1);
+    const logged = messages.find((message) => message.type === 'log');
+    expect(logged).toMatchObject({
+      type: 'log',
+      record: {
+        level: 'error',
+        component: 'query',
+        message: expect.stringMatching(
+          /^A DuckDB query worker failed with an uncaught error and ends: .*null/,
+        ),
+      },
+    });
   });
 });

@@ -3,6 +3,10 @@
  * no listener), the inspection hub's first/last-listener signal, the metrics counters, and the
  * registry's readiness (state changes resolve waiters, a timeout names who is late, close rejects).
  */
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type DatasetConfig, type DatasetStatus, loadSpicepod } from '@ferry/core';
 import { describe, expect, it } from 'vitest';
 import type { StateEvent, SwapEvent } from '../src/api.js';
@@ -12,6 +16,9 @@ import { InspectionHub } from '../src/inspection-hub.js';
 import { levelWanted, lowestLevel } from '../src/log-levels.js';
 import { defaultLogger, memoryLogger } from '../src/logging.js';
 import { RuntimeMetricsCounter } from '../src/runtime-metrics.js';
+import { sdkNoticeOnce } from '../src/sdk-notice.js';
+import { LiveStatus, PublishedVersions } from '../src/shared-slots.js';
+import { assertBuiltFrom, buildIdOf, checkBuildId } from '../src/thread-files.js';
 import { podYaml } from './support.js';
 
 function configs(names: readonly string[]): readonly DatasetConfig[] {
@@ -33,6 +40,97 @@ describe('log levels the threads post', () => {
     expect(levelWanted('debug', 'info')).toBe(false);
     expect(levelWanted('warn', 'info')).toBe(true);
     expect(levelWanted('info', 'info')).toBe(true);
+  });
+});
+
+describe("the AWS SDK's Node-version notice", () => {
+  it('is said once in one line of its own on an older Node, and switched off in the threads', () => {
+    const SWITCH = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
+    // Set by the user: nothing to say; a newer Node: nothing to say. Neither uses up the one line.
+    expect(sdkNoticeOnce({ [SWITCH]: 'true' }, 'v20.20.2').line).toBeUndefined();
+    expect(sdkNoticeOnce({}, 'v22.1.0')).toEqual({ env: { [SWITCH]: 'true' }, line: undefined });
+    const first = sdkNoticeOnce({ PATH: '/bin' }, 'v20.20.2');
+    expect(first.env).toEqual({ PATH: '/bin', [SWITCH]: 'true' });
+    expect(first.line).toMatch(
+      /^Node v20\.20\.2 runs this Ferry, but AWS SDK .* need Node 22 or later: .*\.$/,
+    );
+    expect(first.line).not.toContain('\n');
+    expect(sdkNoticeOnce({}, 'v20.20.2').line).toBeUndefined();
+  });
+});
+
+describe('a thread started from a stale dist/', () => {
+  it('is refused: the error names the built file, its source, and pnpm run build', () => {
+    const root = mkdtempSync(join(tmpdir(), 'ferry-build-'));
+    try {
+      mkdirSync(join(root, 'src', 'sub'), { recursive: true });
+      mkdirSync(join(root, 'dist', 'sub'), { recursive: true });
+      const write = (source: string, text: string, built: string) => {
+        writeFileSync(join(root, 'src', source), text);
+        writeFileSync(
+          join(root, 'dist', `${source.replace(/\.ts$/, '.js')}.map`),
+          JSON.stringify({ sourcesContent: [built] }),
+        );
+      };
+      write('a.ts', 'export const a = 1;\n', 'export const a = 1;\n');
+      // dist/sub/b.js was built from an older src/sub/b.ts.
+      write('sub/b.ts', 'export const b = 3;\n', 'export const b = 2;\n');
+      let error: unknown;
+      try {
+        assertBuiltFrom(join(root, 'src'), join(root, 'dist'));
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toMatchObject({ code: 'ERR_STALE_BUILD', file: join(root, 'dist', 'sub', 'b.js') });
+      expect((error as Error).message).toBe(
+        `Thread code ${join(root, 'dist', 'sub', 'b.js')} was built from another version of ${join(root, 'src', 'sub', 'b.ts')} than the one running now; run \`pnpm run build\` and start again.`,
+      );
+      // Built again: accepted.
+      write('sub/b.ts', 'export const b = 3;\n', 'export const b = 3;\n');
+      assertBuiltFrom(join(root, 'src'), join(root, 'dist'));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("a thread started with another dist/'s build id refuses to run", () => {
+    const self = 'file:///opt/ferry/dist/dataset-thread.js';
+    expect(() => checkBuildId(buildIdOf(new URL(self)), self)).not.toThrow();
+    expect(() => checkBuildId('dist:/elsewhere/dist', self)).toThrow(
+      expect.objectContaining({ code: 'ERR_STALE_BUILD' }),
+    );
+  });
+});
+
+describe('shared slots', () => {
+  it('published versions and live checks read back as written, per slot; a slot never written reads as absent', () => {
+    const versions = PublishedVersions.create(3);
+    expect(versions.read(1)).toBeUndefined();
+    versions.publish(1, { version: 4, state: 1, readStartedAtMs: 1_700_000_000_123 });
+    versions.publish(2, { version: 9, state: 2, readStartedAtMs: 5 });
+    expect(versions.read(1)).toEqual({ version: 4, state: 1, readStartedAtMs: 1_700_000_000_123 });
+    expect(new PublishedVersions(versions.buffer).read(2)).toEqual({
+      version: 9,
+      state: 2,
+      readStartedAtMs: 5,
+    });
+    expect(versions.read(0)).toBeUndefined();
+    const live = LiveStatus.create(2);
+    live.write(1, {
+      incarnation: 3,
+      polls: 12,
+      lastPollAtMs: 1_700_000_000_000,
+      nextPollDueMs: null,
+      unposted: 7,
+    });
+    expect(new LiveStatus(live.buffer).read(1)).toEqual({
+      incarnation: 3,
+      polls: 12,
+      lastPollAtMs: 1_700_000_000_000,
+      nextPollDueMs: null,
+      unposted: 7,
+    });
+    expect(live.read(0)).toBeUndefined();
   });
 });
 

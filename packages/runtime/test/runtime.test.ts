@@ -4,9 +4,10 @@
  * clean shutdown.
  */
 import { readdir } from 'node:fs/promises';
+import { startFaultProxy } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { terminateDatasetThread } from '../src/testing.js';
+import { terminateCoordinatorThread, terminateDatasetThread } from '../src/testing.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir, useLocalAws } from './support.js';
 
 const aws = useLocalAws();
@@ -220,6 +221,149 @@ describe('runtime: shared metadata reads', () => {
       await done;
       // Between "both datasets finished tick k" and "... tick k+3": exactly three GETs.
       expect((marks[4] ?? 0) - (marks[1] ?? 0)).toBe(3);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe('runtime: an unchanged poll answered in the dataset thread', () => {
+  it('with nobody listening for poll events, status() and metrics() still count every check, at one GET per tick', async () => {
+    await publishVersion(aws, 'quiet_a', 'duckdb', 1, { rows: 4, prefix: 'in-thread/' });
+    await publishVersion(aws, 'quiet_b', 'sqlite', 1, { rows: 4, prefix: 'in-thread/' });
+    const dataDir = await tempDir('ferry-in-thread-');
+    const yaml = spicepod(
+      aws,
+      [
+        { name: 'quiet_a', engine: 'duckdb', interval: '1s' },
+        { name: 'quiet_b', engine: 'sqlite', interval: '1s' },
+      ],
+      { prefix: 'in-thread/' },
+    );
+    const { runtime } = await start(yaml, dataDir);
+    try {
+      await runtime.ready(undefined, { timeoutMs: 20_000 });
+      const target = `${BUCKET}/in-thread/metadata.json`;
+      const states: string[] = [];
+      runtime.on('state', (event) => states.push(`${event.dataset} ${event.state}`));
+      const before = runtime.status('quiet_a').status?.counters.polls ?? 0;
+      const unchangedBefore = runtime.metrics().polls.quiet_a?.unchanged ?? 0;
+      const gets = aws.requests.count('GET', target);
+      await new Promise((resolve) => setTimeout(resolve, 3_500));
+      const status = runtime.status('quiet_a').status;
+      const checks = (status?.counters.polls ?? 0) - before;
+      expect(checks).toBeGreaterThanOrEqual(3);
+      expect(status).toMatchObject({ state: 'serving', lastPollResult: 'unchanged' });
+      expect(Date.now() - (status?.lastPollAtMs ?? 0)).toBeLessThan(1_500);
+      expect((runtime.metrics().polls.quiet_a?.unchanged ?? 0) - unchangedBefore).toBe(checks);
+      // No check left `serving` (none went through `polling`), and the location was read once per tick.
+      expect(states).toEqual([]);
+      expect(aws.requests.count('GET', target) - gets).toBeLessThanOrEqual(checks + 1);
+      // A listener for poll events gets one per check from then on.
+      const polled = await nextEvent(runtime, 'poll', (event) => event.dataset === 'quiet_b');
+      expect(polled.result).toBe('unchanged');
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe('runtime: bounded bootstraps', () => {
+  /**
+   * The first dataset's snapshot download is held for a while: with one bootstrap at a time the
+   * others wait for it (they serve after it); with three they serve before it.
+   */
+  async function servingOrder(parallelism: number): Promise<string[]> {
+    const prefix = `bounded-${parallelism}/`;
+    const names = ['slow', 'quick_a', 'quick_b'];
+    const slow = await publishVersion(aws, 'slow', 'duckdb', 1, { rows: 2, prefix });
+    for (const name of names.slice(1)) await publishVersion(aws, name, 'duckdb', 1, { rows: 2, prefix });
+    const proxy = await startFaultProxy(aws.endpoint);
+    const release = proxy.addRule({
+      method: 'GET',
+      target: new RegExp(`${prefix}.*slow`),
+      fault: { kind: 'delay', ms: 1_500 },
+    });
+    const dataDir = await tempDir('ferry-bounded-');
+    const yaml = spicepod(
+      aws,
+      names.map((name) => ({ name, engine: 'duckdb' as const, interval: '1h' })),
+      { prefix, params: { s3_endpoint: proxy.endpoint } },
+    );
+    const runtime = await createRuntime(
+      { yaml, baseDir: dataDir },
+      { logger: memoryLogger(), dataDir, datasetLoadParallelism: parallelism },
+    );
+    const order: string[] = [];
+    runtime.on('state', (event) => {
+      if (event.state === 'serving') order.push(event.dataset);
+    });
+    try {
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      expect(runtime.status('slow').status?.servingSnapshotId).toBe(slow.snapshotId);
+      return order;
+    } finally {
+      release();
+      await runtime.close();
+      await proxy.close();
+    }
+  }
+
+  it('datasetLoadParallelism bounds the datasets bootstrapping at once; each reports ready on its own', async () => {
+    expect(await servingOrder(1)).toEqual(['slow', 'quick_a', 'quick_b']);
+    expect((await servingOrder(3)).at(-1)).toBe('slow');
+  });
+});
+
+describe('runtime: the coordinator thread dies', () => {
+  it('says so (not ready, an error log, an error event per dataset) and restarts it: every dataset serves its live file again', async () => {
+    await publishVersion(aws, 'ships', 'duckdb', 1, { rows: 7, prefix: 'coordinator/' });
+    await publishVersion(aws, 'ports', 'sqlite', 1, { rows: 3, prefix: 'coordinator/' });
+    const dataDir = await tempDir('ferry-coordinator-');
+    const yaml = spicepod(
+      aws,
+      [
+        { name: 'ships', engine: 'duckdb', interval: '1h' },
+        { name: 'ports', engine: 'sqlite', interval: '1h' },
+      ],
+      { prefix: 'coordinator/' },
+    );
+    const logger = memoryLogger();
+    const runtime = await createRuntime(
+      { yaml, baseDir: dataDir },
+      { logger, dataDir, restartBackoffMs: [300] },
+    );
+    try {
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      const served = runtime.status('ships').status?.servingSnapshotId;
+      const errors: string[] = [];
+      runtime.on('error', (event) => errors.push(`${event.dataset} ${event.code}`));
+      const restarting = nextEvent(
+        runtime,
+        'state',
+        (event) => event.dataset === 'ports' && event.state === 'restarting',
+      );
+      await terminateCoordinatorThread(runtime);
+      await restarting;
+      expect(runtime.status('ships').state).toBe('restarting');
+      await expect(runtime.query('SELECT count(*) AS n FROM ships')).rejects.toMatchObject({
+        code: 'ERR_DATASET_NOT_READY',
+      });
+      expect(errors.sort()).toEqual(['ports ERR_THREAD_EXITED', 'ships ERR_THREAD_EXITED']);
+      expect(
+        logger.records.filter((record) => record.level === 'error').map((record) => record.message),
+      ).toEqual([
+        expect.stringMatching(
+          /^The coordinator thread died \(.*\); every dataset is restarting from its live file, in 300 ms$/,
+        ),
+      ]);
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      expect(runtime.status('ships').status?.servingSnapshotId).toBe(served);
+      expect((await runtime.query('SELECT count(*) AS n FROM ships')).rows[0]?.n).toBe(7);
+      expect((await runtime.query('SELECT count(*) AS n FROM ports')).rows[0]?.n).toBe(3);
+      expect(logger.records.map((record) => record.message)).toContain(
+        `Dataset 'ships' serves snapshot ${served} from its live file while the store is consulted`,
+      );
     } finally {
       await runtime.close();
     }

@@ -67,6 +67,19 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** A statement that counts to 400,000: a few tens of milliseconds in SQLite. */
+const slowQuery = () => ({
+  ...lookup(0),
+  sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
+  params: [],
+});
+
+/** Both workers warm, and `slow`'s cost known (from two runs: a first run also sets the statement up). */
+async function knowSlow(reads: SqliteReadPool, slow: ReturnType<typeof slowQuery>): Promise<void> {
+  for (let n = 0; n < 2; n++)
+    await Promise.all([reads.run(['users'], slow), reads.run(['users'], lookup(1))]);
+}
+
 describe('SqliteReadPool', () => {
   it('sends the queries of one turn to a busy pool as one batch per worker, each answered on its own', async () => {
     const reads = pool({ threads: 2, timeoutMs: 30_000 });
@@ -107,11 +120,7 @@ describe('SqliteReadPool', () => {
 
   it('an answered query is not held back by slow queries batched after it', async () => {
     const reads = pool({ threads: 1, timeoutMs: 0 });
-    const slow = {
-      ...lookup(0),
-      sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400000) SELECT count(*) AS n FROM c',
-      params: [],
-    };
+    const slow = slowQuery();
     try {
       await reads.run(['users'], lookup(1)); // a warm worker
       const answeredAt: number[] = [];
@@ -127,6 +136,64 @@ describe('SqliteReadPool', () => {
       const [first, second, third] = answeredAt as [number, number, number];
       expect(second - first).toBeGreaterThan(first / 3);
       expect(third - second).toBeGreaterThan(first / 3);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('runs a statement known to be expensive alone: the cheap queries behind it do not wait for it', async () => {
+    const reads = pool({ threads: 2, timeoutMs: 0 });
+    const slow = slowQuery();
+    try {
+      await knowSlow(reads, slow);
+      let slowDone = false;
+      const running = reads.run(['users'], slow).then((result) => {
+        slowDone = true;
+        return result;
+      });
+      // Queued in the same turn as the slow one: one batch of eleven would hold ten behind it.
+      const cheap = Array.from({ length: 20 }, (_, i) =>
+        reads
+          .run(['users'], lookup(i % (expected + 1)))
+          .then((result) => ({ result, beforeSlow: !slowDone })),
+      );
+      const answered = await Promise.all(cheap);
+      expect(answered.map((answer) => rowsOf(answer.result))).toEqual(
+        Array.from({ length: 20 }, (_, i) => [{ n: Math.min(i % (expected + 1), expected) }]),
+      );
+      expect(answered.every((answer) => answer.beforeSlow)).toBe(true);
+      expect(rowsOf(await running)).toEqual([{ n: 400000 }]);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('keeps one worker for cheap queries: queued behind expensive ones, they do not wait for them', async () => {
+    const reads = pool({ threads: 2, timeoutMs: 0 });
+    const slow = slowQuery();
+    try {
+      await knowSlow(reads, slow);
+      let slowAnswered = 0;
+      // Four expensive queries first, then twenty cheap ones: FIFO would put every cheap one
+      // behind two rounds of expensive ones on both workers.
+      const slows = Array.from({ length: 4 }, () =>
+        reads.run(['users'], slow).then((result) => {
+          slowAnswered++;
+          return result;
+        }),
+      );
+      const cheap = Array.from({ length: 20 }, (_, i) =>
+        reads.run(['users'], lookup(i % (expected + 1))).then((result) => ({ result, slowAnswered })),
+      );
+      const answered = await Promise.all(cheap);
+      expect(answered.map((answer) => rowsOf(answer.result))).toEqual(
+        Array.from({ length: 20 }, (_, i) => [{ n: Math.min(i % (expected + 1), expected) }]),
+      );
+      // The first expensive one took a worker; the cheap ones the other, ahead of the second.
+      expect(Math.max(...answered.map((answer) => answer.slowAnswered))).toBeLessThanOrEqual(1);
+      expect((await Promise.all(slows)).map(rowsOf)).toEqual(
+        Array.from({ length: 4 }, () => [{ n: 400000 }]),
+      );
     } finally {
       await reads.close(new Error('closed'));
     }

@@ -3,9 +3,9 @@
  * `@ferry/core`'s `ERROR_STATUS` table (one table for the HTTP and the Flight server). Clients see
  * the code and the one-sentence message as `{ "error": "<message>", "code": "ERR_..." }`.
  */
-import { errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { errorCode, errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
 
-export { errorCode } from '@ferry/core';
+export { errorCode };
 
 /** The request itself is malformed (bad JSON, empty SQL, a parameter list that is not a list). */
 export class BadRequestError extends FerryError {
@@ -105,6 +105,16 @@ export function requestError(error: unknown, maxBodyBytes: number, hint?: string
     }
   }
   return error;
+}
+
+/**
+ * Headers an error response carries: `Retry-After` (seconds) for a query refused by the runtime's
+ * admission control (`ERR_QUERY_REJECTED`, 429).
+ */
+export function errorHeaders(error: unknown): Readonly<Record<string, string>> {
+  if (errorCode(error) !== 'ERR_QUERY_REJECTED') return {};
+  const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+  return { 'retry-after': String(typeof seconds === 'number' && seconds > 0 ? Math.ceil(seconds) : 1) };
 }
 
 /** The HTTP status a request failing with `error` answers with (core's `ERROR_STATUS`); 500 for anything unexpected. */

@@ -4,7 +4,7 @@
  * JSON error. The fastify routes send the same error body through the server's error handler.
  */
 import type { ServerResponse } from 'node:http';
-import { errorCode, httpStatusFor } from './errors.js';
+import { errorCode, errorHeaders, httpStatusFor } from './errors.js';
 
 /** The JSON body of every error response. */
 export interface ErrorBody {
@@ -12,8 +12,12 @@ export interface ErrorBody {
   readonly code?: string;
 }
 
-/** The status and body a request failing with `error` answers with. */
-export function errorResponse(error: unknown): { readonly status: number; readonly body: ErrorBody } {
+/** The status, body and headers (`Retry-After` for a refused query) a request failing with `error` answers with. */
+export function errorResponse(error: unknown): {
+  readonly status: number;
+  readonly body: ErrorBody;
+  readonly headers: Readonly<Record<string, string>>;
+} {
   const status = httpStatusFor(error);
   const code = errorCode(error);
   const message =
@@ -22,7 +26,11 @@ export function errorResponse(error: unknown): { readonly status: number; readon
       : error instanceof Error
         ? error.message
         : String(error);
-  return { status, body: code === undefined ? { error: message } : { error: message, code } };
+  return {
+    status,
+    body: code === undefined ? { error: message } : { error: message, code },
+    headers: errorHeaders(error),
+  };
 }
 
 export function sendJson(
@@ -60,11 +68,12 @@ export function sendError(
   error: unknown,
   headers: Readonly<Record<string, string>> = {},
 ): number {
-  const { status, body } = errorResponse(error);
+  const response = errorResponse(error);
+  const { status, body } = response;
   if (res.headersSent) {
     res.destroy();
   } else {
-    sendJson(res, status, body, headers);
+    sendJson(res, status, body, { ...response.headers, ...headers });
   }
   return status;
 }

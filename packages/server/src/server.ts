@@ -119,11 +119,11 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     );
   };
   const sendError = (request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply => {
-    const { status, body } = errorResponse(
+    const { status, body, headers } = errorResponse(
       requestError(error, maxBodyBytes, request.routeOptions.config.hint),
     );
     if (status === 500) logServerError(request, error);
-    return reply.code(status).type('application/json; charset=utf-8').send(body);
+    return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body);
   };
 
   app.register(fastifyAccepts);

@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createRuntime, memoryLogger, type Runtime } from '@ferry/runtime';
+import { createRuntime, memoryLogger, type Runtime, type RuntimeOptions } from '@ferry/runtime';
 import { copyFixtureStore, type LocalAws } from '@ferry/test-support';
 import { type RunningServer, type ServerOptions, startServer } from '../src/index.js';
 
@@ -52,12 +52,16 @@ export interface Served {
   close(): Promise<void>;
 }
 
-/** A runtime for `yaml` (data files in a temp dir) behind a server on a free port. */
-export async function serve(yaml: string, options: ServerOptions = {}): Promise<Served> {
+/** A runtime for `yaml` (data files in a temp dir; `runtimeOptions` added) behind a server on a free port. */
+export async function serve(
+  yaml: string,
+  options: ServerOptions = {},
+  runtimeOptions: RuntimeOptions = {},
+): Promise<Served> {
   const dir = await mkdtemp(join(tmpdir(), 'ferry-server-'));
   const runtime = await createRuntime(
     { yaml, baseDir: dir },
-    { logger: memoryLogger(), dataDir: join(dir, 'data') },
+    { logger: memoryLogger(), dataDir: join(dir, 'data'), ...runtimeOptions },
   );
   const server = await startServer(runtime, { port: 0, ...options });
   return {

@@ -550,7 +550,7 @@ describe.skipIf(!HAS_CHROMIUM)(
         `${names.length} datasets, 1 s polling: ${phases.join(', ')} (1-minute load ${load.toFixed(1)})`,
       );
       // The bound is judged where the machine can judge it: a two-core machine running several
-      // times its cores in other work starves the browser and the server alike (B9 measures it
+      // times its cores in other work starves the browser and the server alike (B10 measures it
       // on a quiet machine, against its own baseline).
       if (load <= OVERLOADED * availableParallelism()) {
         expect(shown, phases.join(', ')).toBeLessThan(5_000);

@@ -1,4 +1,5 @@
-/** The snapshot swap pipeline: download, then verify, into a temporary file; atomic swap; serving across swaps. */
+/** The snapshot swap pipeline: download, then verify, into a temporary file; atomic swap; restore; generations. */
+export { SnapshotCheckers, type SnapshotCheckersOptions } from './checkers.js';
 export {
   DiskFullError,
   InsufficientDiskSpaceError,
@@ -13,10 +14,10 @@ export {
   linkGeneration,
   pruneGenerations,
 } from './generations.js';
-export { ServingEngine, type ServingEngineOptions, type ServingLease } from './serving-engine.js';
 export {
   type CommitControl,
   type CommitStep,
+  checkLiveFile,
   commitSnapshot,
   type DownloadedSnapshot,
   type DownloadProgress,
@@ -28,11 +29,10 @@ export {
   nextManifestPath,
   type PrepareControl,
   type PreparedSnapshot,
-  prepareSnapshot,
-  releasePrepared,
   removeTemporaries,
   restoreLocal,
   type SnapshotFilesOptions,
   type SnapshotTarget,
+  type VerifyControl,
   verifySnapshot,
 } from './snapshot-files.js';

@@ -1,11 +1,12 @@
 /**
  * The snapshot files of one dataset on local disk: download a snapshot into a temporary sibling of
  * the live file (checksum algorithm, size and free space checked first; SHA-256 computed while
- * streaming, parallel ranged reads written as they arrive, fsync; the engine that will check the
- * file is made meanwhile), verify it (digest, then the table's real schema), and
- * swap it in atomically (rename over the live path, fsync the directory). Download and verification
- * are separate steps so the dataset machine can show and route each; `prepareSnapshot` runs both. A manifest beside the live file records which snapshot
- * it holds, so a restart can serve it at once.
+ * streaming, ranged reads written as they arrive, fsync), verify it (digest, then the table's real
+ * schema, with a checker the caller keeps warm: see `checkers.ts`), and swap it in atomically
+ * (rename over the live path, fsync the directory). Download and verification are separate steps so
+ * the dataset machine can show and route each. A manifest beside the live file records which
+ * snapshot it holds, so a restart can serve it at once. Every value these functions return is plain
+ * data (no handles), so each step can run as a task of another thread (the runtime's snapshot pool).
  *
  * Crash safety: the live path only ever changes by `rename(2)` of a complete, validated, fsynced
  * file, so a kill at any instant leaves it holding the old or the new snapshot. The manifest is
@@ -50,12 +51,6 @@ export interface DownloadedSnapshot {
   readonly entry: SnapshotEntry;
   /** Lowercase hex SHA-256 of the bytes written, computed while streaming. */
   readonly digest: string;
-  /**
-   * The engine that checks the file, made while the bytes arrived so that verification only
-   * reads the file's catalog; {@link verifySnapshot} (or {@link discardPrepared}) closes it.
-   * Absent: verification makes its own.
-   */
-  readonly checker?: Promise<SnapshotChecker>;
 }
 
 /** A downloaded and validated snapshot waiting in its temporary file to be swapped in. */
@@ -63,12 +58,6 @@ export interface PreparedSnapshot {
   readonly tempPath: string;
   readonly inode: number;
   readonly snapshot: LocalSnapshot;
-  /**
-   * The engine that checked the file, still open: closing a DuckDB instance takes 2–10 ms, which
-   * need not delay the swap. {@link commitSnapshot} closes it (or leaves it to
-   * {@link releasePrepared}), {@link discardPrepared} too.
-   */
-  readonly checker?: Promise<SnapshotChecker>;
 }
 
 /** The live file of one dataset and what is inside it. */
@@ -109,17 +98,21 @@ export interface PrepareControl {
   readonly onProgress?: (progress: DownloadProgress) => void;
 }
 
+export interface VerifyControl {
+  readonly signal?: AbortSignal;
+  /**
+   * The checker to use (a DuckDB one must be allowed the file's directory), kept by the caller
+   * (`SnapshotCheckers`). Absent: one is made for this check and closed after it (~25 ms more).
+   */
+  readonly checker?: SnapshotChecker;
+}
+
 /** `staged`: the next manifest is written, the rename not done. `renamed`: the live path holds the new file, the manifest is not promoted. */
 export type CommitStep = 'staged' | 'renamed';
 
 export interface CommitControl {
   /** Awaited at each step (progress logs; tests stop a process there to prove crash safety). */
   readonly onStep?: (step: CommitStep) => void | Promise<void>;
-  /**
-   * Leave the engine that checked the file open: the caller announces the swap first, then calls
-   * {@link releasePrepared}. Default: closed before `commitSnapshot` returns.
-   */
-  readonly releaseLater?: boolean;
 }
 
 const TEMP_MARK = '.ferry-tmp-';
@@ -412,7 +405,7 @@ async function download(
  * the temporary file, which is deleted right after.
  */
 async function checkDownloadedFile(
-  options: SnapshotFilesOptions,
+  options: LiveFileOptions,
   checker: SnapshotChecker,
   uri: string,
   schema: ArrowSchema,
@@ -463,9 +456,6 @@ export async function downloadSnapshot(
 
   const tempPath = `${livePath}${TEMP_MARK}${entry.snapshotId}-${randomBytes(4).toString('hex')}`;
   const handle = await open(tempPath, 'wx');
-  // Made while the bytes arrive: verification is then only the file's catalog read.
-  const checker = createSnapshotChecker(options.engine, directory);
-  checker.catch(() => undefined); // observed by verifySnapshot, or closed below
   const writeBehind = new WriteBehind(handle);
   let closed = false;
   try {
@@ -475,13 +465,14 @@ export async function downloadSnapshot(
     closed = true;
     await handle.close();
     control.signal?.throwIfAborted();
-    return { tempPath, entry, digest, checker };
+    return { tempPath, entry, digest };
   } catch (error) {
     if (!closed) {
+      // The download's own failure is what is thrown; a flush or close failing after it adds nothing.
       await writeBehind.settle().catch(() => undefined);
       await handle.close().catch(() => undefined);
     }
-    await Promise.all([removeWithSideFiles(tempPath), closeChecker(checker)]);
+    await removeWithSideFiles(tempPath);
     if (isDiskFull(error)) throw new DiskFullError(dataset, directory, { cause: error });
     throw error;
   }
@@ -489,28 +480,31 @@ export async function downloadSnapshot(
 
 /**
  * Verifies a downloaded snapshot: its SHA-256 digest against `snapshot-checksum`, then the table's
- * real schema (the file opened by its engine) against the recorded one. Returns it ready to swap
+ * real schema (the file read by its engine) against the recorded one. Returns it ready to swap
  * in. On any failure (or abort) the temporary file is deleted; the live file is never touched.
  */
 export async function verifySnapshot(
-  options: SnapshotFilesOptions,
+  options: LiveFileOptions,
   downloaded: DownloadedSnapshot,
   recorded: SchemaEntry,
-  control: Pick<PrepareControl, 'signal'> = {},
+  control: VerifyControl = {},
 ): Promise<PreparedSnapshot> {
   const { tempPath, entry, digest } = downloaded;
   const uri = entry.uri;
-  const made = downloaded.checker ?? createSnapshotChecker(options.engine, dirname(tempPath));
+  const own =
+    control.checker === undefined ? createSnapshotChecker(options.engine, dirname(tempPath)) : undefined;
+  // Observed below (awaited, or closed in `finally` after an earlier failure).
+  own?.catch(() => undefined);
   try {
     control.signal?.throwIfAborted();
     if (digest !== entry.checksum.toLowerCase()) throw checksumMismatch(uri, entry.checksum, digest);
-    await checkDownloadedFile(options, await made, uri, recorded.schema, tempPath);
+    const checker = control.checker ?? (await (own as Promise<SnapshotChecker>));
+    await checkDownloadedFile(options, checker, uri, recorded.schema, tempPath);
     control.signal?.throwIfAborted();
     const { ino } = await stat(tempPath);
     return {
       tempPath,
       inode: ino,
-      checker: made,
       snapshot: {
         snapshotId: entry.snapshotId,
         timestampMs: entry.timestampMs,
@@ -522,8 +516,10 @@ export async function verifySnapshot(
       },
     };
   } catch (error) {
-    await Promise.all([removeWithSideFiles(tempPath), closeChecker(made)]);
+    await removeWithSideFiles(tempPath);
     throw error;
+  } finally {
+    await closeChecker(own);
   }
 }
 
@@ -531,22 +527,9 @@ export async function verifySnapshot(
 async function closeChecker(checker: Promise<SnapshotChecker> | undefined): Promise<void> {
   await checker?.then(
     (made) => made.close(),
+    // A checker that could not be made failed its check already; there is nothing to close.
     () => undefined,
   );
-}
-
-/**
- * {@link downloadSnapshot} then {@link verifySnapshot}: a snapshot downloaded into a temporary
- * sibling of the live file and validated (checksum algorithm, object size, free space, SHA-256
- * digest, the table's real schema), ready for {@link commitSnapshot}.
- */
-export async function prepareSnapshot(
-  options: SnapshotFilesOptions,
-  target: SnapshotTarget,
-  recorded: SchemaEntry,
-  control: PrepareControl = {},
-): Promise<PreparedSnapshot> {
-  return verifySnapshot(options, await downloadSnapshot(options, target, control), recorded, control);
 }
 
 /** ENOSPC (no space) or EDQUOT (quota) from a write or fsync of the temporary file. */
@@ -558,21 +541,16 @@ function isDiskFull(error: unknown): boolean {
 /**
  * Swaps a prepared snapshot in: stage the manifest, rename over the live path (atomic), fsync the
  * directory, promote the manifest. Readers that already hold the old file keep reading it until
- * they close it; open new readers on the live path (`ServingEngine.swap()`) afterwards.
+ * they close it; engines attach the new file (or a generation link of it) afterwards.
  */
 export async function commitSnapshot(
   options: LiveFileOptions,
   prepared: PreparedSnapshot,
   control: CommitControl = {},
 ): Promise<LocalSnapshot> {
-  try {
-    return await commitFile(options, prepared, control);
-  } finally {
-    if (control.releaseLater !== true) await closeChecker(prepared.checker);
-  }
+  return commitFile(options, prepared, control);
 }
 
-/** {@link commitSnapshot} without the checker's release. */
 async function commitFile(
   options: LiveFileOptions,
   prepared: PreparedSnapshot,
@@ -603,20 +581,31 @@ async function commitFile(
 }
 
 /**
- * Closes the engine that checked a committed snapshot ({@link CommitControl.releaseLater}), on the
- * next turn of the event loop: the swap's announcements, sent in the current one, leave first.
+ * Checks that the live file a manifest named ({@link restoreLocal}) is read by its engine, has the
+ * table and the recorded schema: the restore's last step before the file is served again. Rejects
+ * as the download's check does (`ERR_SNAPSHOT_*`, naming the live path).
  */
-export async function releasePrepared(prepared: Pick<PreparedSnapshot, 'checker'>): Promise<void> {
-  await new Promise((resolve) => setImmediate(resolve));
-  await closeChecker(prepared.checker);
+export async function checkLiveFile(
+  options: LiveFileOptions,
+  schema: ArrowSchema,
+  control: Pick<VerifyControl, 'checker'> = {},
+): Promise<void> {
+  const own =
+    control.checker === undefined
+      ? createSnapshotChecker(options.engine, dirname(options.livePath))
+      : undefined;
+  try {
+    const checker = control.checker ?? (await (own as Promise<SnapshotChecker>));
+    await checker.check(options.livePath, options.table, schema);
+  } finally {
+    await closeChecker(own);
+  }
 }
 
 /**
  * Deletes a downloaded or prepared snapshot that will not be swapped in (a stop, a superseded
  * download, a file the verification step never received).
  */
-export async function discardPrepared(
-  prepared: Pick<PreparedSnapshot, 'tempPath' | 'checker'>,
-): Promise<void> {
-  await Promise.all([removeWithSideFiles(prepared.tempPath), closeChecker(prepared.checker)]);
+export async function discardPrepared(prepared: Pick<PreparedSnapshot, 'tempPath'>): Promise<void> {
+  await removeWithSideFiles(prepared.tempPath);
 }

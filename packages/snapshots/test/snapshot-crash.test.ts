@@ -16,9 +16,7 @@ import {
   commitSnapshot,
   manifestPath,
   nextManifestPath,
-  prepareSnapshot,
   restoreLocal,
-  ServingEngine,
   type SnapshotFilesOptions,
   type SnapshotTarget,
 } from '../src/index.js';
@@ -28,7 +26,9 @@ import {
   namesIn,
   PROBE_SQL,
   type PublishedDir,
+  prepare,
   publishToDir,
+  queryLive,
   RECORDED_ENTRY,
   rowsOf,
   sha256,
@@ -142,7 +142,7 @@ describe('a swap killed with SIGKILL', () => {
       store,
     };
     if (initial !== undefined) {
-      await commitSnapshot(options, await prepareSnapshot(options, targetOf(initial), RECORDED_ENTRY));
+      await commitSnapshot(options, await prepare(options, targetOf(initial), RECORDED_ENTRY));
     }
     return { dir, options };
   }
@@ -209,14 +209,9 @@ describe('a swap killed with SIGKILL', () => {
     expect(restored).toMatchObject({ snapshotId: expected, checksum: sha256(bytesOf(expected)) });
     expect(await namesIn(dir)).toEqual([`${DATASET}.${KIND}`, `${DATASET}.${KIND}.ferry.json`]);
     expect(await restoreLocal(options)).toEqual(restored);
-    const serving = await ServingEngine.open(options);
-    try {
-      expect((await serving.query(PROBE_SQL)).rows).toEqual([
-        { n: rowsOf(expected), lo: expected, hi: expected },
-      ]);
-    } finally {
-      await serving.close();
-    }
+    expect(await queryLive(options, PROBE_SQL)).toEqual([
+      { n: rowsOf(expected), lo: expected, hi: expected },
+    ]);
     expect(await sideFiles(dir)).toEqual([]);
   });
 

@@ -9,10 +9,19 @@ import { mkdir, readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
-import type { ArrowSchema, SnapshotEntry } from '@ferry/core';
-import { arrowField } from '@ferry/engines';
+import type { ArrowSchema, JsonValue, SchemaEntry, SnapshotEntry } from '@ferry/core';
+import { arrowField, openEngine } from '@ferry/engines';
 import type { LocalAws } from '@ferry/test-support';
 import Database from 'better-sqlite3';
+import {
+  downloadSnapshot,
+  type LiveFileOptions,
+  type PrepareControl,
+  type PreparedSnapshot,
+  type SnapshotFilesOptions,
+  type SnapshotTarget,
+  verifySnapshot,
+} from '../src/index.js';
 
 export type Kind = 'duckdb' | 'sqlite';
 
@@ -180,4 +189,33 @@ export async function deletedFilesHeld(dir: string): Promise<string[]> {
     }
   }
   return held;
+}
+
+/** Download then verify, as the dataset machine runs the two steps: ready for `commitSnapshot`. */
+export async function prepare(
+  options: SnapshotFilesOptions,
+  target: SnapshotTarget,
+  recorded: SchemaEntry,
+  control: PrepareControl = {},
+): Promise<PreparedSnapshot> {
+  const downloaded = await downloadSnapshot(options, target, control);
+  return verifySnapshot(
+    options,
+    downloaded,
+    recorded,
+    control.signal === undefined ? {} : { signal: control.signal },
+  );
+}
+
+/** The rows `sql` returns from the live file, read by its engine (opened and closed for this). */
+export async function queryLive(
+  options: LiveFileOptions,
+  sql: string,
+): Promise<readonly Record<string, JsonValue>[]> {
+  const engine = await openEngine(options.engine, options.livePath, { table: options.table });
+  try {
+    return (await engine.query(sql)).rows;
+  } finally {
+    await engine.close();
+  }
 }

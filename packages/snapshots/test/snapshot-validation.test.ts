@@ -6,7 +6,7 @@
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   type ArrowSchema,
   currentSnapshot,
@@ -29,14 +29,13 @@ import {
 } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  checkLiveFile,
   commitSnapshot,
   discardPrepared,
   downloadSnapshot,
   manifestPath,
-  prepareSnapshot,
-  releasePrepared,
   restoreLocal,
-  ServingEngine,
+  SnapshotCheckers,
   type SnapshotFilesOptions,
   type SnapshotTarget,
   verifySnapshot,
@@ -47,7 +46,9 @@ import {
   type Kind,
   liveState,
   namesIn,
+  prepare,
   publishToS3,
+  queryLive,
   RECORDED_ENTRY,
   sha256,
   sideFiles,
@@ -131,20 +132,20 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
     goodBytes = await versionBytes(kind, dir, 2);
     const firstEntry = await publishToS3(aws, BUCKET, prefix, 1, snapshotKey(kind, 1), first);
     good = target(await publishToS3(aws, BUCKET, prefix, 2, snapshotKey(kind, 2), goodBytes));
-    await commitSnapshot(options, await prepareSnapshot(options, target(firstEntry), RECORDED_ENTRY));
+    await commitSnapshot(options, await prepare(options, target(firstEntry), RECORDED_ENTRY));
   });
 
   afterAll(async () => {
     await store?.close();
   });
 
-  /** Run `prepare` and check: the rejection, then an untouched live file and no leftovers. */
+  /** Run `attempt` and check: the rejection, then an untouched live file and no leftovers. */
   async function expectRefused(
-    prepare: () => Promise<unknown>,
+    attempt: () => Promise<unknown>,
     expected: Readonly<Record<string, unknown>>,
   ): Promise<unknown> {
     const before = await liveState(livePath);
-    const error = await prepare().then(
+    const error = await attempt().then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -157,7 +158,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
 
   it('refuses a HEAD size that differs from the recorded size', async () => {
     const entry = { ...good.entry, size: good.entry.size + 1 };
-    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+    await expectRefused(() => prepare(options, target(entry), RECORDED_ENTRY), {
       code: 'ERR_SNAPSHOT_SIZE_MISMATCH',
       message: `Snapshot ${entry.uri} size mismatch. expected=${entry.size} actual=${goodBytes.byteLength}`,
     });
@@ -166,7 +167,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
   it('refuses an unsupported checksum algorithm before downloading', async () => {
     const entry = { ...good.entry, checksumAlgorithm: 'MD5' };
     aws.requests.clear();
-    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+    await expectRefused(() => prepare(options, target(entry), RECORDED_ENTRY), {
       code: 'ERR_SNAPSHOT_CHECKSUM_ALGORITHM',
       message: `Snapshot ${entry.uri} uses unsupported checksum algorithm MD5`,
     });
@@ -174,7 +175,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
   });
 
   it('accepts the algorithm name in any case', async () => {
-    const prepared = await prepareSnapshot(
+    const prepared = await prepare(
       options,
       target({ ...good.entry, checksumAlgorithm: 'sha256' }),
       RECORDED_ENTRY,
@@ -206,44 +207,33 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
   });
 
   it.skipIf(kind !== 'duckdb')(
-    'closes the engine made during the download: when a download or a prepared snapshot is discarded, when it is committed (or later)',
+    'verifies with the checker it is given (kept warm by its caller), and leaves it open',
     async () => {
-      const downloaded = await downloadSnapshot(options, good);
-      const checker = await downloaded.checker;
-      expect(checker?.kind).toBe('duckdb');
-      const prepared = await verifySnapshot(options, downloaded, RECORDED_ENTRY);
-      await discardPrepared(prepared);
-      await expect(checker?.check(livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(/closed/);
-      const again = await downloadSnapshot(options, good);
-      await discardPrepared(again);
-      await expect((await again.checker)?.check(livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(
-        /closed/,
-      );
-      // A commit closes it, unless told to leave it to releasePrepared (after the swap's announcement).
-      // (Committed elsewhere: the other tests expect snapshot 1 in this live file.)
-      const elsewhere = { ...options, livePath: join(dir, 'elsewhere', `${DATASET}.${kind}`) };
-      const later = await prepareSnapshot(elsewhere, good, RECORDED_ENTRY);
-      await commitSnapshot(elsewhere, later, { releaseLater: true });
-      const open = await later.checker;
-      await open?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema);
-      await releasePrepared(later);
-      await expect(open?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema)).rejects.toThrow(/closed/);
-      const committed = await prepareSnapshot(elsewhere, good, RECORDED_ENTRY);
-      await commitSnapshot(elsewhere, committed);
-      await expect(
-        (await committed.checker)?.check(elsewhere.livePath, DATASET, RECORDED_ENTRY.schema),
-      ).rejects.toThrow(/closed/);
-      expect(await namesIn(join(dir, 'live'))).toEqual([
-        `${DATASET}.${kind}`,
-        `${DATASET}.${kind}.ferry.json`,
-      ]);
+      const checkers = new SnapshotCheckers();
+      try {
+        const downloaded = await downloadSnapshot(options, good);
+        checkers.warm(kind, dirname(downloaded.tempPath));
+        const prepared = await checkers.use(kind, dirname(downloaded.tempPath), async (checker) => {
+          const verified = await verifySnapshot(options, downloaded, RECORDED_ENTRY, { checker });
+          // Still open: the next verification reuses it.
+          await checker.check(verified.tempPath, DATASET, RECORDED_ENTRY.schema);
+          return verified;
+        });
+        await discardPrepared(prepared);
+        expect(await namesIn(join(dir, 'live'))).toEqual([
+          `${DATASET}.${kind}`,
+          `${DATASET}.${kind}.ferry.json`,
+        ]);
+      } finally {
+        await checkers.close();
+      }
     },
   );
 
   it('refuses a digest that differs from the recorded checksum', async () => {
     const recorded = sha256(new TextEncoder().encode('another file'));
     const entry = { ...good.entry, checksum: recorded };
-    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+    await expectRefused(() => prepare(options, target(entry), RECORDED_ENTRY), {
       code: 'ERR_SNAPSHOT_CHECKSUM_MISMATCH',
       message: `Snapshot ${entry.uri} checksum mismatch. expected=${recorded} actual=${sha256(goodBytes)}`,
     });
@@ -255,7 +245,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
       metadata: {},
     };
     const column = kind === 'duckdb' ? 'BIGINT' : 'INTEGER';
-    await expectRefused(() => prepareSnapshot(options, good, { schemaId: 0, schema: recorded }), {
+    await expectRefused(() => prepare(options, good, { schemaId: 0, schema: recorded }), {
       code: 'ERR_SNAPSHOT_SCHEMA_MISMATCH',
       message:
         `Table '${DATASET}' in '${good.entry.uri}' does not match the recorded schema: field 'version' is ` +
@@ -267,7 +257,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
   it('refuses a file without the dataset table', async () => {
     const bytes = await versionBytes(kind, dir, 3, 'other');
     const entry = await publishToS3(aws, BUCKET, prefix, 3, 'other-table', bytes);
-    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+    await expectRefused(() => prepare(options, target(entry), RECORDED_ENTRY), {
       code: 'ERR_SNAPSHOT_MISSING_TABLE',
       message: `'${entry.uri}' has no table '${DATASET}'; a snapshot must contain a table named after its dataset.`,
     });
@@ -276,7 +266,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
   it('refuses a file that is not a database although its checksum matches', async () => {
     const bytes = new TextEncoder().encode('<html><body>Access Denied</body></html>');
     const entry = await publishToS3(aws, BUCKET, prefix, 4, 'not-a-database', bytes);
-    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+    await expectRefused(() => prepare(options, target(entry), RECORDED_ENTRY), {
       code: 'ERR_SNAPSHOT_NOT_A_DATABASE',
       message: `'${entry.uri}' is not a database file, not a ${engineName} database; publish the snapshot as a ${engineName} file (the dataset's engine).`,
     });
@@ -284,7 +274,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
 
   it('refuses a missing object (404)', async () => {
     const entry = entryOf(5, location, 'deleted-by-lifecycle', goodBytes);
-    await expectRefused(() => prepareSnapshot(options, target(entry), RECORDED_ENTRY), {
+    await expectRefused(() => prepare(options, target(entry), RECORDED_ENTRY), {
       code: 'ERR_SNAPSHOT_OBJECT_MISSING',
       message: `Snapshot ${entry.uri} of dataset '${DATASET}' is listed in metadata.json but the object does not exist; publish a new snapshot or restore the object.`,
     });
@@ -293,7 +283,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
   it('fails a body that ends early (one read)', async () => {
     const half = Math.floor(goodBytes.byteLength / 2);
     const cut = { ...options, store: cuttingStore(store, () => half) };
-    await expectRefused(() => prepareSnapshot(cut, good, RECORDED_ENTRY), {
+    await expectRefused(() => prepare(cut, good, RECORDED_ENTRY), {
       code: 'ERR_DOWNLOAD_TRUNCATED',
       message: `Download of snapshot ${good.entry.uri} for dataset '${DATASET}' ended after ${half} of ${goodBytes.byteLength} bytes; the connection was cut or the object changed, so download it again.`,
     });
@@ -305,7 +295,7 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
       partSize: 4096,
       store: cuttingStore(store, (range) => (range.start === 4096 ? 1000 : undefined)),
     };
-    await expectRefused(() => prepareSnapshot(cut, good, RECORDED_ENTRY), {
+    await expectRefused(() => prepare(cut, good, RECORDED_ENTRY), {
       code: 'ERR_STORE',
       message: `Store read of ${good.entry.uri} failed (bytes 4096-8191 returned 1000 bytes instead of 4096; the object changed or is not the recorded size); it is transient, so retry later.`,
     });
@@ -313,13 +303,10 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
 
   it('refuses to start without free space for the file and the reserve', async () => {
     const reserveBytes = Number.MAX_SAFE_INTEGER - goodBytes.byteLength;
-    const error = await expectRefused(
-      () => prepareSnapshot({ ...options, reserveBytes }, good, RECORDED_ENTRY),
-      {
-        code: 'ERR_DISK_SPACE',
-        needed: Number.MAX_SAFE_INTEGER,
-      },
-    );
+    const error = await expectRefused(() => prepare({ ...options, reserveBytes }, good, RECORDED_ENTRY), {
+      code: 'ERR_DISK_SPACE',
+      needed: Number.MAX_SAFE_INTEGER,
+    });
     const { available } = error as { available: number };
     expect(available).toBeGreaterThan(0);
     expect((error as Error).message).toBe(
@@ -333,22 +320,22 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
     const controller = new AbortController();
     const seen: number[] = [];
     const reason = new Error('dataset stopping');
-    const prepare = () =>
-      prepareSnapshot({ ...options, partSize: 4096, concurrency: 2 }, good, RECORDED_ENTRY, {
+    const attempt = () =>
+      prepare({ ...options, partSize: 4096, concurrency: 2 }, good, RECORDED_ENTRY, {
         signal: controller.signal,
         onProgress: ({ bytes }) => {
           seen.push(bytes);
           controller.abort(reason);
         },
       });
-    expect(await expectRefused(prepare, {})).toBe(reason);
+    expect(await expectRefused(attempt, {})).toBe(reason);
     expect(seen).toEqual([4096]);
   });
 
   it('swaps a valid snapshot in: exact bytes on a new inode, manifest recorded, nothing left over', async () => {
     const before = await liveState(livePath);
     const progress: number[] = [];
-    const prepared = await prepareSnapshot({ ...options, partSize: 4096 }, good, RECORDED_ENTRY, {
+    const prepared = await prepare({ ...options, partSize: 4096 }, good, RECORDED_ENTRY, {
       onProgress: ({ bytes, total }) => {
         expect(total).toBe(goodBytes.byteLength);
         progress.push(bytes);
@@ -369,14 +356,9 @@ describe.each<Kind>(['duckdb', 'sqlite'])('prepareSnapshot from S3 (%s)', (kind)
     expect(await namesIn(join(dir, 'live'))).toEqual([`${DATASET}.${kind}`, `${DATASET}.${kind}.ferry.json`]);
     expect(manifestPath(livePath)).toBe(`${livePath}.ferry.json`);
     expect((await restoreLocal(options))?.snapshotId).toBe(2);
-    const serving = await ServingEngine.open(options);
-    try {
-      expect((await serving.query('SELECT count(*) AS n, max(version) AS v FROM events')).rows).toEqual([
-        { n: 22, v: 2 },
-      ]);
-    } finally {
-      await serving.close();
-    }
+    expect(await queryLive(options, 'SELECT count(*) AS n, max(version) AS v FROM events')).toEqual([
+      { n: 22, v: 2 },
+    ]);
     expect(await sideFiles(join(dir, 'live'))).toEqual([]);
   });
 });
@@ -411,16 +393,11 @@ describe('the fixture store mirrored to another bucket', () => {
           store,
         };
         const key = resolveSnapshotKey(metadata.location, entry.uri);
-        const prepared = await prepareSnapshot(options, { entry, key }, schema);
+        const prepared = await prepare(options, { entry, key }, schema);
         await commitSnapshot(options, prepared);
         expect((await liveState(options.livePath)).sha).toBe(entry.checksum);
-        const serving = await ServingEngine.open(options);
-        try {
-          expect((await serving.query(`SELECT count(*) AS n FROM ${name}`)).rows).toEqual([{ n: rows }]);
-          expect(await serving.schema()).toEqual(schema.schema);
-        } finally {
-          await serving.close();
-        }
+        expect(await queryLive(options, `SELECT count(*) AS n FROM ${name}`)).toEqual([{ n: rows }]);
+        await checkLiveFile(options, schema.schema);
         expect(await restoreLocal(options)).toMatchObject({ snapshotId: entry.snapshotId, uri: entry.uri });
       }
       expect(await sideFiles(dir)).toEqual([]);

@@ -143,6 +143,11 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
 
   // Before anything starts: a folder quickstart did not make is refused, and left untouched.
   await claimWorkDir(dir, OWNED_ENTRIES);
+  // The AWS SDK's Node-version notice, said once in Ferry's own line; the SDK in every thread stays quiet.
+  const { sdkNoticeOnce } = await import('@ferry/runtime');
+  const notice = sdkNoticeOnce();
+  if (notice.line !== undefined) io.stderr.write(`${notice.line}\n`);
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const { localStoreParams, startLocalAws, startNotificationBridge } = await import('@ferry/local-aws');
   const { publishSnapshot } = await import('@ferry/writer');
 

@@ -21,6 +21,7 @@ import {
   not,
   type ParameterizedObject,
   type SnapshotFrom,
+  sendTo,
   setup,
 } from 'xstate';
 import { SPICE_RETRY_BACKOFF } from '../backoff.js';
@@ -81,6 +82,12 @@ export interface PollTimerInput {
   readonly dueMs: number;
 }
 
+/** Sent to the poll timer by a check answered in the thread: the next check is due at `dueMs`. */
+export interface PollTimerRearm {
+  readonly type: 'poll.rearm';
+  readonly dueMs: number;
+}
+
 /** The chart's vocabulary (actors, actions, guards) for one clock. */
 function datasetSetup({ now, random }: DatasetMachineClock) {
   return setup({
@@ -102,17 +109,43 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
        * `after` delay: a restored snapshot restarts its invoked actors (not its delays), so a
        * dataset restored mid-wait still checks on schedule.
        */
-      pollTimer: fromCallback<DatasetEvent, PollTimerInput>(({ input, system, self, sendBack, receive }) => {
-        receive((event) => {
-          if (event.type === 'poll.due') sendBack(event);
-        });
-        system.scheduler.schedule(self, self, { type: 'poll.due' }, Math.max(0, input.dueMs - now()), 'due');
-        return () => system.scheduler.cancel(self, 'due');
-      }),
+      pollTimer: fromCallback<DatasetEvent | PollTimerRearm, PollTimerInput>(
+        ({ input, system, self, sendBack, receive }) => {
+          receive((event) => {
+            if (event.type === 'poll.due') sendBack(event);
+            else if (event.type === 'poll.rearm') {
+              system.scheduler.schedule(
+                self,
+                self,
+                { type: 'poll.due' },
+                Math.max(0, event.dueMs - now()),
+                'due',
+              );
+            }
+          });
+          system.scheduler.schedule(
+            self,
+            self,
+            { type: 'poll.due' },
+            Math.max(0, input.dueMs - now()),
+            'due',
+          );
+          return () => system.scheduler.cancel(self, 'due');
+        },
+      ),
     },
     actions: {
       /** The one way the machine logs; the runtime routes it to its logger. Default: discard. */
       log: (_args, _entry: LogEntry) => undefined,
+      checkedInThread: stepAction((context) => steps.checkedInThread(context, now())),
+      /** After a check answered in the thread: the poll timer, still running, fires again at the next due time. */
+      rearmPollTimer: sendTo(
+        'pollTimer',
+        ({ context }): PollTimerRearm => ({
+          type: 'poll.rearm',
+          dueMs: context.nextPollDueMs ?? now(),
+        }),
+      ),
       beginPoll: stepAction((context, params: { trigger: PollTrigger }) =>
         steps.beginPoll(context, params.trigger, now()),
       ),
@@ -169,6 +202,12 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
       stopped: stepAction((context) => steps.stopped(context)),
     },
     guards: {
+      /**
+       * A scheduled check can be answered without reading the store: the runtime knows metadata.json
+       * is still the document whose ETag the dataset holds (its location's published version).
+       * Provided by the runtime; default: never (every check reads).
+       */
+      checkedInThread: (_args) => false,
       isServing: ({ context }) => context.serving !== null,
       isPaused: ({ context }) => context.paused,
       reloadRequested: ({ context }) => context.reloadRequested,
@@ -384,7 +423,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
    * `poll.now` checks at once, and `announced` says what an announcement does here.
    */
   type Announced = NonNullable<Parameters<typeof chart.createStateConfig>[0]['on']>['snapshot.announced'];
-  const resting = (check: string, announced: Announced) =>
+  const resting = (check: string, announced: Announced, answerInThread = false) =>
     chart.createStateConfig({
       initial: 'deciding',
       on: {
@@ -402,7 +441,11 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
             { target: 'scheduled' },
           ],
         },
-        /** "…polls the snapshot store at `refresh_check_interval`." */
+        /**
+         * "…polls the snapshot store at `refresh_check_interval`." While serving, a check whose
+         * answer the runtime already knows (metadata.json unchanged) is recorded here, without
+         * leaving the state: the timer keeps running and fires again.
+         */
         scheduled: {
           entry: 'scheduleNextPoll',
           invoke: {
@@ -410,7 +453,14 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
             src: 'pollTimer',
             input: ({ context }) => ({ dueMs: context.nextPollDueMs ?? 0 }),
           },
-          on: { 'poll.due': { target: check, actions: beginPoll('schedule') } },
+          on: {
+            'poll.due': answerInThread
+              ? [
+                  { guard: 'checkedInThread', actions: ['checkedInThread', 'rearmPollTimer'] },
+                  { target: check, actions: beginPoll('schedule') },
+                ]
+              : { target: check, actions: beginPoll('schedule') },
+          },
         },
         /** `retry`: the whole poll again after the Fibonacci backoff. */
         backingOff: {
@@ -497,15 +547,19 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
         },
       },
       /** A snapshot is served; the next poll is scheduled (or backed off, or paused). */
-      serving: resting('#dataset.polling', [
-        {
-          guard: and([not('isPaused'), 'isNewAnnouncement']),
-          target: '#dataset.polling',
-          actions: [{ type: 'acceptAnnouncement', params: announcement }, beginPoll('notification')],
-        },
-        { guard: 'isNewAnnouncement', actions: { type: 'deferAnnouncement', params: announcement } },
-        { actions: { type: 'ignoreAnnouncement', params: announcement } },
-      ]),
+      serving: resting(
+        '#dataset.polling',
+        [
+          {
+            guard: and([not('isPaused'), 'isNewAnnouncement']),
+            target: '#dataset.polling',
+            actions: [{ type: 'acceptAnnouncement', params: announcement }, beginPoll('notification')],
+          },
+          { guard: 'isNewAnnouncement', actions: { type: 'deferAnnouncement', params: announcement } },
+          { actions: { type: 'ignoreAnnouncement', params: announcement } },
+        ],
+        true,
+      ),
       /** "After bootstrap, the runtime polls the snapshot store … for newer snapshots." */
       polling: {
         initial: 'readingMetadata',

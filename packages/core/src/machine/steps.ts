@@ -536,6 +536,28 @@ export function endPoll(context: DatasetContext, outcome: PollResult | undefined
   };
 }
 
+/**
+ * A scheduled check answered without reading the store: the runtime knows the location's
+ * metadata.json is still the document whose ETag the dataset holds (the `checkedInThread` guard).
+ * The check is recorded as a poll that found the metadata unchanged (the same counters, logs and
+ * `poll` event), and the next one is scheduled.
+ */
+export function checkedInThread(context: DatasetContext, nowMs: number): Step {
+  const begun = beginPoll(context, 'schedule', nowMs);
+  const unchanged = noteMetadataUnchanged(context);
+  const ended = endPoll({ ...context, ...begun.context } as DatasetContext, 'unchanged');
+  return {
+    context: {
+      counters: count(context, 'polls'),
+      lastPoll: { atMs: nowMs, result: 'unchanged' },
+      backoffAttempt: 0,
+      nextPollDueMs: nowMs + intervalDelay(context, nowMs),
+    },
+    logs: [...(begun.logs ?? []), ...(unchanged.logs ?? []), ...(ended.logs ?? [])],
+    emitted: ended.emitted ?? [],
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scheduling, notifications, commands.
 // ---------------------------------------------------------------------------------------------

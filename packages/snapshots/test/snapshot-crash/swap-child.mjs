@@ -6,7 +6,7 @@
  * `renamed` (live path replaced, manifest not promoted), `promoted` (swap complete).
  */
 import { createFileStore } from '@ferry/store';
-import { commitSnapshot, prepareSnapshot } from '../../dist/index.js';
+import { commitSnapshot, downloadSnapshot, verifySnapshot } from '../../dist/index.js';
 
 const stopAt = process.env.FERRY_STOP_AT;
 const swap = JSON.parse(process.env.FERRY_SWAP ?? 'null');
@@ -43,7 +43,7 @@ const store = {
 
 const options = { ...swap.options, store };
 let progressSent = false;
-const prepared = await prepareSnapshot(options, swap.target, swap.recorded, {
+const downloaded = await downloadSnapshot(options, swap.target, {
   onProgress: ({ bytes }) => {
     if (stopAt === 'download' && !progressSent) {
       progressSent = true;
@@ -51,6 +51,7 @@ const prepared = await prepareSnapshot(options, swap.target, swap.recorded, {
     }
   },
 });
+const prepared = await verifySnapshot(options, downloaded, swap.recorded);
 await reached('prepared', { tempPath: prepared.tempPath });
 await commitSnapshot(options, prepared, { onStep: (step) => reached(step) });
 await reached('promoted');

@@ -1,5 +1,5 @@
 /**
- * B9 inspector: the inspector page's overview for many datasets polling every second. For each
+ * B10 inspector: the inspector page's overview for many datasets polling every second. For each
  * spicepod, in this process: the server's answer of the whole overview (`GET /inspector/state`)
  * and the first frame of its event stream, against `GET /v1/datasets` of the same runtime; the live
  * stream's updates per second and bytes per second; a Chromium page until every dataset is in its
@@ -24,7 +24,7 @@ import { cpuPercentOver, loggedErrorsNote, startRuntime } from '../harness.js';
 import type { GoalCheck, Measurement, Scenario, ScenarioContext } from '../scenario.js';
 import { locationOf, spicepod } from '../spicepod.js';
 
-const PREFIX = 'b9/';
+const PREFIX = 'b10/';
 const INTERVAL = '1s';
 const CHROMIUM = '/usr/bin/chromium';
 const MIB = 2 ** 20;
@@ -257,9 +257,9 @@ async function closeQuietly(runtime: Runtime): Promise<void> {
   await runtime.close().catch(() => undefined);
 }
 
-export const b9: Scenario = {
-  id: 'b9',
-  title: 'B9 inspector',
+export const b10: Scenario = {
+  id: 'b10',
+  title: 'B10 inspector',
   measures: `1 000 datasets (200 polling every ${INTERVAL}, SQLite, 10 rows each; 800 refused at load, no thread), and 1 000 running when they fit: the inspector's overview — GET /inspector/state and the event stream's first frame, updates and bytes per second of one page's stream, a Chromium page until every dataset is in it and its DOM size, the process's CPU with the page open`,
   baseline: 'GET /v1/datasets of the same runtime; the same process with no page open (same run)',
   goal: "at 1 000 datasets: the initial state in under 1 s (the server's answer, and in the page); at 200: every dataset in the page within 5 s; at most 4 updates a second per page; at most 5 000 DOM nodes",
@@ -312,7 +312,7 @@ export const b9: Scenario = {
     }
     // Judged on the most rows measured; with as many, on the most running.
     const top = [...results].sort((a, b) => b.n - a.n || b.running - a.running)[0];
-    if (top === undefined) throw new Error('B9 measured nothing');
+    if (top === undefined) throw new Error('B10 measured nothing');
 
     const measurements: Measurement[] = [];
     for (const result of results) {

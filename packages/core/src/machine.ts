@@ -1,0 +1,16 @@
+/**
+ * `@ferry/core/machine`: what a dataset thread needs of the core and nothing more — the dataset
+ * machine and its status view, the error (de)serialisation that crosses threads, and the engine
+ * names. The package's main entry also carries the spicepod loader (and with it `yaml`), which a
+ * thread per dataset must not pay for (`test/architecture/thread-imports.test.ts`).
+ */
+export { type EngineName, type FileFormat, fileFormatOf } from './engines.js';
+export {
+  deserializeError,
+  FerryError,
+  registerErrors,
+  type SerializedError,
+  serializeError,
+} from './errors.js';
+export { LOG_LEVELS, type LogLevel, levelWanted } from './log-levels.js';
+export * from './machine/index.js';

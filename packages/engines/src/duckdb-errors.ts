@@ -1,0 +1,103 @@
+/**
+ * What a caller of the DuckDB namespace sees when DuckDB fails a query: a missing table named as
+ * the dataset it is (or as no dataset of this runtime), running out of memory or temporary space
+ * as the limit and the setting behind it, and anything else as DuckDB's words with every local
+ * path and internal name taken out (a generation's path and alias become its dataset's name, other
+ * paths `<data dir>`). Pure.
+ */
+import { FerryError } from '@ferry/core';
+import type { ResourceClass } from './duckdb-resources.js';
+import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
+import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
+
+/** The alias a generation is attached under: this prefix and the generation id. */
+export const GENERATION_ALIAS = 'ferry_g';
+
+/** What a message may not show: the directories behind the namespace. */
+export interface RedactionRoots {
+  /** Replaced by `<data dir>` with whatever path follows them. */
+  readonly roots: readonly string[];
+  /** Internal table names of a generation (the SQLite import's `ferry_sqlite_<id>`), named by dataset. */
+  readonly tablePrefixes: readonly string[];
+}
+
+/** The table a DuckDB "Table with name X does not exist" error names. */
+export function missingDuckDbTable(error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  return /^Catalog Error: Table with name (.+?) does not exist/.exec(message)?.[1];
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** `message` with generation paths named by dataset, other local paths and internal names hidden. */
+export function redactDuckDbMessage(
+  message: string,
+  catalog: NamespaceCatalog,
+  redaction: RedactionRoots,
+): string {
+  let text = message;
+  for (const dataset of catalog.datasets) {
+    const generation = dataset.generation;
+    if (generation === null) continue;
+    text = text
+      .replaceAll(generation.path, `<dataset ${dataset.name}>`)
+      .replaceAll(`${GENERATION_ALIAS}${generation.id}`, dataset.name);
+    for (const prefix of redaction.tablePrefixes) {
+      text = text.replaceAll(`${prefix}${generation.id}`, dataset.name);
+    }
+  }
+  const roots = redaction.roots.map((root) => root.replace(/\/+$/, '')).sort((a, b) => b.length - a.length);
+  for (const root of roots) {
+    if (root === '') continue;
+    text = text.replace(new RegExp(`${escapeRegExp(root)}[^\\s'"]*`, 'g'), '<data dir>');
+  }
+  return text;
+}
+
+/** The phrase naming the datasets a query reads (`dataset 'orders'`), or undefined for none. */
+export function datasetsPhrase(names: readonly string[]): string | undefined {
+  if (names.length === 0) return undefined;
+  const quoted = names.map((name) => `'${name}'`).join(', ');
+  return names.length === 1 ? `dataset ${quoted}` : `datasets ${quoted}`;
+}
+
+/** The error a caller sees for what DuckDB threw while running a query on `subject`. */
+export function duckDbQueryError(
+  error: unknown,
+  options: {
+    readonly subject: string | undefined;
+    readonly resources: ResourceClass;
+    readonly catalog: NamespaceCatalog;
+    readonly redaction: RedactionRoots;
+    /** The temporary-space cap and the setting behind it. */
+    readonly temp: { readonly bytes: number; readonly setting: string };
+  },
+): unknown {
+  if (error instanceof FerryError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const missing = missingDuckDbTable(error);
+  if (missing !== undefined) {
+    const dataset = datasetByName(options.catalog, missing);
+    if (dataset === undefined) return new NamespaceTableError(missing, 'unknown');
+    return new NamespaceTableError(dataset.name, dataset.engine === 'sqlite' ? 'sqlite' : 'not-serving');
+  }
+  if (message.startsWith('Out of Memory Error')) {
+    const temp = message.includes('max_temp_directory_size');
+    return new QueryResourceError(
+      temp ? 'temp' : 'memory',
+      options.subject,
+      temp ? options.temp.bytes : options.resources.memoryLimitBytes,
+      temp ? `the runtime's ${options.temp.setting}` : options.resources.memorySource,
+      { cause: error },
+    );
+  }
+  return new QueryFailedError(
+    options.subject,
+    redactDuckDbMessage(message, options.catalog, options.redaction),
+    {
+      cause: error,
+    },
+  );
+}

@@ -1,0 +1,312 @@
+/**
+ * One in-memory DuckDB instance of the namespace (one per resource class): locked down
+ * (duckdb-lockdown.ts), with the catalog applied to it — each DuckDB dataset's current generation
+ * ATTACHed read-only behind a view named after the dataset, SQLite datasets a join needs read in
+ * (duckdb-import.ts) — and a pool of connections, each keeping its prepared statements.
+ *
+ * Catalog changes (attach, replace views, detach; imports) run one at a time, and while one is
+ * queued or running {@link DuckDbClassInstance.changing} is true: a query starts only once it is
+ * false, synchronously after checking, so the views it binds are the generations of
+ * {@link DuckDbClassInstance.applied}. DuckDB keeps a detached generation alive for the queries
+ * that bound it.
+ */
+import {
+  type DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBPreparedStatement,
+  type DuckDBResult,
+} from '@duckdb/node-api';
+import { BoundedCache } from './bounded-cache.js';
+import { GENERATION_ALIAS } from './duckdb-errors.js';
+import { type CrossEngineLimits, IMPORT_TABLE, importSqliteDataset } from './duckdb-import.js';
+import { DUCKDB_EXTENSIONS_OFF, duckDbSize, lockDownDuckDb } from './duckdb-lockdown.js';
+import type { ResourceClass } from './duckdb-resources.js';
+import { uniqueColumnNames } from './encode.js';
+import { quoteIdentifier } from './engine.js';
+import { NamespaceTableError } from './errors.js';
+import {
+  datasetByName,
+  type NamespaceCatalog,
+  type NamespaceDataset,
+  type ResultColumn,
+} from './namespace-types.js';
+
+/** A result's column names (made unique) and types, as rows report them. */
+export interface ResultColumns {
+  readonly names: string[];
+  readonly columns: ResultColumn[];
+}
+
+/** A prepared statement and the catalog version it was bound against. */
+export interface CachedStatement {
+  readonly statement: DuckDBPreparedStatement;
+  readonly version: number;
+  /** Its result's columns (the same for every run of it), once read. */
+  columns?: ResultColumns;
+}
+
+export interface PooledConnection {
+  readonly connection: DuckDBConnection;
+  /** Prepared statements by text, bounded by entries and bytes; a statement leaving is destroyed. */
+  readonly statements: BoundedCache<string, CachedStatement>;
+}
+
+export interface InstanceOptions {
+  readonly allowedDirectories: readonly string[];
+  readonly maxTempBytes: number;
+  /** Connections (concurrent queries of the class). */
+  readonly connections: number;
+  /** Prepared statements kept per connection. */
+  readonly statementCacheSize: number;
+}
+
+/** Bytes a cached prepared statement is charged: its text, its columns, and DuckDB's plan (a guess). */
+export function statementBytes(sql: string, columns: ResultColumns | undefined): number {
+  let bytes = 2 * sql.length + 4_096;
+  for (const column of columns?.columns ?? []) bytes += 2 * (column.name.length + column.type.length) + 64;
+  return bytes;
+}
+
+/** A result's column names (made unique) and types, as rows report them. */
+export function columnsOf(result: DuckDBResult): ResultColumns {
+  const names = uniqueColumnNames(result.columnNames());
+  const columns = result
+    .columnTypes()
+    .map((type, index) => ({ name: names[index] as string, type: type.toString() }));
+  return { names, columns };
+}
+
+export class DuckDbClassInstance {
+  readonly resources: ResourceClass;
+  readonly #instance: DuckDBInstance;
+  readonly #admin: DuckDBConnection;
+  readonly #options: InstanceOptions;
+  readonly #idle: PooledConnection[] = [];
+  readonly #busy = new Set<PooledConnection>();
+  readonly #waiters: ((connection: PooledConnection) => void)[] = [];
+  #opened = 0;
+  /** Attached DuckDB generations (by generation id) and the generation behind each dataset's view. */
+  readonly #attached = new Set<number>();
+  readonly #views = new Map<string, number>();
+  /** SQLite datasets read into DuckDB: the generation id and the table holding it. */
+  readonly #imports = new Map<string, { readonly generation: number; readonly ready: Promise<void> }>();
+  /** The catalog as applied (views and attachments match it once no change is in flight). */
+  applied: NamespaceCatalog = { version: 0, datasets: [] };
+  #changing: Promise<void> = Promise.resolve();
+  /** Catalog changes queued or running (none: a query may start without waiting). */
+  #changes = 0;
+  #inFlight = 0;
+  readonly #finished = new Set<() => void>();
+
+  private constructor(
+    resources: ResourceClass,
+    instance: DuckDBInstance,
+    admin: DuckDBConnection,
+    options: InstanceOptions,
+  ) {
+    this.resources = resources;
+    this.#instance = instance;
+    this.#admin = admin;
+    this.#options = options;
+  }
+
+  static async create(
+    resources: ResourceClass,
+    options: InstanceOptions,
+    tempDirectory: string,
+  ): Promise<DuckDbClassInstance> {
+    const instance = await DuckDBInstance.create(':memory:', {
+      ...DUCKDB_EXTENSIONS_OFF,
+      memory_limit: duckDbSize(resources.memoryLimitBytes),
+      threads: String(resources.threads),
+      temp_directory: tempDirectory,
+    });
+    const admin = await instance.connect();
+    await lockDownDuckDb(admin, {
+      allowedDirectories: options.allowedDirectories,
+      maxTempBytes: options.maxTempBytes,
+    });
+    return new DuckDbClassInstance(resources, instance, admin, options);
+  }
+
+  /** A connection of its own (not pooled): for parsing, which binds nothing. */
+  connect(): Promise<DuckDBConnection> {
+    return this.#instance.connect();
+  }
+
+  /** Queries running on this instance now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Runs `change` once the previous catalog change is done; queries do not start meanwhile. */
+  #serialize(change: () => Promise<void>): Promise<void> {
+    this.#changes++;
+    const next = this.#changing.then(change).finally(() => {
+      this.#changes--;
+    });
+    // The chain only orders changes: each one's outcome is its caller's (`next`), so the next
+    // change runs after a failed one too.
+    this.#changing = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    return next;
+  }
+
+  /** Whether a catalog change is queued or running (then queries wait for {@link settled}). */
+  get changing(): boolean {
+    return this.#changes > 0;
+  }
+
+  /** Resolves once no catalog change is in flight. */
+  async settled(): Promise<void> {
+    let current: Promise<void>;
+    do {
+      current = this.#changing;
+      await current;
+    } while (current !== this.#changing);
+  }
+
+  /** Attach what is new, point views at it, detach and drop what is gone. */
+  apply(catalog: NamespaceCatalog): Promise<void> {
+    return this.#serialize(async () => {
+      const current = new Map<string, number>();
+      for (const dataset of catalog.datasets) {
+        if (dataset.engine !== 'duckdb' || dataset.generation === null) continue;
+        const { id, path } = dataset.generation;
+        current.set(dataset.name, id);
+        if (!this.#attached.has(id)) {
+          await this.#admin.run(
+            `ATTACH '${path.replaceAll("'", "''")}' AS ${GENERATION_ALIAS}${id} (READ_ONLY)`,
+          );
+          this.#attached.add(id);
+        }
+        if (this.#views.get(dataset.name) !== id) {
+          await this.#admin.run(
+            `CREATE OR REPLACE VIEW ${quoteIdentifier(dataset.name)} AS SELECT * FROM ${GENERATION_ALIAS}${id}.main.${quoteIdentifier(dataset.name)}`,
+          );
+          this.#views.set(dataset.name, id);
+        }
+      }
+      for (const name of [...this.#views.keys()]) {
+        if (current.has(name)) continue;
+        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
+        this.#views.delete(name);
+      }
+      // A query that bound a detached generation keeps reading it; DuckDB releases it after.
+      const live = new Set(current.values());
+      for (const id of [...this.#attached]) {
+        if (live.has(id)) continue;
+        await this.#admin.run(`DETACH ${GENERATION_ALIAS}${id}`);
+        this.#attached.delete(id);
+      }
+      for (const [name, imported] of [...this.#imports]) {
+        const dataset = datasetByName(catalog, name);
+        if (dataset?.generation?.id === imported.generation) continue;
+        this.#imports.delete(name);
+        // Only its end matters here: a failed import was reported to the query that asked for it
+        // (ensureImported's promise), and it left no table of this generation to drop but its own.
+        await imported.ready.then(
+          () => undefined,
+          () => undefined,
+        );
+        await this.#admin.run(`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`);
+        await this.#admin.run(`DROP TABLE IF EXISTS ${IMPORT_TABLE}${imported.generation}`);
+      }
+      this.applied = catalog;
+    });
+  }
+
+  /** The SQLite dataset's current generation as a DuckDB table behind a view of its name (once). */
+  ensureImported(dataset: NamespaceDataset, limits: CrossEngineLimits): Promise<void> {
+    const generation = dataset.generation;
+    if (generation === null) throw new NamespaceTableError(dataset.name, 'not-serving');
+    const known = this.#imports.get(dataset.name);
+    if (known?.generation === generation.id) return known.ready;
+    const ready = this.#serialize(() => importSqliteDataset(this.#admin, dataset, limits));
+    this.#imports.set(dataset.name, { generation: generation.id, ready });
+    // A failed import is forgotten, so the next query tries again; its error is the caller's.
+    ready.catch(() => {
+      if (this.#imports.get(dataset.name)?.ready === ready) this.#imports.delete(dataset.name);
+    });
+    return ready;
+  }
+
+  /** An idle connection, taken at once (no await), or undefined when none is idle. */
+  tryAcquire(): PooledConnection | undefined {
+    const pooled = this.#idle.pop();
+    if (pooled === undefined) return undefined;
+    this.#busy.add(pooled);
+    this.#inFlight++;
+    return pooled;
+  }
+
+  async acquire(): Promise<PooledConnection> {
+    let pooled = this.#idle.pop();
+    if (pooled === undefined && this.#opened < this.#options.connections) {
+      this.#opened++;
+      try {
+        pooled = {
+          connection: await this.#instance.connect(),
+          statements: new BoundedCache<string, CachedStatement>({
+            entries: this.#options.statementCacheSize,
+            bytes: 16 * 1024 * 1024,
+            dispose: (cached) => cached.statement.destroySync(),
+          }),
+        };
+      } catch (error) {
+        this.#opened--;
+        throw error;
+      }
+    }
+    pooled ??= await new Promise<PooledConnection>((resolve) => this.#waiters.push(resolve));
+    this.#busy.add(pooled);
+    this.#inFlight++;
+    return pooled;
+  }
+
+  /** Resolves once a query of this instance finished (or after `ms`). */
+  quieter(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#finished.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#finished.add(done);
+    });
+  }
+
+  release(pooled: PooledConnection): void {
+    if (this.#finished.size > 0) for (const done of [...this.#finished]) done();
+    this.#busy.delete(pooled);
+    this.#inFlight--;
+    const waiter = this.#waiters.shift();
+    if (waiter === undefined) this.#idle.push(pooled);
+    else {
+      this.#busy.add(pooled);
+      this.#inFlight++;
+      waiter(pooled);
+    }
+  }
+
+  /** Interrupts every running query until none runs (before the worker ends), for at most `limitMs`. */
+  async cancelAll(limitMs = 5_000): Promise<void> {
+    const started = performance.now();
+    while (this.#busy.size > 0 && performance.now() - started < limitMs) {
+      for (const pooled of this.#busy) pooled.connection.interrupt();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  close(): void {
+    for (const pooled of this.#idle.splice(0)) {
+      pooled.statements.clear();
+      pooled.connection.closeSync();
+    }
+    this.#admin.closeSync();
+    this.#instance.closeSync();
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The snapshot pool, owned by the coordinator: a small piscina pool (default 2 workers, none while
+ * idle) that runs every step of the swap pipeline for every dataset (`snapshot-tasks.ts`), so the
+ * S3 SDK and the engines load once per pool worker instead of once per dataset thread.
+ *
+ * Workers keep their event loop running between tasks (`atomics: 'disabled'`): their warm checkers
+ * close on a timer, and an abort port's message must reach a running download. Tasks are never
+ * aborted through piscina (that ends the worker, and a worker must not end while DuckDB works for
+ * it): a task carries its own abort port. A verification prefers the worker that downloaded the
+ * file (its checker is warm there) when that worker is free; `release` goes to one worker exactly.
+ */
+import { cpus } from 'node:os';
+import type { TransferListItem } from 'node:worker_threads';
+import { deserializeError } from '@ferry/core';
+import { Piscina } from 'piscina';
+import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from './protocol.js';
+import { threadFile } from './thread-files.js';
+
+export interface SnapshotPoolOptions {
+  /** Workers at most. Default 2. */
+  readonly threads?: number;
+  /** An idle worker ends after this long. Default 30 s. */
+  readonly idleTimeoutMs?: number;
+  /** Default: the built `snapshot-worker.js`. */
+  readonly filename?: string;
+  /** The build id the workers check when they start (`checkBuildId`). */
+  readonly buildId?: string;
+}
+
+/** Where a task should run: `prefer` a worker when it is free, or `only` that worker. */
+interface Placement {
+  readonly prefer?: number;
+  readonly only?: number;
+}
+
+const PLACEMENT = Piscina.queueOptionsSymbol;
+
+type PlacedTask = SnapshotTask & { readonly [PLACEMENT]?: Placement };
+
+type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+
+/** Free workers first (the preferred one if free); a task for one worker waits for it while it lives. */
+const balance: Balancer = (task, workers) => {
+  const placement = (task as unknown as Record<symbol, Placement | null | undefined>)[PLACEMENT];
+  const wanted = placement?.only ?? placement?.prefer;
+  if (wanted !== undefined) {
+    const worker = workers.find((candidate) => candidate.id === wanted && !candidate.terminating);
+    if (worker !== undefined && worker.currentUsage === 0) return worker;
+    if (placement?.only !== undefined && worker !== undefined) return null;
+  }
+  return workers.find((worker) => worker.currentUsage === 0 && !worker.terminating) ?? null;
+};
+
+export class SnapshotPool {
+  readonly #pool: Piscina<PlacedTask, SnapshotTaskReply>;
+  #closed = false;
+
+  constructor(options: SnapshotPoolOptions = {}) {
+    this.#pool = new Piscina({
+      filename: options.filename ?? threadFile('snapshot-worker').href,
+      minThreads: 0,
+      maxThreads: Math.max(1, options.threads ?? Math.min(2, cpus().length)),
+      idleTimeout: options.idleTimeoutMs ?? 30_000,
+      concurrentTasksPerWorker: 1,
+      atomics: 'disabled',
+      loadBalancer: balance,
+      ...(options.buildId === undefined ? {} : { workerData: { buildId: options.buildId } }),
+    });
+  }
+
+  /** How many workers run now. */
+  get threads(): number {
+    return this.#pool.threads.length;
+  }
+
+  /** Runs a task; rejects with its error rebuilt (code, message, `permanent`). */
+  async run<K extends SnapshotTask['kind']>(
+    task: Extract<SnapshotTask, { kind: K }>,
+    options: { readonly transfer?: readonly TransferListItem[]; readonly prefer?: number } = {},
+  ): Promise<SnapshotTaskResults[K]> {
+    const placed: PlacedTask =
+      options.prefer === undefined ? task : { ...task, [PLACEMENT]: { prefer: options.prefer } };
+    const reply = await this.#pool.run(placed, {
+      transferList: (options.transfer ?? []) as TransferListItem[] as never,
+    });
+    if (!reply.ok) throw deserializeError(reply.error);
+    return reply.value as SnapshotTaskResults[K];
+  }
+
+  /**
+   * Ends the pool: each worker first closes its checkers and stores (a `release` task placed on
+   * it), then the workers end. Tasks still running finish first.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled(
+      this.#pool.threads.map((worker) =>
+        this.#pool.run({ kind: 'release', [PLACEMENT]: { only: worker.threadId } } as PlacedTask),
+      ),
+    );
+    await this.#pool.close();
+  }
+}

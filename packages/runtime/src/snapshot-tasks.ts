@@ -1,0 +1,187 @@
+/**
+ * The snapshot tasks themselves: each step of the swap pipeline as one function of plain data
+ * (`SnapshotTask` in, its result out), run by a worker of the snapshot pool (`snapshot-worker.ts`)
+ * or, in tests, in-process. The S3 SDK and the engines load here, once per pool worker, never in a
+ * dataset thread. A worker keeps what is worth keeping between tasks: one store per (location,
+ * credentials) and warm file checkers per directory (`SnapshotCheckers`).
+ */
+import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { threadId } from 'node:worker_threads';
+import { fileFormatOf, type ObjectStore, resolveSnapshotKey, serializeError } from '@ferry/core';
+import {
+  checkLiveFile,
+  commitSnapshot,
+  discardPrepared,
+  downloadSnapshot,
+  linkGeneration,
+  pruneGenerations,
+  restoreLocal,
+  SnapshotCheckers,
+  type SnapshotFilesOptions,
+  verifySnapshot,
+} from '@ferry/snapshots';
+import type {
+  DatasetFiles,
+  DownloadResult,
+  RestoreResult,
+  SnapshotTask,
+  SnapshotTaskReply,
+  SnapshotTaskResults,
+} from './protocol.js';
+import { storeFor, storeKey } from './stores.js';
+
+/** Why a task stopped when its dataset asked it to, or went away. */
+export const TASK_ABORTED = 'The dataset stopped before the snapshot task ended.';
+
+/** What one thread keeps between tasks. */
+export class SnapshotTaskRunner {
+  readonly #stores = new Map<string, ObjectStore>();
+  readonly #checkers: SnapshotCheckers;
+
+  constructor(options: { readonly checkerIdleMs?: number } = {}) {
+    this.#checkers = new SnapshotCheckers(
+      options.checkerIdleMs === undefined ? {} : { idleMs: options.checkerIdleMs },
+    );
+  }
+
+  /** Runs a task; its failure is returned serialised, with its code and message. */
+  async reply(task: SnapshotTask): Promise<SnapshotTaskReply> {
+    try {
+      return { ok: true, value: await this.run(task) };
+    } catch (error) {
+      return { ok: false, error: serializeError(error) };
+    }
+  }
+
+  run<K extends SnapshotTask['kind']>(
+    task: Extract<SnapshotTask, { kind: K }>,
+  ): Promise<SnapshotTaskResults[K]>;
+  run(task: SnapshotTask): Promise<SnapshotTaskResults[SnapshotTask['kind']]>;
+  async run(task: SnapshotTask): Promise<SnapshotTaskResults[SnapshotTask['kind']]> {
+    switch (task.kind) {
+      case 'restore':
+        return this.#restore(task.files);
+      case 'download':
+        return withAbort(task.abort, (signal) => this.#download(task, signal));
+      case 'verify':
+        return withAbort(task.abort, async (signal) => {
+          const { files, downloaded, recorded } = task;
+          return this.#checkers.use(files.engine, dirname(downloaded.tempPath), (checker) =>
+            verifySnapshot(this.#options(files), downloaded, recorded, { signal, checker }),
+          );
+        });
+      case 'commit': {
+        const options = this.#options(task.files);
+        await commitSnapshot(options, task.prepared);
+        const generation = await linkGeneration(
+          options.livePath,
+          task.files.generationDir,
+          task.prepared.snapshot.snapshotId,
+          { prune: false },
+        );
+        return { generation };
+      }
+      case 'prune':
+        await pruneGenerations(task.files.generationDir, task.keep);
+        return null;
+      case 'discard':
+        await discardPrepared({ tempPath: task.tempPath });
+        return null;
+      case 'release':
+        await this.close();
+        return null;
+    }
+  }
+
+  /** Closes the warm checkers and the stores. */
+  async close(): Promise<void> {
+    await this.#checkers.close();
+    const stores = [...this.#stores.values()];
+    this.#stores.clear();
+    await Promise.all(stores.map((store) => store.close()));
+  }
+
+  #options(files: DatasetFiles): SnapshotFilesOptions {
+    return {
+      dataset: files.dataset,
+      engine: fileFormatOf(files.engine),
+      table: files.table,
+      livePath: files.livePath,
+      store: this.#storeOf(files),
+    };
+  }
+
+  #storeOf(files: DatasetFiles): ObjectStore {
+    const key = storeKey(files);
+    let store = this.#stores.get(key);
+    if (store === undefined) {
+      store = storeFor(files);
+      this.#stores.set(key, store);
+    }
+    return store;
+  }
+
+  async #restore(files: DatasetFiles): Promise<RestoreResult> {
+    // Links of an earlier run are stale (the pools that held them are gone with it).
+    await pruneGenerations(files.generationDir, 0);
+    const options = this.#options(files);
+    const local = await restoreLocal(options);
+    if (local === null) return { kind: 'none' };
+    try {
+      // The file matches its manifest; reading it proves the engine reads it, with the table and schema.
+      await this.#checkers.use(files.engine, dirname(files.livePath), (checker) =>
+        checkLiveFile(options, local.schema, { checker }),
+      );
+    } catch (error) {
+      return { kind: 'unreadable', error: (error as Error).message };
+    }
+    const generation = await linkGeneration(files.livePath, files.generationDir, local.snapshotId, {
+      prune: false,
+    });
+    return { kind: 'restored', snapshot: local, generation };
+  }
+
+  async #download(
+    task: Extract<SnapshotTask, { kind: 'download' }>,
+    signal: AbortSignal,
+  ): Promise<DownloadResult> {
+    const started = performance.now();
+    const { files, entry } = task;
+    // Made while the bytes arrive (on this worker, which verifies the file when it is free).
+    this.#checkers.warm(files.engine, dirname(files.livePath));
+    const downloaded = await downloadSnapshot(
+      this.#options(files),
+      { entry, key: resolveSnapshotKey(task.recordedLocation, entry.uri) },
+      { signal },
+    );
+    if (signal.aborted) {
+      // Nobody will verify or discard it: the dataset that asked for it is gone.
+      await discardPrepared(downloaded);
+      throw signal.reason;
+    }
+    return { ...downloaded, worker: threadId, seconds: (performance.now() - started) / 1000 };
+  }
+}
+
+/**
+ * Runs `work` with a signal that the task's abort port fires: its first message (the dataset
+ * stopped) or its closing (the dataset's thread died). The port is closed when the work ends.
+ */
+async function withAbort<T>(
+  port: import('node:worker_threads').MessagePort | undefined,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  if (port === undefined) return work(controller.signal);
+  const abort = (): void => controller.abort(new Error(TASK_ABORTED));
+  port.once('message', abort);
+  port.once('close', abort);
+  try {
+    return await work(controller.signal);
+  } finally {
+    port.off('message', abort);
+    port.off('close', abort);
+    port.close();
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Flow control of a result stream, one mechanism for both query pools: a shared `[credits,
+ * cancelled]` pair of counters. The producer (a pool worker) takes a credit before it sends each
+ * batch; the host gives one back each time its consumer takes a batch, so at most the window's
+ * batches wait between them and a consumer that stops reading stops the producer. The SQLite
+ * worker blocks for a credit in `Atomics.wait` (it is synchronous anyway); the DuckDB worker awaits
+ * `Atomics.waitAsync`, serving its other queries meanwhile. Cancelling sets the flag and wakes the
+ * producer; the DuckDB pool also interrupts the query in its engine.
+ */
+import { registerErrors } from '@ferry/core';
+import { STREAM_WINDOW } from './query-protocol.js';
+
+const CREDITS = 0;
+const CANCELLED = 1;
+
+/** `Atomics.waitAsync` (Node 16+; in TypeScript's ES2024 library, past this project's target). */
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(
+      array: Int32Array,
+      index: number,
+      value: number,
+      timeoutMs: number,
+    ): { readonly async: boolean; readonly value: Promise<string> | string };
+  }
+).waitAsync;
+
+/** The host's side: made per stream, its `control` sent with the stream's task. */
+export class StreamCredits {
+  readonly control: Int32Array;
+
+  constructor(window = STREAM_WINDOW) {
+    this.control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+    this.control[CREDITS] = window;
+  }
+
+  /** The consumer took a batch: one more may come. */
+  credit(): void {
+    Atomics.add(this.control, CREDITS, 1);
+    Atomics.notify(this.control, CREDITS);
+  }
+
+  /** Nothing more is wanted: the producer stops before its next batch. */
+  cancel(): void {
+    Atomics.store(this.control, CANCELLED, 1);
+    Atomics.notify(this.control, CREDITS);
+  }
+}
+
+/** The producer was cancelled while it waited for a credit (or before). */
+export class StreamCancelledError extends Error {
+  constructor() {
+    super('The result stream was cancelled by its consumer.');
+    this.name = 'StreamCancelledError';
+  }
+}
+
+registerErrors({ StreamCancelledError });
+
+/** Takes a credit, blocking the thread until one comes; throws once the stream is cancelled. */
+export function takeCreditSync(control: Int32Array): void {
+  for (;;) {
+    if (Atomics.load(control, CANCELLED) === 1) throw new StreamCancelledError();
+    const credits = Atomics.load(control, CREDITS);
+    if (credits > 0) {
+      if (Atomics.compareExchange(control, CREDITS, credits, credits - 1) === credits) return;
+      continue;
+    }
+    Atomics.wait(control, CREDITS, 0, 1_000);
+  }
+}
+
+/**
+ * Takes a credit, awaiting one without blocking the thread; throws once the stream is cancelled
+ * (by the host, or by `stopped()` — the query's own stop).
+ */
+export async function takeCredit(control: Int32Array, stopped: () => boolean): Promise<void> {
+  for (;;) {
+    if (Atomics.load(control, CANCELLED) === 1 || stopped()) throw new StreamCancelledError();
+    const credits = Atomics.load(control, CREDITS);
+    if (credits > 0) {
+      if (Atomics.compareExchange(control, CREDITS, credits, credits - 1) === credits) return;
+      continue;
+    }
+    const waited = waitAsync(control, CREDITS, 0, 1_000);
+    if (waited.async) await waited.value;
+  }
+}

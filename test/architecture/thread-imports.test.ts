@@ -1,0 +1,128 @@
+/**
+ * What a dataset thread loads: the module graph of its entry (`packages/runtime/src/dataset-thread.ts`),
+ * walked on the sources as TypeScript emits them (`import type` is erased; with
+ * `verbatimModuleSyntax`, every other import stays, `import { type X }` included), must not reach
+ * the S3 SDK, an engine, the YAML parser or Arrow. One thread per dataset: each module it loads costs
+ * memory in every one of them (docs/threads.md). Packages outside the repository are followed
+ * through their declared dependencies.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FORBIDDEN = [/^@aws-sdk\//, /^@smithy\//, /^@duckdb\//, /^better-sqlite3$/, /^yaml$/, /^apache-arrow$/];
+
+/** The specifiers a module imports at run time (static, re-exports, side-effect and dynamic imports). */
+export function runtimeImports(source: string): string[] {
+  const found: string[] = [];
+  // Comments may mention imports; strip them first (line and block comments, not inside strings we care about).
+  const text = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"])\/\/.*$/gm, '$1');
+  const patterns = [
+    /(?:^|[;\s])import\s+(?!type\s)(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]/g,
+    /(?:^|[;\s])export\s+(?!type\s)[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  for (const pattern of patterns) {
+    for (const match of text.matchAll(pattern)) found.push(match[1] as string);
+  }
+  return found;
+}
+
+interface PackageJson {
+  readonly name?: string;
+  readonly exports?: Record<string, { readonly default?: string } | string>;
+  readonly dependencies?: Record<string, string>;
+}
+
+function readJson(path: string): PackageJson {
+  return JSON.parse(readFileSync(path, 'utf8')) as PackageJson;
+}
+
+/** A `@ferry/x[/sub]` specifier → the source file its export points at (`dist/y.js` → `src/y.ts`). */
+function workspaceSource(specifier: string): string {
+  const [, name, sub] = /^@ferry\/([a-z-]+)(\/.*)?$/.exec(specifier) ?? [];
+  const dir = join(ROOT, 'packages', name as string);
+  const entry = readJson(join(dir, 'package.json')).exports?.[sub === undefined ? '.' : `.${sub}`];
+  const target = typeof entry === 'string' ? entry : entry?.default;
+  if (target === undefined) throw new Error(`${specifier} is not exported by packages/${name}`);
+  return join(dir, target.replace(/^\.\/dist\//, 'src/').replace(/\.js$/, '.ts'));
+}
+
+/** The bare package name of a specifier (`@scope/name/sub` → `@scope/name`). */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? `${parts[0]}/${parts[1]}` : (parts[0] as string);
+}
+
+/** Every external package the graph of `entry` loads, with the chain of modules that leads to it. */
+function externalPackages(entry: string): Map<string, string[]> {
+  const packages = new Map<string, string[]>();
+  const seen = new Set<string>();
+  const visit = (file: string, chain: string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const here = [...chain, file.replace(ROOT, '')];
+    for (const specifier of runtimeImports(readFileSync(file, 'utf8'))) {
+      if (specifier.startsWith('node:')) continue;
+      if (specifier.startsWith('.')) {
+        visit(resolve(dirname(file), specifier.replace(/\.js$/, '.ts')), here);
+      } else if (specifier.startsWith('@ferry/')) {
+        visit(workspaceSource(specifier), here);
+      } else {
+        addPackage(packageName(specifier), here, dirname(file));
+      }
+    }
+  };
+  const addPackage = (name: string, chain: string[], from: string): void => {
+    if (packages.has(name)) return;
+    packages.set(name, [...chain, name]);
+    // Follow its own dependencies (it loads them, or may).
+    let dir = from;
+    while (!existsSync(join(dir, 'node_modules', name, 'package.json')) && dirname(dir) !== dir)
+      dir = dirname(dir);
+    const manifest = join(dir, 'node_modules', name, 'package.json');
+    if (!existsSync(manifest)) return;
+    for (const dependency of Object.keys(readJson(manifest).dependencies ?? {})) {
+      addPackage(dependency, [...chain, name], dirname(manifest));
+    }
+  };
+  visit(entry, []);
+  return packages;
+}
+
+describe('a dataset thread loads only its actor', () => {
+  it('reads imports as TypeScript emits them', () => {
+    expect(
+      runtimeImports(
+        [
+          "import type { A } from 'erased';",
+          "import { type B } from 'kept-empty';",
+          "import { c, type D } from 'kept';",
+          "export { e } from 're-exported';",
+          "export type { F } from 'erased-too';",
+          "import 'side-effect';",
+          "const g = await import('dynamic');",
+          "// import { h } from 'in-a-comment';",
+        ].join('\n'),
+      ).sort(),
+    ).toEqual(['dynamic', 'kept', 'kept-empty', 're-exported', 'side-effect']);
+  });
+
+  it('the dataset-thread entry reaches no S3 SDK, engine, YAML parser or Arrow', () => {
+    const packages = externalPackages(join(ROOT, 'packages/runtime/src/dataset-thread.ts'));
+    const forbidden = [...packages].filter(([name]) => FORBIDDEN.some((pattern) => pattern.test(name)));
+    expect(
+      forbidden.map(([, chain]) => chain.join(' → ')),
+      'a module the dataset thread loads imports a heavy package',
+    ).toEqual([]);
+    // What it does load: the machine's library (and comlink for the control plane, if used).
+    expect([...packages.keys()]).toContain('xstate');
+  });
+
+  it('the check can fail: the snapshot pool worker reaches the SDK and the engines', () => {
+    const packages = externalPackages(join(ROOT, 'packages/runtime/src/snapshot-worker.ts'));
+    expect([...packages.keys()]).toEqual(expect.arrayContaining(['@aws-sdk/client-s3', '@duckdb/node-api']));
+  });
+});
