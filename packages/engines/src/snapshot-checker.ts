@@ -48,6 +48,7 @@ class DuckDbChecker implements SnapshotChecker {
 
   check(path: string, table: string, recorded: ArrowSchema): Promise<void> {
     const run = this.#last.then(() => this.#check(path, table, recorded));
+    // The chain only orders the checks: a failed check is its caller's (returned below), not the next one's.
     this.#last = run.catch(() => undefined);
     return run;
   }

@@ -319,6 +319,7 @@ class DatasetSlot {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
     const outcome = await Promise.race([
+      // A thread that cannot answer (it failed or is exiting) is terminated below all the same.
       rpc.request<void>({ type: 'stop' }).catch(() => undefined),
       timedOut,
     ]);

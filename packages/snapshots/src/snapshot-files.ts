@@ -187,8 +187,12 @@ interface FileIdentity {
   readonly size: number;
 }
 
+/** The file's identity, or `undefined` when there is no file at `path` (any other failure is thrown). */
 async function identityOf(path: string): Promise<FileIdentity | undefined> {
-  const info = await stat(path, { bigint: true }).catch(() => undefined);
+  const info = await stat(path, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return undefined;
+    throw error;
+  });
   if (info === undefined || !info.isFile()) return undefined;
   return { inode: Number(info.ino), mtimeNs: String(info.mtimeNs), size: Number(info.size) };
 }

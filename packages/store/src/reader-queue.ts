@@ -171,6 +171,8 @@ export async function createReaderQueue(options: CreateReaderQueueOptions): Prom
   let url: string | undefined;
   let subscriptionArn: string | undefined;
 
+  // Undoes a half-made queue while the error that stopped it is thrown: a failed delete or unsubscribe
+  // leaves a queue with no heartbeat, which `ferry fleet gc` removes with its subscription.
   const undo = async (): Promise<void> => {
     if (subscriptionArn !== undefined) {
       await sns.send(new UnsubscribeCommand({ SubscriptionArn: subscriptionArn })).catch(() => undefined);
