@@ -116,3 +116,12 @@ export interface Scenario {
 export function ratio(value: number, baseline: number): number {
   return baseline === 0 ? Number.NaN : value / baseline;
 }
+
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}

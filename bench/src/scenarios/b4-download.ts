@@ -18,21 +18,13 @@ import { BULK_COLUMNS, buildDuckDbOfSize, buildFile, keyedColumns } from '../dat
 import { formatRatio, formatValue } from '../format.js';
 import { loggedErrorsNote, mib, plainDownload, plainS3, startRuntime, swapTo } from '../harness.js';
 import { LatencyRecorder } from '../histogram.js';
-import type { GoalCheck, Measurement, Scenario } from '../scenario.js';
+import { type GoalCheck, type Measurement, median, type Scenario } from '../scenario.js';
 import { BUCKET, locationOf, spicepod } from '../spicepod.js';
 
 const PREFIX = 'b4/';
 const DATASET = 'dl';
 /** The goal on the fixed cost after the bytes are on disk (check, rename, directory fsync, announce). */
 const FIXED_GOAL_MS = 30;
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-};
 
 type Phase = 'downloading' | 'verifying' | 'swapping';
 const PHASES: readonly Phase[] = ['downloading', 'verifying', 'swapping'];

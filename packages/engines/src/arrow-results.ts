@@ -11,8 +11,10 @@
  * bigint, Interval as `{ months, days, nanos }`, lists as arrays, structs as objects, maps as
  * `[key, value]` pairs. The engines' adapters turn their own values into these.
  */
-import { type ArrowDataType, registerErrors } from '@ferry/core';
+import { type ArrowDataType, type ArrowField, registerErrors } from '@ferry/core';
 import * as arrow from 'apache-arrow';
+import { grown } from './arrow-buffers.js';
+import { arrowField } from './arrow-types.js';
 
 export type ArrowValue =
   | null
@@ -37,6 +39,11 @@ export interface ArrowColumn {
   readonly type: ArrowDataType;
   /** The engine's name of the column's type (`DECIMAL(10,2)`, SQLite's declared type), if known. */
   readonly typeName?: string;
+  /**
+   * A Utf8 column of a type outside the type table whose text is JSON (`json`) or an integer's
+   * digits (`integer`): recorded as the field's `JSON_FORM_METADATA`, read by the JSON encoder.
+   */
+  readonly jsonForm?: 'json' | 'integer';
 }
 
 /**
@@ -44,6 +51,13 @@ export interface ArrowColumn {
  * (`ARROW:FLIGHT:SQL:TYPE_NAME`), which JDBC and ADBC drivers read; Arrow over HTTP carries it too.
  */
 export const TYPE_NAME_METADATA = 'ARROW:FLIGHT:SQL:TYPE_NAME';
+
+/**
+ * Field metadata of a Utf8 column holding a type outside the type table: `json` when each value is
+ * the JSON text of the engine's value (UNION, fixed-size ARRAY, nested values holding such types),
+ * `integer` when it is an integer's digits (HUGEINT). Plain text otherwise (UUID, ENUM, …).
+ */
+export const JSON_FORM_METADATA = 'ferry:json-form';
 
 const TIME_UNITS: Readonly<Record<string, arrow.TimeUnit>> = {
   Second: arrow.TimeUnit.SECOND,
@@ -119,18 +133,91 @@ export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
   }
 }
 
+const UNIT_NAMES: Readonly<Record<number, string>> = {
+  [arrow.TimeUnit.SECOND]: 'Second',
+  [arrow.TimeUnit.MILLISECOND]: 'Millisecond',
+  [arrow.TimeUnit.MICROSECOND]: 'Microsecond',
+  [arrow.TimeUnit.NANOSECOND]: 'Nanosecond',
+};
+
+const jsonField = (field: arrow.Field, nullable = field.nullable): ArrowField =>
+  arrowField(field.name, arrowJsonType(field.type), nullable);
+
+/**
+ * The type-table JSON form of an apache-arrow type (the inverse of {@link arrowTypeOf}), as the
+ * schema of `application/vnd.spiceai.sql.v1+json` reports it; a type the table has no form for is
+ * reported by apache-arrow's name for it.
+ */
+export function arrowJsonType(type: arrow.DataType): ArrowDataType {
+  switch (type.typeId) {
+    case arrow.Type.Null:
+      return 'Null';
+    case arrow.Type.Bool:
+      return 'Boolean';
+    case arrow.Type.Int: {
+      const { bitWidth, isSigned } = type as arrow.Int;
+      return `${isSigned ? 'Int' : 'UInt'}${bitWidth}`;
+    }
+    case arrow.Type.Float:
+      return (type as arrow.Float).precision === arrow.Precision.SINGLE ? 'Float32' : 'Float64';
+    case arrow.Type.Utf8:
+    case arrow.Type.LargeUtf8:
+      return 'Utf8';
+    case arrow.Type.Binary:
+    case arrow.Type.LargeBinary:
+      return 'Binary';
+    case arrow.Type.Date:
+      return 'Date32';
+    case arrow.Type.Time:
+      return { Time64: UNIT_NAMES[(type as arrow.Time).unit] ?? 'Microsecond' };
+    case arrow.Type.Timestamp: {
+      const { unit, timezone } = type as arrow.Timestamp;
+      return { Timestamp: [UNIT_NAMES[unit] ?? 'Microsecond', timezone ?? null] };
+    }
+    case arrow.Type.Decimal: {
+      const { precision, scale } = type as arrow.Decimal;
+      return { Decimal128: [precision, scale] };
+    }
+    case arrow.Type.Interval:
+      return { Interval: 'MonthDayNano' };
+    case arrow.Type.List:
+      return { List: jsonField((type as arrow.List).children[0] as arrow.Field) };
+    case arrow.Type.Struct:
+      return { Struct: (type as arrow.Struct).children.map((field) => jsonField(field)) };
+    case arrow.Type.Map: {
+      const entries = (type as arrow.Map_).children[0] as arrow.Field<arrow.Struct>;
+      const [keys, values] = entries.type.children as [arrow.Field, arrow.Field];
+      return {
+        Map: [
+          arrowField(entries.name, { Struct: [jsonField(keys, false), jsonField(values, true)] }, false),
+          false,
+        ],
+      };
+    }
+    default:
+      return String(type);
+  }
+}
+
+/** A schema in the JSON form metadata.json and Spice's `sql.v1+json` use (`{ fields }`). */
+export function arrowJsonSchema(schema: arrow.Schema): { fields: ArrowField[] } {
+  return { fields: schema.fields.map((field) => jsonField(field, true)) };
+}
+
 /** The schema of a result with these columns (every field nullable: results carry no NOT NULL). */
 export function arrowSchemaOf(columns: readonly ArrowColumn[]): arrow.Schema {
   return new arrow.Schema(
-    columns.map(
-      (column) =>
-        new arrow.Field(
-          column.name,
-          arrowTypeOf(column.type),
-          true,
-          column.typeName === undefined ? null : new Map([[TYPE_NAME_METADATA, column.typeName]]),
-        ),
-    ),
+    columns.map((column) => {
+      const metadata = new Map<string, string>();
+      if (column.typeName !== undefined) metadata.set(TYPE_NAME_METADATA, column.typeName);
+      if (column.jsonForm !== undefined) metadata.set(JSON_FORM_METADATA, column.jsonForm);
+      return new arrow.Field(
+        column.name,
+        arrowTypeOf(column.type),
+        true,
+        metadata.size === 0 ? null : metadata,
+      );
+    }),
   );
 }
 
@@ -151,7 +238,7 @@ class Bits {
 
   set(index: number, on: boolean): void {
     const byte = index >> 3;
-    this.bits = room(this.bits, byte + 1);
+    this.bits = grown(this.bits, byte + 1);
     if (on) this.bits[byte] = (this.bits[byte] as number) | (1 << (index & 7));
   }
 
@@ -177,14 +264,6 @@ class Validity extends Bits {
   data<T extends arrow.DataType>(type: T, length: number) {
     return { type, length, nullCount: this.nulls, nullBitmap: this.finish(length) };
   }
-}
-
-/** `array`, or a copy at least twice as long when `needed` elements would not fit. */
-function room<T extends Uint8Array | Int32Array | Typed>(array: T, needed: number): T {
-  if (needed <= array.length) return array;
-  const grown = new (array.constructor as new (length: number) => T)(Math.max(array.length * 2, needed));
-  grown.set(array as never);
-  return grown;
 }
 
 type Typed =
@@ -242,7 +321,7 @@ class FixedBuilder implements ColumnBuilder {
 
   append(value: ArrowValue): void {
     const at = this.length * this.#width;
-    this.#data = room(this.#data, at + this.#width);
+    this.#data = grown(this.#data, at + this.#width);
     this.#validity.set(this.length, value !== null);
     if (value !== null) this.#write(this.#data, at, value);
     this.length++;
@@ -303,9 +382,9 @@ class BytesBuilder implements ColumnBuilder {
     if (typeof value === 'string') bytes = encoder.encode(value);
     else if (value instanceof Uint8Array) bytes = value;
     else if (value !== null) throw new ArrowValueError(this.#type, value);
-    this.#offsets = room(this.#offsets, this.length + 2);
+    this.#offsets = grown(this.#offsets, this.length + 2);
     if (bytes !== undefined) {
-      this.#data = room(this.#data, this.#size + bytes.length);
+      this.#data = grown(this.#data, this.#size + bytes.length);
       this.#data.set(bytes, this.#size);
       this.#size += bytes.length;
     }
@@ -352,7 +431,7 @@ class ListBuilder implements ColumnBuilder {
         this.#child.append({ [keyField.name]: key, [valueField.name]: entry });
       }
     }
-    this.#offsets = room(this.#offsets, this.length + 2);
+    this.#offsets = grown(this.#offsets, this.length + 2);
     this.#validity.set(this.length, value !== null);
     this.length++;
     this.#offsets[this.length] = this.#child.length;
@@ -516,14 +595,18 @@ export class RecordBatchBuilder {
     const children = this.#builders.map((builder) => builder.finish());
     this.#builders = this.schema.fields.map((field) => columnBuilder(field.type));
     this.#rowsWithoutColumns = 0;
-    const data = arrow.makeData({
-      type: new arrow.Struct(this.schema.fields),
-      length,
-      nullCount: 0,
-      children,
-    });
-    return new arrow.RecordBatch(this.schema, data);
+    return recordBatchOf(this.schema, length, children);
   }
+}
+
+/** A record batch of `length` rows whose columns are `children` (one `Data` per field). */
+export function recordBatchOf(
+  schema: arrow.Schema,
+  length: number,
+  children: arrow.Data[],
+): arrow.RecordBatch {
+  const data = arrow.makeData({ type: new arrow.Struct(schema.fields), length, nullCount: 0, children });
+  return new arrow.RecordBatch(schema, data);
 }
 
 /** One batch (or just the schema) as a self-contained IPC stream: what crosses a thread. */
@@ -535,8 +618,72 @@ export function batchToIpc(schema: arrow.Schema, batch?: arrow.RecordBatch): Uin
   return writer.toUint8Array(true);
 }
 
-/** The schema and batches of an IPC stream written by {@link batchToIpc}. */
+/**
+ * One message of an Arrow IPC stream, as views of the stream's bytes: `dataHeader` (the flatbuffer
+ * Message, padded to 8 bytes) and `dataBody` — the two fields of a Flight `FlightData` — and
+ * `framed`, the whole message as the stream format frames it (continuation marker, length,
+ * header, body), what an HTTP client of the stream format reads.
+ */
+export interface IpcMessage {
+  readonly dataHeader: Uint8Array;
+  readonly dataBody: Uint8Array;
+  readonly framed: Uint8Array;
+}
+
+const CONTINUATION = 0xffff_ffff;
+
+/** The end-of-stream marker of the IPC stream format. */
+export const IPC_END_OF_STREAM = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+
+/** The messages of an IPC stream (schema, dictionaries, batches), up to its end-of-stream marker. */
+export function ipcMessages(bytes: Uint8Array): IpcMessage[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const messages: IpcMessage[] = [];
+  let at = 0;
+  while (at + 8 <= bytes.length && view.getUint32(at, true) === CONTINUATION) {
+    const length = view.getInt32(at + 4, true);
+    if (length === 0) break;
+    const dataHeader = bytes.subarray(at + 8, at + 8 + length);
+    const bodyLength = Number(arrow.Message.decode(dataHeader).bodyLength);
+    const end = at + 8 + length + bodyLength;
+    messages.push({
+      dataHeader,
+      dataBody: bytes.subarray(at + 8 + length, end),
+      framed: bytes.subarray(at, end),
+    });
+    at = end;
+  }
+  return messages;
+}
+
+/** Each decoded batch's message as it arrived, so it can be sent on without encoding it again. */
+const received = new WeakMap<arrow.RecordBatch, IpcMessage>();
+
+/**
+ * The schema and batches of an IPC stream written by {@link batchToIpc}. Each batch remembers
+ * its message ({@link batchIpcMessages} hands it out again without encoding).
+ */
 export function batchesFromIpc(bytes: Uint8Array): { schema: arrow.Schema; batches: arrow.RecordBatch[] } {
   const table = arrow.tableFromIPC(bytes);
+  const messages = ipcMessages(bytes).slice(1);
+  // Only plain batches map one to one onto their messages (no dictionaries: never written here).
+  if (messages.length === table.batches.length) {
+    for (const [index, batch] of table.batches.entries()) received.set(batch, messages[index] as IpcMessage);
+  }
   return { schema: table.schema, batches: table.batches };
+}
+
+/** The schema's IPC message. */
+export function schemaIpcMessage(schema: arrow.Schema): IpcMessage {
+  return ipcMessages(batchToIpc(schema))[0] as IpcMessage;
+}
+
+/**
+ * The IPC message(s) of one batch (dictionaries first, if any): the bytes it arrived in when it
+ * came from {@link batchesFromIpc}, else encoded now.
+ */
+export function batchIpcMessages(batch: arrow.RecordBatch): IpcMessage[] {
+  const message = received.get(batch);
+  if (message !== undefined) return [message];
+  return ipcMessages(arrow.RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true)).slice(1);
 }

@@ -1,13 +1,13 @@
 /**
  * How a DuckDB result becomes Arrow batches inside the query worker: the schema from the result's
- * column types (with DuckDB's type names), then rows appended to a batch builder chunk by chunk, a
- * batch sent every `batchRows` rows or about `batchBytes`, each handed to the sink only once it
- * can take it (back-pressure), and reading stopped at the first batch over a cap.
+ * column types (with DuckDB's type names), then each data chunk's vectors appended column by column
+ * (`DuckDbBatchBuilder`, duckdb-chunk-arrow.ts), a batch sent every `batchRows` rows or about
+ * `batchBytes`, each handed to the sink only once it can take it (back-pressure), and reading
+ * stopped at the first batch over a cap.
  */
-import type { DuckDBResult, DuckDBType } from '@duckdb/node-api';
-import { type ArrowValue, arrowSchemaOf, batchToIpc, RecordBatchBuilder } from './arrow-results.js';
-import { duckDbArrowValue } from './duckdb-arrow.js';
-import { duckDbTypeToArrow } from './duckdb-types.js';
+import type { DuckDBResult } from '@duckdb/node-api';
+import { batchToIpc } from './arrow-results.js';
+import { DuckDbBatchBuilder } from './duckdb-chunk-arrow.js';
 import { uniqueColumnNames } from './encode.js';
 import {
   type BatchControl,
@@ -31,21 +31,23 @@ export async function sendDuckDbBatches(
   stop: () => void,
   emitted: () => void,
 ): Promise<BatchOutcome> {
-  const names = uniqueColumnNames(result.columnNames());
-  const types = result.columnTypes();
-  const schema = arrowSchemaOf(
-    types.map((type: DuckDBType, index) => ({
-      name: names[index] as string,
-      type: duckDbTypeToArrow(type) ?? 'Utf8',
-      typeName: type.toString(),
-    })),
-  );
-  const fieldTypes = schema.fields.map((field) => field.type);
-  sink.schema(batchToIpc(schema), read);
-  emitted();
-  const builder = new RecordBatchBuilder(schema);
   const batchRows = control.batchRows ?? 65_536;
   const batchBytes = control.batchBytes ?? 4 * MIB;
+  const builder = new DuckDbBatchBuilder(
+    uniqueColumnNames(result.columnNames()),
+    result.columnTypes(),
+    Math.min(batchRows, 8_192),
+  );
+  const { schema } = builder;
+  // The schema goes out with the first chunk: a query that fails while DuckDB computes it
+  // (out of memory, say) has handed nothing over yet, so it can still run once more.
+  let started = false;
+  const start = (): void => {
+    if (started) return;
+    started = true;
+    sink.schema(batchToIpc(schema), read);
+    emitted();
+  };
   let rows = 0;
   let bytes = 0;
   const send = async (): Promise<'rows' | 'bytes' | undefined> => {
@@ -60,14 +62,15 @@ export async function sendDuckDbBatches(
   };
   for (;;) {
     const chunk = await result.fetchChunk();
+    start();
     if (chunk === null || chunk.rowCount === 0) break;
-    for (const values of chunk.getRows()) {
-      builder.appendRow(
-        values.map((value, index): ArrowValue => duckDbArrowValue(value, fieldTypes[index] as never)),
-      );
-      // A batch ends at batchRows rows, or (checked every 256 rows) at about batchBytes.
-      const full = builder.rows >= batchRows || (builder.rows % 256 === 0 && builder.bytes >= batchBytes);
-      if (!full) continue;
+    // A batch ends at batchRows rows or (checked per chunk) at about batchBytes.
+    const size = chunk.rowCount;
+    for (let at = 0; at < size; ) {
+      const take = Math.min(size - at, batchRows - builder.rows);
+      builder.append(chunk, at, at + take);
+      at += take;
+      if (builder.rows < batchRows && builder.bytes < batchBytes) continue;
       const limit = await send();
       if (limit !== undefined) {
         stop();

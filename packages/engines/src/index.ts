@@ -35,6 +35,7 @@ export {
 } from './duckdb-lockdown.js';
 export type { DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export { duckDbTypeToArrow } from './duckdb-types.js';
+export { encodeDuckDbValue } from './duckdb-values.js';
 export type { OpenOptions, QueryControl, SnapshotEngine, TableColumn } from './engine.js';
 export {
   CrossEngineLimitError,

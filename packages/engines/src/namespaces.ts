@@ -4,27 +4,43 @@
  * entry from `@ferry/engines` so that threads which only open and check snapshot files do not load
  * apache-arrow.
  */
+
+export { batchText, type ColumnText } from './arrow-json.js';
 export {
   type ArrowColumn,
   type ArrowValue,
   ArrowValueError,
+  arrowJsonSchema,
+  arrowJsonType,
   arrowSchemaOf,
   arrowTypeOf,
   batchesFromIpc,
+  batchIpcMessages,
   batchToIpc,
   type ColumnBuilder,
   columnBuilder,
   type IntervalValue,
+  IPC_END_OF_STREAM,
+  type IpcMessage,
+  ipcMessages,
+  JSON_FORM_METADATA,
   RecordBatchBuilder,
+  schemaIpcMessage,
   TYPE_NAME_METADATA,
 } from './arrow-results.js';
 export { duckDbArrowValue } from './duckdb-arrow.js';
+export {
+  DuckDbBatchBuilder,
+  duckDbJsonForm,
+  duckDbResultSchema,
+  VECTOR_MEMORY,
+} from './duckdb-chunk-arrow.js';
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export * from './namespace-types.js';
+export { SqliteBatchBuilder } from './sqlite-arrow.js';
 export {
   SQLITE_MAX_ATTACHED,
   SqliteNamespace,
   type SqliteNamespaceOptions,
   type SyncBatchSink,
-  sqliteArrowValue,
 } from './sqlite-namespace.js';

@@ -11,11 +11,10 @@
  * statement; statements are prepared once and kept (an LRU). Everything here is synchronous: it
  * runs in the read pool's workers.
  */
-import type { ArrowDataType, JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core';
 import { FerryError } from '@ferry/core';
-import type * as arrow from 'apache-arrow';
 import Database from 'better-sqlite3';
-import { type ArrowValue, arrowSchemaOf, batchToIpc, RecordBatchBuilder } from './arrow-results.js';
+import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
 import { scalarParams, uniqueColumnNames } from './encode.js';
 import { NamespaceTableError, QueryFailedError } from './errors.js';
@@ -32,9 +31,9 @@ import {
   type RowsOutcome,
   valueBytes,
 } from './namespace-types.js';
-import { resultColumnArrowType } from './result-types.js';
 import { type SqlToken, tokenizeSql } from './sql-guard.js';
 import { statementShape } from './sql-shape.js';
+import { SqliteBatchBuilder } from './sqlite-arrow.js';
 import {
   encodeSqliteValue,
   type SqliteBinding,
@@ -98,7 +97,6 @@ interface Prepared {
 const byName = datasetByName;
 
 const MIB = 1024 * 1024;
-const textEncoder = new TextEncoder();
 
 /** `no such table: users` / `no such table: users.t`: the database (when qualified) and table SQLite looked for. */
 function missingTable(
@@ -423,9 +421,8 @@ export class SqliteNamespace {
   }
 
   /**
-   * Runs `sql` and hands its result to `sink` as Arrow batches. Column types are the declared
-   * types, or for an expression the storage class of its first non-null value in the first batch
-   * (a column that is null throughout the first batch is text).
+   * Runs `sql` and hands its result to `sink` as Arrow batches. Column types come from the declared
+   * types and the values of the first batch (`SqliteBatchBuilder`).
    */
   batches(
     sql: string,
@@ -445,36 +442,19 @@ export class SqliteNamespace {
         const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
         let pending: SqliteValue[][] = [];
         let pendingBytes = 0;
-        let builder: RecordBatchBuilder | undefined;
-        let types: arrow.DataType[] = [];
+        let builder: SqliteBatchBuilder | undefined;
         let rows = 0;
         let bytes = 0;
-        const start = (): RecordBatchBuilder => {
-          const described = this.#described(sql, prepared);
-          const names = described.names;
-          const schema = arrowSchemaOf(
-            described.declared.map((column, index) => {
-              const declared = column ?? storageClass(pending.find((row) => row[index] !== null)?.[index]);
-              const type: ArrowDataType =
-                declared === undefined ? 'Utf8' : (resultColumnArrowType('sqlite', declared) ?? 'Utf8');
-              return {
-                name: names[index] as string,
-                type,
-                ...(declared === undefined ? {} : { typeName: declared }),
-              };
-            }),
-          );
-          types = schema.fields.map((field) => field.type);
-          sink.schema(batchToIpc(schema), read);
-          return new RecordBatchBuilder(schema);
+        const start = (): SqliteBatchBuilder => {
+          const { names, declared } = this.#described(sql, prepared);
+          // The first batch's rows decide the column types (see sqlite-arrow.ts).
+          const started = new SqliteBatchBuilder(names, declared, pending);
+          sink.schema(batchToIpc(started.schema), read);
+          return started;
         };
         const send = (): 'rows' | 'bytes' | undefined => {
           builder ??= start();
-          for (const row of pending) {
-            builder.appendRow(
-              row.map((value, index) => sqliteArrowValue(value, types[index] as arrow.DataType)),
-            );
-          }
+          for (const row of pending) builder.append(row);
           pending = [];
           pendingBytes = 0;
           const count = builder.rows;
@@ -576,52 +556,4 @@ function withLiteralParameters(
   }
   const positional = markers.filter((marker) => marker.text === '?').length;
   return { sql: text, args: [...new Array<null>(positional).fill(null), named] };
-}
-
-const DAY_MS = 86_400_000;
-
-/** Microseconds since the epoch of an ISO-8601 text (`2026-11-29T08:00:00.123456`, optional `Z`). */
-function isoMicros(text: string): bigint | undefined {
-  const match = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z)?$/.exec(text.trim());
-  if (match === null) return undefined;
-  const seconds = Date.parse(`${match[1]}T${match[2]}Z`);
-  if (Number.isNaN(seconds)) return undefined;
-  const fraction = (match[3] ?? '').padEnd(6, '0').slice(0, 6);
-  return BigInt(seconds) * 1000n + BigInt(fraction);
-}
-
-/** The unscaled integer of a decimal text or number at `scale` digits. */
-function unscaled(value: string | number | bigint, scale: number): bigint | undefined {
-  if (typeof value === 'bigint') return value * 10n ** BigInt(scale);
-  const text = typeof value === 'number' ? value.toFixed(scale) : value.trim();
-  const match = /^([+-]?)(\d*)(?:\.(\d*))?$/.exec(text);
-  if (match === null) return undefined;
-  const digits = `${match[2] ?? ''}${(match[3] ?? '').padEnd(scale, '0').slice(0, scale)}`;
-  const magnitude = BigInt(digits === '' ? '0' : digits);
-  return match[1] === '-' ? -magnitude : magnitude;
-}
-
-/** An SQLite value as the plain value of an Arrow column of `type` (mismatching values become text or null). */
-export function sqliteArrowValue(value: SqliteValue, type: arrow.DataType): ArrowValue {
-  if (value === null) return null;
-  const name = type.toString();
-  if (name === 'Int64')
-    return typeof value === 'bigint' ? value : typeof value === 'number' ? BigInt(Math.trunc(value)) : null;
-  if (name === 'Float64')
-    return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : null;
-  if (name === 'Bool')
-    return typeof value === 'bigint' || typeof value === 'number' ? Number(value) !== 0 : null;
-  if (name === 'Binary') return value instanceof Uint8Array ? value : textEncoder.encode(String(value));
-  if (name.startsWith('Date32')) {
-    if (typeof value !== 'string') return null;
-    const ms = Date.parse(`${value.trim().slice(0, 10)}T00:00:00Z`);
-    return Number.isNaN(ms) ? null : Math.floor(ms / DAY_MS);
-  }
-  if (name.startsWith('Timestamp')) return typeof value === 'string' ? (isoMicros(value) ?? null) : null;
-  if (name.startsWith('Decimal')) {
-    if (value instanceof Uint8Array) return null;
-    return unscaled(value, (type as arrow.Decimal).scale) ?? null;
-  }
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
-  return String(value);
 }

@@ -25,6 +25,7 @@ export {
 export {
   DEFAULT_FLIGHT_HOST,
   DEFAULT_FLIGHT_PORT,
+  DEFAULT_WRITE_WINDOW_BYTES,
   type FlightServerOptions,
   type FlightTlsOptions,
   type RunningFlightServer,

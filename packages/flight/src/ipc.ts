@@ -1,67 +1,39 @@
 /**
  * Arrow IPC as Flight carries it: each IPC message split into `data_header` (the flatbuffer
- * Message) and `data_body`, and back. `apache-arrow` writes and reads the stream format; this
- * only cuts it at message boundaries, so every byte on the wire is apache-arrow's own encoding.
+ * Message) and `data_body`, and back. `apache-arrow` writes and reads the stream format and
+ * `@ferry/engines` cuts it at message boundaries (`ipcMessages`: the one implementation, which the
+ * HTTP Arrow answer uses too), so every byte on the wire is apache-arrow's own encoding.
  */
-import {
-  Message,
-  type RecordBatch,
-  RecordBatchReader,
-  RecordBatchStreamWriter,
-  type Schema,
-  Table,
-  tableToIPC,
-} from 'apache-arrow';
+import { batchIpcMessages, type IpcMessage, ipcMessages, schemaIpcMessage } from '@ferry/engines/namespaces';
+import { type RecordBatch, RecordBatchReader, type Schema } from 'apache-arrow';
 import { FlightRequestError } from './errors.js';
 import type { FlightData } from './protocol.js';
 
+export type { IpcMessage };
+
 const CONTINUATION = 0xffff_ffff;
 
-export interface IpcMessage {
-  readonly dataHeader: Uint8Array;
-  readonly dataBody: Uint8Array;
-}
-
 /** The messages of an IPC stream (schema, batches) as FlightData carries them, without its end-of-stream marker. */
-export function splitIpcStream(bytes: Uint8Array): IpcMessage[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const messages: IpcMessage[] = [];
-  let at = 0;
-  while (at + 8 <= bytes.length && view.getUint32(at, true) === CONTINUATION) {
-    const length = view.getInt32(at + 4, true);
-    if (length === 0) break;
-    const dataHeader = bytes.subarray(at + 8, at + 8 + length);
-    const bodyLength = Number(Message.decode(dataHeader).bodyLength);
-    at += 8 + length;
-    messages.push({ dataHeader, dataBody: bytes.subarray(at, at + bodyLength) });
-    at += bodyLength;
-  }
-  return messages;
-}
+export const splitIpcStream = ipcMessages;
 
 /** The schema message alone (the first FlightData of a DoGet stream). */
-export function schemaMessage(schema: Schema): IpcMessage {
-  return splitIpcStream(tableToIPC(new Table(schema), 'stream'))[0] as IpcMessage;
-}
+export const schemaMessage = schemaIpcMessage;
+
+/** One record batch as the FlightData message(s) that follow the schema. */
+export const batchMessages = batchIpcMessages;
 
 /**
  * A schema in its "IPC form", as FlightInfo.schema, a prepared statement's dataset schema and
  * GetTables' `table_schema` carry it: continuation marker, length, flatbuffer Message.
  */
 export function schemaBytes(schema: Schema): Uint8Array {
-  const { dataHeader } = schemaMessage(schema);
+  const { dataHeader } = schemaIpcMessage(schema);
   const out = new Uint8Array(8 + dataHeader.length);
   const view = new DataView(out.buffer);
   view.setUint32(0, CONTINUATION, true);
   view.setInt32(4, dataHeader.length, true);
   out.set(dataHeader, 8);
   return out;
-}
-
-/** One record batch as the FlightData message(s) that follow the schema. */
-export function batchMessages(batch: RecordBatch): IpcMessage[] {
-  const stream = RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true);
-  return splitIpcStream(stream).slice(1);
 }
 
 /**

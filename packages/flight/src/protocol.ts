@@ -2,24 +2,19 @@
  * The wire protocol, loaded from the Arrow project's own `Flight.proto` and `FlightSql.proto`
  * (never transcribed): the gRPC service definition for `@grpc/grpc-js` through
  * `@grpc/proto-loader`, and the Flight SQL messages (which travel inside `google.protobuf.Any`)
- * through protobufjs. The files are the ones `@lancedb/arrow-flight-sql-client` ships, byte for
- * byte Apache Arrow 18.0.0–20.0.0's `format/Flight.proto` and `format/FlightSql.proto` (Apache
- * License 2.0, headers intact): see the README.
+ * through protobufjs. The files are carried in this package's `proto/` folder, byte for byte Apache
+ * Arrow 20.0.0's `format/Flight.proto` and `format/FlightSql.proto` (Apache License 2.0, headers
+ * intact; see `NOTICE` and the README).
  */
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 import { FlightRequestError } from './errors.js';
 
-const require = createRequire(import.meta.url);
-
-/** The folder holding `Flight.proto` and `FlightSql.proto`. */
-export const PROTO_DIR = join(
-  dirname(require.resolve('@lancedb/arrow-flight-sql-client/package.json')),
-  'dist',
-);
+/** The folder holding `Flight.proto` and `FlightSql.proto` (next to `src/` and `dist/`). */
+export const PROTO_DIR = fileURLToPath(new URL('../proto/', import.meta.url));
 export const FLIGHT_PROTO = join(PROTO_DIR, 'Flight.proto');
 export const FLIGHT_SQL_PROTO = join(PROTO_DIR, 'FlightSql.proto');
 
@@ -151,6 +146,7 @@ export function decodeSqlMessage(name: SqlMessageName, bytes: Uint8Array): SqlMe
   try {
     return { name, fields: type.toObject(type.decode(bytes), TO_OBJECT) };
   } catch {
+    // Not that message: the caller says what it expected.
     return undefined;
   }
 }
@@ -162,6 +158,7 @@ export function decodeBasicAuth(bytes: Uint8Array): { username: string; password
     const decoded = type.toObject(type.decode(bytes), TO_OBJECT) as { username: string; password: string };
     return decoded.password === '' ? undefined : decoded;
   } catch {
+    // Not a BasicAuth: the payload is then the token itself.
     return undefined;
   }
 }
@@ -182,6 +179,7 @@ export function unpackSql(bytes: Uint8Array): SqlMessage | undefined {
     typeUrl = any.type_url;
     value = any.value;
   } catch {
+    // Not an Any: plain SQL text, as Spice's SDKs send it.
     return undefined;
   }
   if (typeof typeUrl !== 'string') return undefined;
@@ -192,9 +190,10 @@ export function unpackSql(bytes: Uint8Array): SqlMessage | undefined {
   let type: protobuf.Type;
   try {
     type = sqlType(name);
-  } catch {
+  } catch (error) {
     throw new FlightRequestError(
       `'${fullName}' is not a Flight SQL message this server knows; send a command of arrow.flight.protocol.sql.`,
+      { cause: error },
     );
   }
   try {

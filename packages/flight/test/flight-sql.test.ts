@@ -134,6 +134,35 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     expect(amount?.metadata.get('ARROW:FLIGHT:SQL:TABLE_NAME')).toBe('orders');
   });
 
+  it('GetTables with include_schema fails with the cause when a schema cannot be read (not an empty schema)', async () => {
+    const broken = await startFlightServer(served.runtime, {
+      port: 0,
+      apiKey: KEY,
+      logger: served.logger,
+      source: {
+        stream: async () => {
+          throw new Error('the engine broke down');
+        },
+      },
+    });
+    const brokenStub = flightStub(broken.address);
+    try {
+      const failed = await failure(
+        fetchTable(brokenStub, cmd('CommandGetTables', { includeSchema: true }), auth()),
+      );
+      expect(failed.code).toBe(status.INTERNAL);
+      expect(served.logger.records.some((record) => record.message.includes('the engine broke down'))).toBe(
+        true,
+      );
+      // Without schemas nothing is read: the listing answers.
+      const listed = await fetchTable(brokenStub, cmd('CommandGetTables', {}), auth());
+      expect(listed.numRows).toBe(3);
+    } finally {
+      brokenStub.close();
+      await broken.close();
+    }
+  });
+
   it('GetTables filters by table name pattern and table type, without schemas unless asked', async () => {
     const byName = await fetchTable(
       stub,

@@ -40,12 +40,19 @@ import {
 
 export const BUCKET = 'ferry-flight';
 
-export interface DatasetSpec {
+export type DatasetSpec = {
   readonly name: string;
   readonly engine: 'duckdb' | 'sqlite';
-  /** A DuckDB query producing the table. */
-  readonly sql: string;
-}
+} & (
+  | {
+      /** A DuckDB query producing the table. */
+      readonly sql: string;
+    }
+  | {
+      /** A database file holding the table, published as it is. */
+      readonly file: string;
+    }
+);
 
 /** Typed columns, as a BI tool would meet them: integers past 2^53, decimals, dates, timestamps, blobs. */
 export const ORDERS_SQL = `SELECT i::BIGINT AS id,
@@ -126,7 +133,7 @@ export async function serveDatasets(
       engine: dataset.engine,
       location: `s3://${BUCKET}/${options.prefix}`,
       storeParams: localStoreParams(aws),
-      source: { sql: dataset.sql },
+      source: 'sql' in dataset ? { sql: dataset.sql } : { file: dataset.file },
     });
   }
   const dir = await mkdtemp(join(tmpdir(), 'ferry-flight-'));

@@ -103,7 +103,11 @@ export interface RuntimeOptions {
   readonly metadataWindowMs?: number;
   /** Delays before restarting a dead dataset thread, by consecutive failure; default 1 s … 30 s. */
   readonly restartBackoffMs?: readonly number[];
-  /** Memory limits of each dataset thread (an exceeded limit ends the thread, which is restarted). */
+  /**
+   * Memory limits of each dataset thread (an exceeded limit ends the thread, which is restarted);
+   * default `{ maxOldGenerationSizeMb: 256 }`. A thread holds one machine and the metadata it last
+   * read; any stated old-generation limit settles a thread ~0.7 MiB smaller than the unbounded default.
+   */
   readonly datasetResourceLimits?: ResourceLimits;
   /**
    * Workers of the snapshot pool, which downloads, verifies and swaps in the snapshots of every

@@ -77,7 +77,11 @@ export class ResultStream implements QueryListener {
     clearTimeout(this.#producerTimer);
     this.#producerTimer = undefined;
     // Batches wait for the consumer now: its idleness counts.
-    this.#idleTimer ??= this.#timer(
+    if (this.#idleTimer === undefined) this.#startIdleTimer();
+  }
+
+  #startIdleTimer(): void {
+    this.#idleTimer = this.#timer(
       this.#options.idleTimeoutMs,
       () => new StreamIdleError(this.#options.idleTimeoutMs),
     );
@@ -161,12 +165,12 @@ export class ResultStream implements QueryListener {
           this.#ended = true;
           return;
         }
-        // The consumer took one: the producer may send one more.
+        // The consumer took one: the producer may send one more, and the consumer's idleness
+        // counts afresh from now (while batches wait), not from when the first of them arrived.
         this.#query?.credit();
-        if (this.#items.length === 0) {
-          clearTimeout(this.#idleTimer);
-          this.#idleTimer = undefined;
-        }
+        clearTimeout(this.#idleTimer);
+        this.#idleTimer = undefined;
+        if (this.#items.length > 0) this.#startIdleTimer();
         yield item.batch;
       }
     } finally {

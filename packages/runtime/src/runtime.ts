@@ -161,9 +161,7 @@ class HostRuntime implements Runtime {
       metadataWindowMs: options.metadataWindowMs ?? 2_000,
       restartBackoffMs: options.restartBackoffMs ?? [1_000, 2_000, 5_000, 10_000, 30_000],
       stopTimeoutMs: 10_000,
-      ...(options.datasetResourceLimits === undefined
-        ? {}
-        : { datasetResourceLimits: options.datasetResourceLimits }),
+      datasetResourceLimits: options.datasetResourceLimits ?? DATASET_THREAD_LIMITS,
       logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
@@ -499,6 +497,13 @@ class HostRuntime implements Runtime {
 }
 
 const GIB = 2 ** 30;
+
+/**
+ * A dataset thread's heap: one machine and the metadata it last read. Stating an old-generation
+ * limit (any size) settles a thread ~0.7 MiB smaller than Node's default, which sizes each worker
+ * from the process's limit (9.2 → 8.5 MiB per idle thread, 100 threads, Node 20).
+ */
+const DATASET_THREAD_LIMITS = { maxOldGenerationSizeMb: 256 } as const;
 
 function size(option: string, value: string | number | undefined, fallback: number): number {
   if (value === undefined) return fallback;

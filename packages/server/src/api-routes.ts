@@ -12,7 +12,6 @@
  *   GET  /v1/status                                  the endpoints served; ?format=csv
  *   GET  /metrics                                    Prometheus text format
  */
-import type { JsonValue } from '@ferry/core';
 import type { SqlDialect } from '@ferry/engines';
 import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
@@ -23,13 +22,7 @@ import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotSummary } from './snapshot-view.js';
 import { parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
-import {
-  ARROW_STREAM_TYPE,
-  arrowBody,
-  renderResult,
-  SQL_MEDIA_TYPES,
-  type SqlMediaType,
-} from './sql-response.js';
+import { answerSql, SQL_MEDIA_TYPES, type SqlLimits, type SqlMediaType } from './sql-response.js';
 
 export interface ApiRoutesOptions {
   readonly runtime: Runtime;
@@ -38,6 +31,8 @@ export interface ApiRoutesOptions {
   readonly taken: (method: string, path: string) => boolean;
   /** Endpoints served beside this one, listed by `GET /v1/status` after `http` and `metrics`. */
   readonly endpoints: readonly StatusEndpoint[];
+  /** Caps on each `/v1/sql` answer. */
+  readonly sqlLimits?: SqlLimits;
 }
 
 /** One row of `GET /v1/status` (Spice's shape). */
@@ -161,17 +156,10 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       let outcome: QueryOutcome = 'error';
       reply.header('vary', 'Accept');
       try {
-        if (type === ARROW_STREAM_TYPE) {
-          const stream = await runtime.queryStream(sql, params as JsonValue[], { signal });
-          outcome = 'ok';
-          provenanceHeaders(reply, stream);
-          return reply.type(ARROW_STREAM_TYPE).send(arrowBody(stream));
-        }
-        const result = await runtime.query(sql, params as JsonValue[], { signal });
+        const answer = await answerSql(runtime, sql, params, type, signal, options.sqlLimits);
         outcome = 'ok';
-        const { contentType, body } = renderResult(result, type);
-        provenanceHeaders(reply, result);
-        return reply.type(contentType).send(body);
+        provenanceHeaders(reply, answer.provenance);
+        return reply.type(answer.contentType).send(answer.body);
       } finally {
         metrics.observeQuery((performance.now() - started) / 1000, outcome);
       }

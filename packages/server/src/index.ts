@@ -25,7 +25,7 @@ export {
   requestError,
   UnauthorizedError,
 } from './errors.js';
-export { toCsv, toTextTable } from './formats.js';
+export { csvLine, toCsv, toTextTable } from './formats.js';
 export { type ErrorBody, errorResponse, sendError, sendJson, sendText } from './http.js';
 export * from './inspector/index.js';
 export {
@@ -49,10 +49,11 @@ export { type SpiceSnapshotEntry, type SpiceSnapshotSummary, snapshotSummary } f
 export { parseSqlRequest, SQL_BODY_HINT, type SqlRequest } from './sql-request.js';
 export {
   ARROW_STREAM_TYPE,
-  arrowBody,
-  type RenderedResult,
-  renderResult,
-  resultSchema,
+  answerSql,
+  JSON_LINES_TYPE,
   SQL_MEDIA_TYPES,
+  type SqlAnswer,
+  type SqlLimits,
   type SqlMediaType,
+  TEXT_BATCH_ROWS,
 } from './sql-response.js';

@@ -42,6 +42,14 @@ export interface ServerOptions {
   readonly logger?: Logger;
   /** Endpoints served beside this server (the Flight server), listed by `GET /v1/status`. */
   readonly endpoints?: readonly StatusEndpoint[];
+  /**
+   * Rows one `POST /v1/sql` answer may hold; default 0: no cap (answers are streamed, so a large
+   * result holds no memory; the runtime's `maxStreamBytes` bounds its Arrow bytes). Past the cap the
+   * answer is refused with `ERR_RESULT_TOO_LARGE` (or, once rows were sent, cut off).
+   */
+  readonly maxResultRows?: number;
+  /** Bytes of Arrow data one `POST /v1/sql` answer may hold, likewise; default 0: no cap. */
+  readonly maxResultBytes?: number;
   /** Serve HTTPS with this PEM certificate chain and key (their contents, not paths); default plain HTTP. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
 }
@@ -164,6 +172,7 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     metrics: createServerMetrics(runtime),
     taken: (method, path) => extra.has(`${method} ${path}`),
     endpoints: options.endpoints ?? [],
+    sqlLimits: { maxRows: options.maxResultRows ?? 0, maxBytes: options.maxResultBytes ?? 0 },
   });
   app.after(() => {
     collecting = false;

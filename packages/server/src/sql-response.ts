@@ -1,91 +1,233 @@
 /**
  * The answer of `POST /v1/sql` in the format the `Accept` header picks, as Spice offers them:
  * `application/json` (the default: an array of row objects), `application/vnd.spiceai.sql.v1+json`
- * (`{ row_count, schema: { fields }, data }`, the schema being the result's Arrow schema in the
+ * (`{ schema: { fields }, data, row_count }`, the schema being the result's Arrow schema in the
  * JSON shape metadata.json uses), `text/csv` and `text/plain` (a table for people); and, Ferry's
- * own, `application/vnd.apache.arrow.stream` (an Arrow IPC stream, streamed from the engine with
- * back-pressure: see `arrowBody`). An `Accept` naming none of them gets JSON, as Spice answers it.
+ * own, `application/x-ndjson` (JSON Lines: one row object a line) and
+ * `application/vnd.apache.arrow.stream` (an Arrow IPC stream). An `Accept` naming none of them
+ * gets JSON, as Spice answers it.
+ *
+ * Every format but the table is streamed from the runtime's Arrow batches (`queryStream`), one
+ * batch's text at a time and only as the client reads: a client that reads slowly fills the
+ * socket, then this body, then the query stops; one that goes away cancels it. So a result of any
+ * size is answered without being held, bounded only by {@link SqlLimits} (checked per batch, off
+ * the per-value path). Nothing is sent before the first batch: a query that fails before it gets
+ * its error status; one that fails later ends the connection mid-body, so the client sees an
+ * incomplete answer, never a complete-looking one. The table for people needs every row to size
+ * its columns, so it is answered from `query()`, within the runtime's `maxResultRows`.
  */
-import { pipeline, Readable } from 'node:stream';
-import type { ArrowField } from '@ferry/core';
-import { arrowField, resultColumnArrowType } from '@ferry/engines';
-import { RecordBatchBuilder } from '@ferry/engines/namespaces';
-import type { RuntimeQueryResult, RuntimeQueryStream } from '@ferry/runtime';
-import { type RecordBatch, RecordBatchStreamWriter } from 'apache-arrow';
-import { toCsv, toTextTable } from './formats.js';
+import { Readable } from 'node:stream';
+import type { JsonValue } from '@ferry/core';
+import {
+  arrowJsonSchema,
+  batchIpcMessages,
+  batchText,
+  type ColumnText,
+  IPC_END_OF_STREAM,
+  RecordBatchBuilder,
+  schemaIpcMessage,
+} from '@ferry/engines/namespaces';
+import {
+  type QueryProvenance,
+  ResultTooLargeError,
+  type Runtime,
+  type RuntimeQueryStream,
+} from '@ferry/runtime';
+import type { RecordBatch, Schema } from 'apache-arrow';
+import { csvLine, toTextTable } from './formats.js';
 
 /** Ferry's Arrow answer: an IPC stream. */
 export const ARROW_STREAM_TYPE = 'application/vnd.apache.arrow.stream';
+/** Ferry's JSON Lines answer. */
+export const JSON_LINES_TYPE = 'application/x-ndjson';
 
 export const SQL_MEDIA_TYPES = [
   'application/json',
   'application/vnd.spiceai.sql.v1+json',
   'text/csv',
   'text/plain',
+  JSON_LINES_TYPE,
   ARROW_STREAM_TYPE,
 ] as const;
 
 export type SqlMediaType = (typeof SQL_MEDIA_TYPES)[number];
 
+const CONTENT_TYPES: Readonly<Record<SqlMediaType, string>> = {
+  'application/json': 'application/json; charset=utf-8',
+  'application/vnd.spiceai.sql.v1+json': 'application/vnd.spiceai.sql.v1+json',
+  'text/csv': 'text/csv; charset=utf-8',
+  'text/plain': 'text/plain; charset=utf-8',
+  [JSON_LINES_TYPE]: `${JSON_LINES_TYPE}; charset=utf-8`,
+  [ARROW_STREAM_TYPE]: ARROW_STREAM_TYPE,
+};
+
 /**
- * The result's Arrow schema. Result columns carry no nullability, so every field is nullable; a
- * type outside the snapshot-store type table (HUGEINT, UUID, ENUM, …) is reported as `Utf8`.
+ * Rows per batch the text formats ask the runtime for: a batch's text is built whole before it is
+ * written, so this bounds what an answer holds at once (about 1 MiB of JSON for narrow rows).
  */
-export function resultSchema(result: RuntimeQueryResult): { fields: ArrowField[] } {
-  return {
-    fields: result.columns.map((column) =>
-      arrowField(column.name, resultColumnArrowType(result.engine, column.type) ?? 'Utf8', true),
-    ),
-  };
+export const TEXT_BATCH_ROWS = 16_384;
+
+/** Caps on one `/v1/sql` answer; 0 or absent: none (the runtime's `maxStreamBytes` still applies). */
+export interface SqlLimits {
+  /** Rows at most (counted per batch). */
+  readonly maxRows?: number;
+  /** Bytes of the body at most (counted per batch's text, or per Arrow batch's buffers). */
+  readonly maxBytes?: number;
 }
 
-export interface RenderedResult {
+export interface SqlAnswer {
   readonly contentType: string;
-  readonly body: string;
+  /** The table for people as text; every other format as a stream. */
+  readonly body: string | Readable;
+  readonly provenance: QueryProvenance;
 }
 
-export function renderResult(result: RuntimeQueryResult, type: SqlMediaType): RenderedResult {
-  const columns = result.columns.map((column) => column.name);
-  switch (type) {
-    case 'application/vnd.spiceai.sql.v1+json':
-      return {
-        contentType: type,
-        body: JSON.stringify({
-          row_count: result.rows.length,
-          schema: resultSchema(result),
-          data: result.rows,
-        }),
-      };
-    case 'text/csv':
-      return { contentType: 'text/csv; charset=utf-8', body: toCsv(columns, result.rows) };
-    case 'text/plain':
-      return { contentType: 'text/plain; charset=utf-8', body: toTextTable(columns, result.rows) };
-    default:
-      return { contentType: 'application/json; charset=utf-8', body: JSON.stringify(result.rows) };
+/** A `/v1/sql` answer: the query started (or, for the table, answered) and its body ready to send. */
+export async function answerSql(
+  runtime: Runtime,
+  sql: string,
+  params: readonly JsonValue[],
+  type: SqlMediaType,
+  signal: AbortSignal,
+  limits: SqlLimits = {},
+): Promise<SqlAnswer> {
+  if (type === 'text/plain') {
+    const result = await runtime.query(sql, params, { signal });
+    const columns = result.columns.map((column) => column.name);
+    return { contentType: CONTENT_TYPES[type], body: toTextTable(columns, result.rows), provenance: result };
   }
+  const stream = await runtime.queryStream(sql, params, {
+    signal,
+    ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }),
+  });
+  const batches = limited(stream, limits);
+  const body =
+    type === ARROW_STREAM_TYPE
+      ? Readable.from(arrowChunks(stream.schema, batches), { objectMode: false, highWaterMark: 1 })
+      : Readable.from(textChunks(stream.schema, batches, TEXT_FORMATS[type]), { highWaterMark: 1 });
+  return { contentType: CONTENT_TYPES[type], body, provenance: stream };
 }
 
-/** The stream's batches, or one empty batch (so an empty result still carries its schema). */
-async function* batchesOrEmpty(stream: RuntimeQueryStream): AsyncGenerator<RecordBatch> {
-  let any = false;
+/** The stream's batches, ending it with `ERR_RESULT_TOO_LARGE` past a cap (and cancelling the query). */
+async function* limited(stream: RuntimeQueryStream, limits: SqlLimits): AsyncGenerator<RecordBatch> {
+  const maxRows = limits.maxRows ?? 0;
+  const maxBytes = limits.maxBytes ?? 0;
+  const names = stream.datasets.map((read) => read.name);
+  let rows = 0;
+  let bytes = 0;
   for await (const batch of stream.batches) {
-    any = true;
+    rows += batch.numRows;
+    bytes += batch.data.byteLength;
+    if (maxRows > 0 && rows > maxRows) {
+      stream.cancel();
+      throw new ResultTooLargeError(names, maxRows, 'rows', 'the HTTP server’s maxResultRows');
+    }
+    if (maxBytes > 0 && bytes > maxBytes) {
+      stream.cancel();
+      throw new ResultTooLargeError(names, maxBytes, 'bytes', 'the HTTP server’s maxResultBytes');
+    }
     yield batch;
   }
-  if (!any) yield new RecordBatchBuilder(stream.schema).flush();
+}
+
+/** How a text format frames its rows. */
+interface TextFormat {
+  /** Text before the first row (given the schema). */
+  head(schema: Schema): string;
+  /** The text of rows `0 … numRows − 1`, `first` when no row came before. */
+  rows(batch: RecordBatch, columns: readonly ColumnText[], keys: readonly string[], first: boolean): string;
+  /** Text after the last row, given how many there were. */
+  tail(rows: number): string;
+}
+
+/** `{"a":1,"b":"x"}` for row `row`; `keys` are the JSON-quoted names with their colon. */
+function objectJson(columns: readonly ColumnText[], keys: readonly string[], row: number): string {
+  let text = '{';
+  for (let index = 0; index < columns.length; index++) {
+    text += `${index === 0 ? '' : ','}${keys[index]}${(columns[index] as ColumnText).json(row)}`;
+  }
+  return `${text}}`;
+}
+
+function objects(batch: RecordBatch, columns: readonly ColumnText[], keys: readonly string[]): string[] {
+  const lines = new Array<string>(batch.numRows);
+  for (let row = 0; row < batch.numRows; row++) lines[row] = objectJson(columns, keys, row);
+  return lines;
+}
+
+const JSON_ARRAY: TextFormat = {
+  head: () => '[',
+  rows: (batch, columns, keys, first) => `${first ? '' : ','}${objects(batch, columns, keys).join(',')}`,
+  tail: () => ']',
+};
+
+const TEXT_FORMATS: Readonly<
+  Record<Exclude<SqlMediaType, 'text/plain' | typeof ARROW_STREAM_TYPE>, TextFormat>
+> = {
+  'application/json': JSON_ARRAY,
+  'application/vnd.spiceai.sql.v1+json': {
+    head: (schema) => `{"schema":${JSON.stringify(arrowJsonSchema(schema))},"data":[`,
+    rows: JSON_ARRAY.rows,
+    tail: (rows) => `],"row_count":${rows}}`,
+  },
+  [JSON_LINES_TYPE]: {
+    head: () => '',
+    rows: (batch, columns, keys) => `${objects(batch, columns, keys).join('\n')}\n`,
+    tail: () => '',
+  },
+  'text/csv': {
+    head: (schema) => csvLine(schema.fields.map((field) => field.name)),
+    rows: (batch, columns) => {
+      // One string per line, joined once: a batch's text is then one flat string, not a rope of
+      // every cell (which holds several times the text's size until it is written).
+      const lines = new Array<string>(batch.numRows);
+      const cells = new Array<string>(columns.length);
+      for (let row = 0; row < batch.numRows; row++) {
+        for (let index = 0; index < columns.length; index++) {
+          cells[index] = (columns[index] as ColumnText).cell(row);
+        }
+        lines[row] = csvLine(cells);
+      }
+      return lines.join('');
+    },
+    tail: () => '',
+  },
+};
+
+/** A text format's body, one string per batch; the head waits for the first batch. */
+async function* textChunks(
+  schema: Schema,
+  batches: AsyncIterable<RecordBatch>,
+  format: TextFormat,
+): AsyncGenerator<string> {
+  const keys = schema.fields.map((field) => `${JSON.stringify(field.name)}:`);
+  let head: string | undefined = format.head(schema);
+  let rows = 0;
+  for await (const batch of batches) {
+    if (batch.numRows === 0) continue;
+    const text = format.rows(batch, batchText(batch), keys, rows === 0);
+    rows += batch.numRows;
+    yield head === undefined ? text : head + text;
+    head = undefined;
+  }
+  yield `${head ?? ''}${format.tail(rows)}`;
 }
 
 /**
- * A streamed result as an Arrow IPC stream body. Node streams carry the back-pressure: a client
- * that reads slowly fills the socket, then this body, then stops pulling batches, which stops the
- * engine; a client that goes away destroys the body, which cancels the query.
+ * The Arrow IPC stream: the schema message with the first batch's, then each batch's message as it
+ * came from the query worker (not encoded again), then the end-of-stream marker. An empty result
+ * is its schema and one empty batch, so every reader finds the schema.
  */
-export function arrowBody(stream: RuntimeQueryStream): Readable {
-  // pipeline, not pipe: destroying the body (the client left) also ends the source, and an error
-  // of either side ends both instead of going unhandled.
-  return pipeline(
-    Readable.from(batchesOrEmpty(stream)),
-    RecordBatchStreamWriter.throughNode(),
-    () => undefined,
-  );
+async function* arrowChunks(schema: Schema, batches: AsyncIterable<RecordBatch>): AsyncGenerator<Uint8Array> {
+  let head: Uint8Array | undefined = schemaIpcMessage(schema).framed;
+  for await (const batch of batches) {
+    if (head !== undefined) yield head;
+    head = undefined;
+    for (const message of batchIpcMessages(batch)) yield message.framed;
+  }
+  if (head !== undefined) {
+    yield head;
+    for (const message of batchIpcMessages(new RecordBatchBuilder(schema).flush())) yield message.framed;
+  }
+  yield IPC_END_OF_STREAM;
 }

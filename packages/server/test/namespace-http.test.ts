@@ -2,14 +2,15 @@
  * One SQL namespace over HTTP, against a runtime serving a copy of the fixture store (`orders` in
  * DuckDB, `users` in SQLite): a join across the two and a query reading no dataset as JSON (with
  * the datasets read in the headers), the same as an Arrow IPC stream (read back with apache-arrow),
- * a million-row Arrow stream, and the client going away: its query is cancelled in the engine.
+ * a million rows streamed in every format by default, the server's row cap, and the client going
+ * away: its query is cancelled in the engine.
  */
 import { rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { queriesInFlight } from '@ferry/runtime/testing';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARROW_STREAM_TYPE } from '../src/index.js';
+import { ARROW_STREAM_TYPE, JSON_LINES_TYPE, startServer } from '../src/index.js';
 import { fixtureDir, type Served, serve, spicepod, sql } from './helpers.js';
 
 let served: Served;
@@ -93,13 +94,72 @@ describe('one namespace over HTTP', () => {
     ]);
   });
 
-  it('an Arrow stream is not capped by maxResultRows: a million rows arrive', async () => {
-    const { status, body } = await arrow('SELECT i FROM range(1000000) t(i)');
+  it('a million rows arrive by default in every format, streamed (no row cap)', async () => {
+    const statement = "SELECT i, i % 7 = 0 AS sevens, 'row ' || i AS label FROM range(1000000) t(i)";
+    const { status, body } = await arrow(statement);
     expect(status).toBe(200);
     const table = tableFromIPC(body);
     expect([table.numRows, table.getChild('i')?.get(999_999)]).toEqual([1_000_000, 999_999n]);
-    const json = await sql(base, 'SELECT i FROM range(1000000) t(i)');
-    expect(json.status).toBe(400);
+    const json = await sql(base, statement);
+    expect(json.status).toBe(200);
+    const rows = json.json<{ i: number; sevens: boolean; label: string }[]>();
+    expect([rows.length, rows[999_999]]).toEqual([
+      1_000_000,
+      { i: 999_999, sevens: true, label: 'row 999999' },
+    ]);
+    const lines = await sql(base, statement, { accept: JSON_LINES_TYPE });
+    expect(lines.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    const objects = lines.text.trimEnd().split('\n');
+    expect([objects.length, JSON.parse(objects[7] as string)]).toEqual([
+      1_000_000,
+      { i: 7, sevens: true, label: 'row 7' },
+    ]);
+    const csv = await sql(base, statement, { accept: 'text/csv' });
+    const records = csv.text.trimEnd().split('\n');
+    expect([records.length, records[0], records[1_000_000]]).toEqual([
+      1_000_001,
+      'i,sevens,label',
+      '999999,true,row 999999',
+    ]);
+    const spice = await sql(base, statement, { accept: 'application/vnd.spiceai.sql.v1+json' });
+    const answer = spice.json<{
+      row_count: number;
+      data: unknown[];
+      schema: { fields: { name: string }[] };
+    }>();
+    expect([answer.row_count, answer.data.length, answer.schema.fields.map((field) => field.name)]).toEqual([
+      1_000_000,
+      1_000_000,
+      ['i', 'sevens', 'label'],
+    ]);
+  });
+
+  it('the server’s row cap refuses a result over it before any row, and cuts one that passes it later', async () => {
+    const capped = await startServer(served.runtime, { port: 0, maxResultRows: 1_000 });
+    const later = await startServer(served.runtime, { port: 0, maxResultRows: 100_000 });
+    try {
+      const refused = await sql(capped.url, 'SELECT i FROM range(1000000) t(i)');
+      expect(refused.status).toBe(400);
+      expect(refused.json()).toMatchObject({
+        code: 'ERR_RESULT_TOO_LARGE',
+        error: expect.stringContaining(
+          'returned more than 1000 rows; add a LIMIT or raise the HTTP server’s maxResultRows',
+        ),
+      });
+      expect((await sql(capped.url, 'SELECT i FROM range(1000) t(i)')).json<unknown[]>().length).toBe(1_000);
+      // Past the cap after the first batches went out: the body ends early and the client sees an error.
+      const response = await fetch(`${later.url}/v1/sql`, {
+        method: 'POST',
+        body: 'SELECT i FROM range(1000000) t(i)',
+        headers: { 'content-type': 'text/plain' },
+      });
+      expect(response.status).toBe(200);
+      await expect(response.text()).rejects.toThrow();
+      await drained();
+    } finally {
+      await capped.close();
+      await later.close();
+    }
   });
 
   it('a client that goes away has its query cancelled in the engine (JSON and Arrow)', async () => {

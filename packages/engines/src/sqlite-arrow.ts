@@ -1,0 +1,248 @@
+/**
+ * SQLite results as Arrow record batches whose column types hold the values actually stored.
+ * SQLite does not enforce declared types, so a column's Arrow type is decided from its declared
+ * type (`sqliteDeclaredTypeToArrow`) and the values of the result's first batch, before the schema
+ * is sent:
+ *
+ *   - the declared type, when every value of the first batch fits it exactly (BOOLEAN holds 0 and
+ *     1; DECIMAL(p,s) holds numbers and decimal text exact at scale s within p digits; DATE holds
+ *     `YYYY-MM-DD` text, DATETIME/TIMESTAMP ISO-8601 text to the microsecond);
+ *   - otherwise (and for expressions, untyped and NUMERIC columns) the type of the values
+ *     themselves, widened to hold them all: integers → Int64, reals → Float64, integers and reals
+ *     → Float64, any text among them → Utf8 (numbers as their decimal text), blobs → Binary.
+ *
+ * A value that does not fit (a blob among text or numbers, an integer beyond 2^53 in a Float64
+ * column, a later batch's value of a kind the first batch did not have) is never turned into null:
+ * the query fails with an error naming the column, the row and the cast that answers it.
+ */
+import type { ArrowDataType } from '@ferry/core';
+import type * as arrow from 'apache-arrow';
+import { type ArrowValue, arrowSchemaOf, RecordBatchBuilder } from './arrow-results.js';
+import { QueryFailedError } from './errors.js';
+import type { SqliteValue } from './sqlite-engine.js';
+import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
+
+/** A column's conversion: the Arrow value of a non-null SQLite value, or `undefined` when it does not fit. */
+type Converter = (value: Exclude<SqliteValue, null>) => ArrowValue | undefined;
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const DAY_MS = 86_400_000;
+
+/** What one value is in SQLite's terms (its storage class) and in Arrow's (its own type). */
+function storageClassOf(value: Exclude<SqliteValue, null>): 'INTEGER' | 'REAL' | 'TEXT' | 'BLOB' {
+  if (typeof value === 'bigint') return 'INTEGER';
+  if (typeof value === 'number') return 'REAL';
+  return typeof value === 'string' ? 'TEXT' : 'BLOB';
+}
+
+/** Days since the epoch of `YYYY-MM-DD` text naming a real day. */
+function isoDays(text: string): number | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined;
+  const ms = Date.parse(`${text}T00:00:00Z`);
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) return undefined;
+  return ms / DAY_MS;
+}
+
+/** Microseconds since the epoch of ISO-8601 text (`T` or space; up to 6 fraction digits, more only if zero; optional `Z`). */
+function isoMicros(text: string): bigint | undefined {
+  const match = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z?$/.exec(text);
+  if (match === null) return undefined;
+  const days = isoDays(match[1] as string);
+  const [hours, minutes, seconds] = (match[2] as string).split(':').map(Number) as [number, number, number];
+  if (days === undefined || hours > 23 || minutes > 59 || seconds > 59) return undefined;
+  const fraction = match[3] ?? '';
+  if (/[1-9]/.test(fraction.slice(6))) return undefined;
+  const micros = BigInt(fraction.slice(0, 6).padEnd(6, '0'));
+  return (BigInt(days) * 86_400n + BigInt(hours * 3600 + minutes * 60 + seconds)) * 1_000_000n + micros;
+}
+
+/** The unscaled value of decimal text exact at `scale` within `precision` digits. */
+function unscaledText(text: string, precision: number, scale: number): bigint | undefined {
+  const match = /^([+-]?)(\d+)(?:\.(\d+))?$/.exec(text);
+  if (match === null) return undefined;
+  const whole = (match[2] as string).replace(/^0+(?=\d)/, '');
+  const fraction = (match[3] ?? '').replace(/0+$/, '');
+  if (fraction.length > scale || (whole === '0' ? 0 : whole.length) > precision - scale) return undefined;
+  const magnitude = BigInt(`${whole}${fraction.padEnd(scale, '0')}`);
+  return match[1] === '-' ? -magnitude : magnitude;
+}
+
+function decimal(precision: number, scale: number): Converter {
+  const factor = 10n ** BigInt(scale);
+  return (value) => {
+    if (typeof value === 'bigint') {
+      const magnitude = value < 0n ? -value : value;
+      return magnitude.toString().length <= precision - scale || magnitude === 0n
+        ? value * factor
+        : undefined;
+    }
+    if (typeof value === 'number') {
+      // A real fits when the decimal at this scale reads back as the same double.
+      if (!Number.isFinite(value) || Math.abs(value) >= 1e21) return undefined;
+      const text = value.toFixed(scale);
+      return Number(text) === value ? unscaledText(text, precision, scale) : undefined;
+    }
+    return typeof value === 'string' ? unscaledText(value.trim(), precision, scale) : undefined;
+  };
+}
+
+const int64: Converter = (value) => (typeof value === 'bigint' ? value : undefined);
+const float64: Converter = (value) => {
+  if (typeof value === 'number') return value;
+  return typeof value === 'bigint' && value <= MAX_SAFE && value >= -MAX_SAFE ? Number(value) : undefined;
+};
+const utf8: Converter = (value) => (value instanceof Uint8Array ? undefined : String(value));
+const binary: Converter = (value) => (value instanceof Uint8Array ? value : undefined);
+const boolean: Converter = (value) => (value === 0n ? false : value === 1n ? true : undefined);
+const date32: Converter = (value) => (typeof value === 'string' ? isoDays(value) : undefined);
+const timestamp: Converter = (value) => (typeof value === 'string' ? isoMicros(value) : undefined);
+
+/** The converter of a type `sqliteDeclaredTypeToArrow` gives, or of a value type. */
+function converterOf(type: ArrowDataType): Converter {
+  if (typeof type === 'string') {
+    switch (type) {
+      case 'Int64':
+        return int64;
+      case 'Float64':
+        return float64;
+      case 'Binary':
+        return binary;
+      case 'Boolean':
+        return boolean;
+      case 'Date32':
+        return date32;
+      default:
+        return utf8;
+    }
+  }
+  if ('Decimal128' in type) {
+    const [precision, scale] = type.Decimal128 as [number, number];
+    return decimal(precision, scale);
+  }
+  return 'Timestamp' in type ? timestamp : utf8;
+}
+
+/** The storage class a value type is named by (the type name of an expression column). */
+const CLASS_OF_TYPE: Readonly<Record<string, string>> = {
+  Int64: 'INTEGER',
+  Float64: 'REAL',
+  Utf8: 'TEXT',
+  Binary: 'BLOB',
+};
+
+interface ColumnPlan {
+  readonly type: ArrowDataType;
+  readonly typeName: string | undefined;
+  readonly convert: Converter;
+}
+
+/** A column's type from its declared type and its first batch's values; throws for values no one type holds. */
+function planColumn(
+  name: string,
+  declared: string | null,
+  sample: readonly SqliteValue[][],
+  index: number,
+): ColumnPlan {
+  const declaredType = declared === null ? undefined : sqliteDeclaredTypeToArrow(declared);
+  const values: { value: Exclude<SqliteValue, null>; row: number }[] = [];
+  for (const [row, record] of sample.entries()) {
+    const value = record[index] ?? null;
+    if (value !== null) values.push({ value, row: row + 1 });
+  }
+  if (declaredType !== undefined) {
+    const convert = converterOf(declaredType);
+    if (values.every(({ value }) => convert(value) !== undefined)) {
+      return { type: declaredType, typeName: declared ?? undefined, convert };
+    }
+  }
+  const classes = new Map<string, number>();
+  for (const { value, row } of values)
+    if (!classes.has(storageClassOf(value))) classes.set(storageClassOf(value), row);
+  let type: ArrowDataType;
+  const blobRow = classes.get('BLOB');
+  if (blobRow !== undefined && classes.size > 1) {
+    const [otherClass, otherRow] = [...classes].find(([kind]) => kind !== 'BLOB') as [string, number];
+    throw new QueryFailedError(
+      undefined,
+      `column '${name}' holds a BLOB in row ${blobRow} and ${otherClass} in row ${otherRow}, and one Arrow column holds one type; cast it in the query (CAST(${name} AS BLOB), or hex(${name}) for text).`,
+    );
+  }
+  if (blobRow !== undefined) type = 'Binary';
+  else if (classes.has('TEXT')) type = 'Utf8';
+  else if (classes.has('REAL')) type = 'Float64';
+  else if (classes.has('INTEGER')) type = 'Int64';
+  else type = declaredType ?? 'Utf8';
+  const typeName = declared ?? (classes.size > 0 ? CLASS_OF_TYPE[type as string] : undefined);
+  return { type, typeName, convert: converterOf(type) };
+}
+
+/**
+ * Rows of one SQLite result as Arrow batches: the column types decided from the declared types and
+ * `sample` (the rows of the first batch), then rows appended one by one.
+ */
+export class SqliteBatchBuilder {
+  readonly schema: arrow.Schema;
+  readonly #plans: readonly ColumnPlan[];
+  readonly #names: readonly string[];
+  readonly #builder: RecordBatchBuilder;
+  /** Rows appended so far, over every batch (the row number errors name). */
+  #row = 0;
+
+  constructor(
+    names: readonly string[],
+    declared: readonly (string | null)[],
+    sample: readonly SqliteValue[][],
+  ) {
+    this.#names = names;
+    this.#plans = names.map((name, index) => planColumn(name, declared[index] ?? null, sample, index));
+    this.schema = arrowSchemaOf(
+      this.#plans.map((plan, index) => ({
+        name: names[index] as string,
+        type: plan.type,
+        ...(plan.typeName === undefined ? {} : { typeName: plan.typeName }),
+      })),
+    );
+    this.#builder = new RecordBatchBuilder(this.schema);
+  }
+
+  get rows(): number {
+    return this.#builder.rows;
+  }
+
+  get bytes(): number {
+    return this.#builder.bytes;
+  }
+
+  /** Appends one row; a value its column's type cannot hold fails the query, naming column and row. */
+  append(row: readonly SqliteValue[]): void {
+    this.#row++;
+    const values = new Array<ArrowValue>(row.length);
+    for (let index = 0; index < row.length; index++) {
+      const value = row[index] ?? null;
+      if (value === null) {
+        values[index] = null;
+        continue;
+      }
+      const converted = (this.#plans[index] as ColumnPlan).convert(value);
+      if (converted === undefined) throw this.#misfit(index, value);
+      values[index] = converted;
+    }
+    this.#builder.appendRow(values);
+  }
+
+  #misfit(index: number, value: Exclude<SqliteValue, null>): QueryFailedError {
+    const name = this.#names[index] as string;
+    const type = this.schema.fields[index]?.type;
+    const kind = storageClassOf(value);
+    const shown = value instanceof Uint8Array ? `${value.byteLength} bytes` : String(value).slice(0, 40);
+    return new QueryFailedError(
+      undefined,
+      `column '${name}' row ${this.#row} holds ${kind} ${shown}, which its Arrow ${type} column (typed from the first rows) cannot hold; cast it in the query (e.g. CAST(${name} AS ${kind === 'BLOB' ? 'BLOB' : 'TEXT'})).`,
+    );
+  }
+
+  /** The batch of the rows appended since the last flush. */
+  flush(): arrow.RecordBatch {
+    return this.#builder.flush();
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * JSON and CSV text from Arrow batches (`batchText`) against the rows `query()` answers: every
+ * type of the types table (and the types outside the type table), read as Arrow through the
+ * column-wise converter and an IPC round trip, encodes to the same JSON values as node-api's
+ * values through `encodeDuckDbValue`, and to the same CSV cells (a string as it is, anything else
+ * as its JSON text).
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { JsonValue } from '@ferry/core';
+import type { RecordBatch } from 'apache-arrow';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchText } from '../src/arrow-json.js';
+import { batchesFromIpc, batchToIpc } from '../src/arrow-results.js';
+import { DuckDbBatchBuilder } from '../src/duckdb-chunk-arrow.js';
+import { encodeDuckDbValue } from '../src/duckdb-values.js';
+import { openTypesTable, type TypesTable } from './types-table.js';
+
+let types: TypesTable;
+let connection: DuckDBConnection;
+
+beforeAll(async () => {
+  types = await openTypesTable();
+  connection = types.connection;
+});
+
+afterAll(async () => {
+  await types.close();
+});
+
+async function arrowBatches(sql: string): Promise<RecordBatch[]> {
+  const result = await connection.stream(sql);
+  const builder = new DuckDbBatchBuilder(result.deduplicatedColumnNames(), result.columnTypes());
+  const batches: RecordBatch[] = [];
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (chunk === null || chunk.rowCount === 0) break;
+    builder.append(chunk);
+    if (builder.rows >= 3000)
+      batches.push(...batchesFromIpc(batchToIpc(builder.schema, builder.flush())).batches);
+  }
+  batches.push(...batchesFromIpc(batchToIpc(builder.schema, builder.flush())).batches);
+  return batches;
+}
+
+async function expected(sql: string): Promise<JsonValue[][]> {
+  const reader = await connection.runAndReadAll(sql);
+  return reader.getRows().map((row) => row.map(encodeDuckDbValue));
+}
+
+const cellOf = (value: JsonValue): string =>
+  value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+
+describe('Arrow batches as JSON and CSV text', () => {
+  it.each([
+    'SELECT * FROM t ORDER BY i',
+    'SELECT * FROM t WHERE i % 7 = 3 ORDER BY i',
+    "SELECT 'infinity'::TIMESTAMP AS a, '-infinity'::TIMESTAMPTZ AS b, 'infinity'::DATE AS c, 9007199254740991::BIGINT AS safe, -9007199254740992::BIGINT AS unsafe, 'Infinity'::DOUBLE AS inf, '-Infinity'::FLOAT AS ninf, 'quote \" back \\ slash' AS s, NULL AS nothing",
+  ])('%s: the JSON values and CSV cells of query()', async (sql) => {
+    const batches = await arrowBatches(sql);
+    const rows: JsonValue[][] = [];
+    const cells: string[][] = [];
+    for (const batch of batches) {
+      const columns = batchText(batch);
+      for (let row = 0; row < batch.numRows; row++) {
+        rows.push(columns.map((column) => JSON.parse(column.json(row)) as JsonValue));
+        cells.push(columns.map((column) => column.cell(row)));
+      }
+    }
+    const want = await expected(sql);
+    expect(rows.length).toBe(want.length);
+    expect(rows).toEqual(want);
+    expect(cells).toEqual(want.map((row) => row.map(cellOf)));
+  });
+});

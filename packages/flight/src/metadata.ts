@@ -1,0 +1,74 @@
+/**
+ * Flight SQL's metadata commands (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes,
+ * GetSqlInfo, the key commands) answered from the runtime's datasets through `catalog.ts`; a
+ * table's schema (GetTables with `include_schema`, ListFlights) is the schema its `SELECT *`
+ * streams. A dataset still waiting for its first snapshot has no schema yet and is listed with an
+ * empty one; any other failure is the call's error, with its cause.
+ */
+import type { Runtime } from '@ferry/runtime';
+import { Schema } from 'apache-arrow';
+import * as catalog from './catalog.js';
+import type { SqlMessage } from './protocol.js';
+import { datasetSql, field } from './requests.js';
+import type { ResultSource } from './result-source.js';
+
+/** Failures that mean "no snapshot yet": the dataset exists and will have a schema once it serves. */
+const NOT_SERVING: ReadonlySet<string> = new Set(['ERR_DATASET_NOT_READY']);
+
+/** The datasets the metadata commands list (a dataset whose configuration failed is not a table). */
+export function datasetNames(runtime: Runtime): string[] {
+  return runtime
+    .datasets()
+    .filter((info) => info.state !== 'failed')
+    .map((info) => info.name);
+}
+
+/** The schema a dataset's `SELECT *` streams, or an empty one while it has no snapshot. */
+export async function tableSchema(source: ResultSource, name: string): Promise<Schema> {
+  const controller = new AbortController();
+  try {
+    const result = await source.stream(`${datasetSql(name)} LIMIT 0`, [], controller.signal);
+    return result.schema;
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && NOT_SERVING.has(code)) return new Schema([]);
+    throw error;
+  } finally {
+    controller.abort();
+  }
+}
+
+/** The schema and single batch a metadata command answers with. */
+export async function metadataResult(
+  runtime: Runtime,
+  source: ResultSource,
+  command: SqlMessage,
+): Promise<catalog.MetadataResult> {
+  switch (command.name) {
+    case 'CommandGetCatalogs':
+      return catalog.catalogs();
+    case 'CommandGetDbSchemas':
+      return catalog.dbSchemas(field(command, 'catalog'), field(command, 'dbSchemaFilterPattern'));
+    case 'CommandGetTables': {
+      const request: catalog.TablesRequest = {
+        catalog: field(command, 'catalog'),
+        dbSchemaFilterPattern: field(command, 'dbSchemaFilterPattern'),
+        tableNameFilterPattern: field(command, 'tableNameFilterPattern'),
+        tableTypes: field<string[]>(command, 'tableTypes') ?? [],
+        includeSchema: field<boolean>(command, 'includeSchema') === true,
+      };
+      const names = catalog.selectTables(request, datasetNames(runtime));
+      const schemas = new Map<string, Schema>();
+      if (request.includeSchema) for (const name of names) schemas.set(name, await tableSchema(source, name));
+      return catalog.tables(request, names, schemas);
+    }
+    case 'CommandGetTableTypes':
+      return catalog.tableTypes();
+    case 'CommandGetSqlInfo':
+      return catalog.sqlInfo(field<number[]>(command, 'info') ?? []);
+    case 'CommandGetPrimaryKeys':
+      return catalog.primaryKeys();
+    default:
+      return catalog.foreignKeys();
+  }
+}

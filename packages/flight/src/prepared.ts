@@ -1,0 +1,139 @@
+/**
+ * Prepared statements, as Flight SQL drivers and Spice's SDKs use them for parameters:
+ * CreatePreparedStatement (a handle and a parameter schema of `$1…$n`), DoPut binding one Arrow row
+ * of values to the handle, ClosePreparedStatement; ListActions lists the two actions. Statements
+ * are checked read-only before a handle exists; a DoPut that would upload data is refused.
+ */
+import { assertReadOnlySql } from '@ferry/engines';
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { Field, Null, Schema } from 'apache-arrow';
+import { authorized, clientStreamError, type FlightContext, report, serverStream } from './calls.js';
+import { FlightRequestError, FlightUnauthenticatedError, FlightUnsupportedError } from './errors.js';
+import { readFlightData, schemaBytes } from './ipc.js';
+import { parametersOf, placeholderCount } from './parameters.js';
+import {
+  decodeSqlMessage,
+  encodeSql,
+  type FlightData,
+  packSql,
+  type SqlMessage,
+  unpackSql,
+} from './protocol.js';
+import { checkPut, field } from './requests.js';
+
+export const ACTIONS = [
+  {
+    type: 'CreatePreparedStatement',
+    description:
+      'Prepare a read-only SQL statement (ActionCreatePreparedStatementRequest); bind parameters with DoPut.',
+  },
+  {
+    type: 'ClosePreparedStatement',
+    description: 'Close a prepared statement (ActionClosePreparedStatementRequest).',
+  },
+];
+
+/** A prepared statement action body sent as the bare message (some clients do not wrap it in an Any). */
+function decodeSqlBody(
+  body: Buffer,
+  name:
+    | 'ActionCreatePreparedStatementRequest'
+    | 'ActionClosePreparedStatementRequest' = 'ActionCreatePreparedStatementRequest',
+): SqlMessage {
+  const message = decodeSqlMessage(name, body);
+  if (message === undefined) throw new FlightRequestError(`The action body is not an ${name}.`);
+  return message;
+}
+
+export function doAction(context: FlightContext) {
+  return serverStream<{ type: string; body: Buffer }>(context, 'DoAction', async (action, call) => {
+    switch (action.type) {
+      case 'CreatePreparedStatement': {
+        const request = unpackSql(action.body) ?? decodeSqlBody(action.body);
+        const sql = field<string>(request, 'query');
+        assertReadOnlySql(sql);
+        const handle = context.statements.add({ sql, params: [] });
+        const parameters = new Schema(
+          Array.from(
+            { length: placeholderCount(sql) },
+            (_, index) => new Field(`$${index + 1}`, new Null(), true),
+          ),
+        );
+        call.write({
+          body: packSql('ActionCreatePreparedStatementResult', {
+            preparedStatementHandle: handle,
+            datasetSchema: Buffer.alloc(0),
+            parameterSchema: schemaBytes(parameters),
+          }),
+        });
+        break;
+      }
+      case 'ClosePreparedStatement': {
+        const request =
+          unpackSql(action.body) ?? decodeSqlBody(action.body, 'ActionClosePreparedStatementRequest');
+        context.statements.delete(field(request, 'preparedStatementHandle'));
+        break;
+      }
+      default:
+        throw new FlightUnsupportedError(
+          `The action '${action.type}'`,
+          `the actions are ${ACTIONS.map((entry) => entry.type).join(', ')} (see ListActions); this replica is read-only and has no transactions`,
+        );
+    }
+    call.end();
+  });
+}
+
+export function listActions(context: FlightContext) {
+  return serverStream(context, 'ListActions', async (_empty, call) => {
+    for (const action of ACTIONS) call.write(action);
+    call.end();
+  });
+}
+
+/** DoPut: binds one row of parameters to a prepared statement; anything else is refused. */
+export function doPut(context: FlightContext) {
+  return (call: ServerDuplexStream<FlightData, unknown>): void => {
+    const messages: FlightData[] = [];
+    let failed = false;
+    const fail = (error: unknown) => {
+      if (failed) return;
+      failed = true;
+      call.emit('error', report(context, error, 'DoPut'));
+    };
+    call.on('error', clientStreamError(context, 'DoPut'));
+    if (!authorized(context, call.metadata)) {
+      fail(new FlightUnauthenticatedError());
+      return;
+    }
+    call.on('data', (message: FlightData) => {
+      if (failed) return;
+      try {
+        if (messages.length === 0) checkPut(message.flightDescriptor ?? undefined, context.statements);
+        messages.push(message);
+      } catch (error) {
+        fail(error);
+      }
+    });
+    call.on('end', () => {
+      if (failed) return;
+      try {
+        const command = unpackSql(
+          (messages[0]?.flightDescriptor?.cmd as Buffer | undefined) ?? Buffer.alloc(0),
+        );
+        if (command?.name !== 'CommandPreparedStatementQuery') {
+          throw new FlightRequestError('DoPut needs a FlightDescriptor with a command on its first message.');
+        }
+        const handle = field<Uint8Array>(command, 'preparedStatementHandle');
+        const prepared = context.statements.get(handle);
+        prepared.params = parametersOf(readFlightData(messages));
+        call.write({
+          appMetadata: encodeSql('DoPutPreparedStatementResult', { preparedStatementHandle: handle }),
+        });
+        call.end();
+      } catch (error) {
+        fail(error);
+      }
+    });
+  };
+}

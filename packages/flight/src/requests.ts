@@ -1,0 +1,135 @@
+/**
+ * What a descriptor (GetFlightInfo, GetSchema) or a ticket (DoGet) asks for, decoded: a statement
+ * with its parameters, a waiting result, or a Flight SQL metadata command. Updates, ingestion and
+ * uploads are refused here with the runtime guard's wording (Spice's text for writes), before
+ * anything runs.
+ */
+import type { JsonValue } from '@ferry/core';
+import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines';
+import type { Runtime } from '@ferry/runtime';
+import type { Prepared } from './calls.js';
+import { FlightRequestError, FlightUnsupportedError } from './errors.js';
+import type { HandleTable } from './handles.js';
+import { type FlightDescriptor, type SqlMessage, unpackSql } from './protocol.js';
+
+export type Request =
+  | { readonly kind: 'statement'; readonly sql: string; readonly params: readonly JsonValue[] }
+  | { readonly kind: 'ticket'; readonly handle: Uint8Array }
+  | { readonly kind: 'metadata'; readonly command: SqlMessage };
+
+export const METADATA_COMMANDS: ReadonlySet<string> = new Set([
+  'CommandGetCatalogs',
+  'CommandGetDbSchemas',
+  'CommandGetTables',
+  'CommandGetTableTypes',
+  'CommandGetSqlInfo',
+  'CommandGetPrimaryKeys',
+  'CommandGetImportedKeys',
+  'CommandGetExportedKeys',
+  'CommandGetCrossReference',
+]);
+
+const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+
+/** The statement a dataset's path descriptor (or ListFlights' ticket) stands for. */
+export const datasetSql = (name: string): string => `SELECT * FROM ${quoted(name)}`;
+
+export function text(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('utf8');
+}
+
+export function field<T>(message: SqlMessage, name: string): T {
+  return message.fields[name] as T;
+}
+
+/** A descriptor (GetFlightInfo, GetSchema) as a request; refuses updates with the runtime guard's wording. */
+export function requestOf(
+  descriptor: FlightDescriptor,
+  runtime: Runtime,
+  statements: HandleTable<Prepared>,
+): Request {
+  if (descriptor.type === 'PATH') {
+    const [name, ...rest] = descriptor.path;
+    if (name === undefined || rest.length > 0) {
+      throw new FlightRequestError(
+        `A path descriptor names one dataset (['orders']); got ${JSON.stringify(descriptor.path)}.`,
+      );
+    }
+    runtime.status(name);
+    return { kind: 'statement', sql: datasetSql(name), params: [] };
+  }
+  const command = unpackSql(descriptor.cmd);
+  if (command === undefined) {
+    const sql = text(descriptor.cmd);
+    if (sql.trim() === '') {
+      throw new FlightRequestError('The descriptor holds no command; send SQL or a Flight SQL command.');
+    }
+    return { kind: 'statement', sql, params: [] };
+  }
+  switch (command.name) {
+    case 'CommandStatementQuery':
+      return { kind: 'statement', sql: field(command, 'query'), params: [] };
+    case 'CommandPreparedStatementQuery': {
+      const prepared = statements.get(field(command, 'preparedStatementHandle'));
+      return { kind: 'statement', sql: prepared.sql, params: prepared.params };
+    }
+    case 'CommandStatementUpdate':
+    case 'CommandPreparedStatementUpdate':
+    case 'CommandStatementIngest':
+      return refuseUpdate(command, statements);
+    default:
+      if (METADATA_COMMANDS.has(command.name)) return { kind: 'metadata', command };
+      throw new FlightUnsupportedError(command.name, 'send SQL as CommandStatementQuery');
+  }
+}
+
+/** Updates and ingestion: the runtime's guard words the refusal (Spice's text for writes). */
+export function refuseUpdate(command: SqlMessage, statements: HandleTable<Prepared>): never {
+  if (command.name === 'CommandStatementIngest') {
+    const target = field<{ table?: string } | undefined>(command, 'tableDefinitionOptions');
+    throw new WriteRejectedError('insert', field<string>(command, 'table') || String(target?.table ?? ''));
+  }
+  const sql =
+    command.name === 'CommandStatementUpdate'
+      ? field<string>(command, 'query')
+      : statements.get(field(command, 'preparedStatementHandle')).sql;
+  assertReadOnlySql(sql);
+  throw new FlightRequestError(
+    `${command.name} is for statements that change data, and this statement only reads; send it as CommandStatementQuery (or CommandPreparedStatementQuery).`,
+  );
+}
+
+/** A ticket (DoGet) as a request: a waiting result, a metadata command, or SQL to run now. */
+export function ticketRequest(ticket: Uint8Array): Request {
+  const command = unpackSql(ticket);
+  if (command === undefined) return { kind: 'statement', sql: text(ticket), params: [] };
+  if (command.name === 'TicketStatementQuery')
+    return { kind: 'ticket', handle: field(command, 'statementHandle') };
+  if (command.name === 'CommandStatementQuery')
+    return { kind: 'statement', sql: field(command, 'query'), params: [] };
+  if (METADATA_COMMANDS.has(command.name)) return { kind: 'metadata', command };
+  throw new FlightRequestError(
+    `A ${command.name} is not a ticket; redeem the ticket GetFlightInfo returned.`,
+  );
+}
+
+/** The first DoPut message's descriptor: only parameter binding is accepted; writes get the guard's refusal. */
+export function checkPut(descriptor: FlightDescriptor | undefined, statements: HandleTable<Prepared>): void {
+  if (descriptor === undefined) {
+    throw new FlightRequestError('DoPut needs a FlightDescriptor on its first message.');
+  }
+  if (descriptor.type === 'PATH') throw new WriteRejectedError('insert', descriptor.path.join('.'));
+  const command = unpackSql(descriptor.cmd);
+  if (command === undefined) {
+    assertReadOnlySql(text(descriptor.cmd));
+    throw new FlightRequestError('DoPut does not run queries; send SQL with GetFlightInfo.');
+  }
+  if (command.name === 'CommandPreparedStatementQuery') return;
+  if (command.name.startsWith('CommandStatement') || command.name === 'CommandPreparedStatementUpdate') {
+    refuseUpdate(command, statements);
+  }
+  throw new FlightUnsupportedError(
+    `DoPut with ${command.name}`,
+    'bind parameters with CommandPreparedStatementQuery',
+  );
+}

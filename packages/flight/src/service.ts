@@ -1,0 +1,117 @@
+/**
+ * The FlightService implementation: each RPC wired to the module that does its job — requests
+ * (`requests.ts`), results (`results.ts`), metadata commands (`metadata.ts`), prepared statements
+ * (`prepared.ts`), the handshake (`handshake.ts`) — through the key-checking wrappers of
+ * `calls.ts`. Statements run where GetFlightInfo is asked, so its answer carries the real schema;
+ * the result then waits (a ticket) for its one DoGet.
+ */
+import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { type FlightContext, report, serverStream, unary } from './calls.js';
+import { FlightRequestError, FlightUnsupportedError } from './errors.js';
+import { handshake } from './handshake.js';
+import { schemaBytes } from './ipc.js';
+import { datasetNames, metadataResult, tableSchema } from './metadata.js';
+import { doAction, doPut, listActions } from './prepared.js';
+import { type FlightDescriptor, type FlightInfo, packSql } from './protocol.js';
+import { datasetSql, requestOf, ticketRequest } from './requests.js';
+import type { ArrowResult } from './result-source.js';
+import { flightInfo, writeResult } from './results.js';
+
+export function flightService(context: FlightContext): UntypedServiceImplementation {
+  const { runtime, source, pending, statements } = context;
+  return {
+    Handshake: handshake(context),
+
+    ListFlights: serverStream(context, 'ListFlights', async (_criteria, call) => {
+      for (const name of datasetNames(runtime)) {
+        const descriptor: FlightDescriptor = { type: 'PATH', cmd: Buffer.alloc(0), path: [name] };
+        const ticket = packSql('CommandStatementQuery', { query: datasetSql(name) });
+        call.write(flightInfo(descriptor, await tableSchema(source, name), ticket, -1));
+      }
+      call.end();
+    }),
+
+    GetFlightInfo: unary<FlightDescriptor, FlightInfo>(context, 'GetFlightInfo', async (descriptor, call) => {
+      const request = requestOf(descriptor, runtime, statements);
+      if (request.kind === 'metadata') {
+        const { schema } = await metadataResult(runtime, source, request.command);
+        return flightInfo(descriptor, schema, descriptor.cmd, -1);
+      }
+      if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
+      const controller = new AbortController();
+      const result = await source.stream(request.sql, request.params, controller.signal);
+      if (call.cancelled) {
+        controller.abort();
+        throw new FlightRequestError('The client cancelled GetFlightInfo.');
+      }
+      const handle = pending.add({ result, controller });
+      const ticket = packSql('TicketStatementQuery', { statementHandle: handle });
+      return flightInfo(descriptor, result.schema, ticket, result.totalRows);
+    }),
+
+    PollFlightInfo: unary(context, 'PollFlightInfo', async () => {
+      throw new FlightUnsupportedError(
+        'PollFlightInfo',
+        'call GetFlightInfo, which answers once the query has run',
+      );
+    }),
+
+    GetSchema: unary<FlightDescriptor, { schema: Uint8Array }>(context, 'GetSchema', async (descriptor) => {
+      const request = requestOf(descriptor, runtime, statements);
+      if (request.kind === 'metadata') {
+        return { schema: schemaBytes((await metadataResult(runtime, source, request.command)).schema) };
+      }
+      if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
+      const controller = new AbortController();
+      try {
+        return {
+          schema: schemaBytes((await source.stream(request.sql, request.params, controller.signal)).schema),
+        };
+      } finally {
+        controller.abort();
+      }
+    }),
+
+    DoGet: serverStream<{ ticket: Buffer }>(context, 'DoGet', async ({ ticket }, call, signal) => {
+      const request = ticketRequest(ticket);
+      if (request.kind === 'metadata') {
+        const { schema, batch } = await metadataResult(runtime, source, request.command);
+        await writeResult(context, call, schema, [batch], signal, undefined);
+        return;
+      }
+      let result: ArrowResult;
+      let controller: AbortController;
+      if (request.kind === 'ticket') {
+        ({ result, controller } = pending.take(request.handle));
+      } else {
+        controller = new AbortController();
+        result = await source.stream(request.sql, request.params, controller.signal);
+      }
+      const stop = () => controller.abort();
+      signal.addEventListener('abort', stop, { once: true });
+      try {
+        await writeResult(context, call, result.schema, result.batches, controller.signal, result.dataset);
+      } finally {
+        signal.removeEventListener('abort', stop);
+        controller.abort();
+      }
+    }),
+
+    DoPut: doPut(context),
+
+    DoExchange: (call: ServerDuplexStream<unknown, unknown>) => {
+      call.emit(
+        'error',
+        report(
+          context,
+          new FlightUnsupportedError('DoExchange', 'read results with GetFlightInfo and DoGet'),
+          'DoExchange',
+        ),
+      );
+    },
+
+    DoAction: doAction(context),
+
+    ListActions: listActions(context),
+  };
+}
