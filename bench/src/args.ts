@@ -1,6 +1,19 @@
 /** The command line: `pnpm bench [scenario…] [--quick] [--minutes N]`. */
 
-export const SCENARIO_IDS = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'b8', 'b9', 'b11', 'soak'] as const;
+export const SCENARIO_IDS = [
+  'b1',
+  'b2',
+  'b3',
+  'b4',
+  'b5',
+  'b6',
+  'b7',
+  'b8',
+  'b9',
+  'b10',
+  'b11',
+  'soak',
+] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 const ALIASES: Readonly<Record<string, ScenarioId>> = {
@@ -22,6 +35,8 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
   join: 'b8',
   b9: 'b9',
   http: 'b9',
+  b10: 'b10',
+  inspector: 'b10',
   b11: 'b11',
   cache: 'b11',
   soak: 'soak',
@@ -34,7 +49,7 @@ export interface BenchArgs {
 }
 
 export const USAGE =
-  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b11|cache soak …] [--quick] [--minutes N]\n' +
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache soak …] [--quick] [--minutes N]\n' +
   'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
 
 export function parseArgs(argv: readonly string[]): BenchArgs {

@@ -19,6 +19,15 @@ import { BUCKET } from './spicepod.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** This process's CPU (user + system, every thread) over the next `ms`, as % of one core. */
+export async function cpuPercentOver(ms: number): Promise<number> {
+  const before = process.cpuUsage();
+  const started = performance.now();
+  await sleep(ms);
+  const used = process.cpuUsage(before);
+  return ((used.user + used.system) / 1000 / (performance.now() - started)) * 100;
+}
+
 /** A logger that drops routine records and keeps warnings and errors (the last few, and counts). */
 export function quietLogger(): Logger & {
   readonly problems: string[];

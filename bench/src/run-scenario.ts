@@ -20,6 +20,7 @@ import { b6 } from './scenarios/b6-flight.js';
 import { b7 } from './scenarios/b7-fleet.js';
 import { b8 } from './scenarios/b8-join.js';
 import { b9 } from './scenarios/b9-http.js';
+import { b10 } from './scenarios/b10-inspector.js';
 import { b11 } from './scenarios/b11-cache.js';
 import { soak } from './scenarios/soak.js';
 
@@ -31,7 +32,20 @@ export interface RunRequest {
   readonly resultFile: string;
 }
 
-const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = { b1, b2, b3, b4, b5, b6, b7, b8, b9, b11, soak };
+const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
+  b1,
+  b2,
+  b3,
+  b4,
+  b5,
+  b6,
+  b7,
+  b8,
+  b9,
+  b10,
+  b11,
+  soak,
+};
 
 const request = JSON.parse(process.argv[2] ?? '{}') as RunRequest;
 const scenario = SCENARIOS[request.id];

@@ -73,7 +73,9 @@ import * as server from '@ferry/server';
 import {
   BadRequestError,
   BodyTooLargeError,
+  InspectorAssetNotFoundError,
   InspectorAssetsMissingError,
+  InspectorUnauthorizedError,
   InvalidCommandError,
   InvalidInspectorUrlError,
   MethodNotAllowedError,
@@ -225,6 +227,8 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   RouteNotFoundError: () => new RouteNotFoundError('GET', '/nope'),
   MethodNotAllowedError: () => new MethodNotAllowedError('PUT', '/v1/sql', ['POST']),
   InspectorAssetsMissingError: () => new InspectorAssetsMissingError('index.html', ['/a', '/b']),
+  InspectorAssetNotFoundError: () => new InspectorAssetNotFoundError('nope.js'),
+  InspectorUnauthorizedError: () => new InspectorUnauthorizedError(),
   InvalidInspectorUrlError: () => new InvalidInspectorUrlError('http://x'),
   // flight
   FlightRequestError: () => new FlightRequestError('Unknown command.'),

@@ -17,7 +17,7 @@ import { spicepodYaml } from '@ferry/test-support';
 import { AwsControl } from '../aws-client.js';
 import type { AwsInfo, BatchItem } from '../aws-protocol.js';
 import { publishBatchToDir } from '../batch.js';
-import { quietLogger, sleep } from '../harness.js';
+import { cpuPercentOver, quietLogger, sleep } from '../harness.js';
 import { BUCKET, spicepod } from '../spicepod.js';
 
 export interface B5ChildInput {
@@ -70,14 +70,6 @@ const mibOf = (bytes: number) => bytes / 2 ** 20;
 /** A progress line on stderr (the scenario's log), so a slow phase shows where it is. */
 function progress(message: string): void {
   process.stderr.write(`[b5] ${message}\n`);
-}
-
-async function cpuPercentOver(ms: number): Promise<number> {
-  const before = process.cpuUsage();
-  const started = performance.now();
-  await sleep(ms);
-  const used = process.cpuUsage(before);
-  return ((used.user + used.system) / 1000 / (performance.now() - started)) * 100;
 }
 
 /**

@@ -115,10 +115,22 @@ describe('ferry serve with runtime.auth.api-key in the spicepod', () => {
       expect(answered.status, path).toBe(200);
       answered.close();
     }
-    // The inspector's page carries no data; its event stream also takes the key as ?key=.
+    // The inspector's page carries no data. Its event stream takes no key in the URL: the page
+    // sends the key once as a header for a session cookie (Secure, over TLS), which the stream takes.
     expect((await get('/inspector')).status).toBe(200);
-    const stream = await get(`/inspector/events?key=${encodeURIComponent(LITERAL_KEY)}`);
+    const inUrl = await get(`/inspector/events?key=${encodeURIComponent(LITERAL_KEY)}`);
+    expect(inUrl.status).toBe(401);
+    inUrl.close();
+    const session = await httpsFetch(`${base}/inspector/session`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${LITERAL_KEY}` },
+    });
+    expect(session.status).toBe(200);
+    const setCookie = String(session.headers['set-cookie'] ?? '');
+    expect(setCookie).toMatch(/; Path=\/inspector; Max-Age=600; HttpOnly; SameSite=Strict; Secure$/);
+    const stream = await get('/inspector/events', { cookie: setCookie.split(';')[0] ?? '' });
     expect(stream.status).toBe(200);
+    expect(stream.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     stream.close();
     const refresh = await httpsFetch(`${base}/v1/datasets/orders/acceleration/refresh`, { method: 'POST' });
     expect(refresh.status).toBe(401);

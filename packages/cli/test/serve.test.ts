@@ -237,6 +237,27 @@ describe('ferry serve with Arrow Flight and TLS', () => {
     expect(result.stderr).toContain('--tls-cert and --tls-key go together; add --tls-key');
   });
 
+  it('refuses --inspect-dataset without --inspect (exit 2), and exits 1 naming a dataset the spicepod lacks', async () => {
+    const alone = await ferry(['serve', pod, '--http', '127.0.0.1:0', '--inspect-dataset', 'orders']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain(
+      '--inspect-dataset names the machine --inspect streams; give --inspect too',
+    );
+    const unknown = await ferry([
+      'serve',
+      pod,
+      '--http',
+      '127.0.0.1:0',
+      '--no-flight',
+      '--inspect',
+      'ws://127.0.0.1:9',
+      '--inspect-dataset',
+      'nope',
+    ]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("'nope'");
+  });
+
   it('exits 1 naming --flight when the Flight address is in use', async () => {
     const blocker: Server = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));

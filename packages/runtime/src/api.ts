@@ -42,6 +42,11 @@ import type { RuntimeTls } from './tls.js';
 
 export type { CacheCounters, CacheStatus, DatasetCommand, InspectionEvent };
 
+export interface InspectOptions {
+  /** Only this dataset's machine. */
+  readonly dataset?: string;
+}
+
 export interface RuntimeOptions {
   /** Where logs go; default: pino JSON lines on stdout at `logLevel`. */
   readonly logger?: Logger;
@@ -336,7 +341,13 @@ export interface Runtime {
   /** Resolves when the dataset (or every dataset) serves; rejects after `timeoutMs`. */
   ready(name?: string, options?: { readonly timeoutMs?: number }): Promise<void>;
   on<K extends keyof RuntimeEvents>(event: K, listener: (payload: RuntimeEvents[K]) => void): () => void;
-  inspect(listener: (event: InspectionEvent) => void): () => void;
+  /**
+   * Calls `listener` with the inspection events of every dataset's machine, or with `{ dataset }`
+   * of that one machine only: a dataset thread builds inspection events only while someone
+   * inspects it, so following one machine costs the others nothing. Throws `ERR_UNKNOWN_DATASET`
+   * for a name not configured. Returns the unsubscribe function.
+   */
+  inspect(listener: (event: InspectionEvent) => void, options?: InspectOptions): () => void;
   send(name: string, command: DatasetCommand): Promise<void>;
   metrics(): RuntimeMetrics;
   /**

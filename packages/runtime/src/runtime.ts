@@ -23,6 +23,7 @@ import type {
   DatasetCommand,
   DatasetInfo,
   InspectionEvent,
+  InspectOptions,
   QueryOptions,
   Runtime,
   RuntimeArrowResult,
@@ -95,6 +96,8 @@ class HostRuntime implements Runtime {
   readonly #live: LiveStatus;
   readonly #metrics = new RuntimeMetricsCounter();
   readonly #inspection: InspectionHub;
+  /** Listeners of one dataset's machine (`inspect(listener, { dataset })`), by dataset. */
+  readonly #focused = new Map<string, InspectionHub>();
   readonly #catalog: QueryCatalog;
   readonly #queries: QueryService;
   readonly #front: QueryFront;
@@ -284,7 +287,7 @@ class HostRuntime implements Runtime {
           if (!rpc.handle(event)) this.#onDataset(entry, event);
         });
         entry.incarnation = message.incarnation;
-        if (!this.#inspection.active) this.#tellInspecting(entry);
+        if (!this.#inspecting(entry)) this.#tellInspecting(entry);
         this.#tellPollEvents(entry);
         break;
       }
@@ -324,6 +327,7 @@ class HostRuntime implements Runtime {
         break;
       case 'inspect':
         this.#inspection.publish(message.event);
+        this.#focused.get(entry.name)?.publish(message.event);
         break;
       case 'log':
         writeLog(this.#logger, message.record);
@@ -362,15 +366,20 @@ class HostRuntime implements Runtime {
     }
   }
 
+  /** Whether anyone inspects the dataset: every machine, or this one. */
+  #inspecting(entry: DatasetEntry): boolean {
+    return this.#inspection.active || this.#focused.get(entry.name)?.active === true;
+  }
+
   /** Tell a dataset thread whether anyone listens for `poll` events (a check it answers itself posts one only then). */
   #tellPollEvents(entry: DatasetEntry): void {
     const message: HostToDataset = { type: 'poll-events', on: this.#events.listenerCount('poll') > 0 };
     entry.port?.postMessage(message);
   }
 
-  /** Tell a dataset thread whether anyone inspects (it builds inspection events only then). */
+  /** Tell a dataset thread whether anyone inspects it (it builds inspection events only then). */
   #tellInspecting(entry: DatasetEntry): void {
-    const message: HostToDataset = { type: 'inspecting', on: this.#inspection.active };
+    const message: HostToDataset = { type: 'inspecting', on: this.#inspecting(entry) };
     entry.port?.postMessage(message);
   }
 
@@ -421,8 +430,15 @@ class HostRuntime implements Runtime {
     return this.#events.subscribe(event, listener);
   }
 
-  inspect(listener: (event: InspectionEvent) => void): () => void {
-    return this.#inspection.add(listener);
+  inspect(listener: (event: InspectionEvent) => void, options: InspectOptions = {}): () => void {
+    if (options.dataset === undefined) return this.#inspection.add(listener);
+    const entry = this.#registry.get(options.dataset);
+    let hub = this.#focused.get(entry.name);
+    if (hub === undefined) {
+      hub = new InspectionHub(() => this.#tellInspecting(entry));
+      this.#focused.set(entry.name, hub);
+    }
+    return hub.add(listener);
   }
 
   async send(name: string, command: DatasetCommand): Promise<void> {

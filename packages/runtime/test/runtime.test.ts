@@ -425,6 +425,48 @@ describe('runtime: inspection', () => {
       await runtime.close();
     }
   });
+
+  it('a listener of one dataset gets that machine’s events only, and its thread stops building them when it leaves', async () => {
+    await publishVersion(aws, 'watched', 'sqlite', 1, { rows: 2, prefix: 'focus/' });
+    await publishVersion(aws, 'other', 'sqlite', 1, { rows: 2, prefix: 'focus/' });
+    const dataDir = await tempDir('ferry-inspect-one-');
+    const { runtime } = await start(
+      spicepod(
+        aws,
+        [
+          { name: 'watched', engine: 'sqlite', interval: '10m' },
+          { name: 'other', engine: 'sqlite', interval: '10m' },
+        ],
+        { prefix: 'focus/' },
+      ),
+      dataDir,
+    );
+    try {
+      await runtime.ready();
+      expect(() => runtime.inspect(() => undefined, { dataset: 'nope' })).toThrow(
+        expect.objectContaining({ code: 'ERR_UNKNOWN_DATASET' }),
+      );
+      const seen: { dataset: string; type: string; state?: string }[] = [];
+      const stop = runtime.inspect((event) => seen.push(event), { dataset: 'watched' });
+      const polled = Promise.all(
+        ['watched', 'other'].map((name) => nextEvent(runtime, 'poll', (event) => event.dataset === name)),
+      );
+      await runtime.send('other', 'poll.now');
+      await runtime.send('watched', 'poll.now');
+      await polled;
+      // Nobody inspects every machine: these events exist because this one thread was told to build them.
+      expect(seen.some((event) => event.type === '@xstate.snapshot' && event.state === 'polling')).toBe(true);
+      expect(new Set(seen.map((event) => event.dataset))).toEqual(new Set(['watched']));
+      stop();
+      const count = seen.length;
+      const again = nextEvent(runtime, 'poll', (event) => event.dataset === 'watched');
+      await runtime.send('watched', 'poll.now');
+      await again;
+      expect(seen).toHaveLength(count);
+    } finally {
+      await runtime.close();
+    }
+  });
 });
 
 describe('runtime: shutdown', () => {

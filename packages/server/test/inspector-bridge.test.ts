@@ -3,7 +3,8 @@
  * standing in for `@statelyai/inspect`'s relay. A runtime serving two datasets (a copy of the
  * fixture store) must arrive as two machines with distinct, dataset-prefixed session ids, in the
  * package's `@xstate.actor` / `@xstate.event` / `@xstate.snapshot` shapes; a receiver that
- * restarts gets the machines announced again; a bridge started late still announces them.
+ * restarts gets the machines announced again; a bridge started late still announces them; a
+ * bridge for one chosen dataset relays that machine only.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -267,6 +268,36 @@ describe('Stately inspector bridge', () => {
     expect(lateBridge.connected()).toBe(false);
     await late.until(() => late.clients === 0);
     await late.close();
+  });
+
+  it('relays one chosen machine only, with { dataset }', async () => {
+    const one = await Receiver.start();
+    expect(() => startStatelyBridge(runtime, { url: `ws://127.0.0.1:${one.port}`, dataset: 'nope' })).toThrow(
+      expect.objectContaining({ code: 'ERR_UNKNOWN_DATASET' }),
+    );
+    const chosen = startStatelyBridge(runtime, { url: `ws://127.0.0.1:${one.port}`, dataset: 'users' });
+    try {
+      await one.until(() => one.clients === 1);
+      const ordersPolled = new Promise<void>((resolve) => {
+        const off = runtime.on('poll', (event) => {
+          if (event.dataset !== 'orders') return;
+          off();
+          resolve();
+        });
+      });
+      await runtime.send('orders', 'poll.now');
+      await runtime.send('users', 'poll.now');
+      await ordersPolled;
+      const messages = await one.until((received) => received.some(servingSnapshot('users')));
+      // (Announced once more if the connection opened after the machine was met: a re-announce.)
+      expect(new Set(rootActors(messages).map((root) => root.sessionId.split(':')[0]))).toEqual(
+        new Set(['users']),
+      );
+      expect(messages.filter((message) => !message.sessionId.startsWith('users:'))).toEqual([]);
+    } finally {
+      await chosen.stop();
+      await one.close();
+    }
   });
 
   it('refuses a URL that is not ws:// or wss://', () => {

@@ -1,30 +1,28 @@
 /**
  * The inspector's HTTP side without a browser: the machine graph it draws, payload abridging,
- * the page's files and their headers, the event stream (a snapshot first, then live inspection
- * events) and the command route, with and without an API key — over real HTTP against a real
- * runtime serving a copy of the fixture store.
+ * the page's files and their headers, the overview and detail streams (a snapshot first, then
+ * batched updates; a detail stream with its one machine's inspection events), the command route,
+ * and auth — a key as a header, the session cookie for the event stream, no `?key=` — over real
+ * HTTP against a real runtime serving a copy of the fixture store.
  */
 import { rm } from 'node:fs/promises';
 import type { JsonValue } from '@ferry/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  type DetailSnapshot,
+  type DetailUpdate,
   datasetMachineGraph,
   eventLabel,
-  type InspectorSnapshot,
+  type InspectorRoutes,
   inspectorRoutes,
+  type OverviewSnapshot,
+  type OverviewUpdate,
   type RunningServer,
+  SESSION_COOKIE,
   startServer,
 } from '../src/index.js';
 import { abridge } from '../src/inspector/abridge.js';
-import { type Answer, fixtureDir, request, type Served, serve, spicepod } from './helpers.js';
-
-interface Inspection {
-  readonly dataset: string;
-  readonly type: string;
-  readonly sessionId: string;
-  readonly state?: string;
-  readonly event?: unknown;
-}
+import { fixtureDir, request, type Served, serve, spicepod } from './helpers.js';
 
 interface SseEvent {
   readonly event: string;
@@ -191,11 +189,31 @@ describe('abridging payloads', () => {
   });
 });
 
+const KEY = { authorization: 'Bearer sesame' };
+const JSON_BODY = { 'content-type': 'application/json' };
+const UPDATE_MS = 150;
+
+function pollNow(base: string, dataset: string, headers: Record<string, string>) {
+  return request(`${base}/inspector/datasets/${dataset}/commands`, {
+    method: 'POST',
+    headers: { ...JSON_BODY, ...headers },
+    body: JSON.stringify({ command: 'poll.now' }),
+  });
+}
+
+/** The session cookie a `Set-Cookie` answer carries, as a `Cookie` header, and its attributes. */
+function cookieOf(setCookie: string | null): { cookie: string; attributes: string[] } {
+  expect(setCookie).not.toBeNull();
+  const [pair, ...attributes] = (setCookie ?? '').split(';').map((part) => part.trim());
+  return { cookie: pair ?? '', attributes };
+}
+
 describe('inspector routes', () => {
   /** A runtime behind a plain server (no inspector) … */
   let served: Served;
   /** … and a second server on the same runtime, with an API key and the inspector. */
   let inspected: RunningServer;
+  let routes: InspectorRoutes;
   let storeDir: string;
   let base: string;
 
@@ -203,11 +221,8 @@ describe('inspector routes', () => {
     const store = await fixtureDir();
     storeDir = store.dir;
     served = await serve(spicepod({ location: store.location, interval: '1h' }));
-    inspected = await startServer(served.runtime, {
-      port: 0,
-      apiKey: 'sesame',
-      routes: inspectorRoutes(served.runtime, { apiKey: 'sesame' }),
-    });
+    routes = inspectorRoutes(served.runtime, { apiKey: 'sesame', hub: { updateIntervalMs: UPDATE_MS } });
+    inspected = await startServer(served.runtime, { port: 0, apiKey: 'sesame', routes });
     base = inspected.url;
     await served.runtime.ready(undefined, { timeoutMs: 30_000 });
   });
@@ -222,7 +237,7 @@ describe('inspector routes', () => {
     expect((await request(`${served.server.url}/inspector`)).status).toBe(404);
   });
 
-  it('serves the page and its files without the key, with a strict CSP and no external URL', async () => {
+  it('serves the page (overview and detail URLs) and its files without the key, with a strict CSP and no external URL', async () => {
     const page = await request(`${base}/inspector`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -231,108 +246,312 @@ describe('inspector routes', () => {
     expect(csp).toContain("connect-src 'self'");
     expect(page.headers.get('referrer-policy')).toBe('no-referrer');
     expect(page.text).toContain('<script type="module" src="/inspector/assets/inspector.js">');
-    for (const path of ['/inspector/assets/inspector.js', '/inspector/assets/inspector.css']) {
-      const asset = await request(`${base}${path}`);
-      expect(asset.status).toBe(200);
+    // The entry and the stylesheet, then every module they import (a Set visits what is added to it).
+    const imported = new Set(['inspector.js', 'inspector.css']);
+    for (const file of imported) {
+      const asset = await request(`${base}/inspector/assets/${file}`);
+      expect(asset.status, file).toBe(200);
+      expect(asset.headers.get('content-type'), file).toMatch(/^text\/(javascript|css)/);
       expect(asset.text).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
-      const again = await request(`${base}${path}`, {
+      for (const match of asset.text.matchAll(/from '\.\/([a-z-]+\.js)'/g)) imported.add(match[1] as string);
+      const again = await request(`${base}/inspector/assets/${file}`, {
         headers: { 'if-none-match': asset.headers.get('etag') ?? '' },
       });
       expect(again.status).toBe(304);
     }
+    expect([...imported].sort()).toEqual([
+      'chart.js',
+      'connection.js',
+      'detail.js',
+      'format.js',
+      'inspector.css',
+      'inspector.js',
+      'overview.js',
+    ]);
+    // The page preloads every module, so none waits for the one importing it.
+    for (const file of imported) {
+      if (file.endsWith('.js') && file !== 'inspector.js') {
+        expect(page.text).toContain(`<link rel="modulepreload" href="/inspector/assets/${file}" />`);
+      }
+    }
     expect((await request(`${base}/inspector/`)).status).toBe(200);
+    const detail = await request(`${base}/inspector/datasets/orders`);
+    expect(detail.status).toBe(200);
+    expect(detail.text).toBe(page.text);
+    const missing = await request(`${base}/inspector/assets/nope.js`);
+    expect(missing.status).toBe(404);
   });
 
-  it('keeps the data routes behind the key', async () => {
+  it('keeps the data routes behind the key: the overview and a detail as JSON', async () => {
     expect((await request(`${base}/inspector/state`)).status).toBe(401);
-    const state = await request(`${base}/inspector/state`, { headers: { authorization: 'Bearer sesame' } });
+    const state = await request(`${base}/inspector/state`, { headers: KEY });
     expect(state.status).toBe(200);
-    const snapshot = state.json<InspectorSnapshot>();
-    expect(snapshot.datasets.map((dataset) => [dataset.name, dataset.state, dataset.ready])).toEqual([
-      ['orders', 'serving', true],
-      ['users', 'serving', true],
+    const overview = state.json<OverviewSnapshot>();
+    expect(overview.rows.map((row) => [row.name, row.engine, row.ready, row.snapshotId])).toEqual([
+      ['orders', 'duckdb', true, 1],
+      ['users', 'sqlite', true, 0],
     ]);
-    expect(snapshot.datasets[0]?.status?.servingSnapshotId).toBe(1);
-    expect(snapshot.machine.states).toHaveLength(6);
-    expect(snapshot.serverTimeMs).toBeGreaterThan(0);
+    expect(overview.counts).toMatchObject({ total: 2, serving: 2, byState: {}, attention: 0 });
+    // The first check read metadata.json: both serve the store's current snapshot.
+    expect(overview.rows.map((row) => row.sync)).toEqual(['current', 'current']);
+    expect(overview.serverTimeMs).toBeGreaterThan(0);
 
-    const command = await request(`${base}/inspector/datasets/orders/commands`, {
+    const detail = await request(`${base}/inspector/state?dataset=orders`, { headers: KEY });
+    expect(detail.status).toBe(200);
+    const orders = detail.json<DetailSnapshot>();
+    expect(orders.row.name).toBe('orders');
+    expect(orders.machine.states).toHaveLength(6);
+    expect(orders.status?.servingSnapshotId).toBe(1);
+    expect(orders.history.map((entry) => entry.state)).toContain('serving');
+    const unknown = await request(`${base}/inspector/state?dataset=nope`, { headers: KEY });
+    expect(unknown.status).toBe(404);
+    expect(unknown.json<{ code: string }>().code).toBe('ERR_UNKNOWN_DATASET');
+
+    expect((await pollNow(base, 'orders', {})).status).toBe(401);
+  });
+
+  it('accepts no key in a URL (?key=) anywhere', async () => {
+    for (const path of ['/inspector/events?key=sesame', '/inspector/state?key=sesame']) {
+      const answer = await request(`${base}${path}`);
+      expect(answer.status, path).toBe(401);
+      expect(answer.json<{ code: string; error: string }>()).toEqual({
+        code: 'ERR_UNAUTHORIZED',
+        error: expect.stringContaining('(?key=) is not accepted'),
+      });
+    }
+    const header = await readEvents(`${base}/inspector/events`, (events) => events.length >= 1, KEY);
+    expect(header.status).toBe(200);
+    expect(header.contentType).toBe('text/event-stream; charset=utf-8');
+    expect(header.events[0]?.event).toBe('overview');
+  });
+
+  it('gives a session cookie for a key sent as a header: HttpOnly, SameSite=Strict, scoped to /inspector, short-lived', async () => {
+    const probe = await request(`${base}/inspector/session`, { method: 'POST' });
+    expect(probe.status).toBe(200);
+    expect(probe.json()).toEqual({ required: true, authenticated: false, serverTimeMs: expect.any(Number) });
+    expect(probe.headers.get('set-cookie')).toBeNull();
+    const wrong = await request(`${base}/inspector/session`, {
       method: 'POST',
+      headers: { authorization: 'Bearer open' },
+    });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+
+    const signedIn = await request(`${base}/inspector/session`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'sesame' },
+    });
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.json()).toMatchObject({ required: true, authenticated: true, ttlMs: 600_000 });
+    const { cookie, attributes } = cookieOf(signedIn.headers.get('set-cookie'));
+    expect(cookie.startsWith(`${SESSION_COOKIE}=`)).toBe(true);
+    expect(cookie).not.toContain('sesame');
+    expect(attributes).toEqual(['Path=/inspector', 'Max-Age=600', 'HttpOnly', 'SameSite=Strict']);
+    expect(signedIn.headers.get('cache-control')).toBe('no-store');
+
+    // The page says whether it may read at once: with the cookie it opens its stream; without, it
+    // asks for the key (no request needed to find out); without keys it is open.
+    expect((await request(`${base}/inspector`)).text).toContain(
+      '<body data-view="loading" data-auth="required">',
+    );
+    const withSession = await request(`${base}/inspector/datasets/orders`, { headers: { cookie } });
+    expect(withSession.text).toContain('data-auth="session"');
+    expect(withSession.headers.get('etag')).not.toBe(
+      (await request(`${base}/inspector`)).headers.get('etag'),
+    );
+
+    // The stream, the state and commands take the cookie instead of the key.
+    const stream = await readEvents(`${base}/inspector/events`, (events) => events.length >= 1, { cookie });
+    expect(stream.events[0]?.event).toBe('overview');
+    expect((await request(`${base}/inspector/state`, { headers: { cookie } })).status).toBe(200);
+    // (The check it starts is awaited, so it ends here and not in a later test's window.)
+    const polled = new Promise<void>((resolve) => {
+      const off = served.runtime.on('poll', (event) => {
+        if (event.dataset !== 'orders') return;
+        off();
+        resolve();
+      });
+    });
+    expect((await pollNow(base, 'orders', { cookie })).status).toBe(202);
+    await polled;
+    // A command on the cookie alone must be JSON: a form of another site cannot send that.
+    const form = await request(`${base}/inspector/datasets/orders/commands`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'text/plain' },
       body: JSON.stringify({ command: 'poll.now' }),
     });
-    expect(command.status).toBe(401);
+    expect(form.status).toBe(401);
+    // The cookie is the inspector's only: the API does not take it.
+    expect((await request(`${base}/v1/datasets`, { headers: { cookie } })).status).toBe(401);
+
+    // Renewed with the cookie alone; a forged one is nothing.
+    const renewed = await request(`${base}/inspector/session`, { method: 'POST', headers: { cookie } });
+    expect(renewed.json()).toMatchObject({ authenticated: true });
+    expect(cookieOf(renewed.headers.get('set-cookie')).attributes).toContain('Max-Age=600');
+    const forged = `${cookie.slice(0, -3)}abc`;
+    expect((await request(`${base}/inspector/state`, { headers: { cookie: forged } })).status).toBe(401);
+    expect(
+      (await request(`${base}/inspector/session`, { method: 'POST', headers: { cookie: forged } })).json(),
+    ).toMatchObject({ authenticated: false });
+
+    const signedOut = await request(`${base}/inspector/session`, { method: 'DELETE', headers: { cookie } });
+    expect(signedOut.status).toBe(204);
+    expect(cookieOf(signedOut.headers.get('set-cookie')).cookie).toBe(`${SESSION_COOKIE}=`);
+    expect(cookieOf(signedOut.headers.get('set-cookie')).attributes).toContain('Max-Age=0');
   });
 
-  it('accepts the key as ?key= on the event stream only, and refuses a wrong one', async () => {
-    const wrong = await readEvents(`${base}/inspector/events?key=open`, () => true);
-    expect(wrong.status).toBe(401);
-    const none = await readEvents(`${base}/inspector/events`, () => true);
-    expect(none.status).toBe(401);
-    expect((await request(`${base}/inspector/state?key=sesame`)).status).toBe(401);
-
-    const stream = await readEvents(`${base}/inspector/events?key=sesame`, (events) => events.length >= 1);
-    expect(stream.status).toBe(200);
-    expect(stream.contentType).toBe('text/event-stream; charset=utf-8');
-    expect(stream.events[0]?.event).toBe('snapshot');
-    const header = await readEvents(`${base}/inspector/events`, (events) => events.length >= 1, {
-      authorization: 'Bearer sesame',
+  it('streams the overview, then batches of changed rows at most every update interval', async () => {
+    let command: Promise<unknown> | undefined;
+    const before = served.runtime.status('users').status?.counters.polls ?? 0;
+    const { events } = await readEvents(
+      `${base}/inspector/events`,
+      (received) => {
+        // First called once the overview has arrived, so the poll's changes come on this stream.
+        command ??= pollNow(base, 'users', KEY);
+        return received.some(
+          (event) =>
+            event.event === 'update' &&
+            (event.data as OverviewUpdate).rows.some((row) => row.name === 'users' && row.polls > before),
+        );
+      },
+      KEY,
+    );
+    await command;
+    expect(events[0]?.event).toBe('overview');
+    expect((events[0]?.data as OverviewSnapshot | undefined)?.rows).toHaveLength(2);
+    const updates = events.slice(1).map((event) => {
+      expect(event.event).toBe('update');
+      return event.data as OverviewUpdate;
     });
-    expect(header.events[0]?.event).toBe('snapshot');
+    // Only changes: applied to what the page holds, every row an update brings differs from it.
+    const held = new Map(
+      ((events[0]?.data as OverviewSnapshot | undefined)?.rows ?? []).map((row) => [row.name, row]),
+    );
+    for (const row of updates.flatMap((update) => update.rows)) {
+      expect(row).not.toEqual(held.get(row.name));
+      held.set(row.name, row);
+    }
+    const last = updates[updates.length - 1]?.rows.find((row) => row.name === 'users');
+    expect(last).toMatchObject({ lastPollResult: 'unchanged', sync: 'current', ready: true });
+    for (const [index, update] of updates.entries()) {
+      const previous = updates[index - 1];
+      if (previous !== undefined) {
+        expect(update.serverTimeMs - previous.serverTimeMs).toBeGreaterThanOrEqual(UPDATE_MS - 20);
+      }
+    }
   });
 
-  it('streams a snapshot, then the machine passing through polling after a command', async () => {
+  it('a page connecting between two updates does not take the changes the other pages are owed', async () => {
+    const updates: OverviewUpdate[] = [];
+    let owed: () => void = () => undefined;
+    const seen = new Promise<void>((resolve) => {
+      owed = resolve;
+    });
+    const unsubscribe = routes.hub.subscribeOverview((update) => {
+      updates.push(update);
+      if (update.rows.some((row) => row.name === 'users')) owed();
+    });
+    const off = served.runtime.on('poll', (event) => {
+      if (event.dataset !== 'users') return;
+      off();
+      // Right when the change is known and before the next update: another page's snapshot.
+      expect(routes.hub.overview().rows.find((row) => row.name === 'users')?.polls).toBe(
+        served.runtime.status('users').status?.counters.polls,
+      );
+    });
+    try {
+      await pollNow(base, 'users', KEY);
+      await seen;
+      expect(updates.flatMap((update) => update.rows).some((row) => row.name === 'users')).toBe(true);
+    } finally {
+      unsubscribe();
+    }
+  });
+
+  it('streams one dataset: a detail snapshot, then its machine passing through polling, following only that thread', async () => {
+    let command: Promise<unknown> | undefined;
     const inspections = (events: SseEvent[]) =>
-      events.filter((event) => event.event === 'inspection').map((event) => event.data as Inspection);
+      events
+        .filter((event) => event.event === 'detail-update')
+        .flatMap((event) => (event.data as DetailUpdate).inspection);
     const states = (events: SseEvent[]) =>
       inspections(events)
         .filter((event) => event.type === '@xstate.snapshot')
         .map((event) => event.state);
-    let command: Promise<Answer> | undefined;
-    const { events } = await readEvents(`${base}/inspector/events?key=sesame`, (received) => {
-      // First called once the snapshot has arrived, so the command's events are on this stream.
-      command ??= request(`${base}/inspector/datasets/users/commands`, {
-        method: 'POST',
-        headers: { authorization: 'Bearer sesame', 'content-type': 'application/json' },
-        body: JSON.stringify({ command: 'poll.now' }),
-      });
-      const seen = states(received);
-      return seen.includes('polling') && seen.slice(seen.indexOf('polling')).includes('serving');
-    });
-    const accepted = await command;
-    expect(accepted?.status).toBe(202);
-    expect(accepted?.json()).toEqual({ dataset: 'users', command: 'poll.now', accepted: true });
-
-    expect(events[0]?.event).toBe('snapshot');
+    const { events } = await readEvents(
+      `${base}/inspector/events?dataset=users`,
+      (received) => {
+        command ??= pollNow(base, 'users', KEY);
+        // While the view is open the hub follows this one machine.
+        expect(routes.hub.followed()).toEqual(['users']);
+        const seen = states(received);
+        return (
+          seen.includes('polling') &&
+          seen.slice(seen.indexOf('polling')).includes('serving') &&
+          received.some((event) =>
+            ((event.data as DetailUpdate).activity ?? []).some((entry) => entry.kind === 'poll'),
+          )
+        );
+      },
+      KEY,
+    );
+    await command;
+    expect(events[0]?.event).toBe('detail');
+    const snapshot = events[0]?.data as DetailSnapshot;
+    expect(snapshot.row.name).toBe('users');
+    expect(snapshot.machine.states.map((state) => state.key)).toContain('polling');
     const received = inspections(events);
     expect(received.every((event) => event.dataset === 'users')).toBe(true);
-    expect(received.every((event) => event.sessionId.startsWith('users:'))).toBe(true);
     // Only the machine's own events: invoked actors' chatter is left out.
     expect(new Set(received.map((event) => event.sessionId)).size).toBe(1);
     expect(received.find((event) => event.type === '@xstate.event')?.event).toEqual({ type: 'poll.now' });
     expect(states(events)).toEqual(['polling', 'serving']);
+    const updates = events.slice(1).map((event) => event.data as DetailUpdate);
+    expect(updates.flatMap((update) => update.history.map((entry) => entry.state))).toEqual([
+      'polling',
+      'serving',
+    ]);
+    expect(updates.flatMap((update) => update.activity)).toEqual([
+      expect.objectContaining({ kind: 'poll', result: 'unchanged' }),
+    ]);
+    // Numbered, so a page skips what its snapshot already held.
+    const seqs = received.map((event) => event.seq);
+    expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+
+    const unknown = await readEvents(`${base}/inspector/events?dataset=nope`, () => true, KEY);
+    expect(unknown.status).toBe(404);
+  });
+
+  it('stops following a machine a while after its last detail view closed', async () => {
+    const lingering = inspectorRoutes(served.runtime, { hub: { followLingerMs: 100, updateIntervalMs: 50 } });
+    const server = await startServer(served.runtime, { port: 0, apiKey: 'sesame', routes: lingering });
+    try {
+      await readEvents(`${server.url}/inspector/events?dataset=orders`, (events) => events.length >= 1, KEY);
+      // Closed, still followed for the linger, then let go.
+      await vi.waitFor(() => expect(lingering.hub.followed()).toEqual([]), { timeout: 10_000, interval: 20 });
+      expect(routes.hub.followed()).not.toContain('orders');
+    } finally {
+      await server.close();
+      lingering.hub.close();
+    }
   });
 
   it('refuses bad commands with the API error shape', async () => {
-    const auth = { authorization: 'Bearer sesame' };
     const bad = await request(`${base}/inspector/datasets/orders/commands`, {
       method: 'POST',
-      headers: auth,
+      headers: KEY,
       body: JSON.stringify({ command: 'explode' }),
     });
     expect(bad.status).toBe(400);
     expect(bad.json<{ code: string }>().code).toBe('ERR_INVALID_COMMAND');
     const notJson = await request(`${base}/inspector/datasets/orders/commands`, {
       method: 'POST',
-      headers: auth,
+      headers: KEY,
       body: 'poll',
     });
     expect(notJson.status).toBe(400);
     expect(notJson.json<{ code: string }>().code).toBe('ERR_BAD_REQUEST');
-    const unknown = await request(`${base}/inspector/datasets/nope/commands`, {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({ command: 'poll.now' }),
-    });
+    const unknown = await pollNow(base, 'nope', KEY);
     expect(unknown.status).toBe(404);
     expect(unknown.json<{ code: string }>().code).toBe('ERR_UNKNOWN_DATASET');
   });
@@ -344,11 +563,28 @@ describe('inspector routes', () => {
       routes: inspectorRoutes(served.runtime),
     });
     try {
+      expect((await request(`${server.url}/inspector/state`)).status).toBe(401);
       expect((await readEvents(`${server.url}/inspector/events?key=sesame`, () => true)).status).toBe(401);
-      const withHeader = await readEvents(`${server.url}/inspector/events`, (events) => events.length >= 1, {
-        authorization: 'Bearer sesame',
-      });
-      expect(withHeader.events[0]?.event).toBe('snapshot');
+      const withHeader = await readEvents(
+        `${server.url}/inspector/events`,
+        (events) => events.length >= 1,
+        KEY,
+      );
+      expect(withHeader.events[0]?.event).toBe('overview');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('is open, and says so, on a server without keys', async () => {
+    const server = await startServer(served.runtime, { port: 0, routes: inspectorRoutes(served.runtime) });
+    try {
+      expect((await request(`${server.url}/inspector`)).text).toContain('data-auth="open"');
+      const session = await request(`${server.url}/inspector/session`, { method: 'POST' });
+      expect(session.json()).toEqual({ required: false, authenticated: true });
+      expect(session.headers.get('set-cookie')).toBeNull();
+      const stream = await readEvents(`${server.url}/inspector/events`, (events) => events.length >= 1);
+      expect(stream.events[0]?.event).toBe('overview');
     } finally {
       await server.close();
     }

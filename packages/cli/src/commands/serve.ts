@@ -41,12 +41,13 @@ Options:
       --no-inspector          Do not serve the inspector page (/inspector)
       --inspect WS-URL        Also stream the dataset machines to a Stately inspector
                               (@statelyai/inspect's WebSocket server, e.g. ws://127.0.0.1:8080)
+      --inspect-dataset NAME  ... only this dataset's machine (with many datasets, pick one)
   -h, --help                  Show this help
 
 Routes: POST /v1/sql, GET /v1/datasets[?status=true], GET /v1/status, GET /v1/ready,
         POST /v1/datasets/<name>/acceleration/refresh, POST /v1/datasets/<name>/commands,
         GET /v1/datasets/<name>/acceleration/snapshots, GET /health, GET /metrics,
-        GET /inspector (with an API key, open /inspector?key=<key>)
+        GET /inspector (with an API key, the page asks for it and keeps a session cookie)
 Flight: Flight SQL statements, prepared statements and catalog commands; the same API key as a
         bearer token (or the Basic-auth handshake's password)
 `;
@@ -95,6 +96,13 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       `--inspect must be a WebSocket URL like ws://127.0.0.1:8080, got '${inspectUrl}'`,
     );
   }
+  const inspectDataset = stringOption(parsed, 'inspect-dataset');
+  if (inspectDataset !== undefined && inspectUrl === undefined) {
+    throw new UsageError(
+      'serve',
+      '--inspect-dataset names the machine --inspect streams; give --inspect too',
+    );
+  }
   const withInspector = parsed.values['no-inspector'] !== true;
   const flightAddress =
     parsed.values['no-flight'] === true
@@ -121,8 +129,21 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   // The servers' log lines never show a secret the spicepod's references resolved to either.
   const logger = redactingLogger(cliLogger, runtime.config.secretReferences);
   // Started before anything is awaited, so the bridge sees each dataset machine being created.
-  const bridge: StatelyBridge | undefined =
-    inspectUrl === undefined ? undefined : startStatelyBridge(runtime, { url: inspectUrl, logger });
+  let bridge: StatelyBridge | undefined;
+  try {
+    bridge =
+      inspectUrl === undefined
+        ? undefined
+        : startStatelyBridge(runtime, {
+            url: inspectUrl,
+            logger,
+            ...(inspectDataset === undefined ? {} : { dataset: inspectDataset }),
+          });
+  } catch (error) {
+    // An --inspect-dataset the spicepod does not configure.
+    await runtime.close();
+    throw error;
+  }
   const key = apiKey === undefined ? {} : { apiKey };
   // The spicepod's runtime.auth.api-key keys apply on every endpoint, beside --api-key-env's.
   const auth = apiKeyCheck(runtime.config, [apiKey]);
@@ -189,7 +210,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   if (withInspector) {
     logger.info(
       { component: 'inspector', url: `${server.url}/inspector` },
-      `Inspector page at ${server.url}/inspector${auth.required ? '?key=<API key>' : ''}`,
+      `Inspector page at ${server.url}/inspector${auth.required ? ' (it asks for an API key)' : ''}`,
     );
   }
 
@@ -217,6 +238,7 @@ export const serveCommand: Command = {
     'log-format': { type: 'string' },
     'no-inspector': { type: 'boolean' },
     inspect: { type: 'string' },
+    'inspect-dataset': { type: 'string' },
     flight: { type: 'string' },
     'no-flight': { type: 'boolean' },
     'tls-cert': { type: 'string' },

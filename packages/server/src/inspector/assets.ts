@@ -1,5 +1,5 @@
 /**
- * The inspector page's static files (HTML, CSS, one vanilla JS file) in `src/inspector/page/`,
+ * The inspector page's static files (HTML, CSS, vanilla JS modules) in `src/inspector/page/`,
  * read once when the routes are built and served with an ETag and a strict Content-Security-Policy
  * (everything from this origin, nothing inline, no CDN). The folder is looked up next to this
  * module first (running from source, or a build that copies it) and then in the package's `src`
@@ -19,6 +19,17 @@ export interface Asset {
 
 const PAGE_DIRS = ['./page/', '../../src/inspector/page/'];
 
+/** The page's files under `/inspector/assets/` (the HTML is served at the page's own paths). */
+export const PAGE_ASSETS = [
+  'inspector.css',
+  'inspector.js',
+  'connection.js',
+  'overview.js',
+  'detail.js',
+  'chart.js',
+  'format.js',
+] as const;
+
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   html: 'text/html; charset=utf-8',
   css: 'text/css; charset=utf-8',
@@ -37,6 +48,10 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+function etagOf(body: Buffer): string {
+  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+}
+
 /** Reads `file` from the page folder; throws {@link InspectorAssetsMissingError} when it is nowhere. */
 export function loadAsset(file: string): Asset {
   const tried: string[] = [];
@@ -50,13 +65,19 @@ export function loadAsset(file: string): Asset {
       return {
         body,
         contentType: CONTENT_TYPES[extension] ?? 'application/octet-stream',
-        etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+        etag: etagOf(body),
       };
     } catch (error) {
       lastError = error;
     }
   }
   throw new InspectorAssetsMissingError(file, tried, { cause: lastError });
+}
+
+/** `asset` with its body changed by `edit` (and an ETag of its own). */
+export function variantOf(asset: Asset, edit: (text: string) => string): Asset {
+  const body = Buffer.from(edit(asset.body.toString('utf8')));
+  return { ...asset, body, etag: etagOf(body) };
 }
 
 /** Sends `asset` (304 when the client's copy is current); `no-cache` so a new build shows at once. */

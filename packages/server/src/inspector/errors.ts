@@ -1,6 +1,7 @@
 /**
- * Errors of the inspector: a page whose files cannot be found next to the server's code, and a
- * Stately bridge given something that is not a WebSocket URL.
+ * Errors of the inspector: a page whose files cannot be found next to the server's code, a
+ * Stately bridge given something that is not a WebSocket URL, a request without a key or session,
+ * and an asset that does not exist.
  */
 import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
 
@@ -28,4 +29,33 @@ export class InvalidInspectorUrlError extends FerryError {
   }
 }
 
-registerErrors({ InspectorAssetsMissingError, InvalidInspectorUrlError });
+/** A request to the inspector's data without a key or a session (and `?key=` is not one). */
+export class InspectorUnauthorizedError extends FerryError {
+  constructor(options: FerryErrorOptions = {}) {
+    super(
+      'ERR_UNAUTHORIZED',
+      "The inspector requires an API key: enter it on the page, or send it as 'Authorization: Bearer <key>' (or 'X-API-Key') — POST /inspector/session with it sets the session cookie the event stream takes; a key in the URL (?key=) is not accepted.",
+      options,
+    );
+    this.name = 'InspectorUnauthorizedError';
+  }
+}
+
+/** An inspector page asset that does not exist. */
+export class InspectorAssetNotFoundError extends FerryError {
+  constructor(file: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_NOT_FOUND',
+      `The inspector has no asset '${file}'; the page loads its files from /inspector/assets/ by itself.`,
+      options,
+    );
+    this.name = 'InspectorAssetNotFoundError';
+  }
+}
+
+registerErrors({
+  InspectorAssetsMissingError,
+  InvalidInspectorUrlError,
+  InspectorUnauthorizedError,
+  InspectorAssetNotFoundError,
+});

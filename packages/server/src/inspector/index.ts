@@ -1,15 +1,23 @@
 /**
  * The inspector's public face: the built-in page's routes (`inspectorRoutes`), the hub behind its
- * event stream, the machine graph the page draws, and the Stately inspector bridge.
+ * overview and detail streams, the machine graph the page draws, and the Stately inspector bridge.
  */
-export { InspectorAssetsMissingError, InvalidInspectorUrlError } from './errors.js';
 export {
-  type HubMessage,
-  type InspectorDataset,
+  InspectorAssetNotFoundError,
+  InspectorAssetsMissingError,
+  InspectorUnauthorizedError,
+  InvalidInspectorUrlError,
+} from './errors.js';
+export {
+  type ActivityEntry,
+  type DetailSnapshot,
+  type DetailUpdate,
+  type HistoryEntry,
+  type InspectorEvent,
   InspectorHub,
   type InspectorHubOptions,
-  type InspectorSnapshot,
-  inspectorDataset,
+  type OverviewSnapshot,
+  type OverviewUpdate,
 } from './hub.js';
 export {
   datasetMachineGraph,
@@ -21,5 +29,15 @@ export {
   machineGraph,
   type StateNodeLike,
 } from './machine-graph.js';
-export { type InspectorRoutesOptions, inspectorRoutes } from './routes.js';
+export {
+  type OverviewCounts,
+  type OverviewRow,
+  overviewCounts,
+  overviewRow,
+  type RowHealth,
+  type StoreSync,
+} from './overview.js';
+export { type InspectorRoutes, type InspectorRoutesOptions, inspectorRoutes } from './routes.js';
+export { type InspectorSessionOptions, SESSION_COOKIE } from './session.js';
 export { type StatelyBridge, type StatelyBridgeOptions, startStatelyBridge } from './stately-bridge.js';
+export type { SseStreamOptions } from './stream.js';

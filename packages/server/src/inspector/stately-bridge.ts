@@ -21,6 +21,11 @@ import { WebSocketTransport } from './websocket-transport.js';
 export interface StatelyBridgeOptions {
   /** The receiving end, e.g. `ws://127.0.0.1:8080` (`@statelyai/inspect/server`'s default port). */
   readonly url: string;
+  /**
+   * Relay only this dataset's machine (only its thread builds inspection events); default: every
+   * machine. With hundreds of datasets, pick the one to look at.
+   */
+  readonly dataset?: string;
   /** Where connection problems are reported (once per outage); default: nowhere. */
   readonly logger?: Logger;
   /** Messages kept while the receiver is unreachable (oldest dropped first); default 1 000. */
@@ -182,7 +187,10 @@ export class StatelyRelay {
   }
 }
 
-/** Starts relaying `runtime`'s inspection events to the Stately inspector at `options.url`. */
+/**
+ * Starts relaying `runtime`'s inspection events (every machine's, or `options.dataset`'s) to the
+ * Stately inspector at `options.url`; throws `ERR_UNKNOWN_DATASET` for a dataset not configured.
+ */
 export function startStatelyBridge(runtime: Runtime, options: StatelyBridgeOptions): StatelyBridge {
   let parsed: URL;
   try {
@@ -192,6 +200,8 @@ export function startStatelyBridge(runtime: Runtime, options: StatelyBridgeOptio
   }
   if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:')
     throw new InvalidInspectorUrlError(options.url);
+  // An unknown dataset throws here, before anything connects.
+  if (options.dataset !== undefined) runtime.status(options.dataset);
   const logger = options.logger;
   // The transport needs the relay (to re-announce on connect) and the relay needs the inspector
   // built on the transport: the relay is filled in right after.
@@ -223,7 +233,10 @@ export function startStatelyBridge(runtime: Runtime, options: StatelyBridgeOptio
     ...(options.maxPayloadChars === undefined ? {} : { maxPayloadChars: options.maxPayloadChars }),
   });
   relay = active;
-  const unsubscribe = runtime.inspect((event) => active.forward(event));
+  const unsubscribe = runtime.inspect(
+    (event) => active.forward(event),
+    options.dataset === undefined ? {} : { dataset: options.dataset },
+  );
   inspector.start();
   let stopping: Promise<void> | undefined;
   return {
