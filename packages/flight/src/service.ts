@@ -5,7 +5,7 @@
  * `calls.ts`. Statements run where GetFlightInfo is asked, so its answer carries the real schema;
  * the result then waits (a ticket) for its one DoGet.
  */
-import { asksNoCache } from '@ferry/runtime';
+import { asksNoCache, cacheStatusFields } from '@ferry/runtime';
 import { Metadata, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { type FlightContext, report, serverStream, unary } from './calls.js';
 import { SCHEMA_NAME } from './catalog.js';
@@ -142,8 +142,6 @@ function resultOptions(metadata: Metadata): ResultOptions {
 function cacheMetadata(status: ArrowResult['cache']): Metadata {
   const metadata = new Metadata();
   if (status === undefined) return metadata;
-  metadata.set('results-cache-status', status.toUpperCase());
-  if (status !== 'bypass')
-    metadata.set('x-cache', status === 'hit' ? 'Hit from spiceai' : 'Miss from spiceai');
+  for (const [key, value] of Object.entries(cacheStatusFields(status))) metadata.set(key, value);
   return metadata;
 }

@@ -9,7 +9,7 @@ export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
 export { redactingLogger } from './redaction.js';
-export { asksNoCache, resultVersion } from './results-cache.js';
+export { asksNoCache, cacheStatusFields, resultVersion } from './results-cache.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';
 export { sdkNoticeOnce } from './sdk-notice.js';
 export type { RuntimeTls } from './tls.js';

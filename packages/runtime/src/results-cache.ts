@@ -62,6 +62,19 @@ export function asksNoCache(cacheControl: string | undefined): boolean {
   return /(^|[\s,])no-(cache|store)\s*($|[,=])/i.test(cacheControl ?? '');
 }
 
+/**
+ * Spice's words for how an answer met the results cache, as HTTP headers and Flight metadata:
+ * `results-cache-status` (`HIT`, `MISS`, `BYPASS`) and the older `x-cache` (`Hit from spiceai` /
+ * `Miss from spiceai`; none for a bypass).
+ */
+export function cacheStatusFields(status: CacheStatus): Readonly<Record<string, string>> {
+  if (status === 'bypass') return { 'results-cache-status': 'BYPASS' };
+  return {
+    'results-cache-status': status.toUpperCase(),
+    'x-cache': status === 'hit' ? 'Hit from spiceai' : 'Miss from spiceai',
+  };
+}
+
 /** Bookkeeping an entry costs beyond its value (Spice's sizing charges about 500 bytes). */
 const ENTRY_OVERHEAD_BYTES = 512;
 /** Statements whose cacheability is remembered, and the longest one remembered. */

@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { JsonValue } from '@ferry/core';
-import { asksNoCache, type QueryProvenance, resultVersion } from '@ferry/runtime';
+import { asksNoCache, cacheStatusFields, type QueryProvenance, resultVersion } from '@ferry/runtime';
 import type { FastifyReply } from 'fastify';
 
 /** Whether the request says `Cache-Control: no-cache` (or `no-store`): not answered from the cache. */
@@ -35,8 +35,6 @@ export function matchesIfNoneMatch(headers: IncomingHttpHeaders, tag: string): b
     .some((candidate) => candidate === tag || candidate === '*');
 }
 
-const X_CACHE = { hit: 'Hit from spiceai', miss: 'Miss from spiceai' } as const;
-
 /**
  * Sets the cache headers of the answer to `sql` with `params` (`contentType`: the format it is
  * answered in); the ETag is the version of the snapshots the query read.
@@ -49,7 +47,6 @@ export function cacheHeaders(
   contentType: string,
 ): void {
   if (result.cache === undefined) return;
-  reply.header('results-cache-status', result.cache.toUpperCase());
-  if (result.cache !== 'bypass') reply.header('x-cache', X_CACHE[result.cache]);
+  reply.headers(cacheStatusFields(result.cache));
   reply.header('etag', entityTag(resultVersion(sql, params, result.datasets), contentType));
 }
