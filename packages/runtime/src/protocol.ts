@@ -16,9 +16,11 @@ import type {
   ArrowSchema,
   DatasetConfig,
   DatasetEmitted,
+  DatasetMetadata,
   DatasetStatus,
   EngineName,
   FileFormat,
+  HeartbeatStatement,
   JsonValue,
   ReadMetadataOutput,
   S3Settings,
@@ -27,7 +29,7 @@ import type {
   SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core';
-import type { DownloadedSnapshot, LocalSnapshot, PreparedSnapshot } from '@ferry/snapshots';
+import type { Authenticated, DownloadedSnapshot, LocalSnapshot, PreparedSnapshot } from '@ferry/snapshots';
 import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';
 
@@ -97,7 +99,9 @@ export type DatasetToHost =
       readonly seconds: number;
       readonly snapshotId: number;
       readonly checksum: string;
-    };
+    }
+  /** The dataset's freshness changed (trusted keys only): stale with the reason, or fresh again. */
+  | { readonly type: 'freshness'; readonly stale: boolean; readonly reason?: string };
 
 // ---------------------------------------------------------------------------------------------
 // coordinator <-> dataset (the dataset Worker)
@@ -201,6 +205,20 @@ export type SnapshotTask =
       readonly recordedLocation: string;
       readonly abort?: MessagePort;
     }
+  /**
+   * Checks a candidate's signature against the dataset's trusted keys (PEM) before it is
+   * downloaded; refuses it with a signature rejection.
+   */
+  | {
+      readonly kind: 'authenticate';
+      readonly files: DatasetFiles;
+      readonly dataset: DatasetMetadata;
+      readonly entry: SnapshotEntry;
+      readonly recordedLocation: string;
+      readonly trustedKeys: readonly string[];
+    }
+  /** Reads and verifies the dataset's heartbeat statement. */
+  | { readonly kind: 'heartbeat'; readonly files: DatasetFiles; readonly trustedKeys: readonly string[] }
   | {
       readonly kind: 'verify';
       readonly files: DatasetFiles;
@@ -233,6 +251,8 @@ export interface CommitResult {
 export interface SnapshotTaskResults {
   readonly restore: RestoreResult;
   readonly download: DownloadResult;
+  readonly authenticate: Authenticated;
+  readonly heartbeat: HeartbeatStatement | { readonly problem: string };
   readonly verify: PreparedSnapshot;
   readonly commit: CommitResult;
   readonly prune: null;

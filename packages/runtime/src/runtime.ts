@@ -341,6 +341,9 @@ class HostRuntime implements Runtime {
         // Downloaded while nothing is served: this thread is bootstrapping from the store.
         this.#metrics.countDownload(entry.name, message, entry.status?.servingSnapshotId == null);
         break;
+      case 'freshness':
+        this.#metrics.countFreshness(entry.name, message.stale);
+        break;
       case 'response':
         break;
     }

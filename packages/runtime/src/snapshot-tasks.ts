@@ -10,12 +10,14 @@ import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import { fileFormatOf, type ObjectStore, resolveSnapshotKey, serializeError } from '@ferry/core';
 import {
+  authenticateSnapshot,
   checkLiveFile,
   commitSnapshot,
   discardPrepared,
   downloadSnapshot,
   linkGeneration,
   pruneGenerations,
+  readHeartbeat,
   restoreLocal,
   SnapshotCheckers,
   type SnapshotFilesOptions,
@@ -30,6 +32,7 @@ import type {
   SnapshotTaskResults,
 } from './protocol.js';
 import { storeFor, storeKey } from './stores.js';
+import { trustedKeySet } from './trusted-keys.js';
 
 /** Why a task stopped when its dataset asked it to, or went away. */
 export const TASK_ABORTED = 'The dataset stopped before the snapshot task ended.';
@@ -64,6 +67,16 @@ export class SnapshotTaskRunner {
         return this.#restore(task.files);
       case 'download':
         return withAbort(task.abort, (signal) => this.#download(task, signal));
+      case 'authenticate':
+        return authenticateSnapshot(this.#storeOf(task.files), {
+          dataset: task.dataset,
+          entry: task.entry,
+          key: resolveSnapshotKey(task.recordedLocation, task.entry.uri),
+          recordedLocation: task.recordedLocation,
+          trusted: trustedKeySet(task.trustedKeys),
+        });
+      case 'heartbeat':
+        return readHeartbeat(this.#storeOf(task.files), task.files.dataset, trustedKeySet(task.trustedKeys));
       case 'verify':
         return withAbort(task.abort, async (signal) => {
           const { files, downloaded, recorded } = task;
