@@ -75,6 +75,8 @@ export class FreshnessWatch {
     if (freshness.stale === this.#stale) return;
     const first = this.#stale === undefined;
     this.#stale = freshness.stale;
+    // The report first: whoever reads the line finds the metric already counted.
+    options.report(freshness);
     if (freshness.stale) {
       options.log(
         'warn',
@@ -88,6 +90,5 @@ export class FreshnessWatch {
         { validUntilMs: freshness.validUntilMs, snapshotId: freshness.snapshotId },
       );
     }
-    options.report(freshness);
   }
 }

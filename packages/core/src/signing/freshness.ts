@@ -19,7 +19,7 @@ export interface FreshnessInput {
   /** The verified statement, or why there is none that can be trusted. */
   readonly statement: HeartbeatStatement | { readonly problem: string };
   readonly nowMs: number;
-  /** The snapshot the dataset serves (null: nothing yet). */
+  /** The snapshot the dataset serves (null: nothing yet, so nothing to compare). */
   readonly servingSnapshotId: number | null;
   /**
    * How long a statement may name a snapshot newer than the one served before that counts: the
@@ -48,10 +48,10 @@ export function heartbeatFreshness(input: FreshnessInput): Freshness {
     };
   }
   const serving = input.servingSnapshotId;
-  if ((serving === null || statement.snapshotId > serving) && nowMs - statement.issuedAtMs > input.graceMs) {
+  if (serving !== null && statement.snapshotId > serving && nowMs - statement.issuedAtMs > input.graceMs) {
     return {
       stale: true,
-      reason: `the writer's heartbeat statement of ${iso(statement.issuedAtMs)} names snapshot ${statement.snapshotId}, but the dataset serves ${serving === null ? 'nothing' : `snapshot ${serving}`}`,
+      reason: `the writer's heartbeat statement of ${iso(statement.issuedAtMs)} names snapshot ${statement.snapshotId}, but the dataset serves snapshot ${serving}`,
     };
   }
   return { stale: false, validUntilMs: statement.validUntilMs, snapshotId: statement.snapshotId };
