@@ -212,14 +212,11 @@ describe('signed snapshots on the local S3', () => {
     expect(exposition).toMatch(
       /ferry_snapshot_signature_refusals_total\{dataset="orders",reason="ERR_SNAPSHOT_UNSIGNED"\} [1-9]/,
     );
-    expect(
-      started.logger.records.some(
-        (record) =>
-          record.level === 'info' &&
-          record.message ===
-            `Snapshots of dataset '${DATASET}' are served only when signed by one of 1 trusted key(s)`,
-      ),
-    ).toBe(true);
+    expect(started.logger.records).toContainEqual({
+      level: 'info',
+      message: `Snapshots are served only when signed by a trusted key for 1 dataset(s): ${DATASET}`,
+      fields: { component: 'runtime', datasets: DATASET, keyIds: keyA.keyId },
+    });
   });
 
   it('rotation: a second key is trusted beside the first, the writer switches, the first is removed; a snapshot signed with the removed key is refused', async () => {
@@ -308,7 +305,7 @@ describe('signed snapshots on the local S3', () => {
     await servingSnapshot(started, published.snapshotId);
     const lines = started.logger.records.filter((record) => record.message.includes('are not verified'));
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 'info', fields: { dataset: DATASET } });
+    expect(lines[0]).toMatchObject({ level: 'info', fields: { component: 'runtime', datasets: DATASET } });
     expect(started.runtime.metrics().freshness[DATASET]).toBeUndefined();
   });
 

@@ -207,26 +207,8 @@ export class DatasetHost {
 
   /** Starts the machine (it restores the live file, then consults the store). */
   start(): void {
-    this.#logVerification();
     this.#actor.start();
     this.#freshness?.start();
-  }
-
-  /** Says once whether the dataset's snapshots are verified, and with which keys. */
-  #logVerification(): void {
-    const keys = this.#data.dataset.trustedKeys;
-    if (keys === undefined) {
-      this.#log(
-        'info',
-        `Snapshots of dataset '${this.name}' are not verified: ferry_trusted_keys is not set, so any snapshot metadata.json names is served`,
-      );
-      return;
-    }
-    this.#log(
-      'info',
-      `Snapshots of dataset '${this.name}' are served only when signed by one of ${keys.length} trusted key(s)`,
-      { keyIds: keys.map((key) => key.keyId).join(',') },
-    );
   }
 
   #createFreshnessWatch(): FreshnessWatch | undefined {

@@ -66,6 +66,7 @@ import {
   TEST_HOOKS,
 } from './test-hooks.js';
 import { buildIdOf, threadFile } from './thread-files.js';
+import { verificationNotices } from './verification-notice.js';
 
 export { POLL_RESULTS } from './runtime-metrics.js';
 export type { SpicepodSource } from './spicepod-source.js';
@@ -171,6 +172,9 @@ class HostRuntime implements Runtime {
       logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
+    for (const line of verificationNotices(datasets)) {
+      this.#logger.info({ component: 'runtime', ...line.fields }, line.message);
+    }
     this.#startCoordinator();
     this[TEST_HOOKS] = {
       metadataGets: () => this.#testRpc.request<number>({ type: 'test-metadata-gets', id: 0 }),
