@@ -30,6 +30,7 @@ import {
   settledStatus,
   snapshotFile,
   startRuntime,
+  whilePaused,
 } from './support.js';
 
 const { aws } = useLocalAws({ buckets: [BUCKET] });
@@ -203,9 +204,16 @@ describe('signed snapshots on the local S3', () => {
       return published;
     });
 
-    // The writer publishes again: served.
-    const next = await signedPublish(prefix, 6, keyA);
+    // The writer publishes again: served. The check's HEAD of the object is the download's too.
+    let next: Awaited<ReturnType<typeof signedPublish>> | undefined;
+    let headsBefore = 0;
+    await whilePaused(started.runtime, async () => {
+      next = await signedPublish(prefix, 6, keyA);
+      headsBefore = aws.requests.count('HEAD', `${BUCKET}/${prefix}${next.key}`);
+    });
+    if (next === undefined) throw new Error('not published');
     await servingSnapshot(started, next.snapshotId);
+    expect(aws.requests.count('HEAD', `${BUCKET}/${prefix}${next.key}`)).toBe(headsBefore + 1);
     expect(await servedVersion(started.runtime)).toEqual({ version: 6, snapshotId: next.snapshotId });
 
     const exposition = await createServerMetrics(started.runtime).scrape();

@@ -4,7 +4,9 @@
  * (`@ferry/snapshots`, the snapshot pool's task: one GET of the signature object, the Ed25519
  * verification, the schema digest and the statement compared with the metadata entry) runs against
  * the local S3, the same check runs with the signature object already in memory (its CPU alone),
- * and the SHA-256 of the snapshot file is computed over its bytes (what every swap already pays).
+ * the check beside a HEAD of the snapshot object (how the pool task runs it: the download then
+ * skips its own HEAD) against that HEAD alone, and the SHA-256 of the snapshot file is computed
+ * over its bytes (what every swap already pays).
  * The dataset-thread → snapshot-pool hop of the task is not included.
  */
 import { createHash } from 'node:crypto';
@@ -22,7 +24,7 @@ import { authenticateSnapshot } from '@ferry/snapshots';
 import { createObjectStore, generateSigningKeyPair, TrustedKeySet } from '@ferry/store';
 import { publishSnapshot } from '@ferry/writer';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
-import { formatRatio, formatValue } from '../format.js';
+import { formatValue } from '../format.js';
 import { type GoalCheck, type Measurement, median, ratio, type Scenario } from '../scenario.js';
 import { locationOf } from '../spicepod.js';
 
@@ -46,7 +48,7 @@ export const b12: Scenario = {
   measures:
     'the signature check of one swap with ferry_trusted_keys: authenticateSnapshot against the local S3 (GET of the signature object, Ed25519 verify, schema digest, statement compared), and its CPU alone (the object in memory)',
   baseline: 'the SHA-256 of the same snapshot file over its bytes in memory, same process, interleaved',
-  goal: 'the check adds ≤ 1 ms per swap beyond the SHA-256 (p50 against the local S3, its GET included); its CPU alone ≤ 1 ms',
+  goal: "the check adds ≤ 1 ms per swap beyond the SHA-256 (p50 beside the download's HEAD, less the HEAD); its CPU alone ≤ 1 ms",
   async run(context) {
     const rows = context.quick ? 200_000 : 2_000_000;
     const checks = context.quick ? 200 : 1000;
@@ -75,6 +77,8 @@ export const b12: Scenario = {
       check: [] as number[],
       cpu: [] as number[],
       get: [] as number[],
+      head: [] as number[],
+      paired: [] as number[],
       sha256: [] as number[],
     };
     try {
@@ -105,6 +109,10 @@ export const b12: Scenario = {
         samples.check.push(await timed(() => authenticateSnapshot(store, input)));
         samples.cpu.push(await timed(() => authenticateSnapshot(inMemory, input)));
         samples.get.push(await timed(() => store.get(signatureKeyOf(objectKey))));
+        samples.head.push(await timed(() => store.head(objectKey)));
+        samples.paired.push(
+          await timed(() => Promise.all([authenticateSnapshot(store, input), store.head(objectKey)])),
+        );
         if (n % hashEvery === 0)
           samples.sha256.push(await timed(() => createHash('sha256').update(bytes).digest('hex')));
       }
@@ -115,11 +123,23 @@ export const b12: Scenario = {
     const cpu = median(samples.cpu);
     const sha256 = median(samples.sha256);
     const get = median(samples.get);
+    const head = median(samples.head);
+    const paired = median(samples.paired);
+    const added = paired - head;
     context.log(
-      `check p50 ${check.toFixed(3)} ms, CPU p50 ${cpu.toFixed(3)} ms, GET p50 ${get.toFixed(3)} ms, SHA-256 p50 ${sha256.toFixed(1)} ms`,
+      `check p50 ${check.toFixed(3)} ms, CPU p50 ${cpu.toFixed(3)} ms, GET p50 ${get.toFixed(3)} ms, with the HEAD ${paired.toFixed(3)} ms vs HEAD ${head.toFixed(3)} ms, SHA-256 p50 ${sha256.toFixed(1)} ms`,
     );
     const size = `${formatValue(file.size / 2 ** 20, 'MiB')} snapshot`;
     const measurements: Measurement[] = [
+      {
+        group: 'signature check per swap',
+        metric: "p50, beside the HEAD the download makes first (the pool task's way)",
+        unit: 'ms',
+        value: paired,
+        baseline: head,
+        baselineLabel: 'the HEAD alone',
+        ratio: ratio(paired, head),
+      },
       {
         group: 'signature check per swap',
         metric: 'p50, against the local S3 (GET + verify)',
@@ -159,9 +179,9 @@ export const b12: Scenario = {
     ];
     const goals: GoalCheck[] = [
       {
-        goal: 'the signature check adds ≤ 1 ms per swap (p50 against the local S3, its GET included)',
-        measured: `${formatValue(check, 'ms')} (${formatRatio(ratio(check, sha256))} of the SHA-256's ${formatValue(sha256, 'ms')}; a bare GET of the object ${formatValue(get, 'ms')})`,
-        met: check <= 1,
+        goal: "the signature check adds ≤ 1 ms per swap beyond the SHA-256 (p50 of the check beside the download's HEAD, less the HEAD alone)",
+        measured: `${formatValue(added, 'ms')} (${formatValue(paired, 'ms')} − ${formatValue(head, 'ms')}; the SHA-256 of the file ${formatValue(sha256, 'ms')})`,
+        met: added <= 1,
       },
       {
         goal: 'its CPU (verify, digest, compare) ≤ 1 ms per swap',
@@ -171,7 +191,8 @@ export const b12: Scenario = {
     ];
     const notes = [
       `${checks} checks of each kind, interleaved, after 20 of warm-up; the SHA-256 of the ${formatValue(file.size / 2 ** 20, 'MiB')} file (${rows.toLocaleString('en-US')} rows) ${samples.sha256.length} times between them.`,
-      'The check runs on a snapshot pool worker before the download; the hop to it (a message from the dataset thread through the coordinator) is not included here. A dataset without ferry_trusted_keys pays nothing.',
+      "The pool task makes the check's GET and the HEAD the download needs anyway at the same time and hands the HEAD to the download, so what the swap's path gains is the check beside the HEAD less the HEAD alone; the check run on its own (one more round trip) is shown too.",
+      'The hop to the pool task (a message from the dataset thread through the coordinator) is not included. A dataset without ferry_trusted_keys pays nothing.',
     ];
     return { measurements, goals, notes, raw: { rows, size: file.size, samples } };
   },

@@ -245,7 +245,7 @@ describe('ferry_trusted_keys in the spicepod', () => {
   it('gives each dataset the pod keys, with secrets resolved', () => {
     const first = publicPem();
     const second = publicPem();
-    const load1 = load({ ferry_trusted_keys: [first, '${secrets:WRITER_KEY}'] }, undefined, {
+    const load1 = load({ ferry_trusted_keys: [first, `\${secrets:WRITER_KEY}`] }, undefined, {
       WRITER_KEY: second,
     });
     expect(load1.errors).toEqual([]);

@@ -13,6 +13,7 @@
  * in-process in a test (MessageChannels, tasks run in-process).
  */
 import { MessageChannel, type MessagePort, type TransferListItem } from 'node:worker_threads';
+import type { ObjectInfo } from '@ferry/core';
 import type {
   AuthenticateSnapshotInput,
   DatasetEmitted,
@@ -157,6 +158,8 @@ export class DatasetHost {
   #pendingStatus: DatasetStatus | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #crashing = false;
+  /** The HEAD the signature check made of a candidate's object, by snapshot id, for its download. */
+  readonly #heads = new Map<number, ObjectInfo>();
   /** The writer's heartbeat watch of a dataset with trusted keys. */
   readonly #freshness: FreshnessWatch | undefined;
 
@@ -366,7 +369,8 @@ export class DatasetHost {
   /** Check the candidate's signature and statement before download (a pool task). */
   async #authenticate(input: AuthenticateSnapshotInput): Promise<void> {
     const trustedKeys = this.#data.dataset.trustedKeys?.map((key) => key.pem) ?? [];
-    const { keyId } = await this.#tasks.run({
+    this.#heads.clear();
+    const { keyId, head } = await this.#tasks.run({
       kind: 'authenticate',
       files: this.#filesFor(this.#engine ?? 'duckdb'),
       dataset: input.dataset,
@@ -374,6 +378,7 @@ export class DatasetHost {
       recordedLocation: this.#recordedLocation,
       trustedKeys,
     });
+    if (head !== undefined) this.#heads.set(input.entry.snapshotId, head);
     this.#log(
       'debug',
       `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' is signed by trusted key ${keyId}`,
@@ -387,6 +392,8 @@ export class DatasetHost {
   /** Download a snapshot into a temporary file (a pool task); the machine has it verified next. */
   async #download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
     const abort = abortPort(signal);
+    const head = this.#heads.get(input.entry.snapshotId);
+    this.#heads.clear();
     let file: Awaited<ReturnType<SnapshotTasks['run']>> & SnapshotTaskResults['download'];
     try {
       file = await this.#tasks.run(
@@ -395,6 +402,7 @@ export class DatasetHost {
           files: this.#filesFor(this.#kindOf(input)),
           entry: input.entry,
           recordedLocation: this.#recordedLocation,
+          ...(head === undefined ? {} : { head }),
           abort: abort.port,
         },
         { transfer: [abort.port] },

@@ -22,6 +22,7 @@ import type {
   FileFormat,
   HeartbeatStatement,
   JsonValue,
+  ObjectInfo,
   ReadMetadataOutput,
   S3Settings,
   SchemaEntry,
@@ -203,6 +204,8 @@ export type SnapshotTask =
       readonly entry: SnapshotEntry;
       /** The location metadata.json records, which the entry's URI is resolved against. */
       readonly recordedLocation: string;
+      /** The object's HEAD, made beside the signature check (not repeated). */
+      readonly head?: ObjectInfo;
       readonly abort?: MessagePort;
     }
   /**
@@ -251,7 +254,8 @@ export interface CommitResult {
 export interface SnapshotTaskResults {
   readonly restore: RestoreResult;
   readonly download: DownloadResult;
-  readonly authenticate: Authenticated;
+  /** With the object's HEAD, made at the same time as the signature's GET (absent: not found). */
+  readonly authenticate: Authenticated & { readonly head?: ObjectInfo };
   readonly heartbeat: HeartbeatStatement | { readonly problem: string };
   readonly verify: PreparedSnapshot;
   readonly commit: CommitResult;
