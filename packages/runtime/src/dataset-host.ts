@@ -211,7 +211,6 @@ export class DatasetHost {
   /** Starts the machine (it restores the live file, then consults the store). */
   start(): void {
     this.#actor.start();
-    this.#freshness?.start();
   }
 
   #createFreshnessWatch(): FreshnessWatch | undefined {
@@ -561,6 +560,8 @@ export class DatasetHost {
         this.#bootstrapped = true;
         const done: DatasetToCoordinator = { type: 'bootstrapped' };
         this.#ports.coordinator.postMessage(done);
+        // Judged from the first metadata read on: it tells the location the statement must name.
+        this.#freshness?.start();
       }
       const events = emitted.splice(0);
       if (this.#answeredInThread) {
