@@ -95,6 +95,7 @@ import {
   ObjectTooLargeError,
   PreconditionFailedError,
   ReaderQueueError,
+  SigningKeyError,
   SqsDeleteError,
   SqsQueueError,
   StoreConfigError,
@@ -104,6 +105,7 @@ import * as writer from '@ferry/writer';
 import {
   EngineMismatchError,
   MetadataConflictError,
+  NothingPublishedError,
   NotNullViolationError,
   SchemaRefusedError,
   SnapshotFileError,
@@ -166,6 +168,8 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   ObjectTooLargeError: () => new ObjectTooLargeError('s3://b/p/metadata.json', 20, 10),
   StoreConfigError: () => new StoreConfigError('s3_region', 'Set s3_region.'),
   ReaderQueueError: () => new ReaderQueueError('ERR_READER_QUEUE_CREATE', 'Cannot make the queue.'),
+  SigningKeyError: () =>
+    new SigningKeyError('/keys/writer.pem', 'is not a PEM private key', { cause: networkCause }),
   SqsQueueError: () => new SqsQueueError('ERR_SQS_RECEIVE', 'Receive failed.', { cause: networkCause }),
   SqsDeleteError: () =>
     new SqsDeleteError(
@@ -239,6 +243,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   ArrowConversionError: () => new ArrowConversionError('when', 'Timestamp', 'soon'),
   // writer
   WriterOptionsError: () => new WriterOptionsError('engine', 'engine must be duckdb or sqlite.'),
+  NothingPublishedError: () => new NothingPublishedError('orders', 's3://b/p/'),
   SnapshotQueryError: () => new SnapshotQueryError('orders', 'syntax error', { cause: engineCause }),
   NotNullViolationError: () => new NotNullViolationError('orders', 'id'),
   SourceFileError: () => new SourceFileError('orders', '/x.db', 'it has a live WAL'),
@@ -254,6 +259,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   UsageError: () => new cli.UsageError('serve', "unknown option '--nope'"),
   ApiKeyEnvError: () => new cli.ApiKeyEnvError('FERRY_KEY'),
   SpicepodReadError: () => new cli.SpicepodReadError('spicepod.yaml', { cause: networkCause }),
+  KeyFileError: () => new cli.KeyFileError('/keys/writer.pem', 'exists', { cause: networkCause }),
   ListenError: () => new cli.ListenError('127.0.0.1:1', 'EACCES', { flag: 'flight' }),
   ServerRequestError: () => new cli.ServerRequestError('http://x/v1/status', 'refused'),
 };

@@ -6,6 +6,7 @@
 import { parseCommandLine } from './args.js';
 import type { CliIo, Command } from './command.js';
 import { fleetCommand } from './commands/fleet.js';
+import { keygenCommand } from './commands/keygen.js';
 import { publishCommand } from './commands/publish.js';
 import { quickstartCommand } from './commands/quickstart.js';
 import { serveCommand } from './commands/serve.js';
@@ -16,6 +17,7 @@ import { UsageError } from './errors.js';
 export const COMMANDS: readonly Command[] = [
   serveCommand,
   publishCommand,
+  keygenCommand,
   validateCommand,
   statusCommand,
   quickstartCommand,

@@ -27,6 +27,21 @@ export class ApiKeyEnvError extends FerryError {
   }
 }
 
+/** A key file of `ferry keygen` or `ferry publish --signing-key` cannot be written or read. */
+export class KeyFileError extends FerryError {
+  readonly file: string;
+
+  constructor(file: string, problem: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_KEY_FILE',
+      `Key file '${file}' ${problem}; give another path or fix its permissions.`,
+      options,
+    );
+    this.name = 'KeyFileError';
+    this.file = file;
+  }
+}
+
 /** The spicepod file given to a command cannot be read. */
 export class SpicepodReadError extends FerryError {
   constructor(file: string, options: FerryErrorOptions = {}) {
@@ -60,4 +75,11 @@ export class ServerRequestError extends FerryError {
   }
 }
 
-registerErrors({ UsageError, ApiKeyEnvError, SpicepodReadError, ListenError, ServerRequestError });
+registerErrors({
+  UsageError,
+  ApiKeyEnvError,
+  KeyFileError,
+  SpicepodReadError,
+  ListenError,
+  ServerRequestError,
+});

@@ -251,10 +251,22 @@ export const SnapshotRejectionCode = {
   notADatabase: 'ERR_SNAPSHOT_NOT_A_DATABASE',
   missingTable: 'ERR_SNAPSHOT_MISSING_TABLE',
   objectMissing: 'ERR_SNAPSHOT_OBJECT_MISSING',
+  unsigned: 'ERR_SNAPSHOT_UNSIGNED',
+  signatureInvalid: 'ERR_SNAPSHOT_SIGNATURE_INVALID',
+  signerUntrusted: 'ERR_SNAPSHOT_SIGNER_UNTRUSTED',
+  statementMismatch: 'ERR_SNAPSHOT_STATEMENT_MISMATCH',
 } as const;
 export type SnapshotRejectionCode = (typeof SnapshotRejectionCode)[keyof typeof SnapshotRejectionCode];
 
 const rejectionCodes: ReadonlySet<string> = new Set(Object.values(SnapshotRejectionCode));
+
+/** The refusals of a reader with trusted keys (`ferry_trusted_keys`): each is counted by reason. */
+export const SIGNATURE_REFUSAL_CODES: readonly SnapshotRejectionCode[] = [
+  SnapshotRejectionCode.unsigned,
+  SnapshotRejectionCode.signatureInvalid,
+  SnapshotRejectionCode.signerUntrusted,
+  SnapshotRejectionCode.statementMismatch,
+];
 
 /** A snapshot refused by validation (engine, schema, size, checksum, file content). */
 export class SnapshotRejectedError extends FerryError {

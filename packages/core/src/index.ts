@@ -11,4 +11,5 @@ export * from './machine/index.js';
 export * from './metadata/index.js';
 export * from './notifications/index.js';
 export * from './ports.js';
+export * from './signing/index.js';
 export * from './spice-docs.js';

@@ -14,3 +14,5 @@ export {
 } from './errors.js';
 export { LOG_LEVELS, type LogLevel, levelWanted } from './log-levels.js';
 export * from './machine/index.js';
+export { type Freshness, type FreshnessInput, heartbeatFreshness } from './signing/freshness.js';
+export type { HeartbeatStatement } from './signing/statement.js';

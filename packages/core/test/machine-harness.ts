@@ -9,6 +9,7 @@ import { expect } from 'vitest';
 import { createActor, fromPromise, type InspectionEvent, SimulatedClock, waitFor } from 'xstate';
 import { FerryError, SnapshotRejectedError, SnapshotRejectionCode } from '../src/errors.js';
 import {
+  type AuthenticateSnapshotInput,
   createDatasetMachine,
   type DatasetEmitted,
   type DatasetMachineInput,
@@ -142,10 +143,19 @@ export class FakeDownloads {
   readonly swapped: SwapSnapshotInput[] = [];
   readonly failures = new Map<number, unknown>();
   readonly verifyFailures = new Map<number, unknown>();
+  /** Signature checks (datasets with `signaturesRequired`), and the ones to refuse. */
+  readonly authenticated: AuthenticateSnapshotInput[] = [];
+  readonly authFailures = new Map<number, unknown>();
   prepareGate: Deferred | undefined;
   verifyGate: Deferred | undefined;
   swapGate: Deferred | undefined;
   lastSignal: AbortSignal | undefined;
+
+  async authenticate(input: AuthenticateSnapshotInput): Promise<void> {
+    this.authenticated.push(input);
+    const failure = this.authFailures.get(input.entry.snapshotId);
+    if (failure !== undefined) throw failure;
+  }
 
   async download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
     this.prepared.push(input);
@@ -233,6 +243,9 @@ export function start(options: StartOptions = {}) {
     actors: {
       restoreLocal: fromPromise(() => Promise.resolve(restore)),
       readMetadata: fromPromise(({ input }: { input: ReadMetadataInput }) => store.read(input)),
+      authenticateSnapshot: fromPromise(({ input }: { input: AuthenticateSnapshotInput }) =>
+        downloads.authenticate(input),
+      ),
       downloadSnapshot: fromPromise(
         ({ input, signal }: { input: DownloadSnapshotInput; signal: AbortSignal }) =>
           downloads.download(input, signal),

@@ -283,6 +283,13 @@ export interface RuntimeMetrics {
   readonly bootstraps: Readonly<Record<string, BootstrapMetrics>>;
   /** Per dataset: the snapshot failures its machine reported (each `error` event). */
   readonly failures: Readonly<Record<string, number>>;
+  /** Per dataset, then per refusal code (`ERR_SNAPSHOT_UNSIGNED`, …): candidates refused by their signature. */
+  readonly signatureRefusals: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /**
+   * Per dataset with trusted keys, once its writer's heartbeat was first checked: whether it is
+   * stale (no trustworthy, unexpired statement), and how many times it turned stale.
+   */
+  readonly freshness: Readonly<Record<string, { readonly stale: boolean; readonly staleTimes: number }>>;
   /** The SQL results cache: lookups answered and not, bypasses, evictions, what it holds. */
   readonly resultsCache: CacheCounters;
 }

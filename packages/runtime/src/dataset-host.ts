@@ -13,7 +13,9 @@
  * in-process in a test (MessageChannels, tasks run in-process).
  */
 import { MessageChannel, type MessagePort, type TransferListItem } from 'node:worker_threads';
+import type { ObjectInfo } from '@ferry/core';
 import type {
+  AuthenticateSnapshotInput,
   DatasetEmitted,
   DownloadedSnapshot,
   DownloadSnapshotInput,
@@ -45,6 +47,7 @@ import {
   type Subscription,
   type InspectionEvent as XStateInspectionEvent,
 } from 'xstate';
+import { FreshnessWatch } from './freshness-watch.js';
 import { toInspectionEvent } from './inspection.js';
 import { levelWanted } from './log-levels.js';
 import type { LogRecord } from './logging.js';
@@ -155,6 +158,10 @@ export class DatasetHost {
   #pendingStatus: DatasetStatus | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
   #crashing = false;
+  /** The HEAD the signature check made of a candidate's object, by snapshot id, for its download. */
+  readonly #heads = new Map<number, ObjectInfo>();
+  /** The writer's heartbeat watch of a dataset with trusted keys. */
+  readonly #freshness: FreshnessWatch | undefined;
 
   /** `tasks`: where snapshot tasks run; default: sent to the coordinator, which runs them on the snapshot pool. */
   constructor(data: DatasetHostData, ports: DatasetHostPorts, tasks?: SnapshotTasks) {
@@ -191,6 +198,7 @@ export class DatasetHost {
     // A restarted thread goes on counting where the last one stopped (the host's metrics add them up).
     this.#unposted = this.#live?.table.read(this.#live.slot)?.unposted ?? 0;
     this.#actor = this.#createActor();
+    this.#freshness = this.#createFreshnessWatch();
     this.#setInspecting(true);
     // The machine's own `@xstate.actor` event was sent while it was created, before anyone listened.
     this.#inspected({ type: '@xstate.actor', actorRef: this.#actor, rootId: this.#actor.sessionId });
@@ -203,6 +211,35 @@ export class DatasetHost {
   /** Starts the machine (it restores the live file, then consults the store). */
   start(): void {
     this.#actor.start();
+  }
+
+  #createFreshnessWatch(): FreshnessWatch | undefined {
+    const config = this.#data.dataset;
+    const trustedKeys = config.trustedKeys?.map((key) => key.pem);
+    if (trustedKeys === undefined) return undefined;
+    return new FreshnessWatch({
+      dataset: this.name,
+      intervalMs: config.refreshCheckIntervalMs,
+      // A check or two to load what the writer has just published.
+      graceMs: 2 * config.refreshCheckIntervalMs,
+      read: () =>
+        this.#tracked(
+          this.#tasks.run({
+            kind: 'heartbeat',
+            files: this.#filesFor(this.#engine ?? 'duckdb'),
+            trustedKeys,
+          }),
+        ),
+      servingSnapshotId: () => this.#actor.getSnapshot().context.serving?.snapshotId ?? null,
+      location: () => this.#recordedLocation,
+      log: (level, message, fields) => this.#log(level, message, fields),
+      report: (freshness) =>
+        this.#toHost({
+          type: 'freshness',
+          stale: freshness.stale,
+          ...(freshness.stale ? { reason: freshness.reason } : {}),
+        }),
+    });
   }
 
   /** Where this dataset's generation links are. */
@@ -328,9 +365,34 @@ export class DatasetHost {
     return reply;
   }
 
+  /** Check the candidate's signature and statement before download (a pool task). */
+  async #authenticate(input: AuthenticateSnapshotInput): Promise<void> {
+    const trustedKeys = this.#data.dataset.trustedKeys?.map((key) => key.pem) ?? [];
+    this.#heads.clear();
+    const { keyId, head } = await this.#tasks.run({
+      kind: 'authenticate',
+      files: this.#filesFor(this.#engine ?? 'duckdb'),
+      dataset: input.dataset,
+      entry: input.entry,
+      recordedLocation: this.#recordedLocation,
+      trustedKeys,
+    });
+    if (head !== undefined) this.#heads.set(input.entry.snapshotId, head);
+    this.#log(
+      'debug',
+      `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' is signed by trusted key ${keyId}`,
+      {
+        snapshotId: input.entry.snapshotId,
+        keyId,
+      },
+    );
+  }
+
   /** Download a snapshot into a temporary file (a pool task); the machine has it verified next. */
   async #download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
     const abort = abortPort(signal);
+    const head = this.#heads.get(input.entry.snapshotId);
+    this.#heads.clear();
     let file: Awaited<ReturnType<SnapshotTasks['run']>> & SnapshotTaskResults['download'];
     try {
       file = await this.#tasks.run(
@@ -339,6 +401,7 @@ export class DatasetHost {
           files: this.#filesFor(this.#kindOf(input)),
           entry: input.entry,
           recordedLocation: this.#recordedLocation,
+          ...(head === undefined ? {} : { head }),
           abort: abort.port,
         },
         { transfer: [abort.port] },
@@ -453,6 +516,9 @@ export class DatasetHost {
         readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(({ input }) =>
           this.#readMetadata(input),
         ),
+        authenticateSnapshot: fromPromise<void, AuthenticateSnapshotInput>(({ input }) =>
+          this.#tracked(this.#authenticate(input)),
+        ),
         downloadSnapshot: fromPromise<DownloadedSnapshot, DownloadSnapshotInput>(({ input, signal }) =>
           this.#tracked(this.#download(input, signal)),
         ),
@@ -477,6 +543,7 @@ export class DatasetHost {
         snapshotsMode: config.snapshotsMode,
         location: config.location,
         pollPhaseMs: this.#data.pollPhaseMs,
+        signaturesRequired: config.trustedKeys !== undefined,
       },
     });
     /*
@@ -493,6 +560,8 @@ export class DatasetHost {
         this.#bootstrapped = true;
         const done: DatasetToCoordinator = { type: 'bootstrapped' };
         this.#ports.coordinator.postMessage(done);
+        // Judged from the first metadata read on: it tells the location the statement must name.
+        this.#freshness?.start();
       }
       const events = emitted.splice(0);
       if (this.#answeredInThread) {
@@ -631,6 +700,7 @@ export class DatasetHost {
   async stop(): Promise<void> {
     this.#actor.send({ type: 'stop' });
     this.#actor.stop();
+    await this.#freshness?.stop();
     this.#flushStatus();
     await Promise.allSettled(this.#running);
     for (const file of [...this.#downloaded.values(), ...this.#prepared.values()]) {
@@ -658,6 +728,7 @@ export class DatasetHost {
   async crash(error: unknown, limitMs = 10_000): Promise<void> {
     if (this.#crashing) return;
     this.#crashing = true;
+    void this.#freshness?.stop();
     this.#log(
       'error',
       `Dataset thread of '${this.name}' hit an uncaught error; ending it so that it is restarted`,

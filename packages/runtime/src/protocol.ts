@@ -16,10 +16,13 @@ import type {
   ArrowSchema,
   DatasetConfig,
   DatasetEmitted,
+  DatasetMetadata,
   DatasetStatus,
   EngineName,
   FileFormat,
+  HeartbeatStatement,
   JsonValue,
+  ObjectInfo,
   ReadMetadataOutput,
   S3Settings,
   SchemaEntry,
@@ -27,7 +30,7 @@ import type {
   SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core';
-import type { DownloadedSnapshot, LocalSnapshot, PreparedSnapshot } from '@ferry/snapshots';
+import type { Authenticated, DownloadedSnapshot, LocalSnapshot, PreparedSnapshot } from '@ferry/snapshots';
 import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';
 
@@ -97,7 +100,9 @@ export type DatasetToHost =
       readonly seconds: number;
       readonly snapshotId: number;
       readonly checksum: string;
-    };
+    }
+  /** The dataset's freshness changed (trusted keys only): stale with the reason, or fresh again. */
+  | { readonly type: 'freshness'; readonly stale: boolean; readonly reason?: string };
 
 // ---------------------------------------------------------------------------------------------
 // coordinator <-> dataset (the dataset Worker)
@@ -199,8 +204,24 @@ export type SnapshotTask =
       readonly entry: SnapshotEntry;
       /** The location metadata.json records, which the entry's URI is resolved against. */
       readonly recordedLocation: string;
+      /** The object's HEAD, made beside the signature check (not repeated). */
+      readonly head?: ObjectInfo;
       readonly abort?: MessagePort;
     }
+  /**
+   * Checks a candidate's signature against the dataset's trusted keys (PEM) before it is
+   * downloaded; refuses it with a signature rejection.
+   */
+  | {
+      readonly kind: 'authenticate';
+      readonly files: DatasetFiles;
+      readonly dataset: DatasetMetadata;
+      readonly entry: SnapshotEntry;
+      readonly recordedLocation: string;
+      readonly trustedKeys: readonly string[];
+    }
+  /** Reads and verifies the dataset's heartbeat statement. */
+  | { readonly kind: 'heartbeat'; readonly files: DatasetFiles; readonly trustedKeys: readonly string[] }
   | {
       readonly kind: 'verify';
       readonly files: DatasetFiles;
@@ -233,6 +254,9 @@ export interface CommitResult {
 export interface SnapshotTaskResults {
   readonly restore: RestoreResult;
   readonly download: DownloadResult;
+  /** With the object's HEAD, made at the same time as the signature's GET (absent: not found). */
+  readonly authenticate: Authenticated & { readonly head?: ObjectInfo };
+  readonly heartbeat: HeartbeatStatement | { readonly problem: string };
   readonly verify: PreparedSnapshot;
   readonly commit: CommitResult;
   readonly prune: null;

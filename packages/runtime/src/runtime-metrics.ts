@@ -1,9 +1,10 @@
 /**
- * The counters the host keeps for `runtime.metrics()` (and so `/metrics`): swaps, poll results and
- * snapshot failures per dataset, bytes and time downloaded, bootstraps, SQS message outcomes. Fed
- * by the dataset threads' and the coordinator's messages; read as a copy.
+ * The counters the host keeps for `runtime.metrics()` (and so `/metrics`): swaps, poll results,
+ * snapshot failures, signature refusals and heartbeat freshness per dataset, bytes and time
+ * downloaded, bootstraps, SQS message outcomes. Fed by the dataset threads' and the coordinator's
+ * messages; read as a copy.
  */
-import type { DatasetEmitted, PollResult } from '@ferry/core';
+import { type DatasetEmitted, type PollResult, SIGNATURE_REFUSAL_CODES } from '@ferry/core';
 import type { BootstrapMetrics, NotificationEvent, RuntimeMetrics } from './api.js';
 
 /** Every poll result, in the order `/metrics` lists them. */
@@ -33,6 +34,8 @@ export class RuntimeMetricsCounter {
   readonly #sqsMessages = { received: 0, deleted: 0, left: 0 };
   readonly #bootstraps: Record<string, BootstrapMetrics> = {};
   readonly #failures: Record<string, number> = {};
+  readonly #signatureRefusals: Record<string, Record<string, number>> = {};
+  readonly #freshness: Record<string, { stale: boolean; staleTimes: number }> = {};
 
   /** Counts a machine event (swap, poll or error) of `dataset`. */
   countEmitted(dataset: string, event: DatasetEmitted): void {
@@ -46,7 +49,20 @@ export class RuntimeMetricsCounter {
       this.#polls[dataset] = polls;
     } else {
       this.#failures[dataset] = (this.#failures[dataset] ?? 0) + 1;
+      const code = event.error.code;
+      if ((SIGNATURE_REFUSAL_CODES as readonly string[]).includes(code)) {
+        const refusals = this.#signatureRefusals[dataset] ?? {};
+        refusals[code] = (refusals[code] ?? 0) + 1;
+        this.#signatureRefusals[dataset] = refusals;
+      }
     }
+  }
+
+  /** Records a dataset's freshness as its heartbeat watch reported it. */
+  countFreshness(dataset: string, stale: boolean): void {
+    const earlier = this.#freshness[dataset];
+    const turned = stale && earlier?.stale !== true;
+    this.#freshness[dataset] = { stale, staleTimes: (earlier?.staleTimes ?? 0) + (turned ? 1 : 0) };
   }
 
   /** Counts a download; `bootstrapping` when the dataset served nothing while it ran. */
@@ -79,6 +95,8 @@ export class RuntimeMetricsCounter {
       sqsMessages: this.#sqsMessages,
       bootstraps: this.#bootstraps,
       failures: this.#failures,
+      signatureRefusals: this.#signatureRefusals,
+      freshness: this.#freshness,
     });
   }
 }

@@ -67,6 +67,7 @@ import {
   TEST_HOOKS,
 } from './test-hooks.js';
 import { buildIdOf, threadExecArgv, threadFile } from './thread-files.js';
+import { verificationNotices } from './verification-notice.js';
 
 export { POLL_RESULTS } from './runtime-metrics.js';
 export type { SpicepodSource } from './spicepod-source.js';
@@ -178,6 +179,9 @@ class HostRuntime implements Runtime {
       logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
+    for (const line of verificationNotices(datasets)) {
+      this.#logger.info({ component: 'runtime', ...line.fields }, line.message);
+    }
     this.#startCoordinator();
     this[TEST_HOOKS] = {
       metadataGets: () => this.#testRpc.request<number>({ type: 'test-metadata-gets', id: 0 }),
@@ -351,6 +355,9 @@ class HostRuntime implements Runtime {
       case 'downloaded':
         // Downloaded while nothing is served: this thread is bootstrapping from the store.
         this.#metrics.countDownload(entry.name, message, entry.status?.servingSnapshotId == null);
+        break;
+      case 'freshness':
+        this.#metrics.countFreshness(entry.name, message.stale);
         break;
       case 'response':
         break;

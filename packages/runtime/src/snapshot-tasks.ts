@@ -10,12 +10,14 @@ import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import { fileFormatOf, type ObjectStore, resolveSnapshotKey, serializeError } from '@ferry/core';
 import {
+  authenticateSnapshot,
   checkLiveFile,
   commitSnapshot,
   discardPrepared,
   downloadSnapshot,
   linkGeneration,
   pruneGenerations,
+  readHeartbeat,
   restoreLocal,
   SnapshotCheckers,
   type SnapshotFilesOptions,
@@ -30,6 +32,7 @@ import type {
   SnapshotTaskResults,
 } from './protocol.js';
 import { storeFor, storeKey } from './stores.js';
+import { trustedKeySet } from './trusted-keys.js';
 
 /** Why a task stopped when its dataset asked it to, or went away. */
 export const TASK_ABORTED = 'The dataset stopped before the snapshot task ended.';
@@ -64,6 +67,10 @@ export class SnapshotTaskRunner {
         return this.#restore(task.files);
       case 'download':
         return withAbort(task.abort, (signal) => this.#download(task, signal));
+      case 'authenticate':
+        return this.#authenticate(task);
+      case 'heartbeat':
+        return readHeartbeat(this.#storeOf(task.files), task.files.dataset, trustedKeySet(task.trustedKeys));
       case 'verify':
         return withAbort(task.abort, async (signal) => {
           const { files, downloaded, recorded } = task;
@@ -142,6 +149,28 @@ export class SnapshotTaskRunner {
     return { kind: 'restored', snapshot: local, generation };
   }
 
+  /**
+   * The signature check, and at the same time the HEAD the download makes first anyway: the check's
+   * GET then costs the swap no round trip of its own. A failed HEAD is left to the download to redo.
+   */
+  async #authenticate(
+    task: Extract<SnapshotTask, { kind: 'authenticate' }>,
+  ): Promise<SnapshotTaskResults['authenticate']> {
+    const store = this.#storeOf(task.files);
+    const key = resolveSnapshotKey(task.recordedLocation, task.entry.uri);
+    const [authenticated, head] = await Promise.all([
+      authenticateSnapshot(store, {
+        dataset: task.dataset,
+        entry: task.entry,
+        key,
+        recordedLocation: task.recordedLocation,
+        trusted: trustedKeySet(task.trustedKeys),
+      }),
+      store.head(key).catch(() => undefined),
+    ]);
+    return head === undefined ? authenticated : { ...authenticated, head };
+  }
+
   async #download(
     task: Extract<SnapshotTask, { kind: 'download' }>,
     signal: AbortSignal,
@@ -152,7 +181,7 @@ export class SnapshotTaskRunner {
     this.#checkers.warm(files.engine, dirname(files.livePath));
     const downloaded = await downloadSnapshot(
       this.#options(files),
-      { entry, key: resolveSnapshotKey(task.recordedLocation, entry.uri) },
+      { entry, key: resolveSnapshotKey(task.recordedLocation, entry.uri), head: task.head },
       { signal },
     );
     if (signal.aborted) {

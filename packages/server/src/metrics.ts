@@ -1,9 +1,10 @@
 /**
  * What `GET /metrics` exposes, in a prom-client registry of its own per server (so two servers in
  * one process never share series): per-dataset snapshot id, staleness, readiness, swaps and polls
- * by result, download totals and SQS message counts, read from the runtime at every scrape (each
- * metric's `collect`); Spice's reader-side snapshot metrics under their Spice names
- * (`dataset_acceleration_snapshot_*`, label `dataset`); and the latency histogram of
+ * by result, signature refusals and heartbeat freshness, download totals and SQS message counts,
+ * read from the runtime at every scrape (each metric's `collect`); Spice's reader-side snapshot
+ * metrics under their Spice names (`dataset_acceleration_snapshot_*`, label `dataset`); and the
+ * latency histogram of
  * `POST /v1/sql`, measured around `runtime.query`.
  */
 import { POLL_RESULTS, type Runtime } from '@ferry/runtime';
@@ -125,6 +126,30 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
       this.inc({ outcome: 'received' }, sqs.received);
       this.inc({ outcome: 'deleted' }, sqs.deleted);
       this.inc({ outcome: 'left' }, sqs.left);
+    },
+  });
+  new Counter({
+    name: 'ferry_snapshot_signature_refusals_total',
+    help: 'Snapshots refused by a dataset with ferry_trusted_keys before download, by reason (the error code).',
+    labelNames: ['dataset', 'reason'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [dataset, reasons] of Object.entries(counters().signatureRefusals)) {
+        for (const [reason, count] of Object.entries(reasons)) this.inc({ dataset, reason }, count);
+      }
+    },
+  });
+  new Gauge({
+    name: 'ferry_dataset_heartbeat_stale',
+    help: '1 while a dataset with ferry_trusted_keys has no valid, unexpired heartbeat statement from its writer, else 0.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [dataset, freshness] of Object.entries(counters().freshness)) {
+        this.set({ dataset }, freshness.stale ? 1 : 0);
+      }
     },
   });
   const latency = new Histogram({

@@ -15,6 +15,12 @@ export {
   pruneGenerations,
 } from './generations.js';
 export {
+  type Authenticated,
+  type AuthenticateInput,
+  authenticateSnapshot,
+  readHeartbeat,
+} from './signatures.js';
+export {
   type CommitControl,
   type CommitStep,
   checkLiveFile,

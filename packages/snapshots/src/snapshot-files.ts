@@ -18,7 +18,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat, statfs } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { ArrowSchema, EngineName, ObjectStore, SchemaEntry, SnapshotEntry } from '@ferry/core';
+import type {
+  ArrowSchema,
+  EngineName,
+  ObjectInfo,
+  ObjectStore,
+  SchemaEntry,
+  SnapshotEntry,
+} from '@ferry/core';
 import { SnapshotRejectedError } from '@ferry/core';
 import { createSnapshotChecker, type SnapshotChecker } from '@ferry/engines';
 import { readParallelParts } from '@ferry/store/objects';
@@ -86,6 +93,8 @@ export interface SnapshotTarget {
   readonly entry: SnapshotEntry;
   /** `resolveSnapshotKey(metadata.location, entry.uri)`: works for a store mirrored elsewhere. */
   readonly key: string;
+  /** The object's HEAD when already made (beside the signature check), so it is not repeated. */
+  readonly head?: ObjectInfo | undefined;
 }
 
 export interface DownloadProgress {
@@ -449,7 +458,7 @@ export async function downloadSnapshot(
   }
   // The HEAD comes before any ranged read: a missing object or a wrong (possibly absurd) recorded
   // size costs one request, never a byte of download (test/reliability/validation-faults.test.ts).
-  const info = await options.store.head(key);
+  const info = target.head ?? (await options.store.head(key));
   if (info === undefined) throw snapshotObjectMissing(dataset, uri);
   if (info.size !== entry.size) throw sizeMismatch(uri, entry.size, info.size);
 

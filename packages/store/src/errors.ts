@@ -122,7 +122,24 @@ export class ReaderQueueError extends FerryError {
   }
 }
 
+/** A signing key (`ferry publish --signing-key`, the writer's `signingKey`) that cannot be used. */
+export class SigningKeyError extends FerryError {
+  /** Where the key came from (a file path, or the option that gave it). */
+  readonly source: string;
+
+  constructor(source: string, problem: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_SIGNING_KEY',
+      `The signing key ${source} ${problem}; give the private key file ferry keygen wrote (PEM, Ed25519).`,
+      options,
+    );
+    this.name = 'SigningKeyError';
+    this.source = source;
+  }
+}
+
 registerErrors({
+  SigningKeyError,
   StoreError,
   PreconditionFailedError,
   ObjectNotFoundError,

@@ -8,4 +8,5 @@ export * from './object-store.js';
 export * from './read-parallel.js';
 export * from './reader-queue.js';
 export * from './s3-store.js';
+export * from './signing.js';
 export * from './sqs-queue.js';

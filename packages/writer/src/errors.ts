@@ -149,7 +149,25 @@ export class MetadataConflictError extends FerryError {
   }
 }
 
+/** A heartbeat was asked for a dataset with no current snapshot to vouch for. */
+export class NothingPublishedError extends FerryError {
+  readonly dataset: string;
+  readonly location: string;
+
+  constructor(dataset: string, location: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_WRITER_NOTHING_PUBLISHED',
+      `Dataset '${dataset}' has no current snapshot in '${location}metadata.json' for a heartbeat statement to name; publish a snapshot first.`,
+      options,
+    );
+    this.name = 'NothingPublishedError';
+    this.dataset = dataset;
+    this.location = location;
+  }
+}
+
 registerErrors({
+  NothingPublishedError,
   WriterOptionsError,
   SnapshotQueryError,
   NotNullViolationError,

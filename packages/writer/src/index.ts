@@ -10,5 +10,11 @@ export { DUCKDB_BUILD_SETTINGS } from './build-duckdb.js';
 export { type SqliteColumn, sqliteColumnFor } from './build-sqlite.js';
 export * from './errors.js';
 export { type PublishResult, type PublishSnapshotOptions, publishSnapshot } from './publish.js';
+export {
+  type HeartbeatOptions,
+  type HeartbeatResult,
+  publishHeartbeat,
+  type SigningKeyInput,
+} from './sign.js';
 export { snapshotKey, snapshotTimestamp } from './snapshot-key.js';
 export type { ProgressCallback } from './upload.js';

@@ -124,6 +124,8 @@ export interface CommitInput {
   readonly firstRead: MetadataRead;
   readonly entry: AppendSnapshotInput;
   readonly maxAttempts: number;
+  /** Runs on each attempt's document before it is written (the signature goes out first: `sign.ts`). */
+  readonly beforeWrite?: (document: Record<string, unknown>) => Promise<void>;
 }
 
 function isPreconditionFailed(error: unknown): boolean {
@@ -172,6 +174,7 @@ export async function commitSnapshot(input: CommitInput): Promise<CommitResult> 
       if (recorded !== undefined) return { ...recorded, attempts: attempt - 1 };
     }
     const next = append(store, read, entry);
+    await input.beforeWrite?.(next);
     const body = new TextEncoder().encode(`${JSON.stringify(next, null, 2)}\n`);
     try {
       await store.put(METADATA_KEY, body, {

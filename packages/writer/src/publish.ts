@@ -21,6 +21,14 @@ import {
   readMetadata,
   recordedNotNull,
 } from './metadata-commit.js';
+import {
+  assertValidFor,
+  type HeartbeatResult,
+  heartbeatOfDocument,
+  type SigningKeyInput,
+  signingKeyOf,
+  writeSnapshotSignature,
+} from './sign.js';
 import { snapshotKey } from './snapshot-key.js';
 import { deleteUnreferenced, type ProgressCallback, uploadSnapshot } from './upload.js';
 
@@ -45,6 +53,14 @@ export interface PublishSnapshotOptions {
   /** Directory for the temporary build (removed afterwards). Default: the OS temp directory. */
   readonly workDir?: string;
   readonly onProgress?: ProgressCallback;
+  /**
+   * Ferry's signed snapshots: the writer's Ed25519 private key (PEM, as `ferry keygen` writes it).
+   * The snapshot's statement is signed beside it before metadata.json names it, then a heartbeat
+   * statement valid for `heartbeatValidForMs` is signed.
+   */
+  readonly signingKey?: SigningKeyInput;
+  /** How long the heartbeat a signed publish writes stays valid. Default 1 h. */
+  readonly heartbeatValidForMs?: number;
 }
 
 export interface PublishResult {
@@ -60,9 +76,12 @@ export interface PublishResult {
   readonly schemaId: number;
   /** Conditional metadata.json writes it took. */
   readonly attempts: number;
+  /** With a signing key: the key id that signed, and the heartbeat written after the commit. */
+  readonly signed?: { readonly keyId: string; readonly heartbeat: HeartbeatResult };
 }
 
 const DEFAULT_MAX_ATTEMPTS = 10;
+const DEFAULT_HEARTBEAT_VALID_FOR_MS = 60 * 60 * 1000;
 
 /**
  * Publish one snapshot of `dataset` to `location`.
@@ -82,6 +101,9 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
     );
   }
   const engine = resolveEngine(dataset, source, options.engine);
+  const signingKey = options.signingKey === undefined ? undefined : signingKeyOf(options.signingKey);
+  const heartbeatValidForMs = options.heartbeatValidForMs ?? DEFAULT_HEARTBEAT_VALID_FOR_MS;
+  if (signingKey !== undefined) assertValidFor(heartbeatValidForMs);
   const owned = typeof options.location === 'string';
   const store =
     typeof options.location === 'string'
@@ -119,11 +141,20 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
       ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
     });
     let committed: CommitResult;
+    let signedDocument: Record<string, unknown> | undefined;
     try {
       committed = await commitSnapshot({
         store,
         firstRead,
         maxAttempts,
+        ...(signingKey === undefined
+          ? {}
+          : {
+              beforeWrite: async (document: Record<string, unknown>) => {
+                await writeSnapshotSignature(store, document, dataset, uploaded.key, signingKey);
+                signedDocument = document;
+              },
+            }),
         entry: {
           location: store.location,
           dataset,
@@ -146,6 +177,17 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
       }
       throw error;
     }
+    const heartbeat =
+      signingKey === undefined || signedDocument === undefined
+        ? undefined
+        : await heartbeatOfDocument(
+            store,
+            signedDocument,
+            dataset,
+            signingKey,
+            heartbeatValidForMs,
+            Date.now(),
+          );
     return {
       snapshotId: committed.snapshotId,
       uri: uploaded.uri,
@@ -155,6 +197,7 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
       rowCount: built.rowCount,
       schemaId: committed.schemaId,
       attempts: committed.attempts,
+      ...(heartbeat === undefined ? {} : { signed: { keyId: heartbeat.keyId, heartbeat } }),
     };
   } finally {
     await rm(workDir, { recursive: true, force: true });

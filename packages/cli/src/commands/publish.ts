@@ -4,19 +4,26 @@
  * (a bar on a terminal, plain lines otherwise), then prints the new snapshot's id, key, size and
  * checksum on stdout.
  */
+
+import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { FileFormat } from '@ferry/core';
+import { type FileFormat, parseDuration } from '@ferry/core';
 import type { PublishResult, SnapshotSource } from '@ferry/writer';
 import { choiceOption, expectPositionals, type Parsed, stringOption } from '../args.js';
 import type { CliIo, Command } from '../command.js';
-import { UsageError } from '../errors.js';
+import { KeyFileError, UsageError } from '../errors.js';
 import { createProgress, formatBytes } from '../progress.js';
 
 const HELP = `Usage: ferry publish --location URI --dataset NAME [--engine duckdb|sqlite]
-                     (--sql QUERY | --file DB) [S3 options]
+                     (--sql QUERY | --file DB) [--signing-key FILE [--valid-for DURATION]] [S3 options]
+       ferry publish --heartbeat --location URI --dataset NAME --signing-key FILE
+                     [--valid-for DURATION] [S3 options]
 
 Build a snapshot of a dataset and publish it: upload the file to its dated key, then make it
 current in <location>metadata.json. Readers of the location pick it up on their next poll.
+With --signing-key, the snapshot is signed (readers with ferry_trusted_keys serve only signed
+snapshots) and a heartbeat statement valid for --valid-for is signed; --heartbeat re-signs only
+the heartbeat, for a schedule that runs more often than --valid-for even when nothing changed.
 
 Options:
       --location URI        Snapshot store: s3://bucket/prefix/ or file:///absolute/dir/ (required)
@@ -27,6 +34,10 @@ Options:
       --file DB             Publish an existing DuckDB or SQLite file holding table NAME
       --not-null COLUMNS    Comma-separated columns to declare NOT NULL (with --sql)
       --json                Print the result as JSON
+  Signing (see docs/deploy.md#signed-snapshots):
+      --signing-key FILE    The writer's Ed25519 private key (ferry keygen writes one)
+      --heartbeat           Only re-sign the heartbeat statement of the current snapshot
+      --valid-for DURATION  How long the heartbeat statement is valid; default 1h
   S3 (otherwise the AWS SDK's environment and credential chain apply):
       --s3-endpoint URL     S3-compatible endpoint (path-style addressing)
       --s3-region REGION    Bucket region
@@ -64,10 +75,65 @@ function storeParams(parsed: Parsed): Record<string, string | boolean> {
   return params;
 }
 
+/** The PEM of `--signing-key`, with a warning when others may read it. */
+async function signingKey(parsed: Parsed, io: CliIo): Promise<string | undefined> {
+  const file = stringOption(parsed, 'signing-key');
+  if (file === undefined) return undefined;
+  const path = resolve(file);
+  try {
+    const mode = (await stat(path)).mode;
+    if ((mode & 0o077) !== 0) {
+      io.stderr.write(
+        `Warning: signing key ${path} can be read by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it\n`,
+      );
+    }
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw new KeyFileError(path, `cannot be read (${(error as Error).message})`, { cause: error });
+  }
+}
+
+function validForMs(parsed: Parsed): number | undefined {
+  const text = stringOption(parsed, 'valid-for');
+  if (text === undefined) return undefined;
+  try {
+    return parseDuration(text);
+  } catch (error) {
+    throw new UsageError('publish', `--valid-for: ${(error as Error).message}`);
+  }
+}
+
+async function heartbeat(parsed: Parsed, io: CliIo, location: string, dataset: string): Promise<number> {
+  if (stringOption(parsed, 'sql') !== undefined || stringOption(parsed, 'file') !== undefined) {
+    throw new UsageError('publish', '--heartbeat publishes no snapshot; drop --sql and --file');
+  }
+  const key = await signingKey(parsed, io);
+  if (key === undefined) throw new UsageError('publish', '--heartbeat needs --signing-key FILE');
+  const { publishHeartbeat } = await import('@ferry/writer');
+  const result = await publishHeartbeat({
+    dataset,
+    location,
+    storeParams: storeParams(parsed),
+    signingKey: key,
+    validForMs: validForMs(parsed) ?? DEFAULT_VALID_FOR_MS,
+  });
+  if (parsed.values.json === true) {
+    io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  }
+  io.stdout.write(
+    `Signed the heartbeat of ${dataset}: snapshot ${result.snapshotId} is current, valid until ${new Date(result.validUntilMs).toISOString()} (key ${result.keyId})\n`,
+  );
+  return 0;
+}
+
+const DEFAULT_VALID_FOR_MS = 60 * 60 * 1000;
+
 async function run(parsed: Parsed, io: CliIo): Promise<number> {
   expectPositionals('publish', parsed, []);
   const location = required(parsed, 'location');
   const dataset = required(parsed, 'dataset');
+  if (parsed.values.heartbeat === true) return heartbeat(parsed, io, location, dataset);
   const engine = choiceOption('publish', parsed, 'engine', ENGINES);
   const sql = stringOption(parsed, 'sql');
   const file = stringOption(parsed, 'file');
@@ -83,6 +149,11 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     throw new UsageError('publish', '--not-null applies to --sql only (a file keeps its own constraints)');
   }
 
+  const key = await signingKey(parsed, io);
+  const validFor = validForMs(parsed);
+  if (validFor !== undefined && key === undefined) {
+    throw new UsageError('publish', '--valid-for applies with --signing-key only');
+  }
   const progress = createProgress(io.stderr, `Uploading ${dataset}`);
   // Loaded on use: the writer pulls in DuckDB and SQLite.
   const { publishSnapshot } = await import('@ferry/writer');
@@ -95,6 +166,8 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       storeParams: storeParams(parsed),
       ...(engine === undefined ? {} : { engine }),
       ...(notNull === undefined ? {} : { notNull }),
+      ...(key === undefined ? {} : { signingKey: key }),
+      ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
       onProgress: (bytes, total) => progress.update(bytes, total),
     });
   } finally {
@@ -113,6 +186,12 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       `  size:        ${result.size} bytes (${formatBytes(result.size)})`,
       `  checksum:    sha256:${result.checksum}`,
       `  rows:        ${result.rowCount}`,
+      ...(result.signed === undefined
+        ? []
+        : [
+            `  signed by:   key ${result.signed.keyId}`,
+            `  heartbeat:   valid until ${new Date(result.signed.heartbeat.validUntilMs).toISOString()}`,
+          ]),
       '',
     ].join('\n'),
   );
@@ -131,6 +210,9 @@ export const publishCommand: Command = {
     file: { type: 'string' },
     'not-null': { type: 'string' },
     json: { type: 'boolean' },
+    'signing-key': { type: 'string' },
+    heartbeat: { type: 'boolean' },
+    'valid-for': { type: 'string' },
     's3-endpoint': { type: 'string' },
     's3-region': { type: 'string' },
     'allow-http': { type: 'boolean' },

@@ -12,6 +12,7 @@ import { parseByteSize } from './byte-size.js';
 import { closest, type Reporter } from './issues.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
 import type { SecretSource } from './secrets.js';
+import { readTrustedKeys, TRUSTED_KEYS_PARAM } from './trusted-keys.js';
 import type {
   BootstrapOnFailure,
   DatasetConfig,
@@ -19,6 +20,7 @@ import type {
   QueryLimits,
   S3Settings,
   SnapshotsMode,
+  TrustedKey,
 } from './types.js';
 import { isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
 
@@ -32,6 +34,8 @@ export interface PodSnapshots {
   readonly locationBroken: boolean;
   readonly bootstrapOnFailure: BootstrapOnFailure;
   readonly s3?: S3Settings;
+  /** `snapshots.params.ferry_trusted_keys`, when set and valid. */
+  readonly trustedKeys?: readonly TrustedKey[];
 }
 
 /** A dataset as read: `config` is present only when the dataset has no error of its own. */
@@ -297,6 +301,7 @@ function readRefreshModeDataset(
   const base = `datasets[${index}]`;
   const at = `${base}.acceleration`;
   warnComputedKeys(report, base, entry);
+  const trustedKeys = readDatasetTrustedKeys(report, base, entry.params, secrets) ?? pod.trustedKeys;
   checkAccelerationKeys(report, at, accel, 'refresh_mode');
   readEnabled(report, at, accel);
 
@@ -385,6 +390,7 @@ function readRefreshModeDataset(
       ...(live?.file === undefined ? {} : { liveFile: live.file }),
       ...(pod.location.scheme === 's3' && pod.s3 !== undefined ? { s3: pod.s3 } : {}),
       ...(limits === undefined ? {} : { queryLimits: limits }),
+      ...(trustedKeys === undefined ? {} : { trustedKeys }),
     },
   };
 }
@@ -417,8 +423,9 @@ function readFileFormatDataset(
       );
     }
   }
+  const trustedKeys = readDatasetTrustedKeys(report, base, params, secrets);
   for (const key of Object.keys(params)) {
-    if (FILE_FORMAT_PARAMS.includes(key)) continue;
+    if (FILE_FORMAT_PARAMS.includes(key) || key === TRUSTED_KEYS_PARAM) continue;
     const path = `${base}.params.${key}`;
     if (key === 's3_queue_url' || key === 'ferry_sns_topic_arn') {
       report.error(
@@ -503,8 +510,20 @@ function readFileFormatDataset(
       snapshotsMode: 'bootstrap_only',
       s3,
       ...(limits === undefined ? {} : { queryLimits: limits }),
+      ...(trustedKeys === undefined ? {} : { trustedKeys }),
     },
   };
+}
+
+/** The dataset's own `params.ferry_trusted_keys` (which replaces the pod's list), when set. */
+function readDatasetTrustedKeys(
+  report: Reporter,
+  base: string,
+  params: unknown,
+  secrets: SecretSource,
+): readonly TrustedKey[] | undefined {
+  if (!isMap(params) || !Object.hasOwn(params, TRUSTED_KEYS_PARAM)) return undefined;
+  return readTrustedKeys(report, `${base}.params.${TRUSTED_KEYS_PARAM}`, params[TRUSTED_KEYS_PARAM], secrets);
 }
 
 function warnComputedKeys(report: Reporter, base: string, entry: Record<string, unknown>): void {

@@ -9,4 +9,5 @@ export { S3_PARAM_KEYS } from './s3-params.js';
 export { parseDotenv, redactSecrets } from './secrets.js';
 export { MAX_TAG_VALUE_LENGTH, type ParsedTopicArn, parseTopicArn, TOPIC_ARN_FORM } from './sns-topic.js';
 export { loadSpicepod, throwIfFatal, throwIfInvalid } from './spicepod.js';
+export { TRUSTED_KEYS_PARAM } from './trusted-keys.js';
 export type * from './types.js';

@@ -14,6 +14,7 @@ import { readRuntimeSection } from './runtime-section.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
 import { readSecretStores, type SecretSource } from './secrets.js';
 import { parseTopicArn } from './sns-topic.js';
+import { readTrustedKeys, TRUSTED_KEYS_PARAM } from './trusted-keys.js';
 import type {
   BootstrapOnFailure,
   ConfigIssue,
@@ -72,6 +73,7 @@ const SNAPSHOTS_PARAM_KEYS = [
   QUEUE_ENDPOINT_PARAM,
   TOPIC_PARAM,
   ...TOPIC_OPTION_PARAMS,
+  TRUSTED_KEYS_PARAM,
 ];
 const DEFAULT_HEARTBEAT_MS = 60_000;
 const SNS_ENDPOINT_ENV = ['AWS_ENDPOINT_URL_SNS', 'AWS_ENDPOINT_URL'];
@@ -304,6 +306,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
   let queueUrl: string | undefined;
   let queueEndpoint: string | undefined;
   let topic: SnapshotsRead['topic'];
+  let trustedKeys: SnapshotsConfig['trustedKeys'];
   if (!isMap(params)) {
     pod.error('snapshots.params', 'must be a map of parameters');
   } else {
@@ -338,6 +341,10 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       queueEndpoint = parsed?.url;
     }
     topic = readTopic(pod, params, secrets);
+    if (Object.hasOwn(params, TRUSTED_KEYS_PARAM)) {
+      const path = `snapshots.params.${TRUSTED_KEYS_PARAM}`;
+      trustedKeys = readTrustedKeys(pod, path, params[TRUSTED_KEYS_PARAM], secrets);
+    }
   }
 
   const s3ForLocation = location?.scheme === 's3' ? s3 : undefined;
@@ -348,6 +355,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
     ...(s3ForLocation === undefined ? {} : { s3: s3ForLocation }),
     ...(queueUrl === undefined ? {} : { queueUrl }),
     ...(topic === undefined ? {} : { topicArn: topic.arn }),
+    ...(trustedKeys === undefined ? {} : { trustedKeys }),
   };
   return {
     pod: {
@@ -356,6 +364,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       locationBroken,
       bootstrapOnFailure,
       ...(s3ForLocation === undefined ? {} : { s3: s3ForLocation }),
+      ...(trustedKeys === undefined ? {} : { trustedKeys }),
     },
     config,
     ...(queueUrl === undefined ? {} : { queueUrl }),

@@ -88,6 +88,16 @@ export interface SnapshotsConfig {
   readonly queueUrl?: string;
   /** `params.ferry_sns_topic_arn` as written (validated only when a dataset would read it). */
   readonly topicArn?: string;
+  /** `params.ferry_trusted_keys`: the writers' public keys the pod's snapshot datasets verify against. */
+  readonly trustedKeys?: readonly TrustedKey[];
+}
+
+/** An Ed25519 public key a reader trusts (`ferry_trusted_keys`). */
+export interface TrustedKey {
+  /** PEM `PUBLIC KEY` text. */
+  readonly pem: string;
+  /** The key id statements name (`keyIdOf`). */
+  readonly keyId: string;
 }
 
 /** The one notification consumer of the pod: present only when a valid dataset reads the queue. */
@@ -259,6 +269,11 @@ export interface DatasetConfig {
    * query that reads the dataset runs within them.
    */
   readonly queryLimits?: QueryLimits;
+  /**
+   * `ferry_trusted_keys` (the dataset's `params`, else `snapshots.params`): when present, a snapshot
+   * is served only with a signature by one of these keys over what metadata.json says of it.
+   */
+  readonly trustedKeys?: readonly TrustedKey[];
 }
 
 export interface QueryLimits {

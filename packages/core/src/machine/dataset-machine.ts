@@ -29,6 +29,7 @@ import * as decide from './decisions.js';
 import { ActorNotProvidedError } from './errors.js';
 import * as steps from './steps.js';
 import type {
+  AuthenticateSnapshotInput,
   DatasetContext,
   DatasetEmitted,
   DatasetEvent,
@@ -101,6 +102,7 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
       /** The snapshot already in the live file from a previous run, or null. Default: none. */
       restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() => Promise.resolve(null)),
       readMetadata: notProvided<ReadMetadataOutput, ReadMetadataInput>('readMetadata'),
+      authenticateSnapshot: notProvided<void, AuthenticateSnapshotInput>('authenticateSnapshot'),
       downloadSnapshot: notProvided<DownloadedSnapshot, DownloadSnapshotInput>('downloadSnapshot'),
       verifySnapshot: notProvided<PreparedSnapshot, VerifySnapshotInput>('verifySnapshot'),
       swapSnapshot: notProvided<void, SwapSnapshotInput>('swapSnapshot'),
@@ -165,6 +167,9 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
       selectCandidates: stepAction((context) => steps.selectCandidates(context)),
       recordCurrentSnapshotMissing: stepAction((context) => steps.recordCurrentSnapshotMissing(context)),
       refuseCandidate: stepAction((context) => steps.refuseCandidate(context)),
+      recordAuthenticationFailure: stepAction((context, params: { error: unknown }) =>
+        steps.recordAuthenticationFailure(context, params.error),
+      ),
       recordFailure: stepAction((context, params: { error: unknown; stage: FailureStage }) =>
         steps.recordFailure(context, params.error, params.stage),
       ),
@@ -227,6 +232,7 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
       currentSnapshotMissing: ({ context }) => decide.noCandidate(context),
       snapshotEngineDiffers: ({ context }) => decide.engineRefusal(context) !== undefined,
       snapshotSchemaDiffers: ({ context }) => decide.schemaRefusal(context) !== undefined,
+      signaturesRequired: ({ context }) => context.signaturesRequired,
       failedOnRejection: ({ context }) => decide.failedOnRejection(context),
       failedToDownload: ({ context }) => decide.failedToDownload(context),
       refusedBeforeDownload: ({ context }) => decide.refusedBeforeDownload(context),
@@ -370,8 +376,26 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       always: [
         { guard: 'snapshotEngineDiffers', target: 'candidateFailed', actions: 'refuseCandidate' },
         { guard: 'snapshotSchemaDiffers', target: 'candidateFailed', actions: 'refuseCandidate' },
+        { guard: 'signaturesRequired', target: 'authenticating' },
         { target: 'downloading' },
       ],
+    }),
+    /**
+     * Ferry's signed snapshots (`ferry_trusted_keys`): the candidate's signature and statement are
+     * checked before anything is downloaded; a missing, bad or untrusted signature, or a statement
+     * that does not match the metadata entry, is refused like a schema mismatch.
+     */
+    authenticating: chart.createStateConfig({
+      invoke: {
+        id: 'authenticateSnapshot',
+        src: 'authenticateSnapshot',
+        input: ({ context }) => steps.authenticateSnapshotInput(context),
+        onDone: { target: 'downloading' },
+        onError: {
+          target: 'candidateFailed',
+          actions: { type: 'recordAuthenticationFailure', params: ({ event }) => ({ error: event.error }) },
+        },
+      },
     }),
     downloading: chart.createStateConfig({
       invoke: {
@@ -488,6 +512,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       maxBackoffMs: input.maxBackoffMs ?? SPICE_RETRY_BACKOFF.maxMs,
       pollPhaseMs: input.pollPhaseMs ?? null,
       location: input.location,
+      signaturesRequired: input.signaturesRequired ?? false,
       serving: null,
       etag: null,
       paused: false,

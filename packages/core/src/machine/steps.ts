@@ -27,6 +27,7 @@ import {
   waitingForFirstSnapshot,
 } from './log-lines.js';
 import type {
+  AuthenticateSnapshotInput,
   DatasetContext,
   DatasetCounters,
   DatasetEmitted,
@@ -99,6 +100,21 @@ export function readMetadataInput(context: DatasetContext): ReadMetadataInput {
   return ifNoneMatch === undefined
     ? { dataset: context.name, trigger }
     : { dataset: context.name, trigger, ifNoneMatch };
+}
+
+export function authenticateSnapshotInput(context: DatasetContext): AuthenticateSnapshotInput {
+  const candidate = currentCandidate(context);
+  if (candidate === undefined) throw invariant(context, 'validated candidate');
+  return { dataset: candidate.dataset, entry: candidate.entry };
+}
+
+/**
+ * A candidate whose signature could not be accepted: refused like an engine or schema mismatch
+ * (stage `validation`) when the signature or statement is wrong; a store error reading it is a
+ * failure to download (retried as the dataset's failure behaviour says).
+ */
+export function recordAuthenticationFailure(context: DatasetContext, error: unknown): Step {
+  return recordFailure(context, error, isSnapshotRejection(error) ? 'validation' : 'download');
 }
 
 export function downloadSnapshotInput(context: DatasetContext): DownloadSnapshotInput {

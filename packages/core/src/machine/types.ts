@@ -32,6 +32,11 @@ export interface DatasetMachineInput {
    * serves them all, and their polls never drift apart.
    */
   readonly pollPhaseMs?: number;
+  /**
+   * `ferry_trusted_keys` is set: every candidate's signature is checked (the `authenticateSnapshot`
+   * actor) after its engine and schema, before anything is downloaded. Default false.
+   */
+  readonly signaturesRequired?: boolean;
 }
 
 /** The snapshot a dataset serves: what restoreLocal reports, or what a swap installed. */
@@ -112,6 +117,12 @@ export interface DownloadSnapshotInput {
   readonly entry: SnapshotEntry;
   /** The dataset's engine (configured, else from metadata), when known. */
   readonly engine: string | undefined;
+}
+
+/** The candidate whose signature is checked, with the metadata read it came from. */
+export interface AuthenticateSnapshotInput {
+  readonly dataset: DatasetMetadata;
+  readonly entry: SnapshotEntry;
 }
 
 /** A downloaded, not yet verified snapshot in a temporary file; `token` identifies it. */
@@ -224,6 +235,8 @@ export interface DatasetContext {
   readonly maxBackoffMs: number;
   readonly pollPhaseMs: number | null;
   readonly location: string;
+  /** Candidates are authenticated (signature and statement) before download. */
+  readonly signaturesRequired: boolean;
   /** What queries are served from; changes only when the swap actor resolves. */
   readonly serving: LoadedSnapshot | null;
   /** The metadata ETag to send with the next conditional read. */

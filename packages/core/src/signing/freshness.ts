@@ -1,0 +1,58 @@
+/**
+ * Whether a dataset read with trusted keys is fresh: the defence against a freeze (an attacker who
+ * can write the bucket stops the writer's updates, or replays an old but validly signed
+ * metadata.json to a reader that starts fresh). Only an expiry defeats it, as TUF's timestamp role
+ * and APT's `Valid-Until` do: the writer re-signs a short-lived heartbeat statement, and a reader
+ * whose statement is missing, unverifiable, expired, or names a snapshot newer than the one it can
+ * load counts the dataset as stale. A pure function of the verified statement and the clock.
+ */
+import type { HeartbeatStatement } from './statement.js';
+
+export type Freshness =
+  | { readonly stale: false; readonly validUntilMs: number; readonly snapshotId: number }
+  | { readonly stale: true; readonly reason: string };
+
+export interface FreshnessInput {
+  readonly dataset: string;
+  /** The location metadata.json records, which the statement must name. */
+  readonly location: string;
+  /** The verified statement, or why there is none that can be trusted. */
+  readonly statement: HeartbeatStatement | { readonly problem: string };
+  readonly nowMs: number;
+  /** The snapshot the dataset serves (null: nothing yet, so nothing to compare). */
+  readonly servingSnapshotId: number | null;
+  /**
+   * How long a statement may name a snapshot newer than the one served before that counts: the
+   * reader needs a check or two to load what the writer just published.
+   */
+  readonly graceMs: number;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function heartbeatFreshness(input: FreshnessInput): Freshness {
+  const { statement, nowMs } = input;
+  if ('problem' in statement) return { stale: true, reason: statement.problem };
+  if (statement.dataset !== input.dataset) {
+    return { stale: true, reason: `the heartbeat statement names dataset '${statement.dataset}'` };
+  }
+  if (statement.location !== input.location) {
+    return { stale: true, reason: `the heartbeat statement names location '${statement.location}'` };
+  }
+  if (nowMs > statement.validUntilMs) {
+    return {
+      stale: true,
+      reason: `the writer's heartbeat statement expired at ${iso(statement.validUntilMs)} (signed at ${iso(statement.issuedAtMs)})`,
+    };
+  }
+  const serving = input.servingSnapshotId;
+  if (serving !== null && statement.snapshotId > serving && nowMs - statement.issuedAtMs > input.graceMs) {
+    return {
+      stale: true,
+      reason: `the writer's heartbeat statement of ${iso(statement.issuedAtMs)} names snapshot ${statement.snapshotId}, but the dataset serves snapshot ${serving}`,
+    };
+  }
+  return { stale: false, validUntilMs: statement.validUntilMs, snapshotId: statement.snapshotId };
+}

@@ -1,0 +1,94 @@
+/**
+ * A dataset with trusted keys watches its writer's heartbeat statement: every check interval it
+ * reads and verifies the statement (a snapshot pool task) and asks core's `heartbeatFreshness`
+ * whether the dataset is stale (no statement it can trust, an expired one, or one naming a
+ * snapshot newer than the one served past the grace). It says so once per change: a warn line
+ * naming the reason when the dataset turns stale, an info line when it is fresh again, and a
+ * `freshness` report the host's metrics count. A read that fails keeps judging by the last
+ * statement verified, so an unreachable store cannot hide an expiry.
+ */
+import { type Freshness, type HeartbeatStatement, heartbeatFreshness } from '@ferry/core/machine';
+
+export interface FreshnessWatchOptions {
+  readonly dataset: string;
+  readonly intervalMs: number;
+  readonly graceMs: number;
+  /** Reads and verifies the statement (or says why none can be trusted). */
+  readonly read: () => Promise<HeartbeatStatement | { readonly problem: string }>;
+  readonly servingSnapshotId: () => number | null;
+  /** The location metadata.json records. */
+  readonly location: () => string;
+  readonly log: (level: 'info' | 'warn' | 'debug', message: string, fields: Record<string, unknown>) => void;
+  readonly report: (freshness: Freshness) => void;
+  readonly now?: () => number;
+}
+
+export class FreshnessWatch {
+  readonly #options: FreshnessWatchOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #lastVerified: HeartbeatStatement | undefined;
+  /** Unknown until the first check. */
+  #stale: boolean | undefined;
+
+  constructor(options: FreshnessWatchOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#timer ??= setInterval(() => void this.check(), this.#options.intervalMs).unref();
+    void this.check();
+  }
+
+  /** One check (the timer's; tests call it). Resolves when the check and its report are done. */
+  check(): Promise<void> {
+    this.#running ??= this.#check().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  async #check(): Promise<void> {
+    const options = this.#options;
+    let statement: HeartbeatStatement | { readonly problem: string };
+    try {
+      statement = await options.read();
+      if (!('problem' in statement)) this.#lastVerified = statement;
+    } catch (error) {
+      const problem = `the heartbeat statement could not be read (${(error as Error).message})`;
+      statement = this.#lastVerified ?? { problem };
+    }
+    const freshness = heartbeatFreshness({
+      dataset: options.dataset,
+      location: options.location(),
+      statement,
+      nowMs: (options.now ?? Date.now)(),
+      servingSnapshotId: options.servingSnapshotId(),
+      graceMs: options.graceMs,
+    });
+    if (freshness.stale === this.#stale) return;
+    const first = this.#stale === undefined;
+    this.#stale = freshness.stale;
+    // The report first: whoever reads the line finds the metric already counted.
+    options.report(freshness);
+    if (freshness.stale) {
+      options.log(
+        'warn',
+        `Dataset '${options.dataset}' is stale: ${freshness.reason}; it keeps serving, but its writer may be stopped or its store frozen by someone without the writer's key (the writer re-signs with ferry publish --heartbeat)`,
+        { reason: freshness.reason },
+      );
+    } else {
+      options.log(
+        first ? 'debug' : 'info',
+        `Dataset '${options.dataset}' is fresh: its writer's heartbeat statement is valid until ${new Date(freshness.validUntilMs).toISOString()}`,
+        { validUntilMs: freshness.validUntilMs, snapshotId: freshness.snapshotId },
+      );
+    }
+  }
+}

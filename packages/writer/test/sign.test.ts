@@ -1,0 +1,138 @@
+/**
+ * The writer's signatures (file:// store): the snapshot's signature object is written before
+ * metadata.json names the snapshot, states exactly what the entry says and verifies with the
+ * public key; a writer that loses the metadata race re-signs under the id it finally gets; the
+ * heartbeat names the current snapshot and its validity; a key that is not an Ed25519 private key,
+ * and a heartbeat with nothing published, are refused.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  currentSnapshot,
+  expectedSnapshotStatement,
+  findRecordedSchema,
+  heartbeatKeyOf,
+  type ObjectStore,
+  parseEnvelope,
+  parseHeartbeatStatement,
+  parseSnapshotStatement,
+  signatureKeyOf,
+  snapshotStatementDifference,
+} from '@ferry/core';
+import { createFileStore, generateSigningKeyPair, schemaSha256, TrustedKeySet } from '@ferry/store';
+import { afterAll, describe, expect, it } from 'vitest';
+import { publishHeartbeat, publishSnapshot } from '../src/index.js';
+import { datasetOf, removeTempDirs, tempDir, withHookBeforeMetadataPut } from './helpers.js';
+
+afterAll(removeTempDirs);
+
+const key = generateSigningKeyPair();
+const trusted = new TrustedKeySet([key.publicPem]);
+
+async function newLocation(): Promise<{ location: string; store: ObjectStore }> {
+  const root = join(await tempDir(), 'store');
+  await mkdir(root);
+  const location = pathToFileURL(`${root}/`).href;
+  return { location, store: createFileStore({ location }) };
+}
+
+async function envelope(store: ObjectStore, objectKey: string) {
+  const got = await store.get(objectKey);
+  if (got.status !== 'ok') throw new Error(`${objectKey} is missing`);
+  const parsed = parseEnvelope(new TextDecoder().decode(got.body));
+  if ('problem' in parsed) throw new Error(parsed.problem);
+  return parsed;
+}
+
+describe('signed publishing', () => {
+  it('signs before metadata.json names the snapshot, stating exactly its entry', async () => {
+    const { location, store } = await newLocation();
+    let signedFirst: boolean | undefined;
+    const hooked = withHookBeforeMetadataPut(createFileStore({ location }), async () => {
+      const keys: string[] = [];
+      for await (const info of store.list()) keys.push(info.key);
+      signedFirst = keys.some(
+        (name) => name.endsWith('.ferry-sig.json') && !name.startsWith('ferry-heartbeats/'),
+      );
+    });
+    const result = await publishSnapshot({
+      dataset: 'orders',
+      location: hooked,
+      source: { sql: 'SELECT 1::BIGINT AS id' },
+      signingKey: key.privatePem,
+      heartbeatValidForMs: 60_000,
+    });
+    expect(signedFirst).toBe(true);
+    expect(result.signed?.keyId).toBe(key.keyId);
+    const signed = await envelope(store, signatureKeyOf(result.key));
+    expect(trusted.check(signed)).toBe('verified');
+    const dataset = await datasetOf(store, 'orders');
+    const entry = currentSnapshot(dataset);
+    const schema = findRecordedSchema(dataset)?.schema;
+    if (entry === undefined || schema === undefined) throw new Error('nothing current');
+    const statement = parseSnapshotStatement(signed.statement);
+    if ('problem' in statement) throw new Error(statement.problem);
+    const expected = expectedSnapshotStatement({
+      keyId: key.keyId,
+      location,
+      dataset,
+      entry,
+      schemaSha256: schemaSha256(schema),
+    });
+    expect(snapshotStatementDifference(statement, expected, { checkBlocks: true })).toBeUndefined();
+
+    const heartbeat = await envelope(store, heartbeatKeyOf('orders'));
+    expect(trusted.check(heartbeat)).toBe('verified');
+    const beat = parseHeartbeatStatement(heartbeat.statement);
+    if ('problem' in beat) throw new Error(beat.problem);
+    expect(beat).toMatchObject({ dataset: 'orders', snapshotId: result.snapshotId, sha256: result.checksum });
+    expect(beat.validUntilMs - beat.issuedAtMs).toBe(60_000);
+  });
+
+  it('a writer that loses the race re-signs under the id it finally gets', async () => {
+    const { location, store } = await newLocation();
+    const loserStore = withHookBeforeMetadataPut(createFileStore({ location }), async () => {
+      await publishSnapshot({ dataset: 'orders', location, source: { sql: 'SELECT 1::BIGINT AS id' } });
+    });
+    const loser = await publishSnapshot({
+      dataset: 'orders',
+      location: loserStore,
+      source: { sql: 'SELECT 2::BIGINT AS id' },
+      signingKey: key.privatePem,
+    });
+    expect(loser).toMatchObject({ snapshotId: 1, attempts: 2 });
+    const statement = parseSnapshotStatement((await envelope(store, signatureKeyOf(loser.key))).statement);
+    expect(statement).toMatchObject({ snapshotId: 1, uri: loser.uri });
+  });
+
+  it('publishHeartbeat re-signs for the current snapshot; refuses a dataset with nothing published and a key that is not Ed25519', async () => {
+    const { location } = await newLocation();
+    await expect(
+      publishHeartbeat({ dataset: 'orders', location, signingKey: key.privatePem, validForMs: 60_000 }),
+    ).rejects.toMatchObject({ code: 'ERR_WRITER_NOTHING_PUBLISHED' });
+    const published = await publishSnapshot({
+      dataset: 'orders',
+      location,
+      source: { sql: 'SELECT 1::BIGINT AS id' },
+    });
+    const beat = await publishHeartbeat({
+      dataset: 'orders',
+      location,
+      signingKey: key.privatePem,
+      validForMs: 5_000,
+      nowMs: 1_000_000,
+    });
+    expect(beat).toMatchObject({
+      snapshotId: published.snapshotId,
+      issuedAtMs: 1_000_000,
+      validUntilMs: 1_005_000,
+    });
+    await expect(
+      publishHeartbeat({ dataset: 'orders', location, signingKey: key.publicPem, validForMs: 5_000 }),
+    ).rejects.toMatchObject({ code: 'ERR_SIGNING_KEY' });
+    await expect(
+      publishHeartbeat({ dataset: 'orders', location, signingKey: key.privatePem, validForMs: 10 }),
+    ).rejects.toMatchObject({ code: 'ERR_WRITER_OPTIONS' });
+  });
+});
