@@ -47,6 +47,7 @@ export {
   NamespaceTableError,
   QueryFailedError,
   QueryResourceError,
+  SqlSyntaxError,
   StatementRejectedError,
   TableNotFoundError,
   UnsupportedColumnTypeError,
