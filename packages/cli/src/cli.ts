@@ -1,9 +1,9 @@
 /**
- * The `ferry` command line: dispatches to a subcommand, prints `--help`, and turns errors into
- * exit codes — 2 for a usage error (with a pointer to `--help`), 1 for any other failure (its
- * one-sentence message), 0 on success.
+ * The `ferry` command line: dispatches to a subcommand, refuses an argument it does not take,
+ * prints `--help`, and turns errors into exit codes — 2 for a usage error (with a pointer to
+ * `--help`), 1 for any other failure (its one-sentence message), 0 on success.
  */
-import { parseCommandLine } from './args.js';
+import { expectPositionals, parseCommandLine } from './args.js';
 import type { CliIo, Command } from './command.js';
 import { fleetCommand } from './commands/fleet.js';
 import { publishCommand } from './commands/publish.js';
@@ -42,10 +42,21 @@ function mainHelp(): string {
   ].join('\n');
 }
 
+/**
+ * `argv` without the `--` that npm and pnpm users put before a script's arguments (`pnpm quickstart
+ * -- --duration 40`, which pnpm passes through): first, or right after the command's name. A `--`
+ * anywhere later ends the options, as usual.
+ */
+function withoutScriptSeparator(argv: readonly string[]): readonly string[] {
+  if (argv[0] === '--') return argv.slice(1);
+  if (argv[1] === '--') return [argv[0] as string, ...argv.slice(2)];
+  return argv;
+}
+
 /** Runs one `ferry` invocation (`argv` without node and the script); resolves with the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    const [name, ...rest] = argv;
+    const [name, ...rest] = withoutScriptSeparator(argv);
     if (name === '--help' || name === '-h' || name === 'help') {
       io.stdout.write(mainHelp());
       return EXIT_OK;
@@ -66,6 +77,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.stdout.write(command.help);
       return EXIT_OK;
     }
+    expectPositionals(command.name, parsed, command.positionals ?? []);
     return await command.run(parsed, io);
   } catch (error) {
     if (error instanceof UsageError) {

@@ -50,6 +50,42 @@ describe('ferry quickstart --dir', () => {
     expect(await snapshotOf(foreign)).toEqual(before);
   });
 
+  it('says when it stops, and its snapshot numbers are the versions queries show (pnpm-style -- before the arguments)', async () => {
+    const dir = join(root, 'numbered');
+    const run = await ferry(
+      [
+        'quickstart',
+        '--',
+        '--dir',
+        dir,
+        '--duration',
+        '4',
+        '--every',
+        '0.5',
+        '--check',
+        '--http',
+        '127.0.0.1:0',
+        '--no-flight',
+      ],
+      { timeoutMs: 120_000 },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(
+      /^It stops by itself in 4 s \(--duration, at \d\d:\d\d:\d\d\), after querying every dataset \(--check\); Ctrl-C stops it sooner\.$/m,
+    );
+    const published = new Set(
+      [...run.stdout.matchAll(/^published (\w+) snapshot (\d+) \((\d+) rows/gm)].map(
+        (m) => `${m[1]} ${m[2]} ${m[3]}`,
+      ),
+    );
+    expect(published).toContain('orders 0 1000');
+    const checks = [...run.stdout.matchAll(/^check: (\w+) serves snapshot (\d+) \((\d+) rows\)$/gm)];
+    expect(checks.map((m) => m[1]).sort()).toEqual(['customers', 'events', 'orders']);
+    // Every number a query showed is the number quickstart printed when it published those rows.
+    for (const m of checks) expect(published, m[0]).toContain(`${m[1]} ${m[2]} ${m[3]}`);
+    expect(run.stderr).not.toContain('but its rows say version');
+  }, 180_000);
+
   it('creates and marks a new folder, then reuses it, removing what the earlier run left', async () => {
     const dir = join(root, 'qs');
     const first = await quickstart(dir);

@@ -23,7 +23,8 @@ Serve the spicepod's snapshot datasets over HTTP and Arrow Flight until SIGINT o
 Prints "Flight on grpc://HOST:PORT" and "Listening on http://HOST:PORT" once both accept requests.
 
 Options:
-      --http HOST:PORT        Address to bind; default 127.0.0.1:8090 (port 0 picks a free one)
+      --http HOST:PORT        Address to bind (HOST:PORT, :PORT or PORT); default 127.0.0.1:8090
+                              (port 0 picks a free one)
       --flight HOST:PORT      Arrow Flight / Flight SQL address; default 127.0.0.1:50051
       --no-flight             Do not serve Arrow Flight
       --tls-cert FILE         Serve HTTPS and Flight over TLS with this PEM certificate chain
@@ -228,6 +229,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
 
 export const serveCommand: Command = {
   name: 'serve',
+  positionals: ['spicepod.yaml'],
   summary: 'Serve a spicepod over HTTP until SIGINT/SIGTERM',
   help: HELP,
   options: {
