@@ -231,6 +231,34 @@ datasets:
     expect(lines.at(-1)).toMatch(/^invalid: 2 errors, \d+ warnings?$/);
   });
 
+  it('reports every typo of a dataset in one run, each with the key or value most likely meant', async () => {
+    const path = await pod(
+      'typos.yaml',
+      `version: v1
+kind: Spicepod
+name: typos
+snapshots:
+  location: file:///srv/snapshots/
+datasets:
+  - from: postgres:public.orders
+    name: orders
+    acceleration:
+      engine: duckdb
+      mode: memory
+      refresh_mod: snapshot
+      snapshots: enabeld
+`,
+    );
+    const result = await ferry(['validate', path]);
+    expect(result.code).toBe(1);
+    expect(result.stdout.trimEnd().split('\n')).toEqual([
+      `error: ${path}: datasets[0].acceleration.refresh_mod: unknown key; did you mean 'refresh_mode'?`,
+      `error: ${path}: datasets[0].acceleration.mode: refresh_mode: snapshot requires mode: file, not 'memory'; set mode: file`,
+      `error: ${path}: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'enabeld'; did you mean 'enabled'?`,
+      'invalid: 3 errors, 0 warnings',
+    ]);
+  });
+
   it('reports pod-level errors (unknown top-level key, missing name) and unreadable files', async () => {
     const path = await pod('pod.yaml', 'version: v1\nkind: Spicepod\ndatasetz: []\n');
     const result = await ferry(['validate', path]);

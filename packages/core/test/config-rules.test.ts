@@ -144,7 +144,7 @@ describe('refresh_mode: snapshot requirements', () => {
         accel(pod).snapshots = 'disabled';
       },
       errors: [
-        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'disabled'; set snapshots: bootstrap_only",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'disabled'; set snapshots: enabled (load each newer snapshot) or bootstrap_only (load one at start)",
       ],
     },
     {
@@ -153,7 +153,7 @@ describe('refresh_mode: snapshot requirements', () => {
         accel(pod).snapshots = 'create_only';
       },
       errors: [
-        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'create_only'; set snapshots: bootstrap_only",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'create_only'; set snapshots: enabled (load each newer snapshot) or bootstrap_only (load one at start)",
       ],
     },
     {
@@ -236,7 +236,33 @@ describe('refresh_mode: snapshot requirements', () => {
         accel(pod).refresh_mode = 'snapshto';
       },
       errors: [
-        "spicepod.yaml: datasets[0].acceleration.refresh_mode: 'snapshto' is not a refresh mode; use snapshot (did you mean 'snapshot'?)",
+        "spicepod.yaml: datasets[0].acceleration.refresh_mode: 'snapshto' is not a refresh mode; did you mean 'snapshot'?",
+      ],
+    },
+    {
+      name: 'refresh_mode misspelt as a key, with every other typo of the dataset in the same run',
+      mutate: (pod) => {
+        const a = accel(pod);
+        delete a.refresh_mode;
+        a.refresh_mod = 'snapshot';
+        a.mode = 'memory';
+        a.snapshots = 'enabeld';
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.refresh_mod: unknown key; did you mean 'refresh_mode'?",
+        "spicepod.yaml: datasets[0].acceleration.mode: refresh_mode: snapshot requires mode: file, not 'memory'; set mode: file",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'enabeld'; did you mean 'enabled'?",
+      ],
+    },
+    {
+      name: 'mode and snapshots misspelt: the fix offered is the value meant',
+      mutate: (pod) => {
+        accel(pod).mode = 'fiel';
+        accel(pod).snapshots = 'bootstrap-only';
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.mode: refresh_mode: snapshot requires mode: file, not 'fiel'; did you mean 'file'?",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'bootstrap-only'; did you mean 'bootstrap_only'?",
       ],
     },
     {

@@ -112,8 +112,17 @@ const OTHER_ACCELERATION_KEYS = [
   'storage_profile',
   'partition_by',
 ];
+const KNOWN_ACCELERATION_KEYS = [
+  ...ACCELERATION_KEYS,
+  ...SNAPSHOT_WRITER_KEYS,
+  ...DATA_SHAPING_KEYS,
+  ...OTHER_ACCELERATION_KEYS,
+];
 const REFRESH_MODES = ['full', 'append', 'changes', 'caching', 'snapshot'];
 const SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only', 'create_only', 'disabled'];
+/** What a reader's `acceleration.snapshots` may say. */
+const READER_SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only'];
+const ACCELERATION_MODES = ['memory', 'file'];
 
 /** The live-file params Spice names per engine (Turso also accepts `sqlite_file`: its file is SQLite-format). */
 const FILE_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
@@ -198,7 +207,7 @@ export function readDataset(
     const result = readFileFormatDataset(report, index, entry, from, connectorParams, accel, context);
     return { ...draft, form: 'file_format', ...result };
   }
-  if (accel !== undefined && accel.refresh_mode === 'snapshot') {
+  if (accel !== undefined && meantSnapshotRefresh(accel)) {
     const result = readRefreshModeDataset(report, index, entry, from, accel, context);
     return { ...draft, form: 'refresh_mode', ...result };
   }
@@ -286,6 +295,23 @@ export interface LiveFile {
   readonly file: string;
 }
 
+/**
+ * Whether an acceleration means `refresh_mode: snapshot`, even misspelt: in the key (`refresh_mod:
+ * snapshot`) or in the value (`refresh_mode: snapshto`). Such a dataset is checked as the snapshot
+ * dataset it was meant to be, so the typo and every other problem are reported in one run.
+ */
+function meantSnapshotRefresh(accel: Record<string, unknown>): boolean {
+  let value = accel.refresh_mode;
+  if (value === undefined) {
+    const misspelt = Object.keys(accel).find(
+      (key) =>
+        !KNOWN_ACCELERATION_KEYS.includes(key) && closest(key, KNOWN_ACCELERATION_KEYS) === 'refresh_mode',
+    );
+    value = misspelt === undefined ? undefined : accel[misspelt];
+  }
+  return typeof value === 'string' && closest(value, REFRESH_MODES) === 'snapshot';
+}
+
 function readRefreshModeDataset(
   report: Reporter,
   index: number,
@@ -298,6 +324,12 @@ function readRefreshModeDataset(
   const at = `${base}.acceleration`;
   warnComputedKeys(report, base, entry);
   checkAccelerationKeys(report, at, accel, 'refresh_mode');
+  if (accel.refresh_mode !== undefined && accel.refresh_mode !== 'snapshot') {
+    const refreshMode = readText(report, `${at}.refresh_mode`, accel.refresh_mode);
+    if (refreshMode !== undefined) {
+      report.error(`${at}.refresh_mode`, `'${refreshMode}' is not a refresh mode; did you mean 'snapshot'?`);
+    }
+  }
   readEnabled(report, at, accel);
 
   let engine: EngineName | undefined;
@@ -314,7 +346,8 @@ function readRefreshModeDataset(
   } else {
     const mode = readText(report, `${at}.mode`, accel.mode);
     if (mode !== undefined && mode !== 'file') {
-      report.error(`${at}.mode`, `refresh_mode: snapshot requires mode: file, not '${mode}'; set mode: file`);
+      const meant = closest(mode, ACCELERATION_MODES) === 'file' ? "did you mean 'file'?" : 'set mode: file';
+      report.error(`${at}.mode`, `refresh_mode: snapshot requires mode: file, not '${mode}'; ${meant}`);
     }
   }
   let snapshotsMode: SnapshotsMode | undefined;
@@ -327,9 +360,14 @@ function readRefreshModeDataset(
     const value = readText(report, `${at}.snapshots`, accel.snapshots);
     if (value === 'enabled' || value === 'bootstrap_only') snapshotsMode = value;
     else if (value !== undefined) {
+      const close = closest(value, READER_SNAPSHOT_BEHAVIOURS);
       report.error(
         `${at}.snapshots`,
-        `refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not '${value}'; set snapshots: bootstrap_only`,
+        `refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not '${value}'; ${
+          close === undefined
+            ? 'set snapshots: enabled (load each newer snapshot) or bootstrap_only (load one at start)'
+            : `did you mean '${close}'?`
+        }`,
       );
     }
   }
@@ -521,12 +559,7 @@ function checkAccelerationKeys(
   accel: Record<string, unknown>,
   form: DatasetForm,
 ): void {
-  const known = [
-    ...ACCELERATION_KEYS,
-    ...SNAPSHOT_WRITER_KEYS,
-    ...DATA_SHAPING_KEYS,
-    ...OTHER_ACCELERATION_KEYS,
-  ];
+  const known = KNOWN_ACCELERATION_KEYS;
   for (const key of Object.keys(accel)) {
     const path = `${at}.${key}`;
     if (ACCELERATION_KEYS.includes(key)) continue;
