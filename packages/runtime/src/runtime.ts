@@ -201,7 +201,11 @@ class HostRuntime implements Runtime {
       // Dataset threads of a later coordinator never share a start number with an earlier one's.
       incarnationBase: (this.#coordinatorStarts - 1) * 1_000_000,
     };
-    const notice = sdkNoticeOnce();
+    // Only a runtime that reaches AWS (an s3:// store, a queue) has the SDK's notice to pass on.
+    const usesAws =
+      this.#coordinatorData.config.notifications !== undefined ||
+      this.#coordinatorData.datasets.some((dataset) => dataset.s3 !== undefined);
+    const notice = sdkNoticeOnce(process.env, process.version, usesAws);
     if (notice.line !== undefined) this.#logger.warn({ component: 'runtime' }, notice.line);
     // The threads load the AWS SDK: each would print its Node-version notice; said once above instead.
     const worker = new Worker(threadFile('coordinator-thread'), { workerData, env: notice.env });
