@@ -65,6 +65,12 @@ export function expectPositionals(command: string, parsed: Parsed, names: readon
   return [...got];
 }
 
+/** At most the `names` positionals a command takes (each command checks for missing ones); else a usage error. */
+export function refuseExtraPositionals(command: string, parsed: Parsed, names: readonly string[]): void {
+  const extra = parsed.positionals[names.length];
+  if (extra !== undefined) throw new UsageError(command, `unexpected argument '${extra}'`);
+}
+
 export function choiceOption<T extends string>(
   command: string,
   parsed: Parsed,

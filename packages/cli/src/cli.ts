@@ -3,7 +3,7 @@
  * prints `--help`, and turns errors into exit codes — 2 for a usage error (with a pointer to
  * `--help`), 1 for any other failure (its one-sentence message), 0 on success.
  */
-import { expectPositionals, parseCommandLine } from './args.js';
+import { parseCommandLine, refuseExtraPositionals } from './args.js';
 import type { CliIo, Command } from './command.js';
 import { fleetCommand } from './commands/fleet.js';
 import { publishCommand } from './commands/publish.js';
@@ -77,7 +77,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.stdout.write(command.help);
       return EXIT_OK;
     }
-    expectPositionals(command.name, parsed, command.positionals ?? []);
+    refuseExtraPositionals(command.name, parsed, command.positionals ?? []);
     return await command.run(parsed, io);
   } catch (error) {
     if (error instanceof UsageError) {

@@ -28,7 +28,8 @@ export interface Command {
   readonly options: OptionSpec;
   /**
    * The names of the arguments it takes besides options, in order (`['spicepod.yaml']`); none when
-   * left out. Any other argument is a usage error (exit 2) before the command runs.
+   * left out. Any further argument is a usage error (exit 2) before the command runs; a missing one
+   * is the command's to report.
    */
   readonly positionals?: readonly string[];
   /** Returns the exit code. */
