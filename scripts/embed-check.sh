@@ -73,4 +73,6 @@ fail() {
 [ "$(cat "$WORK/stdout")" = "$expected" ] || fail "stdout is not the example's own lines (logs belong on stderr)"
 grep -q '"msg":"Dataset '"'"'orders'"'"' now serves snapshot 1"' "$WORK/stderr" || fail "no JSON log line on stderr"
 if grep -qi 'AWS SDK\|NodeDeprecationWarning' "$WORK/stderr"; then fail "an AWS SDK notice for a file:// store"; fi
+# better-sqlite3 comes unpatched from npm: the runtime must say so (packages/runtime/README.md, Install).
+grep -q "better-sqlite3 is the stock build" "$WORK/stderr" || fail "no warning that better-sqlite3 is the stock build"
 echo "embed-check: ok ($(node --version); installed from $(ls "$WORK"/tarballs | tr '\n' ' '))"

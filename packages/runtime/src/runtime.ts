@@ -17,7 +17,7 @@ import {
   type JsonValue,
   parseByteSize,
 } from '@ferry/core';
-import type { DuckDbNamespaceOptions } from '@ferry/engines';
+import { betterSqlite3Build, type DuckDbNamespaceOptions } from '@ferry/engines';
 import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots';
 import type {
   DatasetCommand,
@@ -80,6 +80,12 @@ export async function createRuntime(
   const pod = await loadSpicepodSource(source, env, logger);
   // From here on no log line shows a secret the spicepod's references resolved to.
   const safe = redactingLogger(logger, pod.config.secretReferences);
+  if (pod.datasets.some((dataset) => dataset.fileEngine !== 'duckdb') && betterSqlite3Build() === 'stock') {
+    safe.warn(
+      { component: 'runtime' },
+      "better-sqlite3 is the stock build, not Ferry's patched one: an SQLite query ended at its timeout can abort the process; apply patches/better-sqlite3@12.9.0.patch from Ferry's repository (packages/runtime/README.md, Install)",
+    );
+  }
   return new HostRuntime(pod, safe, options);
 }
 
