@@ -58,7 +58,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     const [name, ...rest] = withoutScriptSeparator(argv);
     if (name === '--help' || name === '-h' || name === 'help') {
-      io.stdout.write(mainHelp());
+      // `ferry help serve` is `ferry serve --help`; anything more is an argument help does not take.
+      const [topic, extra] = rest;
+      if (extra !== undefined) throw new UsageError(undefined, `unexpected argument '${extra}'`);
+      const command = COMMANDS.find((candidate) => candidate.name === topic);
+      if (topic !== undefined && command === undefined)
+        throw new UsageError(undefined, `unknown command '${topic}'`);
+      io.stdout.write(command?.help ?? mainHelp());
       return EXIT_OK;
     }
     if (name === undefined) {

@@ -125,6 +125,11 @@ describe('ferry help and usage errors', () => {
     const first = await ferry(['--', 'validate', '--help']);
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/^Usage: ferry validate/);
+    const topic = await ferry(['help', 'serve']);
+    expect(topic.stdout).toMatch(/^Usage: ferry serve/);
+    const stray = await ferry(['--help', 'serve', 'now']);
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toBe("ferry: unexpected argument 'now'\nRun 'ferry --help' for usage.\n");
     const strict = await ferry(['quickstart', '--', '--duration', '40', '--bogus']);
     expect(strict.code).toBe(2);
     expect(strict.stderr).toContain("unknown option '--bogus'");

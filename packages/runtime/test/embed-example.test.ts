@@ -5,18 +5,20 @@
  * instance of the application's own, passed as `logger`, receives the runtime's records.
  * scripts/embed-check.sh runs the same example from packed tarballs in an npm project.
  */
-import { spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, realpath, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { copyFixtureStore, spicepodYaml } from '@ferry/test-support';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../src/index.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../../examples/embed.mjs', import.meta.url));
+const run = promisify(execFile);
 const RUNTIME_DIR = fileURLToPath(new URL('..', import.meta.url));
 
 describe('embedding', () => {
@@ -39,24 +41,12 @@ describe('embedding', () => {
     await symlink(await realpath(RUNTIME_DIR), join(app, 'node_modules', '@ferry', 'runtime'), 'dir');
     await copyFile(EXAMPLE, join(app, 'embed.mjs'));
     const { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: _quiet, ...env } = process.env;
-    const child = spawn(process.execPath, ['embed.mjs', location], {
+    // Rejects (with the child's stderr) on a non-zero exit, or when it does not end by itself in time.
+    const { stdout, stderr } = await run(process.execPath, ['embed.mjs', location], {
       cwd: app,
       env,
-      stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 120_000,
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-      child.on('close', (c, s) => resolve([c, s])),
-    );
-    expect({ code, signal }, stderr).toEqual({ code: 0, signal: null });
     expect(stdout).toBe(
       [
         'orders row 4: {"id":4,"customer":"customer-4"}',
