@@ -427,6 +427,18 @@ describe('the snapshots block', () => {
       ],
     },
     {
+      name: 'a misspelt choice or boolean gets the value meant',
+      mutate: (pod) => {
+        pod.snapshots.bootstrap_on_failure_behavior = 'retyr';
+        pod.snapshots.enabled = 'ture';
+      },
+      fatal: true,
+      errors: [
+        "spicepod.yaml: snapshots.enabled: 'ture' is not a boolean; use true or false (did you mean 'true'?)",
+        "spicepod.yaml: snapshots.bootstrap_on_failure_behavior: 'retyr' is not allowed; use warn, retry or fallback (did you mean 'retry'?)",
+      ],
+    },
+    {
       name: 's3_auth public',
       mutate: (pod) => {
         pod.snapshots.params.s3_auth = 'public';
@@ -975,6 +987,20 @@ describe('the from: s3:// + params.file_format: snapshot form', () => {
       },
       errors: [
         'spicepod.yaml: datasets[2].acceleration.mode: file_format: snapshot datasets keep a local file copy of the current snapshot; remove mode: memory',
+      ],
+      valid: ['orders', 'users'],
+    },
+    {
+      name: 'file_format misspelt: checked as the file_format dataset meant, every problem at once',
+      mutate: (pod) => {
+        withPartner(pod, {
+          params: { file_format: 'snapshto', s3_region: 'us-west-2' },
+          acceleration: { engine: 'cayenne' },
+        });
+      },
+      errors: [
+        "spicepod.yaml: datasets[2].params.file_format: 'snapshto' is not a file format; did you mean 'snapshot'?",
+        "spicepod.yaml: datasets[2].acceleration.engine: engine 'cayenne' is not supported by this runtime; use duckdb, sqlite or turso",
       ],
       valid: ['orders', 'users'],
     },

@@ -20,7 +20,7 @@ import type {
   S3Settings,
   SnapshotsMode,
 } from './types.js';
-import { isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
+import { didYouMean, isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
 
 export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
 
@@ -123,6 +123,8 @@ const SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only', 'create_only', 'disabl
 /** What a reader's `acceleration.snapshots` may say. */
 const READER_SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only'];
 const ACCELERATION_MODES = ['memory', 'file'];
+/** Spice's `params.file_format` values; only `snapshot` is served here. */
+const FILE_FORMATS = ['snapshot', 'parquet', 'csv', 'json', 'jsonl', 'delta', 'iceberg'];
 
 /** The live-file params Spice names per engine (Turso also accepts `sqlite_file`: its file is SQLite-format). */
 const FILE_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
@@ -203,7 +205,19 @@ export function readDataset(
   }
   const accel = isMap(acceleration) ? acceleration : undefined;
 
-  if (isSnapshotFormat(connectorParams.file_format)) {
+  const fileFormat = connectorParams.file_format;
+  const misspeltFormat =
+    typeof fileFormat === 'string' &&
+    !isSnapshotFormat(fileFormat) &&
+    closest(fileFormat.trim(), FILE_FORMATS) === 'snapshot';
+  if (misspeltFormat) {
+    // Checked as the file_format dataset it was meant to be, so its other problems show too.
+    report.error(
+      `${base}.params.file_format`,
+      `'${fileFormat}' is not a file format; did you mean 'snapshot'?`,
+    );
+  }
+  if (misspeltFormat || isSnapshotFormat(fileFormat)) {
     const result = readFileFormatDataset(report, index, entry, from, connectorParams, accel, context);
     return { ...draft, form: 'file_format', ...result };
   }
@@ -280,7 +294,7 @@ function reportNotSnapshot(
       `'${mode}' is not served by this runtime, which serves only snapshot datasets; set refresh_mode: snapshot`,
     );
   } else {
-    report.error(path, `'${mode}' is not a refresh mode; use snapshot${suggestion(mode, REFRESH_MODES)}`);
+    report.error(path, `'${mode}' is not a refresh mode; use snapshot${didYouMean(mode, REFRESH_MODES)}`);
   }
 }
 
@@ -608,7 +622,7 @@ function readEngine(report: Reporter, path: string, value: unknown): EngineName 
   } else {
     report.error(
       path,
-      `engine '${engine}' is unknown; use duckdb, sqlite or turso${suggestion(engine, SNAPSHOT_ENGINES)}`,
+      `engine '${engine}' is unknown; use duckdb, sqlite or turso${didYouMean(engine, SNAPSHOT_ENGINES)}`,
     );
   }
   return undefined;
@@ -737,9 +751,4 @@ function readEngineParams(
     ...(live === undefined ? {} : { live }),
     ...(Object.keys(limits).length === 0 ? {} : { limits }),
   };
-}
-
-function suggestion(word: string, known: readonly string[]): string {
-  const close = closest(word, known);
-  return close === undefined ? '' : ` (did you mean '${close}'?)`;
 }
