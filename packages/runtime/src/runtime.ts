@@ -84,7 +84,7 @@ export async function createRuntime(
   if (pod.datasets.some((dataset) => dataset.fileEngine !== 'duckdb') && betterSqlite3Build() === 'stock') {
     safe.warn(
       { component: 'runtime' },
-      "better-sqlite3 is the stock build, not Ferry's patched one: an SQLite query ended at its timeout can abort the process; apply patches/better-sqlite3@12.9.0.patch from Ferry's repository (packages/runtime/README.md, Install)",
+      "better-sqlite3 is the stock build, not Ferry's patched one: SQLite statements cannot be stopped inside SQLite (a query past its timeout or cancelled runs to its end in its worker, and close() waits for it), and a worker ended while it raises an SQLite error aborts the process; apply patches/better-sqlite3@12.9.0.patch from Ferry's repository (packages/runtime/README.md, Install)",
     );
   }
   return new HostRuntime(pod, safe, options);
