@@ -37,6 +37,7 @@ import {
   NamespaceTableError,
   QueryFailedError,
   QueryResourceError,
+  SqlSyntaxError,
   StatementRejectedError,
   TableNotFoundError,
   UnmappedArrowTypeError,
@@ -184,6 +185,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   // engines
   WriteRejectedError: () => new WriteRejectedError('delete', 'orders'),
   StatementRejectedError: () => new StatementRejectedError('ATTACH', 'ATTACH is not allowed.'),
+  SqlSyntaxError: () => new SqlSyntaxError('SELEC', 'SELECT', 'syntax error at or near "SELEC"'),
   EngineOpenError: () => new EngineOpenError('/data/x.db', 'not a database', { cause: engineCause }),
   EngineClosedError: () => new EngineClosedError('/data/x.db'),
   QueryFailedError: () => new QueryFailedError("dataset 'orders'", 'column nope', { cause: engineCause }),

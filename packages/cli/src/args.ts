@@ -77,6 +77,12 @@ export function expectPositionals(command: string, parsed: Parsed, names: readon
   return [...got];
 }
 
+/** At most the `names` positionals a command takes (each command checks for missing ones); else a usage error. */
+export function refuseExtraPositionals(command: string, parsed: Parsed, names: readonly string[]): void {
+  const extra = parsed.positionals[names.length];
+  if (extra !== undefined) throw new UsageError(command, `unexpected argument '${extra}'`);
+}
+
 export function choiceOption<T extends string>(
   command: string,
   parsed: Parsed,
@@ -97,18 +103,36 @@ export interface ListenAddress {
 }
 
 /**
- * `127.0.0.1:8090`, `[::1]:8090`, `localhost:0`, `:8090` (host defaults to 127.0.0.1), or `8090`:
- * the address of `--http` (default) or another listening flag (`--flight`, with its own example).
+ * `127.0.0.1:8090`, `[::1]:8090`, `localhost:0`, `:8090` (host defaults to 127.0.0.1), or a bare
+ * `8090`: the address of `--http` (default) or another listening flag (`--flight`, with its own
+ * example). A wrong address says what is wrong with it: its form, a port that is not a number, or a
+ * port out of range.
  */
 export function parseListenAddress(
   command: string,
   text: string,
   flag: { readonly name: string; readonly example: string } = { name: 'http', example: '127.0.0.1:8090' },
 ): ListenAddress {
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d+)$/.exec(text) ?? /^()()(\d+)$/.exec(text);
-  const port = Number(match?.[3]);
-  if (match === null || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new UsageError(command, `--${flag.name} must be host:port (like ${flag.example}), got '${text}'`);
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):([^:]*)$/.exec(text) ?? /^()()(\d+)$/.exec(text);
+  if (match === null) {
+    throw new UsageError(
+      command,
+      `--${flag.name} must be HOST:PORT, :PORT or PORT (like ${flag.example}), got '${text}'`,
+    );
+  }
+  const portText = match[3] as string;
+  if (!/^\d+$/.test(portText)) {
+    throw new UsageError(
+      command,
+      `--${flag.name} '${text}': port '${portText}' is not a number; give a port from 0 to 65535 (like ${flag.example})`,
+    );
+  }
+  const port = Number(portText);
+  if (port > 65_535) {
+    throw new UsageError(
+      command,
+      `--${flag.name} '${text}': port ${portText} is out of range; give a port from 0 to 65535 (0 picks a free one)`,
+    );
   }
   const host = match[1] || match[2] || '127.0.0.1';
   return { host, port };

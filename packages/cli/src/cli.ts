@@ -1,9 +1,9 @@
 /**
- * The `ferry` command line: dispatches to a subcommand, prints `--help`, and turns errors into
- * exit codes — 2 for a usage error (with a pointer to `--help`), 1 for any other failure (its
- * one-sentence message), 0 on success.
+ * The `ferry` command line: dispatches to a subcommand, refuses an argument it does not take,
+ * prints `--help`, and turns errors into exit codes — 2 for a usage error (with a pointer to
+ * `--help`), 1 for any other failure (its one-sentence message), 0 on success.
  */
-import { parseCommandLine } from './args.js';
+import { parseCommandLine, refuseExtraPositionals } from './args.js';
 import type { CliIo, Command } from './command.js';
 import { fleetCommand } from './commands/fleet.js';
 import { keygenCommand } from './commands/keygen.js';
@@ -44,12 +44,29 @@ function mainHelp(): string {
   ].join('\n');
 }
 
+/**
+ * `argv` without the `--` that npm and pnpm users put before a script's arguments (`pnpm quickstart
+ * -- --duration 40`, which pnpm passes through): first, or right after the command's name. A `--`
+ * anywhere later ends the options, as usual.
+ */
+function withoutScriptSeparator(argv: readonly string[]): readonly string[] {
+  if (argv[0] === '--') return argv.slice(1);
+  if (argv[1] === '--') return [argv[0] as string, ...argv.slice(2)];
+  return argv;
+}
+
 /** Runs one `ferry` invocation (`argv` without node and the script); resolves with the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    const [name, ...rest] = argv;
+    const [name, ...rest] = withoutScriptSeparator(argv);
     if (name === '--help' || name === '-h' || name === 'help') {
-      io.stdout.write(mainHelp());
+      // `ferry help serve` is `ferry serve --help`; anything more is an argument help does not take.
+      const [topic, extra] = rest;
+      if (extra !== undefined) throw new UsageError(undefined, `unexpected argument '${extra}'`);
+      const command = COMMANDS.find((candidate) => candidate.name === topic);
+      if (topic !== undefined && command === undefined)
+        throw new UsageError(undefined, `unknown command '${topic}'`);
+      io.stdout.write(command?.help ?? mainHelp());
       return EXIT_OK;
     }
     if (name === undefined) {
@@ -68,6 +85,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.stdout.write(command.help);
       return EXIT_OK;
     }
+    refuseExtraPositionals(command.name, parsed, command.positionals ?? []);
     return await command.run(parsed, io);
   } catch (error) {
     if (error instanceof UsageError) {

@@ -26,6 +26,12 @@ export interface Command {
   /** The full `ferry <name> --help` text. */
   readonly help: string;
   readonly options: OptionSpec;
+  /**
+   * The names of the arguments it takes besides options, in order (`['spicepod.yaml']`); none when
+   * left out. Any further argument is a usage error (exit 2) before the command runs; a missing one
+   * is the command's to report.
+   */
+  readonly positionals?: readonly string[];
   /** Returns the exit code. */
   run(parsed: Parsed, io: CliIo): Promise<number>;
 }

@@ -4,7 +4,8 @@
  * itself, which it marks with a `.ferry-quickstart` file: a missing folder is created and marked,
  * an empty one is marked (nothing in it can be lost; `--dir "$(mktemp -d)"` works), a marked one is
  * reused after removing what an earlier run left (only the entries quickstart writes), and any
- * other folder is refused before anything starts.
+ * other folder is refused before anything starts. `ferry serve --example` keeps its folder the
+ * same way, with a marker of its own.
  */
 import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,8 +14,25 @@ import { UsageError } from './errors.js';
 /** The file that marks a folder as made by `ferry quickstart`. */
 export const WORK_DIR_MARKER = '.ferry-quickstart';
 
-const MARKER_TEXT =
-  'This folder was made by `ferry quickstart`, which removes and rewrites what it wrote here on each run.\n';
+/** Which command owns a working folder: its name, its marker file, and the flag that names the folder. */
+export interface WorkDirOwner {
+  readonly command: 'quickstart' | 'serve';
+  /** How the command is named in messages (`ferry quickstart`, `ferry serve --example`). */
+  readonly title: string;
+  readonly marker: string;
+  /** The flag a user moves the folder with, or how it is chosen. */
+  readonly flag: string;
+}
+
+export const QUICKSTART_OWNER: WorkDirOwner = {
+  command: 'quickstart',
+  title: 'ferry quickstart',
+  marker: WORK_DIR_MARKER,
+  flag: '--dir',
+};
+
+const markerText = (owner: WorkDirOwner): string =>
+  `This folder was made by \`${owner.title}\`, which removes and rewrites what it wrote here on each run.\n`;
 
 export interface ClaimedWorkDir {
   readonly dir: string;
@@ -22,7 +40,7 @@ export interface ClaimedWorkDir {
   readonly how: 'created' | 'adopted' | 'reused';
 }
 
-async function entriesOf(dir: string): Promise<string[] | undefined> {
+async function entriesOf(dir: string, owner: WorkDirOwner): Promise<string[] | undefined> {
   try {
     return await readdir(dir);
   } catch (error) {
@@ -30,8 +48,8 @@ async function entriesOf(dir: string): Promise<string[] | undefined> {
     if (code === 'ENOENT') return undefined;
     if (code === 'ENOTDIR') {
       throw new UsageError(
-        'quickstart',
-        `--dir '${dir}' is a file, not a folder; pass a new or empty folder`,
+        owner.command,
+        `${owner.flag} '${dir}' is a file, not a folder; pass a new or empty folder`,
       );
     }
     throw error;
@@ -42,22 +60,26 @@ async function entriesOf(dir: string): Promise<string[] | undefined> {
  * Make `dir` the quickstart's working folder, removing only `owned` entries left by an earlier run.
  * @throws UsageError (`ERR_USAGE`, exit 2) when `dir` is a file, or a non-empty folder without the marker.
  */
-export async function claimWorkDir(dir: string, owned: readonly string[]): Promise<ClaimedWorkDir> {
-  const entries = await entriesOf(dir);
+export async function claimWorkDir(
+  dir: string,
+  owned: readonly string[],
+  owner: WorkDirOwner = QUICKSTART_OWNER,
+): Promise<ClaimedWorkDir> {
+  const entries = await entriesOf(dir, owner);
   if (entries === undefined) {
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, WORK_DIR_MARKER), MARKER_TEXT);
+    await writeFile(join(dir, owner.marker), markerText(owner));
     return { dir, how: 'created' };
   }
   if (entries.length === 0) {
-    await writeFile(join(dir, WORK_DIR_MARKER), MARKER_TEXT);
+    await writeFile(join(dir, owner.marker), markerText(owner));
     return { dir, how: 'adopted' };
   }
-  const marker = entries.includes(WORK_DIR_MARKER) ? await lstat(join(dir, WORK_DIR_MARKER)) : undefined;
+  const marker = entries.includes(owner.marker) ? await lstat(join(dir, owner.marker)) : undefined;
   if (marker?.isFile() !== true) {
     throw new UsageError(
-      'quickstart',
-      `--dir '${dir}' is not empty and was not made by ferry quickstart (it has no ${WORK_DIR_MARKER} file), so it is left untouched; pass a new or empty folder with --dir, or leave --dir out`,
+      owner.command,
+      `${owner.flag} '${dir}' is not empty and was not made by ${owner.title} (it has no ${owner.marker} file), so it is left untouched; pass a new or empty folder with ${owner.flag}, or leave ${owner.flag} out`,
     );
   }
   for (const entry of owned) await rm(join(dir, entry), { recursive: true, force: true });

@@ -60,7 +60,9 @@ describe('ferry help and usage errors', () => {
 
     const address = await ferry(['serve', 'x.yaml', '--http', 'nowhere']);
     expect(address.code).toBe(2);
-    expect(address.stderr).toContain("--http must be host:port (like 127.0.0.1:8090), got 'nowhere'");
+    expect(address.stderr).toContain(
+      "--http must be HOST:PORT, :PORT or PORT (like 127.0.0.1:8090), got 'nowhere'",
+    );
 
     const source = await ferry(['publish', '--location', 'file:///tmp/x/', '--dataset', 'd']);
     expect(source.code).toBe(2);
@@ -79,6 +81,58 @@ describe('ferry help and usage errors', () => {
     ]);
     expect(engine.code).toBe(2);
     expect(engine.stderr).toContain("--engine must be one of duckdb, sqlite, got 'cayenne'");
+  });
+
+  it('says what is wrong with an address: a port out of range, a port that is no number; a bare port is an address', async () => {
+    const range = await ferry(['serve', 'x.yaml', '--http', '99999']);
+    expect(range.code).toBe(2);
+    expect(range.stderr).toBe(
+      "ferry: --http '99999': port 99999 is out of range; give a port from 0 to 65535 (0 picks a free one)\n" +
+        "Run 'ferry serve --help' for usage.\n",
+    );
+    const flight = await ferry(['serve', 'x.yaml', '--flight', '127.0.0.1:70000']);
+    expect(flight.stderr).toContain("--flight '127.0.0.1:70000': port 70000 is out of range");
+    const word = await ferry(['serve', 'x.yaml', '--http', 'localhost:http']);
+    expect(word.code).toBe(2);
+    expect(word.stderr).toContain("--http 'localhost:http': port 'http' is not a number");
+    // A bare port is the documented short form: status reaches 127.0.0.1 on it.
+    const port = await closedPort();
+    const bare = await ferry(['status', '--http', String(port)]);
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toContain(`Request to http://127.0.0.1:${port}/v1/datasets failed`);
+  });
+
+  it('refuses an argument a command does not take with exit 2, before anything starts', async () => {
+    for (const [args, help] of [
+      [['quickstart', 'now'], 'quickstart'],
+      [['quickstart', '--duration', '40', 'extra'], 'quickstart'],
+      [['status', 'orders'], 'status'],
+      [['validate', 'a.yaml', 'b.yaml'], 'validate'],
+    ] as const) {
+      const result = await ferry(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(
+        new RegExp(`^ferry: unexpected argument '[^']+'\nRun 'ferry ${help} --help' for usage.\n$`),
+      );
+    }
+  });
+
+  it('reads a -- before the arguments (npm and pnpm users type it) as if it were not there', async () => {
+    const afterCommand = await ferry(['quickstart', '--', '--help']);
+    expect(afterCommand.code).toBe(0);
+    expect(afterCommand.stdout).toMatch(/^Usage: ferry quickstart/);
+    const first = await ferry(['--', 'validate', '--help']);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^Usage: ferry validate/);
+    const topic = await ferry(['help', 'serve']);
+    expect(topic.stdout).toMatch(/^Usage: ferry serve/);
+    const stray = await ferry(['--help', 'serve', 'now']);
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toBe("ferry: unexpected argument 'now'\nRun 'ferry --help' for usage.\n");
+    const strict = await ferry(['quickstart', '--', '--duration', '40', '--bogus']);
+    expect(strict.code).toBe(2);
+    expect(strict.stderr).toContain("unknown option '--bogus'");
   });
 
   it('exits 1 with a message when status cannot reach a server', async () => {
@@ -180,6 +234,34 @@ datasets:
       ),
     ).toBe(true);
     expect(lines.at(-1)).toMatch(/^invalid: 2 errors, \d+ warnings?$/);
+  });
+
+  it('reports every typo of a dataset in one run, each with the key or value most likely meant', async () => {
+    const path = await pod(
+      'typos.yaml',
+      `version: v1
+kind: Spicepod
+name: typos
+snapshots:
+  location: file:///srv/snapshots/
+datasets:
+  - from: postgres:public.orders
+    name: orders
+    acceleration:
+      engine: duckdb
+      mode: memory
+      refresh_mod: snapshot
+      snapshots: enabeld
+`,
+    );
+    const result = await ferry(['validate', path]);
+    expect(result.code).toBe(1);
+    expect(result.stdout.trimEnd().split('\n')).toEqual([
+      `error: ${path}: datasets[0].acceleration.refresh_mod: unknown key; did you mean 'refresh_mode'?`,
+      `error: ${path}: datasets[0].acceleration.mode: refresh_mode: snapshot requires mode: file, not 'memory'; set mode: file`,
+      `error: ${path}: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'enabeld'; did you mean 'enabled'?`,
+      'invalid: 3 errors, 0 warnings',
+    ]);
   });
 
   it('reports pod-level errors (unknown top-level key, missing name) and unreadable files', async () => {

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ferry, snapshotOf } from './helpers.js';
+import { ferry, snapshotOf, startFerry } from './helpers.js';
 
 const MARKER = '.ferry-quickstart';
 
@@ -49,6 +49,60 @@ describe('ferry quickstart --dir', () => {
     );
     expect(await snapshotOf(foreign)).toEqual(before);
   });
+
+  it('says when it stops (pnpm-style -- before the arguments), and prints the snapshot numbers queries show', async () => {
+    const dir = join(root, 'numbered');
+    const run = startFerry(
+      [
+        'quickstart',
+        '--',
+        '--dir',
+        dir,
+        '--duration',
+        '600',
+        '--every',
+        '0.5',
+        '--http',
+        '127.0.0.1:0',
+        '--no-flight',
+      ],
+      { timeoutMs: 180_000 },
+    );
+    try {
+      await run.waitForStdout(
+        /^It stops by itself in 600 s \(--duration, at \d\d:\d\d:\d\d\); Ctrl-C stops it sooner\.$/m,
+        120_000,
+      );
+      const base = (run.stdout().match(/^Ferry is serving 3 datasets at (\S+)$/m) as RegExpMatchArray)[1];
+      // Wait until a republished snapshot of orders is served, then compare with what was printed.
+      let answer: { version: number; n: number } | undefined;
+      await expect
+        .poll(
+          async () => {
+            const response = await fetch(`${base}/v1/sql`, {
+              method: 'POST',
+              body: 'SELECT max(version) AS version, count(*) AS n FROM orders',
+            });
+            answer = response.ok
+              ? ((await response.json()) as { version: number; n: number }[])[0]
+              : undefined;
+            return answer?.version ?? -1;
+          },
+          { timeout: 120_000, interval: 250 },
+        )
+        .toBeGreaterThan(0);
+      const printed = [
+        ...run.stdout().matchAll(/^published orders snapshot (\d+) \((\d+) rows, duckdb\)$/gm),
+      ];
+      expect(printed[0]?.slice(1)).toEqual(['0', '1000']);
+      // The version a query shows is the number quickstart printed when it published those rows.
+      expect(printed.map((m) => `${m[1]} ${m[2]}`)).toContain(`${answer?.version} ${answer?.n}`);
+      expect(run.stderr()).not.toContain('but its rows say version');
+    } finally {
+      run.child.kill('SIGINT');
+      await run.exited;
+    }
+  }, 300_000);
 
   it('creates and marks a new folder, then reuses it, removing what the earlier run left', async () => {
     const dir = join(root, 'qs');

@@ -118,6 +118,7 @@ describe('ferry serve with runtime.auth.api-key in the spicepod', () => {
     // The inspector's page carries no data. Its event stream takes no key in the URL: the page
     // sends the key once as a header for a session cookie (Secure, over TLS), which the stream takes.
     expect((await get('/inspector')).status).toBe(200);
+    expect((await get('/inspector/assets/inspector.css')).status).toBe(200);
     const inUrl = await get(`/inspector/events?key=${encodeURIComponent(LITERAL_KEY)}`);
     expect(inUrl.status).toBe(401);
     inUrl.close();

@@ -60,6 +60,7 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
   // The statement and its parameters (engines, runtime).
   ERR_WRITE_REJECTED: BAD_REQUEST,
   ERR_STATEMENT_REJECTED: BAD_REQUEST,
+  ERR_SQL_SYNTAX: BAD_REQUEST,
   ERR_QUERY_FAILED: BAD_REQUEST,
   ERR_INVALID_PARAMETER: BAD_REQUEST,
   ERR_ARROW_CONVERSION: BAD_REQUEST,

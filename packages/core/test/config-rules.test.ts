@@ -144,7 +144,7 @@ describe('refresh_mode: snapshot requirements', () => {
         accel(pod).snapshots = 'disabled';
       },
       errors: [
-        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'disabled'; set snapshots: bootstrap_only",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'disabled'; set snapshots: enabled (load each newer snapshot) or bootstrap_only (load one at start)",
       ],
     },
     {
@@ -153,7 +153,7 @@ describe('refresh_mode: snapshot requirements', () => {
         accel(pod).snapshots = 'create_only';
       },
       errors: [
-        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'create_only'; set snapshots: bootstrap_only",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'create_only'; set snapshots: enabled (load each newer snapshot) or bootstrap_only (load one at start)",
       ],
     },
     {
@@ -236,7 +236,33 @@ describe('refresh_mode: snapshot requirements', () => {
         accel(pod).refresh_mode = 'snapshto';
       },
       errors: [
-        "spicepod.yaml: datasets[0].acceleration.refresh_mode: 'snapshto' is not a refresh mode; use snapshot (did you mean 'snapshot'?)",
+        "spicepod.yaml: datasets[0].acceleration.refresh_mode: 'snapshto' is not a refresh mode; did you mean 'snapshot'?",
+      ],
+    },
+    {
+      name: 'refresh_mode misspelt as a key, with every other typo of the dataset in the same run',
+      mutate: (pod) => {
+        const a = accel(pod);
+        delete a.refresh_mode;
+        a.refresh_mod = 'snapshot';
+        a.mode = 'memory';
+        a.snapshots = 'enabeld';
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.refresh_mod: unknown key; did you mean 'refresh_mode'?",
+        "spicepod.yaml: datasets[0].acceleration.mode: refresh_mode: snapshot requires mode: file, not 'memory'; set mode: file",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'enabeld'; did you mean 'enabled'?",
+      ],
+    },
+    {
+      name: 'mode and snapshots misspelt: the fix offered is the value meant',
+      mutate: (pod) => {
+        accel(pod).mode = 'fiel';
+        accel(pod).snapshots = 'bootstrap-only';
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.mode: refresh_mode: snapshot requires mode: file, not 'fiel'; did you mean 'file'?",
+        "spicepod.yaml: datasets[0].acceleration.snapshots: refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not 'bootstrap-only'; did you mean 'bootstrap_only'?",
       ],
     },
     {
@@ -398,6 +424,18 @@ describe('the snapshots block', () => {
       fatal: true,
       errors: [
         "spicepod.yaml: snapshots.bootstrap_on_failure_behavior: 'explode' is not allowed; use warn, retry or fallback",
+      ],
+    },
+    {
+      name: 'a misspelt choice or boolean gets the value meant',
+      mutate: (pod) => {
+        pod.snapshots.bootstrap_on_failure_behavior = 'retyr';
+        pod.snapshots.enabled = 'ture';
+      },
+      fatal: true,
+      errors: [
+        "spicepod.yaml: snapshots.enabled: 'ture' is not a boolean; use true or false (did you mean 'true'?)",
+        "spicepod.yaml: snapshots.bootstrap_on_failure_behavior: 'retyr' is not allowed; use warn, retry or fallback (did you mean 'retry'?)",
       ],
     },
     {
@@ -949,6 +987,20 @@ describe('the from: s3:// + params.file_format: snapshot form', () => {
       },
       errors: [
         'spicepod.yaml: datasets[2].acceleration.mode: file_format: snapshot datasets keep a local file copy of the current snapshot; remove mode: memory',
+      ],
+      valid: ['orders', 'users'],
+    },
+    {
+      name: 'file_format misspelt: checked as the file_format dataset meant, every problem at once',
+      mutate: (pod) => {
+        withPartner(pod, {
+          params: { file_format: 'snapshto', s3_region: 'us-west-2' },
+          acceleration: { engine: 'cayenne' },
+        });
+      },
+      errors: [
+        "spicepod.yaml: datasets[2].params.file_format: 'snapshto' is not a file format; did you mean 'snapshot'?",
+        "spicepod.yaml: datasets[2].acceleration.engine: engine 'cayenne' is not supported by this runtime; use duckdb, sqlite or turso",
       ],
       valid: ['orders', 'users'],
     },

@@ -372,7 +372,7 @@ describe('runtime.caching.sql_results and runtime.results_cache', () => {
     ],
     [
       { caching: { sql_results: { eviction_policy: 'lfu' } } },
-      "spicepod.yaml: runtime.caching.sql_results.eviction_policy: 'lfu' is not allowed; use lru or tiny_lfu",
+      "spicepod.yaml: runtime.caching.sql_results.eviction_policy: 'lfu' is not allowed; use lru or tiny_lfu (did you mean 'tiny_lfu'?)",
     ],
     [
       { caching: { sql_results: { cache_max_size: '1GiB' } } },

@@ -238,7 +238,7 @@ export class DuckDbNamespace {
     try {
       statement = await readDuckDbSql(this.#parser, sql, shapeKey);
     } catch (error) {
-      if (error instanceof DuckDbParseError) return unparsedRoute(error, this.#catalog);
+      if (error instanceof DuckDbParseError) return unparsedRoute(error, this.#catalog, sql);
       throw error;
     }
     if (MAY_LIST.test(sql) && this.#listings.get(sql) === undefined) {

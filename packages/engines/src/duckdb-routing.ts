@@ -16,6 +16,7 @@ import {
   type NamespaceView,
   type QueryRoute,
 } from './namespace-types.js';
+import { classifyStatement, syntaxErrorOf } from './sql-guard.js';
 import type { DuckDbStatement, TableReference } from './statement-check.js';
 
 /** What a text that names a listing runs as (its own, per text: the rewrite keeps its literals). */
@@ -130,11 +131,15 @@ export function duckDbRoute(
 
 /**
  * The route of a text DuckDB cannot parse: SQLite's, when there are SQLite datasets (its quoting,
- * `[users]`, is the usual cause); otherwise the parser's error names the problem.
+ * `[users]`, is the usual cause); otherwise the parser's error names the problem, as a syntax
+ * error when the first word begins no statement.
  */
-export function unparsedRoute(parseError: Error, catalog: NamespaceCatalog): QueryRoute {
+export function unparsedRoute(parseError: Error, catalog: NamespaceCatalog, sql: string): QueryRoute {
   if (catalog.datasets.some((dataset) => dataset.engine === 'sqlite')) {
     return { engine: 'sqlite', datasets: undefined };
   }
+  // A typo in the first word (`SELEC 1`) is named as such, with DuckDB's words.
+  const verdict = classifyStatement(sql, 'duckdb');
+  if (verdict.kind === 'syntax') throw syntaxErrorOf(verdict.word, parseError.message, parseError);
   throw new QueryFailedError(undefined, parseError.message);
 }

@@ -50,6 +50,35 @@ export class StatementRejectedError extends FerryError {
   }
 }
 
+/**
+ * A statement that starts with a word no SQL statement starts with (`SELEC 1`): a typo, answered as
+ * the syntax error it is (never as a refused statement kind), with the engine's own words when it
+ * gave some and the statement keyword the word is nearest to.
+ */
+export class SqlSyntaxError extends FerryError {
+  /** The word the statement starts with, as written. */
+  readonly word: string;
+
+  constructor(
+    word: string,
+    suggestion: string | undefined,
+    engineMessage?: string,
+    options: FerryErrorOptions = {},
+  ) {
+    const fix =
+      suggestion === undefined
+        ? 'start the query with SELECT (or WITH … SELECT)'
+        : `did you mean ${suggestion}?`;
+    super(
+      'ERR_SQL_SYNTAX',
+      `Syntax error: '${word}' does not begin any SQL statement${engineMessage === undefined ? '' : ` (${engineMessage})`}; ${fix}`,
+      options,
+    );
+    this.name = 'SqlSyntaxError';
+    this.word = word;
+  }
+}
+
 /** The database file could not be opened (missing, unreadable, written by a newer engine version). */
 export class EngineOpenError extends FerryError {
   constructor(path: string, reason: string, options: FerryErrorOptions = {}) {
@@ -204,6 +233,7 @@ export class UnsupportedColumnTypeError extends FerryError {
 registerErrors({
   WriteRejectedError,
   StatementRejectedError,
+  SqlSyntaxError,
   EngineOpenError,
   EngineClosedError,
   QueryFailedError,

@@ -47,6 +47,7 @@ export {
   NamespaceTableError,
   QueryFailedError,
   QueryResourceError,
+  SqlSyntaxError,
   StatementRejectedError,
   TableNotFoundError,
   UnsupportedColumnTypeError,
@@ -72,6 +73,7 @@ export {
   tokenizeSql,
 } from './sql-guard.js';
 export { type ShapeLiteral, type StatementShape, statementShape } from './sql-shape.js';
+export { betterSqlite3Build } from './sqlite-build.js';
 export { openSqlite, openSqliteSync, SqliteEngine } from './sqlite-engine.js';
 export type { SqliteNamespaceOptions, SyncBatchSink } from './sqlite-namespace.js';
 export {

@@ -7,8 +7,8 @@
  * {@link StatementRejectedError}), finds what an EXPLAIN explains and names a PRAGMA.
  * `assertReadOnlySql` stays as a cheap early refusal for callers that have no connection yet.
  */
-import type { FileFormat } from '@ferry/core';
-import { StatementRejectedError, type WriteOperation, WriteRejectedError } from './errors.js';
+import { closest, type FileFormat } from '@ferry/core';
+import { SqlSyntaxError, StatementRejectedError, type WriteOperation, WriteRejectedError } from './errors.js';
 
 /**
  * The guard follows the SQL of a file format's engine: `duckdb` treats `[` as a list literal;
@@ -31,7 +31,9 @@ export type StatementClass =
   /** `table` is the target as written, unquoted (`main.orders`). */
   | { readonly kind: 'write'; readonly operation: WriteOperation; readonly table: string }
   /** `statement` names the refused kind (`CREATE`, `ATTACH`, `PRAGMA`), or `MULTIPLE` / `EMPTY`. */
-  | { readonly kind: 'refused'; readonly statement: string; readonly count?: number };
+  | { readonly kind: 'refused'; readonly statement: string; readonly count?: number }
+  /** `word` begins no statement of DuckDB, SQLite or Spice (`SELEC`): a syntax error, not a refusal. */
+  | { readonly kind: 'syntax'; readonly word: string };
 
 /** PRAGMAs that only read the schema; every other PRAGMA (and any `PRAGMA x = …`) is refused. */
 const READ_ONLY_PRAGMAS: ReadonlySet<string> = new Set(['table_info']);
@@ -44,6 +46,72 @@ const READ_HEADS: ReadonlySet<string> = new Set([
   'DESCRIBE',
   'SHOW',
   'SUMMARIZE',
+]);
+
+/**
+ * Every other word a statement of DuckDB, SQLite, Postgres or Spice (DataFusion) begins with: refused
+ * by kind (`CREATE statements are not permitted …`). Any word outside these and the read heads is a
+ * typo and answered as a syntax error.
+ */
+const STATEMENT_HEADS: ReadonlySet<string> = new Set([
+  'ABORT',
+  'ALTER',
+  'ANALYZE',
+  'ATTACH',
+  'BEGIN',
+  'CALL',
+  'CHECKPOINT',
+  'CLOSE',
+  'CLUSTER',
+  'COMMENT',
+  'COMMIT',
+  'COPY',
+  'CREATE',
+  'DEALLOCATE',
+  'DECLARE',
+  'DELETE',
+  'DETACH',
+  'DISCARD',
+  'DO',
+  'DROP',
+  'END',
+  'EXECUTE',
+  'EXPLAIN',
+  'EXPORT',
+  'FETCH',
+  'FORCE',
+  'GRANT',
+  'IMPORT',
+  'INSERT',
+  'INSTALL',
+  'LISTEN',
+  'LOAD',
+  'LOCK',
+  'MERGE',
+  'MOVE',
+  'NOTIFY',
+  'PIVOT',
+  'PRAGMA',
+  'PREPARE',
+  'REFRESH',
+  'REINDEX',
+  'RELEASE',
+  'REPLACE',
+  'RESET',
+  'REVOKE',
+  'ROLLBACK',
+  'SAVEPOINT',
+  'SECURITY',
+  'SET',
+  'START',
+  'TABLE',
+  'TRUNCATE',
+  'UNLISTEN',
+  'UNPIVOT',
+  'UPDATE',
+  'USE',
+  'VACUUM',
+  'WITH',
 ]);
 
 const WORD_CHAR = /[\p{L}\p{N}_$]/u;
@@ -281,7 +349,7 @@ export function classifyTokens(tokens: readonly SqlToken[], start: number): Stat
       return refused(what === undefined ? 'FORCE' : `FORCE ${what}`);
     }
     default:
-      return refused(keyword);
+      return STATEMENT_HEADS.has(keyword) ? refused(keyword) : { kind: 'syntax', word: head.text };
   }
 }
 
@@ -398,10 +466,12 @@ export function classifyStatement(sql: string, dialect: SqlDialect = 'duckdb'): 
 /** The error a statement class is refused with, or `undefined` for a read. */
 export function rejectionOf(
   statement: StatementClass,
-): WriteRejectedError | StatementRejectedError | undefined {
+): WriteRejectedError | StatementRejectedError | SqlSyntaxError | undefined {
   switch (statement.kind) {
     case 'read':
       return undefined;
+    case 'syntax':
+      return syntaxErrorOf(statement.word);
     case 'write':
       return new WriteRejectedError(statement.operation, statement.table);
     case 'refused':
@@ -421,6 +491,15 @@ export function rejectionOf(
           : `${statement.statement} statements are not permitted on a read-only snapshot replica; send a single SELECT (or WITH … SELECT) query instead.`,
       );
   }
+}
+
+/**
+ * The syntax error of a statement beginning with `word`, naming the statement keyword it is nearest
+ * to (`SELEC` → SELECT) and the engine's own message when there is one.
+ */
+export function syntaxErrorOf(word: string, engineMessage?: string, cause?: unknown): SqlSyntaxError {
+  const suggestion = closest(word, [...READ_HEADS, ...STATEMENT_HEADS]);
+  return new SqlSyntaxError(word, suggestion, engineMessage, cause === undefined ? {} : { cause });
 }
 
 /** Throw unless `sql` is exactly one read-only statement. */

@@ -24,9 +24,14 @@ interface Interruptible {
   interruptOn(buffer?: SharedArrayBuffer, offset?: number, stops?: number, every?: number): unknown;
 }
 
-/** Makes `db` watch `region` (undefined: watch nothing). */
+/**
+ * Makes `db` watch `region` (undefined: watch nothing). On the stock better-sqlite3 an embedder may
+ * install from npm there is no `interruptOn`: statements then run to their end (sqlite-build.ts; the
+ * runtime warns once).
+ */
 export function watchInterrupts(db: Database.Database, region: InterruptRegion | undefined): void {
-  const native = db as unknown as Interruptible;
+  const native = db as unknown as Partial<Interruptible>;
+  if (native.interruptOn === undefined) return;
   if (region === undefined) native.interruptOn();
   else native.interruptOn(region.buffer, region.offset, region.stops, INTERRUPT_EVERY);
 }

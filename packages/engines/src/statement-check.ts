@@ -37,6 +37,7 @@ import {
   type SqlDialect,
   type SqlToken,
   splitStatements,
+  syntaxErrorOf,
   tokenizeSql,
 } from './sql-guard.js';
 import { type StatementShape, statementShape } from './sql-shape.js';
@@ -666,6 +667,7 @@ export function checkSqliteStatement(
     // table is not attached is worded as on every engine; a read keeps SQLite's own error
     // (`no such table: users` is what attaching on demand is driven by).
     const verdict = classifyStatement(sql, 'sqlite');
+    if (verdict.kind === 'syntax') throw syntaxErrorOf(verdict.word, (error as Error).message, error);
     if (verdict.kind !== 'read') throw rejectionOf(verdict) as FerryError;
     throw error;
   }

@@ -79,12 +79,21 @@ describe('routing', () => {
   });
 
   it('sends what DuckDB cannot parse to SQLite when there are SQLite datasets, else says why', () => {
-    expect(unparsedRoute(new Error('Parser Error: at "["'), catalog)).toEqual({
+    expect(unparsedRoute(new Error('Parser Error: at "["'), catalog, 'SELECT [1')).toEqual({
       engine: 'sqlite',
       datasets: undefined,
     });
-    expect(() => unparsedRoute(new Error('Parser Error: at "["'), { version: 1, datasets: [] })).toThrow(
+    expect(() =>
+      unparsedRoute(new Error('Parser Error: at "["'), { version: 1, datasets: [] }, 'SELECT [1'),
+    ).toThrow(
       expect.objectContaining({ code: 'ERR_QUERY_FAILED', message: 'Query failed: Parser Error: at "["' }),
+    );
+    const typo = new Error('Parser Error: syntax error at or near "SELEC"');
+    expect(() => unparsedRoute(typo, { version: 1, datasets: [] }, 'SELEC 1')).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SQL_SYNTAX',
+        message: `Syntax error: 'SELEC' does not begin any SQL statement (${typo.message}); did you mean SELECT?`,
+      }),
     );
   });
 });

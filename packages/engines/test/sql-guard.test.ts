@@ -1,6 +1,6 @@
 /** The read-only guard as a pure function: classification, tokenizer edge cases, exact refusal messages. */
 import { describe, expect, it } from 'vitest';
-import { StatementRejectedError, WriteRejectedError } from '../src/errors.js';
+import { SqlSyntaxError, StatementRejectedError, WriteRejectedError } from '../src/errors.js';
 import { assertReadOnlySql, classifyStatement, explainedStatement, tokenizeSql } from '../src/sql-guard.js';
 import { GUARD_READS, GUARD_REFUSALS, GUARD_WRITES } from './guard-corpus.js';
 
@@ -121,5 +121,22 @@ describe('assertReadOnlySql', () => {
 
   it('lets a single read through', () => {
     expect(() => assertReadOnlySql('SELECT 1')).not.toThrow();
+  });
+
+  it('answers a first word that begins no statement as a syntax error, naming the keyword it is nearest to', () => {
+    expect(classifyStatement('SELEC 1')).toEqual({ kind: 'syntax', word: 'SELEC' });
+    expect(() => assertReadOnlySql('SELEC 1')).toThrow(SqlSyntaxError);
+    expect(() => assertReadOnlySql('SELEC 1')).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SQL_SYNTAX',
+        message: "Syntax error: 'SELEC' does not begin any SQL statement; did you mean SELECT?",
+      }),
+    );
+    expect(() => assertReadOnlySql('qwertyuiop 1')).toThrow(
+      "Syntax error: 'qwertyuiop' does not begin any SQL statement; start the query with SELECT (or WITH … SELECT)",
+    );
+    // Real writes and refused kinds keep their refusal, typo or not.
+    expect(() => assertReadOnlySql('INSERT INTO orders VALUES (1)')).toThrow(WriteRejectedError);
+    expect(() => assertReadOnlySql('DROP TABLE orders')).toThrow(/^DROP statements are not permitted/);
   });
 });

@@ -570,6 +570,15 @@ describe('checkSqliteStatement', () => {
     });
   });
 
+  it('answers a typo in the first word as a syntax error with SQLite’s words, not as a refused statement', () => {
+    expect(() => checkSqliteStatement(sqlite, 'SELEC 1')).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SQL_SYNTAX',
+        message: `Syntax error: 'SELEC' does not begin any SQL statement (near "SELEC": syntax error); did you mean SELECT?`,
+      }),
+    );
+  });
+
   it('leaves a read of a missing table to SQLite’s own error (attaching on demand is driven by it)', () => {
     expect(() => checkSqliteStatement(sqlite, 'SELECT * FROM elsewhere')).toThrow(
       expect.objectContaining({ code: 'SQLITE_ERROR', message: 'no such table: elsewhere' }),

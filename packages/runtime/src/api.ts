@@ -48,7 +48,7 @@ export interface InspectOptions {
 }
 
 export interface RuntimeOptions {
-  /** Where logs go; default: pino JSON lines on stdout at `logLevel`. */
+  /** Where logs go (a pino instance works); default: pino JSON lines on stderr at `logLevel`. */
   readonly logger?: Logger;
   /**
    * The default logger's level (default `info`). With a logger of your own: the lowest level the

@@ -28,6 +28,7 @@ export {
   NamespaceTableError,
   QueryFailedError,
   QueryResourceError,
+  SqlSyntaxError,
   StatementRejectedError,
   TableNotFoundError,
   UnmappedArrowTypeError,

@@ -1,6 +1,7 @@
 /**
  * Logging. Threads never write logs themselves: they post `LogRecord`s to the host, and the host
- * hands them to one logger — pino (JSON lines on stdout) unless the embedding app passes its own.
+ * hands them to one logger — pino (JSON lines on stderr, so an application's own stdout stays its
+ * own) unless the embedding app passes its own (a pino instance, or anything of {@link Logger}'s shape).
  * Every record carries `component` and, where it has one, `dataset`; messages the spec quotes are
  * passed through untouched so operators can grep for them.
  */
@@ -25,8 +26,12 @@ export interface Logger {
   error(fields: object, message: string): void;
 }
 
+/** pino writing JSON lines to stderr (synchronously: nothing is lost when the process exits). */
 export function defaultLogger(level: LogLevel = 'info'): Logger {
-  return pino({ level, base: null, timestamp: pino.stdTimeFunctions.isoTime });
+  return pino(
+    { level, base: null, timestamp: pino.stdTimeFunctions.isoTime },
+    pino.destination({ dest: 2, sync: true }),
+  );
 }
 
 export function writeLog(logger: Logger, record: LogRecord): void {

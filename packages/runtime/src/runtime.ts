@@ -18,7 +18,7 @@ import {
   parseByteSize,
   type SpicepodConfig,
 } from '@ferry/core';
-import type { DuckDbNamespaceOptions } from '@ferry/engines';
+import { betterSqlite3Build, type DuckDbNamespaceOptions } from '@ferry/engines';
 import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots';
 import type {
   DatasetCommand,
@@ -82,6 +82,12 @@ export async function createRuntime(
   const pod = await loadSpicepodSource(source, env, logger);
   // From here on no log line shows a secret the spicepod's references resolved to.
   const safe = redactingLogger(logger, pod.config.secretReferences);
+  if (pod.datasets.some((dataset) => dataset.fileEngine !== 'duckdb') && betterSqlite3Build() === 'stock') {
+    safe.warn(
+      { component: 'runtime' },
+      "better-sqlite3 is the stock build, not Ferry's patched one: SQLite statements cannot be stopped inside SQLite (a query past its timeout or cancelled runs to its end in its worker, and close() waits for it), and a worker ended while it raises an SQLite error aborts the process; apply patches/better-sqlite3@12.9.0.patch from Ferry's repository (packages/runtime/README.md, Install)",
+    );
+  }
   return new HostRuntime(pod, safe, options);
 }
 
@@ -212,7 +218,11 @@ class HostRuntime implements Runtime {
       // Dataset threads of a later coordinator never share a start number with an earlier one's.
       incarnationBase: (this.#coordinatorStarts - 1) * 1_000_000,
     };
-    const notice = sdkNoticeOnce();
+    // Only a runtime that reaches AWS (an s3:// store, a queue) has the SDK's notice to pass on.
+    const usesAws =
+      this.#coordinatorData.config.notifications !== undefined ||
+      this.#coordinatorData.datasets.some((dataset) => dataset.s3 !== undefined);
+    const notice = sdkNoticeOnce(process.env, process.version, usesAws);
     if (notice.line !== undefined) this.#logger.warn({ component: 'runtime' }, notice.line);
     // The threads load the AWS SDK: each would print its Node-version notice; said once above instead.
     const worker = new Worker(threadFile('coordinator-thread'), {

@@ -45,11 +45,13 @@ describe('log levels the threads post', () => {
 });
 
 describe("the AWS SDK's Node-version notice", () => {
-  it('is said once in one line of its own on an older Node, and switched off in the threads', () => {
+  it('is said once in one line of its own on an older Node when AWS is used, and switched off in the threads', () => {
     const SWITCH = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
     // Set by the user: nothing to say; a newer Node: nothing to say. Neither uses up the one line.
     expect(sdkNoticeOnce({ [SWITCH]: 'true' }, 'v20.20.2').line).toBeUndefined();
     expect(sdkNoticeOnce({}, 'v22.1.0')).toEqual({ env: { [SWITCH]: 'true' }, line: undefined });
+    // A runtime that reaches no AWS (file:// stores only) has nothing to say, and keeps the line.
+    expect(sdkNoticeOnce({}, 'v20.20.2', false)).toEqual({ env: { [SWITCH]: 'true' }, line: undefined });
     const first = sdkNoticeOnce({ PATH: '/bin' }, 'v20.20.2');
     expect(first.env).toEqual({ PATH: '/bin', [SWITCH]: 'true' });
     expect(first.line).toMatch(

@@ -83,6 +83,20 @@ describe('server over a file:// fixture store', () => {
     expect(after.json()).toEqual([{ n: 8 }]);
   });
 
+  it('answers a typo in the first word with 400 ERR_SQL_SYNTAX, and still refuses writes in Spice’s words', async () => {
+    const typo = await sql(base, 'SELEC 1');
+    expect(typo.status).toBe(400);
+    const body = typo.json<{ error: string; code: string }>();
+    expect(body.code).toBe('ERR_SQL_SYNTAX');
+    expect(body.error).toMatch(
+      /^Syntax error: 'SELEC' does not begin any SQL statement \(.*syntax error.*\); did you mean SELECT\?$/,
+    );
+    expect(body.error).not.toContain('not permitted');
+    const drop = await sql(base, 'DROP TABLE orders');
+    expect(drop.json()).toMatchObject({ code: 'ERR_STATEMENT_REJECTED' });
+    expect((await sql(base, 'DELETE FROM orders')).json()).toMatchObject({ code: 'ERR_WRITE_REJECTED' });
+  });
+
   it('maps query errors to 400 and unknown tables to 404 listing the datasets', async () => {
     const unknown = await sql(base, 'SELECT * FROM customers');
     expect(unknown.status).toBe(404);

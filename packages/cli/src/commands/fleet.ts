@@ -113,6 +113,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
 
 export const fleetCommand: Command = {
   name: 'fleet',
+  positionals: ['action'],
   summary: 'Remove the queues crashed readers left on an SNS topic (fleet gc)',
   help: HELP,
   options: {

@@ -48,7 +48,11 @@ interface Sample {
   sql(version: number): string;
 }
 
-/** Each version grows the data, so a query shows which snapshot it read. */
+/**
+ * Each version grows the data, so a query shows which snapshot it read: the `version` column holds
+ * the id of the snapshot the rows were published as (the writer numbers a new dataset's first
+ * snapshot 0), the number `published … snapshot N` prints.
+ */
 const SAMPLES: readonly Sample[] = [
   {
     dataset: 'orders',
@@ -56,21 +60,21 @@ const SAMPLES: readonly Sample[] = [
     sql: (version) =>
       `SELECT i::BIGINT AS id, 'customer-' || (i % 37) AS customer, ((i * 7919) % 10000 / 100)::DECIMAL(18,2) AS amount, ` +
       `TIMESTAMP '2026-11-29 08:00:00' + to_minutes(i::BIGINT) AS placed_at, i % 3 = 0 AS shipped, ${version}::BIGINT AS version ` +
-      `FROM range(${1000 * version}) t(i)`,
+      `FROM range(${1000 * (version + 1)}) t(i)`,
   },
   {
     dataset: 'customers',
     engine: 'sqlite',
     sql: (version) =>
       `SELECT i::BIGINT AS id, 'customer-' || i AS name, (i * 1.5)::DOUBLE AS score, ${version}::BIGINT AS version ` +
-      `FROM range(${37 + version}) t(i)`,
+      `FROM range(${38 + version}) t(i)`,
   },
   {
     dataset: 'events',
     engine: 'duckdb',
     sql: (version) =>
       `SELECT i::BIGINT AS id, CASE i % 3 WHEN 0 THEN 'view' WHEN 1 THEN 'click' ELSE 'buy' END AS kind, ` +
-      `${version}::BIGINT AS version FROM range(${500 * version}) t(i)`,
+      `${version}::BIGINT AS version FROM range(${500 * (version + 1)}) t(i)`,
   },
 ];
 
@@ -159,7 +163,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const storeParams = localStoreParams(aws);
   const versions = new Map<string, number>();
   const publish = async (sample: Sample): Promise<void> => {
-    const version = (versions.get(sample.dataset) ?? 0) + 1;
+    const version = (versions.get(sample.dataset) ?? -1) + 1;
     const result = await publishSnapshot({
       dataset: sample.dataset,
       engine: sample.engine,
@@ -168,7 +172,12 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       source: { sql: sample.sql(version) },
       notNull: ['id'],
     });
-    versions.set(sample.dataset, version);
+    versions.set(sample.dataset, result.snapshotId);
+    if (result.snapshotId !== version) {
+      io.stderr.write(
+        `quickstart: ${sample.dataset} was published as snapshot ${result.snapshotId}, but its rows say version ${version}\n`,
+      );
+    }
     out.write(
       `published ${sample.dataset} snapshot ${result.snapshotId} (${result.rowCount} rows, ${sample.engine})\n`,
     );
@@ -232,7 +241,8 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
           `  datasets:   curl ${url}/v1/datasets`,
           `  query:      curl -X POST ${url}/v1/sql -d 'SELECT max(version) AS version, count(*) AS n FROM orders'`,
           `  metrics:    curl ${url}/metrics`,
-          `A new snapshot is published every ${every} s; Ctrl-C stops everything.`,
+          `A new snapshot is published every ${every} s (its rows' version column is its snapshot id).`,
+          stopLine(duration, check),
           '',
         ].join('\n'),
       );
@@ -265,6 +275,14 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   return code;
 }
 
+/** When and how quickstart stops, said before it starts waiting. */
+function stopLine(duration: number | undefined, check: boolean): string {
+  if (duration === undefined) return 'It runs until Ctrl-C, which stops everything.';
+  const at = new Date(Date.now() + duration * 1000).toTimeString().slice(0, 8);
+  const checking = check ? ', after querying every dataset (--check)' : '';
+  return `It stops by itself in ${duration} s (--duration, at ${at})${checking}; Ctrl-C stops it sooner.`;
+}
+
 /** Queries every dataset over HTTP; true when all answer and at least one serves a republished snapshot. */
 async function selfCheck(url: string, out: CliOutput): Promise<boolean> {
   let newer = false;
@@ -279,8 +297,8 @@ async function selfCheck(url: string, out: CliOutput): Promise<boolean> {
       return false;
     }
     const row = body[0];
-    out.write(`check: ${sample.dataset} serves version ${row?.version} (${row?.n} rows)\n`);
-    if ((row?.version ?? 0) > 1) newer = true;
+    out.write(`check: ${sample.dataset} serves snapshot ${row?.version} (${row?.n} rows)\n`);
+    if ((row?.version ?? 0) > 0) newer = true;
   }
   out.write(
     newer

@@ -22,15 +22,20 @@ import {
 } from '../args.js';
 import { apiKeyFromEnv, type CliIo, type Command } from '../command.js';
 import { ApiKeyEnvError, ListenError, UsageError } from '../errors.js';
+import { EXAMPLE_DIR, layOutExample } from '../example.js';
 import { createCliLogger, type LogFormat } from '../log-format.js';
 
 const HELP = `Usage: ferry serve <spicepod.yaml> [options]
+       ferry serve --example [options]
 
 Serve the spicepod's snapshot datasets over HTTP and Arrow Flight until SIGINT or SIGTERM.
+--example serves a copy of Ferry's fixture store (orders in DuckDB, users in SQLite) on file://,
+laid out with its spicepod in ${EXAMPLE_DIR} (or --example-dir DIR).
 Prints "Flight on grpc://HOST:PORT" and "Listening on http://HOST:PORT" once both accept requests.
 
 Options:
-      --http HOST:PORT        Address to bind; default 127.0.0.1:8090 (port 0 picks a free one)
+      --http HOST:PORT        Address to bind (HOST:PORT, :PORT or PORT); default 127.0.0.1:8090
+                              (port 0 picks a free one)
       --flight HOST:PORT      Arrow Flight / Flight SQL address; default 127.0.0.1:50051
       --no-flight             Do not serve Arrow Flight
       --tls-cert FILE         Serve HTTPS and Flight over TLS with this PEM certificate chain
@@ -43,6 +48,8 @@ Options:
                               accepted beside the spicepod's runtime.auth.api-key keys
       --data-dir DIR          Directory for live files of datasets without a *_file param;
                               default .ferry/data beside the spicepod
+      --example               Serve the example store instead of a spicepod (see above)
+      --example-dir DIR       Where --example lays it out; default ${EXAMPLE_DIR}
       --query-timeout DURATION
                               The longest a query may run in its engine (30s, 2m, …); it is
                               then stopped there and answered 504 ERR_QUERY_TIMEOUT (Flight:
@@ -90,7 +97,21 @@ async function readTls(parsed: Parsed): Promise<{ cert: Buffer; key: Buffer } | 
 const FORMATS: readonly LogFormat[] = ['pretty', 'json'];
 
 async function run(parsed: Parsed, io: CliIo): Promise<number> {
-  const [spicepod] = expectPositionals('serve', parsed, ['spicepod.yaml']) as [string];
+  const example = parsed.values.example === true;
+  const exampleDir = stringOption(parsed, 'example-dir');
+  if (example && parsed.positionals.length > 0) {
+    throw new UsageError(
+      'serve',
+      `--example serves the example's own spicepod; leave out '${parsed.positionals[0]}'`,
+    );
+  }
+  if (!example && exampleDir !== undefined) {
+    throw new UsageError(
+      'serve',
+      '--example-dir says where --example lays the example out; give --example too',
+    );
+  }
+  let [spicepod] = example ? [''] : (expectPositionals('serve', parsed, ['spicepod.yaml']) as [string]);
   const { host, port } = parseListenAddress('serve', stringOption(parsed, 'http') ?? '127.0.0.1:8090');
   const apiKey = apiKeyFromEnv(
     io.env,
@@ -100,7 +121,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const level = choiceOption('serve', parsed, 'log-level', LOG_LEVELS) ?? 'info';
   const format =
     choiceOption('serve', parsed, 'log-format', FORMATS) ?? (io.stderr.isTTY === true ? 'pretty' : 'json');
-  const dataDir = stringOption(parsed, 'data-dir');
+  let dataDir = stringOption(parsed, 'data-dir');
   const queryTimeoutMs = durationOption('serve', parsed, 'query-timeout');
   const inspectUrl = stringOption(parsed, 'inspect');
   if (inspectUrl !== undefined && !/^wss?:\/\/[^/]/i.test(inspectUrl)) {
@@ -129,6 +150,12 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   // Installed before anything starts, so a signal during startup still shuts down cleanly.
   const shutdown = io.waitForShutdown();
 
+  if (example) {
+    const laidOut = await layOutExample(exampleDir ?? EXAMPLE_DIR);
+    spicepod = laidOut.spicepod;
+    dataDir ??= laidOut.dataDir;
+    io.stdout.write(`Example: ${spicepod} serves a file:// copy of Ferry's fixture store (orders, users)\n`);
+  }
   // Loaded on use, so `ferry validate` and `--help` start without the engines' native modules.
   const { apiKeyCheck, createRuntime, redactingLogger } = await import('@ferry/runtime');
   const { inspectorRoutes, startServer, startStatelyBridge } = await import('@ferry/server');
@@ -242,12 +269,15 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
 
 export const serveCommand: Command = {
   name: 'serve',
+  positionals: ['spicepod.yaml'],
   summary: 'Serve a spicepod over HTTP until SIGINT/SIGTERM',
   help: HELP,
   options: {
     http: { type: 'string' },
     'api-key-env': { type: 'string' },
     'data-dir': { type: 'string' },
+    example: { type: 'boolean' },
+    'example-dir': { type: 'string' },
     'query-timeout': { type: 'string' },
     'log-level': { type: 'string' },
     'log-format': { type: 'string' },

@@ -61,6 +61,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
 
 export const validateCommand: Command = {
   name: 'validate',
+  positionals: ['spicepod.yaml'],
   summary: 'Check a spicepod and print every configuration error',
   help: HELP,
   options: {},

@@ -22,7 +22,7 @@ import type {
   SnapshotsMode,
   TrustedKey,
 } from './types.js';
-import { isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
+import { didYouMean, isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
 
 export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
 
@@ -116,8 +116,19 @@ const OTHER_ACCELERATION_KEYS = [
   'storage_profile',
   'partition_by',
 ];
+const KNOWN_ACCELERATION_KEYS = [
+  ...ACCELERATION_KEYS,
+  ...SNAPSHOT_WRITER_KEYS,
+  ...DATA_SHAPING_KEYS,
+  ...OTHER_ACCELERATION_KEYS,
+];
 const REFRESH_MODES = ['full', 'append', 'changes', 'caching', 'snapshot'];
 const SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only', 'create_only', 'disabled'];
+/** What a reader's `acceleration.snapshots` may say. */
+const READER_SNAPSHOT_BEHAVIOURS = ['enabled', 'bootstrap_only'];
+const ACCELERATION_MODES = ['memory', 'file'];
+/** Spice's `params.file_format` values; only `snapshot` is served here. */
+const FILE_FORMATS = ['snapshot', 'parquet', 'csv', 'json', 'jsonl', 'delta', 'iceberg'];
 
 /** The live-file params Spice names per engine (Turso also accepts `sqlite_file`: its file is SQLite-format). */
 const FILE_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
@@ -198,11 +209,23 @@ export function readDataset(
   }
   const accel = isMap(acceleration) ? acceleration : undefined;
 
-  if (isSnapshotFormat(connectorParams.file_format)) {
+  const fileFormat = connectorParams.file_format;
+  const misspeltFormat =
+    typeof fileFormat === 'string' &&
+    !isSnapshotFormat(fileFormat) &&
+    closest(fileFormat.trim(), FILE_FORMATS) === 'snapshot';
+  if (misspeltFormat) {
+    // Checked as the file_format dataset it was meant to be, so its other problems show too.
+    report.error(
+      `${base}.params.file_format`,
+      `'${fileFormat}' is not a file format; did you mean 'snapshot'?`,
+    );
+  }
+  if (misspeltFormat || isSnapshotFormat(fileFormat)) {
     const result = readFileFormatDataset(report, index, entry, from, connectorParams, accel, context);
     return { ...draft, form: 'file_format', ...result };
   }
-  if (accel !== undefined && accel.refresh_mode === 'snapshot') {
+  if (accel !== undefined && meantSnapshotRefresh(accel)) {
     const result = readRefreshModeDataset(report, index, entry, from, accel, context);
     return { ...draft, form: 'refresh_mode', ...result };
   }
@@ -275,7 +298,7 @@ function reportNotSnapshot(
       `'${mode}' is not served by this runtime, which serves only snapshot datasets; set refresh_mode: snapshot`,
     );
   } else {
-    report.error(path, `'${mode}' is not a refresh mode; use snapshot${suggestion(mode, REFRESH_MODES)}`);
+    report.error(path, `'${mode}' is not a refresh mode; use snapshot${didYouMean(mode, REFRESH_MODES)}`);
   }
 }
 
@@ -288,6 +311,23 @@ export interface LiveFile {
   /** The key path, e.g. `datasets[0].acceleration.params.duckdb_file`. */
   readonly path: string;
   readonly file: string;
+}
+
+/**
+ * Whether an acceleration means `refresh_mode: snapshot`, even misspelt: in the key (`refresh_mod:
+ * snapshot`) or in the value (`refresh_mode: snapshto`). Such a dataset is checked as the snapshot
+ * dataset it was meant to be, so the typo and every other problem are reported in one run.
+ */
+function meantSnapshotRefresh(accel: Record<string, unknown>): boolean {
+  let value = accel.refresh_mode;
+  if (value === undefined) {
+    const misspelt = Object.keys(accel).find(
+      (key) =>
+        !KNOWN_ACCELERATION_KEYS.includes(key) && closest(key, KNOWN_ACCELERATION_KEYS) === 'refresh_mode',
+    );
+    value = misspelt === undefined ? undefined : accel[misspelt];
+  }
+  return typeof value === 'string' && closest(value, REFRESH_MODES) === 'snapshot';
 }
 
 function readRefreshModeDataset(
@@ -303,6 +343,12 @@ function readRefreshModeDataset(
   warnComputedKeys(report, base, entry);
   const trustedKeys = readDatasetTrustedKeys(report, base, entry.params, secrets) ?? pod.trustedKeys;
   checkAccelerationKeys(report, at, accel, 'refresh_mode');
+  if (accel.refresh_mode !== undefined && accel.refresh_mode !== 'snapshot') {
+    const refreshMode = readText(report, `${at}.refresh_mode`, accel.refresh_mode);
+    if (refreshMode !== undefined) {
+      report.error(`${at}.refresh_mode`, `'${refreshMode}' is not a refresh mode; did you mean 'snapshot'?`);
+    }
+  }
   readEnabled(report, at, accel);
 
   let engine: EngineName | undefined;
@@ -319,7 +365,8 @@ function readRefreshModeDataset(
   } else {
     const mode = readText(report, `${at}.mode`, accel.mode);
     if (mode !== undefined && mode !== 'file') {
-      report.error(`${at}.mode`, `refresh_mode: snapshot requires mode: file, not '${mode}'; set mode: file`);
+      const meant = closest(mode, ACCELERATION_MODES) === 'file' ? "did you mean 'file'?" : 'set mode: file';
+      report.error(`${at}.mode`, `refresh_mode: snapshot requires mode: file, not '${mode}'; ${meant}`);
     }
   }
   let snapshotsMode: SnapshotsMode | undefined;
@@ -332,9 +379,14 @@ function readRefreshModeDataset(
     const value = readText(report, `${at}.snapshots`, accel.snapshots);
     if (value === 'enabled' || value === 'bootstrap_only') snapshotsMode = value;
     else if (value !== undefined) {
+      const close = closest(value, READER_SNAPSHOT_BEHAVIOURS);
       report.error(
         `${at}.snapshots`,
-        `refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not '${value}'; set snapshots: bootstrap_only`,
+        `refresh_mode: snapshot requires acceleration.snapshots: enabled or bootstrap_only, not '${value}'; ${
+          close === undefined
+            ? 'set snapshots: enabled (load each newer snapshot) or bootstrap_only (load one at start)'
+            : `did you mean '${close}'?`
+        }`,
       );
     }
   }
@@ -540,12 +592,7 @@ function checkAccelerationKeys(
   accel: Record<string, unknown>,
   form: DatasetForm,
 ): void {
-  const known = [
-    ...ACCELERATION_KEYS,
-    ...SNAPSHOT_WRITER_KEYS,
-    ...DATA_SHAPING_KEYS,
-    ...OTHER_ACCELERATION_KEYS,
-  ];
+  const known = KNOWN_ACCELERATION_KEYS;
   for (const key of Object.keys(accel)) {
     const path = `${at}.${key}`;
     if (ACCELERATION_KEYS.includes(key)) continue;
@@ -594,7 +641,7 @@ function readEngine(report: Reporter, path: string, value: unknown): EngineName 
   } else {
     report.error(
       path,
-      `engine '${engine}' is unknown; use duckdb, sqlite or turso${suggestion(engine, SNAPSHOT_ENGINES)}`,
+      `engine '${engine}' is unknown; use duckdb, sqlite or turso${didYouMean(engine, SNAPSHOT_ENGINES)}`,
     );
   }
   return undefined;
@@ -723,9 +770,4 @@ function readEngineParams(
     ...(live === undefined ? {} : { live }),
     ...(Object.keys(limits).length === 0 ? {} : { limits }),
   };
-}
-
-function suggestion(word: string, known: readonly string[]): string {
-  const close = closest(word, known);
-  return close === undefined ? '' : ` (did you mean '${close}'?)`;
 }

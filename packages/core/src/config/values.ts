@@ -6,7 +6,7 @@
  * own error and returns `undefined`, so loading goes on and reports every problem.
  */
 import { durationOrProblem } from './duration.js';
-import type { Reporter } from './issues.js';
+import { closest, type Reporter } from './issues.js';
 import { resolveReferences, type SecretSource } from './secrets.js';
 
 export type { Env } from './secrets.js';
@@ -51,7 +51,7 @@ export function readBoolean(report: Reporter, path: string, value: unknown): boo
   const lower = text.toLowerCase();
   if (lower === 'true') return true;
   if (lower === 'false') return false;
-  report.error(path, `'${text}' is not a boolean; use true or false`);
+  report.error(path, `'${text}' is not a boolean; use true or false${didYouMean(lower, ['true', 'false'])}`);
   return undefined;
 }
 
@@ -66,8 +66,20 @@ export function readChoice<T extends string>(
   if (text === undefined) return undefined;
   const found = allowed.find((choice) => choice === text);
   if (found !== undefined) return found;
-  report.error(path, `'${text}' is not allowed; use ${listOr(allowed)}`);
+  report.error(path, `'${text}' is not allowed; use ${listOr(allowed)}${didYouMean(text, allowed)}`);
   return undefined;
+}
+
+/**
+ * ` (did you mean 'x'?)` when one of `known` is what `word` likely meant, else nothing: a value
+ * with `word` as one of its `_` parts (`lfu` → `tiny_lfu`, not `lru`), else the closest spelling.
+ */
+export function didYouMean(word: string, known: readonly string[]): string {
+  const lower = word.toLowerCase();
+  const close =
+    known.find((value) => value.length > lower.length && value.toLowerCase().split('_').includes(lower)) ??
+    closest(word, known);
+  return close === undefined ? '' : ` (did you mean '${close}'?)`;
 }
 
 export function readDuration(report: Reporter, path: string, value: unknown): number | undefined {
