@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FileFormat, ObjectStore } from '@ferry/core';
 import { createObjectStore, type ObjectStoreParams } from '@ferry/store';
-import { assertDatasetName, buildSnapshotFile, resolveEngine, type SnapshotSource } from './build.js';
+import { putBlockManifest } from './block-sidecar.js';
+import {
+  assertDatasetName,
+  type BuiltSnapshot,
+  buildSnapshotFile,
+  resolveEngine,
+  type SnapshotSource,
+} from './build.js';
 import { WriterOptionsError } from './errors.js';
 import {
   assertEngineMatches,
@@ -45,6 +52,11 @@ export interface PublishSnapshotOptions {
   /** Directory for the temporary build (removed afterwards). Default: the OS temp directory. */
   readonly workDir?: string;
   readonly onProgress?: ProgressCallback;
+  /**
+   * Upload the block manifest sidecar (`<key>.ferry-blocks.json`) that lets readers fetch only the
+   * blocks that changed. Default true.
+   */
+  readonly blockManifest?: boolean;
 }
 
 export interface PublishResult {
@@ -60,9 +72,103 @@ export interface PublishResult {
   readonly schemaId: number;
   /** Conditional metadata.json writes it took. */
   readonly attempts: number;
+  /** Key of the block manifest sidecar, when one was uploaded. */
+  readonly blockManifestKey?: string;
 }
 
 const DEFAULT_MAX_ATTEMPTS = 10;
+
+/** The publish options that apply to a file already built (`publishBuilt`). */
+export type PublishBuiltOptions = Pick<
+  PublishSnapshotOptions,
+  'lastUpdatedAtMs' | 'onProgress' | 'blockManifest'
+>;
+
+/** `maxAttempts` checked (a positive integer; default 10). */
+export function maxAttemptsOf(options: { readonly maxAttempts?: number }): number {
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
+    throw new WriterOptionsError(
+      'maxAttempts',
+      `maxAttempts must be a positive integer, got ${maxAttempts}.`,
+    );
+  }
+  return maxAttempts;
+}
+
+/**
+ * Steps 1–3 for a file already built and described (`built`): refuse an incompatible schema before
+ * uploading, upload it and its block manifest, make it current. `firstRead` is the metadata.json
+ * read the refusal checks were made on.
+ */
+export async function publishBuilt(
+  store: ObjectStore,
+  firstRead: Awaited<ReturnType<typeof readMetadata>>,
+  built: BuiltSnapshot,
+  options: PublishBuiltOptions,
+  maxAttempts: number,
+): Promise<PublishResult> {
+  const { dataset, engine } = built;
+  checkAppendable(store, firstRead, {
+    dataset,
+    engine,
+    schema: built.schema,
+    key: snapshotKey(dataset, engine, Date.now()),
+    size: built.size,
+    rowCount: built.rowCount,
+  });
+
+  const uploaded = await uploadSnapshot({
+    store,
+    dataset,
+    engine,
+    path: built.path,
+    size: built.size,
+    ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+  });
+  const sidecar =
+    options.blockManifest === false ? undefined : await putBlockManifest(store, uploaded, engine);
+  let committed: CommitResult;
+  try {
+    committed = await commitSnapshot({
+      store,
+      firstRead,
+      maxAttempts,
+      entry: {
+        location: store.location,
+        dataset,
+        engine,
+        schema: built.schema,
+        uri: uploaded.uri,
+        checksum: uploaded.checksum,
+        size: uploaded.size,
+        rowCount: built.rowCount,
+        timestampMs: uploaded.timeMs,
+        ...(options.lastUpdatedAtMs === undefined ? {} : { lastUpdatedAtMs: options.lastUpdatedAtMs }),
+      },
+    });
+  } catch (error) {
+    // Refused or lost every race: nothing references the object, so take it back. (Any other
+    // error may hide a write that landed, so the object stays.)
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ERR_WRITER_METADATA_CONFLICT' || code === 'ERR_INCOMPATIBLE_SCHEMA') {
+      await deleteUnreferenced(store, uploaded.key);
+      if (sidecar !== undefined) await deleteUnreferenced(store, sidecar);
+    }
+    throw error;
+  }
+  return {
+    snapshotId: committed.snapshotId,
+    uri: uploaded.uri,
+    key: uploaded.key,
+    size: uploaded.size,
+    checksum: uploaded.checksum,
+    rowCount: built.rowCount,
+    schemaId: committed.schemaId,
+    attempts: committed.attempts,
+    ...(sidecar === undefined ? {} : { blockManifestKey: sidecar }),
+  };
+}
 
 /**
  * Publish one snapshot of `dataset` to `location`.
@@ -74,13 +180,7 @@ const DEFAULT_MAX_ATTEMPTS = 10;
 export async function publishSnapshot(options: PublishSnapshotOptions): Promise<PublishResult> {
   const { dataset, source } = options;
   assertDatasetName(dataset);
-  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
-    throw new WriterOptionsError(
-      'maxAttempts',
-      `maxAttempts must be a positive integer, got ${maxAttempts}.`,
-    );
-  }
+  const maxAttempts = maxAttemptsOf(options);
   const engine = resolveEngine(dataset, source, options.engine);
   const owned = typeof options.location === 'string';
   const store =
@@ -101,61 +201,7 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
       output: join(workDir, `${dataset}.${engine}`),
       ...('sql' in source ? { notNull } : {}),
     });
-    checkAppendable(store, firstRead, {
-      dataset,
-      engine,
-      schema: built.schema,
-      key: snapshotKey(dataset, engine, Date.now()),
-      size: built.size,
-      rowCount: built.rowCount,
-    });
-
-    const uploaded = await uploadSnapshot({
-      store,
-      dataset,
-      engine,
-      path: built.path,
-      size: built.size,
-      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-    });
-    let committed: CommitResult;
-    try {
-      committed = await commitSnapshot({
-        store,
-        firstRead,
-        maxAttempts,
-        entry: {
-          location: store.location,
-          dataset,
-          engine,
-          schema: built.schema,
-          uri: uploaded.uri,
-          checksum: uploaded.checksum,
-          size: uploaded.size,
-          rowCount: built.rowCount,
-          timestampMs: uploaded.timeMs,
-          ...(options.lastUpdatedAtMs === undefined ? {} : { lastUpdatedAtMs: options.lastUpdatedAtMs }),
-        },
-      });
-    } catch (error) {
-      // Refused or lost every race: nothing references the object, so take it back. (Any other
-      // error may hide a write that landed, so the object stays.)
-      const code = (error as { code?: unknown }).code;
-      if (code === 'ERR_WRITER_METADATA_CONFLICT' || code === 'ERR_INCOMPATIBLE_SCHEMA') {
-        await deleteUnreferenced(store, uploaded.key);
-      }
-      throw error;
-    }
-    return {
-      snapshotId: committed.snapshotId,
-      uri: uploaded.uri,
-      key: uploaded.key,
-      size: uploaded.size,
-      checksum: uploaded.checksum,
-      rowCount: built.rowCount,
-      schemaId: committed.schemaId,
-      attempts: committed.attempts,
-    };
+    return await publishBuilt(store, firstRead, built, options, maxAttempts);
   } finally {
     await rm(workDir, { recursive: true, force: true });
     if (owned) await store.close();
