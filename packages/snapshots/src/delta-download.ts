@@ -234,11 +234,11 @@ export async function assembleDelta(context: DeltaContext, handle: FileHandle): 
       };
     }
     if (digest !== context.checksum.toLowerCase()) {
+      // The manifest (or the held file's) lied about a block: it is not kept for the next swap.
       return {
         kind: 'fallback',
         reason: `the assembled file's SHA-256 ${digest} is not the recorded ${context.checksum}`,
         doubtful: true,
-        manifest,
       };
     }
     return {

@@ -43,7 +43,10 @@ export interface PublishIncrementalOptions
     | 'onProgress'
     | 'blockManifest'
   > {
-  /** Applied in order, each exactly one INSERT, UPDATE or DELETE in the dataset engine's SQL. */
+  /**
+   * Applied in order, in the dataset engine's SQL: INSERT, UPDATE and DELETE only (DuckDB: a string
+   * may hold several, `;`-separated; SQLite: one per string).
+   */
   readonly statements: readonly string[];
   /** Where the writer keeps its copy of the dataset's current snapshot between publishes. */
   readonly stateDir: string;
@@ -177,23 +180,23 @@ async function applyDuckDb(dataset: string, path: string, statements: readonly s
       } catch (error) {
         throw new IncrementalStatementError(dataset, sql, messageOf(error), { cause: error });
       }
-      if (extracted.count !== 1) {
-        throw new IncrementalStatementError(dataset, sql, `it holds ${extracted.count} statements`);
-      }
-      try {
-        const prepared = await extracted.prepare(0);
+      if (extracted.count === 0) throw new IncrementalStatementError(dataset, sql, 'it holds no statement');
+      for (let index = 0; index < extracted.count; index++) {
         try {
-          if (!ALLOWED_DUCKDB.has(prepared.statementType)) {
-            const kind = StatementType[prepared.statementType] ?? String(prepared.statementType);
-            throw new IncrementalStatementError(dataset, sql, `it is a ${kind} statement`);
+          const prepared = await extracted.prepare(index);
+          try {
+            if (!ALLOWED_DUCKDB.has(prepared.statementType)) {
+              const kind = StatementType[prepared.statementType] ?? String(prepared.statementType);
+              throw new IncrementalStatementError(dataset, sql, `it holds a ${kind} statement`);
+            }
+            await prepared.run();
+          } finally {
+            prepared.destroySync();
           }
-          await prepared.run();
-        } finally {
-          prepared.destroySync();
+        } catch (error) {
+          if (error instanceof IncrementalStatementError) throw error;
+          throw new IncrementalStatementError(dataset, sql, messageOf(error), { cause: error });
         }
-      } catch (error) {
-        if (error instanceof IncrementalStatementError) throw error;
-        throw new IncrementalStatementError(dataset, sql, messageOf(error), { cause: error });
       }
     }
     await connection.run('CHECKPOINT');

@@ -14,6 +14,8 @@ import { createProgress, formatBytes } from '../progress.js';
 
 const HELP = `Usage: ferry publish --location URI --dataset NAME [--engine duckdb|sqlite]
                      (--sql QUERY | --file DB) [S3 options]
+       ferry publish --incremental --location URI --dataset NAME --sql STATEMENTS
+                     [--state-dir DIR] [S3 options]
 
 Build a snapshot of a dataset and publish it: upload the file to its dated key, then make it
 current in <location>metadata.json. Readers of the location pick it up on their next poll.
@@ -26,6 +28,12 @@ Options:
                             SELECT * FROM read_csv('orders.csv'))
       --file DB             Publish an existing DuckDB or SQLite file holding table NAME
       --not-null COLUMNS    Comma-separated columns to declare NOT NULL (with --sql)
+      --incremental         Start from the dataset's current snapshot and apply --sql to it (INSERT,
+                            UPDATE, DELETE; several ';'-separated for DuckDB, one for SQLite), so the
+                            new snapshot shares unchanged blocks with the last one
+      --state-dir DIR       Where --incremental keeps its copy of the current snapshot between runs
+                            (default .ferry-writer in the working directory); downloaded when absent
+      --no-block-manifest   Do not upload the block manifest sidecar (<key>.ferry-blocks.json)
       --json                Print the result as JSON
   S3 (otherwise the AWS SDK's environment and credential chain apply):
       --s3-endpoint URL     S3-compatible endpoint (path-style addressing)
@@ -68,6 +76,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   expectPositionals('publish', parsed, []);
   const location = required(parsed, 'location');
   const dataset = required(parsed, 'dataset');
+  if (parsed.values.incremental === true) return runIncremental(parsed, io, location, dataset);
   const engine = choiceOption('publish', parsed, 'engine', ENGINES);
   const sql = stringOption(parsed, 'sql');
   const file = stringOption(parsed, 'file');
@@ -95,11 +104,44 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       storeParams: storeParams(parsed),
       ...(engine === undefined ? {} : { engine }),
       ...(notNull === undefined ? {} : { notNull }),
+      ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
       onProgress: (bytes, total) => progress.update(bytes, total),
     });
   } finally {
     progress.done();
   }
+  return printResult(io, parsed, dataset, result);
+}
+
+/** `--incremental`: the statements of --sql applied to the current snapshot (`publishIncremental`). */
+async function runIncremental(parsed: Parsed, io: CliIo, location: string, dataset: string): Promise<number> {
+  const sql = required(parsed, 'sql');
+  for (const name of ['file', 'engine', 'not-null']) {
+    if (parsed.values[name] !== undefined) {
+      throw new UsageError('publish', `--${name} does not apply to --incremental (the current snapshot sets it)`);
+    }
+  }
+  const stateDir = resolve(stringOption(parsed, 'state-dir') ?? '.ferry-writer');
+  const progress = createProgress(io.stderr, `Uploading ${dataset}`);
+  const { publishIncremental } = await import('@ferry/writer');
+  let result: PublishResult;
+  try {
+    result = await publishIncremental({
+      dataset,
+      location,
+      statements: [sql],
+      stateDir,
+      storeParams: storeParams(parsed),
+      ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
+      onProgress: (bytes, total) => progress.update(bytes, total),
+    });
+  } finally {
+    progress.done();
+  }
+  return printResult(io, parsed, dataset, result);
+}
+
+function printResult(io: CliIo, parsed: Parsed, dataset: string, result: PublishResult): number {
   if (parsed.values.json === true) {
     io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
@@ -130,6 +172,9 @@ export const publishCommand: Command = {
     sql: { type: 'string' },
     file: { type: 'string' },
     'not-null': { type: 'string' },
+    incremental: { type: 'boolean' },
+    'state-dir': { type: 'string' },
+    'no-block-manifest': { type: 'boolean' },
     json: { type: 'boolean' },
     's3-endpoint': { type: 'string' },
     's3-region': { type: 'string' },
