@@ -118,7 +118,10 @@ async function runIncremental(parsed: Parsed, io: CliIo, location: string, datas
   const sql = required(parsed, 'sql');
   for (const name of ['file', 'engine', 'not-null']) {
     if (parsed.values[name] !== undefined) {
-      throw new UsageError('publish', `--${name} does not apply to --incremental (the current snapshot sets it)`);
+      throw new UsageError(
+        'publish',
+        `--${name} does not apply to --incremental (the current snapshot sets it)`,
+      );
     }
   }
   const stateDir = resolve(stringOption(parsed, 'state-dir') ?? '.ferry-writer');
