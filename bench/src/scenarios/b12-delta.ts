@@ -31,6 +31,21 @@ interface Refresh {
   readonly reusedBytes: number;
 }
 
+/**
+ * Runs a publish again when the store failed it (fauxqs, on a loaded machine, has lost a 1 GiB
+ * multipart upload: `NoSuchUpload` on completion); a failed upload commits nothing.
+ */
+async function publishing<T>(context: { log(message: string): void }, publish: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await publish();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'ERR_STORE' || attempt === 3) throw error;
+      context.log(`publish failed (${(error as Error).message}); publishing again`);
+    }
+  }
+}
+
 /** poll.now → swap event for the snapshot just published, and what the download fetched. */
 async function refresh(runtime: Runtime, dataset: string, snapshotId: number): Promise<Refresh> {
   const swapped = swapTo(runtime, dataset, snapshotId, 600_000);
@@ -109,12 +124,14 @@ export const b12: Scenario = {
         try {
           await runtime.ready(dataset, { timeoutMs: 600_000 });
           context.log(`${engine}: appending 1 % of ${base.rows} rows with the incremental writer`);
-          const appended = await publishIncremental({
-            dataset,
-            location: store,
-            stateDir,
-            statements: [appendStatement(engine, dataset, base.rows, Math.round(base.rows / 100))],
-          });
+          const appended = await publishing(context, () =>
+            publishIncremental({
+              dataset,
+              location: store,
+              stateDir,
+              statements: [appendStatement(engine, dataset, base.rows, Math.round(base.rows / 100))],
+            }),
+          );
           const delta = await refresh(runtime, dataset, appended.snapshotId);
           context.log(
             `${engine}: delta ${delta.ms.toFixed(0)} ms, fetched ${delta.fetchedBytes} of ${appended.size}`,
@@ -131,21 +148,25 @@ export const b12: Scenario = {
           context.log(`${engine}: sharing nothing ${nothing.ms.toFixed(0)} ms`);
 
           // Baselines: the same two files, published without a manifest, downloaded whole.
-          const freshWhole = await publishSnapshot({
-            dataset,
-            location: store,
-            source: { file: rebuilt.path },
-            engine,
-            blockManifest: false,
-          });
+          const freshWhole = await publishing(context, () =>
+            publishSnapshot({
+              dataset,
+              location: store,
+              source: { file: rebuilt.path },
+              engine,
+              blockManifest: false,
+            }),
+          );
           const nothingFull = await refresh(runtime, dataset, freshWhole.snapshotId);
-          const appendedWhole = await publishSnapshot({
-            dataset,
-            location: store,
-            source: { file: join(stateDir, `${dataset}.snapshot`) },
-            engine,
-            blockManifest: false,
-          });
+          const appendedWhole = await publishing(context, () =>
+            publishSnapshot({
+              dataset,
+              location: store,
+              source: { file: join(stateDir, `${dataset}.snapshot`) },
+              engine,
+              blockManifest: false,
+            }),
+          );
           const deltaFull = await refresh(runtime, dataset, appendedWhole.snapshotId);
           context.log(
             `${engine}: full downloads ${deltaFull.ms.toFixed(0)} / ${nothingFull.ms.toFixed(0)} ms`,
