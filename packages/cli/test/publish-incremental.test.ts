@@ -23,8 +23,9 @@ describe('ferry publish --incremental', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('refuses a dataset with no snapshot yet, naming the fix', async () => {
-    const refused = await ferry([
+  /** `ferry publish --incremental` of dataset orders with `sql`, plus `extra` arguments. */
+  const incremental = (sql: string, extra: readonly string[] = []) =>
+    ferry([
       'publish',
       '--incremental',
       '--location',
@@ -32,10 +33,12 @@ describe('ferry publish --incremental', () => {
       '--dataset',
       'orders',
       '--sql',
-      'DELETE FROM orders',
-      '--state-dir',
-      join(dir, 'state'),
+      sql,
+      ...extra,
     ]);
+
+  it('refuses a dataset with no snapshot yet, naming the fix', async () => {
+    const refused = await incremental('DELETE FROM orders', ['--state-dir', join(dir, 'state')]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('publish a full snapshot first');
   });
@@ -51,15 +54,7 @@ describe('ferry publish --incremental', () => {
       'SELECT i::BIGINT AS id FROM range(1000) t(i)',
     ]);
     expect(full.code).toBe(0);
-    const next = await ferry([
-      'publish',
-      '--incremental',
-      '--location',
-      location,
-      '--dataset',
-      'orders',
-      '--sql',
-      'INSERT INTO orders SELECT i FROM range(1000, 1010) t(i)',
+    const next = await incremental('INSERT INTO orders SELECT i FROM range(1000, 1010) t(i)', [
       '--state-dir',
       join(dir, 'state'),
       '--json',
@@ -83,18 +78,7 @@ describe('ferry publish --incremental', () => {
   });
 
   it('refuses flags that do not apply to --incremental', async () => {
-    const refused = await ferry([
-      'publish',
-      '--incremental',
-      '--location',
-      location,
-      '--dataset',
-      'orders',
-      '--sql',
-      'DELETE FROM orders',
-      '--file',
-      join(dir, 'x.duckdb'),
-    ]);
+    const refused = await incremental('DELETE FROM orders', ['--file', join(dir, 'x.duckdb')]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--file does not apply to --incremental');
   });
