@@ -14,7 +14,7 @@
  * a wrong file.
  */
 import type { FileFormat } from '../engines.js';
-import { FerryError } from '../errors.js';
+import { BlockManifestError } from './errors.js';
 
 /** The sidecar's key is the snapshot's key with this suffix. */
 export const BLOCK_MANIFEST_SUFFIX = '.ferry-blocks.json';
@@ -76,17 +76,6 @@ export function blockRange(layout: BlockLayout, size: number, index: number): { 
   }
   const start = index * layout.blockSize;
   return { start, end: Math.min(size, start + layout.blockSize) };
-}
-
-/** A manifest that cannot be used: the reader falls back to the full download. */
-export class BlockManifestError extends FerryError {
-  constructor(uri: string, reason: string) {
-    super(
-      'ERR_BLOCK_MANIFEST_INVALID',
-      `Block manifest '${uri}' cannot be used: ${reason}; the snapshot is downloaded whole (republish it with Ferry's writer to get a valid manifest).`,
-    );
-    this.name = 'BlockManifestError';
-  }
 }
 
 const HEX_64 = /^[0-9a-f]{64}$/;
