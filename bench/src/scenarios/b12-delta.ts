@@ -101,12 +101,9 @@ export const b12: Scenario = {
         await mkdir(dir, { recursive: true });
         context.log(`building a ~${formatValue(mib(bytes), 'MiB')} ${engine} file`);
         const base = await buildFileOfSize(dir, engine, dataset, bytes, 1);
-        const first = await publishSnapshot({
-          dataset,
-          location: store,
-          source: { file: base.path },
-          engine,
-        });
+        const first = await publishing(context, () =>
+          publishSnapshot({ dataset, location: store, source: { file: base.path }, engine }),
+        );
         const stateDir = join(dir, 'writer');
         await mkdir(stateDir, { recursive: true });
         // The writer's kept copy: it proves it holds the current snapshot by its SHA-256 (or downloads it).
@@ -138,12 +135,9 @@ export const b12: Scenario = {
           );
 
           const rebuilt = await buildFileOfSize(dir, engine, dataset, bytes, 2);
-          const fresh = await publishSnapshot({
-            dataset,
-            location: store,
-            source: { file: rebuilt.path },
-            engine,
-          });
+          const fresh = await publishing(context, () =>
+            publishSnapshot({ dataset, location: store, source: { file: rebuilt.path }, engine }),
+          );
           const nothing = await refresh(runtime, dataset, fresh.snapshotId);
           context.log(`${engine}: sharing nothing ${nothing.ms.toFixed(0)} ms`);
 
