@@ -13,6 +13,7 @@ export const SCENARIO_IDS = [
   'b10',
   'b11',
   'b12',
+  'b14',
   'soak',
 ] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -42,6 +43,8 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
   cache: 'b11',
   b12: 'b12',
   delta: 'b12',
+  b14: 'b14',
+  cancel: 'b14',
   soak: 'soak',
 };
 
@@ -52,7 +55,7 @@ export interface BenchArgs {
 }
 
 export const USAGE =
-  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b12|delta soak …] [--quick] [--minutes N]\n' +
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b12|delta b14|cancel soak …] [--quick] [--minutes N]\n' +
   'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
 
 export function parseArgs(argv: readonly string[]): BenchArgs {

@@ -23,6 +23,7 @@ import { b9 } from './scenarios/b9-http.js';
 import { b10 } from './scenarios/b10-inspector.js';
 import { b11 } from './scenarios/b11-cache.js';
 import { b12 } from './scenarios/b12-delta.js';
+import { b14 } from './scenarios/b14-cancel.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -46,6 +47,7 @@ const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
   b10,
   b11,
   b12,
+  b14,
   soak,
 };
 

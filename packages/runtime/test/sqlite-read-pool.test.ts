@@ -105,7 +105,7 @@ describe('SqliteReadPool', () => {
       expect(await runaway).toMatchObject({
         code: 'ERR_QUERY_TIMEOUT',
         message:
-          "The query on dataset 'users' ran longer than 400 ms and was cancelled; narrow it or raise queryTimeoutMs.",
+          "The query on dataset 'users' ran longer than 400 ms and was cancelled; narrow it or raise the query timeout (runtime.query.ferry_timeout, ferry serve --query-timeout, or queryTimeoutMs when embedded).",
       });
       const answered = await Promise.all([...before, ...after]);
       expect(answered.map(rowsOf)).toEqual(
