@@ -18,6 +18,7 @@ const UNIT = [
   'packages/local-aws/test/s3-events.test.ts',
   'packages/store/test/file-store.test.ts',
   'packages/store/test/read-parallel.test.ts',
+  'packages/store/test/block-digests.test.ts',
   'packages/test-support/test/fixture-store.test.ts',
   'packages/writer/test/build.test.ts',
   'test/architecture/**/*.test.ts',

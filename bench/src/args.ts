@@ -12,6 +12,7 @@ export const SCENARIO_IDS = [
   'b9',
   'b10',
   'b11',
+  'b12',
   'b13',
   'b14',
   'soak',
@@ -41,6 +42,8 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
   inspector: 'b10',
   b11: 'b11',
   cache: 'b11',
+  b12: 'b12',
+  delta: 'b12',
   b13: 'b13',
   signing: 'b13',
   b14: 'b14',
@@ -55,7 +58,7 @@ export interface BenchArgs {
 }
 
 export const USAGE =
-  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b13|signing b14|cancel soak …] [--quick] [--minutes N]\n' +
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b12|delta b13|signing b14|cancel soak …] [--quick] [--minutes N]\n' +
   'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
 
 export function parseArgs(argv: readonly string[]): BenchArgs {

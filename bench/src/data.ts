@@ -101,17 +101,25 @@ export const BULK_COLUMNS: readonly Column[] = [
 ];
 
 /**
- * A DuckDB file of roughly `targetBytes`: a small calibration build gives bytes per row, then the
- * real build scales the row count. The actual size is returned (and reported).
+ * A file of roughly `targetBytes` with `keyedColumns(version, BULK_COLUMNS)`: a small calibration
+ * build gives bytes per row, then the real build scales the row count. The actual size is returned
+ * (and reported).
  */
-export async function buildDuckDbOfSize(
+export async function buildFileOfSize(
   dir: string,
+  engine: FileFormat,
   dataset: string,
   targetBytes: number,
+  version = 1,
 ): Promise<BuiltFile> {
   const probeRows = 100_000;
-  const probe = await buildFile(dir, 'duckdb', dataset, probeRows, keyedColumns(1, BULK_COLUMNS));
+  const probe = await buildFile(dir, engine, dataset, probeRows, keyedColumns(version, BULK_COLUMNS));
   const perRow = probe.size / probeRows;
   const rows = Math.max(1000, Math.round(targetBytes / perRow));
-  return buildFile(dir, 'duckdb', dataset, rows, keyedColumns(1, BULK_COLUMNS));
+  return buildFile(dir, engine, dataset, rows, keyedColumns(version, BULK_COLUMNS));
+}
+
+/** A DuckDB file of roughly `targetBytes` (see {@link buildFileOfSize}). */
+export function buildDuckDbOfSize(dir: string, dataset: string, targetBytes: number): Promise<BuiltFile> {
+  return buildFileOfSize(dir, 'duckdb', dataset, targetBytes);
 }

@@ -13,6 +13,7 @@ import * as core from '@ferry/core';
 import {
   ActorNotProvidedError,
   ArrowSchemaError,
+  BlockManifestError,
   ConfigError,
   CurrentSnapshotMissingError,
   deserializeError,
@@ -105,6 +106,8 @@ import {
 import * as writer from '@ferry/writer';
 import {
   EngineMismatchError,
+  IncrementalBaseError,
+  IncrementalStatementError,
   MetadataConflictError,
   NothingPublishedError,
   NotNullViolationError,
@@ -145,6 +148,8 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   SnapshotRejectedError: () =>
     new SnapshotRejectedError('ERR_SNAPSHOT_CHECKSUM_MISMATCH', 'Snapshot s3://b/x checksum mismatch.'),
   OutsideLocationError: () => new OutsideLocationError('s3://b/p/', 's3://other/x', 'another bucket'),
+  BlockManifestError: () =>
+    new BlockManifestError('s3://b/p/x.duckdb.ferry-blocks.json', "its checksum is not the snapshot's"),
   MetadataError: () =>
     new MetadataError('s3://b/p/', 'orders.snapshots[1]', 'missing', { dataset: 'orders' }),
   UnsupportedFormatVersionError: () => new UnsupportedFormatVersionError(2, 's3://b/p/'),
@@ -257,6 +262,10 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
     }),
   SnapshotKeyTakenError: () => new SnapshotKeyTakenError('orders', 's3://b/p/', 'orders/1.db', 5),
   MetadataConflictError: () => new MetadataConflictError('orders', 's3://b/p/', 5),
+  IncrementalBaseError: () =>
+    new IncrementalBaseError('orders', 'the location records no current snapshot of it'),
+  IncrementalStatementError: () =>
+    new IncrementalStatementError('orders', 'SELECT 1', 'it is a SELECT statement', { cause: engineCause }),
   // cli
   UsageError: () => new cli.UsageError('serve', "unknown option '--nope'"),
   ApiKeyEnvError: () => new cli.ApiKeyEnvError('FERRY_KEY'),

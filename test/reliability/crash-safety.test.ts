@@ -1,6 +1,7 @@
 /**
  * Crash safety of the serving process. A child process runs the runtime (built dist, real threads)
- * on a file:// store whose snapshots were published once up front; the test makes a newer snapshot
+ * on a file:// store whose snapshots were published once up front (a chain made by the incremental
+ * writer, with block manifests, so every swap is a delta swap that copies the live file's blocks); the test makes a newer snapshot
  * current by rewriting metadata.json, then kills the child with SIGKILL at a random instant drawn
  * from twice a measured swap's duration (so before, during or after the download, validation,
  * rename or manifest promotion). On every restart the
@@ -17,9 +18,9 @@ import { createHash } from 'node:crypto';
 import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { appendSnapshot } from '@ferry/core';
+import { appendSnapshot, getDataset, parseMetadata, recordedSchema } from '@ferry/core';
 import { createFileStore } from '@ferry/store';
-import { type BuiltSnapshot, buildSnapshotFile } from '@ferry/writer';
+import { type BuiltSnapshot, publishIncremental, publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './support.js';
 
@@ -51,6 +52,19 @@ function sha256(bytes: Uint8Array): string {
 interface Snapshot extends BuiltSnapshot {
   readonly version: number;
   readonly checksum: string;
+  /** Its block manifest (copied beside it into each lane's store). */
+  readonly sidecar: string;
+}
+
+/** The dataset's recorded schema in a store's metadata.json. */
+async function datasetOf(
+  store: ReturnType<typeof createFileStore>,
+): Promise<{ schema: BuiltSnapshot['schema'] }> {
+  const got = await store.get('metadata.json');
+  if (got.status !== 'ok') throw new Error('no metadata.json');
+  const dataset = getDataset(parseMetadata(new TextDecoder().decode(got.body), store.location), DATASET);
+  if (dataset === undefined) throw new Error(`no dataset ${DATASET}`);
+  return { schema: recordedSchema(dataset).schema };
 }
 
 interface ChildMessage {
@@ -204,6 +218,10 @@ class Lane {
     await mkdir(join(this.storeDir, 'snapshots'), { recursive: true });
     for (const [index, snapshot] of this.#snapshots.entries()) {
       await copyFile(snapshot.path, join(this.storeDir, 'snapshots', `${DATASET}_${index}.duckdb`));
+      await copyFile(
+        snapshot.sidecar,
+        join(this.storeDir, 'snapshots', `${DATASET}_${index}.duckdb.ferry-blocks.json`),
+      );
     }
     await writeFile(
       this.spicepod,
@@ -269,6 +287,8 @@ class Lane {
       const started = performance.now();
       child.pollNow();
       await child.waitForSwap(this.#current);
+      // The swaps of this loop are delta swaps: the live file's blocks are reused.
+      await child.waitForLog(new RegExp(`now serves snapshot ${this.#current} \\(.* reused from snapshot`));
       // Kills land before, during and after a swap: from 0 to twice its duration (at least 200 ms).
       this.#killWindowMs = Math.max(200, 2 * (performance.now() - started));
     } finally {
@@ -339,18 +359,45 @@ beforeAll(async () => {
   const dir = await tempDir('ferry-crash-build-');
   dirs.push(dir);
   snapshots = [];
-  for (let version = 1; version <= FILES; version++) {
-    const output = join(dir, `v${version}.duckdb`);
-    const built = await buildSnapshotFile({
+  // A chain made by the incremental writer (each version rewrites the version column of the one
+  // before), published with block manifests: every swap of the loop is a delta swap.
+  const build = createFileStore({ location: `file://${join(dir, 'store')}/` });
+  try {
+    let published = await publishSnapshot({
       dataset: DATASET,
       engine: 'duckdb',
-      output,
+      location: build,
       notNull: ['id'],
       source: {
-        sql: `SELECT i::BIGINT AS id, ${version}::BIGINT AS version, md5(i::VARCHAR || '-${version}') AS pad FROM range(${ROWS}) t(i)`,
+        sql: `SELECT i::BIGINT AS id, 1::BIGINT AS version, md5(i::VARCHAR) AS pad FROM range(${ROWS}) t(i)`,
       },
     });
-    snapshots.push({ ...built, version, checksum: sha256(await readFile(output)) });
+    for (let version = 1; version <= FILES; version++) {
+      if (version > 1) {
+        published = await publishIncremental({
+          dataset: DATASET,
+          location: build,
+          stateDir: join(dir, 'writer'),
+          statements: [`UPDATE ${DATASET} SET version = ${version}`],
+        });
+      }
+      const path = join(dir, 'store', ...published.key.split('/'));
+      const sidecar = `${path}.ferry-blocks.json`;
+      const engine = await readFile(path);
+      snapshots.push({
+        path,
+        sidecar,
+        dataset: DATASET,
+        engine: 'duckdb',
+        schema: (await datasetOf(build)).schema,
+        rowCount: ROWS,
+        size: engine.byteLength,
+        version,
+        checksum: sha256(engine),
+      });
+    }
+  } finally {
+    await build.close();
   }
 }, 120_000);
 

@@ -92,6 +92,7 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
 
   // The object store and metadata.json (`snapshots()`, the status routes).
   ERR_METADATA_INVALID: UPSTREAM,
+  ERR_BLOCK_MANIFEST_INVALID: UPSTREAM,
   ERR_UNSUPPORTED_FORMAT_VERSION: UPSTREAM,
   ERR_OBJECT_TOO_LARGE: UPSTREAM,
   ERR_OBJECT_NOT_FOUND: UPSTREAM,
@@ -155,6 +156,8 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
   ERR_WRITER_KEY_TAKEN: INTERNAL,
   ERR_WRITER_METADATA_CONFLICT: INTERNAL,
   ERR_WRITER_NOTHING_PUBLISHED: INTERNAL,
+  ERR_WRITER_INCREMENTAL_BASE: INTERNAL,
+  ERR_WRITER_STATEMENT: INTERNAL,
 
   // No code of its own: an error rebuilt from a class this thread does not know, or one without a
   // code (`ERR_INTERNAL` is how Flight's `ferry-error-code` trailer names the latter).

@@ -276,8 +276,18 @@ export interface BootstrapMetrics {
 export interface RuntimeMetrics {
   readonly swaps: Readonly<Record<string, number>>;
   readonly polls: Readonly<Record<string, Readonly<Record<PollResult, number>>>>;
+  /** Bytes fetched from stores for snapshots (a delta download counts only the ranges it fetched). */
   readonly downloadedBytes: number;
+  /** Bytes of downloaded snapshots copied from the file held before instead (delta downloads). */
+  readonly reusedBytes: number;
   readonly downloadSeconds: number;
+  /** Per dataset: the bytes fetched and reused by its last download. */
+  readonly lastDownloads: Readonly<
+    Record<
+      string,
+      { readonly fetchedBytes: number; readonly reusedBytes: number; readonly snapshotId: number }
+    >
+  >;
   readonly sqsMessages: { readonly received: number; readonly deleted: number; readonly left: number };
   /** Per dataset, once it bootstrapped from the store. */
   readonly bootstraps: Readonly<Record<string, BootstrapMetrics>>;

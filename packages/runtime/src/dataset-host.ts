@@ -23,6 +23,7 @@ import type {
   LoadedSnapshot,
   PreparedSnapshot,
   ReadMetadataOutput,
+  SnapshotTransferInfo,
   VerifySnapshotInput,
 } from '@ferry/core/machine';
 import {
@@ -39,6 +40,7 @@ import {
 import type {
   DownloadedSnapshot as DownloadedFile,
   PreparedSnapshot as PreparedFile,
+  SnapshotTransfer,
 } from '@ferry/snapshots';
 import {
   type Actor,
@@ -64,6 +66,11 @@ import type {
 } from './protocol.js';
 import { RpcClient, respond } from './rpc.js';
 import { DocumentState, LiveStatus, PublishedVersions } from './shared-slots.js';
+
+/** The machine's plain view of how a download's bytes arrived. */
+function transferInfo(transfer: SnapshotTransfer): SnapshotTransferInfo {
+  return { mode: transfer.mode, fetchedBytes: transfer.fetchedBytes, reusedBytes: transfer.reusedBytes };
+}
 
 /** The dataset's channels: to the coordinator (metadata reads, announcements, stop) and to the host. */
 export interface DatasetHostPorts {
@@ -409,9 +416,18 @@ export class DatasetHost {
     } finally {
       abort.done();
     }
+    const { transfer } = file;
+    if (transfer.fallback !== undefined) {
+      this.#log(
+        transfer.doubtful === true ? 'warn' : 'debug',
+        `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' was downloaded whole: ${transfer.fallback}`,
+        { snapshotId: input.entry.snapshotId, fallback: transfer.fallback },
+      );
+    }
     this.#toHost({
       type: 'downloaded',
-      bytes: input.entry.size,
+      bytes: transfer.fetchedBytes,
+      reusedBytes: transfer.reusedBytes,
       seconds: file.seconds,
       snapshotId: input.entry.snapshotId,
       checksum: input.entry.checksum,
@@ -421,9 +437,10 @@ export class DatasetHost {
       tempPath: file.tempPath,
       entry: file.entry,
       digest: file.digest,
+      transfer,
       worker: file.worker,
     });
-    return { snapshotId: input.entry.snapshotId, token };
+    return { snapshotId: input.entry.snapshotId, token, transfer: transferInfo(transfer) };
   }
 
   /** Verify a downloaded file (checksum, real schema; a pool task); the machine swaps it in later. */
@@ -441,7 +458,12 @@ export class DatasetHost {
         {
           kind: 'verify',
           files: this.#filesFor(kind),
-          downloaded: { tempPath: file.tempPath, entry: file.entry, digest: file.digest },
+          downloaded: {
+            tempPath: file.tempPath,
+            entry: file.entry,
+            digest: file.digest,
+            transfer: file.transfer,
+          },
           recorded: { schemaId: input.schemaId, schema: input.schema },
           abort: abort.port,
         },
@@ -452,7 +474,11 @@ export class DatasetHost {
     }
     this.#prepared.set(input.downloaded.token, verified);
     this.#engine = kind;
-    return { snapshotId: input.entry.snapshotId, token: input.downloaded.token };
+    return {
+      snapshotId: input.entry.snapshotId,
+      token: input.downloaded.token,
+      transfer: transferInfo(file.transfer),
+    };
   }
 
   /** Commit a prepared snapshot over the live file and serve it (a pool task). */

@@ -93,10 +93,14 @@ export type DatasetToHost =
   | { readonly type: 'log'; readonly record: LogRecord }
   /** The generation queries read from now on (`null`: none; the dataset serves nothing). */
   | { readonly type: 'generation'; readonly current: AnnouncedGeneration | null }
-  /** A snapshot downloaded and validated (`bytes` is its recorded size), before it is swapped in. */
+  /**
+   * A snapshot downloaded (`bytes` fetched from the store; `reusedBytes` copied from the live file
+   * by a delta download), before it is verified and swapped in.
+   */
   | {
       readonly type: 'downloaded';
       readonly bytes: number;
+      readonly reusedBytes: number;
       readonly seconds: number;
       readonly snapshotId: number;
       readonly checksum: string;

@@ -20,7 +20,10 @@ export const POLL_RESULTS: readonly PollResult[] = [
 
 /** What a dataset thread reports about one download. */
 export interface DownloadReport {
+  /** Bytes fetched from the store. */
   readonly bytes: number;
+  /** Bytes copied from the file held before (a delta download). */
+  readonly reusedBytes: number;
   readonly seconds: number;
   readonly snapshotId: number;
   readonly checksum: string;
@@ -30,7 +33,10 @@ export class RuntimeMetricsCounter {
   readonly #swaps: Record<string, number> = {};
   readonly #polls: Record<string, Record<PollResult, number>> = {};
   #downloadedBytes = 0;
+  #reusedBytes = 0;
   #downloadSeconds = 0;
+  readonly #lastDownloads: Record<string, { fetchedBytes: number; reusedBytes: number; snapshotId: number }> =
+    {};
   readonly #sqsMessages = { received: 0, deleted: 0, left: 0 };
   readonly #bootstraps: Record<string, BootstrapMetrics> = {};
   readonly #failures: Record<string, number> = {};
@@ -68,12 +74,18 @@ export class RuntimeMetricsCounter {
   /** Counts a download; `bootstrapping` when the dataset served nothing while it ran. */
   countDownload(dataset: string, report: DownloadReport, bootstrapping: boolean): void {
     this.#downloadedBytes += report.bytes;
+    this.#reusedBytes += report.reusedBytes;
     this.#downloadSeconds += report.seconds;
+    this.#lastDownloads[dataset] = {
+      fetchedBytes: report.bytes,
+      reusedBytes: report.reusedBytes,
+      snapshotId: report.snapshotId,
+    };
     if (!bootstrapping) return;
     const earlier = this.#bootstraps[dataset]?.durationMs ?? 0;
     this.#bootstraps[dataset] = {
       durationMs: earlier + report.seconds * 1000,
-      bytes: report.bytes,
+      bytes: report.bytes + report.reusedBytes,
       checksum: report.checksum,
       snapshotId: report.snapshotId,
     };
@@ -91,7 +103,9 @@ export class RuntimeMetricsCounter {
       swaps: this.#swaps,
       polls: this.#polls,
       downloadedBytes: this.#downloadedBytes,
+      reusedBytes: this.#reusedBytes,
       downloadSeconds: this.#downloadSeconds,
+      lastDownloads: this.#lastDownloads,
       sqsMessages: this.#sqsMessages,
       bootstraps: this.#bootstraps,
       failures: this.#failures,

@@ -174,8 +174,16 @@ describe('RuntimeMetricsCounter', () => {
     const metrics = new RuntimeMetricsCounter();
     metrics.countEmitted('a', { type: 'swap', from: null, to: 1 } as never);
     metrics.countEmitted('a', { type: 'poll', result: 'newer', currentSnapshotId: 1 } as never);
-    metrics.countDownload('a', { bytes: 10, seconds: 0.5, snapshotId: 1, checksum: 'c' }, true);
-    metrics.countDownload('a', { bytes: 5, seconds: 0.25, snapshotId: 2, checksum: 'd' }, false);
+    metrics.countDownload(
+      'a',
+      { bytes: 10, reusedBytes: 0, seconds: 0.5, snapshotId: 1, checksum: 'c' },
+      true,
+    );
+    metrics.countDownload(
+      'a',
+      { bytes: 5, reusedBytes: 0, seconds: 0.25, snapshotId: 2, checksum: 'd' },
+      false,
+    );
     const copy = metrics.snapshot();
     metrics.countEmitted('a', { type: 'swap', from: 1, to: 2 } as never);
     expect(copy.swaps).toEqual({ a: 1 });

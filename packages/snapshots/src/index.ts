@@ -1,5 +1,6 @@
 /** The snapshot swap pipeline: download, then verify, into a temporary file; atomic swap; restore; generations. */
 export { SnapshotCheckers, type SnapshotCheckersOptions } from './checkers.js';
+export { blocksPath, type SnapshotTransfer } from './delta-download.js';
 export {
   DiskFullError,
   InsufficientDiskSpaceError,

@@ -20,6 +20,7 @@ import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat, stat
 import { basename, dirname, join } from 'node:path';
 import type {
   ArrowSchema,
+  BlockManifest,
   EngineName,
   ObjectInfo,
   ObjectStore,
@@ -29,6 +30,14 @@ import type {
 import { SnapshotRejectedError } from '@ferry/core';
 import { createSnapshotChecker, type SnapshotChecker } from '@ferry/engines';
 import { readParallelParts } from '@ferry/store/objects';
+import {
+  assembleDelta,
+  blocksPath,
+  type HeldFile,
+  moveBlocks,
+  type SnapshotTransfer,
+  saveBlocks,
+} from './delta-download.js';
 import {
   checksumMismatch,
   DiskFullError,
@@ -58,6 +67,8 @@ export interface DownloadedSnapshot {
   readonly entry: SnapshotEntry;
   /** Lowercase hex SHA-256 of the bytes written, computed while streaming. */
   readonly digest: string;
+  /** Whether the bytes came whole from the store or partly from the live file (a delta download). */
+  readonly transfer: SnapshotTransfer;
 }
 
 /** A downloaded and validated snapshot waiting in its temporary file to be swapped in. */
@@ -86,6 +97,13 @@ export interface SnapshotFilesOptions extends LiveFileOptions {
   readonly partSize?: number;
   /** Parts in flight at once. Default 4. */
   readonly concurrency?: number;
+  /**
+   * Assemble the snapshot from the live file's unchanged blocks and ranged reads of the rest when
+   * it has a block manifest (`delta-download.ts`). Default true.
+   */
+  readonly delta?: boolean;
+  /** A delta is only made when at least this share of the new file's bytes is reused. Default 0.05. */
+  readonly deltaMinReuse?: number;
 }
 
 /** The snapshot to download: its metadata.json entry and its object's key in the store. */
@@ -130,6 +148,7 @@ const SIDE_SUFFIXES = ['.wal', '-wal', '-shm', '-journal'] as const;
 const DEFAULT_RESERVE = 64 * 1024 * 1024;
 const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
 const DEFAULT_CONCURRENCY = 4;
+const DEFAULT_DELTA_MIN_REUSE = 0.05;
 /** Written bytes are flushed to disk in the background each time this many have accumulated. */
 const WRITE_BEHIND_BYTES = 32 * 1024 * 1024;
 
@@ -264,8 +283,18 @@ async function sha256OfFile(path: string): Promise<string> {
 
 async function removeWithSideFiles(path: string): Promise<void> {
   await Promise.all(
-    [path, ...SIDE_SUFFIXES.map((suffix) => path + suffix)].map((p) => rm(p, { force: true })),
+    [path, blocksPath(path), ...SIDE_SUFFIXES.map((suffix) => path + suffix)].map((p) =>
+      rm(p, { force: true }),
+    ),
   );
+}
+
+/** The live file and the snapshot in it, when its manifest provably describes it. */
+async function heldFile(livePath: string): Promise<HeldFile | undefined> {
+  const manifest = await readManifest(manifestPath(livePath));
+  const live = await identityOf(livePath);
+  if (manifest === undefined || live === undefined || !describes(manifest, live)) return undefined;
+  return { path: livePath, ...live, checksum: manifest.snapshot.checksum.toLowerCase() };
 }
 
 /**
@@ -472,13 +501,53 @@ export async function downloadSnapshot(
   const writeBehind = new WriteBehind(handle);
   let closed = false;
   try {
-    const digest = await download(options, target, handle, writeBehind, control);
+    let digest: string | undefined;
+    let transfer: SnapshotTransfer | undefined;
+    let fallback: Pick<SnapshotTransfer, 'fallback' | 'doubtful'> = {};
+    let blocks: BlockManifest | undefined;
+    if (options.delta !== false) {
+      const outcome = await assembleDelta(
+        {
+          store: options.store,
+          key,
+          uri,
+          size: entry.size,
+          checksum: entry.checksum,
+          held: await heldFile(livePath),
+          concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+          partSize: options.partSize ?? DEFAULT_PART_SIZE,
+          minReuse: options.deltaMinReuse ?? DEFAULT_DELTA_MIN_REUSE,
+          wrote: (bytes) => writeBehind.wrote(bytes),
+          ...(control.signal === undefined ? {} : { signal: control.signal }),
+          ...(control.onProgress === undefined
+            ? {}
+            : { onProgress: (bytes: number) => control.onProgress?.({ bytes, total: entry.size }) }),
+        },
+        handle,
+      );
+      blocks = outcome.manifest;
+      if (outcome.kind === 'assembled') {
+        digest = outcome.digest;
+        transfer = outcome.transfer;
+      } else {
+        fallback = { fallback: outcome.reason, doubtful: outcome.doubtful };
+        // Whatever the delta wrote goes; the full download appends from position 0 (never moved).
+        await writeBehind.settle();
+        await handle.truncate(0);
+      }
+    }
+    if (digest === undefined) {
+      digest = await download(options, target, handle, writeBehind, control);
+      transfer = { mode: 'full', fetchedBytes: entry.size, reusedBytes: 0, ...fallback };
+    }
     await writeBehind.settle();
     await handle.sync();
     closed = true;
     await handle.close();
     control.signal?.throwIfAborted();
-    return { tempPath, entry, digest };
+    // Kept with the file for the next delta; only for the bytes it describes.
+    if (blocks !== undefined && digest === blocks.checksum) await saveBlocks(blocksPath(tempPath), blocks);
+    return { tempPath, entry, digest, transfer: transfer as SnapshotTransfer };
   } catch (error) {
     if (!closed) {
       // The download's own failure is what is thrown; a flush or close failing after it adds nothing.
@@ -588,6 +657,8 @@ async function commitFile(
   await rename(prepared.tempPath, livePath);
   await fsyncDirectory(directory);
   await control.onStep?.('renamed');
+  // Only a hint for the next delta download: it is believed for the file whose SHA-256 it names.
+  await moveBlocks(prepared.tempPath, livePath);
   await rename(nextManifestPath(livePath), manifestPath(livePath));
   await fsyncDirectory(directory);
   return prepared.snapshot;

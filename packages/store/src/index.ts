@@ -2,6 +2,7 @@
  * @ferry/store: the S3 and file:// adapters of the ObjectStore port, parallel ranged reads, the SQS
  * notification queue, and per-reader SQS queues subscribed to an SNS topic.
  */
+export * from './block-digests.js';
 export * from './errors.js';
 export * from './file-store.js';
 export * from './object-store.js';

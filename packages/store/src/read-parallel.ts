@@ -26,7 +26,11 @@ export const DEFAULT_READ_PART_SIZE = 8 * 1024 * 1024;
 /** An object read in one request is yielded in batches of at least this many bytes. */
 const SINGLE_READ_BATCH = 1024 * 1024;
 
-async function fetchPart(
+/**
+ * Bytes `[start, end)` of `key` as the chunks they arrived in; fails (retryable) when the store
+ * returns another length. Parts of a parallel read, and the changed ranges of a delta download.
+ */
+export async function readRange(
   store: ObjectStore,
   key: string,
   start: number,
@@ -108,7 +112,7 @@ export async function* readParallelParts(
     const start = next * partSize;
     if (start >= size) return;
     next++;
-    const part = fetchPart(store, key, start, Math.min(size, start + partSize), controller.signal);
+    const part = readRange(store, key, start, Math.min(size, start + partSize), controller.signal);
     // The first failure cancels the rest; rejections are observed when the part is awaited.
     part.catch((error: unknown) => controller.abort(error));
     window.push(part);

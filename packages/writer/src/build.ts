@@ -178,7 +178,8 @@ async function stageFile(dataset: string, file: string, engine: FileFormat, outp
   }
 }
 
-async function inspect(
+/** The recorded schema and row count of a finished snapshot file (`sourceFile`: the user's file it was copied from). */
+export async function inspect(
   path: string,
   dataset: string,
   engine: FileFormat,

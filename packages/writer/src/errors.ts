@@ -166,8 +166,40 @@ export class NothingPublishedError extends FerryError {
   }
 }
 
+/** An incremental publish has no snapshot to start from, or its base could not be fetched intact. */
+export class IncrementalBaseError extends FerryError {
+  readonly dataset: string;
+
+  constructor(dataset: string, problem: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_WRITER_INCREMENTAL_BASE',
+      `The incremental publish of dataset '${dataset}' has no base: ${problem}.`,
+      options,
+    );
+    this.name = 'IncrementalBaseError';
+    this.dataset = dataset;
+  }
+}
+
+/** A statement of an incremental publish is not one INSERT, UPDATE or DELETE, or its engine failed to run it. */
+export class IncrementalStatementError extends FerryError {
+  readonly dataset: string;
+
+  constructor(dataset: string, statement: string, problem: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_WRITER_STATEMENT',
+      `Statement '${statement.length > 80 ? `${statement.slice(0, 77)}...` : statement}' of the incremental publish of dataset '${dataset}' failed: ${problem}; give one INSERT, UPDATE or DELETE per statement in the dataset engine's SQL.`,
+      options,
+    );
+    this.name = 'IncrementalStatementError';
+    this.dataset = dataset;
+  }
+}
+
 registerErrors({
   NothingPublishedError,
+  IncrementalBaseError,
+  IncrementalStatementError,
   WriterOptionsError,
   SnapshotQueryError,
   NotNullViolationError,

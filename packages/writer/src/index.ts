@@ -9,6 +9,11 @@ export {
 export { DUCKDB_BUILD_SETTINGS } from './build-duckdb.js';
 export { type SqliteColumn, sqliteColumnFor } from './build-sqlite.js';
 export * from './errors.js';
+export {
+  type IncrementalPublishResult,
+  type PublishIncrementalOptions,
+  publishIncremental,
+} from './incremental.js';
 export { type PublishResult, type PublishSnapshotOptions, publishSnapshot } from './publish.js';
 export {
   type HeartbeatOptions,

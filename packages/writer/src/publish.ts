@@ -9,8 +9,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FileFormat, ObjectStore } from '@ferry/core';
-import { createObjectStore, type ObjectStoreParams } from '@ferry/store';
-import { assertDatasetName, buildSnapshotFile, resolveEngine, type SnapshotSource } from './build.js';
+import { createObjectStore, type ObjectStoreParams, type SigningKey } from '@ferry/store';
+import { putBlockManifest } from './block-sidecar.js';
+import {
+  assertDatasetName,
+  type BuiltSnapshot,
+  buildSnapshotFile,
+  resolveEngine,
+  type SnapshotSource,
+} from './build.js';
 import { WriterOptionsError } from './errors.js';
 import {
   assertEngineMatches,
@@ -61,6 +68,11 @@ export interface PublishSnapshotOptions {
   readonly signingKey?: SigningKeyInput;
   /** How long the heartbeat a signed publish writes stays valid. Default 1 h. */
   readonly heartbeatValidForMs?: number;
+  /**
+   * Upload the block manifest sidecar (`<key>.ferry-blocks.json`) that lets readers fetch only the
+   * blocks that changed. Default true.
+   */
+  readonly blockManifest?: boolean;
 }
 
 export interface PublishResult {
@@ -78,10 +90,151 @@ export interface PublishResult {
   readonly attempts: number;
   /** With a signing key: the key id that signed, and the heartbeat written after the commit. */
   readonly signed?: { readonly keyId: string; readonly heartbeat: HeartbeatResult };
+  /** Key of the block manifest sidecar, when one was uploaded. */
+  readonly blockManifestKey?: string;
 }
 
 const DEFAULT_MAX_ATTEMPTS = 10;
 const DEFAULT_HEARTBEAT_VALID_FOR_MS = 60 * 60 * 1000;
+
+/** What a signed publish signs with (`signingKey` read and checked), or undefined when unsigned. */
+export interface PublishSigning {
+  readonly key: SigningKey;
+  readonly heartbeatValidForMs: number;
+}
+
+/** The signing options of a publish, read and checked before anything is built or uploaded. */
+export function signingOf(
+  options: Pick<PublishSnapshotOptions, 'signingKey' | 'heartbeatValidForMs'>,
+): PublishSigning | undefined {
+  if (options.signingKey === undefined) return undefined;
+  const heartbeatValidForMs = options.heartbeatValidForMs ?? DEFAULT_HEARTBEAT_VALID_FOR_MS;
+  assertValidFor(heartbeatValidForMs);
+  return { key: signingKeyOf(options.signingKey), heartbeatValidForMs };
+}
+
+/** The publish options that apply to a file already built (`publishBuilt`). */
+export type PublishBuiltOptions = Pick<
+  PublishSnapshotOptions,
+  'lastUpdatedAtMs' | 'onProgress' | 'blockManifest'
+>;
+
+/** `maxAttempts` checked (a positive integer; default 10). */
+export function maxAttemptsOf(options: { readonly maxAttempts?: number }): number {
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
+    throw new WriterOptionsError(
+      'maxAttempts',
+      `maxAttempts must be a positive integer, got ${maxAttempts}.`,
+    );
+  }
+  return maxAttempts;
+}
+
+/**
+ * Steps 1–3 for a file already built and described (`built`): refuse an incompatible schema before
+ * uploading, upload it and its block manifest, make it current. `firstRead` is the metadata.json
+ * read the refusal checks were made on.
+ */
+export async function publishBuilt(
+  store: ObjectStore,
+  firstRead: Awaited<ReturnType<typeof readMetadata>>,
+  built: BuiltSnapshot,
+  options: PublishBuiltOptions,
+  maxAttempts: number,
+  signing?: PublishSigning,
+): Promise<PublishResult> {
+  const { dataset, engine } = built;
+  checkAppendable(store, firstRead, {
+    dataset,
+    engine,
+    schema: built.schema,
+    key: snapshotKey(dataset, engine, Date.now()),
+    size: built.size,
+    rowCount: built.rowCount,
+  });
+
+  const uploaded = await uploadSnapshot({
+    store,
+    dataset,
+    engine,
+    path: built.path,
+    size: built.size,
+    ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+  });
+  const sidecar =
+    options.blockManifest === false ? undefined : await putBlockManifest(store, uploaded, engine);
+  let committed: CommitResult;
+  let signedDocument: Record<string, unknown> | undefined;
+  try {
+    committed = await commitSnapshot({
+      store,
+      firstRead,
+      maxAttempts,
+      ...(signing === undefined
+        ? {}
+        : {
+            // Signed beside the snapshot before metadata.json names it; the statement covers the
+            // block manifest's bytes too, so a manifest cannot be swapped for another.
+            beforeWrite: async (document: Record<string, unknown>) => {
+              await writeSnapshotSignature(
+                store,
+                document,
+                dataset,
+                uploaded.key,
+                signing.key,
+                sidecar?.sha256,
+              );
+              signedDocument = document;
+            },
+          }),
+      entry: {
+        location: store.location,
+        dataset,
+        engine,
+        schema: built.schema,
+        uri: uploaded.uri,
+        checksum: uploaded.checksum,
+        size: uploaded.size,
+        rowCount: built.rowCount,
+        timestampMs: uploaded.timeMs,
+        ...(options.lastUpdatedAtMs === undefined ? {} : { lastUpdatedAtMs: options.lastUpdatedAtMs }),
+      },
+    });
+  } catch (error) {
+    // Refused or lost every race: nothing references the object, so take it back. (Any other
+    // error may hide a write that landed, so the object stays.)
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ERR_WRITER_METADATA_CONFLICT' || code === 'ERR_INCOMPATIBLE_SCHEMA') {
+      await deleteUnreferenced(store, uploaded.key);
+      if (sidecar !== undefined) await deleteUnreferenced(store, sidecar.key);
+    }
+    throw error;
+  }
+  const heartbeat =
+    signing === undefined || signedDocument === undefined
+      ? undefined
+      : await heartbeatOfDocument(
+          store,
+          signedDocument,
+          dataset,
+          signing.key,
+          signing.heartbeatValidForMs,
+          Date.now(),
+        );
+  return {
+    snapshotId: committed.snapshotId,
+    uri: uploaded.uri,
+    key: uploaded.key,
+    size: uploaded.size,
+    checksum: uploaded.checksum,
+    rowCount: built.rowCount,
+    schemaId: committed.schemaId,
+    attempts: committed.attempts,
+    ...(sidecar === undefined ? {} : { blockManifestKey: sidecar.key }),
+    ...(heartbeat === undefined ? {} : { signed: { keyId: heartbeat.keyId, heartbeat } }),
+  };
+}
 
 /**
  * Publish one snapshot of `dataset` to `location`.
@@ -93,17 +246,9 @@ const DEFAULT_HEARTBEAT_VALID_FOR_MS = 60 * 60 * 1000;
 export async function publishSnapshot(options: PublishSnapshotOptions): Promise<PublishResult> {
   const { dataset, source } = options;
   assertDatasetName(dataset);
-  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) {
-    throw new WriterOptionsError(
-      'maxAttempts',
-      `maxAttempts must be a positive integer, got ${maxAttempts}.`,
-    );
-  }
+  const maxAttempts = maxAttemptsOf(options);
   const engine = resolveEngine(dataset, source, options.engine);
-  const signingKey = options.signingKey === undefined ? undefined : signingKeyOf(options.signingKey);
-  const heartbeatValidForMs = options.heartbeatValidForMs ?? DEFAULT_HEARTBEAT_VALID_FOR_MS;
-  if (signingKey !== undefined) assertValidFor(heartbeatValidForMs);
+  const signing = signingOf(options);
   const owned = typeof options.location === 'string';
   const store =
     typeof options.location === 'string'
@@ -123,82 +268,7 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
       output: join(workDir, `${dataset}.${engine}`),
       ...('sql' in source ? { notNull } : {}),
     });
-    checkAppendable(store, firstRead, {
-      dataset,
-      engine,
-      schema: built.schema,
-      key: snapshotKey(dataset, engine, Date.now()),
-      size: built.size,
-      rowCount: built.rowCount,
-    });
-
-    const uploaded = await uploadSnapshot({
-      store,
-      dataset,
-      engine,
-      path: built.path,
-      size: built.size,
-      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-    });
-    let committed: CommitResult;
-    let signedDocument: Record<string, unknown> | undefined;
-    try {
-      committed = await commitSnapshot({
-        store,
-        firstRead,
-        maxAttempts,
-        ...(signingKey === undefined
-          ? {}
-          : {
-              beforeWrite: async (document: Record<string, unknown>) => {
-                await writeSnapshotSignature(store, document, dataset, uploaded.key, signingKey);
-                signedDocument = document;
-              },
-            }),
-        entry: {
-          location: store.location,
-          dataset,
-          engine,
-          schema: built.schema,
-          uri: uploaded.uri,
-          checksum: uploaded.checksum,
-          size: uploaded.size,
-          rowCount: built.rowCount,
-          timestampMs: uploaded.timeMs,
-          ...(options.lastUpdatedAtMs === undefined ? {} : { lastUpdatedAtMs: options.lastUpdatedAtMs }),
-        },
-      });
-    } catch (error) {
-      // Refused or lost every race: nothing references the object, so take it back. (Any other
-      // error may hide a write that landed, so the object stays.)
-      const code = (error as { code?: unknown }).code;
-      if (code === 'ERR_WRITER_METADATA_CONFLICT' || code === 'ERR_INCOMPATIBLE_SCHEMA') {
-        await deleteUnreferenced(store, uploaded.key);
-      }
-      throw error;
-    }
-    const heartbeat =
-      signingKey === undefined || signedDocument === undefined
-        ? undefined
-        : await heartbeatOfDocument(
-            store,
-            signedDocument,
-            dataset,
-            signingKey,
-            heartbeatValidForMs,
-            Date.now(),
-          );
-    return {
-      snapshotId: committed.snapshotId,
-      uri: uploaded.uri,
-      key: uploaded.key,
-      size: uploaded.size,
-      checksum: uploaded.checksum,
-      rowCount: built.rowCount,
-      schemaId: committed.schemaId,
-      attempts: committed.attempts,
-      ...(heartbeat === undefined ? {} : { signed: { keyId: heartbeat.keyId, heartbeat } }),
-    };
+    return await publishBuilt(store, firstRead, built, options, maxAttempts, signing);
   } finally {
     await rm(workDir, { recursive: true, force: true });
     if (owned) await store.close();

@@ -51,6 +51,7 @@ export async function writeSnapshotSignature(
   dataset: string,
   snapshotKey: string,
   key: SigningKey,
+  blocksSha256?: string,
 ): Promise<void> {
   const metadata = parseMetadata(document, store.location);
   const entry = getDataset(metadata, dataset);
@@ -65,6 +66,7 @@ export async function writeSnapshotSignature(
     dataset: entry,
     entry: snapshot,
     schemaSha256: schemaSha256(recorded.schema),
+    ...(blocksSha256 === undefined ? {} : { blocksSha256 }),
   });
   const envelope = signStatement(key, snapshotStatementText(statement));
   await store.put(signatureKeyOf(snapshotKey), new TextEncoder().encode(envelopeText(envelope)), JSON_TYPE);

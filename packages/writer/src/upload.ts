@@ -10,7 +10,14 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { FerryError, type FileFormat, type ObjectStore } from '@ferry/core';
+import {
+  type BlockManifest,
+  blockLayoutFor,
+  FerryError,
+  type FileFormat,
+  type ObjectStore,
+} from '@ferry/core';
+import { BlockDigester } from '@ferry/store';
 import { SnapshotFileError, SnapshotKeyTakenError } from './errors.js';
 import { snapshotKey } from './snapshot-key.js';
 
@@ -36,6 +43,8 @@ export interface UploadedSnapshot {
   readonly size: number;
   /** Lowercase hex SHA-256 of the bytes sent. */
   readonly checksum: string;
+  /** The SHA-256 of each block of the bytes sent (`blockLayoutFor(engine)`), for the sidecar. */
+  readonly blocks: BlockManifest;
 }
 
 async function* hashed(
@@ -84,12 +93,15 @@ export async function uploadSnapshot(input: UploadInput): Promise<UploadedSnapsh
     if ((await store.head(key)) !== undefined) continue;
 
     const hash = createHash('sha256');
+    const layout = blockLayoutFor(engine);
+    const digester = new BlockDigester(layout);
     let sent = 0;
     try {
       await store.put(
         key,
         hashed(path, (chunk) => {
           hash.update(chunk);
+          digester.update(chunk);
           sent += chunk.byteLength;
           input.onProgress?.(sent, size);
         }),
@@ -106,7 +118,15 @@ export async function uploadSnapshot(input: UploadInput): Promise<UploadedSnapsh
         `it changed size while uploading to '${key}' (${size} → ${sent} bytes)`,
       );
     }
-    return { key, uri: `${store.location}${key}`, timeMs, size: sent, checksum: hash.digest('hex') };
+    const checksum = hash.digest('hex');
+    return {
+      key,
+      uri: `${store.location}${key}`,
+      timeMs,
+      size: sent,
+      checksum,
+      blocks: { ...layout, size: sent, checksum, blocks: digester.digest() },
+    };
   }
   throw new SnapshotKeyTakenError(dataset, store.location, key, attempts);
 }

@@ -8,16 +8,20 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import type { FileFormat } from '@ferry/core';
 import {
+  blockLayoutFor,
+  blockManifestKey,
   type DatasetMetadata,
+  type FileFormat,
   getDataset,
   type ObjectStore,
   type ParsedMetadata,
+  parseBlockManifest,
   parseMetadata,
   recordedSchema,
 } from '@ferry/core';
 import { checkTableSchema, openEngine } from '@ferry/engines';
+import { BlockDigester } from '@ferry/store';
 import { expect } from 'vitest';
 import type { PublishResult } from '../src/index.js';
 
@@ -94,6 +98,23 @@ export async function datasetOf(store: ObjectStore, dataset: string): Promise<Da
  * at the dated key with the recorded size and SHA-256, a table that passes checkTableSchema
  * against the recorded schema, and `rows` rows.
  */
+/** The sidecar beside the snapshot describes its bytes: layout of the engine, one right digest per block. */
+export async function verifyBlockManifest(
+  store: ObjectStore,
+  engine: FileFormat,
+  result: PublishResult,
+  bytes: Uint8Array,
+): Promise<void> {
+  expect(result.blockManifestKey).toBe(blockManifestKey(result.key));
+  const got = await store.get(blockManifestKey(result.key));
+  if (got.status !== 'ok') throw new Error(`no block manifest beside ${result.key}`);
+  const manifest = parseBlockManifest(new TextDecoder().decode(got.body), result.key, result);
+  expect(manifest).toMatchObject(blockLayoutFor(engine));
+  const digester = new BlockDigester(blockLayoutFor(engine));
+  digester.update(bytes);
+  expect(manifest.blocks).toEqual(digester.digest());
+}
+
 export async function verifyPublished(
   store: ObjectStore,
   dataset: string,
@@ -123,6 +144,7 @@ export async function verifyPublished(
   const bytes = await collect(store.read(result.key));
   expect(bytes.byteLength).toBe(result.size);
   expect(createHash('sha256').update(bytes).digest('hex')).toBe(result.checksum);
+  await verifyBlockManifest(store, engine, result, bytes);
 
   const dir = await tempDir();
   const path = join(dir, `downloaded.${engine}`);

@@ -59,7 +59,9 @@ describe('publishSnapshot to file://', () => {
     });
     expect(result).toMatchObject({ snapshotId: 0, schemaId: 0, rowCount: 5, attempts: 1 });
     await verifyPublished(store, 'orders', 'duckdb', result, 5);
-    expect(await keysOf(store)).toEqual([result.key, 'metadata.json'].sort());
+    expect(await keysOf(store)).toEqual(
+      [result.key, `${result.key}.ferry-blocks.json`, 'metadata.json'].sort(),
+    );
     expect(progress.at(-1)).toEqual([result.size, result.size]);
     const entry = await datasetOf(store, 'orders');
     expect(entry.engine).toBe('duckdb');
@@ -164,7 +166,8 @@ describe('publishSnapshot to file://', () => {
     } finally {
       db.close();
     }
-    expect(await keysOf(store)).toHaveLength(3);
+    // Two snapshots, each with its block manifest, and metadata.json.
+    expect(await keysOf(store)).toHaveLength(5);
   });
 
   it('never overwrites an existing key: it waits for a free second', async () => {

@@ -81,7 +81,9 @@ describe('publishSnapshot to S3', () => {
     expect(result).toMatchObject({ snapshotId: 0, schemaId: 0, rowCount: 6, attempts: 1 });
     const store = s3Store(location);
     await verifyPublished(store, 'orders', 'duckdb', result, 6);
-    expect(await keysOf(store)).toEqual([result.key, 'metadata.json'].sort());
+    expect(await keysOf(store)).toEqual(
+      [result.key, `${result.key}.ferry-blocks.json`, 'metadata.json'].sort(),
+    );
   });
 
   it('uploads a large file in parts, reporting progress, with the checksum of the stored bytes', async () => {

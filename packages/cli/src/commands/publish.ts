@@ -16,6 +16,8 @@ import { createProgress, formatBytes } from '../progress.js';
 
 const HELP = `Usage: ferry publish --location URI --dataset NAME [--engine duckdb|sqlite]
                      (--sql QUERY | --file DB) [--signing-key FILE [--valid-for DURATION]] [S3 options]
+       ferry publish --incremental --location URI --dataset NAME --sql STATEMENTS
+                     [--state-dir DIR] [S3 options]
        ferry publish --heartbeat --location URI --dataset NAME --signing-key FILE
                      [--valid-for DURATION] [S3 options]
 
@@ -33,6 +35,12 @@ Options:
                             SELECT * FROM read_csv('orders.csv'))
       --file DB             Publish an existing DuckDB or SQLite file holding table NAME
       --not-null COLUMNS    Comma-separated columns to declare NOT NULL (with --sql)
+      --incremental         Start from the dataset's current snapshot and apply --sql to it (INSERT,
+                            UPDATE, DELETE; several ';'-separated for DuckDB, one for SQLite), so the
+                            new snapshot shares unchanged blocks with the last one
+      --state-dir DIR       Where --incremental keeps its copy of the current snapshot between runs
+                            (default .ferry-writer in the working directory); downloaded when absent
+      --no-block-manifest   Do not upload the block manifest sidecar (<key>.ferry-blocks.json)
       --json                Print the result as JSON
   Signing (see docs/deploy.md#signed-snapshots):
       --signing-key FILE    The writer's Ed25519 private key (ferry keygen writes one)
@@ -134,6 +142,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const location = required(parsed, 'location');
   const dataset = required(parsed, 'dataset');
   if (parsed.values.heartbeat === true) return heartbeat(parsed, io, location, dataset);
+  if (parsed.values.incremental === true) return runIncremental(parsed, io, location, dataset);
   const engine = choiceOption('publish', parsed, 'engine', ENGINES);
   const sql = stringOption(parsed, 'sql');
   const file = stringOption(parsed, 'file');
@@ -168,11 +177,51 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       ...(notNull === undefined ? {} : { notNull }),
       ...(key === undefined ? {} : { signingKey: key }),
       ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
+      ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
+      ...(key === undefined ? {} : { signingKey: key }),
+      ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
       onProgress: (bytes, total) => progress.update(bytes, total),
     });
   } finally {
     progress.done();
   }
+  return printResult(io, parsed, dataset, result);
+}
+
+/** `--incremental`: the statements of --sql applied to the current snapshot (`publishIncremental`). */
+async function runIncremental(parsed: Parsed, io: CliIo, location: string, dataset: string): Promise<number> {
+  const sql = required(parsed, 'sql');
+  for (const name of ['file', 'engine', 'not-null']) {
+    if (parsed.values[name] !== undefined) {
+      throw new UsageError(
+        'publish',
+        `--${name} does not apply to --incremental (the current snapshot sets it)`,
+      );
+    }
+  }
+  const stateDir = resolve(stringOption(parsed, 'state-dir') ?? '.ferry-writer');
+  const key = await signingKey(parsed, io);
+  const validFor = validForMs(parsed);
+  const progress = createProgress(io.stderr, `Uploading ${dataset}`);
+  const { publishIncremental } = await import('@ferry/writer');
+  let result: PublishResult;
+  try {
+    result = await publishIncremental({
+      dataset,
+      location,
+      statements: [sql],
+      stateDir,
+      storeParams: storeParams(parsed),
+      ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
+      onProgress: (bytes, total) => progress.update(bytes, total),
+    });
+  } finally {
+    progress.done();
+  }
+  return printResult(io, parsed, dataset, result);
+}
+
+function printResult(io: CliIo, parsed: Parsed, dataset: string, result: PublishResult): number {
   if (parsed.values.json === true) {
     io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
@@ -209,6 +258,9 @@ export const publishCommand: Command = {
     sql: { type: 'string' },
     file: { type: 'string' },
     'not-null': { type: 'string' },
+    incremental: { type: 'boolean' },
+    'state-dir': { type: 'string' },
+    'no-block-manifest': { type: 'boolean' },
     json: { type: 'boolean' },
     'signing-key': { type: 'string' },
     heartbeat: { type: 'boolean' },

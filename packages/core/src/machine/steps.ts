@@ -45,6 +45,7 @@ import type {
   PreparedSnapshot,
   ReadMetadataInput,
   ReadMetadataOutput,
+  SnapshotTransferInfo,
   SwapSnapshotInput,
   VerifySnapshotInput,
 } from './types.js';
@@ -486,6 +487,18 @@ export function verified(context: DatasetContext, snapshot: PreparedSnapshot): S
   return holding(context, { prepared: snapshot }, snapshot.snapshotId, 'is downloaded and valid');
 }
 
+function mebibytes(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MiB`;
+}
+
+/** What the swap line says about the bytes: how much of a delta download was reused. */
+function transferNote(transfer: SnapshotTransferInfo | undefined, from: number | null): string {
+  if (transfer === undefined || transfer.mode !== 'delta') return '';
+  const total = transfer.fetchedBytes + transfer.reusedBytes;
+  const share = total === 0 ? 100 : (100 * transfer.reusedBytes) / total;
+  return ` (${share.toFixed(1)} % of ${mebibytes(total)} reused from snapshot ${from ?? 'held'}'s file, ${mebibytes(transfer.fetchedBytes)} fetched)`;
+}
+
 /** The swap actor resolved: only now does the dataset serve the new snapshot. */
 export function swapDone(context: DatasetContext): Step {
   const candidate = currentCandidate(context);
@@ -495,18 +508,28 @@ export function swapDone(context: DatasetContext): Step {
   const from = context.serving?.snapshotId ?? null;
   const currentId = poll.dataset?.currentSnapshotId;
   const isCurrent = snapshot.snapshotId === currentId;
+  const transfer = poll.prepared?.transfer;
   const serving: LoadedSnapshot = {
     snapshotId: snapshot.snapshotId,
     timestampMs: snapshot.timestampMs,
     checksum: snapshot.checksum,
     schema: recorded.schema,
     schemaId: recorded.schemaId,
+    ...(transfer === undefined ? {} : { transfer }),
   };
   const logs = [
-    entry(context, 'info', `Dataset '${context.name}' now serves snapshot ${snapshot.snapshotId}`, {
-      from,
-      to: snapshot.snapshotId,
-    }),
+    entry(
+      context,
+      'info',
+      `Dataset '${context.name}' now serves snapshot ${snapshot.snapshotId}${transferNote(transfer, from)}`,
+      {
+        from,
+        to: snapshot.snapshotId,
+        ...(transfer === undefined
+          ? {}
+          : { fetchedBytes: transfer.fetchedBytes, reusedBytes: transfer.reusedBytes }),
+      },
+    ),
   ];
   if (!isCurrent) {
     logs.push(

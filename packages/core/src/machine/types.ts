@@ -48,6 +48,15 @@ export interface LoadedSnapshot {
   readonly schema: ArrowSchema;
   /** The `schema-id` the schema was recorded under, when known. */
   readonly schemaId?: number;
+  /** How its bytes arrived, when it was downloaded by this run (a delta reuses the live file's blocks). */
+  readonly transfer?: SnapshotTransferInfo;
+}
+
+/** How a downloaded snapshot's bytes arrived: all fetched, or partly reused from the file held before. */
+export interface SnapshotTransferInfo {
+  readonly mode: 'delta' | 'full';
+  readonly fetchedBytes: number;
+  readonly reusedBytes: number;
 }
 
 /** How one poll (or waiting check, or bootstrap attempt) ended. */
@@ -129,6 +138,7 @@ export interface AuthenticateSnapshotInput {
 export interface DownloadedSnapshot {
   readonly snapshotId: number;
   readonly token: string;
+  readonly transfer?: SnapshotTransferInfo;
 }
 
 export interface VerifySnapshotInput {
@@ -144,6 +154,7 @@ export interface VerifySnapshotInput {
 export interface PreparedSnapshot {
   readonly snapshotId: number;
   readonly token: string;
+  readonly transfer?: SnapshotTransferInfo;
 }
 
 export interface SwapSnapshotInput {

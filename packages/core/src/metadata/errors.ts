@@ -111,7 +111,19 @@ export class IncompatibleSchemaError extends FerryError {
   }
 }
 
+/** A manifest that cannot be used: the reader falls back to the full download. */
+export class BlockManifestError extends FerryError {
+  constructor(uri: string, reason: string) {
+    super(
+      'ERR_BLOCK_MANIFEST_INVALID',
+      `Block manifest '${uri}' cannot be used: ${reason}; the snapshot is downloaded whole (republish it with Ferry's writer to get a valid manifest).`,
+    );
+    this.name = 'BlockManifestError';
+  }
+}
+
 registerErrors({
+  BlockManifestError,
   MetadataError,
   UnsupportedFormatVersionError,
   SchemaNotFoundError,

@@ -1,0 +1,311 @@
+/**
+ * Delta downloads on real files and real stores: a DuckDB or SQLite file changed in place (1 % of
+ * rows appended, as an incremental writer does) and published with its block manifest beside it is
+ * assembled from the live file's blocks and ranged reads of the rest, on `file://` and on the local
+ * S3 (through a fault proxy that records the ranges and can fail them). Every doubt falls back to the
+ * full download: no manifest, a manifest for another file, a manifest that lies about a block, a
+ * failed range; the file that goes live is always the recorded one.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { DuckDBInstance } from '@duckdb/node-api';
+import {
+  type BlockManifest,
+  blockLayoutFor,
+  blockManifestKey,
+  type ObjectStore,
+  type SnapshotEntry,
+  serializeBlockManifest,
+} from '@ferry/core';
+import { arrowField } from '@ferry/engines';
+import { BlockDigester, createFileStore, createS3Store } from '@ferry/store';
+import {
+  type FaultProxy,
+  type LocalAws,
+  localStoreParams,
+  startFaultProxy,
+  startLocalAws,
+} from '@ferry/test-support';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  blocksPath,
+  commitSnapshot,
+  downloadSnapshot,
+  type SnapshotFilesOptions,
+  verifySnapshot,
+} from '../src/index.js';
+import { DATASET, entryOf, type Kind, queryLive, RECORDED_ENTRY, sha256 } from './snapshot-support.js';
+
+const BUCKET = 'delta';
+/** The schema of these files: the versioned one with an incompressible column, so files span many blocks. */
+const RECORDED = {
+  schemaId: 0,
+  schema: { fields: [...RECORDED_ENTRY.schema.fields, arrowField('payload', 'Utf8', false)], metadata: {} },
+};
+
+/** Rows of the first version: files of a few MiB, so they span many blocks. */
+const ROWS = 200_000;
+
+let aws: LocalAws;
+let proxy: FaultProxy;
+let work: string;
+
+beforeAll(async () => {
+  aws = await startLocalAws();
+  await aws.createBucket(BUCKET);
+  proxy = await startFaultProxy(aws.serverEndpoint);
+  work = await mkdtemp(join(tmpdir(), 'ferry-delta-'));
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await aws?.close();
+  if (work !== undefined) await rm(work, { recursive: true, force: true });
+});
+
+/** Version 1 with `ROWS` rows, then each next version with 1 % more appended in place. */
+async function versions(kind: Kind, dir: string, count: number): Promise<Uint8Array[]> {
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, `v.${kind}`);
+  const out: Uint8Array[] = [];
+  for (let v = 1; v <= count; v++) {
+    const from = v === 1 ? 0 : ROWS + (v - 2) * (ROWS / 100);
+    const to = v === 1 ? ROWS : from + ROWS / 100;
+    if (kind === 'duckdb') {
+      const instance = await DuckDBInstance.create(path);
+      const connection = await instance.connect();
+      if (v === 1)
+        await connection.run(
+          `CREATE TABLE ${DATASET} (id BIGINT NOT NULL, version BIGINT NOT NULL, payload VARCHAR NOT NULL)`,
+        );
+      await connection.run(
+        `INSERT INTO ${DATASET} SELECT i, ${v}, md5(i::VARCHAR) FROM range(${from}, ${to}) r(i)`,
+      );
+      await connection.run('CHECKPOINT');
+      connection.closeSync();
+      instance.closeSync();
+    } else {
+      const db = new Database(path);
+      db.pragma('journal_mode = DELETE');
+      if (v === 1) {
+        db.exec(
+          `CREATE TABLE ${DATASET} (id INTEGER NOT NULL, version INTEGER NOT NULL, payload TEXT NOT NULL)`,
+        );
+      }
+      const insert = db.prepare(`INSERT INTO ${DATASET} VALUES (?, ?, ?)`);
+      db.transaction(() => {
+        for (let i = from; i < to; i++)
+          insert.run(i, v, sha256(new TextEncoder().encode(String(i))).slice(0, 32));
+      })();
+      db.close();
+    }
+    out.push(await readFile(path));
+  }
+  return out;
+}
+
+function manifestOf(kind: Kind, bytes: Uint8Array): BlockManifest {
+  const layout = blockLayoutFor(kind);
+  const digester = new BlockDigester(layout);
+  digester.update(bytes);
+  return { ...layout, size: bytes.byteLength, checksum: sha256(bytes), blocks: digester.digest() };
+}
+
+interface Published {
+  readonly entry: SnapshotEntry;
+  readonly key: string;
+}
+
+/** Puts `bytes` (and its manifest, unless `manifest: null`) under `location`. */
+async function publish(
+  store: ObjectStore,
+  kind: Kind,
+  id: number,
+  bytes: Uint8Array,
+  manifest: BlockManifest | string | null = manifestOf(kind, bytes),
+): Promise<Published> {
+  const key = `month=2026-12/day=2026-12-02/dataset=${DATASET}/${DATASET}_20261202T0000${String(id).padStart(2, '0')}Z.${kind}`;
+  await store.put(key, bytes);
+  if (manifest !== null) {
+    const text = typeof manifest === 'string' ? manifest : serializeBlockManifest(manifest, kind);
+    await store.put(blockManifestKey(key), new TextEncoder().encode(text));
+  }
+  return { entry: entryOf(id, store.location, key, bytes), key };
+}
+
+async function swapIn(options: SnapshotFilesOptions, published: Published) {
+  const downloaded = await downloadSnapshot(options, published);
+  const prepared = await verifySnapshot(options, downloaded, RECORDED);
+  await commitSnapshot(options, prepared);
+  return downloaded.transfer;
+}
+
+async function countLive(options: SnapshotFilesOptions): Promise<number> {
+  const rows = await queryLive(options, `SELECT count(*) AS n FROM ${DATASET}`);
+  return Number(rows[0]?.n);
+}
+
+const stores = {
+  file: async (dir: string) => {
+    await mkdir(join(dir, 'store'), { recursive: true });
+    return createFileStore({ location: pathToFileURL(`${join(dir, 'store')}/`).href });
+  },
+  s3: async (dir: string) =>
+    createS3Store({
+      location: `s3://${BUCKET}/${dir.split('/').at(-1)}/`,
+      ...localStoreParams(aws),
+      endpoint: proxy.endpoint,
+      maxAttempts: 1,
+    }),
+};
+
+describe.each<[Kind, keyof typeof stores]>([
+  ['duckdb', 'file'],
+  ['sqlite', 'file'],
+  ['duckdb', 's3'],
+  ['sqlite', 's3'],
+])('delta download of %s snapshots on %s', (kind, storeKind) => {
+  let dir: string;
+  let store: ObjectStore;
+  let options: SnapshotFilesOptions;
+  let files: Uint8Array[];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(work, `${kind}-${storeKind}-`));
+    store = await stores[storeKind](dir);
+    files = await versions(kind, join(dir, 'build'), 7);
+    options = {
+      dataset: DATASET,
+      engine: kind,
+      table: DATASET,
+      livePath: join(dir, 'data', `${DATASET}.${kind}`),
+      store,
+      partSize: 256 * 1024,
+    };
+  });
+
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it('the first download is whole and keeps the manifest beside the live file; the next one fetches only changed blocks', async () => {
+    const first = await swapIn(options, await publish(store, kind, 1, files[0] as Uint8Array));
+    expect(first).toMatchObject({
+      mode: 'full',
+      reusedBytes: 0,
+      fallback: 'no earlier snapshot is held locally',
+    });
+    expect(JSON.parse(await readFile(blocksPath(options.livePath), 'utf8')).checksum).toBe(
+      sha256(files[0] as Uint8Array),
+    );
+
+    const second = files[1] as Uint8Array;
+    const published = await publish(store, kind, 2, second);
+    const transfer = await swapIn(options, published);
+    expect(transfer.mode).toBe('delta');
+    expect(transfer.reusedBytes + transfer.fetchedBytes).toBe(second.byteLength);
+    // 1 % of rows appended: most of the file is reused.
+    expect(transfer.reusedBytes).toBeGreaterThan(0.8 * second.byteLength);
+    expect(sha256(await readFile(options.livePath))).toBe(sha256(second));
+    expect(await countLive(options)).toBe(ROWS + ROWS / 100);
+    if (storeKind === 's3') {
+      const ranged = proxy.requests({
+        method: 'GET',
+        target: `${BUCKET}/${store.location.split('/')[3]}/${published.key}`,
+      });
+      expect(ranged.length).toBeGreaterThan(0);
+      expect(ranged.every((r) => /^bytes=\d+-\d+$/.test(r.headers.range ?? ''))).toBe(true);
+    }
+  });
+
+  it('a snapshot without a manifest (a Spice writer) is downloaded whole and still served', async () => {
+    const transfer = await swapIn(options, await publish(store, kind, 3, files[2] as Uint8Array, null));
+    expect(transfer).toMatchObject({
+      mode: 'full',
+      fallback: 'the snapshot has no block manifest',
+      doubtful: false,
+    });
+    expect(await countLive(options)).toBe(ROWS + 2 * (ROWS / 100));
+    // Nothing describes the new live file: the next delta computes its blocks once, from the file.
+    await expect(readFile(blocksPath(options.livePath), 'utf8')).rejects.toThrow();
+    const next = await swapIn(options, await publish(store, kind, 4, files[3] as Uint8Array));
+    expect(next.mode).toBe('delta');
+    expect(JSON.parse(await readFile(blocksPath(options.livePath), 'utf8')).checksum).toBe(
+      sha256(files[3] as Uint8Array),
+    );
+  });
+
+  it('a manifest of another file, or one that lies about a block, falls back to the whole file', async () => {
+    const fifth = files[4] as Uint8Array;
+    const other = { ...manifestOf(kind, fifth), checksum: sha256(files[0] as Uint8Array) };
+    const wrong = await swapIn(options, await publish(store, kind, 5, fifth, other));
+    expect(wrong).toMatchObject({ mode: 'full', doubtful: true });
+    expect(wrong.fallback).toContain("its checksum is not the snapshot's");
+    expect(sha256(await readFile(options.livePath))).toBe(sha256(fifth));
+
+    // The manifest claims every block is the live file's: the assembly's SHA-256 cannot match.
+    const sixth = files[5] as Uint8Array;
+    const held = manifestOf(kind, fifth);
+    const lying = {
+      ...manifestOf(kind, sixth),
+      blocks: manifestOf(kind, sixth).blocks.map((d, i) => held.blocks[i] ?? d),
+    };
+    const lied = await swapIn(options, await publish(store, kind, 6, sixth, lying));
+    expect(lied).toMatchObject({ mode: 'full', doubtful: true });
+    expect(lied.fallback).toMatch(/SHA-256 .* is not the recorded/);
+    expect(sha256(await readFile(options.livePath))).toBe(sha256(sixth));
+    expect(await countLive(options)).toBe(ROWS + 5 * (ROWS / 100));
+  });
+
+  it.runIf(storeKind === 's3')('a failed range falls back to the whole file', async () => {
+    const next = files[6] as Uint8Array;
+    const published = await publish(store, kind, 7, next);
+    // The delta's ranged reads are refused; the full download that follows passes.
+    const remove = proxy.addRule({
+      name: 'range-refused',
+      method: 'GET',
+      target: new RegExp(`${published.key.replaceAll('.', '\\.')}$`),
+      times: 1,
+      fault: { kind: 'error', status: 403, code: 'AccessDenied' },
+    });
+    try {
+      const transfer = await swapIn(options, published);
+      expect(proxy.hits('range-refused')).toBeGreaterThanOrEqual(1);
+      expect(transfer).toMatchObject({ mode: 'full', doubtful: true });
+      expect(transfer.fallback).toContain('assembling it failed');
+      expect(sha256(await readFile(options.livePath))).toBe(sha256(next));
+    } finally {
+      remove();
+    }
+  });
+});
+
+describe('delta download: a kept block manifest of another file', () => {
+  it("is ignored: the live file's blocks are computed from it, and the delta still works", async () => {
+    const dir = await mkdtemp(join(work, 'stale-blocks-'));
+    const store = await stores.file(dir);
+    const files = await versions('duckdb', join(dir, 'build'), 2);
+    const options: SnapshotFilesOptions = {
+      dataset: DATASET,
+      engine: 'duckdb',
+      table: DATASET,
+      livePath: join(dir, 'data', `${DATASET}.duckdb`),
+      store,
+    };
+    try {
+      await swapIn(options, await publish(store, 'duckdb', 1, files[0] as Uint8Array));
+      await writeFile(
+        blocksPath(options.livePath),
+        serializeBlockManifest(manifestOf('duckdb', files[1] as Uint8Array)),
+      );
+      const transfer = await swapIn(options, await publish(store, 'duckdb', 2, files[1] as Uint8Array));
+      expect(transfer.mode).toBe('delta');
+      expect(sha256(await readFile(options.livePath))).toBe(sha256(files[1] as Uint8Array));
+    } finally {
+      await store.close();
+    }
+  });
+});
