@@ -178,8 +178,6 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       ...(key === undefined ? {} : { signingKey: key }),
       ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
       ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
-      ...(key === undefined ? {} : { signingKey: key }),
-      ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
       onProgress: (bytes, total) => progress.update(bytes, total),
     });
   } finally {
@@ -213,6 +211,8 @@ async function runIncremental(parsed: Parsed, io: CliIo, location: string, datas
       stateDir,
       storeParams: storeParams(parsed),
       ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
+      ...(key === undefined ? {} : { signingKey: key }),
+      ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
       onProgress: (bytes, total) => progress.update(bytes, total),
     });
   } finally {
