@@ -5,10 +5,12 @@
  * heartbeat names the current snapshot and its validity; a key that is not an Ed25519 private key,
  * and a heartbeat with nothing published, are refused.
  */
+import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
+  blockManifestKey,
   currentSnapshot,
   expectedSnapshotStatement,
   findRecordedSchema,
@@ -22,7 +24,7 @@ import {
 } from '@ferry/core';
 import { createFileStore, generateSigningKeyPair, schemaSha256, TrustedKeySet } from '@ferry/store';
 import { afterAll, describe, expect, it } from 'vitest';
-import { publishHeartbeat, publishSnapshot } from '../src/index.js';
+import { publishHeartbeat, publishIncremental, publishSnapshot } from '../src/index.js';
 import { datasetOf, removeTempDirs, tempDir, withHookBeforeMetadataPut } from './helpers.js';
 
 afterAll(removeTempDirs);
@@ -35,6 +37,13 @@ async function newLocation(): Promise<{ location: string; store: ObjectStore }> 
   await mkdir(root);
   const location = pathToFileURL(`${root}/`).href;
   return { location, store: createFileStore({ location }) };
+}
+
+/** The SHA-256 (hex) of an object's bytes. */
+async function sha256Of(store: ObjectStore, objectKey: string): Promise<string> {
+  const got = await store.get(objectKey);
+  if (got.status !== 'ok') throw new Error(`${objectKey} is missing`);
+  return createHash('sha256').update(got.body).digest('hex');
 }
 
 async function envelope(store: ObjectStore, objectKey: string) {
@@ -79,6 +88,7 @@ describe('signed publishing', () => {
       dataset,
       entry,
       schemaSha256: schemaSha256(schema),
+      blocksSha256: await sha256Of(store, blockManifestKey(result.key)),
     });
     expect(snapshotStatementDifference(statement, expected, { checkBlocks: true })).toBeUndefined();
 
@@ -134,5 +144,33 @@ describe('signed publishing', () => {
     await expect(
       publishHeartbeat({ dataset: 'orders', location, signingKey: key.privatePem, validForMs: 10 }),
     ).rejects.toMatchObject({ code: 'ERR_WRITER_OPTIONS' });
+  });
+});
+
+describe('signed publishing with block manifests', () => {
+  it('covers the block manifest in the statement (blocks-sha256), for a plain and an incremental publish', async () => {
+    const { location, store } = await newLocation();
+    const first = await publishSnapshot({
+      dataset: 'orders',
+      location,
+      source: { sql: 'SELECT i::BIGINT AS id FROM range(1000) t(i)' },
+      signingKey: key.privatePem,
+    });
+    const next = await publishIncremental({
+      dataset: 'orders',
+      location,
+      statements: ['INSERT INTO orders SELECT i::BIGINT FROM range(1000, 1010) t(i)'],
+      stateDir: await tempDir(),
+      signingKey: key.privatePem,
+    });
+    for (const result of [first, next]) {
+      const signed = await envelope(store, signatureKeyOf(result.key));
+      expect(trusted.check(signed)).toBe('verified');
+      const statement = parseSnapshotStatement(signed.statement);
+      if ('problem' in statement) throw new Error(statement.problem);
+      expect(statement.blocksSha256).toBe(await sha256Of(store, blockManifestKey(result.key)));
+      expect(statement.snapshotId).toBe(result.snapshotId);
+    }
+    expect(next.signed?.keyId).toBe(key.keyId);
   });
 });
