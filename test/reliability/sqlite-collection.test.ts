@@ -73,14 +73,18 @@ ${HELD}
 const Database = require(${JSON.stringify(betterSqlite3)});
 const file = ${JSON.stringify(file)};
 new Database(file).exec('CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3)');
+// In a function of its own: a local of the async loop below could keep the last connection reachable.
+function churn() {
+  for (let i = 0; i < 20; i++) {
+    const db = new Database(file, { readonly: true });
+    const rows = db.prepare('SELECT x FROM t');
+    for (const row of rows.iterate()) void row;
+  }
+}
 (async () => {
   let garbage = [];
   for (let round = 0; round < ${ROUNDS}; round++) {
-    for (let i = 0; i < 20; i++) {
-      const db = new Database(file, { readonly: true });
-      const rows = db.prepare('SELECT x FROM t');
-      for (const row of rows.iterate()) void row;
-    }
+    churn();
     // Young-generation pressure, then idle turns: V8 runs the collections its tasks schedule there.
     for (let i = 0; i < 2000; i++) garbage.push({ a: new Array(100).fill(i) });
     if (garbage.length > 20000) garbage = [];
