@@ -42,6 +42,7 @@ import { RuntimeEventEmitter } from './events.js';
 import { InspectionHub } from './inspection-hub.js';
 import { lowestLevel } from './log-levels.js';
 import { defaultLogger, type Logger, writeLog } from './logging.js';
+import { nodeLineNoticeOnce } from './node-lines.js';
 import type {
   CoordinatorToHost,
   CoordinatorWorkerData,
@@ -201,6 +202,8 @@ class HostRuntime implements Runtime {
       // Dataset threads of a later coordinator never share a start number with an earlier one's.
       incarnationBase: (this.#coordinatorStarts - 1) * 1_000_000,
     };
+    const unsupported = nodeLineNoticeOnce();
+    if (unsupported !== undefined) this.#logger.warn({ component: 'runtime' }, unsupported);
     const notice = sdkNoticeOnce();
     if (notice.line !== undefined) this.#logger.warn({ component: 'runtime' }, notice.line);
     // The threads load the AWS SDK: each would print its Node-version notice; said once above instead.
