@@ -1,8 +1,7 @@
 /**
  * The supported Node lines are said in one place (packages/runtime/src/node-lines.ts) and every
- * package.json an embedder installs says the same in `engines`, as does the workspace root (pnpm
- * refuses to install the workspace on a Node outside it). The runtime's one-line notice on any
- * other Node is checked here too.
+ * package.json an embedder installs says the same in `engines`, as does the workspace root. The
+ * runtime's one-line notice on any other Node is checked here too.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
