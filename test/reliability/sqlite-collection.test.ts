@@ -14,13 +14,13 @@
  * closed when the thread ends (the addon's cleanup hook), as the SQLite read pool relies on.
  * Each loop runs in a child process, so a regression shows as that child's abort.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { runNodeChild } from './node-child.js';
 
 const engines = fileURLToPath(new URL('../../packages/engines/package.json', import.meta.url));
 const betterSqlite3 = createRequire(engines).resolve('better-sqlite3');
@@ -47,24 +47,6 @@ function held(file) {
   return n;
 }
 `;
-
-/** Runs `script` in a child Node (`--expose-gc`); resolves with its exit and everything it printed. */
-async function child(
-  script: string,
-): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
-  const proc = spawn(process.execPath, ['--expose-gc', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  proc.stderr.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-    proc.once('exit', (exitCode, exitSignal) => resolve([exitCode, exitSignal])),
-  );
-  return { code, signal, out: out.trim() };
-}
 
 it(`connections and statements dropped ${ROUNDS * 20} times and collected outside JS never abort the process, and all end up closed`, async () => {
   const file = join(dir, 'dropped.sqlite');
@@ -96,7 +78,7 @@ function churn() {
   console.log('descriptors on the file: ' + held(file) + ', rows: ' + kept.prepare('SELECT count(*) AS n FROM t').get().n);
 })();
 `;
-  const result = await child(script);
+  const result = await runNodeChild(script, ['--expose-gc']);
   expect(result.out).not.toContain('Assertion failed');
   expect(result).toEqual({ code: 0, signal: null, out: 'descriptors on the file: 1, rows: 3' });
 });
@@ -127,6 +109,6 @@ setup.close();
   console.log('open: ' + open + ', after the threads ended: ' + held(file));
 })();
 `;
-  const result = await child(script);
+  const result = await runNodeChild(script, ['--expose-gc']);
   expect(result).toEqual({ code: 0, signal: null, out: 'open: 3, after the threads ended: 0' });
 });
