@@ -447,7 +447,7 @@ describe('resource limits', () => {
       const started = performance.now();
       await expect(runtime.query(RUNAWAY[engine])).rejects.toMatchObject({
         code: 'ERR_QUERY_TIMEOUT',
-        message: `The query on dataset '${name}' ran longer than ${TIMEOUT_MS} ms and was cancelled; narrow it or raise queryTimeoutMs.`,
+        message: `The query on dataset '${name}' ran longer than ${TIMEOUT_MS} ms and was cancelled; narrow it or raise the query timeout (runtime.query.ferry_timeout, ferry serve --query-timeout, or queryTimeoutMs when embedded).`,
       });
       expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 10_000);
       expect((await runtime.query(`SELECT count(*) AS n FROM ${name}`)).rows).toEqual([{ n: 100 }]);

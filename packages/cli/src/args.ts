@@ -3,6 +3,7 @@
  * errors turned into {@link UsageError}s, plus the value parsers (`--http host:port`, choices).
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { parseDuration } from '@ferry/core';
 import { UsageError } from './errors.js';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
@@ -45,6 +46,17 @@ function describeParseError(error: unknown): string {
 export function stringOption(parsed: Parsed, name: string): string | undefined {
   const value = parsed.values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** A duration option's value (`30s`, `2m`) in milliseconds, or undefined; a bad one is a usage error. */
+export function durationOption(command: string, parsed: Parsed, name: string): number | undefined {
+  const text = stringOption(parsed, name);
+  if (text === undefined) return undefined;
+  try {
+    return parseDuration(text);
+  } catch (error) {
+    throw new UsageError(command, `--${name}: ${(error as Error).message}`);
+  }
 }
 
 /** Exactly `count` positionals named `names`, or a usage error. */

@@ -282,3 +282,77 @@ describe('ferry serve with Arrow Flight and TLS', () => {
     }
   });
 });
+
+describe('ferry serve --query-timeout, and its shutdown while queries run', () => {
+  let dir: string;
+  let pod: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ferry-serve-limits-'));
+    const { location } = await copyFixtureStore({ kind: 'dir', dir: join(dir, 'store') });
+    pod = join(dir, 'spicepod.yaml');
+    await writeFile(pod, fixturePod(location));
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const RUNAWAY = 'SELECT count(*) AS n FROM orders, range(1000000000000) t(i)';
+
+  async function started(extra: readonly string[]): Promise<{ serve: Running; base: string }> {
+    const serve = startFerry([
+      'serve',
+      pod,
+      '--http',
+      '127.0.0.1:0',
+      '--no-flight',
+      '--data-dir',
+      join(dir, 'data'),
+      ...extra,
+    ]);
+    const base = (await serve.waitForStdout(/^Listening on (http:\/\/\S+)$/m))[1] as string;
+    await expect
+      .poll(async () => (await fetch(`${base}/v1/ready`)).status, { timeout: 30_000, interval: 200 })
+      .toBe(200);
+    return { serve, base };
+  }
+
+  it('stops a query at --query-timeout in its engine: 504 ERR_QUERY_TIMEOUT naming the limit', async () => {
+    const { serve, base } = await started(['--query-timeout', '300ms']);
+    try {
+      const answer = await fetch(`${base}/v1/sql`, { method: 'POST', body: RUNAWAY });
+      expect(answer.status).toBe(504);
+      expect(await answer.json()).toMatchObject({
+        code: 'ERR_QUERY_TIMEOUT',
+        error: expect.stringMatching(
+          /ran longer than 300 ms and was cancelled; .*ferry serve --query-timeout/,
+        ),
+      });
+    } finally {
+      serve.child.kill('SIGKILL');
+      await serve.exited;
+    }
+  });
+
+  it('refuses a --query-timeout that is not a duration (exit 2, naming the flag)', async () => {
+    const result = await ferry(['serve', pod, '--query-timeout', '30']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--query-timeout: Invalid duration: '30' is not a duration");
+  });
+
+  it('a second signal during the shutdown ends the process at once, as SIGINT (exit status 130)', async () => {
+    const { serve, base } = await started([]);
+    const running = fetch(`${base}/v1/sql`, { method: 'POST', body: RUNAWAY }).catch(
+      (error: unknown) => error,
+    );
+    await serve.waitForStderr(/"level":"info".*Serving 1 dataset/);
+    serve.child.kill('SIGTERM');
+    await serve.waitForStderr(/Received SIGTERM/);
+    serve.child.kill('SIGTERM');
+    const finished = await serve.exited;
+    await running;
+    expect({ code: finished.code, signal: finished.signal }).toEqual({ code: null, signal: 'SIGINT' });
+    expect(finished.stderr).toContain('ferry: SIGTERM again; exiting without a clean shutdown');
+  });
+});

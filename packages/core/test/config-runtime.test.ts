@@ -487,3 +487,29 @@ describe('runtime.cors, runtime.flight, runtime.ready_state', () => {
     expect(result.config?.ignoredRuntimeKeys).toStrictEqual(['memory_limit', 'temp_directory']);
   });
 });
+
+describe("runtime.query: Ferry's query limits beside DataFusion's settings", () => {
+  it('reads ferry_timeout and ferry_stream_idle_timeout as durations; Spice keys of the block stay recorded', () => {
+    const result = load({
+      query: { ferry_timeout: '5s', ferry_stream_idle_timeout: '2m', memory_limit: '2GiB' },
+    });
+    expect(result.errors).toStrictEqual([]);
+    expect(result.config?.queryTimeoutMs).toBe(5_000);
+    expect(result.config?.streamIdleTimeoutMs).toBe(120_000);
+    expect(result.config?.ignoredRuntimeKeys).toStrictEqual(['query']);
+  });
+
+  it('leaves both unset when absent (the runtime then uses its defaults)', () => {
+    const result = load({ query: { memory_limit: '2GiB' } });
+    expect(result.config?.queryTimeoutMs).toBeUndefined();
+    expect(result.config?.streamIdleTimeoutMs).toBeUndefined();
+  });
+
+  it('names the key of a bad duration, and suggests the key a misspelt ferry_ key meant', () => {
+    const result = load({ query: { ferry_timeout: 30, ferry_timout: '1s' } });
+    expect(messages(result)).toStrictEqual([
+      "spicepod.yaml: runtime.query.ferry_timout: unknown key; did you mean 'ferry_timeout'?",
+      "spicepod.yaml: runtime.query.ferry_timeout: '30' has no unit; add one, such as 30s",
+    ]);
+  });
+});

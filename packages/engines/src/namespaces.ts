@@ -38,6 +38,7 @@ export {
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';
+export { INTERRUPT_EVERY, type InterruptRegion, isSqliteInterrupt } from './sqlite-interrupt.js';
 export {
   SQLITE_MAX_ATTACHED,
   SqliteNamespace,

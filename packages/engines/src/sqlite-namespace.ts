@@ -44,6 +44,7 @@ import {
   sqliteBindingOf,
   storageClass,
 } from './sqlite-engine.js';
+import { type InterruptRegion, watchInterrupts } from './sqlite-interrupt.js';
 import { checkSqliteStatement } from './statement-check.js';
 
 /** SQLite's compile-time limit on attached databases (SQLITE_MAX_ATTACHED). */
@@ -127,6 +128,8 @@ export class SqliteNamespace {
   #lastTouched: string | undefined;
   /** Nothing yet: a version no catalog has, so the first one is always applied. */
   #catalog: NamespaceCatalog = { version: -1, datasets: [] };
+  /** The region the connection watches for stops (sqlite-interrupt.ts). */
+  #interrupts: InterruptRegion | undefined;
 
   constructor(options: SqliteNamespaceOptions) {
     this.#options = options;
@@ -145,6 +148,25 @@ export class SqliteNamespace {
 
   get catalog(): NamespaceCatalog {
     return this.#catalog;
+  }
+
+  /**
+   * Where the connection looks for stops from now on (sqlite-interrupt.ts): a statement stopped
+   * there fails with `SQLITE_INTERRUPT`. The same region again costs nothing.
+   */
+  interruptOn(region: InterruptRegion | undefined): void {
+    const known = this.#interrupts;
+    if (
+      known === region ||
+      (known !== undefined &&
+        region !== undefined &&
+        known.buffer === region.buffer &&
+        known.offset === region.offset &&
+        known.stops === region.stops)
+    )
+      return;
+    watchInterrupts(this.#db, region);
+    this.#interrupts = region;
   }
 
   /** Re-attach datasets whose generation moved, detach the ones gone, attach new ones while there is room. */

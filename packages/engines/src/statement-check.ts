@@ -28,7 +28,7 @@ import {
   DUCKDB_REFUSED_TABLE_FUNCTIONS,
   DUCKDB_TABLE_FUNCTIONS,
 } from './duckdb-functions.js';
-import { StatementRejectedError } from './errors.js';
+import { NamespaceTableError, StatementRejectedError } from './errors.js';
 import {
   classifyStatement,
   classifyTokens,
@@ -43,15 +43,38 @@ import { type StatementShape, statementShape } from './sql-shape.js';
 
 /**
  * System views refused when a query names them without a dataset's qualification: they show the
- * attached files' paths (`duckdb_databases`, `pragma_database_list`), the settings (`pg_settings`)
- * or DuckDB's log.
+ * attached files' paths (`duckdb_databases`, `pragma_database_list`), the settings (`pg_settings`),
+ * DuckDB's log, or every object of the instance, internal ones included (SQLite's and Postgres's
+ * catalog views as DuckDB offers them: `sqlite_master`, `pg_tables`, …). `SHOW TABLES` and
+ * `information_schema` list the datasets and views.
  */
 export const DUCKDB_REFUSED_VIEWS: ReadonlySet<string> = new Set([
   'duckdb_databases',
   'pragma_database_list',
   'pg_settings',
   'duckdb_logs',
+  'sqlite_master',
+  'sqlite_schema',
+  'sqlite_temp_master',
+  'sqlite_temp_schema',
+  'pg_tables',
+  'pg_views',
+  'pg_class',
+  'pg_namespace',
+  'pg_attribute',
+  'pg_attrdef',
+  'pg_index',
+  'pg_indexes',
+  'pg_constraint',
+  'pg_database',
+  'pg_depend',
+  'pg_description',
+  'pg_sequence',
+  'pg_sequences',
 ]);
+
+/** Ferry's own objects in DuckDB (generations `ferry_g<n>`, imports, listings): never a query's to name. */
+const INTERNAL_NAME = /^ferry_/i;
 
 /**
  * What DuckDB's replacement scans (`FROM 'x.csv'`, `FROM data.parquet`) recognise as a file: the
@@ -316,6 +339,13 @@ async function assertTreesReadOnly(parser: DuckDbParser, names: TreeNames): Prom
       throw new StatementRejectedError(
         'FILE',
         "The query names a file where a table belongs, and reading files is not permitted on a read-only snapshot replica; query the datasets' tables instead.",
+      );
+    }
+    const internal = [ref.catalog, ref.schema, ref.table].find((part) => INTERNAL_NAME.test(part));
+    if (internal !== undefined) {
+      throw new NamespaceTableError(
+        [ref.catalog, ref.schema, ref.table].filter(Boolean).join('.'),
+        'unknown',
       );
     }
     const system = ['', 'system'].includes(ref.catalog.toLowerCase());

@@ -198,6 +198,12 @@ export interface RuntimeQueryStream extends QueryProvenance {
   readonly batches: AsyncIterable<RecordBatch>;
   /** Stops the query in its engine; the iteration ends with `ERR_QUERY_CANCELLED`. */
   cancel(): void;
+  /**
+   * Aborted, with the reason, when the stream ends early on its own — a limit (`ERR_QUERY_TIMEOUT`,
+   * `ERR_STREAM_IDLE`, a size cap), its engine failing, or `cancel()` — even while nobody reads
+   * it: a server whose client stopped reading learns here that the answer is over.
+   */
+  readonly stopped: AbortSignal;
 }
 
 export interface DatasetInfo {

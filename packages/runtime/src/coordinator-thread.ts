@@ -38,7 +38,7 @@ import { PublishedVersions } from './shared-slots.js';
 import { SnapshotPool } from './snapshot-pool.js';
 import { storeFor, storeKey } from './stores.js';
 import { isMetadataGetsRequest, type MetadataGetsRequest } from './test-hooks.js';
-import { checkBuildId, threadFile } from './thread-files.js';
+import { checkBuildId, threadExecArgv, threadFile } from './thread-files.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error(
@@ -210,6 +210,7 @@ class DatasetSlot {
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,
+      execArgv: threadExecArgv(),
       transferList: [channel.port2],
       ...(data.datasetResourceLimits === undefined ? {} : { resourceLimits: data.datasetResourceLimits }),
     });

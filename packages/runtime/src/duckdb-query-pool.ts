@@ -34,7 +34,7 @@ import type {
   QueryWorkerToHost,
 } from './query-protocol.js';
 import { StreamCredits } from './stream-credits.js';
-import { threadFile } from './thread-files.js';
+import { threadExecArgv, threadFile } from './thread-files.js';
 
 /** What a running query hears besides its answer (batch mode). */
 export interface QueryListener {
@@ -90,6 +90,7 @@ class QueryWorker {
     this.#onStarted = onStarted;
     this.worker = new Worker(threadFile('duckdb-query-worker'), {
       workerData: data,
+      execArgv: threadExecArgv(),
       ...(resourceLimits === undefined ? {} : { resourceLimits }),
     });
     let failure: unknown;

@@ -108,7 +108,7 @@ export class QueryTimeoutError extends FerryError {
   constructor(datasets: readonly string[] | string, timeoutMs: number) {
     super(
       'ERR_QUERY_TIMEOUT',
-      `${theQuery([datasets].flat())} ran longer than ${timeoutMs} ms and was cancelled; narrow it or raise queryTimeoutMs.`,
+      `${theQuery([datasets].flat())} ran longer than ${timeoutMs} ms and was cancelled; narrow it or raise the query timeout (runtime.query.ferry_timeout, ferry serve --query-timeout, or queryTimeoutMs when embedded).`,
     );
     this.name = 'QueryTimeoutError';
   }
@@ -171,7 +171,7 @@ export class StreamIdleError extends FerryError {
   constructor(idleMs: number) {
     super(
       'ERR_STREAM_IDLE',
-      `The result stream was not read for ${idleMs} ms and was cancelled; read its batches as they come or raise streamIdleTimeoutMs.`,
+      `The result stream was not read for ${idleMs} ms and was cancelled; read its batches as they come or raise the idle limit (runtime.query.ferry_stream_idle_timeout, or streamIdleTimeoutMs when embedded).`,
     );
     this.name = 'StreamIdleError';
   }

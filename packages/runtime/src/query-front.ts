@@ -5,7 +5,7 @@
  * (task-history.ts), which records every query. With the cache off and the history off, a query
  * goes straight to the service.
  */
-import type { JsonValue, ResultsCacheConfig, TaskHistoryConfig } from '@ferry/core';
+import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
 import { LRUCache } from 'lru-cache';
 import type {
@@ -16,6 +16,7 @@ import type {
   RuntimeQueryStream,
   StreamOptions,
 } from './api.js';
+import type { Logger } from './logging.js';
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryService } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
@@ -91,13 +92,18 @@ export class QueryFront {
   /** The datasets each statement read, learned from its results (the cache's lookups use them). */
   readonly #reads = new LRUCache<string, readonly string[]>({ max: READS });
   readonly #history: TaskHistory;
+  readonly #logger: Logger;
+  /** Numbers each query, for the line a limit logs. */
+  #queryIds = 0;
 
   constructor(
     queries: QueryService,
     catalog: QueryCatalog,
     cache: ResultsCacheConfig,
     history: TaskHistoryConfig,
+    logger: Logger,
   ) {
+    this.#logger = logger;
     this.#queries = queries;
     this.#catalog = catalog;
     this.#cache = new ResultsCache(cache);
@@ -220,6 +226,7 @@ export class QueryFront {
   }
 
   query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+    const id = ++this.#queryIds;
     return this.#recorded(
       sql,
       () => this.#query(sql, params, options),
@@ -227,10 +234,11 @@ export class QueryFront {
         record(result.rows.length, undefined, result.rows);
         return result;
       },
-    );
+    ).catch((error: unknown) => this.#failed(id, error));
   }
 
   queryArrow(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeArrowResult> {
+    const id = ++this.#queryIds;
     return this.#recorded(
       sql,
       () => this.#queryArrow(sql, params, options),
@@ -238,7 +246,7 @@ export class QueryFront {
         record(result.table.numRows);
         return result;
       },
-    );
+    ).catch((error: unknown) => this.#failed(id, error));
   }
 
   /** A stream is recorded when it ends (every batch read, left early, or failed). */
@@ -247,10 +255,40 @@ export class QueryFront {
     params: readonly JsonValue[],
     options: StreamOptions,
   ): Promise<RuntimeQueryStream> {
+    const id = ++this.#queryIds;
     return this.#recorded(
       sql,
       () => this.#queryStream(sql, params, options),
       (stream, record) => ({ ...stream, batches: recordWhenDone(stream.batches, record) }),
+    ).then(
+      (stream) => {
+        // A limit after the start stops the stream whether or not anyone reads it (an HTTP client
+        // that stopped reading): its line is logged then, not when (or if) the error is read.
+        stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
+          once: true,
+        });
+        return stream;
+      },
+      (error: unknown) => this.#failed(id, error),
+    );
+  }
+
+  /**
+   * Rethrows a query's failure; a limit that stopped it (time, an idle reader, a result's size)
+   * logs one warn line naming the query and the limit: it did its job, no stack.
+   */
+  #failed(id: number, error: unknown): never {
+    this.#limitReached(id, error);
+    throw error;
+  }
+
+  /** Logs one warn line when `error` is a limit that stopped query `id`. */
+  #limitReached(id: number, error: unknown): void {
+    const code = errorCode(error);
+    if (code === undefined || !LIMIT_CODES.has(code)) return;
+    this.#logger.warn(
+      { component: 'query', queryId: id, code },
+      `Query ${id} stopped by a limit: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
 
@@ -313,6 +351,7 @@ export class QueryFront {
           yield* batches;
         })(),
         cancel: () => undefined,
+        stopped: NEVER_STOPPED,
         cache: 'hit',
       };
     }
@@ -320,16 +359,34 @@ export class QueryFront {
     this.#learn(sql, stream.datasets);
     const status = this.#ran(sql, options, stream.datasets);
     if (status === undefined) return stream;
-    const { schema, batches, cancel, ...provenance } = stream;
+    const { schema, batches, cancel, stopped, ...provenance } = stream;
     // A stream keeps what it has sent only up to a few MiB: its memory stays what is in flight.
     const limit = Math.min(this.#cache.counters().maxBytes, STREAM_ENTRY_MAX_BYTES);
     const offer = (kept: readonly RecordBatch[]): void =>
       this.#offer(kind, sql, params, provenance, { ...provenance, schema, batches: kept }, () =>
         retainedBytes(kept),
       );
-    return { ...provenance, schema, cancel, cache: status, batches: keepWhileRead(batches, limit, offer) };
+    return {
+      ...provenance,
+      schema,
+      cancel,
+      stopped,
+      cache: status,
+      batches: keepWhileRead(batches, limit, offer),
+    };
   }
 }
+
+/** The `stopped` of a stream answered from the cache: it never stops on its own. */
+const NEVER_STOPPED = new AbortController().signal;
+
+/** The codes of the limits a query can reach (each logged once, at warn). */
+const LIMIT_CODES: ReadonlySet<string> = new Set([
+  'ERR_QUERY_TIMEOUT',
+  'ERR_STREAM_IDLE',
+  'ERR_RESULT_TOO_LARGE',
+  'ERR_CROSS_ENGINE_TOO_LARGE',
+]);
 
 /** `batches` as read, calling `record` with the rows read once they end (or fail). */
 async function* recordWhenDone(

@@ -486,7 +486,11 @@ export class QueryService {
       const first = raced !== undefined && 'fields' in raced ? raced : stream.receivedSchema;
       if (first === undefined) {
         const settled = await answered;
+        // A stream that failed before its schema (its time limit, its caller's cancellation) ends
+        // with that reason, not with what its cancelled engine answered.
+        const { failure } = stream;
         stream.dispose();
+        if (failure !== undefined) throw failure;
         if ('error' in settled) throw settled.error;
         return settled.outcome;
       }
@@ -511,6 +515,7 @@ export class QueryService {
       schema,
       batches: { [Symbol.asyncIterator]: () => stream.batches() },
       cancel: () => stream.fail(new QueryCancelledError('cancel() was called')),
+      stopped: stream.stopped,
       ...provenance(stream.read, engine),
     };
   }

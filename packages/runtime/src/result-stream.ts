@@ -39,6 +39,7 @@ export class ResultStream implements QueryListener {
   read: readonly DatasetRead[] = [];
   #idleTimer: NodeJS.Timeout | undefined;
   readonly #onAbort: () => void;
+  readonly #stopped = new AbortController();
 
   constructor(options: ResultStreamOptions) {
     this.#options = options;
@@ -92,13 +93,24 @@ export class ResultStream implements QueryListener {
     this.#push({ end: true });
   }
 
+  /** Aborted with the reason when the stream ends early on its own (see `RuntimeQueryStream.stopped`). */
+  get stopped(): AbortSignal {
+    return this.#stopped.signal;
+  }
+
   /** Ends the stream with `error`, cancelling the query if it still runs. */
   fail(error: unknown): void {
     if (this.#finished || this.#failure !== undefined) return;
     this.#failure = error;
+    this.#stopped.abort(error);
     this.#query?.cancel();
     this.#push({ error });
     for (const waiter of this.#schemaWaiters.splice(0)) waiter(undefined as never);
+  }
+
+  /** Why the stream ended early (a limit, a cancellation), if it did. */
+  get failure(): unknown {
+    return this.#failure;
   }
 
   /** The schema, if the worker sent it already. */

@@ -16,6 +16,7 @@ import {
   type DatasetEmitted,
   type JsonValue,
   parseByteSize,
+  type SpicepodConfig,
 } from '@ferry/core';
 import type { DuckDbNamespaceOptions } from '@ferry/engines';
 import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots';
@@ -66,7 +67,7 @@ import {
   type RuntimeTestHooks,
   TEST_HOOKS,
 } from './test-hooks.js';
-import { buildIdOf, threadFile } from './thread-files.js';
+import { buildIdOf, threadExecArgv, threadFile } from './thread-files.js';
 
 export { POLL_RESULTS } from './runtime-metrics.js';
 export type { SpicepodSource } from './spicepod-source.js';
@@ -146,10 +147,16 @@ class HostRuntime implements Runtime {
     this.#queries = new QueryService(
       this.#registry,
       this.#catalog,
-      queryServiceOptions(options, datasets, baseDir, dataDir),
+      queryServiceOptions(options, config, datasets, baseDir, dataDir),
       logger,
     );
-    this.#front = new QueryFront(this.#queries, this.#catalog, config.resultsCache, config.taskHistory);
+    this.#front = new QueryFront(
+      this.#queries,
+      this.#catalog,
+      config.resultsCache,
+      config.taskHistory,
+      logger,
+    );
     const files = Object.fromEntries(
       datasets.map((dataset) => {
         const livePath = livePathFor(dataset, baseDir, dataDir);
@@ -207,7 +214,11 @@ class HostRuntime implements Runtime {
     const notice = sdkNoticeOnce();
     if (notice.line !== undefined) this.#logger.warn({ component: 'runtime' }, notice.line);
     // The threads load the AWS SDK: each would print its Node-version notice; said once above instead.
-    const worker = new Worker(threadFile('coordinator-thread'), { workerData, env: notice.env });
+    const worker = new Worker(threadFile('coordinator-thread'), {
+      workerData,
+      env: notice.env,
+      execArgv: threadExecArgv(),
+    });
     const rpc = new RpcClient<HostToCoordinator>(worker, 'The coordinator thread');
     this.#coordinator = worker;
     this.#coordinatorRpc = rpc;
@@ -540,6 +551,7 @@ function size(option: string, value: string | number | undefined, fallback: numb
  */
 function queryServiceOptions(
   options: RuntimeOptions,
+  config: SpicepodConfig,
   datasets: readonly DatasetConfig[],
   baseDir: string,
   dataDir: string,
@@ -572,11 +584,11 @@ function queryServiceOptions(
     privateRoots,
   });
   return {
-    queryTimeoutMs: options.queryTimeoutMs ?? 30_000,
+    queryTimeoutMs: options.queryTimeoutMs ?? config.queryTimeoutMs ?? 30_000,
     maxResultRows: options.maxResultRows ?? 100_000,
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
-    streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? config.streamIdleTimeoutMs ?? 60_000,
     maxQueriesInFlight: options.maxQueriesInFlight ?? 512,
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,

@@ -14,7 +14,7 @@ import type { TransferListItem } from 'node:worker_threads';
 import { deserializeError } from '@ferry/core';
 import { Piscina } from 'piscina';
 import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from './protocol.js';
-import { threadFile } from './thread-files.js';
+import { threadExecArgv, threadFile } from './thread-files.js';
 
 export interface SnapshotPoolOptions {
   /** Workers at most. Default 2. */
@@ -58,6 +58,7 @@ export class SnapshotPool {
   constructor(options: SnapshotPoolOptions = {}) {
     this.#pool = new Piscina({
       filename: options.filename ?? threadFile('snapshot-worker').href,
+      execArgv: threadExecArgv(),
       minThreads: 0,
       maxThreads: Math.max(1, options.threads ?? Math.min(2, cpus().length)),
       idleTimeout: options.idleTimeoutMs ?? 30_000,

@@ -12,10 +12,14 @@
  *
  * Timeouts are per query and count from the moment a worker starts it: the worker records the
  * index and start time of the query it runs in its batch's slot of one shared buffer, and the host checks it when
- * the timeout could have run out. SQLite cannot be interrupted from another thread, so a query
- * past its timeout — or cancelled by its caller while it runs — is stopped by ending its worker
- * (piscina's abort); the rest of its batch (read-only queries, safe to run again) goes back to the
- * front of the queue. A cancelled query still queued just leaves the queue.
+ * the timeout could have run out. A query past its timeout — or cancelled by its caller while it
+ * waits in a batch or runs — is stopped inside SQLite through the stop buffer (sqlite-stops.ts):
+ * it fails with `SQLITE_INTERRUPT` within microseconds, its caller gets the timeout or the
+ * cancellation, and its worker goes on with the rest of the batch. Only a worker that does not
+ * answer within {@link ESCALATE_MS} of a stop (stuck outside SQLite's loop) is ended (piscina's
+ * abort), and the rest of its batch (read-only queries, safe to run again) goes back to the front
+ * of the queue. A cancelled query still queued just leaves the queue. Closing the pool stops every
+ * query it runs, so no worker outlives it.
  *
  * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
  */
@@ -35,7 +39,9 @@ import type {
   SqliteStreamTask,
   SqliteWorkerData,
 } from './sqlite-read-task.js';
+import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery, streamStopBuffer } from './sqlite-stops.js';
 import { StreamCredits } from './stream-credits.js';
+import { threadExecArgv } from './thread-files.js';
 
 export interface SqliteReadPoolOptions {
   /** The worker module (`sqlite-read-task`). */
@@ -98,13 +104,21 @@ class BatchStop {
   }
 }
 
-/** A batch a worker has: its progress slot, how to stop it, and the query that stopped it. */
+/** A batch a worker has: its slot, how to end its worker, and the queries stopped in it (and why). */
 interface RunningBatch {
   readonly batch: Pending[];
   readonly slot: number;
   readonly stop: BatchStop;
-  stopped: { readonly pending: Pending; readonly error: Error } | undefined;
+  readonly stopped: Map<Pending, Error>;
+  /** Ends the worker if it does not answer soon after a stop. */
+  escalation: NodeJS.Timeout | undefined;
 }
+
+/**
+ * How long a worker may take to answer after one of its queries was stopped before it is ended:
+ * SQLite stops within microseconds, so only a worker stuck outside SQLite's loop reaches it.
+ */
+const ESCALATE_MS = 1_000;
 
 /**
  * Each running batch has a slot of the pool's one progress buffer, `[index, startedAtMs]` of the
@@ -141,6 +155,9 @@ export class SqliteReadPool {
   readonly #progress: BigInt64Array;
   readonly #freeSlots: number[];
   readonly #board = new CatalogBoard();
+  readonly #stops: Int32Array;
+  /** Streams running now, each with its stop buffer. */
+  readonly #streams = new Set<Int32Array>();
   /** What each statement (by shape, else text) took to run, as a moving average in ms. */
   readonly #costs = new BoundedCache<string, { ms: number; runs: number }>({
     entries: 4_096,
@@ -150,18 +167,21 @@ export class SqliteReadPool {
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
     this.#timeoutMs = options.queryTimeoutMs;
-    this.#maxBatch = Math.max(1, options.maxBatch ?? 64);
+    this.#maxBatch = Math.min(MAX_BATCH, Math.max(1, options.maxBatch ?? MAX_BATCH));
     this.#catalog = options.catalog;
     const slots = this.#threads + SPARE_SLOTS;
     this.#progress = new BigInt64Array(new SharedArrayBuffer(2 * slots * BigInt64Array.BYTES_PER_ELEMENT));
     this.#freeSlots = Array.from({ length: slots }, (_, slot) => slot);
+    this.#stops = stopBuffer(slots);
     const workerData: SqliteWorkerData = {
       ...options.workerData,
       progress: this.#progress.buffer as SharedArrayBuffer,
       board: this.#board.buffer,
+      stops: this.#stops.buffer as SharedArrayBuffer,
     };
     this.#pool = new Piscina({
       filename: options.filename,
+      execArgv: threadExecArgv(),
       minThreads: 0,
       maxThreads: this.#threads,
       idleTimeout: options.idleTimeoutMs ?? 30_000,
@@ -229,12 +249,14 @@ export class SqliteReadPool {
   /**
    * Streams one query's result: `listener` hears the schema and each batch; `credit()` lets one
    * more batch come (at most the window ahead: stream-credits.ts). `cancel()` stops it: the worker notices
-   * between batches, and is ended if it is inside SQLite.
+   * between batches, and SQLite through the stream's stop buffer (the worker is ended only if it
+   * does not answer within {@link ESCALATE_MS}).
    */
   stream(query: QueryRequest, listener: QueryListener, batchRows?: number): PoolQuery {
     const channel = new MessageChannel();
     const credits = new StreamCredits();
     const controller = new AbortController();
+    const stops = streamStopBuffer();
     channel.port1.on('message', (message: SqliteStreamMessage) => {
       if (message.type === 'end') ended();
       else if (message.type === 'schema') listener.schema?.(message.ipc, message.read);
@@ -245,6 +267,7 @@ export class SqliteReadPool {
       request: query,
       port: channel.port2,
       control: credits.control,
+      stops,
       ...(batchRows === undefined ? {} : { batchRows }),
     };
     // The answer comes back on piscina's port, the schema and batches on this channel: no order
@@ -255,6 +278,7 @@ export class SqliteReadPool {
       ended = resolve;
     });
     this.#unanswered++;
+    this.#streams.add(stops);
     const answer = (async (): Promise<QueryAnswer> => {
       if (this.#closed !== undefined) throw this.#closed;
       try {
@@ -267,6 +291,7 @@ export class SqliteReadPool {
         return result;
       } finally {
         this.#unanswered--;
+        this.#streams.delete(stops);
         channel.port1.close();
       }
     })();
@@ -278,8 +303,10 @@ export class SqliteReadPool {
       answer,
       cancel: () => {
         credits.cancel();
-        // A worker inside a long SQLite step does not see the flag: end it if it does not stop soon.
-        stopper ??= setTimeout(() => controller.abort(), 100);
+        // A worker inside a long SQLite step does not see the credits: stop the statement there,
+        // and end the worker only if it does not answer soon.
+        stopQuery(stops, regionOf(stops, 0), 0);
+        stopper ??= setTimeout(() => controller.abort(), ESCALATE_MS);
       },
       credit: () => credits.credit(),
     };
@@ -291,13 +318,20 @@ export class SqliteReadPool {
     return this.#board.publish(catalog) ? {} : { catalog };
   }
 
-  /** Ends the workers; queued and running queries reject with `reason`. */
+  /**
+   * Ends the workers; queued and running queries reject with `reason`. Every statement a worker
+   * runs is stopped inside SQLite first, so ending the workers never waits for one.
+   */
   async close(reason: Error): Promise<void> {
     this.#closed ??= reason;
     clearTimeout(this.#watchdog);
     const queued = this.#queue;
     this.#queue = [];
     for (const pending of queued) pending.reject(reason);
+    for (const running of this.#running) {
+      for (const pending of running.batch) this.#stop(running, pending, reason);
+    }
+    for (const stops of this.#streams) stopQuery(stops, regionOf(stops, 0), 0);
     await this.#pool.destroy();
   }
 
@@ -351,7 +385,14 @@ export class SqliteReadPool {
 
   async #runBatch(batch: Pending[], slot: number): Promise<void> {
     Atomics.store(this.#progress, 2 * slot + INDEX, -1n);
-    const running: RunningBatch = { batch, slot, stop: new BatchStop(), stopped: undefined };
+    clearRegion(this.#stops, regionOf(this.#stops, slot));
+    const running: RunningBatch = {
+      batch,
+      slot,
+      stop: new BatchStop(),
+      stopped: new Map(),
+      escalation: undefined,
+    };
     for (const pending of batch) pending.abortBatch = (late, error) => this.#stop(running, late, error);
     this.#running.add(running);
     this.#watch();
@@ -366,19 +407,32 @@ export class SqliteReadPool {
       results = answered.answers;
       for (const [index, ms] of answered.ms.entries()) this.#cost(batch[index] as Pending, ms);
     } catch (error) {
+      // The worker failed, or was ended after a stop it did not answer: the stopped queries fail
+      // with their own reason, the others run again elsewhere.
       const { stopped } = running;
-      if (stopped === undefined) {
+      if (stopped.size === 0) {
         for (const pending of batch) pending.reject(error);
         return;
       }
-      stopped.pending.reject(stopped.error);
-      this.#requeue(batch.filter((pending) => pending !== stopped.pending));
+      for (const [pending, reason] of stopped) pending.reject(reason);
+      this.#requeue(batch.filter((pending) => !stopped.has(pending)));
       return;
     } finally {
+      clearTimeout(running.escalation);
       this.#running.delete(running);
       for (const pending of batch) pending.abortBatch = undefined;
     }
-    for (const [index, result] of results.entries()) (batch[index] as Pending).resolve(result);
+    for (const [index, result] of results.entries()) {
+      const pending = batch[index] as Pending;
+      const reason = running.stopped.get(pending);
+      // A stopped query answers SQLITE_INTERRUPT (or, had it just finished, its rows): either way
+      // its caller has been told it was stopped, and why.
+      if (reason === undefined) pending.resolve(result);
+      else pending.reject(reason);
+    }
+    for (const [pending, reason] of running.stopped) {
+      if (!pending.done && results.length <= batch.indexOf(pending)) pending.reject(reason);
+    }
     // A batch that ran past its time budget answers early: the rest goes first in the queue again.
     this.#requeue(batch.slice(results.length));
   }
@@ -418,13 +472,18 @@ export class SqliteReadPool {
     }
   }
 
-  /** Stops a running batch because of `pending` (timed out or cancelled while running). */
+  /**
+   * Stops `pending` in its running batch (timed out, cancelled, or the pool closing): inside SQLite
+   * if it runs, before it starts if not; the worker goes on with the rest of the batch. A worker
+   * that does not answer within {@link ESCALATE_MS} is ended.
+   */
   #stop(running: RunningBatch, pending: Pending, error: Error): void {
-    // A query the worker already answered has nothing to stop; any other would still run, so the
-    // batch is stopped (its other queries run again elsewhere).
-    if (running.stopped !== undefined || pending.done) return;
-    running.stopped = { pending, error };
-    running.stop.abort();
+    if (pending.done || running.stopped.has(pending)) return;
+    const index = running.batch.indexOf(pending);
+    if (index < 0) return;
+    running.stopped.set(pending, error);
+    stopQuery(this.#stops, regionOf(this.#stops, running.slot), index);
+    running.escalation ??= setTimeout(() => running.stop.abort(), ESCALATE_MS);
   }
 
   /**

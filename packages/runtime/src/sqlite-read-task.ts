@@ -6,15 +6,17 @@
  * hold it; the worker re-attaches only when the version moved. The host batches queries
  * (`sqlite-read-pool.ts`); this worker records which query of the batch it is running and since
  * when in its batch's slot of the pool's progress buffer, so the host can time each query out on
- * its own. SQLite cannot be interrupted
- * from another thread, so a query past its timeout (or cancelled) is stopped by ending this worker.
+ * its own. A query past its timeout (or cancelled) is stopped inside SQLite through the pool's stop
+ * buffer (sqlite-stops.ts): it fails with `SQLITE_INTERRUPT` and the batch goes on.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
 import type { DatasetRead } from '@ferry/engines';
+import type { InterruptRegion } from '@ferry/engines/namespaces';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
 import { answerOf, type QueryAnswer, type QueryRequest, transferable } from './query-protocol.js';
+import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
 import { takeCreditSync } from './stream-credits.js';
 
 if (isMainThread) {
@@ -32,6 +34,8 @@ export interface SqliteWorkerData {
   readonly progress?: SharedArrayBuffer;
   /** The pool's catalog board (catalog-board.ts): the newest catalog version, unless a task carries it. */
   readonly board?: SharedArrayBuffer;
+  /** The pool's stop buffer (sqlite-stops.ts): a region per batch slot. */
+  readonly stops?: SharedArrayBuffer;
 }
 
 export interface SqliteReadBatch {
@@ -55,6 +59,8 @@ export interface SqliteStreamTask {
   readonly port: MessagePort;
   /** The stream's credits (stream-credits.ts). */
   readonly control: Int32Array;
+  /** The stream's stop buffer (sqlite-stops.ts, one statement). */
+  readonly stops: Int32Array;
 }
 
 /**
@@ -66,6 +72,7 @@ export type SqliteReadResult = QueryAnswer;
 
 const data = workerData as SqliteWorkerData;
 const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
+const stops = data.stops === undefined ? undefined : new Int32Array(data.stops);
 let namespace: SqliteNamespace | undefined;
 
 function namespaceAt(catalog: SharedCatalog | undefined): SqliteNamespace {
@@ -83,9 +90,15 @@ function namespaceAt(catalog: SharedCatalog | undefined): SqliteNamespace {
   return namespace;
 }
 
-function runOne(catalog: SharedCatalog | undefined, query: QueryRequest): QueryAnswer {
+function runOne(
+  catalog: SharedCatalog | undefined,
+  query: QueryRequest,
+  region: InterruptRegion | undefined,
+): QueryAnswer {
   try {
-    return namespaceAt(catalog).rows(
+    const ns = namespaceAt(catalog);
+    ns.interruptOn(region);
+    return ns.rows(
       query.sql,
       query.params,
       { maxRows: query.maxRows, maxBytes: query.maxBytes },
@@ -95,6 +108,9 @@ function runOne(catalog: SharedCatalog | undefined, query: QueryRequest): QueryA
     return answerOf(error);
   }
 }
+
+/** What a query stopped before it started answers (the host answers its caller with why). */
+const STOPPED: QueryAnswer = answerOf(Object.assign(new Error('interrupted'), { code: 'SQLITE_INTERRUPT' }));
 
 /**
  * A batch answers early once it has run this long: cheap queries still share one hop, while the
@@ -119,6 +135,7 @@ export default function run(batch: SqliteReadBatch): string {
   const queries = JSON.parse(batch.queries) as QueryRequest[];
   const answers: SqliteReadResult[] = [];
   const ms: number[] = [];
+  const region = stops === undefined || slot === undefined ? undefined : regionOf(stops, slot);
   const started = performance.now();
   let last = started;
   for (const [index, query] of queries.entries()) {
@@ -128,11 +145,21 @@ export default function run(batch: SqliteReadBatch): string {
       Atomics.store(progress, 2 * slot + 1, BigInt(Date.now()));
       Atomics.store(progress, 2 * slot, BigInt(index));
     }
-    answers.push(runOne(batch.catalog, query));
+    if (stops !== undefined && region !== undefined) {
+      markRunning(stops, region, index);
+      // Stopped before it started (its caller went away): not run at all; the host answers it.
+      if (isStopped(stops, region, index)) {
+        answers.push(STOPPED);
+        ms.push(0);
+        continue;
+      }
+    }
+    answers.push(runOne(batch.catalog, query, region));
     const now = performance.now();
     ms.push(now - last);
     last = now;
   }
+  if (stops !== undefined && region !== undefined) markRunning(stops, region, -1);
   return JSON.stringify({ answers, ms } satisfies SqliteBatchAnswer);
 }
 
@@ -145,6 +172,7 @@ export type SqliteStreamMessage =
 /** Streams one query's result over `task.port`, one batch per credit (blocking in between). */
 export function stream(task: SqliteStreamTask): SqliteReadResult {
   const { port, control } = task;
+  const region = regionOf(task.stops, 0);
   const sink: SyncBatchSink = {
     schema: (ipc, read) => {
       const bytes = transferable(ipc);
@@ -162,7 +190,10 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   };
   try {
     const { sql, params, maxRows, maxBytes } = task.request;
-    return namespaceAt(task.catalog).batches(
+    const ns = namespaceAt(task.catalog);
+    ns.interruptOn(region);
+    markRunning(task.stops, region, 0);
+    return ns.batches(
       sql,
       params,
       sink,
@@ -172,6 +203,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   } catch (error) {
     return answerOf(error);
   } finally {
+    markRunning(task.stops, region, -1);
     port.postMessage({ type: 'end' } satisfies SqliteStreamMessage);
     port.close();
   }

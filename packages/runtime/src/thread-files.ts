@@ -61,3 +61,19 @@ export function checkBuildId(buildId: string, self: string): void {
     throw new StaleBuildError(fileURLToPath(self), `the host's threads (${buildId.replace(/^dist:/, '')})`);
   }
 }
+
+/**
+ * The Node options every thread of Ferry starts with: the process's, less `--input-type`, which a
+ * thread refuses (`ERR_INPUT_TYPE_NOT_ALLOWED`) and which a script run as `node --input-type=module
+ * -e '…'` carries; a thread started with it dies at once.
+ */
+export function threadExecArgv(): string[] {
+  const kept: string[] = [];
+  const args = process.execArgv;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] as string;
+    if (arg === '--input-type') index++;
+    else if (!arg.startsWith('--input-type=')) kept.push(arg);
+  }
+  return kept;
+}

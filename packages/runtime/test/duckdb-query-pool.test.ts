@@ -141,7 +141,7 @@ describe('DuckDbQueryPool', () => {
       await expect(slow.answer).rejects.toMatchObject({
         code: 'ERR_QUERY_TIMEOUT',
         message:
-          "The query on dataset 'orders' ran longer than 300 ms and was cancelled; narrow it or raise queryTimeoutMs.",
+          "The query on dataset 'orders' ran longer than 300 ms and was cancelled; narrow it or raise the query timeout (runtime.query.ferry_timeout, ferry serve --query-timeout, or queryTimeoutMs when embedded).",
       });
       expect(performance.now() - began).toBeLessThan(5_000);
       // Interrupted in DuckDB: the worker answers the next query, and nothing stays in flight.

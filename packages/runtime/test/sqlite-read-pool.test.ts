@@ -120,7 +120,7 @@ describe('SqliteReadPool', () => {
       expect(await runaway).toMatchObject({
         code: 'ERR_QUERY_TIMEOUT',
         message:
-          "The query on dataset 'users' ran longer than 400 ms and was cancelled; narrow it or raise queryTimeoutMs.",
+          "The query on dataset 'users' ran longer than 400 ms and was cancelled; narrow it or raise the query timeout (runtime.query.ferry_timeout, ferry serve --query-timeout, or queryTimeoutMs when embedded).",
       });
       const answered = await Promise.all([...before, ...after]);
       expect(answered.map(rowsOf)).toEqual(
@@ -238,8 +238,7 @@ describe('SqliteReadPool', () => {
   });
 
   it("close ends every worker with its SQLite connections closed: no descriptor is left on a dataset's file", async () => {
-    // A file of its own: a worker ended by an earlier test inside a runaway query keeps running
-    // SQLite (and its connection) until the query's step returns.
+    // A file of its own, so only this pool's connections count.
     const file = join(dir, 'users-close.sqlite');
     await copyFile(path, file);
     const reads = pool({ threads: 2, timeoutMs: 0, file });

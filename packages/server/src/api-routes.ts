@@ -21,7 +21,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
 import { runCommand } from './commands.js';
 import { datasetView, isServing } from './dataset-view.js';
-import { BadRequestError } from './errors.js';
+import { BadRequestError, httpStatusFor } from './errors.js';
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotSummary } from './snapshot-view.js';
@@ -37,6 +37,8 @@ export interface ApiRoutesOptions {
   readonly endpoints: readonly StatusEndpoint[];
   /** Caps on each `/v1/sql` answer. */
   readonly sqlLimits?: SqlLimits;
+  /** Logs a failure that is the server's fault (a 500). */
+  readonly onServerError?: (request: FastifyRequest, error: unknown) => void;
 }
 
 /** One row of `GET /v1/status` (Spice's shape). */
@@ -97,6 +99,22 @@ function clientGone(reply: FastifyReply): AbortSignal {
     if (!reply.raw.writableFinished) controller.abort(new Error('the HTTP client went away'));
   });
   return controller.signal;
+}
+
+/**
+ * Ends an answer whose query failed after its first bytes went out: the connection is destroyed
+ * before the body's end is written, so no client takes what it got for a complete answer. A limit
+ * that did its job (a timeout, an idle reader, a result too large) was logged by the runtime; only
+ * a failure of the server's own is logged here.
+ */
+function cutAnswer(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: unknown,
+  onServerError: ApiRoutesOptions['onServerError'],
+): void {
+  if (httpStatusFor(error) === 500) onServerError?.(request, error);
+  reply.raw.destroy();
 }
 
 /** The address the request came in on, as `host:port`. */
@@ -172,7 +190,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
       try {
-        const answer = await answerSql(runtime, sql, params, type, queryOptions, options.sqlLimits);
+        const answer = await answerSql(runtime, sql, params, type, queryOptions, options.sqlLimits, (error) =>
+          cutAnswer(request, reply, error, options.onServerError),
+        );
         outcome = 'ok';
         provenanceHeaders(reply, answer.provenance);
         cacheHeaders(reply, sql, params as JsonValue[], answer.provenance, type);

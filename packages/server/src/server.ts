@@ -195,6 +195,7 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     taken: (method, path) => extra.has(`${method} ${path}`),
     endpoints: options.endpoints ?? [],
     sqlLimits: { maxRows: options.maxResultRows ?? 0, maxBytes: options.maxResultBytes ?? 0 },
+    onServerError: logServerError,
   });
   app.after(() => {
     collecting = false;

@@ -11,10 +11,12 @@
  * batch's text at a time and only as the client reads: a client that reads slowly fills the
  * socket, then this body, then the query stops; one that goes away cancels it. So a result of any
  * size is answered without being held, bounded only by {@link SqlLimits} (checked per batch, off
- * the per-value path). Nothing is sent before the first batch: a query that fails before it gets
- * its error status; one that fails later ends the connection mid-body, so the client sees an
- * incomplete answer, never a complete-looking one. The table for people needs every row to size
- * its columns, so it is answered from `query()`, within the runtime's `maxResultRows`.
+ * the per-value path). Nothing is sent before the first batch: the answer waits for its first
+ * chunk, so a query that fails before it (a time limit: 504 `ERR_QUERY_TIMEOUT`) gets its error
+ * status; one that fails later ends the connection without the body's end (`cut`: no chunked
+ * terminator, so the client sees an incomplete answer, never a complete-looking one). The table
+ * for people needs every row to size its columns, so it is answered from `query()`, within the
+ * runtime's `maxResultRows`.
  */
 import { Readable } from 'node:stream';
 import type { JsonValue } from '@ferry/core';
@@ -82,6 +84,9 @@ export interface SqlAnswer {
   readonly provenance: QueryProvenance;
 }
 
+/** What a streamed answer does when its query fails after the first chunk went out. */
+export type CutAnswer = (error: unknown) => void;
+
 /** A `/v1/sql` answer: the query started (or, for the table, answered) and its body ready to send. */
 export async function answerSql(
   runtime: Runtime,
@@ -90,6 +95,7 @@ export async function answerSql(
   type: SqlMediaType,
   options: { readonly signal: AbortSignal; readonly noCache?: boolean },
   limits: SqlLimits = {},
+  cut: CutAnswer = () => undefined,
 ): Promise<SqlAnswer> {
   if (type === 'text/plain') {
     const result = await runtime.query(sql, params, options);
@@ -101,11 +107,38 @@ export async function answerSql(
     ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }),
   });
   const batches = limited(stream, limits);
-  const body =
+  const chunks: AsyncGenerator<string | Uint8Array> =
     type === ARROW_STREAM_TYPE
-      ? Readable.from(arrowChunks(stream.schema, batches), { objectMode: false, highWaterMark: 1 })
-      : Readable.from(textChunks(stream.schema, batches, TEXT_FORMATS[type]), { highWaterMark: 1 });
+      ? arrowChunks(stream.schema, batches)
+      : textChunks(stream.schema, batches, TEXT_FORMATS[type]);
+  // The first chunk before the status: a query failing until then answers its own status.
+  const first = await chunks.next();
+  // Stopped on its own later (a limit, its engine failing) even while its client reads nothing:
+  // the answer is cut at once, not when the blocked body would next be read.
+  stream.stopped.addEventListener('abort', () => cut(stream.stopped.reason), { once: true });
+  const body = Readable.from(
+    startedAt(first, chunks, cut),
+    type === ARROW_STREAM_TYPE ? { objectMode: false, highWaterMark: 1 } : { highWaterMark: 1 },
+  );
   return { contentType: CONTENT_TYPES[type], body, provenance: stream };
+}
+
+/**
+ * The body from its first chunk on; a failure after that is handed to `cut` (which ends the
+ * connection) instead of ending the body, which would read as a complete answer.
+ */
+async function* startedAt<T>(
+  first: IteratorResult<T, unknown>,
+  rest: AsyncGenerator<T>,
+  cut: CutAnswer,
+): AsyncGenerator<T> {
+  if (first.done === true) return;
+  try {
+    yield first.value;
+    yield* rest;
+  } catch (error) {
+    cut(error);
+  }
 }
 
 /** The stream's batches, ending it with `ERR_RESULT_TOO_LARGE` past a cap (and cancelling the query). */

@@ -5,9 +5,9 @@
  * than three of those intervals (or `--stale-after`) is abandoned. Live queues, other topics' queues
  * and queues it cannot judge are kept. Run it from cron or a Kubernetes CronJob.
  */
-import { parseDuration, parseTopicArn } from '@ferry/core';
+import { parseTopicArn } from '@ferry/core';
 import type { CollectReport } from '@ferry/store';
-import { expectPositionals, type Parsed, stringOption } from '../args.js';
+import { durationOption, expectPositionals, type Parsed, stringOption } from '../args.js';
 import type { CliIo, Command } from '../command.js';
 import { UsageError } from '../errors.js';
 import { formatTable } from '../table.js';
@@ -84,15 +84,7 @@ async function gc(parsed: Parsed, io: CliIo): Promise<number> {
     throw new UsageError('fleet', 'gc needs --topic ARN (the SNS topic the readers subscribe to)');
   const topic = parseTopicArn(topicText);
   if ('problem' in topic) throw new UsageError('fleet', `--topic ${topic.problem}; ${topic.fix}`);
-  const staleText = stringOption(parsed, 'stale-after');
-  let staleAfterMs: number | undefined;
-  if (staleText !== undefined) {
-    try {
-      staleAfterMs = parseDuration(staleText);
-    } catch (error) {
-      throw new UsageError('fleet', `--stale-after: ${(error as Error).message}`);
-    }
-  }
+  const staleAfterMs = durationOption('fleet', parsed, 'stale-after');
   const endpoint = stringOption(parsed, 'endpoint');
   const sqsEndpoint = endpointFor(io, 'SQS', endpoint);
   const snsEndpoint = endpointFor(io, 'SNS', endpoint);

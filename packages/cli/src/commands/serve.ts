@@ -12,7 +12,14 @@ import { LOG_LEVELS } from '@ferry/core';
 import type { RunningFlightServer } from '@ferry/flight';
 import type { Runtime } from '@ferry/runtime';
 import type { Route, RunningServer, StatelyBridge } from '@ferry/server';
-import { choiceOption, expectPositionals, type Parsed, parseListenAddress, stringOption } from '../args.js';
+import {
+  choiceOption,
+  durationOption,
+  expectPositionals,
+  type Parsed,
+  parseListenAddress,
+  stringOption,
+} from '../args.js';
 import { apiKeyFromEnv, type CliIo, type Command } from '../command.js';
 import { ApiKeyEnvError, ListenError, UsageError } from '../errors.js';
 import { createCliLogger, type LogFormat } from '../log-format.js';
@@ -36,6 +43,11 @@ Options:
                               accepted beside the spicepod's runtime.auth.api-key keys
       --data-dir DIR          Directory for live files of datasets without a *_file param;
                               default .ferry/data beside the spicepod
+      --query-timeout DURATION
+                              The longest a query may run in its engine (30s, 2m, …); it is
+                              then stopped there and answered 504 ERR_QUERY_TIMEOUT (Flight:
+                              DEADLINE_EXCEEDED); default the spicepod's
+                              runtime.query.ferry_timeout, else 30s
       --log-level LEVEL       debug, info (default), warn or error
       --log-format FORMAT     pretty (default on a terminal) or json (default otherwise)
       --no-inspector          Do not serve the inspector page (/inspector)
@@ -89,6 +101,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const format =
     choiceOption('serve', parsed, 'log-format', FORMATS) ?? (io.stderr.isTTY === true ? 'pretty' : 'json');
   const dataDir = stringOption(parsed, 'data-dir');
+  const queryTimeoutMs = durationOption('serve', parsed, 'query-timeout');
   const inspectUrl = stringOption(parsed, 'inspect');
   if (inspectUrl !== undefined && !/^wss?:\/\/[^/]/i.test(inspectUrl)) {
     throw new UsageError(
@@ -125,6 +138,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     logLevel: level,
     env: io.env,
     ...(dataDir === undefined ? {} : { dataDir: resolve(dataDir) }),
+    ...(queryTimeoutMs === undefined ? {} : { queryTimeoutMs }),
   });
   // The servers' log lines never show a secret the spicepod's references resolved to either.
   const logger = redactingLogger(cliLogger, runtime.config.secretReferences);
@@ -234,6 +248,7 @@ export const serveCommand: Command = {
     http: { type: 'string' },
     'api-key-env': { type: 'string' },
     'data-dir': { type: 'string' },
+    'query-timeout': { type: 'string' },
     'log-level': { type: 'string' },
     'log-format': { type: 'string' },
     'no-inspector': { type: 'boolean' },

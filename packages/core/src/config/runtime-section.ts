@@ -119,6 +119,10 @@ export interface RuntimeSection {
   readonly cors?: CorsConfig;
   readonly flightMaxMessageBytes?: number;
   readonly readyState: 'on_load' | 'on_registration';
+  /** Ferry's `runtime.query.ferry_timeout` (ms), when set. */
+  readonly queryTimeoutMs?: number;
+  /** Ferry's `runtime.query.ferry_stream_idle_timeout` (ms), when set. */
+  readonly streamIdleTimeoutMs?: number;
   /** `runtime` keys present that are recorded, not acted on. */
   readonly recordedKeys: readonly string[];
 }
@@ -161,7 +165,9 @@ export function readRuntimeSection(
       ? 'on_load'
       : (readChoice(pod, 'runtime.ready_state', block.ready_state, ['on_load', 'on_registration'] as const) ??
         'on_load');
+  const limits = readQueryLimits(pod, block.query);
   return {
+    ...limits,
     ...(auth === undefined ? {} : { auth }),
     ...(tls === undefined ? {} : { tls }),
     resultsCache: readResultsCache(pod, block),
@@ -172,6 +178,33 @@ export function readRuntimeSection(
     recordedKeys,
   };
 }
+
+/**
+ * Ferry's limits in Spice's `runtime.query` block (whose own keys, DataFusion's settings, are
+ * recorded): `ferry_timeout`, the longest a query may run in its engine, and
+ * `ferry_stream_idle_timeout`, the longest an answer may wait for its reader. Spice has no query
+ * timeout key. Each a positive duration (default 30s and 60s: `createRuntime`'s).
+ */
+function readQueryLimits(
+  pod: Reporter,
+  block: unknown,
+): { queryTimeoutMs?: number; streamIdleTimeoutMs?: number } {
+  if (!isMap(block)) return {};
+  const read = (key: string): number | undefined =>
+    block[key] === undefined ? undefined : readDuration(pod, `runtime.query.${key}`, block[key]);
+  for (const key of Object.keys(block)) {
+    if (key.startsWith('ferry_') && !QUERY_FERRY_KEYS.includes(key))
+      pod.unknownKey(`runtime.query.${key}`, key, QUERY_FERRY_KEYS);
+  }
+  const queryTimeoutMs = read('ferry_timeout');
+  const streamIdleTimeoutMs = read('ferry_stream_idle_timeout');
+  return {
+    ...(queryTimeoutMs === undefined ? {} : { queryTimeoutMs }),
+    ...(streamIdleTimeoutMs === undefined ? {} : { streamIdleTimeoutMs }),
+  };
+}
+
+const QUERY_FERRY_KEYS = ['ferry_timeout', 'ferry_stream_idle_timeout'];
 
 /** Reports keys of `block` not in `known`; false when `block` is not a map (reported). */
 function checkMap(

@@ -160,6 +160,10 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
       ? {}
       : { flightMaxMessageBytes: runtime.flightMaxMessageBytes }),
     readyState: runtime.readyState,
+    ...(runtime.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: runtime.queryTimeoutMs }),
+    ...(runtime.streamIdleTimeoutMs === undefined
+      ? {}
+      : { streamIdleTimeoutMs: runtime.streamIdleTimeoutMs }),
     views,
     secretStores,
     secretReferences: secrets.references,

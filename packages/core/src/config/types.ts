@@ -129,6 +129,10 @@ export interface SpicepodConfig {
   readonly flightMaxMessageBytes?: number;
   /** `runtime.ready_state` (default `on_load`). */
   readonly readyState: 'on_load' | 'on_registration';
+  /** Ferry's `runtime.query.ferry_timeout`, in ms, when set. */
+  readonly queryTimeoutMs?: number;
+  /** Ferry's `runtime.query.ferry_stream_idle_timeout`, in ms, when set. */
+  readonly streamIdleTimeoutMs?: number;
   /** The valid `views` entries, in file order. */
   readonly views: readonly ViewConfig[];
   /** The `secrets` stores (Spice's `from: env` stores); empty: the default env store. */

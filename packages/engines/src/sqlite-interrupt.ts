@@ -1,0 +1,37 @@
+/**
+ * Stopping an SQLite statement from another thread. better-sqlite3 cannot be interrupted, and a
+ * worker ended while it runs native code keeps running it (`worker.terminate()` waits for the call
+ * to return), so Ferry's patch of better-sqlite3 adds `interruptOn`: a progress handler, called
+ * every {@link INTERRUPT_EVERY} virtual machine instructions, that reads an Int32 region of a
+ * SharedArrayBuffer, `[current, stop_1 … stop_n]`. The connection's thread writes `current` (the
+ * statement running now, 1 … n, or 0) and any thread stops statement k by writing `stop_k`: the
+ * statement fails with `SQLITE_INTERRUPT` at the next call, and only that statement (a stop written
+ * before k starts still stops it; one written after k ended stops nothing).
+ */
+import type Database from 'better-sqlite3';
+
+/** VM instructions between two looks at the region: about a microsecond of SQLite's time. */
+export const INTERRUPT_EVERY = 1_000;
+
+/** Where a connection looks for its stops: Int32 `offset` of `buffer`, `stops` statements long. */
+export interface InterruptRegion {
+  readonly buffer: SharedArrayBuffer;
+  readonly offset: number;
+  readonly stops: number;
+}
+
+interface Interruptible {
+  interruptOn(buffer?: SharedArrayBuffer, offset?: number, stops?: number, every?: number): unknown;
+}
+
+/** Makes `db` watch `region` (undefined: watch nothing). */
+export function watchInterrupts(db: Database.Database, region: InterruptRegion | undefined): void {
+  const native = db as unknown as Interruptible;
+  if (region === undefined) native.interruptOn();
+  else native.interruptOn(region.buffer, region.offset, region.stops, INTERRUPT_EVERY);
+}
+
+/** Whether `error` is SQLite's answer to a stop (`SQLITE_INTERRUPT`). */
+export function isSqliteInterrupt(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === 'SQLITE_INTERRUPT';
+}
