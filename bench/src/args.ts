@@ -12,6 +12,7 @@ export const SCENARIO_IDS = [
   'b9',
   'b10',
   'b11',
+  'b14',
   'soak',
 ] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -39,6 +40,8 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
   inspector: 'b10',
   b11: 'b11',
   cache: 'b11',
+  b14: 'b14',
+  cancel: 'b14',
   soak: 'soak',
 };
 
@@ -49,7 +52,7 @@ export interface BenchArgs {
 }
 
 export const USAGE =
-  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache soak …] [--quick] [--minutes N]\n' +
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b14|cancel soak …] [--quick] [--minutes N]\n' +
   'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
 
 export function parseArgs(argv: readonly string[]): BenchArgs {

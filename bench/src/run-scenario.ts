@@ -22,6 +22,7 @@ import { b8 } from './scenarios/b8-join.js';
 import { b9 } from './scenarios/b9-http.js';
 import { b10 } from './scenarios/b10-inspector.js';
 import { b11 } from './scenarios/b11-cache.js';
+import { b14 } from './scenarios/b14-cancel.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -44,6 +45,7 @@ const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
   b9,
   b10,
   b11,
+  b14,
   soak,
 };
 

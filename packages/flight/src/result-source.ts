@@ -23,6 +23,8 @@ export interface ArrowResult {
   readonly batches: AsyncIterable<RecordBatch>;
   /** The results cache's part (`x-cache` / `results-cache-status` metadata); absent when it does not apply. */
   readonly cache?: CacheStatus;
+  /** Aborted with the reason when the result stops on its own (a limit), even while nobody reads it. */
+  readonly stopped?: AbortSignal;
 }
 
 export interface ResultOptions {
@@ -95,6 +97,7 @@ export function runtimeResultSource(
         dataset: result.dataset ?? undefined,
         totalRows: -1,
         batches: bounded(result.batches, maxBytes),
+        stopped: result.stopped,
         ...(result.cache === undefined ? {} : { cache: result.cache }),
       };
     },

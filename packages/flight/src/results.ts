@@ -42,12 +42,21 @@ export async function writeResult(
   batches: AsyncIterable<RecordBatch> | Iterable<RecordBatch>,
   signal: AbortSignal,
   dataset: string | undefined,
+  stopped?: AbortSignal,
 ): Promise<void> {
   let unsent = 0;
   let failure: Error | undefined;
   let wake: (() => void) | undefined;
   const onAbort = (): void => wake?.();
   signal.addEventListener('abort', onAbort, { once: true });
+  // The result stopped on its own (a limit: the client stopped reading for the idle limit, a time
+  // limit), maybe while this call waits for the client: the call ends with that reason now.
+  const onStopped = (): void => {
+    const reason: unknown = stopped?.reason;
+    failure ??= reason instanceof Error ? reason : new Error(String(reason));
+    wake?.();
+  };
+  stopped?.addEventListener('abort', onStopped, { once: true });
   const write = (message: IpcMessage): void => {
     const size = message.dataHeader.byteLength + message.dataBody.byteLength;
     unsent += size;
@@ -86,5 +95,6 @@ export async function writeResult(
     if (!signal.aborted) call.end();
   } finally {
     signal.removeEventListener('abort', onAbort);
+    stopped?.removeEventListener('abort', onStopped);
   }
 }

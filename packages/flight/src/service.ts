@@ -106,7 +106,15 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       const stop = () => controller.abort();
       signal.addEventListener('abort', stop, { once: true });
       try {
-        await writeResult(context, call, result.schema, result.batches, controller.signal, result.dataset);
+        await writeResult(
+          context,
+          call,
+          result.schema,
+          result.batches,
+          controller.signal,
+          result.dataset,
+          result.stopped,
+        );
       } finally {
         signal.removeEventListener('abort', stop);
         controller.abort();

@@ -278,9 +278,9 @@ export class SqliteReadPool {
       ended = resolve;
     });
     this.#unanswered++;
-    this.#streams.add(stops);
     const answer = (async (): Promise<QueryAnswer> => {
       if (this.#closed !== undefined) throw this.#closed;
+      this.#streams.add(stops);
       try {
         const result = (await this.#pool.run(task, {
           name: 'stream',
