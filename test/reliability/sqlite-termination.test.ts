@@ -6,10 +6,10 @@
  * from that function when the isolate is terminating. The loop runs in a child process, so a
  * regression shows as that child's abort, not as the test runner's.
  */
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { runNodeChild } from './node-child.js';
 
 const engines = fileURLToPath(new URL('../../packages/engines/package.json', import.meta.url));
 const betterSqlite3 = createRequire(engines).resolve('better-sqlite3');
@@ -35,19 +35,9 @@ const worker = ${JSON.stringify(`
 `;
 
 it(`ending a worker while SQLite errors are being raised, ${TERMINATIONS} times, never aborts the process`, async () => {
-  const child = spawn(process.execPath, ['-e', CHILD], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-    child.once('exit', (exitCode, exitSignal) => resolve([exitCode, exitSignal])),
-  );
+  const { code, signal, out } = await runNodeChild(CHILD);
   expect(out).not.toContain('FATAL ERROR');
-  expect({ code, signal, out: out.trim() }).toEqual({
+  expect({ code, signal, out }).toEqual({
     code: 0,
     signal: null,
     out: `ended ${TERMINATIONS} workers`,

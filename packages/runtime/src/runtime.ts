@@ -43,6 +43,7 @@ import { RuntimeEventEmitter } from './events.js';
 import { InspectionHub } from './inspection-hub.js';
 import { lowestLevel } from './log-levels.js';
 import { defaultLogger, type Logger, writeLog } from './logging.js';
+import { nodeLineNoticeOnce } from './node-lines.js';
 import type {
   CoordinatorToHost,
   CoordinatorWorkerData,
@@ -218,6 +219,8 @@ class HostRuntime implements Runtime {
       // Dataset threads of a later coordinator never share a start number with an earlier one's.
       incarnationBase: (this.#coordinatorStarts - 1) * 1_000_000,
     };
+    const unsupported = nodeLineNoticeOnce();
+    if (unsupported !== undefined) this.#logger.warn({ component: 'runtime' }, unsupported);
     // Only a runtime that reaches AWS (an s3:// store, a queue) has the SDK's notice to pass on.
     const usesAws =
       this.#coordinatorData.config.notifications !== undefined ||

@@ -3,7 +3,7 @@
  * snapshot): batching, per-query timeouts inside a batch, errors that stay with their query,
  * cancellation of a queued and of a running query, and a stream that stops when nobody reads it.
  */
-import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { batchesFromIpc } from '@ferry/engines/namespaces';
@@ -23,10 +23,12 @@ let dir: string;
 let path: string;
 let expected: number;
 
-function pool(options: { threads: number; timeoutMs: number }): SqliteReadPool {
+function pool(options: { threads: number; timeoutMs: number; file?: string }): SqliteReadPool {
   const catalog = shareCatalog({
     version: 1,
-    datasets: [{ name: 'users', engine: 'sqlite', generation: { id: 1, path, snapshotId: 7 } }],
+    datasets: [
+      { name: 'users', engine: 'sqlite', generation: { id: 1, path: options.file ?? path, snapshotId: 7 } },
+    ],
   });
   return new SqliteReadPool({
     filename: threadFile('sqlite-read-task').href,
@@ -39,6 +41,19 @@ function pool(options: { threads: number; timeoutMs: number }): SqliteReadPool {
 
 function lookup(id: number): QueryRequest {
   return { sql: 'SELECT count(*) AS n FROM users WHERE rowid <= ?', params: [id], maxRows: 100, maxBytes: 0 };
+}
+
+/** This process's descriptors open on `file`: the pool's threads share the process (Linux). */
+async function descriptorsOn(file: string): Promise<number> {
+  let n = 0;
+  for (const fd of await readdir('/proc/self/fd')) {
+    try {
+      if ((await readlink(`/proc/self/fd/${fd}`)) === file) n++;
+    } catch {
+      // The descriptor closed while listing.
+    }
+  }
+  return n;
 }
 
 function rowsOf(result: SqliteReadResult): unknown {
@@ -220,6 +235,17 @@ describe('SqliteReadPool', () => {
     await reads.close(reason);
     expect(await queued).toBe(reason);
     await expect(reads.run(['users'], lookup(1))).rejects.toBe(reason);
+  });
+
+  it("close ends every worker with its SQLite connections closed: no descriptor is left on a dataset's file", async () => {
+    // A file of its own, so only this pool's connections count.
+    const file = join(dir, 'users-close.sqlite');
+    await copyFile(path, file);
+    const reads = pool({ threads: 2, timeoutMs: 0, file });
+    await Promise.all([reads.run(['users'], slowQuery()), reads.run(['users'], lookup(1))]);
+    const open = await descriptorsOn(file);
+    await reads.close(new Error('closed'));
+    expect({ open: open > 0, afterClose: await descriptorsOn(file) }).toEqual({ open: true, afterClose: 0 });
   });
 
   it('a cancelled query leaves the queue, or ends the worker running it; the others are answered', async () => {
