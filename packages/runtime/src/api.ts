@@ -217,6 +217,14 @@ export interface DatasetInfo {
   readonly error: string | undefined;
   /** The dataset's `from` as written in the spicepod; absent when its configuration was refused. */
   readonly from?: string;
+  /**
+   * How long this reader may have been behind the store, in ms, when this info was taken: the time
+   * since it last knew it served the store's current snapshot (see `datasetStaleness` in
+   * @ferry/core). Null while it serves nothing.
+   */
+  readonly stalenessMs: number | null;
+  /** The newest snapshot id this reader knows the store has beyond the served one; null when none. */
+  readonly newerSnapshotId: number | null;
 }
 
 export interface SwapEvent {

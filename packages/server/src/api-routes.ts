@@ -20,7 +20,7 @@ import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
 import { runCommand } from './commands.js';
-import { datasetView, isServing } from './dataset-view.js';
+import { DATASET_STATUS_COLUMNS, datasetStatusRow, datasetView, isServing } from './dataset-view.js';
 import { BadRequestError, httpStatusFor } from './errors.js';
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
@@ -295,16 +295,24 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
   route({
     method: 'GET',
     url: '/v1/status',
-    schema: { querystring: FORMAT_QUERY },
+    schema: {
+      querystring: {
+        type: 'object',
+        properties: { ...FORMAT_QUERY.properties, datasets: { type: 'boolean' } },
+      },
+    },
     handler: (request, reply) => {
       const endpoint = localEndpoint(request);
+      const { format, datasets } = request.query as { format?: string; datasets?: boolean };
       const items = [
         { name: 'http', endpoint, status: 'Ready' },
         { name: 'metrics', endpoint, status: 'Ready' },
         ...options.endpoints.map((other) => ({ ...other, status: 'Ready' })),
+        // Ferry's extension (?datasets=true): a row per dataset with its snapshot and staleness.
+        ...(datasets === true ? runtime.datasets().map(datasetStatusRow) : []),
       ];
-      const { format } = request.query as { format?: string };
-      return sendList(reply, format, ['name', 'endpoint', 'status'], items);
+      const columns = datasets === true ? DATASET_STATUS_COLUMNS : ['name', 'endpoint', 'status'];
+      return sendList(reply, format, columns, items);
     },
   });
 
@@ -322,4 +330,6 @@ const TEMPLATE_INFO: DatasetInfo = {
   state: 'starting',
   status: undefined,
   error: undefined,
+  stalenessMs: null,
+  newerSnapshotId: null,
 };

@@ -34,12 +34,24 @@ export interface DatasetView {
   readonly lastPollResult: string | null;
   readonly lastError: string | null;
   readonly lastErrorCode: string | null;
+  /**
+   * Staleness in seconds: how long this reader may have been behind the store (the time since it
+   * last knew it served the store's current snapshot); null while it serves nothing.
+   */
+  readonly stalenessSeconds: number | null;
+  /** A newer snapshot this reader knows the store has and has not loaded; null when none. */
+  readonly newerSnapshotId: number | null;
 }
 
 const NOT_SERVING: ReadonlySet<string> = new Set(['starting', 'restarting', 'failed', 'stopped', 'waiting']);
 
 function iso(ms: number | null | undefined): string | null {
   return ms === null || ms === undefined ? null : new Date(ms).toISOString();
+}
+
+/** Milliseconds as seconds with millisecond precision; null stays null. */
+export function seconds(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms) / 1000;
 }
 
 /** True when the dataset answers queries from a loaded snapshot. */
@@ -100,5 +112,33 @@ export function datasetView(
     // An error may quote a value that came from a secret: the reference is shown instead.
     lastError: lastError === null ? null : redactSecrets(lastError, options.secrets ?? []),
     lastErrorCode: info.error === undefined ? (statusError?.code ?? null) : null,
+    stalenessSeconds: seconds(info.stalenessMs),
+    newerSnapshotId: info.newerSnapshotId,
+  };
+}
+
+/** The columns of `GET /v1/status?datasets=true`: Spice's three, then a dataset row's own. */
+export const DATASET_STATUS_COLUMNS: readonly string[] = [
+  'name',
+  'endpoint',
+  'status',
+  'snapshot_id',
+  'staleness_seconds',
+  'newer_snapshot_id',
+];
+
+/**
+ * One dataset's row in `GET /v1/status?datasets=true` (a Ferry extension; without the parameter
+ * the list is Spice's): `dataset:<name>`, its location as the endpoint, its Spice status, the
+ * snapshot it serves and its staleness.
+ */
+export function datasetStatusRow(info: DatasetInfo): Record<string, unknown> {
+  return {
+    name: `dataset:${info.name}`,
+    endpoint: info.from ?? '',
+    status: spiceStatus(info),
+    snapshot_id: info.status?.servingSnapshotId ?? null,
+    staleness_seconds: seconds(info.stalenessMs),
+    newer_snapshot_id: info.newerSnapshotId,
   };
 }

@@ -8,6 +8,16 @@ export {
 } from './dataset-machine.js';
 export { ActorNotProvidedError, CurrentSnapshotMissingError } from './errors.js';
 export {
+  type BoundedStaleness,
+  datasetStaleness,
+  isStalerThan,
+  nextStaleCrossingMs,
+  type StaleCrossing,
+  type Staleness,
+  type StalenessFacts,
+  staleCrossings,
+} from './staleness.js';
+export {
   type DatasetSnapshotLike,
   type DatasetStateName,
   type DatasetStatus,

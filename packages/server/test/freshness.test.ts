@@ -1,0 +1,106 @@
+/**
+ * Freshness a client can hold Ferry to (issue 31), end to end over real HTTP against a real runtime
+ * serving a copy of the fixture store: staleness (not age) in `/v1/datasets?status=true`,
+ * `/v1/status?datasets=true`, `/metrics` and the embed API's `status()`, growing while the store
+ * cannot be read and falling back once it can.
+ */
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { PollEvent, Runtime } from '@ferry/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DatasetView } from '../src/index.js';
+import { fixtureDir, request, type Served, serve, spicepod } from './helpers.js';
+import { parsePrometheus, sampleValue } from './prometheus-parser.js';
+
+/** Resolves with the next `poll` event of `dataset` that `matches`. */
+function nextPoll(
+  runtime: Runtime,
+  dataset: string,
+  matches: (event: PollEvent) => boolean,
+): Promise<PollEvent> {
+  return new Promise((resolve) => {
+    const off = runtime.on('poll', (event) => {
+      if (event.dataset !== dataset || !matches(event)) return;
+      off();
+      resolve(event);
+    });
+  });
+}
+
+describe('staleness over HTTP and the embed API', () => {
+  let served: Served;
+  let base: string;
+  let storeDir: string;
+  let metadata: string;
+
+  beforeAll(async () => {
+    const store = await fixtureDir();
+    storeDir = store.dir;
+    metadata = await readFile(join(storeDir, 'metadata.json'), 'utf8');
+    served = await serve(spicepod({ location: store.location, interval: '500ms' }));
+    base = served.server.url;
+    await served.runtime.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await served?.close();
+    await rm(storeDir, { recursive: true, force: true });
+  });
+
+  const view = async (name: string) =>
+    (await request(`${base}/v1/datasets?status=true`)).json<DatasetView[]>().find((v) => v.name === name);
+
+  it('a days-old snapshot the writer has not replaced is fresh; an unreadable store makes it stale; a good check makes it fresh again', async () => {
+    await nextPoll(
+      served.runtime,
+      'orders',
+      (event) => event.result === 'unchanged' || event.result === 'same',
+    );
+    const fresh = await view('orders');
+    expect(fresh).toMatchObject({ status: 'Ready', snapshotId: 1, newerSnapshotId: null });
+    // The snapshot is days old (2026-11-29); the reader checked within the last interval or two.
+    expect(Date.now() - Date.parse(fresh?.snapshotTime as string)).toBeGreaterThan(3_600_000);
+    expect(fresh?.stalenessSeconds).toBeGreaterThanOrEqual(0);
+    expect(fresh?.stalenessSeconds).toBeLessThan(5);
+
+    // The store becomes unreadable: every check fails, and staleness grows past two seconds.
+    await writeFile(join(storeDir, 'metadata.json'), '{ not json');
+    await nextPoll(served.runtime, 'orders', (event) => event.result === 'failed');
+    const stale = await new Promise<number>((resolve) => {
+      const off = served.runtime.on('poll', (event) => {
+        const ms = served.runtime.status('orders').stalenessMs;
+        if (event.dataset === 'orders' && ms !== null && ms > 2_000) {
+          off();
+          resolve(ms);
+        }
+      });
+    });
+    expect(served.runtime.status('orders').stalenessMs).toBeGreaterThanOrEqual(stale);
+    expect((await view('orders'))?.stalenessSeconds).toBeGreaterThan(2);
+    const families = await parsePrometheus((await request(`${base}/metrics`)).text);
+    expect(families.get('ferry_dataset_staleness_seconds')?.type).toBe('gauge');
+    expect(sampleValue(families, 'ferry_dataset_staleness_seconds', { dataset: 'orders' })).toBeGreaterThan(
+      2,
+    );
+    // The age gauge is still there, and still the snapshot's age.
+    expect(
+      sampleValue(families, 'ferry_dataset_snapshot_staleness_seconds', { dataset: 'orders' }),
+    ).toBeGreaterThan(3600);
+    const status = (await request(`${base}/v1/status?datasets=true`)).json<Record<string, unknown>[]>();
+    const row = status.find((item) => item.name === 'dataset:orders');
+    expect(row).toMatchObject({ status: 'Ready', snapshot_id: 1 });
+    expect(row?.staleness_seconds as number).toBeGreaterThan(2);
+    // Without the parameter, /v1/status is Spice's list of endpoints only.
+    const plain = (await request(`${base}/v1/status`)).json<Record<string, unknown>[]>();
+    expect(plain.every((item) => !String(item.name).startsWith('dataset:'))).toBe(true);
+
+    // The store is readable again: the next check finds nothing newer, and staleness drops.
+    await writeFile(join(storeDir, 'metadata.json'), metadata);
+    await nextPoll(
+      served.runtime,
+      'orders',
+      (event) => event.result === 'same' || event.result === 'unchanged',
+    );
+    expect(served.runtime.status('orders').stalenessMs).toBeLessThan(2_000);
+  });
+});
