@@ -225,6 +225,8 @@ export interface DatasetInfo {
   readonly stalenessMs: number | null;
   /** The newest snapshot id this reader knows the store has beyond the served one; null when none. */
   readonly newerSnapshotId: number | null;
+  /** `ferry_max_staleness` in ms (past it the dataset is not ready); null when it has no bound. */
+  readonly maxStalenessMs: number | null;
 }
 
 export interface SwapEvent {

@@ -130,7 +130,14 @@ export class DatasetRegistry {
       ...(entry.config === undefined ? {} : { from: entry.config.from }),
       stalenessMs: staleness?.stalenessMs ?? null,
       newerSnapshotId: staleness?.newerSnapshotId ?? null,
+      maxStalenessMs: entry.config?.maxStalenessMs ?? null,
     };
+  }
+
+  /** Calls `listener` after every state or status change (and at close); returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#changes.on('changed', listener);
+    return () => this.#changes.off('changed', listener);
   }
 
   /** Whether queries of the dataset can be answered now. */

@@ -59,6 +59,7 @@ import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { LiveStatus } from './shared-slots.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
+import { StalenessWatch } from './staleness-watch.js';
 import { livePathFor } from './stores.js';
 import {
   type CrashDrill,
@@ -91,6 +92,7 @@ class HostRuntime implements Runtime {
   readonly configWarnings: readonly ConfigIssue[];
   readonly [TEST_HOOKS]: RuntimeTestHooks;
   readonly #logger: Logger;
+  readonly #staleness: StalenessWatch;
   readonly #events = new RuntimeEventEmitter();
   readonly #registry: DatasetRegistry;
   /** What the dataset threads' checks answered in the thread changed in their status (see shared-slots.ts). */
@@ -129,6 +131,10 @@ class HostRuntime implements Runtime {
       errors,
       (event) => this.#events.publish('state', event),
       this.#live,
+    );
+    this.#staleness = new StalenessWatch(
+      { datasets: () => this.datasets(), onChange: (listener) => this.#registry.onChange(listener) },
+      logger,
     );
     this.#events.onListeners('poll', () => {
       for (const entry of this.#registry.entries()) this.#tellPollEvents(entry);
@@ -500,6 +506,7 @@ class HostRuntime implements Runtime {
   }
 
   async #close(): Promise<void> {
+    this.#staleness.close();
     this.#registry.close();
     clearTimeout(this.#coordinatorRestart);
     try {

@@ -20,7 +20,14 @@ import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
 import { runCommand } from './commands.js';
-import { DATASET_STATUS_COLUMNS, datasetStatusRow, datasetView, isServing } from './dataset-view.js';
+import {
+  DATASET_STATUS_COLUMNS,
+  datasetStatusRow,
+  datasetView,
+  isServing,
+  notReadyReason,
+  pastStalenessBound,
+} from './dataset-view.js';
 import { BadRequestError, httpStatusFor } from './errors.js';
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
@@ -160,12 +167,14 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const pending = runtime
         .datasets()
         .filter((info) =>
-          registered ? info.state === 'starting' || info.state === 'stopped' : !isServing(info),
+          registered
+            ? info.state === 'starting' || info.state === 'stopped'
+            : !isServing(info) || pastStalenessBound(info),
         );
       reply.type('text/plain; charset=utf-8');
       if (pending.length === 0) return reply.send('ready');
       if (!request.keyAccepted) return reply.code(503).send('not ready');
-      const list = pending.map((info) => `${info.name} (${info.state})`).join(', ');
+      const list = pending.map((info) => `${info.name} (${notReadyReason(info)})`).join(', ');
       return reply.code(503).send(`not ready: ${list}`);
     },
   });
@@ -332,4 +341,5 @@ const TEMPLATE_INFO: DatasetInfo = {
   error: undefined,
   stalenessMs: null,
   newerSnapshotId: null,
+  maxStalenessMs: null,
 };

@@ -4,7 +4,7 @@
  * `?status=true` a Spice `status`), then Ferry's (times as ISO-8601 strings, `null` where there is
  * nothing to report). `ferry status` reads it.
  */
-import { redactSecrets, type SecretReference } from '@ferry/core';
+import { formatStaleness, redactSecrets, type SecretReference } from '@ferry/core';
 import type { DatasetInfo } from '@ferry/runtime';
 
 /** Spice's dataset status values (`Disabled` never applies: every Ferry dataset is accelerated). */
@@ -41,6 +41,8 @@ export interface DatasetView {
   readonly stalenessSeconds: number | null;
   /** A newer snapshot this reader knows the store has and has not loaded; null when none. */
   readonly newerSnapshotId: number | null;
+  /** `ferry_max_staleness` in seconds; null when the dataset has no bound. */
+  readonly maxStalenessSeconds: number | null;
 }
 
 const NOT_SERVING: ReadonlySet<string> = new Set(['starting', 'restarting', 'failed', 'stopped', 'waiting']);
@@ -57,6 +59,19 @@ export function seconds(ms: number | null): number | null {
 /** True when the dataset answers queries from a loaded snapshot. */
 export function isServing(info: DatasetInfo): boolean {
   return info.status?.servingSnapshotId != null && !NOT_SERVING.has(info.state);
+}
+
+/** True when the dataset has a `ferry_max_staleness` and is staler than it (or serves nothing). */
+export function pastStalenessBound(info: DatasetInfo): boolean {
+  return (
+    info.maxStalenessMs !== null && (info.stalenessMs === null || info.stalenessMs > info.maxStalenessMs)
+  );
+}
+
+/** Why `GET /v1/ready` holds a dataset back: its state, or its staleness past its bound. */
+export function notReadyReason(info: DatasetInfo): string {
+  if (!isServing(info) || info.maxStalenessMs === null || info.stalenessMs === null) return info.state;
+  return `stale ${formatStaleness(info.stalenessMs)} > ferry_max_staleness ${formatStaleness(info.maxStalenessMs)}`;
 }
 
 /**
@@ -114,6 +129,7 @@ export function datasetView(
     lastErrorCode: info.error === undefined ? (statusError?.code ?? null) : null,
     stalenessSeconds: seconds(info.stalenessMs),
     newerSnapshotId: info.newerSnapshotId,
+    maxStalenessSeconds: seconds(info.maxStalenessMs),
   };
 }
 

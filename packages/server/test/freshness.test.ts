@@ -2,11 +2,12 @@
  * Freshness a client can hold Ferry to (issue 31), end to end over real HTTP against a real runtime
  * serving a copy of the fixture store: staleness (not age) in `/v1/datasets?status=true`,
  * `/v1/status?datasets=true`, `/metrics` and the embed API's `status()`, growing while the store
- * cannot be read and falling back once it can.
+ * cannot be read and falling back once it can; `ferry_max_staleness` holding `/v1/ready` back while a
+ * dataset is past it, with one warn line per crossing.
  */
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PollEvent, Runtime } from '@ferry/runtime';
+import { memoryLogger, type PollEvent, type Runtime } from '@ferry/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatasetView } from '../src/index.js';
 import { fixtureDir, request, type Served, serve, spicepod } from './helpers.js';
@@ -102,5 +103,96 @@ describe('staleness over HTTP and the embed API', () => {
       (event) => event.result === 'same' || event.result === 'unchanged',
     );
     expect(served.runtime.status('orders').stalenessMs).toBeLessThan(2_000);
+  });
+});
+
+describe('ferry_max_staleness: readiness', () => {
+  let served: Served;
+  let base: string;
+  let storeDir: string;
+  let metadata: string;
+  const logger = memoryLogger();
+
+  beforeAll(async () => {
+    const store = await fixtureDir();
+    storeDir = store.dir;
+    metadata = await readFile(join(storeDir, 'metadata.json'), 'utf8');
+    const yaml = spicepod({
+      location: store.location,
+      interval: '500ms',
+      params: { ferry_max_staleness: '2s' },
+    });
+    served = await serve(yaml, {}, { logger });
+    base = served.server.url;
+    await served.runtime.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await served?.close();
+    await rm(storeDir, { recursive: true, force: true });
+  });
+
+  const crossings = () =>
+    logger.records.filter((record) => (record.fields as { component?: string }).component === 'freshness');
+
+  /** Resolves once /v1/ready answers `status` with a text `matches` takes (asked at every poll event). */
+  function readyBecomes(status: number, matches: (text: string) => boolean = () => true): Promise<string> {
+    return new Promise((resolve) => {
+      let done = false;
+      const off = served.runtime.on('poll', () => {
+        void request(`${base}/v1/ready`).then(
+          (answer) => {
+            if (done || answer.status !== status || !matches(answer.text)) return;
+            done = true;
+            off();
+            resolve(answer.text);
+          },
+          () => undefined,
+        );
+      });
+    });
+  }
+
+  it('a dataset past its bound is not ready (503 naming it and its figure), ready again when it catches up, one warn line each way', async () => {
+    expect((await request(`${base}/v1/ready`)).status).toBe(200);
+    expect((await request(`${base}/v1/datasets`)).json<DatasetView[]>()[0]?.maxStalenessSeconds).toBe(2);
+    expect(crossings()).toEqual([]);
+
+    await writeFile(join(storeDir, 'metadata.json'), '{ not json');
+    const text = await readyBecomes(503, (answer) => answer.includes('orders') && answer.includes('users'));
+    expect(text).toMatch(/^not ready: /);
+    expect(text).toMatch(/orders \(stale \d+(\.\d)?s > ferry_max_staleness 2s\)/);
+    expect(text).toMatch(/users \(stale \d+(\.\d)?s > ferry_max_staleness 2s\)/);
+    // Queries are still answered from the snapshot it has: staleness bounds readiness, not service.
+    expect(
+      (await request(`${base}/v1/sql`, { method: 'POST', body: 'SELECT 1 AS one FROM orders LIMIT 1' }))
+        .status,
+    ).toBe(200);
+
+    await writeFile(join(storeDir, 'metadata.json'), metadata);
+    expect(await readyBecomes(200)).toBe('ready');
+    // The watch logs the crossing back within its one-second look.
+    await new Promise<void>((resolve) => {
+      const look = setInterval(() => {
+        if (crossings().length >= 4) {
+          clearInterval(look);
+          resolve();
+        }
+      }, 50);
+    });
+    const lines = crossings().map((record) => [
+      record.level,
+      (record.fields as { dataset: string }).dataset,
+      (record.fields as { ready: boolean }).ready,
+    ]);
+    expect(lines.filter(([, dataset]) => dataset === 'orders')).toEqual([
+      ['warn', 'orders', false],
+      ['warn', 'orders', true],
+    ]);
+    expect(lines.filter(([, dataset]) => dataset === 'users')).toEqual([
+      ['warn', 'users', false],
+      ['warn', 'users', true],
+    ]);
+    expect(crossings()[0]?.message).toMatch(/is staler than its ferry_max_staleness \(\d/);
   });
 });

@@ -47,6 +47,7 @@ function info(fields: Partial<DatasetInfo> = {}, statusFields?: Partial<DatasetS
     error: undefined,
     stalenessMs: 0,
     newerSnapshotId: null,
+    maxStalenessMs: null,
     ...fields,
   };
 }

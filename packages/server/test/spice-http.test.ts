@@ -444,6 +444,7 @@ describe('spiceStatus', () => {
     error: undefined,
     stalenessMs: null,
     newerSnapshotId: null,
+    maxStalenessMs: null,
     status:
       state === 'starting' || state === 'failed'
         ? undefined

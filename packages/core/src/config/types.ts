@@ -259,6 +259,11 @@ export interface DatasetConfig {
    * query that reads the dataset runs within them.
    */
   readonly queryLimits?: QueryLimits;
+  /**
+   * `ferry_max_staleness` (Ferry's key; the dataset's param, else `snapshots.params`): past this
+   * staleness the dataset is not ready. Absent: no bound.
+   */
+  readonly maxStalenessMs?: number;
 }
 
 export interface QueryLimits {

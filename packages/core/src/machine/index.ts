@@ -10,11 +10,13 @@ export { ActorNotProvidedError, CurrentSnapshotMissingError } from './errors.js'
 export {
   type BoundedStaleness,
   datasetStaleness,
+  formatStaleness,
   isStalerThan,
   nextStaleCrossingMs,
   type StaleCrossing,
   type Staleness,
   type StalenessFacts,
+  staleCrossingMessage,
   staleCrossings,
 } from './staleness.js';
 export {

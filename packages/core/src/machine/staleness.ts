@@ -113,3 +113,16 @@ export function nextStaleCrossingMs(datasets: readonly BoundedStaleness[]): numb
   }
   return next;
 }
+
+/** A staleness or a bound in seconds for messages: `45.2s`, `30s`. */
+export function formatStaleness(ms: number): string {
+  return `${Math.round(ms / 100) / 10}s`;
+}
+
+/** The warn line of one readiness crossing (one per crossing, each way). */
+export function staleCrossingMessage(crossing: StaleCrossing): string {
+  const figures = `${formatStaleness(crossing.stalenessMs)}, ferry_max_staleness ${formatStaleness(crossing.maxStalenessMs)}`;
+  return crossing.direction === 'stale'
+    ? `Dataset '${crossing.dataset}' is staler than its ferry_max_staleness (${figures}): it is not ready until a check of its store finds it current; see its lastError for why checks fail`
+    : `Dataset '${crossing.dataset}' caught up with its store (${figures}): it is ready again`;
+}
