@@ -146,6 +146,12 @@ export interface QueryOptions {
   readonly readyTimeoutMs?: number;
   /** Cancels the query: it stops in its engine and rejects with `ERR_QUERY_CANCELLED`. */
   readonly signal?: AbortSignal;
+  /**
+   * The most staleness (ms) this query accepts: when a dataset it read is staler (see
+   * `DatasetInfo.stalenessMs`), it rejects with `ERR_STALE` (`StaleReadError`, HTTP 503 with
+   * `Retry-After`) instead of answering. Absent: no check.
+   */
+  readonly maxStalenessMs?: number;
 }
 
 export interface StreamOptions extends QueryOptions {

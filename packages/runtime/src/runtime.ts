@@ -26,6 +26,7 @@ import type {
   InspectionEvent,
   InspectOptions,
   QueryOptions,
+  QueryProvenance,
   Runtime,
   RuntimeArrowResult,
   RuntimeEvents,
@@ -59,6 +60,7 @@ import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { LiveStatus } from './shared-slots.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
+import { holdToStalenessBound } from './staleness-bound.js';
 import { StalenessWatch } from './staleness-watch.js';
 import { livePathFor } from './stores.js';
 import {
@@ -422,7 +424,9 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#front.query(sql, params, options);
+    const result = await this.#front.query(sql, params, options);
+    this.#holdToBound(result, options);
+    return result;
   }
 
   async queryArrow(
@@ -431,7 +435,9 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#front.queryArrow(sql, params, options);
+    const result = await this.#front.queryArrow(sql, params, options);
+    this.#holdToBound(result, options);
+    return result;
   }
 
   async queryStream(
@@ -440,7 +446,19 @@ class HostRuntime implements Runtime {
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#front.queryStream(sql, params, options);
+    const stream = await this.#front.queryStream(sql, params, options);
+    try {
+      this.#holdToBound(stream, options);
+    } catch (error) {
+      stream.cancel();
+      throw error;
+    }
+    return stream;
+  }
+
+  /** The client's staleness bound (`maxStalenessMs`), judged on the datasets the answer read. */
+  #holdToBound(answer: QueryProvenance, options: QueryOptions): void {
+    holdToStalenessBound(answer.datasets, options.maxStalenessMs, (name) => this.status(name));
   }
 
   on<K extends keyof RuntimeEvents>(event: K, listener: (payload: RuntimeEvents[K]) => void): () => void {

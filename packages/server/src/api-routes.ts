@@ -16,7 +16,15 @@
  */
 import type { JsonValue } from '@ferry/core';
 import type { SqlDialect } from '@ferry/engines';
-import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
+import {
+  type DatasetInfo,
+  MAX_STALENESS_HEADER,
+  maxStalenessOption,
+  type QueryProvenance,
+  type Runtime,
+  SNAPSHOT_HEADER,
+  snapshotHeaderValue,
+} from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
 import { runCommand } from './commands.js';
@@ -91,12 +99,21 @@ function dialectFor(runtime: Runtime): () => SqlDialect {
   };
 }
 
-/** `x-ferry-dataset` / `x-ferry-snapshot-id`: the datasets the result was read from, in order. */
+/**
+ * `x-ferry-dataset` / `x-ferry-snapshot-id`: the datasets the result was read from, in order; and
+ * `x-ferry-snapshot`, the same as `orders=17, users=4` (what a client sends back to pin them).
+ */
 function provenanceHeaders(reply: FastifyReply, result: QueryProvenance): void {
   if (result.datasets.length === 0) return;
   reply
     .header('x-ferry-dataset', result.datasets.map((read) => read.name).join(', '))
-    .header('x-ferry-snapshot-id', result.datasets.map((read) => String(read.snapshotId)).join(', '));
+    .header('x-ferry-snapshot-id', result.datasets.map((read) => String(read.snapshotId)).join(', '))
+    .header(SNAPSHOT_HEADER, snapshotHeaderValue(result.datasets));
+}
+
+/** One request header's text (repeated headers joined as HTTP joins them); undefined when absent. */
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 /** A signal that fires when the client goes away before its response is complete. */
@@ -195,7 +212,11 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
         return reply.code(304).header('etag', entityTag(version, type)).send();
       }
-      const queryOptions = { signal: clientGone(reply), noCache: bypassesCache(request.headers) };
+      const queryOptions = {
+        signal: clientGone(reply),
+        noCache: bypassesCache(request.headers),
+        ...maxStalenessOption(headerText(request.headers[MAX_STALENESS_HEADER])),
+      };
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
       try {

@@ -107,12 +107,15 @@ export function requestError(error: unknown, maxBodyBytes: number, hint?: string
   return error;
 }
 
+/** Errors whose answer says when to retry (`retryAfterSeconds`). */
+const RETRY_AFTER_CODES: ReadonlySet<string | undefined> = new Set(['ERR_QUERY_REJECTED', 'ERR_STALE']);
+
 /**
  * Headers an error response carries: `Retry-After` (seconds) for a query refused by the runtime's
- * admission control (`ERR_QUERY_REJECTED`, 429).
+ * admission control (`ERR_QUERY_REJECTED`, 429) or past its client's staleness bound (`ERR_STALE`, 503).
  */
 export function errorHeaders(error: unknown): Readonly<Record<string, string>> {
-  if (errorCode(error) !== 'ERR_QUERY_REJECTED') return {};
+  if (!RETRY_AFTER_CODES.has(errorCode(error))) return {};
   const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
   return { 'retry-after': String(typeof seconds === 'number' && seconds > 0 ? Math.ceil(seconds) : 1) };
 }

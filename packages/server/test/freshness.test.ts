@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { memoryLogger, type PollEvent, type Runtime } from '@ferry/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatasetView } from '../src/index.js';
-import { fixtureDir, request, type Served, serve, spicepod } from './helpers.js';
+import { fixtureDir, request, type Served, serve, spicepod, sql } from './helpers.js';
 import { parsePrometheus, sampleValue } from './prometheus-parser.js';
 
 /** Resolves with the next `poll` event of `dataset` that `matches`. */
@@ -95,6 +95,23 @@ describe('staleness over HTTP and the embed API', () => {
     const plain = (await request(`${base}/v1/status`)).json<Record<string, unknown>[]>();
     expect(plain.every((item) => !String(item.name).startsWith('dataset:'))).toBe(true);
 
+    // The client's bound: past it 503 ERR_STALE with Retry-After; within it, or without one, the rows.
+    const statement = 'SELECT count(*) AS n FROM orders';
+    const refused = await sql(base, statement, { 'x-ferry-max-staleness': '1s' });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(refused.json()).toMatchObject({
+      code: 'ERR_STALE',
+      error: expect.stringMatching(/^Dataset 'orders' is \d+(\.\d)?s stale, past the 1s this query allows/),
+    });
+    const within = await sql(base, statement, { 'x-ferry-max-staleness': '1h' });
+    expect(within.status).toBe(200);
+    expect(within.headers.get('x-ferry-snapshot')).toBe('orders=1');
+    expect((await sql(base, statement)).status).toBe(200);
+    const malformed = await sql(base, statement, { 'x-ferry-max-staleness': 'soon' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.json()).toMatchObject({ code: 'ERR_INVALID_FRESHNESS_HEADER' });
+
     // The store is readable again: the next check finds nothing newer, and staleness drops.
     await writeFile(join(storeDir, 'metadata.json'), metadata);
     await nextPoll(
@@ -103,6 +120,35 @@ describe('staleness over HTTP and the embed API', () => {
       (event) => event.result === 'same' || event.result === 'unchanged',
     );
     expect(served.runtime.status('orders').stalenessMs).toBeLessThan(2_000);
+  });
+});
+
+describe('X-Ferry-Snapshot: which snapshot of each dataset an answer read', () => {
+  let served: Served;
+  let storeDir: string;
+
+  beforeAll(async () => {
+    const store = await fixtureDir();
+    storeDir = store.dir;
+    served = await serve(spicepod({ location: store.location }));
+    await served.runtime.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await served?.close();
+    await rm(storeDir, { recursive: true, force: true });
+  });
+
+  it('names every dataset read, in order, beside the two older headers; none for a statement that reads none', async () => {
+    const base = served.server.url;
+    const joined = await sql(base, 'SELECT count(*) AS n FROM orders o, users u');
+    expect(joined.status).toBe(200);
+    expect(joined.headers.get('x-ferry-snapshot')).toBe('orders=1, users=0');
+    expect(joined.headers.get('x-ferry-dataset')).toBe('orders, users');
+    expect(joined.headers.get('x-ferry-snapshot-id')).toBe('1, 0');
+    const arrow = await sql(base, 'SELECT * FROM users', { accept: 'application/vnd.apache.arrow.stream' });
+    expect(arrow.headers.get('x-ferry-snapshot')).toBe('users=0');
+    expect((await sql(base, 'SELECT 1 AS one')).headers.get('x-ferry-snapshot')).toBeNull();
   });
 });
 

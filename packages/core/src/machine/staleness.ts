@@ -114,9 +114,9 @@ export function nextStaleCrossingMs(datasets: readonly BoundedStaleness[]): numb
   return next;
 }
 
-/** A staleness or a bound in seconds for messages: `45.2s`, `30s`. */
+/** A staleness or a bound for messages: `45.2s`, `30s`; under a second in ms (`250ms`). */
 export function formatStaleness(ms: number): string {
-  return `${Math.round(ms / 100) / 10}s`;
+  return ms < 1_000 ? `${Math.round(ms)}ms` : `${Math.round(ms / 100) / 10}s`;
 }
 
 /** The warn line of one readiness crossing (one per crossing, each way). */
