@@ -11,6 +11,8 @@
  *   POST /v1/datasets/:name/commands                 Ferry's machine commands
  *   POST /v1/datasets/:name/acceleration/refresh     a poll now (Spice)
  *   GET  /v1/datasets/:name/acceleration/snapshots   ?limit=N (Spice's SnapshotSummary)
+ *   GET  /v1/datasets/:name/acceleration/snapshots/:id  one snapshot (Spice's SnapshotInfo) | 404
+ *   POST /v1/datasets/:name/acceleration/snapshots/current  400 ERR_SNAPSHOTS_READ_ONLY (a reader)
  *   GET  /v1/status                                  the endpoints served; ?format=csv
  *   GET  /metrics                                    Prometheus text format
  */
@@ -36,10 +38,10 @@ import {
   notReadyReason,
   pastStalenessBound,
 } from './dataset-view.js';
-import { BadRequestError, httpStatusFor } from './errors.js';
+import { BadRequestError, httpStatusFor, SnapshotsReadOnlyError } from './errors.js';
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
-import { snapshotSummary } from './snapshot-view.js';
+import { snapshotEntry, snapshotSummary } from './snapshot-view.js';
 import { parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
 import { answerSql, SQL_MEDIA_TYPES, type SqlLimits, type SqlMediaType } from './sql-response.js';
 
@@ -319,6 +321,33 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const { limit } = request.query as { limit?: number };
       const listing = await runtime.snapshots(name, limit === undefined ? {} : { limit });
       return reply.send(snapshotSummary(listing));
+    },
+  });
+
+  // Spice's newer snapshot routes: one snapshot's entry, and setting the current one (a writer's job).
+  route({
+    method: 'GET',
+    url: '/v1/datasets/:name/acceleration/snapshots/:id',
+    schema: {
+      params: {
+        type: 'object',
+        properties: { ...NAME_PARAMS.properties, id: { type: 'integer', minimum: 0 } },
+        required: ['name', 'id'],
+      },
+    },
+    config: { hint: 'the snapshot id is a whole number' },
+    handler: async (request, reply) => {
+      const { name, id } = request.params as { name: string; id: number };
+      return reply.send(await snapshotEntry(runtime, name, id));
+    },
+  });
+  route({
+    method: 'POST',
+    url: '/v1/datasets/:name/acceleration/snapshots/current',
+    schema: { params: NAME_PARAMS },
+    handler: (request) => {
+      const { name } = request.params as { name: string };
+      throw new SnapshotsReadOnlyError(runtime.status(name).name);
     },
   });
 

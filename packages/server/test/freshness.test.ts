@@ -150,6 +150,40 @@ describe('X-Ferry-Snapshot: which snapshot of each dataset an answer read', () =
     expect(arrow.headers.get('x-ferry-snapshot')).toBe('users=0');
     expect((await sql(base, 'SELECT 1 AS one')).headers.get('x-ferry-snapshot')).toBeNull();
   });
+
+  it("Spice's newer snapshot routes: one snapshot's entry (404 for an id metadata.json lacks); setting the current one is 400 on a reader", async () => {
+    const base = served.server.url;
+    const listing = (await request(`${base}/v1/datasets/orders/acceleration/snapshots`)).json<{
+      snapshots: { snapshot_id: number }[];
+    }>();
+    const one = await request(`${base}/v1/datasets/orders/acceleration/snapshots/1`);
+    expect(one.status).toBe(200);
+    expect(one.json()).toEqual(listing.snapshots.find((entry) => entry.snapshot_id === 1));
+    expect(one.json()).toMatchObject({ snapshot_id: 1, is_current: true, status: 'verified' });
+    const missing = await request(`${base}/v1/datasets/orders/acceleration/snapshots/99`);
+    expect(missing.status).toBe(404);
+    expect(missing.json()).toMatchObject({
+      code: 'ERR_SNAPSHOT_NOT_FOUND',
+      error: expect.stringContaining("Snapshot 99 of dataset 'orders' is not recorded in its metadata.json"),
+    });
+    expect((await request(`${base}/v1/datasets/orders/acceleration/snapshots/x`)).status).toBe(400);
+    expect((await request(`${base}/v1/datasets/nope/acceleration/snapshots/1`)).status).toBe(404);
+
+    const set = await request(`${base}/v1/datasets/orders/acceleration/snapshots/current`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ snapshot_id: 1 }),
+    });
+    expect(set.status).toBe(400);
+    expect(set.json()).toMatchObject({
+      code: 'ERR_SNAPSHOTS_READ_ONLY',
+      error: expect.stringContaining("Dataset 'orders' reads its snapshots from the store"),
+    });
+    const unknown = await request(`${base}/v1/datasets/nope/acceleration/snapshots/current`, {
+      method: 'POST',
+    });
+    expect(unknown.status).toBe(404);
+  });
 });
 
 describe('ferry_max_staleness: readiness', () => {
