@@ -127,6 +127,51 @@ describe("Spice's DuckDB limits", () => {
   });
 });
 
+describe('ferry_max_staleness (Ferry only)', () => {
+  it('a dataset param wins over the snapshots.params default, which every other dataset takes', () => {
+    const pod = basePod();
+    pod.snapshots.params.ferry_max_staleness = '5m';
+    accel(pod).params = { ferry_max_staleness: '30s' };
+    withPartner(pod, {
+      params: { file_format: 'snapshot', s3_region: 'us-west-2', ferry_max_staleness: '1h' },
+    });
+    const load = loadSpicepod(stringify(pod), { file: 'spicepod.yaml' });
+    expect([load.errors, load.warnings]).toStrictEqual([[], []]);
+    expect(load.datasets.map((d) => [d.name, d.maxStalenessMs])).toStrictEqual([
+      ['orders', 30_000],
+      ['users', 300_000],
+      ['partner', 3_600_000],
+    ]);
+  });
+
+  it('absent everywhere: no bound', () => {
+    const load = loadSpicepod(stringify(basePod()), { file: 'spicepod.yaml' });
+    expect(load.datasets.map((d) => d.maxStalenessMs)).toStrictEqual([undefined, undefined]);
+  });
+
+  run([
+    {
+      name: 'a dataset ferry_max_staleness that is not a duration',
+      mutate: (pod) => {
+        accel(pod).params = { ferry_max_staleness: 'soon' };
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.params.ferry_max_staleness: 'soon' is not a duration; use a number with a unit (ms, s, m, h or d), such as 30s",
+      ],
+    },
+    {
+      name: 'a snapshots.params.ferry_max_staleness of zero',
+      mutate: (pod) => {
+        pod.snapshots.params.ferry_max_staleness = '0s';
+      },
+      errors: [
+        "spicepod.yaml: snapshots.params.ferry_max_staleness: '0s' is zero; use a positive duration such as 30s",
+      ],
+      fatal: true,
+    },
+  ]);
+});
+
 describe('refresh_mode: snapshot requirements', () => {
   run([
     {
@@ -928,7 +973,7 @@ describe('the from: s3:// + params.file_format: snapshot form', () => {
         withPartner(pod, { params: { file_format: 'snapshot', hive_partitioning_enabled: true } });
       },
       errors: [
-        'spicepod.yaml: datasets[2].params.hive_partitioning_enabled: not used by file_format: snapshot datasets; remove it (they accept file_format, s3_region, s3_endpoint, s3_auth, s3_key, s3_secret, s3_session_token, allow_http or client_timeout)',
+        'spicepod.yaml: datasets[2].params.hive_partitioning_enabled: not used by file_format: snapshot datasets; remove it (they accept file_format, s3_region, s3_endpoint, s3_auth, s3_key, s3_secret, s3_session_token, allow_http, client_timeout or ferry_max_staleness)',
       ],
       valid: ['orders', 'users'],
     },

@@ -855,6 +855,10 @@ describe('dataset machine: status and events', () => {
       lastPollAtMs: INTERVAL,
       lastPollResult: 'refused',
       nextPollDueMs: 2 * INTERVAL,
+      // The refused snapshot 2 is known and not loaded: freshness stays at the bootstrap's check.
+      freshAtMs: 0,
+      storeSnapshotId: 2,
+      announcedSnapshotId: null,
       lastError: {
         code: 'ERR_SNAPSHOT_ENGINE_MISMATCH',
         message: expect.stringContaining("Snapshot 2 of dataset 'orders'"),

@@ -10,7 +10,7 @@
  * memory streams; this file only keeps each batch under gRPC's message limit.
  */
 import type { JsonValue } from '@ferry/core';
-import type { CacheStatus, Runtime } from '@ferry/runtime';
+import type { CacheStatus, DatasetRead, Runtime } from '@ferry/runtime';
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 
 export interface ArrowResult {
@@ -25,11 +25,15 @@ export interface ArrowResult {
   readonly cache?: CacheStatus;
   /** Aborted with the reason when the result stops on its own (a limit), even while nobody reads it. */
   readonly stopped?: AbortSignal;
+  /** Every dataset read and its snapshot (`x-ferry-snapshot` metadata); absent for a metadata command. */
+  readonly datasets?: readonly DatasetRead[];
 }
 
 export interface ResultOptions {
   /** Do not answer from the results cache (the call's `cache-control: no-cache`). */
   readonly noCache?: boolean;
+  /** The call's `x-ferry-max-staleness`, in ms: the query fails with `ERR_STALE` past it. */
+  readonly maxStalenessMs?: number;
 }
 
 export interface ResultSource {
@@ -91,6 +95,7 @@ export function runtimeResultSource(
         signal,
         batchRows,
         ...(options.noCache === true ? { noCache: true } : {}),
+        ...(options.maxStalenessMs === undefined ? {} : { maxStalenessMs: options.maxStalenessMs }),
       });
       return {
         schema: result.schema,
@@ -99,6 +104,7 @@ export function runtimeResultSource(
         batches: bounded(result.batches, maxBytes),
         stopped: result.stopped,
         ...(result.cache === undefined ? {} : { cache: result.cache }),
+        datasets: result.datasets,
       };
     },
   };

@@ -5,7 +5,14 @@
  * `calls.ts`. Statements run where GetFlightInfo is asked, so its answer carries the real schema;
  * the result then waits (a ticket) for its one DoGet.
  */
-import { asksNoCache, cacheStatusFields } from '@ferry/runtime';
+import {
+  asksNoCache,
+  cacheStatusFields,
+  MAX_STALENESS_HEADER,
+  maxStalenessOption,
+  SNAPSHOT_HEADER,
+  snapshotHeaderValue,
+} from '@ferry/runtime';
 import { Metadata, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { type FlightContext, report, serverStream, unary } from './calls.js';
 import { SCHEMA_NAME } from './catalog.js';
@@ -101,8 +108,8 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
           resultOptions(call.metadata),
         );
       }
-      // Spice's results cache metadata: x-cache (the older name) and results-cache-status.
-      call.sendMetadata(cacheMetadata(result.cache));
+      // Spice's results cache metadata (x-cache, results-cache-status), and x-ferry-snapshot.
+      call.sendMetadata(resultMetadata(result));
       const stop = () => controller.abort();
       signal.addEventListener('abort', stop, { once: true });
       try {
@@ -140,16 +147,34 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
   };
 }
 
-/** A call's `cache-control: no-cache` (Spice's bypass of the results cache). */
-function resultOptions(metadata: Metadata): ResultOptions {
-  const [value] = metadata.get('cache-control');
-  return asksNoCache(typeof value === 'string' ? value : value?.toString('utf8')) ? { noCache: true } : {};
+/** One call metadata value as text; undefined when absent. */
+function metadataText(metadata: Metadata, key: string): string | undefined {
+  const [value] = metadata.get(key);
+  return typeof value === 'string' ? value : value?.toString('utf8');
 }
 
-/** The results cache's status as Spice's Flight metadata (none when the cache does not apply). */
-function cacheMetadata(status: ArrowResult['cache']): Metadata {
+/**
+ * A call's `cache-control: no-cache` (Spice's bypass of the results cache) and
+ * `x-ferry-max-staleness` (the client's staleness bound).
+ */
+function resultOptions(metadata: Metadata): ResultOptions {
+  return {
+    ...(asksNoCache(metadataText(metadata, 'cache-control')) ? { noCache: true } : {}),
+    ...maxStalenessOption(metadataText(metadata, MAX_STALENESS_HEADER)),
+  };
+}
+
+/**
+ * The answer's metadata: the results cache's status as Spice's (none when the cache does not
+ * apply), and `x-ferry-snapshot` naming the snapshot of each dataset read (none when it read none).
+ */
+function resultMetadata(result: ArrowResult): Metadata {
   const metadata = new Metadata();
-  if (status === undefined) return metadata;
-  for (const [key, value] of Object.entries(cacheStatusFields(status))) metadata.set(key, value);
+  if (result.cache !== undefined) {
+    for (const [key, value] of Object.entries(cacheStatusFields(result.cache))) metadata.set(key, value);
+  }
+  if (result.datasets !== undefined && result.datasets.length > 0) {
+    metadata.set(SNAPSHOT_HEADER, snapshotHeaderValue(result.datasets));
+  }
   return metadata;
 }

@@ -146,6 +146,12 @@ export interface QueryOptions {
   readonly readyTimeoutMs?: number;
   /** Cancels the query: it stops in its engine and rejects with `ERR_QUERY_CANCELLED`. */
   readonly signal?: AbortSignal;
+  /**
+   * The most staleness (ms) this query accepts: when a dataset it read is staler (see
+   * `DatasetInfo.stalenessMs`), it rejects with `ERR_STALE` (`StaleReadError`, HTTP 503 with
+   * `Retry-After`) instead of answering. Absent: no check.
+   */
+  readonly maxStalenessMs?: number;
 }
 
 export interface StreamOptions extends QueryOptions {
@@ -217,6 +223,16 @@ export interface DatasetInfo {
   readonly error: string | undefined;
   /** The dataset's `from` as written in the spicepod; absent when its configuration was refused. */
   readonly from?: string;
+  /**
+   * How long this reader may have been behind the store, in ms, when this info was taken: the time
+   * since it last knew it served the store's current snapshot (see `datasetStaleness` in
+   * @ferry/core). Null while it serves nothing.
+   */
+  readonly stalenessMs: number | null;
+  /** The newest snapshot id this reader knows the store has beyond the served one; null when none. */
+  readonly newerSnapshotId: number | null;
+  /** `ferry_max_staleness` in ms (past it the dataset is not ready); null when it has no bound. */
+  readonly maxStalenessMs: number | null;
 }
 
 export interface SwapEvent {

@@ -528,6 +528,7 @@ export class DatasetHost {
       polls: context.counters.polls,
       lastPollAtMs: context.lastPoll?.atMs ?? 0,
       nextPollDueMs: context.nextPollDueMs,
+      freshAtMs: context.freshAtMs,
       unposted: this.#unposted,
     });
   }

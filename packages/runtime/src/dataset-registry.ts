@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { MessagePort } from 'node:worker_threads';
-import type { ConfigIssue, DatasetConfig, DatasetStatus } from '@ferry/core';
+import { type ConfigIssue, type DatasetConfig, type DatasetStatus, datasetStaleness } from '@ferry/core';
 import type { DatasetInfo, StateEvent } from './api.js';
 import { DatasetFailedError, ReadyTimeoutError, RuntimeClosedError, UnknownDatasetError } from './errors.js';
 import type { DatasetDescriptor, HostToDataset } from './protocol.js';
@@ -92,6 +92,7 @@ export class DatasetRegistry {
       lastPollAtMs: live.lastPollAtMs,
       lastPollResult: 'unchanged',
       nextPollDueMs: live.nextPollDueMs,
+      freshAtMs: live.freshAtMs ?? status.freshAtMs,
       counters: { ...status.counters, polls: live.polls },
     };
   }
@@ -117,14 +118,26 @@ export class DatasetRegistry {
   }
 
   info(entry: DatasetEntry): DatasetInfo {
+    const status = this.status(entry);
+    const staleness =
+      status === undefined || !this.serving(entry) ? undefined : datasetStaleness(status, Date.now());
     return {
       name: entry.name,
       engine: entry.config?.engine ?? entry.descriptor?.engine,
       state: entry.state,
-      status: this.status(entry),
+      status,
       error: entry.error,
       ...(entry.config === undefined ? {} : { from: entry.config.from }),
+      stalenessMs: staleness?.stalenessMs ?? null,
+      newerSnapshotId: staleness?.newerSnapshotId ?? null,
+      maxStalenessMs: entry.config?.maxStalenessMs ?? null,
     };
+  }
+
+  /** Calls `listener` after every state or status change (and at close); returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#changes.on('changed', listener);
+    return () => this.#changes.off('changed', listener);
   }
 
   /** Whether queries of the dataset can be answered now. */

@@ -6,7 +6,7 @@
  * embedder can `instanceof` them without depending on the inner packages; an error thrown in a worker
  * thread arrives as an instance of its own class (see `serializeError` in `@ferry/core`).
  */
-import { FerryError, registerErrors } from '@ferry/core';
+import { FerryError, formatStaleness, registerErrors } from '@ferry/core';
 
 export {
   ConfigError,
@@ -167,6 +167,44 @@ export class QueryRejectedError extends FerryError {
   }
 }
 
+/**
+ * A query read a dataset staler than the bound its client set (`maxStalenessMs`; HTTP
+ * `X-Ferry-Max-Staleness`, Flight `x-ferry-max-staleness`): its answer is withheld. HTTP 503 with
+ * `Retry-After` (`retryAfterSeconds`: about one check interval away), Flight `UNAVAILABLE`.
+ */
+export class StaleReadError extends FerryError {
+  readonly dataset: string;
+  readonly stalenessMs: number | null;
+  readonly maxStalenessMs: number;
+  readonly retryAfterSeconds: number;
+
+  constructor(
+    dataset: string,
+    stalenessMs: number | null,
+    maxStalenessMs: number,
+    retryAfterSeconds: number,
+  ) {
+    const figure = stalenessMs === null ? 'serves no snapshot' : `is ${formatStaleness(stalenessMs)} stale`;
+    super(
+      'ERR_STALE',
+      `Dataset '${dataset}' ${figure}, past the ${formatStaleness(maxStalenessMs)} this query allows (X-Ferry-Max-Staleness); retry in ${retryAfterSeconds} s, or allow more staleness.`,
+    );
+    this.name = 'StaleReadError';
+    this.dataset = dataset;
+    this.stalenessMs = stalenessMs;
+    this.maxStalenessMs = maxStalenessMs;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** A freshness header (`X-Ferry-Max-Staleness`, `X-Ferry-Snapshot`) whose value cannot be read. */
+export class FreshnessHeaderError extends FerryError {
+  constructor(header: string, problem: string) {
+    super('ERR_INVALID_FRESHNESS_HEADER', `The ${header} header is not usable: ${problem}.`);
+    this.name = 'FreshnessHeaderError';
+  }
+}
+
 /** A stream whose consumer read nothing for too long was cancelled, freeing its engine. */
 export class StreamIdleError extends FerryError {
   constructor(idleMs: number) {
@@ -205,6 +243,8 @@ registerErrors({
   ResultTooLargeError,
   QueryCancelledError,
   QueryRejectedError,
+  StaleReadError,
+  FreshnessHeaderError,
   StreamIdleError,
   CrossDialectError,
   RuntimeClosedError,

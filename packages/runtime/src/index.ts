@@ -12,4 +12,10 @@ export { redactingLogger } from './redaction.js';
 export { asksNoCache, cacheStatusFields, resultVersion } from './results-cache.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';
 export { sdkNoticeOnce } from './sdk-notice.js';
+export {
+  MAX_STALENESS_HEADER,
+  maxStalenessOption,
+  SNAPSHOT_HEADER,
+  snapshotHeaderValue,
+} from './staleness-bound.js';
 export type { RuntimeTls } from './tls.js';

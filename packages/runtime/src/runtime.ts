@@ -26,6 +26,7 @@ import type {
   InspectionEvent,
   InspectOptions,
   QueryOptions,
+  QueryProvenance,
   Runtime,
   RuntimeArrowResult,
   RuntimeEvents,
@@ -60,6 +61,8 @@ import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { LiveStatus } from './shared-slots.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
+import { holdToStalenessBound } from './staleness-bound.js';
+import { StalenessWatch } from './staleness-watch.js';
 import { livePathFor } from './stores.js';
 import {
   type CrashDrill,
@@ -99,6 +102,7 @@ class HostRuntime implements Runtime {
   readonly configWarnings: readonly ConfigIssue[];
   readonly [TEST_HOOKS]: RuntimeTestHooks;
   readonly #logger: Logger;
+  readonly #staleness: StalenessWatch;
   readonly #events = new RuntimeEventEmitter();
   readonly #registry: DatasetRegistry;
   /** What the dataset threads' checks answered in the thread changed in their status (see shared-slots.ts). */
@@ -137,6 +141,10 @@ class HostRuntime implements Runtime {
       errors,
       (event) => this.#events.publish('state', event),
       this.#live,
+    );
+    this.#staleness = new StalenessWatch(
+      { datasets: () => this.datasets(), onChange: (listener) => this.#registry.onChange(listener) },
+      logger,
     );
     this.#events.onListeners('poll', () => {
       for (const entry of this.#registry.entries()) this.#tellPollEvents(entry);
@@ -436,7 +444,9 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#front.query(sql, params, options);
+    const result = await this.#front.query(sql, params, options);
+    this.#holdToBound(result, options);
+    return result;
   }
 
   async queryArrow(
@@ -445,7 +455,9 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#front.queryArrow(sql, params, options);
+    const result = await this.#front.queryArrow(sql, params, options);
+    this.#holdToBound(result, options);
+    return result;
   }
 
   async queryStream(
@@ -454,7 +466,19 @@ class HostRuntime implements Runtime {
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    return this.#front.queryStream(sql, params, options);
+    const stream = await this.#front.queryStream(sql, params, options);
+    try {
+      this.#holdToBound(stream, options);
+    } catch (error) {
+      stream.cancel();
+      throw error;
+    }
+    return stream;
+  }
+
+  /** The client's staleness bound (`maxStalenessMs`), judged on the datasets the answer read. */
+  #holdToBound(answer: QueryProvenance, options: QueryOptions): void {
+    holdToStalenessBound(answer.datasets, options.maxStalenessMs, (name) => this.status(name));
   }
 
   on<K extends keyof RuntimeEvents>(event: K, listener: (payload: RuntimeEvents[K]) => void): () => void {
@@ -520,6 +544,7 @@ class HostRuntime implements Runtime {
   }
 
   async #close(): Promise<void> {
+    this.#staleness.close();
     this.#registry.close();
     clearTimeout(this.#coordinatorRestart);
     try {

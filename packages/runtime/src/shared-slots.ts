@@ -102,11 +102,13 @@ export interface LiveChecks {
   readonly polls: number;
   readonly lastPollAtMs: number;
   readonly nextPollDueMs: number | null;
+  /** The machine's `freshAtMs` after the check (what staleness is measured from). */
+  readonly freshAtMs: number | null;
   /** Checks answered in the thread whose `poll` event was not posted (counted for `metrics()`), over every incarnation. */
   readonly unposted: number;
 }
 
-const LIVE_FIELDS = 5;
+const LIVE_FIELDS = 6;
 
 export class LiveStatus {
   readonly buffer: SharedArrayBuffer;
@@ -130,6 +132,7 @@ export class LiveStatus {
       checks.lastPollAtMs,
       checks.nextPollDueMs ?? Number.NaN,
       checks.unposted,
+      checks.freshAtMs ?? Number.NaN,
     ]);
   }
 
@@ -137,12 +140,14 @@ export class LiveStatus {
     const values = this.#table.read(slot);
     if (values === undefined) return undefined;
     const due = values[3] as number;
+    const fresh = values[5] as number;
     return {
       incarnation: values[0] as number,
       polls: values[1] as number,
       lastPollAtMs: values[2] as number,
       nextPollDueMs: Number.isNaN(due) ? null : due,
       unposted: values[4] as number,
+      freshAtMs: Number.isNaN(fresh) ? null : fresh,
     };
   }
 }

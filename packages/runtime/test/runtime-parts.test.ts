@@ -124,6 +124,7 @@ describe('shared slots', () => {
       polls: 12,
       lastPollAtMs: 1_700_000_000_000,
       nextPollDueMs: null,
+      freshAtMs: 1_699_999_999_000,
       unposted: 7,
     });
     expect(new LiveStatus(live.buffer).read(1)).toEqual({
@@ -131,6 +132,7 @@ describe('shared slots', () => {
       polls: 12,
       lastPollAtMs: 1_700_000_000_000,
       nextPollDueMs: null,
+      freshAtMs: 1_699_999_999_000,
       unposted: 7,
     });
     expect(live.read(0)).toBeUndefined();

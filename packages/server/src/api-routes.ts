@@ -11,20 +11,37 @@
  *   POST /v1/datasets/:name/commands                 Ferry's machine commands
  *   POST /v1/datasets/:name/acceleration/refresh     a poll now (Spice)
  *   GET  /v1/datasets/:name/acceleration/snapshots   ?limit=N (Spice's SnapshotSummary)
+ *   GET  /v1/datasets/:name/acceleration/snapshots/:id  one snapshot (Spice's SnapshotInfo) | 404
+ *   POST /v1/datasets/:name/acceleration/snapshots/current  400 ERR_SNAPSHOTS_READ_ONLY (a reader)
  *   GET  /v1/status                                  the endpoints served; ?format=csv
  *   GET  /metrics                                    Prometheus text format
  */
 import type { JsonValue } from '@ferry/core';
 import type { SqlDialect } from '@ferry/engines';
-import type { DatasetInfo, QueryProvenance, Runtime } from '@ferry/runtime';
+import {
+  type DatasetInfo,
+  MAX_STALENESS_HEADER,
+  maxStalenessOption,
+  type QueryProvenance,
+  type Runtime,
+  SNAPSHOT_HEADER,
+  snapshotHeaderValue,
+} from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
 import { runCommand } from './commands.js';
-import { datasetView, isServing } from './dataset-view.js';
-import { BadRequestError, httpStatusFor } from './errors.js';
+import {
+  DATASET_STATUS_COLUMNS,
+  datasetStatusRow,
+  datasetView,
+  isServing,
+  notReadyReason,
+  pastStalenessBound,
+} from './dataset-view.js';
+import { BadRequestError, httpStatusFor, SnapshotsReadOnlyError } from './errors.js';
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
-import { snapshotSummary } from './snapshot-view.js';
+import { snapshotEntry, snapshotSummary } from './snapshot-view.js';
 import { parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
 import { answerSql, SQL_MEDIA_TYPES, type SqlLimits, type SqlMediaType } from './sql-response.js';
 
@@ -84,12 +101,21 @@ function dialectFor(runtime: Runtime): () => SqlDialect {
   };
 }
 
-/** `x-ferry-dataset` / `x-ferry-snapshot-id`: the datasets the result was read from, in order. */
+/**
+ * `x-ferry-dataset` / `x-ferry-snapshot-id`: the datasets the result was read from, in order; and
+ * `x-ferry-snapshot`, the same as `orders=17, users=4` (what a client sends back to pin them).
+ */
 function provenanceHeaders(reply: FastifyReply, result: QueryProvenance): void {
   if (result.datasets.length === 0) return;
   reply
     .header('x-ferry-dataset', result.datasets.map((read) => read.name).join(', '))
-    .header('x-ferry-snapshot-id', result.datasets.map((read) => String(read.snapshotId)).join(', '));
+    .header('x-ferry-snapshot-id', result.datasets.map((read) => String(read.snapshotId)).join(', '))
+    .header(SNAPSHOT_HEADER, snapshotHeaderValue(result.datasets));
+}
+
+/** One request header's text (repeated headers joined as HTTP joins them); undefined when absent. */
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 /** A signal that fires when the client goes away before its response is complete. */
@@ -160,12 +186,14 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const pending = runtime
         .datasets()
         .filter((info) =>
-          registered ? info.state === 'starting' || info.state === 'stopped' : !isServing(info),
+          registered
+            ? info.state === 'starting' || info.state === 'stopped'
+            : !isServing(info) || pastStalenessBound(info),
         );
       reply.type('text/plain; charset=utf-8');
       if (pending.length === 0) return reply.send('ready');
       if (!request.keyAccepted) return reply.code(503).send('not ready');
-      const list = pending.map((info) => `${info.name} (${info.state})`).join(', ');
+      const list = pending.map((info) => `${info.name} (${notReadyReason(info)})`).join(', ');
       return reply.code(503).send(`not ready: ${list}`);
     },
   });
@@ -186,7 +214,11 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
         return reply.code(304).header('etag', entityTag(version, type)).send();
       }
-      const queryOptions = { signal: clientGone(reply), noCache: bypassesCache(request.headers) };
+      const queryOptions = {
+        signal: clientGone(reply),
+        noCache: bypassesCache(request.headers),
+        ...maxStalenessOption(headerText(request.headers[MAX_STALENESS_HEADER])),
+      };
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
       try {
@@ -292,19 +324,54 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     },
   });
 
+  // Spice's newer snapshot routes: one snapshot's entry, and setting the current one (a writer's job).
+  route({
+    method: 'GET',
+    url: '/v1/datasets/:name/acceleration/snapshots/:id',
+    schema: {
+      params: {
+        type: 'object',
+        properties: { ...NAME_PARAMS.properties, id: { type: 'integer', minimum: 0 } },
+        required: ['name', 'id'],
+      },
+    },
+    config: { hint: 'the snapshot id is a whole number' },
+    handler: async (request, reply) => {
+      const { name, id } = request.params as { name: string; id: number };
+      return reply.send(await snapshotEntry(runtime, name, id));
+    },
+  });
+  route({
+    method: 'POST',
+    url: '/v1/datasets/:name/acceleration/snapshots/current',
+    schema: { params: NAME_PARAMS },
+    handler: (request) => {
+      const { name } = request.params as { name: string };
+      throw new SnapshotsReadOnlyError(runtime.status(name).name);
+    },
+  });
+
   route({
     method: 'GET',
     url: '/v1/status',
-    schema: { querystring: FORMAT_QUERY },
+    schema: {
+      querystring: {
+        type: 'object',
+        properties: { ...FORMAT_QUERY.properties, datasets: { type: 'boolean' } },
+      },
+    },
     handler: (request, reply) => {
       const endpoint = localEndpoint(request);
+      const { format, datasets } = request.query as { format?: string; datasets?: boolean };
       const items = [
         { name: 'http', endpoint, status: 'Ready' },
         { name: 'metrics', endpoint, status: 'Ready' },
         ...options.endpoints.map((other) => ({ ...other, status: 'Ready' })),
+        // Ferry's extension (?datasets=true): a row per dataset with its snapshot and staleness.
+        ...(datasets === true ? runtime.datasets().map(datasetStatusRow) : []),
       ];
-      const { format } = request.query as { format?: string };
-      return sendList(reply, format, ['name', 'endpoint', 'status'], items);
+      const columns = datasets === true ? DATASET_STATUS_COLUMNS : ['name', 'endpoint', 'status'];
+      return sendList(reply, format, columns, items);
     },
   });
 
@@ -322,4 +389,7 @@ const TEMPLATE_INFO: DatasetInfo = {
   state: 'starting',
   status: undefined,
   error: undefined,
+  stalenessMs: null,
+  newerSnapshotId: null,
+  maxStalenessMs: null,
 };

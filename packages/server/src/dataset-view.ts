@@ -4,7 +4,7 @@
  * `?status=true` a Spice `status`), then Ferry's (times as ISO-8601 strings, `null` where there is
  * nothing to report). `ferry status` reads it.
  */
-import { redactSecrets, type SecretReference } from '@ferry/core';
+import { formatStaleness, redactSecrets, type SecretReference } from '@ferry/core';
 import type { DatasetInfo } from '@ferry/runtime';
 
 /** Spice's dataset status values (`Disabled` never applies: every Ferry dataset is accelerated). */
@@ -34,6 +34,15 @@ export interface DatasetView {
   readonly lastPollResult: string | null;
   readonly lastError: string | null;
   readonly lastErrorCode: string | null;
+  /**
+   * Staleness in seconds: how long this reader may have been behind the store (the time since it
+   * last knew it served the store's current snapshot); null while it serves nothing.
+   */
+  readonly stalenessSeconds: number | null;
+  /** A newer snapshot this reader knows the store has and has not loaded; null when none. */
+  readonly newerSnapshotId: number | null;
+  /** `ferry_max_staleness` in seconds; null when the dataset has no bound. */
+  readonly maxStalenessSeconds: number | null;
 }
 
 const NOT_SERVING: ReadonlySet<string> = new Set(['starting', 'restarting', 'failed', 'stopped', 'waiting']);
@@ -42,9 +51,27 @@ function iso(ms: number | null | undefined): string | null {
   return ms === null || ms === undefined ? null : new Date(ms).toISOString();
 }
 
+/** Milliseconds as seconds with millisecond precision; null stays null. */
+export function seconds(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms) / 1000;
+}
+
 /** True when the dataset answers queries from a loaded snapshot. */
 export function isServing(info: DatasetInfo): boolean {
   return info.status?.servingSnapshotId != null && !NOT_SERVING.has(info.state);
+}
+
+/** True when the dataset has a `ferry_max_staleness` and is staler than it (or serves nothing). */
+export function pastStalenessBound(info: DatasetInfo): boolean {
+  return (
+    info.maxStalenessMs !== null && (info.stalenessMs === null || info.stalenessMs > info.maxStalenessMs)
+  );
+}
+
+/** Why `GET /v1/ready` holds a dataset back: its state, or its staleness past its bound. */
+export function notReadyReason(info: DatasetInfo): string {
+  if (!isServing(info) || info.maxStalenessMs === null || info.stalenessMs === null) return info.state;
+  return `stale ${formatStaleness(info.stalenessMs)} > ferry_max_staleness ${formatStaleness(info.maxStalenessMs)}`;
 }
 
 /**
@@ -100,5 +127,34 @@ export function datasetView(
     // An error may quote a value that came from a secret: the reference is shown instead.
     lastError: lastError === null ? null : redactSecrets(lastError, options.secrets ?? []),
     lastErrorCode: info.error === undefined ? (statusError?.code ?? null) : null,
+    stalenessSeconds: seconds(info.stalenessMs),
+    newerSnapshotId: info.newerSnapshotId,
+    maxStalenessSeconds: seconds(info.maxStalenessMs),
+  };
+}
+
+/** The columns of `GET /v1/status?datasets=true`: Spice's three, then a dataset row's own. */
+export const DATASET_STATUS_COLUMNS: readonly string[] = [
+  'name',
+  'endpoint',
+  'status',
+  'snapshot_id',
+  'staleness_seconds',
+  'newer_snapshot_id',
+];
+
+/**
+ * One dataset's row in `GET /v1/status?datasets=true` (a Ferry extension; without the parameter
+ * the list is Spice's): `dataset:<name>`, its location as the endpoint, its Spice status, the
+ * snapshot it serves and its staleness.
+ */
+export function datasetStatusRow(info: DatasetInfo): Record<string, unknown> {
+  return {
+    name: `dataset:${info.name}`,
+    endpoint: info.from ?? '',
+    status: spiceStatus(info),
+    snapshot_id: info.status?.servingSnapshotId ?? null,
+    staleness_seconds: seconds(info.stalenessMs),
+    newer_snapshot_id: info.newerSnapshotId,
   };
 }

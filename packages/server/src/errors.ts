@@ -15,6 +15,31 @@ export class BadRequestError extends FerryError {
   }
 }
 
+/** `GET …/acceleration/snapshots/<id>` for an id metadata.json does not record (Spice: 404). */
+export class SnapshotNotFoundError extends FerryError {
+  constructor(dataset: string, snapshotId: number, recorded: readonly number[]) {
+    super(
+      'ERR_SNAPSHOT_NOT_FOUND',
+      `Snapshot ${snapshotId} of dataset '${dataset}' is not recorded in its metadata.json (recorded: ${recorded.length === 0 ? 'none' : recorded.join(', ')}); list them with GET /v1/datasets/${dataset}/acceleration/snapshots.`,
+    );
+    this.name = 'SnapshotNotFoundError';
+  }
+}
+
+/**
+ * `POST …/acceleration/snapshots/current` on this reader: Spice answers 400 on a snapshot reader
+ * (only the writer that publishes the store may move its current snapshot).
+ */
+export class SnapshotsReadOnlyError extends FerryError {
+  constructor(dataset: string) {
+    super(
+      'ERR_SNAPSHOTS_READ_ONLY',
+      `Dataset '${dataset}' reads its snapshots from the store (refresh_mode: snapshot), so this reader cannot set its current snapshot; set it on the writer that publishes the store.`,
+    );
+    this.name = 'SnapshotsReadOnlyError';
+  }
+}
+
 /** A dataset command that is not one of `poll.now`, `polling.pause`, `polling.resume`. */
 export class InvalidCommandError extends FerryError {
   constructor(dataset: string, command: unknown) {
@@ -107,12 +132,15 @@ export function requestError(error: unknown, maxBodyBytes: number, hint?: string
   return error;
 }
 
+/** Errors whose answer says when to retry (`retryAfterSeconds`). */
+const RETRY_AFTER_CODES: ReadonlySet<string | undefined> = new Set(['ERR_QUERY_REJECTED', 'ERR_STALE']);
+
 /**
  * Headers an error response carries: `Retry-After` (seconds) for a query refused by the runtime's
- * admission control (`ERR_QUERY_REJECTED`, 429).
+ * admission control (`ERR_QUERY_REJECTED`, 429) or past its client's staleness bound (`ERR_STALE`, 503).
  */
 export function errorHeaders(error: unknown): Readonly<Record<string, string>> {
-  if (errorCode(error) !== 'ERR_QUERY_REJECTED') return {};
+  if (!RETRY_AFTER_CODES.has(errorCode(error))) return {};
   const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
   return { 'retry-after': String(typeof seconds === 'number' && seconds > 0 ? Math.ceil(seconds) : 1) };
 }
@@ -124,6 +152,8 @@ export function httpStatusFor(error: unknown): number {
 
 registerErrors({
   BadRequestError,
+  SnapshotNotFoundError,
+  SnapshotsReadOnlyError,
   InvalidCommandError,
   BodyTooLargeError,
   UnauthorizedError,

@@ -1,10 +1,10 @@
 /**
  * What `GET /metrics` exposes, in a prom-client registry of its own per server (so two servers in
- * one process never share series): per-dataset snapshot id, staleness, readiness, swaps and polls
- * by result, signature refusals and heartbeat freshness, download totals and SQS message counts,
- * read from the runtime at every scrape (each metric's `collect`); Spice's reader-side snapshot
- * metrics under their Spice names (`dataset_acceleration_snapshot_*`, label `dataset`); and the
- * latency histogram of
+ * one process never share series): per-dataset snapshot id, age, staleness, readiness, swaps and
+ * polls by result, signature refusals and heartbeat freshness, download totals and SQS message
+ * counts, read from the runtime at every scrape (each metric's `collect`); Spice's reader-side
+ * snapshot metrics under their Spice names (`dataset_acceleration_snapshot_*`, label `dataset`);
+ * and the latency histogram of
  * `POST /v1/sql`, measured around `runtime.query`.
  */
 import { POLL_RESULTS, type Runtime } from '@ferry/runtime';
@@ -49,7 +49,7 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
   });
   new Gauge({
     name: 'ferry_dataset_snapshot_staleness_seconds',
-    help: 'Seconds between now and the timestamp of the snapshot the dataset serves.',
+    help: 'Seconds between now and the timestamp of the snapshot the dataset serves (its age; see ferry_dataset_staleness_seconds for how far behind the store the reader may be).',
     labelNames: ['dataset'],
     registers,
     collect() {
@@ -58,6 +58,18 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
       for (const info of datasets()) {
         const timestamp = info.status?.servingTimestampMs;
         if (timestamp != null) this.set({ dataset: info.name }, Math.max(0, (at - timestamp) / 1000));
+      }
+    },
+  });
+  new Gauge({
+    name: 'ferry_dataset_staleness_seconds',
+    help: "Seconds since this reader last knew it served the store's current snapshot (a check that found nothing newer, or the load of the current one); absent while it serves nothing.",
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      for (const info of datasets()) {
+        if (info.stalenessMs !== null) this.set({ dataset: info.name }, info.stalenessMs / 1000);
       }
     },
   });

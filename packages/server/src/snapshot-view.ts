@@ -1,9 +1,10 @@
 /**
- * `GET /v1/datasets/:name/acceleration/snapshots`: the runtime's snapshot listing in Spice's
+ * `GET /v1/datasets/:name/acceleration/snapshots` (and `…/snapshots/:id`, one entry): the runtime's snapshot listing in Spice's
  * `SnapshotSummary` shape (snake_case; optional fields left out when metadata.json has none).
  * `status` is `verified` when a HEAD found the object with its recorded size, else `unverified`.
  */
-import type { SnapshotInfo, SnapshotListing } from '@ferry/runtime';
+import type { Runtime, SnapshotInfo, SnapshotListing } from '@ferry/runtime';
+import { SnapshotNotFoundError } from './errors.js';
 
 export interface SpiceSnapshotEntry {
   readonly snapshot_id: number;
@@ -28,7 +29,8 @@ export interface SpiceSnapshotSummary {
   readonly snapshots: readonly SpiceSnapshotEntry[];
 }
 
-function entryView(snapshot: SnapshotInfo): SpiceSnapshotEntry {
+/** One snapshot's entry, as `GET …/acceleration/snapshots/<id>` answers it. */
+export function entryView(snapshot: SnapshotInfo): SpiceSnapshotEntry {
   return {
     snapshot_id: snapshot.snapshotId,
     timestamp_ms: snapshot.timestampMs,
@@ -52,4 +54,25 @@ export function snapshotSummary(listing: SnapshotListing): SpiceSnapshotSummary 
     ...(listing.currentSnapshotId === undefined ? {} : { current_snapshot_id: listing.currentSnapshotId }),
     snapshots: listing.snapshots.map(entryView),
   };
+}
+
+/**
+ * `GET /v1/datasets/:name/acceleration/snapshots/:id`: that snapshot's entry as the store records it
+ * now (Spice's `SnapshotInfo`); `SnapshotNotFoundError` (404) when metadata.json does not record it.
+ */
+export async function snapshotEntry(
+  runtime: Runtime,
+  dataset: string,
+  snapshotId: number,
+): Promise<SpiceSnapshotEntry> {
+  const listing = await runtime.snapshots(dataset);
+  const found = listing.snapshots.find((snapshot) => snapshot.snapshotId === snapshotId);
+  if (found === undefined) {
+    throw new SnapshotNotFoundError(
+      listing.dataset,
+      snapshotId,
+      listing.snapshots.map((snapshot) => snapshot.snapshotId),
+    );
+  }
+  return entryView(found);
 }

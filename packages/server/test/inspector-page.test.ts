@@ -295,6 +295,8 @@ describe.skipIf(!HAS_CHROMIUM)(SUITE('inspector page in Chromium: two datasets o
       store: 'current',
     });
     expect(orders.state).toMatch(/^serving/);
+    // Lag (staleness): the time since the last check that found nothing newer, shown as a duration.
+    expect(orders.lag).toMatch(/^\d/);
     expect((await rowCells(page, 'users')).snapshot).toBe(`#${first.users.snapshotId}`);
     // No key is needed: no sign-in.
     expect(await page.locator('#key-form').isVisible()).toBe(false);

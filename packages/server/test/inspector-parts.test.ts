@@ -29,6 +29,9 @@ function status(fields: Partial<DatasetStatus> = {}): DatasetStatus {
     lastPollAtMs: 2_000,
     lastPollResult: 'unchanged',
     nextPollDueMs: 3_000,
+    freshAtMs: 2_000,
+    storeSnapshotId: 7,
+    announcedSnapshotId: null,
     lastError: null,
     counters: { polls: 4, swaps: 1, refusals: 0, failures: 0, notifications: 0 },
     ...fields,
@@ -42,6 +45,9 @@ function info(fields: Partial<DatasetInfo> = {}, statusFields?: Partial<DatasetS
     state: 'serving',
     status: status(statusFields),
     error: undefined,
+    stalenessMs: 0,
+    newerSnapshotId: null,
+    maxStalenessMs: null,
     ...fields,
   };
 }
@@ -57,6 +63,9 @@ describe('overview rows', () => {
       health: 'ok',
       snapshotId: 7,
       snapshotAtMs: 1_000,
+      // Lag is measured from the last check that found nothing newer, not from the snapshot's time.
+      freshSinceMs: 2_000,
+      newerSnapshotId: null,
       storeSnapshotId: 7,
       sync: 'current',
       lastPollAtMs: 2_000,

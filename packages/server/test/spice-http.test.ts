@@ -442,6 +442,9 @@ describe('spiceStatus', () => {
     engine: 'duckdb',
     state,
     error: undefined,
+    stalenessMs: null,
+    newerSnapshotId: null,
+    maxStalenessMs: null,
     status:
       state === 'starting' || state === 'failed'
         ? undefined
@@ -457,6 +460,9 @@ describe('spiceStatus', () => {
             lastPollAtMs: null,
             lastPollResult: null,
             nextPollDueMs: null,
+            freshAtMs: null,
+            storeSnapshotId: null,
+            announcedSnapshotId: null,
             lastError: failing ? { code: 'ERR_X', message: 'x' } : null,
             counters: { polls: 0, swaps: 0, refusals: 0, failures: 0 } as never,
           },

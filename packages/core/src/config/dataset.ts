@@ -36,6 +36,8 @@ export interface PodSnapshots {
   readonly s3?: S3Settings;
   /** `snapshots.params.ferry_trusted_keys`, when set and valid. */
   readonly trustedKeys?: readonly TrustedKey[];
+  /** `snapshots.params.ferry_max_staleness`: every dataset's bound unless its own param sets one. */
+  readonly maxStalenessMs?: number;
 }
 
 /** A dataset as read: `config` is present only when the dataset has no error of its own. */
@@ -159,7 +161,13 @@ const TUNING_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
 };
 
 /** The params a `file_format: snapshot` dataset accepts (Spice's list). */
-export const FILE_FORMAT_PARAMS = ['file_format', ...S3_PARAM_KEYS];
+/**
+ * `ferry_max_staleness` (Ferry's own key, hence the prefix): a dataset staler than this duration
+ * is not ready. A dataset param, with a default for all in `snapshots.params`.
+ */
+export const MAX_STALENESS_PARAM = 'ferry_max_staleness';
+
+export const FILE_FORMAT_PARAMS = ['file_format', ...S3_PARAM_KEYS, MAX_STALENESS_PARAM];
 
 export interface DatasetContext {
   readonly pod: PodSnapshots;
@@ -391,7 +399,7 @@ function readRefreshModeDataset(
     }
   }
   const refreshCheckIntervalMs = readInterval(report, at, accel);
-  const { live, limits } = readEngineParams(
+  const { live, limits, maxStalenessMs } = readEngineParams(
     report,
     `${at}.params`,
     accel.params,
@@ -399,6 +407,7 @@ function readRefreshModeDataset(
     'refresh_mode',
     secrets,
   );
+  const staleness = maxStalenessMs ?? pod.maxStalenessMs;
 
   const name = report.datasetName;
   if (pod.location === undefined && !pod.locationBroken) {
@@ -443,6 +452,7 @@ function readRefreshModeDataset(
       ...(pod.location.scheme === 's3' && pod.s3 !== undefined ? { s3: pod.s3 } : {}),
       ...(limits === undefined ? {} : { queryLimits: limits }),
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
+      ...(staleness === undefined ? {} : { maxStalenessMs: staleness }),
     },
   };
 }
@@ -454,7 +464,7 @@ function readFileFormatDataset(
   from: string | undefined,
   params: Record<string, unknown>,
   accel: Record<string, unknown> | undefined,
-  { secrets }: DatasetContext,
+  { pod, secrets }: DatasetContext,
 ): FormResult {
   const base = `datasets[${index}]`;
   let location: Location | undefined;
@@ -537,6 +547,10 @@ function readFileFormatDataset(
     ({ limits } = readEngineParams(report, `${at}.params`, accel.params, engine, 'file_format', secrets));
   }
 
+  const own = Object.hasOwn(params, MAX_STALENESS_PARAM)
+    ? readDuration(report, `${base}.params.${MAX_STALENESS_PARAM}`, params[MAX_STALENESS_PARAM])
+    : undefined;
+  const staleness = own ?? pod.maxStalenessMs;
   const name = report.datasetName;
   if (
     report.failed ||
@@ -563,6 +577,7 @@ function readFileFormatDataset(
       s3,
       ...(limits === undefined ? {} : { queryLimits: limits }),
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
+      ...(staleness === undefined ? {} : { maxStalenessMs: staleness }),
     },
   };
 }
@@ -689,6 +704,7 @@ function readThreads(
 interface EngineParams {
   readonly live?: LiveFile;
   readonly limits?: QueryLimits;
+  readonly maxStalenessMs?: number;
 }
 
 /**
@@ -715,13 +731,19 @@ function readEngineParams(
     ...ALL_FILE_PARAMS,
     ...PLACEMENT_PARAMS,
     ...SNAPSHOT_ENGINES.flatMap((e) => TUNING_PARAMS[e]),
+    MAX_STALENESS_PARAM,
   ];
+  let maxStalenessMs: number | undefined;
   let live: LiveFile | undefined;
   let filePath: string | undefined;
   let memoryLimitBytes: number | undefined;
   let threads: number | undefined;
   for (const key of Object.keys(value)) {
     const path = `${at}.${key}`;
+    if (key === MAX_STALENESS_PARAM) {
+      maxStalenessMs = readDuration(report, path, value[key]);
+      continue;
+    }
     if (LIMIT_PARAMS.includes(key) && tuning.includes(key)) {
       if (key === 'duckdb_memory_limit')
         memoryLimitBytes = readMemoryLimit(report, path, value[key], secrets);
@@ -769,5 +791,6 @@ function readEngineParams(
   return {
     ...(live === undefined ? {} : { live }),
     ...(Object.keys(limits).length === 0 ? {} : { limits }),
+    ...(maxStalenessMs === undefined ? {} : { maxStalenessMs }),
   };
 }

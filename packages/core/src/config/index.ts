@@ -1,7 +1,7 @@
 /** The spicepod configuration model: load and validate a Spice-style spicepod into typed config. */
 export { parseByteSize } from './byte-size.js';
 export { DEFAULT_REFRESH_CHECK_INTERVAL_MS, FILE_FORMAT_PARAMS } from './dataset.js';
-export { MAX_DURATION_MS, parseDuration } from './duration.js';
+export { durationOrProblem, MAX_DURATION_MS, parseDuration } from './duration.js';
 export { ConfigError, closest, editDistance } from './issues.js';
 export { type ParsedQueueUrl, parseEndpoint, parseQueueUrl, QUEUE_URL_FORM } from './queue-url.js';
 export { DEFAULT_RESULTS_CACHE, DEFAULT_TASK_HISTORY, pemProblem } from './runtime-section.js';

@@ -7,7 +7,7 @@
 import { LineCounter, parseDocument } from 'yaml';
 import { type Location, parseLocation } from '../location.js';
 import { NotificationMessages } from '../notifications/messages.js';
-import { type DatasetDraft, type PodSnapshots, readDataset } from './dataset.js';
+import { type DatasetDraft, MAX_STALENESS_PARAM, type PodSnapshots, readDataset } from './dataset.js';
 import { ConfigError, IssueSink, Reporter } from './issues.js';
 import { parseEndpoint, parseQueueUrl } from './queue-url.js';
 import { readRuntimeSection } from './runtime-section.js';
@@ -69,6 +69,7 @@ const HEARTBEAT_PARAM = 'ferry_sns_heartbeat_interval';
 const TOPIC_OPTION_PARAMS = [RAW_DELIVERY_PARAM, HEARTBEAT_PARAM];
 const SNAPSHOTS_PARAM_KEYS = [
   ...S3_PARAM_KEYS,
+  MAX_STALENESS_PARAM,
   QUEUE_PARAM,
   QUEUE_ENDPOINT_PARAM,
   TOPIC_PARAM,
@@ -307,6 +308,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
   let queueEndpoint: string | undefined;
   let topic: SnapshotsRead['topic'];
   let trustedKeys: SnapshotsConfig['trustedKeys'];
+  let maxStalenessMs: number | undefined;
   if (!isMap(params)) {
     pod.error('snapshots.params', 'must be a map of parameters');
   } else {
@@ -345,6 +347,10 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       const path = `snapshots.params.${TRUSTED_KEYS_PARAM}`;
       trustedKeys = readTrustedKeys(pod, path, params[TRUSTED_KEYS_PARAM], secrets);
     }
+    if (Object.hasOwn(params, MAX_STALENESS_PARAM)) {
+      const path = `snapshots.params.${MAX_STALENESS_PARAM}`;
+      maxStalenessMs = readDuration(pod, path, params[MAX_STALENESS_PARAM]);
+    }
   }
 
   const s3ForLocation = location?.scheme === 's3' ? s3 : undefined;
@@ -365,6 +371,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       bootstrapOnFailure,
       ...(s3ForLocation === undefined ? {} : { s3: s3ForLocation }),
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
+      ...(maxStalenessMs === undefined ? {} : { maxStalenessMs }),
     },
     config,
     ...(queueUrl === undefined ? {} : { queueUrl }),

@@ -274,6 +274,11 @@ export interface DatasetConfig {
    * is served only with a signature by one of these keys over what metadata.json says of it.
    */
   readonly trustedKeys?: readonly TrustedKey[];
+  /**
+   * `ferry_max_staleness` (Ferry's key; the dataset's param, else `snapshots.params`): past this
+   * staleness the dataset is not ready. Absent: no bound.
+   */
+  readonly maxStalenessMs?: number;
 }
 
 export interface QueryLimits {

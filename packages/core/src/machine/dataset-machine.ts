@@ -521,6 +521,8 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       backoffAttempt: 0,
       nextPollDueMs: null,
       lastPoll: null,
+      freshAtMs: null,
+      storeSnapshotId: null,
       lastError: null,
       counters: { polls: 0, swaps: 0, refusals: 0, failures: 0, notifications: 0 },
       poll: null,

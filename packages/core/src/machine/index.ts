@@ -8,6 +8,18 @@ export {
 } from './dataset-machine.js';
 export { ActorNotProvidedError, CurrentSnapshotMissingError } from './errors.js';
 export {
+  type BoundedStaleness,
+  datasetStaleness,
+  formatStaleness,
+  isStalerThan,
+  nextStaleCrossingMs,
+  type StaleCrossing,
+  type Staleness,
+  type StalenessFacts,
+  staleCrossingMessage,
+  staleCrossings,
+} from './staleness.js';
+export {
   type DatasetSnapshotLike,
   type DatasetStateName,
   type DatasetStatus,

@@ -19,6 +19,12 @@ export interface DatasetStatus {
   readonly lastPollResult: PollResult | null;
   /** When the next check is due, on the machine's `now()` clock; null while checking or paused. */
   readonly nextPollDueMs: number | null;
+  /** When this reader last knew it served the store's current snapshot (see `staleness.ts`). */
+  readonly freshAtMs: number | null;
+  /** The store's current snapshot id as last read; null before a read or when none is published. */
+  readonly storeSnapshotId: number | null;
+  /** The highest snapshot id a notification announced (it may not be loaded yet). */
+  readonly announcedSnapshotId: number | null;
   readonly lastError: ErrorInfo | null;
   readonly counters: DatasetCounters;
 }
@@ -59,6 +65,9 @@ export function datasetStatus(snapshot: DatasetSnapshotLike): DatasetStatus {
     lastPollAtMs: context.lastPoll?.atMs ?? null,
     lastPollResult: context.lastPoll?.result ?? null,
     nextPollDueMs: context.nextPollDueMs,
+    freshAtMs: context.freshAtMs ?? null,
+    storeSnapshotId: context.storeSnapshotId ?? null,
+    announcedSnapshotId: context.lastRequestedId,
     lastError:
       context.lastError === null
         ? null

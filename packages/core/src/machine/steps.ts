@@ -553,6 +553,41 @@ export function swapDone(context: DatasetContext): Step {
   };
 }
 
+/** Results of a check that read the store (a failed one may have read it too: see `dataset`). */
+const READ_RESULTS: ReadonlySet<PollResult> = new Set([
+  'unchanged',
+  'same',
+  'older',
+  'newer',
+  'waiting',
+  'refused',
+]);
+
+/**
+ * What a finished check teaches about freshness: the store's current id as read (kept when the read
+ * was a 304, or did not happen), and `freshAtMs` moved to the check's start when it read the store
+ * and the dataset now serves that id or a newer one ("a successful check that found nothing newer,
+ * or the load of the current one"). A check that failed, refused a newer snapshot, or fell back to
+ * an older one leaves `freshAtMs` where it was, so staleness keeps growing.
+ */
+function checkedFreshness(
+  context: DatasetContext,
+  result: PollResult,
+  dataset: PollInProgress['dataset'],
+  atMs: number,
+): Pick<DatasetContext, 'freshAtMs' | 'storeSnapshotId'> {
+  const read = READ_RESULTS.has(result) || dataset !== undefined;
+  const previous = context.storeSnapshotId ?? null;
+  const storeSnapshotId = result === 'unchanged' || !read ? previous : (dataset?.currentSnapshotId ?? null);
+  const servingId = context.serving?.snapshotId;
+  const fresh = read && servingId !== undefined && (storeSnapshotId === null || storeSnapshotId <= servingId);
+  const before = context.freshAtMs ?? null;
+  return {
+    storeSnapshotId,
+    freshAtMs: fresh ? Math.max(before ?? atMs, atMs) : before,
+  };
+}
+
 /** The check is over: remember how it ended, count a retry, emit `poll`. */
 export function endPoll(context: DatasetContext, outcome: PollResult | undefined): Step {
   const poll = context.poll;
@@ -564,6 +599,7 @@ export function endPoll(context: DatasetContext, outcome: PollResult | undefined
       poll: null,
       lastPoll: { atMs: poll.startedAtMs, result },
       backoffAttempt: poll.retry ? context.backoffAttempt + 1 : 0,
+      ...checkedFreshness(context, result, poll.dataset, poll.startedAtMs),
     },
     logs: [
       entry(context, 'debug', `Snapshot check of dataset '${context.name}' ended: ${result}`, {
@@ -590,6 +626,7 @@ export function checkedInThread(context: DatasetContext, nowMs: number): Step {
       counters: count(context, 'polls'),
       lastPoll: { atMs: nowMs, result: 'unchanged' },
       backoffAttempt: 0,
+      ...checkedFreshness(context, 'unchanged', undefined, nowMs),
       nextPollDueMs: nowMs + intervalDelay(context, nowMs),
     },
     logs: [...(begun.logs ?? []), ...(unchanged.logs ?? []), ...(ended.logs ?? [])],

@@ -262,6 +262,14 @@ export interface DatasetContext {
   /** When the scheduled check (or retry) is due, on the `now()` clock; null while none is scheduled. */
   readonly nextPollDueMs: number | null;
   readonly lastPoll: { readonly atMs: number; readonly result: PollResult } | null;
+  /**
+   * When this reader last knew it served the store's current snapshot: the start of the last check
+   * that read the store and found nothing newer than the served snapshot (or loaded the current
+   * one). Null until such a check. What staleness is measured from (`staleness.ts`).
+   */
+  readonly freshAtMs: number | null;
+  /** The store's `current-snapshot-id` as the last successful read of metadata.json found it. */
+  readonly storeSnapshotId: number | null;
   readonly lastError: ErrorInfo | null;
   readonly counters: DatasetCounters;
   readonly poll: PollInProgress | null;

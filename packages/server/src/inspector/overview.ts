@@ -7,7 +7,7 @@
  * it), so an `unchanged` (304) or `same` check proves it current; a read names the store's current
  * id (`poll.currentSnapshotId`); `waiting` means the store has none.
  */
-import type { PollResult } from '@ferry/core';
+import { datasetStaleness, type PollResult } from '@ferry/core';
 import type { DatasetInfo, PollEvent } from '@ferry/runtime';
 import { isServing } from '../dataset-view.js';
 
@@ -34,6 +34,13 @@ export interface OverviewRow {
   readonly snapshotId: number | null;
   /** When the served snapshot was taken (the writer's timestamp). */
   readonly snapshotAtMs: number | null;
+  /**
+   * Lag: the instant this reader last knew it served the store's current snapshot (staleness is
+   * now minus this; see `datasetStaleness` in @ferry/core); null while it serves nothing.
+   */
+  readonly freshSinceMs: number | null;
+  /** A newer snapshot this reader knows the store has and has not loaded; null when none. */
+  readonly newerSnapshotId: number | null;
   /** The store's current snapshot id as last learned; null when unknown or the store has none. */
   readonly storeSnapshotId: number | null;
   readonly sync: StoreSync;
@@ -137,6 +144,8 @@ export function overviewRow(info: DatasetInfo, known: StoreKnowledge | undefined
     health: health(info, ready, sync, error),
     snapshotId,
     snapshotAtMs: status?.servingTimestampMs ?? null,
+    freshSinceMs: status === undefined || !ready ? null : datasetStaleness(status, 0).sinceMs,
+    newerSnapshotId: info.newerSnapshotId,
     storeSnapshotId: store?.snapshotId ?? null,
     sync,
     lastPollAtMs: status?.lastPollAtMs ?? null,

@@ -35,6 +35,7 @@ const COMPARATORS = {
   name: byName,
   state: (a, b) => (a.state < b.state ? -1 : a.state > b.state ? 1 : byName(a, b)),
   age: (a, b) => nullsFirst(a.snapshotAtMs, b.snapshotAtMs) || byName(a, b),
+  lag: (a, b) => nullsFirst(a.freshSinceMs, b.freshSinceMs) || byName(a, b),
   checked: (a, b) => nullsFirst(a.lastPollAtMs, b.lastPollAtMs) || byName(a, b),
   failures: (a, b) => b.failures + b.refusals - (a.failures + a.refusals) || byName(a, b),
 };
@@ -71,7 +72,19 @@ function recomputeOrder() {
 // Rows
 // ---------------------------------------------------------------------------------------------
 
-const CELLS = ['name', 'engine', 'state', 'snapshot', 'age', 'store', 'checked', 'next', 'failures', 'error'];
+const CELLS = [
+  'name',
+  'engine',
+  'state',
+  'snapshot',
+  'age',
+  'lag',
+  'store',
+  'checked',
+  'next',
+  'failures',
+  'error',
+];
 
 function createRow() {
   const element = document.createElement('a');
@@ -136,6 +149,14 @@ function fillTimes(element, row) {
     row.snapshotAtMs === null ? '—' : duration(clock.now() - row.snapshotAtMs),
     row.snapshotAtMs === null,
   );
+  // Lag: staleness, the time since this reader last knew it served the store's current snapshot.
+  setText(
+    cells.lag,
+    row.freshSinceMs === null ? '—' : duration(Math.max(0, clock.now() - row.freshSinceMs)),
+    row.freshSinceMs === null,
+  );
+  cells.lag.title =
+    row.newerSnapshotId === null ? '' : `the store has snapshot #${row.newerSnapshotId}, not loaded yet`;
   setText(element.when, row.lastPollAtMs === null ? '' : relative(row.lastPollAtMs), true);
   let next = '—';
   if (row.paused) next = 'paused';

@@ -1,0 +1,113 @@
+/**
+ * Freshness over Flight (issue 31), with a plain grpc-js Flight SQL client against a runtime on a
+ * local S3: DoGet's response metadata names the snapshot of each dataset read (`x-ferry-snapshot`),
+ * and a call's `x-ferry-max-staleness` refuses a read of a dataset staler than it with
+ * `UNAVAILABLE` naming `ERR_STALE` (the embed API's `maxStalenessMs` the same, as `StaleReadError`).
+ */
+import { status as grpcStatus, type Metadata } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  bearer,
+  call,
+  collect,
+  type FlightInfoMessage,
+  type FlightStub,
+  flightStub,
+  ORDERS_SQL,
+  type Served,
+  serveDatasets,
+  sqlCommand,
+  tableOf,
+  USERS_SQL,
+} from './support.js';
+
+let served: Served;
+let stub: FlightStub;
+
+beforeAll(async () => {
+  served = await serveDatasets(
+    [
+      { name: 'orders', engine: 'duckdb', sql: ORDERS_SQL },
+      { name: 'users', engine: 'duckdb', sql: USERS_SQL },
+    ],
+    { prefix: 'freshness/' },
+  );
+  stub = flightStub(served.flight.address);
+});
+
+afterAll(async () => {
+  stub?.close();
+  await served?.close();
+});
+
+/** GetFlightInfo then DoGet with `metadata`; the rows and DoGet's response metadata. */
+async function query(sql: string, metadata: Metadata) {
+  const info = await call<FlightInfoMessage>((done) =>
+    stub.GetFlightInfo(
+      { type: 'CMD', cmd: sqlCommand('CommandStatementQuery', { query: sql }) },
+      metadata,
+      done,
+    ),
+  );
+  const doGet = stub.DoGet({ ticket: info.endpoint[0]?.ticket.ticket as Buffer }, metadata);
+  const headers = new Promise<Metadata>((resolve) => doGet.on('metadata', resolve));
+  const table = tableOf(await collect(doGet));
+  return { rows: table.numRows, snapshot: (await headers).get('x-ferry-snapshot')[0] };
+}
+
+const withBound = (bound: string): Metadata => {
+  const metadata = bearer();
+  metadata.set('x-ferry-max-staleness', bound);
+  return metadata;
+};
+
+describe('freshness over Flight', () => {
+  it('DoGet names the snapshot of each dataset read; a call without a bound is not checked', async () => {
+    const joined = await query('SELECT o.id FROM orders o JOIN users u ON o.id = u.id', bearer());
+    expect(joined.rows).toBeGreaterThan(0);
+    const orders = served.runtime.status('orders').status?.servingSnapshotId;
+    const users = served.runtime.status('users').status?.servingSnapshotId;
+    expect(joined.snapshot).toBe(`orders=${orders}, users=${users}`);
+  });
+
+  it('x-ferry-max-staleness: within it the rows come; past it UNAVAILABLE naming ERR_STALE, the dataset and both figures', async () => {
+    // refresh_check_interval is 1h: staleness grows from the bootstrap's check.
+    await expect
+      .poll(() => served.runtime.status('orders').stalenessMs, { timeout: 5_000 })
+      .toBeGreaterThan(5);
+    expect((await query('SELECT id FROM orders', withBound('1h'))).rows).toBeGreaterThan(0);
+    const refused = query('SELECT id FROM orders', withBound('1ms'));
+    await expect(refused).rejects.toMatchObject({ code: grpcStatus.UNAVAILABLE });
+    await expect(refused).rejects.toThrow(
+      /Dataset 'orders' is \d+(\.\d)?m?s stale, past the 1ms this query allows \(X-Ferry-Max-Staleness\)/,
+    );
+    const malformed = query('SELECT id FROM orders', withBound('soon'));
+    await expect(malformed).rejects.toMatchObject({ code: grpcStatus.INVALID_ARGUMENT });
+    await expect(malformed).rejects.toThrow(
+      /x-ferry-max-staleness header is not usable: 'soon' is not a duration/,
+    );
+  });
+
+  it('the embed API: maxStalenessMs refuses with StaleReadError, names the snapshot in datasets', async () => {
+    const fine = await served.runtime.query('SELECT count(*) AS n FROM orders', [], {
+      maxStalenessMs: 3_600_000,
+    });
+    expect(fine.datasets).toEqual([
+      { name: 'orders', snapshotId: served.runtime.status('orders').status?.servingSnapshotId },
+    ]);
+    await expect(
+      served.runtime.query('SELECT count(*) AS n FROM orders', [], { maxStalenessMs: 1 }),
+    ).rejects.toMatchObject({
+      name: 'StaleReadError',
+      code: 'ERR_STALE',
+      dataset: 'orders',
+      maxStalenessMs: 1,
+    });
+    const stream = served.runtime.queryArrow('SELECT id FROM users', [], { maxStalenessMs: 1 });
+    await expect(stream).rejects.toMatchObject({ code: 'ERR_STALE', dataset: 'users' });
+    // A statement that reads no dataset is never stale.
+    expect((await served.runtime.query('SELECT 1 AS one', [], { maxStalenessMs: 1 })).rows).toEqual([
+      { one: 1 },
+    ]);
+  });
+});
