@@ -61,12 +61,14 @@ import {
   CrossDialectError,
   DatasetFailedError,
   DatasetNotReadyError,
+  FreshnessHeaderError,
   QueryCancelledError,
   QueryTimeoutError,
   ReadyTimeoutError,
   ResultTooLargeError,
   RuntimeClosedError,
   StaleBuildError,
+  StaleReadError,
   StreamIdleError,
   ThreadFileMissingError,
   UnknownDatasetError,
@@ -82,6 +84,8 @@ import {
   InvalidInspectorUrlError,
   MethodNotAllowedError,
   RouteNotFoundError,
+  SnapshotNotFoundError,
+  SnapshotsReadOnlyError,
   UnauthorizedError,
 } from '@ferry/server';
 import * as snapshots from '@ferry/snapshots';
@@ -218,6 +222,8 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   ResultTooLargeError: () => new ResultTooLargeError('orders', 10, 'bytes', 'maxResultBytes'),
   QueryCancelledError: () => new QueryCancelledError(new DOMException('aborted', 'AbortError')),
   StreamIdleError: () => new StreamIdleError(1000),
+  StaleReadError: () => new StaleReadError('orders', 45_000, 30_000, 5),
+  FreshnessHeaderError: () => new FreshnessHeaderError('X-Ferry-Max-Staleness', "'soon' is not a duration"),
   QueryRejectedError: () => new runtime.QueryRejectedError(512, 2),
   // Not exported by @ferry/runtime (a stream producer's stop, thrown inside a query thread).
   StreamCancelledError: () => {
@@ -233,6 +239,8 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   BadRequestError: () =>
     new BadRequestError('The body is not JSON.', { cause: new SyntaxError('Unexpected') }),
   InvalidCommandError: () => new InvalidCommandError('orders', 'poll.later'),
+  SnapshotNotFoundError: () => new SnapshotNotFoundError('orders', 9, [1, 2, 3]),
+  SnapshotsReadOnlyError: () => new SnapshotsReadOnlyError('orders'),
   BodyTooLargeError: () => new BodyTooLargeError(1024),
   UnauthorizedError: () => new UnauthorizedError(),
   RouteNotFoundError: () => new RouteNotFoundError('GET', '/nope'),

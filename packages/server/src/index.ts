@@ -23,6 +23,8 @@ export {
   MethodNotAllowedError,
   RouteNotFoundError,
   requestError,
+  SnapshotNotFoundError,
+  SnapshotsReadOnlyError,
   UnauthorizedError,
 } from './errors.js';
 export { csvLine, toCsv, toTextTable } from './formats.js';
