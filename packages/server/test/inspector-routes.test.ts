@@ -86,6 +86,7 @@ describe('the dataset machine graph', () => {
       'newerSnapshotFound',
       'currentSnapshotMissing',
       'validatingCandidate',
+      'authenticating',
       'downloading',
       'verifying',
       'candidateFailed',
