@@ -317,12 +317,15 @@ const SQLITE: readonly Hostile[] = [
 let counter = 0;
 
 /** A data directory's entries: the live files and manifests, and Ferry's own generation links and query pools' directory. */
+/** Ferry's own files: each live file, its manifest and the block digests a delta download reuses. */
 const DATA_DIR_ENTRIES = [
   '.generations',
   '.query',
   'orders.duckdb',
+  'orders.duckdb.ferry-blocks.json',
   'orders.duckdb.ferry.json',
   'users.sqlite',
+  'users.sqlite.ferry-blocks.json',
   'users.sqlite.ferry.json',
 ];
 
