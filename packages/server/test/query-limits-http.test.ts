@@ -12,7 +12,7 @@ import { rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { memoryLogger } from '@ferry/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARROW_STREAM_TYPE, JSON_LINES_TYPE } from '../src/index.js';
+import { SQL_MEDIA_TYPES } from '../src/index.js';
 import { fixtureDir, type Served, serve, spicepod, sql } from './helpers.js';
 
 const TIMEOUT_MS = 800;
@@ -47,17 +47,8 @@ afterAll(async () => {
   await rm(storeDir, { recursive: true, force: true });
 });
 
-const ACCEPTS = [
-  'application/json',
-  'application/vnd.spiceai.sql.v1+json',
-  'text/csv',
-  'text/plain',
-  JSON_LINES_TYPE,
-  ARROW_STREAM_TYPE,
-];
-
 describe('the query timeout over HTTP', () => {
-  it.each(ACCEPTS)(
+  it.each(SQL_MEDIA_TYPES)(
     '%s: a runaway statement on either engine answers 504 ERR_QUERY_TIMEOUT',
     async (accept) => {
       for (const [dataset, statement] of Object.entries(RUNAWAY)) {
