@@ -1,5 +1,5 @@
 /**
- * The two datasets B1 and B9 query: one DuckDB and one SQLite file of the same rows (the query
+ * The two datasets B1, B9 and B15 query: one DuckDB and one SQLite file of the same rows (the query
  * columns), published under one prefix, and a spicepod serving both straight from the store.
  */
 import type { FileFormat } from '@ferry/core';
@@ -19,6 +19,7 @@ export async function publishQueryDatasets(
   prefix: string,
   names: { readonly duckdb: string; readonly sqlite: string },
   rows: number,
+  options: { readonly resultsCache?: boolean } = {},
 ): Promise<QueryDatasets> {
   context.log(`building ${rows}-row DuckDB and SQLite files`);
   const files = new Map<FileFormat, BuiltFile>();
@@ -32,6 +33,7 @@ export async function publishQueryDatasets(
     aws: context.aws.info,
     prefix,
     direct: true,
+    ...(options.resultsCache === undefined ? {} : { resultsCache: options.resultsCache }),
     datasets: [
       { name: names.duckdb, engine: 'duckdb', interval: '1h' },
       { name: names.sqlite, engine: 'sqlite', interval: '1h' },

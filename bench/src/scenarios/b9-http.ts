@@ -6,18 +6,17 @@
  * directly on the same files (`plain-server.ts`, also a process of its own). The clients run in
  * this process and read every body whole; windows alternate between the two servers.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { formatRatio, formatValue } from '../format.js';
 import { latencySeries } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
 import { publishQueryDatasets } from '../query-datasets.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
+import { cliPath, startServerProcess, stop, waitReady } from '../serve-process.js';
 
 const PREFIX = 'b9/';
 const DUCK = 'h_duck';
@@ -46,37 +45,6 @@ const KINDS: readonly Kind[] = [
   { label: 'SQLite aggregate', sql: (n) => aggregate(LITE, n) },
 ];
 
-/** A child process that prints `Listening on http://…` once it serves; resolves with that URL. */
-async function startServerProcess(
-  args: readonly string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${args[0]} did not start listening within 120 s`)),
-      120_000,
-    );
-    child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code} before listening`)));
-    lines.on('line', (line) => {
-      const match = /Listening on (http:\/\/\S+)/.exec(line);
-      if (match?.[1] === undefined) return;
-      clearTimeout(timer);
-      resolve(match[1]);
-    });
-  });
-  return { url, child };
-}
-
-async function stop(child: ChildProcess | undefined): Promise<void> {
-  if (child === undefined || child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  await once(child, 'exit');
-  clearTimeout(timer);
-}
-
 /** `POST /v1/sql` with a text body; resolves with the status once the body is read whole. */
 function post(agent: Agent, base: URL, sql: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -100,23 +68,6 @@ function post(agent: Agent, base: URL, sql: string): Promise<number> {
   });
 }
 
-async function waitReady(agent: Agent, base: URL): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    const status = await new Promise<number>((resolve) => {
-      const req = request({ agent, host: base.hostname, port: base.port, path: '/v1/ready' }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', () => resolve(0));
-      req.end();
-    });
-    if (status === 200) return;
-    if (Date.now() - started > 120_000) throw new Error('ferry serve did not become ready within 120 s');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 export const b9: Scenario = {
   id: 'b9',
   title: 'B9 HTTP',
@@ -134,7 +85,7 @@ export const b9: Scenario = {
     const podPath = join(context.workDir, 'spicepod.yaml');
     await writeFile(podPath, pod);
     const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-    const cli = fileURLToPath(new URL('./main.js', import.meta.resolve('@ferry/cli')));
+    const cli = cliPath();
     const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
     let ferry: ChildProcess | undefined;
     let plain: ChildProcess | undefined;
