@@ -494,9 +494,11 @@ export class QueryService {
         if ('error' in settled) throw settled.error;
         return settled.outcome;
       }
+      // Admitted until its engine is done with it and its consumer too: a result the engine has
+      // sent but the consumer has not yet turned into an answer still costs the host its time.
+      void Promise.all([answered, stream.done]).then(() => onFinished?.());
       void answered.then((settled) => {
         // The stream's engine is done with it (it ended, failed, or was cancelled).
-        onFinished?.();
         if ('error' in settled) stream.fail(settled.error);
         else if (settled.outcome.kind === 'done') stream.end();
         else {

@@ -40,6 +40,14 @@ export class ResultStream implements QueryListener {
   #idleTimer: NodeJS.Timeout | undefined;
   readonly #onAbort: () => void;
   readonly #stopped = new AbortController();
+  #markDone!: () => void;
+  /**
+   * Resolves once the consumer is done with the stream: it read to the end, left, or the stream
+   * failed or was disposed. Until then its batches may still be taking the host's time.
+   */
+  readonly done = new Promise<void>((resolve) => {
+    this.#markDone = resolve;
+  });
 
   constructor(options: ResultStreamOptions) {
     this.#options = options;
@@ -106,6 +114,7 @@ export class ResultStream implements QueryListener {
     this.#query?.cancel();
     this.#push({ error });
     for (const waiter of this.#schemaWaiters.splice(0)) waiter(undefined as never);
+    this.#markDone();
   }
 
   /** Why the stream ended early (a limit, a cancellation), if it did. */
@@ -155,6 +164,7 @@ export class ResultStream implements QueryListener {
 
   #cleanup(): void {
     this.#finished = true;
+    this.#markDone();
     clearTimeout(this.#producerTimer);
     clearTimeout(this.#idleTimer);
     this.#options.signal?.removeEventListener('abort', this.#onAbort);

@@ -36,6 +36,12 @@ export interface ServerOptions {
   readonly apiKey?: string;
   /** Extra routes (the inspector page, its event stream); one with a built-in's method and path replaces it. */
   readonly routes?: readonly Route[];
+  /**
+   * Connections the kernel holds until the server accepts them; default 4 096 (Linux caps it at
+   * `net.core.somaxconn`). Node's own default, 511, drops the SYNs of a larger burst: their clients
+   * retry after 1, 3 and 7 s, so a probe or a query to refuse waits seconds before it is even seen.
+   */
+  readonly backlog?: number;
   /** Largest request body accepted; default 1 MiB (larger: 413). */
   readonly maxBodyBytes?: number;
   /** How long `close()` waits for in-flight requests before cutting connections; default 5 000 ms. */
@@ -83,6 +89,8 @@ export interface RunningServer {
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8090;
+/** Connections waiting to be accepted (see `ServerOptions.backlog`). */
+export const DEFAULT_BACKLOG = 4_096;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -252,7 +260,7 @@ export function createRequestHandler(runtime: Runtime, options: ServerOptions = 
 export async function startServer(runtime: Runtime, options: ServerOptions = {}): Promise<RunningServer> {
   const { app, open } = buildApp(runtime, options);
   const host = options.host ?? DEFAULT_HOST;
-  await app.listen({ port: options.port ?? DEFAULT_PORT, host });
+  await app.listen({ port: options.port ?? DEFAULT_PORT, host, backlog: options.backlog ?? DEFAULT_BACKLOG });
   const server = app.server;
   const address = server.address() as AddressInfo;
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;

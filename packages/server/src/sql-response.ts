@@ -16,7 +16,8 @@
  * status; one that fails later ends the connection without the body's end (`cut`: no chunked
  * terminator, so the client sees an incomplete answer, never a complete-looking one). The table
  * for people needs every row to size its columns, so it is answered from `query()`, within the
- * runtime's `maxResultRows`.
+ * runtime's `maxResultRows`. Each batch is encoded in a turn of the host's time (host-turns.ts), so
+ * many answers at once never hold the event loop from probes, new connections and refusals.
  */
 import { Readable } from 'node:stream';
 import type { JsonValue } from '@ferry/core';
@@ -37,6 +38,7 @@ import {
 } from '@ferry/runtime';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { csvLine, toTextTable } from './formats.js';
+import { hostTurn } from './host-turns.js';
 
 /** Ferry's Arrow answer: an IPC stream. */
 export const ARROW_STREAM_TYPE = 'application/vnd.apache.arrow.stream';
@@ -107,7 +109,7 @@ export async function answerSql(
     ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }),
   });
   const batches = limited(stream, limits);
-  const chunks: AsyncGenerator<string | Uint8Array> =
+  const chunks: AsyncGenerator<Uint8Array> =
     type === ARROW_STREAM_TYPE
       ? arrowChunks(stream.schema, batches)
       : textChunks(stream.schema, batches, TEXT_FORMATS[type]);
@@ -227,23 +229,27 @@ const TEXT_FORMATS: Readonly<
   },
 };
 
-/** A text format's body, one string per batch; the head waits for the first batch. */
+/**
+ * A text format's body, one UTF-8 buffer per batch (encoded in its host turn, so the socket's write
+ * copies no string); the head waits for the first batch.
+ */
 async function* textChunks(
   schema: Schema,
   batches: AsyncIterable<RecordBatch>,
   format: TextFormat,
-): AsyncGenerator<string> {
+): AsyncGenerator<Buffer> {
   const keys = schema.fields.map((field) => `${JSON.stringify(field.name)}:`);
   let head: string | undefined = format.head(schema);
   let rows = 0;
   for await (const batch of batches) {
     if (batch.numRows === 0) continue;
+    await hostTurn();
     const text = format.rows(batch, batchText(batch), keys, rows === 0);
     rows += batch.numRows;
-    yield head === undefined ? text : head + text;
+    yield Buffer.from(head === undefined ? text : head + text);
     head = undefined;
   }
-  yield `${head ?? ''}${format.tail(rows)}`;
+  yield Buffer.from(`${head ?? ''}${format.tail(rows)}`);
 }
 
 /**
@@ -256,6 +262,7 @@ async function* arrowChunks(schema: Schema, batches: AsyncIterable<RecordBatch>)
   for await (const batch of batches) {
     if (head !== undefined) yield head;
     head = undefined;
+    await hostTurn();
     for (const message of batchIpcMessages(batch)) yield message.framed;
   }
   if (head !== undefined) {
