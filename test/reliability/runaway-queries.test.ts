@@ -9,15 +9,15 @@
  * inherit). Before SQLite statements could be interrupted, a timed-out one kept its core for good,
  * and the process never exited.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Served, serveChild } from './serve-child.js';
 import { tempDir } from './support.js';
 
-const MAIN = fileURLToPath(new URL('../../packages/cli/dist/main.js', import.meta.url));
 const RUNTIME = fileURLToPath(new URL('../../packages/runtime/dist/index.js', import.meta.url));
 
 const RUNAWAY = {
@@ -56,56 +56,11 @@ function pod(timeout: string): string {
   ].join('\n');
 }
 
-interface Served {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly stderr: () => string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 /** `ferry serve` on a pod with query timeout `timeout`, once it listens and every dataset serves. */
 async function serve(name: string, timeout: string): Promise<Served> {
   const file = join(work, `${name}.yaml`);
   await writeFile(file, pod(timeout));
-  const child = spawn(
-    process.execPath,
-    [
-      MAIN,
-      'serve',
-      file,
-      '--http',
-      '127.0.0.1:0',
-      '--flight',
-      '127.0.0.1:0',
-      '--data-dir',
-      join(work, `${name}-data`),
-      '--log-format',
-      'json',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FERRY_DEBUG: '' } },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-      const match = /Listening on (http:\/\/\S+)/.exec(stdout);
-      if (match !== null) resolve(match[1] as string);
-    });
-    void exited.then(() => reject(new Error(`ferry serve exited before listening:\n${stderr}`)));
-  });
-  // Another process's readiness: asked until it says so (at most a minute).
-  for (let tries = 0; (await fetch(`${url}/v1/ready`)).status !== 200; tries++) {
-    if (tries > 1_200) throw new Error(`ferry serve was not ready within two minutes:\n${stderr}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { child, url, stderr: () => stderr, exited };
+  return serveChild(file, join(work, `${name}-data`));
 }
 
 async function post(url: string, sql: string): Promise<{ status: number; code: string | undefined }> {

@@ -505,6 +505,15 @@ describe("runtime.query: Ferry's query limits beside DataFusion's settings", () 
     expect(result.config?.streamIdleTimeoutMs).toBeUndefined();
   });
 
+  it('reads ferry_max_in_flight as a whole number of queries (0: no bound) and names the key of a bad one', () => {
+    expect(load({ query: { ferry_max_in_flight: 64 } }).config?.maxQueriesInFlight).toBe(64);
+    expect(load({ query: { ferry_max_in_flight: '0' } }).config?.maxQueriesInFlight).toBe(0);
+    expect(load({ query: {} }).config?.maxQueriesInFlight).toBeUndefined();
+    expect(messages(load({ query: { ferry_max_in_flight: 'lots' } }))).toStrictEqual([
+      "spicepod.yaml: runtime.query.ferry_max_in_flight: 'lots' is not a number of queries; write a whole number (0: no bound)",
+    ]);
+  });
+
   it('names the key of a bad duration, and suggests the key a misspelt ferry_ key meant', () => {
     const result = load({ query: { ferry_timeout: 30, ferry_timout: '1s' } });
     expect(messages(result)).toStrictEqual([

@@ -70,6 +70,12 @@ export interface RuntimeOptions {
    * HTTP 429 with `Retry-After`, Flight `RESOURCE_EXHAUSTED`). Default 512; 0 disables it.
    */
   readonly maxQueriesInFlight?: number;
+  /**
+   * Nice value the query threads (DuckDB workers and DuckDB's threads, SQLite read threads) add to
+   * their own on Linux, so the host thread — probes, new connections, refusals, answers — is
+   * scheduled first when cores are short; default 10; 0 keeps the process's priority.
+   */
+  readonly queryThreadNiceness?: number;
   /** Largest number of rows `query` / `queryArrow` may return; default 100 000; 0 disables it. */
   readonly maxResultRows?: number;
   /**

@@ -144,6 +144,8 @@ export interface DuckDbQueryPoolOptions {
   readonly namespace: (index: number) => DuckDbNamespaceOptions;
   readonly resourceLimits?: ResourceLimits;
   readonly logger: Logger;
+  /** Nice value each worker adds to its thread's (thread-priority.ts); 0: none. */
+  readonly niceness?: number;
 }
 
 export class DuckDbQueryPool {
@@ -163,7 +165,11 @@ export class DuckDbQueryPool {
 
   #start(index: number): QueryWorker {
     const worker = new QueryWorker(
-      { namespace: this.#options.namespace(index), catalog: this.#catalog },
+      {
+        namespace: this.#options.namespace(index),
+        catalog: this.#catalog,
+        niceness: this.#options.niceness ?? 0,
+      },
       this.#options.resourceLimits,
       this.#options.logger,
       () => this.#watch(),

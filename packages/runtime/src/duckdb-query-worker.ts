@@ -26,6 +26,7 @@ import {
   transferable,
 } from './query-protocol.js';
 import { takeCredit } from './stream-credits.js';
+import { lowerThreadPriority } from './thread-priority.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('duckdb-query-worker.js is the entry of a DuckDB query worker; the runtime starts it.');
@@ -34,10 +35,14 @@ if (isMainThread || parentPort === null) {
 export interface DuckDbWorkerData {
   readonly namespace: DuckDbNamespaceOptions;
   readonly catalog: NamespaceCatalog;
+  /** Nice value added to this thread's (and so to DuckDB's threads, started from it): thread-priority.ts. */
+  readonly niceness?: number;
 }
 
 const port = parentPort;
 const data = workerData as DuckDbWorkerData;
+// Before DuckDB starts its threads: they inherit this thread's priority.
+lowerThreadPriority(data.niceness ?? 0);
 
 function post(message: QueryWorkerToHost, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);

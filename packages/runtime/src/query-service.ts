@@ -67,6 +67,8 @@ export interface QueryServiceOptions {
   readonly streamIdleTimeoutMs: number;
   /** Queries admitted at once (running or queued in the pools); 0: no cap. */
   readonly maxQueriesInFlight: number;
+  /** Nice value the query threads add to their own (thread-priority.ts); 0: none. */
+  readonly queryThreadNiceness: number;
   readonly sqliteThreads: number;
   readonly duckdbWorkers: number;
   /** The namespace options of DuckDB worker `index`. */
@@ -169,6 +171,7 @@ export class QueryService {
         workers: this.#options.duckdbWorkers,
         namespace: this.#options.duckdb,
         logger: this.#logger,
+        niceness: this.#options.queryThreadNiceness,
         ...(this.#options.resourceLimits === undefined
           ? {}
           : { resourceLimits: this.#options.resourceLimits }),
@@ -184,7 +187,7 @@ export class QueryService {
       maxThreads: this.#options.sqliteThreads,
       queryTimeoutMs: this.#options.queryTimeoutMs,
       catalog: () => this.#catalog.shared(),
-      workerData: this.#options.sqlite,
+      workerData: { ...this.#options.sqlite, niceness: this.#options.queryThreadNiceness },
       ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
     });
     return this.#sqlite;

@@ -18,6 +18,7 @@ import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
 import { answerOf, type QueryAnswer, type QueryRequest, transferable } from './query-protocol.js';
 import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
 import { takeCreditSync } from './stream-credits.js';
+import { lowerThreadPriority } from './thread-priority.js';
 
 if (isMainThread) {
   throw new Error('sqlite-read-task runs only as a worker of the SQLite read pool.');
@@ -36,6 +37,8 @@ export interface SqliteWorkerData {
   readonly board?: SharedArrayBuffer;
   /** The pool's stop buffer (sqlite-stops.ts): a region per batch slot. */
   readonly stops?: SharedArrayBuffer;
+  /** Nice value added to each read thread's (thread-priority.ts). */
+  readonly niceness?: number;
 }
 
 export interface SqliteReadBatch {
@@ -71,6 +74,7 @@ export interface SqliteStreamTask {
 export type SqliteReadResult = QueryAnswer;
 
 const data = workerData as SqliteWorkerData;
+lowerThreadPriority(data.niceness ?? 0);
 const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
 const stops = data.stops === undefined ? undefined : new Int32Array(data.stops);
 let namespace: SqliteNamespace | undefined;

@@ -123,6 +123,8 @@ export interface RuntimeSection {
   readonly queryTimeoutMs?: number;
   /** Ferry's `runtime.query.ferry_stream_idle_timeout` (ms), when set. */
   readonly streamIdleTimeoutMs?: number;
+  /** Ferry's `runtime.query.ferry_max_in_flight`, when set (0: no bound). */
+  readonly maxQueriesInFlight?: number;
   /** `runtime` keys present that are recorded, not acted on. */
   readonly recordedKeys: readonly string[];
 }
@@ -182,13 +184,14 @@ export function readRuntimeSection(
 /**
  * Ferry's limits in Spice's `runtime.query` block (whose own keys, DataFusion's settings, are
  * recorded): `ferry_timeout`, the longest a query may run in its engine, and
- * `ferry_stream_idle_timeout`, the longest an answer may wait for its reader. Spice has no query
- * timeout key. Each a positive duration (default 30s and 60s: `createRuntime`'s).
+ * `ferry_stream_idle_timeout`, the longest an answer may wait for its reader, each a positive
+ * duration (default 30s and 60s: `createRuntime`'s); and `ferry_max_in_flight`, the queries
+ * admitted at once (a whole number; 0: no bound). Spice has none of these.
  */
 function readQueryLimits(
   pod: Reporter,
   block: unknown,
-): { queryTimeoutMs?: number; streamIdleTimeoutMs?: number } {
+): { queryTimeoutMs?: number; streamIdleTimeoutMs?: number; maxQueriesInFlight?: number } {
   if (!isMap(block)) return {};
   const read = (key: string): number | undefined =>
     block[key] === undefined ? undefined : readDuration(pod, `runtime.query.${key}`, block[key]);
@@ -198,13 +201,27 @@ function readQueryLimits(
   }
   const queryTimeoutMs = read('ferry_timeout');
   const streamIdleTimeoutMs = read('ferry_stream_idle_timeout');
+  const maxQueriesInFlight = readCount(pod, 'runtime.query.ferry_max_in_flight', block.ferry_max_in_flight);
   return {
     ...(queryTimeoutMs === undefined ? {} : { queryTimeoutMs }),
     ...(streamIdleTimeoutMs === undefined ? {} : { streamIdleTimeoutMs }),
+    ...(maxQueriesInFlight === undefined ? {} : { maxQueriesInFlight }),
   };
 }
 
-const QUERY_FERRY_KEYS = ['ferry_timeout', 'ferry_stream_idle_timeout'];
+/** A whole number of at least 0 (a number or its text), or undefined (reported) when it is not one. */
+function readCount(pod: Reporter, path: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const text = typeof value === 'number' || typeof value === 'string' ? String(value) : '';
+  const count = /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(count)) {
+    pod.error(path, `'${text}' is not a number of queries; write a whole number (0: no bound)`);
+    return undefined;
+  }
+  return count;
+}
+
+const QUERY_FERRY_KEYS = ['ferry_timeout', 'ferry_stream_idle_timeout', 'ferry_max_in_flight'];
 
 /** Reports keys of `block` not in `known`; false when `block` is not a map (reported). */
 function checkMap(

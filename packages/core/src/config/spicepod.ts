@@ -167,6 +167,7 @@ export function loadSpicepod(text: string, options: LoadSpicepodOptions): Spicep
     ...(runtime.streamIdleTimeoutMs === undefined
       ? {}
       : { streamIdleTimeoutMs: runtime.streamIdleTimeoutMs }),
+    ...(runtime.maxQueriesInFlight === undefined ? {} : { maxQueriesInFlight: runtime.maxQueriesInFlight }),
     views,
     secretStores,
     secretReferences: secrets.references,

@@ -143,6 +143,8 @@ export interface SpicepodConfig {
   readonly queryTimeoutMs?: number;
   /** Ferry's `runtime.query.ferry_stream_idle_timeout`, in ms, when set. */
   readonly streamIdleTimeoutMs?: number;
+  /** Ferry's `runtime.query.ferry_max_in_flight` (queries admitted at once; 0: no bound), when set. */
+  readonly maxQueriesInFlight?: number;
   /** The valid `views` entries, in file order. */
   readonly views: readonly ViewConfig[];
   /** The `secrets` stores (Spice's `from: env` stores); empty: the default env store. */
