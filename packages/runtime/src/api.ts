@@ -66,8 +66,10 @@ export interface RuntimeOptions {
   readonly queryTimeoutMs?: number;
   /**
    * Queries admitted at once, running or waiting in the query pools' queues (a stream counts until
-   * it ends); past it a query is refused at once with `ERR_QUERY_REJECTED` (`QueryRejectedError`:
-   * HTTP 429 with `Retry-After`, Flight `RESOURCE_EXHAUSTED`). Default 512; 0 disables it.
+   * its engine and its reader are done); past it a query is refused at once with
+   * `ERR_QUERY_REJECTED` (`QueryRejectedError`: HTTP 429 with `Retry-After`, Flight
+   * `RESOURCE_EXHAUSTED`). Default: the spicepod's `runtime.query.ferry_max_in_flight`, else 64
+   * per core; 0 disables it.
    */
   readonly maxQueriesInFlight?: number;
   /**

@@ -586,6 +586,17 @@ function size(option: string, value: string | number | undefined, fallback: numb
 }
 
 /**
+ * Queries admitted at once per core, by default (`maxQueriesInFlight`). Past what the engines run
+ * at once (about one a core) an admitted query waits in a pool's queue, and its answer then waits
+ * for the host: the bound is the queue a client may join. 64 a core keeps the last admitted heavy
+ * query's wait well inside the 30 s query timeout (B15: at 512 on two cores, 2 000 heavy queries
+ * at once left some admitted ones to time out, 504, while the host's backlog of answers delayed
+ * probes and refusals by seconds); a light query (a point lookup, well under a millisecond of
+ * engine time) never queues that deep.
+ */
+const DEFAULT_QUERIES_PER_CORE = 64;
+
+/**
  * The query service's settings and their defaults: the DuckDB workers share half of the machine's
  * memory and all of its cores; each instance may spill 4 GiB into `<dataDir>/.query/tmp/`; the
  * namespaces reach only the generation directories (`.generations/`, or `.ferry-generations/`
@@ -631,7 +642,10 @@ function queryServiceOptions(
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? config.streamIdleTimeoutMs ?? 60_000,
-    maxQueriesInFlight: options.maxQueriesInFlight ?? config.maxQueriesInFlight ?? 512,
+    maxQueriesInFlight:
+      options.maxQueriesInFlight ??
+      config.maxQueriesInFlight ??
+      DEFAULT_QUERIES_PER_CORE * availableParallelism(),
     queryThreadNiceness: Math.max(0, Math.min(19, Math.floor(options.queryThreadNiceness ?? 10))),
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,
