@@ -11,9 +11,8 @@
  */
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Served, serveChild } from './serve-child.js';
+import { ordersAndUsersPod, publishOrdersAndUsers, type Served, serveChild } from './serve-child.js';
 import { tempDir } from './support.js';
 
 const BOUND = 4;
@@ -57,48 +56,12 @@ async function probe(path: string): Promise<number> {
 beforeAll(async () => {
   work = await tempDir('ferry-overload-');
   const store = join(work, 'store');
-  for (const [dataset, engine] of [
-    ['orders', 'duckdb'],
-    ['users', 'sqlite'],
-  ] as const) {
-    await publishSnapshot({
-      dataset,
-      engine,
-      location: `file://${store}/`,
-      source: {
-        sql: `SELECT i::BIGINT AS id, 'name-' || i AS name, ((i * 7919) % 100000) / 100.0 AS amount FROM range(${ROWS}) t(i)`,
-      },
-      notNull: ['id'],
-    });
-  }
-  const dataset = (name: string, engine: string) => [
-    `  - from: postgres:public.${name}`,
-    `    name: ${name}`,
-    '    acceleration:',
-    `      engine: ${engine}`,
-    '      mode: file',
-    '      refresh_mode: snapshot',
-    '      refresh_check_interval: 1h',
-    '      snapshots: enabled',
-  ];
-  const pod = join(work, 'spicepod.yaml');
-  await writeFile(
-    pod,
-    [
-      'version: v1',
-      'kind: Spicepod',
-      'name: overload',
-      'runtime:',
-      '  query:',
-      `    ferry_max_in_flight: ${BOUND}`,
-      'snapshots:',
-      `  location: file://${store}/`,
-      'datasets:',
-      ...dataset('orders', 'duckdb'),
-      ...dataset('users', 'sqlite'),
-      '',
-    ].join('\n'),
+  await publishOrdersAndUsers(
+    store,
+    `SELECT i::BIGINT AS id, 'name-' || i AS name, ((i * 7919) % 100000) / 100.0 AS amount FROM range(${ROWS}) t(i)`,
   );
+  const pod = join(work, 'spicepod.yaml');
+  await writeFile(pod, ordersAndUsersPod('overload', store, { ferry_max_in_flight: String(BOUND) }));
   served = await serveChild(pod, join(work, 'data'));
 }, 180_000);
 

@@ -13,9 +13,8 @@ import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Served, serveChild } from './serve-child.js';
+import { ordersAndUsersPod, publishOrdersAndUsers, type Served, serveChild } from './serve-child.js';
 import { tempDir } from './support.js';
 
 const RUNTIME = fileURLToPath(new URL('../../packages/runtime/dist/index.js', import.meta.url));
@@ -29,37 +28,10 @@ const RUNAWAY = {
 let work: string;
 let store: string;
 
-function pod(timeout: string): string {
-  const dataset = (name: string, engine: string) => [
-    `  - from: postgres:public.${name}`,
-    `    name: ${name}`,
-    '    acceleration:',
-    `      engine: ${engine}`,
-    '      mode: file',
-    '      refresh_mode: snapshot',
-    '      refresh_check_interval: 1h',
-    '      snapshots: enabled',
-  ];
-  return [
-    'version: v1',
-    'kind: Spicepod',
-    'name: runaways',
-    'runtime:',
-    '  query:',
-    `    ferry_timeout: ${timeout}`,
-    'snapshots:',
-    `  location: file://${store}/`,
-    'datasets:',
-    ...dataset('orders', 'duckdb'),
-    ...dataset('users', 'sqlite'),
-    '',
-  ].join('\n');
-}
-
 /** `ferry serve` on a pod with query timeout `timeout`, once it listens and every dataset serves. */
 async function serve(name: string, timeout: string): Promise<Served> {
   const file = join(work, `${name}.yaml`);
-  await writeFile(file, pod(timeout));
+  await writeFile(file, ordersAndUsersPod('runaways', store, { ferry_timeout: timeout }));
   return serveChild(file, join(work, `${name}-data`));
 }
 
@@ -99,18 +71,7 @@ async function cpuShare(pid: number, ms: number): Promise<number> {
 beforeAll(async () => {
   work = await tempDir('ferry-runaways-');
   store = join(work, 'store');
-  for (const [dataset, engine] of [
-    ['orders', 'duckdb'],
-    ['users', 'sqlite'],
-  ] as const) {
-    await publishSnapshot({
-      dataset,
-      engine,
-      location: `file://${store}/`,
-      source: { sql: `SELECT i::BIGINT AS id, 'name-' || i AS name FROM range(100) t(i)` },
-      notNull: ['id'],
-    });
-  }
+  await publishOrdersAndUsers(store, `SELECT i::BIGINT AS id, 'name-' || i AS name FROM range(100) t(i)`);
 });
 
 afterAll(async () => {
@@ -185,7 +146,7 @@ describe.skipIf(process.platform !== 'linux')('runaway statements', { timeout: P
   it('an embedding process whose SQLite query timed out exits by itself after close()', async () => {
     const script = [
       `import { createRuntime } from ${JSON.stringify(RUNTIME)};`,
-      `const runtime = await createRuntime({ yaml: ${JSON.stringify(pod('10m'))}, baseDir: ${JSON.stringify(work)} },`,
+      `const runtime = await createRuntime({ yaml: ${JSON.stringify(ordersAndUsersPod('runaways', store, { ferry_timeout: '10m' }))}, baseDir: ${JSON.stringify(work)} },`,
       `  { dataDir: ${JSON.stringify(join(work, 'embed-data'))}, queryTimeoutMs: 500, logger: { debug() {}, info() {}, warn() {}, error: (...args) => console.error(JSON.stringify(args)) } });`,
       'await runtime.ready(undefined, { timeoutMs: 60_000 });',
       `const failure = await runtime.query(${JSON.stringify(RUNAWAY.sqlite)}).catch((error) => error);`,

@@ -1,10 +1,12 @@
 /**
  * `ferry serve` as a user runs it — its CLI in a child process, over HTTP — for the reliability
  * tests that need the real process (its signals, its CPU, its sockets): started on a spicepod
- * file, resolved once it listens and every dataset serves.
+ * file, resolved once it listens and every dataset serves; and the spicepod they serve: `orders`
+ * (DuckDB) and `users` (SQLite) from a `file://` snapshot store.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { publishSnapshot } from '@ferry/writer';
 
 const MAIN = fileURLToPath(new URL('../../packages/cli/dist/main.js', import.meta.url));
 
@@ -56,4 +58,52 @@ export async function serveChild(pod: string, dataDir: string): Promise<Served> 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return { child, url, stderr: () => stderr, exited };
+}
+
+/** A spicepod serving `orders` (DuckDB) and `users` (SQLite) from the store at `store`, with `runtime.query` keys. */
+export function ordersAndUsersPod(
+  name: string,
+  store: string,
+  query: Readonly<Record<string, string>>,
+): string {
+  const dataset = (dataset: string, engine: string) => [
+    `  - from: postgres:public.${dataset}`,
+    `    name: ${dataset}`,
+    '    acceleration:',
+    `      engine: ${engine}`,
+    '      mode: file',
+    '      refresh_mode: snapshot',
+    '      refresh_check_interval: 1h',
+    '      snapshots: enabled',
+  ];
+  return [
+    'version: v1',
+    'kind: Spicepod',
+    `name: ${name}`,
+    'runtime:',
+    '  query:',
+    ...Object.entries(query).map(([key, value]) => `    ${key}: ${value}`),
+    'snapshots:',
+    `  location: file://${store}/`,
+    'datasets:',
+    ...dataset('orders', 'duckdb'),
+    ...dataset('users', 'sqlite'),
+    '',
+  ].join('\n');
+}
+
+/** Publishes `orders` (DuckDB) and `users` (SQLite) to the store at `store`, each the rows of `sql` (with an `id`). */
+export async function publishOrdersAndUsers(store: string, sql: string): Promise<void> {
+  for (const [dataset, engine] of [
+    ['orders', 'duckdb'],
+    ['users', 'sqlite'],
+  ] as const) {
+    await publishSnapshot({
+      dataset,
+      engine,
+      location: `file://${store}/`,
+      source: { sql },
+      notNull: ['id'],
+    });
+  }
 }
