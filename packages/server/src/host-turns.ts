@@ -1,23 +1,32 @@
 /**
- * Host time for answers, shared fairly with everything else the event loop does. Turning a result
- * batch into its answer's bytes (JSON, CSV, JSON Lines, an Arrow message) is synchronous work on
- * the host thread, a few milliseconds a batch; hundreds of answers in flight each wanting it at
- * once would otherwise run back to back, and a probe (`/health`, `/v1/ready`), a new connection or
- * a query to refuse (429) would wait behind all of them (B15 measured `/health` at p99 10 s under
- * 2 000 heavy queries). Each batch's encoding therefore waits for {@link hostTurn}: turns are given
- * in arrival order from a `setImmediate` callback (after the loop has polled for I/O), one after
- * another while the callback has run less than {@link SLICE_MS}, then the rest wait for the next
- * loop iteration — so between two polls for I/O the answers take at most about one slice.
+ * Host time for queries, shared fairly with everything else the event loop does. Handling a query
+ * request (routing, its body, starting its query or refusing it) and turning each result batch into
+ * its answer's bytes (JSON, CSV, JSON Lines, an Arrow message) is synchronous work on the host
+ * thread, up to a few milliseconds each; 2 000 requests arriving at once, or hundreds of answers in
+ * flight, would otherwise run back to back, and a probe (`/health`, `/v1/ready`) or a new
+ * connection would wait behind all of them (B15 measured `/health` at p99 10 s under 2 000 heavy
+ * queries). Each such unit of work therefore waits for {@link hostTurn}: turns are given in arrival
+ * order from a `setImmediate` callback, that is once the loop has polled for I/O, a few at a time.
+ * A unit's work runs after the callback (its continuation is a microtask, its body's events
+ * ticks), so how many turns one callback gives is adapted from how long the last ones took: fewer
+ * when the time from one callback to the next passed {@link SLICE_MS}, one more when it did not.
+ * So between two polls for I/O, queries take about one slice of the host's time.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
-/** Host time answers may take between two polls for I/O (ms). */
+/** Host time queries may take between two polls for I/O (ms). */
 export const SLICE_MS = 10;
+/** Most turns one callback gives. */
+const MAX_TURNS = 64;
 
 const waiting: (() => void)[] = [];
 let scheduled = false;
-let sliceStart = 0;
+let turns = 8;
+/** When the last callback ran and how many turns it gave (0: none since the queue emptied). */
+let lastGrant = 0;
+let lastGiven = 0;
 
-/** Resolves when the caller may take the host for one batch's encoding (do it synchronously then). */
+/** Resolves when the caller may take the host for one unit of work (do it at once then). */
 export function hostTurn(): Promise<void> {
   return new Promise((resolve) => {
     waiting.push(resolve);
@@ -30,23 +39,31 @@ export function hostTurn(): Promise<void> {
 
 function grant(): void {
   scheduled = false;
-  sliceStart = performance.now();
-  next();
+  const now = performance.now();
+  if (lastGiven > 0) {
+    // The last callback's turns, and the poll for I/O since, took this long.
+    turns = now - lastGrant > SLICE_MS ? Math.max(1, turns >> 1) : Math.min(MAX_TURNS, turns + 1);
+  }
+  const given = Math.min(turns, waiting.length);
+  for (const resolve of waiting.splice(0, given)) resolve();
+  lastGrant = now;
+  lastGiven = waiting.length > 0 ? given : 0;
+  if (waiting.length > 0) {
+    scheduled = true;
+    setImmediate(grant);
+  }
 }
 
 /**
- * Gives the next waiter its turn; queued as a microtask after it, so it runs once that waiter's
- * synchronous work (up to its next `await`) is done, and measures the slice with it.
+ * `handler` with query requests (`POST /v1/sql`) handled in host turns, every other request at once:
+ * a probe is answered in the first poll after it arrives, whatever burst of queries came before it.
  */
-function next(): void {
-  if (waiting.length === 0) return;
-  if (performance.now() - sliceStart >= SLICE_MS) {
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(grant);
-    }
-    return;
-  }
-  (waiting.shift() as () => void)();
-  queueMicrotask(next);
+export function queriesTakeTurns(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if (req.method === 'POST' && (req.url ?? '').split('?')[0] === '/v1/sql') {
+      void hostTurn().then(() => handler(req, res));
+    } else handler(req, res);
+  };
 }

@@ -8,7 +8,8 @@
  * listening socket, for mounting in an existing node:http server. Neither ever closes the runtime:
  * its owner does that, after the server.
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import fastifyAccepts from '@fastify/accepts';
 import { redactSecrets } from '@ferry/core';
@@ -19,6 +20,7 @@ import { apiRoutes, type StatusEndpoint } from './api-routes.js';
 import { requestKeyChecker } from './auth.js';
 import { corsStep } from './cors.js';
 import { MethodNotAllowedError, RouteNotFoundError, requestError, UnauthorizedError } from './errors.js';
+import { queriesTakeTurns } from './host-turns.js';
 import { errorResponse } from './http.js';
 import { createServerMetrics } from './metrics.js';
 import { extraRoutes, OpenRequests, type Route } from './route.js';
@@ -137,7 +139,13 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
   const logger = options.logger;
   const open = new OpenRequests();
   const app = Fastify({
-    ...(tls === undefined ? {} : { https: { cert: tls.cert, key: tls.key } }),
+    // Query requests are handled in turns of the host's time (host-turns.ts); the rest at once.
+    serverFactory: (handler) => {
+      const listener = queriesTakeTurns(handler);
+      return tls === undefined
+        ? createServer(listener)
+        : (createHttpsServer({ cert: tls.cert, key: tls.key }, listener) as unknown as Server);
+    },
     bodyLimit: maxBodyBytes,
     routerOptions: { maxParamLength: 1024 },
     logger: false,
@@ -244,9 +252,10 @@ export function createRequestHandler(runtime: Runtime, options: ServerOptions = 
       `The request handler could not start: ${error instanceof Error ? error.message : String(error)}`,
     );
   });
+  const route = queriesTakeTurns((req, res) => app.routing(req, res));
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     ready.then(
-      () => app.routing(req, res),
+      () => route(req, res),
       () => {
         res.statusCode = 500;
         res.end();
