@@ -371,8 +371,12 @@ describe('the error registry', () => {
 });
 
 describe('the code → status table', () => {
-  /** Codes of other libraries the sources compare with (Node's parseArgs), not Ferry's own. */
-  const FOREIGN = new Set(['ERR_PARSE_ARGS_UNKNOWN_OPTION', 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE']);
+  /** Codes of other libraries the sources compare with (Node's parseArgs, Worker), not Ferry's own. */
+  const FOREIGN = new Set([
+    'ERR_PARSE_ARGS_UNKNOWN_OPTION',
+    'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
+    'ERR_WORKER_INVALID_EXEC_ARGV',
+  ]);
 
   function sourceCodes(): Set<string> {
     const codes = new Set<string>();

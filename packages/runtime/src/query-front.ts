@@ -3,7 +3,8 @@
  * (results-cache.ts) — a hit is answered here, without a pool, a miss runs and its result is offered
  * to the cache once it has been handed over (off the answer's path) — and the task history
  * (task-history.ts), which records every query. With the cache off and the history off, a query
- * goes straight to the service.
+ * goes straight to the service. A large streamed answer is followed by a full collection
+ * (memory-return.ts).
  */
 import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
@@ -17,6 +18,7 @@ import type {
   StreamOptions,
 } from './api.js';
 import type { Logger } from './logging.js';
+import { memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryService } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
@@ -267,7 +269,7 @@ export class QueryFront {
         stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
           once: true,
         });
-        return stream;
+        return { ...stream, batches: memoryReturn.watch(stream.batches) };
       },
       (error: unknown) => this.#failed(id, error),
     );

@@ -22,6 +22,7 @@ import {
   type DatasetInfo,
   MAX_STALENESS_HEADER,
   maxStalenessOption,
+  memoryReturn,
   type QueryProvenance,
   type Runtime,
   SNAPSHOT_HEADER,
@@ -226,6 +227,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
           cutAnswer(request, reply, error, options.onServerError),
         );
         outcome = 'ok';
+        // Once the response has gone out (not when its last batch was taken: a large answer's text
+        // sits in the socket while the client reads), its garbage can be collected.
+        reply.raw.once('close', () => memoryReturn.ended(answer.bytes()));
         provenanceHeaders(reply, answer.provenance);
         cacheHeaders(reply, sql, params as JsonValue[], answer.provenance, type);
         return reply.type(answer.contentType).send(answer.body);
