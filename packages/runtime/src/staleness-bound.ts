@@ -6,7 +6,7 @@
  * that names a stale dataset only in a branch it did not read is not refused. Without a bound, no
  * check (the default).
  */
-import { datasetStaleness, durationOrProblem } from '@ferry/core';
+import { datasetStaleness, durationOrProblem, isStalerThan } from '@ferry/core';
 import type { DatasetInfo, QueryProvenance } from './api.js';
 import { FreshnessHeaderError, StaleReadError } from './errors.js';
 
@@ -47,7 +47,7 @@ export function holdToStalenessBound(
     const dataset = info(name);
     const status = dataset.status;
     const staleness = status === undefined ? null : datasetStaleness(status, nowMs).stalenessMs;
-    if (staleness !== null && staleness <= maxStalenessMs) continue;
+    if (!isStalerThan(staleness, maxStalenessMs)) continue;
     // Staleness falls only at a check: retry when the next one is due (at least a second away).
     const due = status?.nextPollDueMs;
     const retryAfterSeconds = Math.max(1, Math.ceil(((due ?? nowMs) - nowMs) / 1000));
