@@ -516,8 +516,12 @@ class HostRuntime implements Runtime {
     return { ...metrics, resultsCache: this.#front.cacheCounters() };
   }
 
-  resultVersion(sql: string, params: readonly JsonValue[] = []): string | undefined {
-    return this.#front.resultVersion(sql, params);
+  resultVersion(
+    sql: string,
+    params: readonly JsonValue[] = [],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): string | undefined {
+    return this.#front.resultVersion(sql, params, options);
   }
 
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {

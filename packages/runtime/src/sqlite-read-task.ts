@@ -7,10 +7,12 @@
  * (`sqlite-read-pool.ts`); this worker records which query of the batch it is running and since
  * when in its batch's slot of the pool's progress buffer, so the host can time each query out on
  * its own. A query past its timeout (or cancelled) is stopped inside SQLite through the pool's stop
- * buffer (sqlite-stops.ts): it fails with `SQLITE_INTERRUPT` and the batch goes on.
+ * buffer (sqlite-stops.ts): it fails with `SQLITE_INTERRUPT` and the batch goes on. A query
+ * pinned to generations (`X-Ferry-Snapshot`) runs at the current catalog with those datasets
+ * re-attached at their pinned generations; the next query re-attaches what it needs.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
-import type { DatasetRead } from '@ferry/engines';
+import { type DatasetRead, type NamespaceCatalog, pinnedCatalog, pinsOf } from '@ferry/engines';
 import type { InterruptRegion } from '@ferry/engines/namespaces';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
@@ -75,17 +77,42 @@ const progress = data.progress === undefined ? undefined : new BigInt64Array(dat
 const stops = data.stops === undefined ? undefined : new Int32Array(data.stops);
 let namespace: SqliteNamespace | undefined;
 
-function namespaceAt(catalog: SharedCatalog | undefined): SqliteNamespace {
+/** The newest catalog this worker applied (the base a pinned query's catalog is made from). */
+let current: NamespaceCatalog | undefined;
+/** Pinned catalogs so far: their versions are -2, -3, … (never the host's, nor the namespace's first, -1). */
+let pinnedVersions = 0;
+/** The pins (and base version) of the last pinned catalog, and its version. */
+let pinnedKey: string | undefined;
+let pinnedVersion = 0;
+
+function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
   namespace ??= new SqliteNamespace({
     mainPath: data.mainPath,
     privateRoots: data.privateRoots,
     tempDirectory: data.tempDirectory,
   });
   if (catalog !== undefined) {
-    if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
+    if (current?.version !== catalog.version) current = readSharedCatalog(catalog);
   } else if (data.board !== undefined) {
-    const newest = readCatalogBoard(data.board, namespace.catalog.version);
-    if (newest !== undefined) namespace.setCatalog(newest);
+    current = readCatalogBoard(data.board, current?.version ?? -1) ?? current;
+  }
+  if (current === undefined) return namespace;
+  const pins = pinsOf(
+    query.pins,
+    (query.pins ?? []).map((pin) => pin.name),
+  );
+  if (pins === undefined) {
+    if (namespace.catalog.version !== current.version) namespace.setCatalog(current);
+    return namespace;
+  }
+  // The same pins over the same catalog keep their version (no re-attach, statements kept).
+  const key = `${current.version}|${pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',')}`;
+  if (key !== pinnedKey) {
+    pinnedKey = key;
+    pinnedVersion = -1 - ++pinnedVersions;
+  }
+  if (namespace.catalog.version !== pinnedVersion) {
+    namespace.setCatalog({ ...pinnedCatalog(current, pins), version: pinnedVersion });
   }
   return namespace;
 }
@@ -96,7 +123,7 @@ function runOne(
   region: InterruptRegion | undefined,
 ): QueryAnswer {
   try {
-    const ns = namespaceAt(catalog);
+    const ns = namespaceAt(catalog, query);
     ns.interruptOn(region);
     return ns.rows(
       query.sql,
@@ -190,7 +217,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   };
   try {
     const { sql, params, maxRows, maxBytes } = task.request;
-    const ns = namespaceAt(task.catalog);
+    const ns = namespaceAt(task.catalog, task.request);
     ns.interruptOn(region);
     markRunning(task.stops, region, 0);
     return ns.batches(
