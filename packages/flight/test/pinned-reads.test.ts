@@ -212,21 +212,17 @@ describe('pinned reads while swaps happen', () => {
   });
 
   it('a snapshot no longer held answers 410 naming the ids held; one never served 404; a malformed header 400', async () => {
-    // Three more swaps: the first snapshot's generation is pruned (the current one and two before are kept).
+    // Three more swaps: the first snapshot is no longer held (ferry_retain_snapshots' default
+    // holds the current one and the one before).
     for (const version of [3, 4, 5]) await swapTo('orders', 'duckdb', version);
     const newest = serving('orders');
-    // Links are pruned off the swap's path: wait until only the three kept are left.
-    const goneNow = () =>
-      served.runtime.query(ORDERS, [], { snapshots: { orders: orders1 } }).then(
-        (answer) => answer as unknown as { held: number[] },
-        (error: { held: number[] }) => error,
-      );
-    await expect.poll(async () => (await goneNow()).held?.length, { timeout: 10_000 }).toBe(3);
-    const gone = await goneNow();
+    const gone = await served.runtime.query(ORDERS, [], { snapshots: { orders: orders1 } }).then(
+      (answer) => answer as unknown as { held: number[] },
+      (error: { held: number[] }) => error,
+    );
     expect(gone).toMatchObject({ name: 'SnapshotGoneError', dataset: 'orders', snapshotId: orders1 });
     const held = (gone as { held: number[] }).held;
-    expect(held[0]).toBe(newest);
-    expect(held).not.toContain(orders1);
+    expect(held).toEqual([newest, newest - 1]);
     // Every snapshot it says it holds answers.
     for (const id of held) {
       const read = await served.runtime.query(ORDERS, [], { snapshots: { orders: id } });
@@ -272,6 +268,15 @@ describe('pinned reads while swaps happen', () => {
     const malformedFlight = flightSql('SELECT version FROM orders', pinned('orders=latest'));
     await expect(malformedFlight).rejects.toMatchObject({ code: grpcStatus.INVALID_ARGUMENT });
     await expect(malformedFlight).rejects.toThrow(/X-Ferry-Snapshot header is not usable/);
+
+    // The listing marks the snapshots this reader holds.
+    const listing = (await (await fetch(`${http.url}/v1/datasets/orders/acceleration/snapshots`)).json()) as {
+      snapshots: { snapshot_id: number; held: boolean }[];
+    };
+    expect(listing.snapshots.filter((entry) => entry.held).map((entry) => entry.snapshot_id)).toEqual(
+      expect.arrayContaining(held),
+    );
+    expect(listing.snapshots.filter((entry) => entry.held)).toHaveLength(2);
 
     // No header: today's answer (what Spice's SDK sends).
     const plain = await httpSql(ORDERS);

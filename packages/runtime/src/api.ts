@@ -337,6 +337,11 @@ export interface SnapshotInfo extends SnapshotEntry {
   readonly storedSize: number | null;
   /** The object exists with the recorded `size` (a HEAD, not a download: the checksum is not recomputed). */
   readonly verified: boolean;
+  /**
+   * This reader holds it: it serves it now, or keeps it for pinned reads (`X-Ferry-Snapshot`; as
+   * many as `ferry_retain_snapshots`, the current one included). Never served unasked.
+   */
+  readonly held: boolean;
 }
 
 /** What `runtime.snapshots()` answers: a dataset's snapshots as the store records them now. */

@@ -11,6 +11,7 @@
  * link for as long as it exists (`held`).
  */
 import { existsSync } from 'node:fs';
+import { type DatasetConfig, DEFAULT_RETAIN_SNAPSHOTS, MAX_RETAIN_SNAPSHOTS } from '@ferry/core';
 import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, NamespaceView } from '@ferry/engines';
 import type { DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import type { AnnouncedGeneration } from './protocol.js';
@@ -39,8 +40,13 @@ export function readSharedCatalog(shared: SharedCatalog): NamespaceCatalog {
   return JSON.parse(decoder.decode(new Uint8Array(shared.buffer).slice())) as NamespaceCatalog;
 }
 
-/** Generations remembered per dataset (current included), newest first: more than are kept linked. */
-const REMEMBERED = 16;
+/** Generations remembered per dataset (current included), newest first: as many as may be held. */
+const REMEMBERED = MAX_RETAIN_SNAPSHOTS;
+
+/** How many snapshots a dataset holds for pinned reads (`ferry_retain_snapshots`, the current one included). */
+export function retainedOf(config: DatasetConfig | undefined): number {
+  return config?.retainSnapshots ?? DEFAULT_RETAIN_SNAPSHOTS;
+}
 
 export class QueryCatalog {
   readonly #registry: DatasetRegistry;
@@ -94,10 +100,11 @@ export class QueryCatalog {
   }
 
   /**
-   * The generations of `name` this process can still read, newest first, one per snapshot: the
-   * current one, and earlier ones whose link still exists (the snapshot pool prunes them).
+   * The generations of `name` this process holds for reads, newest first, one per snapshot, at most
+   * `retain` (`ferry_retain_snapshots`): the current one, and earlier ones whose link still exists
+   * (the snapshot pool prunes them, oldest first).
    */
-  held(name: string): readonly NamespaceGeneration[] {
+  held(name: string, retain: number): readonly NamespaceGeneration[] {
     const current = this.#generations.get(name);
     const held: NamespaceGeneration[] = [];
     const seen = new Set<number>();
@@ -107,6 +114,7 @@ export class QueryCatalog {
       if (!isCurrent && !existsSync(generation.path)) continue;
       seen.add(generation.snapshotId);
       held.push(generation);
+      if (held.length >= retain) break;
     }
     return held;
   }

@@ -182,7 +182,12 @@ export const DEFAULT_RETAIN_SNAPSHOTS = 2;
 /** The most `ferry_retain_snapshots` may ask for (each held snapshot is a file on the reader's disk). */
 export const MAX_RETAIN_SNAPSHOTS = 64;
 
-export const FILE_FORMAT_PARAMS = ['file_format', ...S3_PARAM_KEYS, MAX_STALENESS_PARAM, RETAIN_SNAPSHOTS_PARAM];
+export const FILE_FORMAT_PARAMS = [
+  'file_format',
+  ...S3_PARAM_KEYS,
+  MAX_STALENESS_PARAM,
+  RETAIN_SNAPSHOTS_PARAM,
+];
 
 /**
  * A `ferry_retain_snapshots` value: a whole number from 1 (the current snapshot only) to
@@ -587,7 +592,11 @@ function readFileFormatDataset(
   const staleness = own ?? pod.maxStalenessMs;
   const retain =
     (Object.hasOwn(params, RETAIN_SNAPSHOTS_PARAM)
-      ? readRetainSnapshots(report, `${base}.params.${RETAIN_SNAPSHOTS_PARAM}`, params[RETAIN_SNAPSHOTS_PARAM])
+      ? readRetainSnapshots(
+          report,
+          `${base}.params.${RETAIN_SNAPSHOTS_PARAM}`,
+          params[RETAIN_SNAPSHOTS_PARAM],
+        )
       : undefined) ?? pod.retainSnapshots;
   const name = report.datasetName;
   if (
