@@ -8,8 +8,8 @@
  * when in its batch's slot of the pool's progress buffer, so the host can time each query out on
  * its own. A query past its timeout (or cancelled) is stopped inside SQLite through the pool's stop
  * buffer (sqlite-stops.ts): it fails with `SQLITE_INTERRUPT` and the batch goes on. A query
- * pinned to generations (`X-Ferry-Snapshot`) runs at the current catalog with those datasets
- * re-attached at their pinned generations; the next query re-attaches what it needs.
+ * pinned to generations (`X-Ferry-Snapshot`) runs on a connection kept for its set of pins, at the
+ * current catalog with those datasets attached at their pinned generations.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
 import { type DatasetRead, type NamespaceCatalog, pinnedCatalog, pinsOf } from '@ferry/engines';
@@ -76,21 +76,33 @@ const data = workerData as SqliteWorkerData;
 const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
 const stops = data.stops === undefined ? undefined : new Int32Array(data.stops);
 let namespace: SqliteNamespace | undefined;
+/**
+ * Connections for pinned queries, one per set of pins (the least recently used closed past
+ * {@link PINNED_SPACES}): a pinned query reads its datasets at their pinned generations there, so
+ * the queries beside it keep the current ones attached (and their prepared statements) on the
+ * first, and readers of different pins do not re-attach each other's.
+ */
+const pinnedSpaces = new Map<
+  string,
+  { readonly space: SqliteNamespace; base: number | undefined; version: number }
+>();
+const PINNED_SPACES = 4;
 
 /** The newest catalog this worker applied (the base a pinned query's catalog is made from). */
 let current: NamespaceCatalog | undefined;
-/** Pinned catalogs so far: their versions are -2, -3, … (never the host's, nor the namespace's first, -1). */
+/** Pinned catalogs so far: their versions are -2, -3, … (never the host's, nor a namespace's first, -1). */
 let pinnedVersions = 0;
-/** The pins (and base version) of the last pinned catalog, and its version. */
-let pinnedKey: string | undefined;
-let pinnedVersion = 0;
 
-function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
-  namespace ??= new SqliteNamespace({
+function newNamespace(): SqliteNamespace {
+  return new SqliteNamespace({
     mainPath: data.mainPath,
     privateRoots: data.privateRoots,
     tempDirectory: data.tempDirectory,
   });
+}
+
+function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
+  namespace ??= newNamespace();
   if (catalog !== undefined) {
     if (current?.version !== catalog.version) current = readSharedCatalog(catalog);
   } else if (data.board !== undefined) {
@@ -105,16 +117,24 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
     if (namespace.catalog.version !== current.version) namespace.setCatalog(current);
     return namespace;
   }
-  // The same pins over the same catalog keep their version (no re-attach, statements kept).
-  const key = `${current.version}|${pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',')}`;
-  if (key !== pinnedKey) {
-    pinnedKey = key;
-    pinnedVersion = -1 - ++pinnedVersions;
+  const key = pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',');
+  let pinned = pinnedSpaces.get(key);
+  if (pinned === undefined) {
+    pinned = { space: newNamespace(), base: undefined, version: 0 };
+    for (const [oldest, entry] of pinnedSpaces) {
+      if (pinnedSpaces.size < PINNED_SPACES) break;
+      pinnedSpaces.delete(oldest);
+      entry.space.close();
+    }
+  } else pinnedSpaces.delete(key);
+  pinnedSpaces.set(key, pinned);
+  // The catalog moved (another dataset swapped): the datasets not pinned follow it.
+  if (pinned.base !== current.version) {
+    pinned.base = current.version;
+    pinned.version = -1 - ++pinnedVersions;
+    pinned.space.setCatalog({ ...pinnedCatalog(current, pins), version: pinned.version });
   }
-  if (namespace.catalog.version !== pinnedVersion) {
-    namespace.setCatalog({ ...pinnedCatalog(current, pins), version: pinnedVersion });
-  }
-  return namespace;
+  return pinned.space;
 }
 
 function runOne(
