@@ -11,9 +11,15 @@
  * and starts over.
  */
 import type { FileFormat } from '@ferry/core';
-import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
-import { latencySeries, loggedErrorsNote, publishEverySecond, startRuntime, swapTo } from '../harness.js';
+import {
+  buildTwoVersions,
+  latencySeries,
+  loggedErrorsNote,
+  publishEverySecond,
+  startRuntime,
+  swapTo,
+} from '../harness.js';
 import { LatencyRecorder } from '../histogram.js';
 import { LoadTotals, runLoad } from '../load.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
@@ -65,23 +71,7 @@ export const b16: Scenario = {
     const queueUrl = await context.aws.createQueue('bench-b16');
     const bridge = await context.aws.bridgeMetadata(BUCKET, PREFIX, queueUrl);
 
-    context.log(`building two versions of ${rows}-row DuckDB and SQLite files`);
-    const files = new Map<FileFormat, string[]>();
-    for (const { engine, dataset } of ENGINES) {
-      const versions: string[] = [];
-      for (const version of [1, 2]) {
-        const file = await buildFile(
-          context.workDir,
-          engine,
-          dataset,
-          rows,
-          keyedColumns(version, QUERY_COLUMNS),
-        );
-        versions.push(file.path);
-      }
-      files.set(engine, versions);
-      await context.aws.publish({ dataset, location: locationOf(PREFIX), file: versions[0] ?? '', engine });
-    }
+    const files = await buildTwoVersions(context, ENGINES, rows, [PREFIX]);
 
     const { runtime, logger } = await startRuntime(
       context,

@@ -15,15 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BUCKET,
   bearer,
-  call,
-  collect,
-  type FlightInfoMessage,
   type FlightStub,
   flightStub,
   type Served,
   serveDatasets,
-  sqlCommand,
-  tableOf,
+  statementWithMetadata,
 } from './support.js';
 
 const PREFIX = 'pinned/';
@@ -87,20 +83,7 @@ async function httpSql(sql: string, headers: Record<string, string> = {}) {
   return { status: response.status, headers: response.headers, body: (await response.json()) as unknown };
 }
 
-/** GetFlightInfo then DoGet with `metadata`: the table and DoGet's response metadata. */
-async function flightSql(sql: string, metadata: Metadata) {
-  const info = await call<FlightInfoMessage>((done) =>
-    stub.GetFlightInfo(
-      { type: 'CMD', cmd: sqlCommand('CommandStatementQuery', { query: sql }) },
-      metadata,
-      done,
-    ),
-  );
-  const doGet = stub.DoGet({ ticket: info.endpoint[0]?.ticket.ticket as Buffer }, metadata);
-  const headers = new Promise<Metadata>((resolve) => doGet.on('metadata', resolve));
-  const table = tableOf(await collect(doGet));
-  return { table, snapshot: (await headers).get('x-ferry-snapshot')[0] };
-}
+const flightSql = (sql: string, metadata: Metadata) => statementWithMetadata(stub, sql, metadata);
 
 const pinned = (value: string): Metadata => {
   const metadata = bearer();
