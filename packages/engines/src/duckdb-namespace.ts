@@ -287,7 +287,8 @@ export class DuckDbNamespace {
       if (released) return;
       released = true;
       entry.users--;
-      if (!this.#pinned.has(key)) this.#closePinned(entry);
+      // Let go while this query used it (the key may name a newer instance by now): close it.
+      if (this.#pinned.get(key) !== entry) this.#closePinned(entry);
     };
     try {
       return { instance: await entry.instance, done };
