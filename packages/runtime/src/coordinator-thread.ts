@@ -210,7 +210,7 @@ class DatasetSlot {
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,
-      execArgv: threadExecArgv(),
+      ...threadExecArgv(),
       transferList: [channel.port2],
       ...(data.datasetResourceLimits === undefined ? {} : { resourceLimits: data.datasetResourceLimits }),
     });

@@ -239,7 +239,7 @@ class HostRuntime implements Runtime {
     const worker = new Worker(threadFile('coordinator-thread'), {
       workerData,
       env: notice.env,
-      execArgv: threadExecArgv(),
+      ...threadExecArgv(),
     });
     const rpc = new RpcClient<HostToCoordinator>(worker, 'The coordinator thread');
     this.#coordinator = worker;
