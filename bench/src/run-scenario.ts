@@ -25,6 +25,7 @@ import { b11 } from './scenarios/b11-cache.js';
 import { b12 } from './scenarios/b12-delta.js';
 import { b13 } from './scenarios/b13-signing.js';
 import { b14 } from './scenarios/b14-cancel.js';
+import { b16 } from './scenarios/b16-pinned.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -50,6 +51,7 @@ const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
   b13,
   b12,
   b14,
+  b16,
   soak,
 };
 

@@ -62,11 +62,13 @@ import {
   DatasetFailedError,
   DatasetNotReadyError,
   FreshnessHeaderError,
+  PinnedSnapshotUnknownError,
   QueryCancelledError,
   QueryTimeoutError,
   ReadyTimeoutError,
   ResultTooLargeError,
   RuntimeClosedError,
+  SnapshotGoneError,
   StaleBuildError,
   StaleReadError,
   StreamIdleError,
@@ -224,6 +226,8 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   StreamIdleError: () => new StreamIdleError(1000),
   StaleReadError: () => new StaleReadError('orders', 45_000, 30_000, 5),
   FreshnessHeaderError: () => new FreshnessHeaderError('X-Ferry-Max-Staleness', "'soon' is not a duration"),
+  SnapshotGoneError: () => new SnapshotGoneError('orders', 3, [9, 8, 7]),
+  PinnedSnapshotUnknownError: () => new PinnedSnapshotUnknownError('orders', 99, 9),
   QueryRejectedError: () => new runtime.QueryRejectedError(512, 2),
   // Not exported by @ferry/runtime (a stream producer's stop, thrown inside a query thread).
   StreamCancelledError: () => {

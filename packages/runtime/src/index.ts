@@ -18,5 +18,6 @@ export {
   maxStalenessOption,
   SNAPSHOT_HEADER,
   snapshotHeaderValue,
+  snapshotPinsOption,
 } from './staleness-bound.js';
 export type { RuntimeTls } from './tls.js';

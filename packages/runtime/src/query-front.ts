@@ -163,12 +163,25 @@ export class QueryFront {
     this.#history.close();
   }
 
-  #lookup(sql: string, params: readonly JsonValue[]): CacheLookup {
+  /**
+   * What the cache looks a statement up by: its datasets at the snapshots it will read — the pinned
+   * ones (`snapshots`) for a pinned query, so it is never answered from another snapshot's entry.
+   */
+  #lookup(
+    sql: string,
+    params: readonly JsonValue[],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): CacheLookup {
+    const pins = options.snapshots;
+    const pinned =
+      pins === undefined
+        ? undefined
+        : new Map(Object.entries(pins).map(([name, snapshotId]) => [name.toLowerCase(), snapshotId]));
     return {
       sql,
       params,
       datasets: this.#reads.get(sql),
-      snapshotOf: (name) => this.#catalog.snapshotOf(name),
+      snapshotOf: (name) => pinned?.get(name.toLowerCase()) ?? this.#catalog.snapshotOf(name),
     };
   }
 
@@ -194,7 +207,7 @@ export class QueryFront {
       if (this.#cache.cacheable(sql)) this.#cache.countBypass();
       return undefined;
     }
-    return this.#cache.get<V>(kind, this.#lookup(sql, params));
+    return this.#cache.get<V>(kind, this.#lookup(sql, params, options));
   }
 
   /** Offers a result to the cache after the current turn: never on the answer's path. */
@@ -214,8 +227,12 @@ export class QueryFront {
     });
   }
 
-  resultVersion(sql: string, params: readonly JsonValue[]): string | undefined {
-    return this.#cache.versionNow(this.#lookup(sql, params));
+  resultVersion(
+    sql: string,
+    params: readonly JsonValue[],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): string | undefined {
+    return this.#cache.versionNow(this.#lookup(sql, params, options));
   }
 
   /** `dataset` now serves `snapshotId` (null: nothing). */
