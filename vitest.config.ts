@@ -16,6 +16,7 @@ const UNIT = [
   'packages/cli/test/parts.test.ts',
   'packages/cli/test/work-dir.test.ts',
   'packages/local-aws/test/s3-events.test.ts',
+  'packages/runtime/test/memory-return.test.ts',
   'packages/store/test/file-store.test.ts',
   'packages/store/test/read-parallel.test.ts',
   'packages/store/test/block-digests.test.ts',

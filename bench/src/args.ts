@@ -16,6 +16,7 @@ export const SCENARIO_IDS = [
   'b13',
   'b14',
   'b15',
+  'b16',
   'soak',
 ] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -51,6 +52,8 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
   cancel: 'b14',
   b15: 'b15',
   overload: 'b15',
+  b16: 'b16',
+  pinned: 'b16',
   soak: 'soak',
 };
 
@@ -61,7 +64,7 @@ export interface BenchArgs {
 }
 
 export const USAGE =
-  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b12|delta b13|signing b14|cancel b15|overload soak …] [--quick] [--minutes N]\n' +
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b12|delta b13|signing b14|cancel b15|overload b16|pinned soak …] [--quick] [--minutes N]\n' +
   'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
 
 export function parseArgs(argv: readonly string[]): BenchArgs {

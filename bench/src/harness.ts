@@ -13,9 +13,10 @@ import type { FileFormat } from '@ferry/core';
 import { createRuntime, type Logger, type Runtime, type RuntimeOptions } from '@ferry/runtime';
 import type { AwsControl } from './aws-client.js';
 import type { PublishReply } from './aws-protocol.js';
+import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
 import type { LatencySummary } from './histogram.js';
 import type { GoalCheck, LatencySeries, ScenarioContext } from './scenario.js';
-import { BUCKET } from './spicepod.js';
+import { BUCKET, locationOf } from './spicepod.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -187,4 +188,37 @@ export function verdictOf(goal: GoalCheck): Verdict {
 /** A series of a percentile plot from a recorded latency distribution. */
 export function latencySeries(name: string, latency: LatencySummary): LatencySeries {
   return { name, count: latency.count, percentiles: latency.percentiles };
+}
+
+/**
+ * Builds versions 1 and 2 of each dataset (`rows` keyed rows of {@link QUERY_COLUMNS}, each row
+ * carrying its version) and publishes version 1 under every prefix: what the swap scenarios
+ * alternate. Returns each engine's files, version 1 first.
+ */
+export async function buildTwoVersions(
+  context: ScenarioContext,
+  datasets: readonly { readonly engine: FileFormat; readonly dataset: string }[],
+  rows: number,
+  prefixes: readonly string[],
+): Promise<Map<FileFormat, string[]>> {
+  context.log(`building two versions of ${rows}-row ${datasets.map((d) => d.engine).join(' and ')} files`);
+  const files = new Map<FileFormat, string[]>();
+  for (const { engine, dataset } of datasets) {
+    const versions: string[] = [];
+    for (const version of [1, 2]) {
+      const file = await buildFile(
+        context.workDir,
+        engine,
+        dataset,
+        rows,
+        keyedColumns(version, QUERY_COLUMNS),
+      );
+      versions.push(file.path);
+    }
+    files.set(engine, versions);
+    for (const prefix of prefixes) {
+      await context.aws.publish({ dataset, location: locationOf(prefix), file: versions[0] ?? '', engine });
+    }
+  }
+  return files;
 }

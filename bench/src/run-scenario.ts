@@ -26,6 +26,7 @@ import { b12 } from './scenarios/b12-delta.js';
 import { b13 } from './scenarios/b13-signing.js';
 import { b14 } from './scenarios/b14-cancel.js';
 import { b15 } from './scenarios/b15-overload.js';
+import { b16 } from './scenarios/b16-pinned.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -52,6 +53,7 @@ const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
   b12,
   b14,
   b15,
+  b16,
   soak,
 };
 

@@ -32,6 +32,8 @@ export interface SpicepodOptions {
    * measures the engine path, not cache hits; B11 measures the cache).
    */
   readonly resultsCache?: boolean;
+  /** More `snapshots.params` (Ferry's keys, such as `ferry_retain_snapshots`). */
+  readonly params?: Readonly<Record<string, string>>;
 }
 
 export function spicepod(options: SpicepodOptions): string {
@@ -52,6 +54,7 @@ export function spicepod(options: SpicepodOptions): string {
       ...(options.queueUrl === undefined
         ? {}
         : { s3_queue_url: options.queueUrl, s3_queue_endpoint: endpoint }),
+      ...options.params,
     },
     datasets: options.datasets,
   })}${cache}`;

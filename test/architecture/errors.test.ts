@@ -62,11 +62,13 @@ import {
   DatasetFailedError,
   DatasetNotReadyError,
   FreshnessHeaderError,
+  PinnedSnapshotUnknownError,
   QueryCancelledError,
   QueryTimeoutError,
   ReadyTimeoutError,
   ResultTooLargeError,
   RuntimeClosedError,
+  SnapshotGoneError,
   StaleBuildError,
   StaleReadError,
   StreamIdleError,
@@ -224,6 +226,8 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   StreamIdleError: () => new StreamIdleError(1000),
   StaleReadError: () => new StaleReadError('orders', 45_000, 30_000, 5),
   FreshnessHeaderError: () => new FreshnessHeaderError('X-Ferry-Max-Staleness', "'soon' is not a duration"),
+  SnapshotGoneError: () => new SnapshotGoneError('orders', 3, [9, 8, 7]),
+  PinnedSnapshotUnknownError: () => new PinnedSnapshotUnknownError('orders', 99, 9),
   QueryRejectedError: () => new runtime.QueryRejectedError(512, 2),
   // Not exported by @ferry/runtime (a stream producer's stop, thrown inside a query thread).
   StreamCancelledError: () => {
@@ -371,8 +375,12 @@ describe('the error registry', () => {
 });
 
 describe('the code → status table', () => {
-  /** Codes of other libraries the sources compare with (Node's parseArgs), not Ferry's own. */
-  const FOREIGN = new Set(['ERR_PARSE_ARGS_UNKNOWN_OPTION', 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE']);
+  /** Codes of other libraries the sources compare with (Node's parseArgs, Worker), not Ferry's own. */
+  const FOREIGN = new Set([
+    'ERR_PARSE_ARGS_UNKNOWN_OPTION',
+    'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
+    'ERR_WORKER_INVALID_EXEC_ARGV',
+  ]);
 
   function sourceCodes(): Set<string> {
     const codes = new Set<string>();

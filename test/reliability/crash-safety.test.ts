@@ -9,7 +9,9 @@
  * the live file must be byte-identical to a published snapshot, the one the child names in its log
  * ("serves snapshot N from its live file"), it must be the old or the new snapshot (the new one if
  * its swap was reported before the kill), queries must answer from it at once, and no temporary
- * file may be left. 100 kills over two lanes run side by side; the random kill instants are seeded
+ * file may be left. The dataset holds four snapshots for pinned reads (`ferry_retain_snapshots`),
+ * so the kills land among the links of held snapshots too; none is ever served after a restart in
+ * place of the live file. 100 kills over two lanes run side by side; the random kill instants are seeded
  * and printed (`FERRY_CRASH_SEED=<n>` replays a run; `FERRY_CRASH_KILLS` / `FERRY_CRASH_LANES`
  * resize it).
  */
@@ -240,6 +242,9 @@ class Lane {
         '      refresh_mode: snapshot',
         '      refresh_check_interval: 100ms',
         '      snapshots: enabled',
+        // Earlier snapshots held for pinned reads: links made and pruned at every swap, killed too.
+        '      params:',
+        '        ferry_retain_snapshots: 4',
         '',
       ].join('\n'),
     );
@@ -318,6 +323,12 @@ class Lane {
       expect(answer.error, `${context}: query after restart`).toBeUndefined();
       expect(answer.snapshotId, context).toBe(served);
       expect(answer.rows, context).toEqual([{ lo: snapshot?.version, hi: snapshot?.version, n: ROWS }]);
+      // Links of held snapshots left by the killed process are gone: only the live file's is left.
+      const links = await readdir(join(this.dataDir, '.generations', DATASET));
+      expect(
+        links.filter((name) => !name.startsWith(`${served}-`)),
+        `${context}: generation links after restart`,
+      ).toEqual([]);
       const leftovers = (await readdir(this.dataDir)).filter((name) => name.includes('.ferry-tmp-'));
       expect(leftovers, `${context}: temporary files after restart`).toEqual([]);
       if (served === this.#current) this.stats.restartedOnNewer++;

@@ -7,7 +7,8 @@
  * drain period plus 1 s; and an embedding process whose SQLite query timed out exits by itself
  * after `close()` (run as `node --input-type=module -e`, whose option its threads must not
  * inherit). Before SQLite statements could be interrupted, a timed-out one kept its core for good,
- * and the process never exited.
+ * and the process never exited. And a few-hundred-MB answer's memory is given back within seconds
+ * (V8's own idle collection came about a minute later).
  */
 import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
@@ -49,6 +50,12 @@ async function post(url: string, sql: string): Promise<{ status: number; code: s
     code = undefined;
   }
   return { status: answer.status, code };
+}
+
+/** The process's resident memory (MiB), from /proc. */
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024;
 }
 
 /** CPU seconds the process has used (all its threads), from /proc. */
@@ -182,5 +189,41 @@ describe.skipIf(process.platform !== 'linux')('runaway statements', { timeout: P
     expect(exit.code, out).toBe(0);
     // It left on its own: nothing (a worker inside SQLite) kept it alive after close().
     expect(exit.at - closedAt).toBeLessThan(3_000);
+  });
+
+  it('a 200 MB answer: its memory is given back within seconds of its end, on every format', async () => {
+    const served = await serve('memory', '2m');
+    const pid = served.child.pid as number;
+    try {
+      // The threads and engines warmed first: the figure compared is the serving process's.
+      for (const name of ['orders', 'users'])
+        expect(
+          JSON.parse(
+            await (
+              await fetch(`${served.url}/v1/sql`, {
+                method: 'POST',
+                body: `SELECT count(*) AS n FROM ${name}`,
+              })
+            ).text(),
+          ),
+        ).toEqual([{ n: 100 }]);
+      for (const accept of ['text/csv', 'application/json']) {
+        const before = await rssMiB(pid);
+        const answer = await fetch(`${served.url}/v1/sql`, {
+          method: 'POST',
+          headers: { accept },
+          body: "SELECT repeat('x', 20000000) AS s FROM range(10)",
+        });
+        expect(answer.status).toBe(200);
+        let bytes = 0;
+        for await (const chunk of answer.body as AsyncIterable<Uint8Array>) bytes += chunk.byteLength;
+        expect(bytes).toBeGreaterThan(200_000_000);
+        // V8's idle collection alone held 0.8–1.2 GB of it for about a minute.
+        await expect.poll(() => rssMiB(pid), { timeout: 10_000, interval: 250 }).toBeLessThan(before + 256);
+      }
+    } finally {
+      served.child.kill('SIGKILL');
+      await served.exited;
+    }
   });
 });

@@ -6,9 +6,15 @@
  * run as interleaved slices so other work on the machine falls on both.
  */
 import type { FileFormat } from '@ferry/core';
-import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatRatio, formatValue } from '../format.js';
-import { latencySeries, loggedErrorsNote, publishEverySecond, startRuntime, swapTo } from '../harness.js';
+import {
+  buildTwoVersions,
+  latencySeries,
+  loggedErrorsNote,
+  publishEverySecond,
+  startRuntime,
+  swapTo,
+} from '../harness.js';
 import { type LoadResult, LoadTotals, runLoad } from '../load.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { BUCKET, locationOf, spicepod } from '../spicepod.js';
@@ -43,25 +49,7 @@ export const b2: Scenario = {
     const queueUrl = await context.aws.createQueue('bench-b2');
     const bridge = await context.aws.bridgeMetadata(BUCKET, PREFIX, queueUrl);
 
-    context.log(`building two versions of ${rows}-row DuckDB and SQLite files`);
-    const files = new Map<FileFormat, string[]>();
-    for (const { engine, dataset } of ENGINES) {
-      const versions: string[] = [];
-      for (const version of [1, 2]) {
-        const file = await buildFile(
-          context.workDir,
-          engine,
-          dataset,
-          rows,
-          keyedColumns(version, QUERY_COLUMNS),
-        );
-        versions.push(file.path);
-      }
-      files.set(engine, versions);
-      for (const prefix of [PREFIX, DECOY]) {
-        await context.aws.publish({ dataset, location: locationOf(prefix), file: versions[0] ?? '', engine });
-      }
-    }
+    const files = await buildTwoVersions(context, ENGINES, rows, [PREFIX, DECOY]);
 
     const { runtime, logger } = await startRuntime(
       context,

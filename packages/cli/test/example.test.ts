@@ -51,6 +51,27 @@ describe('ferry serve --example', () => {
     expect(metadata).not.toContain('s3://');
   }, 240_000);
 
+  it('starts its threads under the V8 flags an operator gives Node (a heap limit, GC tracing)', async () => {
+    // A thread given a V8 flag in an explicit execArgv is refused (ERR_WORKER_INVALID_EXEC_ARGV):
+    // the threads inherit the process's options instead.
+    const serve = startFerry(['serve', '--example', '--http', '127.0.0.1:0', '--flight', '127.0.0.1:0'], {
+      cwd,
+      nodeOptions: ['--max-old-space-size=2048', '--trace-gc'],
+    });
+    try {
+      const base = (await serve.waitForStdout(/^Listening on (\S+)$/m, 60_000))[1] as string;
+      await expect
+        .poll(() => sql(base, 'SELECT count(*) AS n FROM users'), { timeout: 60_000, interval: 200 })
+        .toEqual([{ n: 3 }]);
+      expect(await sql(base, 'SELECT count(*) AS n FROM orders')).toEqual([{ n: 8 }]);
+    } finally {
+      serve.child.kill('SIGTERM');
+    }
+    const exited = await serve.exited;
+    expect(exited.stderr).not.toContain('invalid execArgv');
+    expect(exited.code).toBe(0);
+  }, 120_000);
+
   it('refuses a spicepod beside --example, and a folder it did not make, before anything starts', async () => {
     const both = await ferry(['serve', '--example', 'spicepod.yaml'], { cwd });
     expect(both.code).toBe(2);

@@ -29,6 +29,8 @@ export interface RunOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly cwd?: string;
   readonly timeoutMs?: number;
+  /** Node options before the script (`node --max-old-space-size=4096 main.js …`). */
+  readonly nodeOptions?: readonly string[];
 }
 
 function childEnv(extra: RunOptions['env']): NodeJS.ProcessEnv {
@@ -39,7 +41,7 @@ function childEnv(extra: RunOptions['env']): NodeJS.ProcessEnv {
 export function ferry(args: readonly string[], options: RunOptions = {}): Promise<Finished> {
   assertBuilt();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
+    const child = spawn(process.execPath, [...(options.nodeOptions ?? []), MAIN, ...args], {
       env: childEnv(options.env),
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -74,7 +76,7 @@ export interface Running {
 /** Starts `ferry <args>` and leaves it running. */
 export function startFerry(args: readonly string[], options: RunOptions = {}): Running {
   assertBuilt();
-  const child = spawn(process.execPath, [MAIN, ...args], {
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), MAIN, ...args], {
     env: childEnv(options.env),
     cwd: options.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -87,6 +87,8 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
   ERR_DATASET_NOT_READY: UNAVAILABLE,
   // A query read a dataset staler than the client's bound (X-Ferry-Max-Staleness): retry later.
   ERR_STALE: UNAVAILABLE,
+  // A pinned snapshot (X-Ferry-Snapshot) this reader no longer holds: pin another, or none.
+  ERR_SNAPSHOT_GONE: { http: 410, grpc: 'FAILED_PRECONDITION' },
   ERR_DATASET_FAILED: UNAVAILABLE,
   ERR_THREAD_EXITED: UNAVAILABLE,
   ERR_RUNTIME_CLOSED: UNAVAILABLE,

@@ -12,4 +12,5 @@ export * from './metadata/index.js';
 export * from './notifications/index.js';
 export * from './ports.js';
 export * from './signing/index.js';
+export * from './snapshot-pins.js';
 export * from './spice-docs.js';

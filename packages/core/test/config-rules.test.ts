@@ -172,6 +172,63 @@ describe('ferry_max_staleness (Ferry only)', () => {
   ]);
 });
 
+describe('ferry_retain_snapshots (Ferry only)', () => {
+  it('a dataset param wins over the snapshots.params default, which every other dataset takes', () => {
+    const pod = basePod();
+    pod.snapshots.params.ferry_retain_snapshots = 4;
+    accel(pod).params = { ferry_retain_snapshots: '1' };
+    withPartner(pod, {
+      params: { file_format: 'snapshot', s3_region: 'us-west-2', ferry_retain_snapshots: 8 },
+    });
+    const load = loadSpicepod(stringify(pod), { file: 'spicepod.yaml' });
+    expect([load.errors, load.warnings]).toStrictEqual([[], []]);
+    expect(load.datasets.map((d) => [d.name, d.retainSnapshots])).toStrictEqual([
+      ['orders', 1],
+      ['users', 4],
+      ['partner', 8],
+    ]);
+  });
+
+  it('absent everywhere: the default (left to the runtime: the current snapshot and the one before)', () => {
+    const load = loadSpicepod(stringify(basePod()), { file: 'spicepod.yaml' });
+    expect(load.datasets.map((d) => d.retainSnapshots)).toStrictEqual([undefined, undefined]);
+  });
+
+  run([
+    {
+      name: 'a dataset ferry_retain_snapshots of zero',
+      mutate: (pod) => {
+        accel(pod).params = { ferry_retain_snapshots: 0 };
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.params.ferry_retain_snapshots: '0' is not a number of snapshots to hold; write a whole number from 1 (the current one only) to 64 (default 2: the current one and the one before)",
+      ],
+    },
+    {
+      name: 'a snapshots.params.ferry_retain_snapshots that is not a count',
+      mutate: (pod) => {
+        pod.snapshots.params.ferry_retain_snapshots = 'all';
+      },
+      errors: [
+        "spicepod.yaml: snapshots.params.ferry_retain_snapshots: 'all' is not a number of snapshots to hold; write a whole number from 1 (the current one only) to 64 (default 2: the current one and the one before)",
+      ],
+      fatal: true,
+    },
+    {
+      name: 'a file_format dataset ferry_retain_snapshots past the most',
+      mutate: (pod) => {
+        withPartner(pod, {
+          params: { file_format: 'snapshot', s3_region: 'us-west-2', ferry_retain_snapshots: 65 },
+        });
+      },
+      errors: [
+        "spicepod.yaml: datasets[2].params.ferry_retain_snapshots: '65' is not a number of snapshots to hold; write a whole number from 1 (the current one only) to 64 (default 2: the current one and the one before)",
+      ],
+      valid: ['orders', 'users'],
+    },
+  ]);
+});
+
 describe('refresh_mode: snapshot requirements', () => {
   run([
     {
@@ -973,7 +1030,7 @@ describe('the from: s3:// + params.file_format: snapshot form', () => {
         withPartner(pod, { params: { file_format: 'snapshot', hive_partitioning_enabled: true } });
       },
       errors: [
-        'spicepod.yaml: datasets[2].params.hive_partitioning_enabled: not used by file_format: snapshot datasets; remove it (they accept file_format, s3_region, s3_endpoint, s3_auth, s3_key, s3_secret, s3_session_token, allow_http, client_timeout or ferry_max_staleness)',
+        'spicepod.yaml: datasets[2].params.hive_partitioning_enabled: not used by file_format: snapshot datasets; remove it (they accept file_format, s3_region, s3_endpoint, s3_auth, s3_key, s3_secret, s3_session_token, allow_http, client_timeout, ferry_max_staleness or ferry_retain_snapshots)',
       ],
       valid: ['orders', 'users'],
     },

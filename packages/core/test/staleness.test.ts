@@ -97,7 +97,9 @@ describe('staleness on the dataset machine', () => {
       10,
     );
     expect(s).toEqual({ stalenessMs: null, sinceMs: null, newerSnapshotId: null });
-    expect(isStalerThan(s, 1_000_000)).toBe(true);
+    expect(isStalerThan(s.stalenessMs, 1_000_000)).toBe(true);
+    expect(isStalerThan(999, 1_000)).toBe(false);
+    expect(isStalerThan(1_001, 1_000)).toBe(true);
   });
 
   it('another check can hold staleness up (staleSinceMs, the hook for signed heartbeats)', () => {

@@ -38,7 +38,13 @@ import {
   redactDuckDbMessage,
 } from './duckdb-errors.js';
 import { IMPORT_TABLE } from './duckdb-import.js';
-import { columnsOf, DuckDbClassInstance, type ResultColumns, statementBytes } from './duckdb-instance.js';
+import {
+  columnsOf,
+  DuckDbClassInstance,
+  type PooledConnection,
+  type ResultColumns,
+  statementBytes,
+} from './duckdb-instance.js';
 import { type ResourceClass, resourceClassFor, resourceKey } from './duckdb-resources.js';
 import {
   duckDbRoute,
@@ -61,6 +67,9 @@ import {
   type NamespaceCatalog,
   type NamespaceQueryControl,
   type NamespaceTaskHistory,
+  type PinnedGeneration,
+  pinnedCatalog,
+  pinsOf,
   type QueryRoute,
   type RowsOutcome,
   valueBytes,
@@ -119,6 +128,24 @@ interface RoutePlan {
   readonly joinsSqlite: boolean;
 }
 
+/**
+ * Instances kept for pinned reads (a client's `X-Ferry-Snapshot`), each one class at one set of
+ * pinned generations; past this many the least recently used goes (once no query uses it).
+ */
+const PINNED_INSTANCES = 4;
+
+/** An instance that reads some datasets at pinned generations, and the queries using it now. */
+interface PinnedInstance {
+  readonly pins: readonly PinnedGeneration[];
+  readonly instance: Promise<DuckDbClassInstance>;
+  users: number;
+}
+
+/** The key of a set of pins (each dataset at its generation id). */
+function pinsKey(pins: readonly PinnedGeneration[]): string {
+  return pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',');
+}
+
 /** Times a query is prepared again because the catalog moved meanwhile, before it gives up. */
 const MAX_PREPARES = 20;
 
@@ -150,6 +177,8 @@ export class DuckDbNamespace {
     string,
     { readonly tables: readonly TableReference[] | undefined; readonly ctes: ReadonlySet<string> }
   >();
+  /** Instances for pinned reads, by class and pins, least recently used first. */
+  readonly #pinned = new Map<string, PinnedInstance>();
   #taskHistory: NamespaceTaskHistory = { version: 0, rows: [] };
   #catalog: NamespaceCatalog = { version: 0, datasets: [] };
   #nextTemp = 0;
@@ -213,7 +242,81 @@ export class DuckDbNamespace {
     await this.#readViews(catalog);
     this.#catalog = catalog;
     const instances = await Promise.all(this.#instances.values());
-    await Promise.all(instances.map((instance) => instance.apply(catalog)));
+    await Promise.all([
+      ...instances.map((instance) => instance.apply(catalog)),
+      ...[...this.#pinned.values()].map(async (pinned) =>
+        (await pinned.instance).apply(pinnedCatalog(catalog, pinned.pins)),
+      ),
+    ]);
+  }
+
+  /**
+   * The instance of class `resources` that reads `pins` at their generations (created on first use,
+   * the least recently used one let go past {@link PINNED_INSTANCES}); counted as used until the
+   * caller's `done`.
+   */
+  async #pinnedInstance(
+    resources: ResourceClass,
+    pins: readonly PinnedGeneration[],
+  ): Promise<{ readonly instance: DuckDbClassInstance; readonly done: () => void }> {
+    const key = `${resourceKey(resources)}|${pinsKey(pins)}`;
+    let pinned = this.#pinned.get(key);
+    if (pinned === undefined) {
+      const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
+      const instance = DuckDbClassInstance.create(
+        resources,
+        DuckDbNamespace.#instanceOptions(this.#options),
+        temp,
+      ).then(async (created) => {
+        await created.apply(pinnedCatalog(this.#catalog, pins));
+        await created.applyTaskHistory(this.#taskHistory);
+        return created;
+      });
+      pinned = { pins, instance, users: 0 };
+      instance.catch(() => this.#pinned.delete(key));
+      this.#pinned.set(key, pinned);
+      this.#evictPinned();
+    } else {
+      this.#pinned.delete(key);
+      this.#pinned.set(key, pinned);
+    }
+    const entry = pinned;
+    entry.users++;
+    let released = false;
+    const done = (): void => {
+      if (released) return;
+      released = true;
+      entry.users--;
+      // Let go while this query used it (the key may name a newer instance by now): close it.
+      if (this.#pinned.get(key) !== entry) this.#closePinned(entry);
+    };
+    try {
+      return { instance: await entry.instance, done };
+    } catch (error) {
+      done();
+      throw error;
+    }
+  }
+
+  /** Lets the least recently used pinned instances go past {@link PINNED_INSTANCES}. */
+  #evictPinned(): void {
+    for (const [key, pinned] of this.#pinned) {
+      if (this.#pinned.size <= PINNED_INSTANCES) return;
+      this.#pinned.delete(key);
+      this.#closePinned(pinned);
+    }
+  }
+
+  /** Closes a pinned instance taken out of the map, once no query uses it. */
+  #closePinned(pinned: PinnedInstance): void {
+    if (pinned.users > 0) return;
+    pinned.instance.then(
+      async (instance) => {
+        await instance.settled();
+        instance.close();
+      },
+      () => undefined,
+    );
   }
 
   /**
@@ -425,10 +528,21 @@ export class DuckDbNamespace {
     if (signal?.aborted === true) throw signal.reason;
     const datasets = route.datasets ?? [];
     const { resources, key, subject, joinsSqlite } = this.#planOf(route, datasets);
+    // A query pinned to generations runs on an instance that serves them (however often the
+    // others swap); every other one on its class's instance.
+    const pins = pinsOf(control.pins, datasets);
+    const pinned = pins === undefined ? undefined : await this.#pinnedInstance(resources, pins);
     // The hot path takes no await before the engine when it can: a hop through the event loop per
     // step costs more than the bookkeeping it waits for.
-    const instance = this.#created.get(key) ?? (await this.#instanceFor(resources));
-    const pooled = instance.tryAcquire() ?? (await instance.acquire());
+    let instance: DuckDbClassInstance;
+    let pooled: PooledConnection;
+    try {
+      instance = pinned?.instance ?? this.#created.get(key) ?? (await this.#instanceFor(resources));
+      pooled = instance.tryAcquire() ?? (await instance.acquire());
+    } catch (error) {
+      pinned?.done();
+      throw error;
+    }
     const { connection, statements } = pooled;
     const interrupt = (): void => connection.interrupt();
     signal?.addEventListener('abort', interrupt, { once: true });
@@ -437,7 +551,7 @@ export class DuckDbNamespace {
         // A join across engines reads its SQLite datasets into DuckDB first (once per generation).
         if (joinsSqlite) {
           for (const name of datasets) {
-            const dataset = datasetByName(this.#catalog, name);
+            const dataset = datasetByName(pinned === undefined ? this.#catalog : instance.applied, name);
             if (dataset?.engine === 'sqlite')
               await instance.ensureImported(dataset, this.#options.crossEngine);
           }
@@ -531,6 +645,7 @@ export class DuckDbNamespace {
     } finally {
       signal?.removeEventListener('abort', interrupt);
       instance.release(pooled);
+      pinned?.done();
     }
   }
 
@@ -580,9 +695,14 @@ export class DuckDbNamespace {
     return redactDuckDbMessage(message, this.#catalog, this.#redaction());
   }
 
+  /** Every instance: one per class, and those for pinned reads. */
+  #everyInstance(): Promise<DuckDbClassInstance>[] {
+    return [...this.#instances.values(), ...[...this.#pinned.values()].map((pinned) => pinned.instance)];
+  }
+
   /** Interrupts every running query of every instance and waits until none runs. */
   async cancelAll(): Promise<void> {
-    const instances = await Promise.allSettled(this.#instances.values());
+    const instances = await Promise.allSettled(this.#everyInstance());
     await Promise.all(
       instances.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.cancelAll()] : [])),
     );
@@ -590,13 +710,16 @@ export class DuckDbNamespace {
 
   /** Queries running now, over every instance. */
   async inFlight(): Promise<number> {
-    const instances = await Promise.all(this.#instances.values());
-    return instances.reduce((sum, instance) => sum + instance.inFlight, 0);
+    const instances = await Promise.allSettled(this.#everyInstance());
+    return instances.reduce(
+      (sum, outcome) => sum + (outcome.status === 'fulfilled' ? outcome.value.inFlight : 0),
+      0,
+    );
   }
 
   async close(): Promise<void> {
     await this.cancelAll();
-    const instances = await Promise.allSettled(this.#instances.values());
+    const instances = await Promise.allSettled(this.#everyInstance());
     this.#treeParser.closeSync();
     for (const outcome of instances) {
       if (outcome.status !== 'fulfilled') continue;

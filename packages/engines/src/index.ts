@@ -57,6 +57,7 @@ export {
 export { type DatabaseFormat, type DatabaseHeader, readDatabaseHeader } from './file-header.js';
 export { type NumberedStatement, numberNamedParameters } from './named-parameters.js';
 export type * from './namespace-types.js';
+export { pinnedCatalog, pinsOf } from './namespace-types.js';
 export { checkSnapshotFile, openEngine } from './open-engine.js';
 export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema, type SchemaSource } from './schema-check.js';

@@ -74,6 +74,41 @@ export function datasetByName(catalog: NamespaceCatalog, name: string): Namespac
   return catalog.datasets.find((dataset) => dataset.name.toLowerCase() === lower);
 }
 
+/**
+ * A dataset a query is pinned to read at one generation (a client's `X-Ferry-Snapshot`), the
+ * current one or an earlier one still linked: the host resolved it from the snapshot id.
+ */
+export interface PinnedGeneration {
+  readonly name: string;
+  readonly generation: NamespaceGeneration;
+}
+
+/** `catalog` with each pinned dataset at its pinned generation (the others as they are). */
+export function pinnedCatalog(
+  catalog: NamespaceCatalog,
+  pins: readonly PinnedGeneration[],
+): NamespaceCatalog {
+  return {
+    ...catalog,
+    datasets: catalog.datasets.map((dataset) => {
+      const pin = pins.find((each) => each.name.toLowerCase() === dataset.name.toLowerCase());
+      return pin === undefined ? dataset : { ...dataset, generation: pin.generation };
+    }),
+  };
+}
+
+/** The pins among `pins` of the datasets `datasets` names, in a stable order; undefined when none. */
+export function pinsOf(
+  pins: readonly PinnedGeneration[] | undefined,
+  datasets: readonly string[],
+): readonly PinnedGeneration[] | undefined {
+  if (pins === undefined || pins.length === 0) return undefined;
+  const names = new Set(datasets.map((name) => name.toLowerCase()));
+  const read = pins.filter((pin) => names.has(pin.name.toLowerCase()));
+  if (read.length === 0) return undefined;
+  return read.sort((a, b) => a.name.localeCompare(b.name));
+}
+
 /** A dataset a query read, and the snapshot it read it at. */
 export interface DatasetRead {
   readonly name: string;
@@ -121,6 +156,8 @@ export interface NamespaceQueryControl {
   readonly maxRows?: number;
   /** Refuse (stop reading) past this many bytes of values; 0 or absent: no cap. */
   readonly maxBytes?: number;
+  /** Datasets read at a pinned generation instead of the current one (DuckDB; SQLite's catalog carries them). */
+  readonly pins?: readonly PinnedGeneration[];
 }
 
 /** What a query answered with JSON-safe rows, or which cap it exceeded. */

@@ -34,6 +34,8 @@ export interface ResultOptions {
   readonly noCache?: boolean;
   /** The call's `x-ferry-max-staleness`, in ms: the query fails with `ERR_STALE` past it. */
   readonly maxStalenessMs?: number;
+  /** The call's `x-ferry-snapshot`: datasets read at these snapshots (dataset → snapshot id). */
+  readonly snapshots?: Readonly<Record<string, number>>;
 }
 
 export interface ResultSource {
@@ -96,6 +98,7 @@ export function runtimeResultSource(
         batchRows,
         ...(options.noCache === true ? { noCache: true } : {}),
         ...(options.maxStalenessMs === undefined ? {} : { maxStalenessMs: options.maxStalenessMs }),
+        ...(options.snapshots === undefined ? {} : { snapshots: options.snapshots }),
       });
       return {
         schema: result.schema,

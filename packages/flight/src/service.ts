@@ -12,6 +12,7 @@ import {
   maxStalenessOption,
   SNAPSHOT_HEADER,
   snapshotHeaderValue,
+  snapshotPinsOption,
 } from '@ferry/runtime';
 import { Metadata, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { type FlightContext, report, serverStream, unary } from './calls.js';
@@ -155,12 +156,13 @@ function metadataText(metadata: Metadata, key: string): string | undefined {
 
 /**
  * A call's `cache-control: no-cache` (Spice's bypass of the results cache) and
- * `x-ferry-max-staleness` (the client's staleness bound).
+ * `x-ferry-max-staleness` (the client's staleness bound) and `x-ferry-snapshot` (its pins).
  */
 function resultOptions(metadata: Metadata): ResultOptions {
   return {
     ...(asksNoCache(metadataText(metadata, 'cache-control')) ? { noCache: true } : {}),
     ...maxStalenessOption(metadataText(metadata, MAX_STALENESS_HEADER)),
+    ...snapshotPinsOption(metadataText(metadata, SNAPSHOT_HEADER)),
   };
 }
 

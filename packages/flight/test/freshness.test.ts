@@ -8,16 +8,12 @@ import { status as grpcStatus, type Metadata } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bearer,
-  call,
-  collect,
-  type FlightInfoMessage,
   type FlightStub,
   flightStub,
   ORDERS_SQL,
   type Served,
   serveDatasets,
-  sqlCommand,
-  tableOf,
+  statementWithMetadata,
   USERS_SQL,
 } from './support.js';
 
@@ -42,17 +38,8 @@ afterAll(async () => {
 
 /** GetFlightInfo then DoGet with `metadata`; the rows and DoGet's response metadata. */
 async function query(sql: string, metadata: Metadata) {
-  const info = await call<FlightInfoMessage>((done) =>
-    stub.GetFlightInfo(
-      { type: 'CMD', cmd: sqlCommand('CommandStatementQuery', { query: sql }) },
-      metadata,
-      done,
-    ),
-  );
-  const doGet = stub.DoGet({ ticket: info.endpoint[0]?.ticket.ticket as Buffer }, metadata);
-  const headers = new Promise<Metadata>((resolve) => doGet.on('metadata', resolve));
-  const table = tableOf(await collect(doGet));
-  return { rows: table.numRows, snapshot: (await headers).get('x-ferry-snapshot')[0] };
+  const { table, snapshot } = await statementWithMetadata(stub, sql, metadata);
+  return { rows: table.numRows, snapshot };
 }
 
 const withBound = (bound: string): Metadata => {

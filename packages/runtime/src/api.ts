@@ -160,6 +160,15 @@ export interface QueryOptions {
    * `Retry-After`) instead of answering. Absent: no check.
    */
   readonly maxStalenessMs?: number;
+  /**
+   * Pins (dataset → snapshot id; HTTP / Flight `X-Ferry-Snapshot: orders=17`): each named dataset
+   * the query reads is read at that snapshot, the current one or an earlier one this reader still
+   * holds (see `ferry_retain_snapshots`), however many swaps happened since; datasets not named are
+   * read at their current snapshot. A snapshot no longer held rejects with `ERR_SNAPSHOT_GONE`
+   * (`SnapshotGoneError`, naming the ids held), one never published to this reader's knowledge with
+   * `ERR_SNAPSHOT_NOT_FOUND`. A pinned answer is cached under its pinned snapshots only.
+   */
+  readonly snapshots?: Readonly<Record<string, number>>;
 }
 
 export interface StreamOptions extends QueryOptions {
@@ -336,6 +345,11 @@ export interface SnapshotInfo extends SnapshotEntry {
   readonly storedSize: number | null;
   /** The object exists with the recorded `size` (a HEAD, not a download: the checksum is not recomputed). */
   readonly verified: boolean;
+  /**
+   * This reader holds it: it serves it now, or keeps it for pinned reads (`X-Ferry-Snapshot`; as
+   * many as `ferry_retain_snapshots`, the current one included). Never served unasked.
+   */
+  readonly held: boolean;
 }
 
 /** What `runtime.snapshots()` answers: a dataset's snapshots as the store records them now. */
@@ -402,9 +416,14 @@ export interface Runtime {
    * parameters, the snapshot of every dataset it reads), hashed, as `resultVersion(sql, params,
    * result.datasets)` gives it for a result — when it can be told without running it (the cache
    * applies to the statement, it ran before, and every dataset it reads serves): a `/v1/sql`
-   * request whose `If-None-Match` holds it is answered 304. Undefined otherwise.
+   * request whose `If-None-Match` holds it is answered 304. Undefined otherwise. With `snapshots`
+   * (a pinned query's), the version of the answer at those snapshots.
    */
-  resultVersion(sql: string, params?: readonly JsonValue[]): string | undefined;
+  resultVersion(
+    sql: string,
+    params?: readonly JsonValue[],
+    options?: Pick<QueryOptions, 'snapshots'>,
+  ): string | undefined;
   /**
    * The dataset's snapshots: a fresh (conditional) read of its location's metadata.json by the
    * coordinator's shared reader, then one HEAD per listed entry through the coordinator's store for

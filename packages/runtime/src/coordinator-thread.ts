@@ -210,7 +210,7 @@ class DatasetSlot {
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,
-      execArgv: threadExecArgv(),
+      ...threadExecArgv(),
       transferList: [channel.port2],
       ...(data.datasetResourceLimits === undefined ? {} : { resourceLimits: data.datasetResourceLimits }),
     });
@@ -383,6 +383,8 @@ async function listSnapshots(name: string, limit: number | undefined): Promise<S
         isCurrent: entry.snapshotId === dataset?.currentSnapshotId,
         storedSize,
         verified: storedSize === entry.size,
+        // The host marks the ones it holds (it knows its generations; this thread does not).
+        held: false,
       };
     });
     snapshots.push(...(await Promise.all(batch)));

@@ -88,7 +88,10 @@ export interface SnapshotTasks {
 
 export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort' | 'buildId'>;
 
-/** Generations kept per dataset (the current one and a few before it): see `GENERATIONS_KEPT`. */
+/**
+ * Generations kept linked per dataset (the current one and a few before it: see `GENERATIONS_KEPT`),
+ * or more when `ferry_retain_snapshots` holds more for pinned reads.
+ */
 const GENERATIONS_KEPT = 3;
 
 /**
@@ -311,7 +314,11 @@ export class DatasetHost {
     // Unlinking an old generation of a large file frees its blocks: tens of ms that need not come first.
     void this.#tracked(
       this.#tasks
-        .run({ kind: 'prune', files: this.#filesFor(kind), keep: GENERATIONS_KEPT })
+        .run({
+          kind: 'prune',
+          files: this.#filesFor(kind),
+          keep: Math.max(GENERATIONS_KEPT, this.#data.dataset.retainSnapshots ?? 0),
+        })
         .catch((error: unknown) =>
           this.#log(
             'warn',

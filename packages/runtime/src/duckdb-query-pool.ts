@@ -90,7 +90,7 @@ class QueryWorker {
     this.#onStarted = onStarted;
     this.worker = new Worker(threadFile('duckdb-query-worker'), {
       workerData: data,
-      execArgv: threadExecArgv(),
+      ...threadExecArgv(),
       ...(resourceLimits === undefined ? {} : { resourceLimits }),
     });
     let failure: unknown;

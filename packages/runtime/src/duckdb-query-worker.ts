@@ -110,7 +110,7 @@ type QueryMessage = Extract<HostToQueryWorker, { type: 'query' }>;
 async function answer(message: QueryMessage, state: Running): Promise<QueryAnswer> {
   if (pending > 0) await catalogs;
   const ns = namespace ?? (await ready);
-  const { sql, params, maxRows, maxBytes, shape } = message.request;
+  const { sql, params, maxRows, maxBytes, shape, pins } = message.request;
   const route: QueryRoute = ns.knownRoute(sql, shape) ?? (await ns.route(sql, shape));
   const shared = route.engine === 'duckdb' ? route.statement?.shared === true : true;
   if (route.engine === 'duckdb' && message.announce === true) {
@@ -118,7 +118,14 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
   }
   if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
   const { stop } = state;
-  if (message.mode === 'rows') return ns.rows(sql, params, route, { signal: stop, maxRows, maxBytes });
+  if (message.mode === 'rows') {
+    return ns.rows(sql, params, route, {
+      signal: stop,
+      maxRows,
+      maxBytes,
+      ...(pins === undefined ? {} : { pins }),
+    });
+  }
   const sink: BatchSink = {
     schema: (ipc, read) => {
       const bytes = transferable(ipc);
@@ -135,6 +142,7 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
     signal: stop,
     maxRows,
     maxBytes,
+    ...(pins === undefined ? {} : { pins }),
     ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
   });
   return { ...outcome, shared };

@@ -234,6 +234,42 @@ export class RuntimeClosedError extends FerryError {
   }
 }
 
+/**
+ * A query pinned a dataset (`snapshots`; HTTP / Flight `X-Ferry-Snapshot`) to a snapshot this reader
+ * served once but no longer holds (its generation was pruned): HTTP 410, Flight FAILED_PRECONDITION.
+ * `held`: the snapshot ids it can still read, newest first.
+ */
+export class SnapshotGoneError extends FerryError {
+  readonly dataset: string;
+  readonly snapshotId: number;
+  readonly held: readonly number[];
+
+  constructor(dataset: string, snapshotId: number, held: readonly number[]) {
+    super(
+      'ERR_SNAPSHOT_GONE',
+      `Snapshot ${snapshotId} of dataset '${dataset}' is no longer held by this reader (it holds ${held.length === 0 ? 'none' : held.join(', ')}); pin one of those, or drop the pin to read the current snapshot (more are kept with ferry_retain_snapshots).`,
+    );
+    this.name = 'SnapshotGoneError';
+    this.dataset = dataset;
+    this.snapshotId = snapshotId;
+    this.held = held;
+  }
+}
+
+/**
+ * A query pinned a dataset to a snapshot this reader has never served and the store has not
+ * published as far as it knows (an id past the newest): HTTP 404, Flight NOT_FOUND.
+ */
+export class PinnedSnapshotUnknownError extends FerryError {
+  constructor(dataset: string, snapshotId: number, newest: number | null) {
+    super(
+      'ERR_SNAPSHOT_NOT_FOUND',
+      `Snapshot ${snapshotId} of dataset '${dataset}' was never published to this reader's knowledge (the newest it knows is ${newest ?? 'none'}); pin a snapshot id an answer's X-Ferry-Snapshot header gave, or list them with GET /v1/datasets/${dataset}/acceleration/snapshots.`,
+    );
+    this.name = 'PinnedSnapshotUnknownError';
+  }
+}
+
 registerErrors({
   UnknownDatasetError,
   DatasetNotReadyError,
@@ -248,4 +284,6 @@ registerErrors({
   StreamIdleError,
   CrossDialectError,
   RuntimeClosedError,
+  SnapshotGoneError,
+  PinnedSnapshotUnknownError,
 });

@@ -7,6 +7,7 @@ export * from './api.js';
 export { type ApiKeyCheck, apiKeyCheck } from './api-keys.js';
 export * from './errors.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
+export { memoryReturn } from './memory-return.js';
 export type { DatasetCommand, InspectionEvent } from './protocol.js';
 export { redactingLogger } from './redaction.js';
 export { asksNoCache, cacheStatusFields, resultVersion } from './results-cache.js';
@@ -17,5 +18,6 @@ export {
   maxStalenessOption,
   SNAPSHOT_HEADER,
   snapshotHeaderValue,
+  snapshotPinsOption,
 } from './staleness-bound.js';
 export type { RuntimeTls } from './tls.js';

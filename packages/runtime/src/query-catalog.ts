@@ -5,7 +5,13 @@
  * versions the catalog, and hands each version to the query pools: pushed to the DuckDB workers,
  * and carried by every SQLite task as a version plus the catalog encoded once in a
  * SharedArrayBuffer (workers that block between tasks decode it only when the version moved).
+ *
+ * It also remembers the generations each dataset served before (as many as the snapshot pool keeps
+ * linked), so a query pinned to an earlier snapshot (`X-Ferry-Snapshot`) reads that generation's
+ * link for as long as it exists (`held`).
  */
+import { existsSync } from 'node:fs';
+import { type DatasetConfig, DEFAULT_RETAIN_SNAPSHOTS, MAX_RETAIN_SNAPSHOTS } from '@ferry/core';
 import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, NamespaceView } from '@ferry/engines';
 import type { DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import type { AnnouncedGeneration } from './protocol.js';
@@ -34,6 +40,14 @@ export function readSharedCatalog(shared: SharedCatalog): NamespaceCatalog {
   return JSON.parse(decoder.decode(new Uint8Array(shared.buffer).slice())) as NamespaceCatalog;
 }
 
+/** Generations remembered per dataset (current included), newest first: as many as may be held. */
+const REMEMBERED = MAX_RETAIN_SNAPSHOTS;
+
+/** How many snapshots a dataset holds for pinned reads (`ferry_retain_snapshots`, the current one included). */
+export function retainedOf(config: DatasetConfig | undefined): number {
+  return config?.retainSnapshots ?? DEFAULT_RETAIN_SNAPSHOTS;
+}
+
 export class QueryCatalog {
   readonly #registry: DatasetRegistry;
   readonly #onChange: (catalog: NamespaceCatalog) => void;
@@ -41,6 +55,8 @@ export class QueryCatalog {
     string,
     NamespaceGeneration & { readonly engine: AnnouncedGeneration['engine'] }
   >();
+  /** Each dataset's generations as announced, newest first (current included), at most {@link REMEMBERED}. */
+  readonly #announced = new Map<string, NamespaceGeneration[]>();
   #nextGeneration = 0;
   #version = 0;
   #current: NamespaceCatalog | undefined;
@@ -70,15 +86,37 @@ export class QueryCatalog {
   announce(entry: DatasetEntry, current: AnnouncedGeneration | null): void {
     if (current === null) this.#generations.delete(entry.name);
     else {
-      this.#generations.set(entry.name, {
+      const generation = {
         id: ++this.#nextGeneration,
         path: current.path,
         snapshotId: current.snapshotId,
-        schema: current.schema,
-        engine: current.engine,
-      });
+        ...(current.schema === undefined ? {} : { schema: current.schema }),
+      };
+      this.#generations.set(entry.name, { ...generation, schema: current.schema, engine: current.engine });
+      const announced = this.#announced.get(entry.name) ?? [];
+      this.#announced.set(entry.name, [generation, ...announced].slice(0, REMEMBERED));
     }
     this.#changed();
+  }
+
+  /**
+   * The generations of `name` this process holds for reads, newest first, one per snapshot, at most
+   * `retain` (`ferry_retain_snapshots`): the current one, and earlier ones whose link still exists
+   * (the snapshot pool prunes them, oldest first).
+   */
+  held(name: string, retain: number): readonly NamespaceGeneration[] {
+    const current = this.#generations.get(name);
+    const held: NamespaceGeneration[] = [];
+    const seen = new Set<number>();
+    for (const generation of this.#announced.get(name) ?? []) {
+      if (seen.has(generation.snapshotId)) continue;
+      const isCurrent = generation.id === current?.id;
+      if (!isCurrent && !existsSync(generation.path)) continue;
+      seen.add(generation.snapshotId);
+      held.push(generation);
+      if (held.length >= retain) break;
+    }
+    return held;
   }
 
   /** The dataset's thread is gone: it serves nothing until its next thread announces. */

@@ -3,7 +3,8 @@
  * (results-cache.ts) — a hit is answered here, without a pool, a miss runs and its result is offered
  * to the cache once it has been handed over (off the answer's path) — and the task history
  * (task-history.ts), which records every query. With the cache off and the history off, a query
- * goes straight to the service.
+ * goes straight to the service. A large streamed answer is followed by a full collection
+ * (memory-return.ts).
  */
 import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
@@ -17,6 +18,7 @@ import type {
   StreamOptions,
 } from './api.js';
 import type { Logger } from './logging.js';
+import { memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryService } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
@@ -161,12 +163,25 @@ export class QueryFront {
     this.#history.close();
   }
 
-  #lookup(sql: string, params: readonly JsonValue[]): CacheLookup {
+  /**
+   * What the cache looks a statement up by: its datasets at the snapshots it will read — the pinned
+   * ones (`snapshots`) for a pinned query, so it is never answered from another snapshot's entry.
+   */
+  #lookup(
+    sql: string,
+    params: readonly JsonValue[],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): CacheLookup {
+    const pins = options.snapshots;
+    const pinned =
+      pins === undefined
+        ? undefined
+        : new Map(Object.entries(pins).map(([name, snapshotId]) => [name.toLowerCase(), snapshotId]));
     return {
       sql,
       params,
       datasets: this.#reads.get(sql),
-      snapshotOf: (name) => this.#catalog.snapshotOf(name),
+      snapshotOf: (name) => pinned?.get(name.toLowerCase()) ?? this.#catalog.snapshotOf(name),
     };
   }
 
@@ -192,7 +207,7 @@ export class QueryFront {
       if (this.#cache.cacheable(sql)) this.#cache.countBypass();
       return undefined;
     }
-    return this.#cache.get<V>(kind, this.#lookup(sql, params));
+    return this.#cache.get<V>(kind, this.#lookup(sql, params, options));
   }
 
   /** Offers a result to the cache after the current turn: never on the answer's path. */
@@ -212,8 +227,12 @@ export class QueryFront {
     });
   }
 
-  resultVersion(sql: string, params: readonly JsonValue[]): string | undefined {
-    return this.#cache.versionNow(this.#lookup(sql, params));
+  resultVersion(
+    sql: string,
+    params: readonly JsonValue[],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): string | undefined {
+    return this.#cache.versionNow(this.#lookup(sql, params, options));
   }
 
   /** `dataset` now serves `snapshotId` (null: nothing). */
@@ -267,7 +286,7 @@ export class QueryFront {
         stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
           once: true,
         });
-        return stream;
+        return { ...stream, batches: memoryReturn.watch(stream.batches) };
       },
       (error: unknown) => this.#failed(id, error),
     );

@@ -12,6 +12,7 @@ import {
   type NamespaceCatalog,
   NamespaceTableError,
   type NamespaceTaskHistory,
+  type PinnedGeneration,
   type RowsOutcome,
 } from '@ferry/engines';
 import type { LogRecord } from './logging.js';
@@ -25,6 +26,8 @@ export interface QueryRequest {
   readonly maxBytes: number;
   /** The statement's shape key (`statementShape`), when the host computed it: the workers reuse it. */
   readonly shape?: string;
+  /** Datasets read at pinned generations (a client's `X-Ferry-Snapshot`), resolved by the host. */
+  readonly pins?: readonly PinnedGeneration[];
 }
 
 /**

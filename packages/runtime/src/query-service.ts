@@ -25,6 +25,7 @@ import {
   type NamespaceCatalog,
   type NamespaceTaskHistory,
   needsDuckDb,
+  type PinnedGeneration,
   statementShape,
 } from '@ferry/engines';
 import { Table } from 'apache-arrow';
@@ -44,12 +45,14 @@ import {
   CrossDialectError,
   DatasetFailedError,
   DatasetNotReadyError,
+  PinnedSnapshotUnknownError,
   QueryCancelledError,
   ResultTooLargeError,
+  SnapshotGoneError,
   UnknownDatasetError,
 } from './errors.js';
 import type { Logger } from './logging.js';
-import type { QueryCatalog } from './query-catalog.js';
+import { type QueryCatalog, retainedOf } from './query-catalog.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
 import { ResultStream } from './result-stream.js';
 import { SqliteReadPool } from './sqlite-read-pool.js';
@@ -232,6 +235,40 @@ export class QueryService {
     return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
   }
 
+  /**
+   * The generations a query's pins (`QueryOptions.snapshots`) name, resolved now: a pin stays on
+   * its generation however many swaps happen before the engine starts. A snapshot no longer held
+   * fails with `SnapshotGoneError`, one newer than any served with `PinnedSnapshotUnknownError`.
+   */
+  #pins(options: QueryOptions): readonly PinnedGeneration[] | undefined {
+    const asked = options.snapshots;
+    if (asked === undefined) return undefined;
+    const pins: PinnedGeneration[] = [];
+    for (const [name, snapshotId] of Object.entries(asked)) {
+      const entry =
+        this.#registry.find(name) ??
+        this.#registry.find(
+          this.#registry.names().find((known) => known.toLowerCase() === name.toLowerCase()) ?? name,
+        );
+      if (entry === undefined) throw new UnknownDatasetError(name, this.#registry.names());
+      const held = this.#catalog.held(entry.name, retainedOf(entry.config));
+      const generation = held.find((each) => each.snapshotId === snapshotId);
+      if (generation !== undefined) {
+        pins.push({ name: entry.name, generation });
+        continue;
+      }
+      if (held.length === 0) throw new DatasetNotReadyError(entry.name, entry.state);
+      const newest = Math.max(...held.map((each) => each.snapshotId));
+      if (snapshotId > newest) throw new PinnedSnapshotUnknownError(entry.name, snapshotId, newest);
+      throw new SnapshotGoneError(
+        entry.name,
+        snapshotId,
+        held.map((each) => each.snapshotId),
+      );
+    }
+    return pins.length === 0 ? undefined : pins;
+  }
+
   /** The plan of `sql` by its text, else by its shape (computed here, passed on to the workers). */
   #known(sql: string): Known {
     const plan = this.#plans.get(sql);
@@ -259,9 +296,11 @@ export class QueryService {
       engine: 'duckdb' | 'sqlite',
       plan: Plan | undefined,
       shape: string | undefined,
+      pins: readonly PinnedGeneration[] | undefined,
     ) => Promise<QueryAnswer | { kind: 'started'; value: T }>,
   ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | { kind: 'started'; value: T } }> {
     const asked = this.#registry.states();
+    const pins = this.#pins(options);
     if (!this.#ready) await this.#pools();
     else if (this.#closed !== undefined) throw this.#closed;
     const known = this.#known(sql);
@@ -273,7 +312,7 @@ export class QueryService {
         if (waiting !== undefined) await waiting;
       }
       const engine = plan?.engine ?? this.#firstEngine(sql);
-      const answer = await run(engine, plan, known.shape);
+      const answer = await run(engine, plan, known.shape, pins);
       const shared = answer.kind !== 'started' && answer.shared === true;
       if (answer.kind === 'reroute') {
         plan = { engine: 'sqlite', datasets: answer.datasets };
@@ -379,18 +418,19 @@ export class QueryService {
     maxRows: number,
     maxBytes: number,
     shape: string | undefined,
+    pins: readonly PinnedGeneration[] | undefined,
   ): QueryRequest {
-    return shape === undefined
-      ? { sql, params, maxRows, maxBytes }
-      : { sql, params, maxRows, maxBytes, shape };
+    const request: QueryRequest =
+      shape === undefined ? { sql, params, maxRows, maxBytes } : { sql, params, maxRows, maxBytes, shape };
+    return pins === undefined ? request : { ...request, pins };
   }
 
   async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
     this.#admission.admit();
     try {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
-      const { engine, answer } = await this.#execute<never>(sql, options, (where, plan, shape) => {
-        const request = this.#request(sql, params, maxRows, maxBytes, shape);
+      const { engine, answer } = await this.#execute<never>(sql, options, (where, plan, shape, pins) => {
+        const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
         return where === 'duckdb'
           ? this.#duckdbRows(request, options, plan?.datasets)
           : this.#sqlitePool().run(plan?.datasets ?? [], request, options.signal);
@@ -466,8 +506,8 @@ export class QueryService {
     settings: { readonly rows: string; readonly bytes: string },
     onFinished?: () => void,
   ): Promise<RuntimeQueryStream> {
-    const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape) => {
-      const request = this.#request(sql, params, maxRows, maxBytes, shape);
+    const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape, pins) => {
+      const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,

@@ -52,7 +52,7 @@ import type {
   HostToCoordinator,
   HostToDataset,
 } from './protocol.js';
-import { QueryCatalog } from './query-catalog.js';
+import { QueryCatalog, retainedOf } from './query-catalog.js';
 import { QueryFront } from './query-front.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
 import { redactingLogger } from './redaction.js';
@@ -239,7 +239,7 @@ class HostRuntime implements Runtime {
     const worker = new Worker(threadFile('coordinator-thread'), {
       workerData,
       env: notice.env,
-      execArgv: threadExecArgv(),
+      ...threadExecArgv(),
     });
     const rpc = new RpcClient<HostToCoordinator>(worker, 'The coordinator thread');
     this.#coordinator = worker;
@@ -516,8 +516,12 @@ class HostRuntime implements Runtime {
     return { ...metrics, resultsCache: this.#front.cacheCounters() };
   }
 
-  resultVersion(sql: string, params: readonly JsonValue[] = []): string | undefined {
-    return this.#front.resultVersion(sql, params);
+  resultVersion(
+    sql: string,
+    params: readonly JsonValue[] = [],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): string | undefined {
+    return this.#front.resultVersion(sql, params, options);
   }
 
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {
@@ -530,12 +534,19 @@ class HostRuntime implements Runtime {
     if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
       throw new RangeError(`snapshots('${name}'): limit must be a positive integer, got ${limit}.`);
     }
-    return this.#coordinatorRpc.request<SnapshotListing>({
+    const listing = await this.#coordinatorRpc.request<SnapshotListing>({
       type: 'snapshots',
       id: 0,
       dataset: name,
       ...(limit === undefined ? {} : { limit }),
     });
+    const held = new Set(
+      this.#catalog.held(entry.name, retainedOf(entry.config)).map((generation) => generation.snapshotId),
+    );
+    return {
+      ...listing,
+      snapshots: listing.snapshots.map((snapshot) => ({ ...snapshot, held: held.has(snapshot.snapshotId) })),
+    };
   }
 
   close(): Promise<void> {

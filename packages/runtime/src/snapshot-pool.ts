@@ -58,7 +58,7 @@ export class SnapshotPool {
   constructor(options: SnapshotPoolOptions = {}) {
     this.#pool = new Piscina({
       filename: options.filename ?? threadFile('snapshot-worker').href,
-      execArgv: threadExecArgv(),
+      ...threadExecArgv(),
       minThreads: 0,
       maxThreads: Math.max(1, options.threads ?? Math.min(2, cpus().length)),
       idleTimeout: options.idleTimeoutMs ?? 30_000,

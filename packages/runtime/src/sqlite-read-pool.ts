@@ -181,7 +181,7 @@ export class SqliteReadPool {
     };
     this.#pool = new Piscina({
       filename: options.filename,
-      execArgv: threadExecArgv(),
+      ...threadExecArgv(),
       minThreads: 0,
       maxThreads: this.#threads,
       idleTimeout: options.idleTimeoutMs ?? 30_000,

@@ -7,10 +7,12 @@
  * (`sqlite-read-pool.ts`); this worker records which query of the batch it is running and since
  * when in its batch's slot of the pool's progress buffer, so the host can time each query out on
  * its own. A query past its timeout (or cancelled) is stopped inside SQLite through the pool's stop
- * buffer (sqlite-stops.ts): it fails with `SQLITE_INTERRUPT` and the batch goes on.
+ * buffer (sqlite-stops.ts): it fails with `SQLITE_INTERRUPT` and the batch goes on. A query
+ * pinned to generations (`X-Ferry-Snapshot`) runs on a connection kept for its set of pins, at the
+ * current catalog with those datasets attached at their pinned generations.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
-import type { DatasetRead } from '@ferry/engines';
+import { type DatasetRead, type NamespaceCatalog, pinnedCatalog, pinsOf } from '@ferry/engines';
 import type { InterruptRegion } from '@ferry/engines/namespaces';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
@@ -78,20 +80,65 @@ lowerThreadPriority(data.niceness ?? 0);
 const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
 const stops = data.stops === undefined ? undefined : new Int32Array(data.stops);
 let namespace: SqliteNamespace | undefined;
+/**
+ * Connections for pinned queries, one per set of pins (the least recently used closed past
+ * {@link PINNED_SPACES}): a pinned query reads its datasets at their pinned generations there, so
+ * the queries beside it keep the current ones attached (and their prepared statements) on the
+ * first, and readers of different pins do not re-attach each other's.
+ */
+const pinnedSpaces = new Map<
+  string,
+  { readonly space: SqliteNamespace; base: number | undefined; version: number }
+>();
+const PINNED_SPACES = 4;
 
-function namespaceAt(catalog: SharedCatalog | undefined): SqliteNamespace {
-  namespace ??= new SqliteNamespace({
+/** The newest catalog this worker applied (the base a pinned query's catalog is made from). */
+let current: NamespaceCatalog | undefined;
+/** Pinned catalogs so far: their versions are -2, -3, … (never the host's, nor a namespace's first, -1). */
+let pinnedVersions = 0;
+
+function newNamespace(): SqliteNamespace {
+  return new SqliteNamespace({
     mainPath: data.mainPath,
     privateRoots: data.privateRoots,
     tempDirectory: data.tempDirectory,
   });
+}
+
+function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
+  namespace ??= newNamespace();
   if (catalog !== undefined) {
-    if (namespace.catalog.version !== catalog.version) namespace.setCatalog(readSharedCatalog(catalog));
+    if (current?.version !== catalog.version) current = readSharedCatalog(catalog);
   } else if (data.board !== undefined) {
-    const newest = readCatalogBoard(data.board, namespace.catalog.version);
-    if (newest !== undefined) namespace.setCatalog(newest);
+    current = readCatalogBoard(data.board, current?.version ?? -1) ?? current;
   }
-  return namespace;
+  if (current === undefined) return namespace;
+  const pins = pinsOf(
+    query.pins,
+    (query.pins ?? []).map((pin) => pin.name),
+  );
+  if (pins === undefined) {
+    if (namespace.catalog.version !== current.version) namespace.setCatalog(current);
+    return namespace;
+  }
+  const key = pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',');
+  let pinned = pinnedSpaces.get(key);
+  if (pinned === undefined) {
+    pinned = { space: newNamespace(), base: undefined, version: 0 };
+    for (const [oldest, entry] of pinnedSpaces) {
+      if (pinnedSpaces.size < PINNED_SPACES) break;
+      pinnedSpaces.delete(oldest);
+      entry.space.close();
+    }
+  } else pinnedSpaces.delete(key);
+  pinnedSpaces.set(key, pinned);
+  // The catalog moved (another dataset swapped): the datasets not pinned follow it.
+  if (pinned.base !== current.version) {
+    pinned.base = current.version;
+    pinned.version = -1 - ++pinnedVersions;
+    pinned.space.setCatalog({ ...pinnedCatalog(current, pins), version: pinned.version });
+  }
+  return pinned.space;
 }
 
 function runOne(
@@ -100,7 +147,7 @@ function runOne(
   region: InterruptRegion | undefined,
 ): QueryAnswer {
   try {
-    const ns = namespaceAt(catalog);
+    const ns = namespaceAt(catalog, query);
     ns.interruptOn(region);
     return ns.rows(
       query.sql,
@@ -194,7 +241,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   };
   try {
     const { sql, params, maxRows, maxBytes } = task.request;
-    const ns = namespaceAt(task.catalog);
+    const ns = namespaceAt(task.catalog, task.request);
     ns.interruptOn(region);
     markRunning(task.stops, region, 0);
     return ns.batches(

@@ -6,7 +6,7 @@
  * that names a stale dataset only in a branch it did not read is not refused. Without a bound, no
  * check (the default).
  */
-import { datasetStaleness, durationOrProblem } from '@ferry/core';
+import { datasetStaleness, durationOrProblem, isStalerThan, parseSnapshotPins } from '@ferry/core';
 import type { DatasetInfo, QueryProvenance } from './api.js';
 import { FreshnessHeaderError, StaleReadError } from './errors.js';
 
@@ -30,6 +30,23 @@ export function maxStalenessOption(value: string | undefined): { maxStalenessMs?
   throw new FreshnessHeaderError(MAX_STALENESS_HEADER, parsed.problem);
 }
 
+/**
+ * The query option an `X-Ferry-Snapshot` request value asks for (`orders=17, users=4`: the answer
+ * header's syntax): each named dataset read at that snapshot. None without the header (or with an
+ * empty one). A value that cannot be read throws `FreshnessHeaderError` (400 / `INVALID_ARGUMENT`).
+ */
+export function snapshotPinsOption(value: string | undefined): {
+  snapshots?: Readonly<Record<string, number>>;
+} {
+  if (value === undefined) return {};
+  const parsed = parseSnapshotPins(value);
+  if ('problem' in parsed) throw new FreshnessHeaderError(SNAPSHOT_HEADER_NAME, parsed.problem);
+  return Object.keys(parsed.pins).length === 0 ? {} : { snapshots: parsed.pins };
+}
+
+/** How messages name the pin header (HTTP spelling; Flight's key is the same in lower case). */
+const SNAPSHOT_HEADER_NAME = 'X-Ferry-Snapshot';
+
 /** `orders=17, users=4`: the snapshot of each dataset an answer read, in the order it read them. */
 export function snapshotHeaderValue(read: QueryProvenance['datasets']): string {
   return read.map((dataset) => `${dataset.name}=${dataset.snapshotId}`).join(', ');
@@ -47,7 +64,7 @@ export function holdToStalenessBound(
     const dataset = info(name);
     const status = dataset.status;
     const staleness = status === undefined ? null : datasetStaleness(status, nowMs).stalenessMs;
-    if (staleness !== null && staleness <= maxStalenessMs) continue;
+    if (!isStalerThan(staleness, maxStalenessMs)) continue;
     // Staleness falls only at a check: retry when the next one is due (at least a second away).
     const due = status?.nextPollDueMs;
     const retryAfterSeconds = Math.max(1, Math.ceil(((due ?? nowMs) - nowMs) / 1000));

@@ -12,6 +12,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { StaleBuildError, ThreadFileMissingError } from './thread-errors.js';
 
 let verified: string | undefined;
@@ -63,17 +64,47 @@ export function checkBuildId(buildId: string, self: string): void {
 }
 
 /**
- * The Node options every thread of Ferry starts with: the process's, less `--input-type`, which a
- * thread refuses (`ERR_INPUT_TYPE_NOT_ALLOWED`) and which a script run as `node --input-type=module
- * -e '…'` carries; a thread started with it dies at once.
+ * The Node options every thread of Ferry starts with, spread into a `Worker`'s or a piscina pool's
+ * options. No `execArgv`, the usual answer, lets a thread inherit the process's options as Node copies them, V8
+ * flags included: a runtime started as `node --max-old-space-size=4096 …` or `node --trace-gc …`
+ * must start its threads, and an explicit `execArgv` carrying a V8 flag is refused
+ * (`ERR_WORKER_INVALID_EXEC_ARGV`). Only a process started with `--input-type` (a script run as
+ * `node --input-type=module -e '…'`) passes a list: its options less `--input-type`, which a thread
+ * refuses (`ERR_INPUT_TYPE_NOT_ALLOWED`) and dies of at once, and less the flags a thread refuses
+ * (found once, by the error of a thread that is never started).
  */
-export function threadExecArgv(): string[] {
+export function threadExecArgv(): { execArgv?: string[] } {
+  if (!process.execArgv.some(isInputType)) return {};
+  explicitExecArgv ??= acceptedByThreads(withoutInputType(process.execArgv));
+  return { execArgv: explicitExecArgv };
+}
+
+let explicitExecArgv: string[] | undefined;
+
+function isInputType(arg: string): boolean {
+  return arg === '--input-type' || arg.startsWith('--input-type=');
+}
+
+function withoutInputType(args: readonly string[]): string[] {
   const kept: string[] = [];
-  const args = process.execArgv;
   for (let index = 0; index < args.length; index++) {
     const arg = args[index] as string;
     if (arg === '--input-type') index++;
-    else if (!arg.startsWith('--input-type=')) kept.push(arg);
+    else if (!isInputType(arg)) kept.push(arg);
   }
   return kept;
+}
+
+/** `args` less what `new Worker` refuses: its error lists them (`…invalid execArgv flags: --a, --b`). */
+function acceptedByThreads(args: string[]): string[] {
+  try {
+    void new Worker('', { eval: true, execArgv: args }).terminate();
+    return args;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw error;
+    const listed = /flags: (.*)$/.exec((error as Error).message)?.[1]?.split(', ') ?? [];
+    const refused = new Set(listed);
+    const kept = args.filter((arg) => !refused.has(arg));
+    return kept.length < args.length ? acceptedByThreads(kept) : [];
+  }
 }

@@ -22,10 +22,12 @@ import {
   type DatasetInfo,
   MAX_STALENESS_HEADER,
   maxStalenessOption,
+  memoryReturn,
   type QueryProvenance,
   type Runtime,
   SNAPSHOT_HEADER,
   snapshotHeaderValue,
+  snapshotPinsOption,
 } from '@ferry/runtime';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { bypassesCache, cacheHeaders, entityTag, matchesIfNoneMatch } from './cache-headers.js';
@@ -209,8 +211,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const type: SqlMediaType =
         typeof accepted === 'string' ? (accepted as SqlMediaType) : 'application/json';
       reply.header('vary', 'Accept');
+      const pins = snapshotPinsOption(headerText(request.headers[SNAPSHOT_HEADER]));
       // A client holding the answer as it is now is told so, and the query does not run.
-      const version = runtime.resultVersion(sql, params as JsonValue[]);
+      const version = runtime.resultVersion(sql, params as JsonValue[], pins);
       if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
         return reply.code(304).header('etag', entityTag(version, type)).send();
       }
@@ -218,6 +221,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
         signal: clientGone(reply),
         noCache: bypassesCache(request.headers),
         ...maxStalenessOption(headerText(request.headers[MAX_STALENESS_HEADER])),
+        ...pins,
       };
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
@@ -226,6 +230,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
           cutAnswer(request, reply, error, options.onServerError),
         );
         outcome = 'ok';
+        // Once the response has gone out (not when its last batch was taken: a large answer's text
+        // sits in the socket while the client reads), its garbage can be collected.
+        reply.raw.once('close', () => memoryReturn.ended(answer.bytes()));
         provenanceHeaders(reply, answer.provenance);
         cacheHeaders(reply, sql, params as JsonValue[], answer.provenance, type);
         return reply.type(answer.contentType).send(answer.body);

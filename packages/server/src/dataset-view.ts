@@ -4,7 +4,7 @@
  * `?status=true` a Spice `status`), then Ferry's (times as ISO-8601 strings, `null` where there is
  * nothing to report). `ferry status` reads it.
  */
-import { formatStaleness, redactSecrets, type SecretReference } from '@ferry/core';
+import { formatStaleness, isStalerThan, redactSecrets, type SecretReference } from '@ferry/core';
 import type { DatasetInfo } from '@ferry/runtime';
 
 /** Spice's dataset status values (`Disabled` never applies: every Ferry dataset is accelerated). */
@@ -63,9 +63,7 @@ export function isServing(info: DatasetInfo): boolean {
 
 /** True when the dataset has a `ferry_max_staleness` and is staler than it (or serves nothing). */
 export function pastStalenessBound(info: DatasetInfo): boolean {
-  return (
-    info.maxStalenessMs !== null && (info.stalenessMs === null || info.stalenessMs > info.maxStalenessMs)
-  );
+  return info.maxStalenessMs !== null && isStalerThan(info.stalenessMs, info.maxStalenessMs);
 }
 
 /** Why `GET /v1/ready` holds a dataset back: its state, or its staleness past its bound. */

@@ -1,7 +1,8 @@
 /**
  * What `GET /metrics` exposes, in a prom-client registry of its own per server (so two servers in
  * one process never share series): per-dataset snapshot id, age, staleness, readiness, swaps and
- * polls by result, signature refusals and heartbeat freshness, download totals and SQS message
+ * polls by result, signature refusals and heartbeat freshness, download totals (fetched and, for
+ * delta downloads, reused bytes; per dataset, its last download's) and SQS message
  * counts, read from the runtime at every scrape (each metric's `collect`); Spice's reader-side
  * snapshot metrics under their Spice names (`dataset_acceleration_snapshot_*`, label `dataset`);
  * and the latency histogram of
@@ -116,6 +117,28 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
     collect() {
       this.reset();
       this.inc(counters().downloadedBytes);
+    },
+  });
+  new Counter({
+    name: 'ferry_snapshot_reused_bytes_total',
+    help: 'Bytes of downloaded snapshot files copied from the file held before instead of fetched (delta downloads).',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(counters().reusedBytes);
+    },
+  });
+  new Gauge({
+    name: 'ferry_dataset_last_download_bytes',
+    help: "Bytes of the dataset's last snapshot download, by source: fetched from the store, or reused from the file held before (a delta download).",
+    labelNames: ['dataset', 'source'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [dataset, last] of Object.entries(counters().lastDownloads)) {
+        this.set({ dataset, source: 'fetched' }, last.fetchedBytes);
+        this.set({ dataset, source: 'reused' }, last.reusedBytes);
+      }
     },
   });
   new Counter({

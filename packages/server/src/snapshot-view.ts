@@ -1,7 +1,9 @@
 /**
  * `GET /v1/datasets/:name/acceleration/snapshots` (and `…/snapshots/:id`, one entry): the runtime's snapshot listing in Spice's
  * `SnapshotSummary` shape (snake_case; optional fields left out when metadata.json has none).
- * `status` is `verified` when a HEAD found the object with its recorded size, else `unverified`.
+ * `status` is `verified` when a HEAD found the object with its recorded size, else `unverified`;
+ * `held` (Ferry's) is true for the snapshots this reader holds: the current one and those kept for
+ * pinned reads (`ferry_retain_snapshots`, `X-Ferry-Snapshot`).
  */
 import type { Runtime, SnapshotInfo, SnapshotListing } from '@ferry/runtime';
 import { SnapshotNotFoundError } from './errors.js';
@@ -17,6 +19,8 @@ export interface SpiceSnapshotEntry {
   readonly row_count?: number;
   readonly is_current: boolean;
   readonly status: 'verified' | 'unverified';
+  /** Ferry's: this reader holds it (serves it, or keeps it for pinned reads). */
+  readonly held: boolean;
 }
 
 export interface SpiceSnapshotSummary {
@@ -42,6 +46,7 @@ export function entryView(snapshot: SnapshotInfo): SpiceSnapshotEntry {
     ...(snapshot.rowCount === undefined ? {} : { row_count: snapshot.rowCount }),
     is_current: snapshot.isCurrent,
     status: snapshot.verified ? 'verified' : 'unverified',
+    held: snapshot.held,
   };
 }
 

@@ -84,6 +84,8 @@ export interface SqlAnswer {
   /** The table for people as text; every other format as a stream. */
   readonly body: string | Readable;
   readonly provenance: QueryProvenance;
+  /** The bytes of the Arrow batches answered so far (0 for the table). */
+  readonly bytes: () => number;
 }
 
 /** What a streamed answer does when its query fails after the first chunk went out. */
@@ -102,13 +104,19 @@ export async function answerSql(
   if (type === 'text/plain') {
     const result = await runtime.query(sql, params, options);
     const columns = result.columns.map((column) => column.name);
-    return { contentType: CONTENT_TYPES[type], body: toTextTable(columns, result.rows), provenance: result };
+    return {
+      contentType: CONTENT_TYPES[type],
+      body: toTextTable(columns, result.rows),
+      provenance: result,
+      bytes: () => 0,
+    };
   }
   const stream = await runtime.queryStream(sql, params, {
     ...options,
     ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }),
   });
-  const batches = limited(stream, limits);
+  const read = { bytes: 0 };
+  const batches = limited(stream, limits, read);
   const chunks: AsyncGenerator<Uint8Array> =
     type === ARROW_STREAM_TYPE
       ? arrowChunks(stream.schema, batches)
@@ -122,7 +130,7 @@ export async function answerSql(
     startedAt(first, chunks, cut),
     type === ARROW_STREAM_TYPE ? { objectMode: false, highWaterMark: 1 } : { highWaterMark: 1 },
   );
-  return { contentType: CONTENT_TYPES[type], body, provenance: stream };
+  return { contentType: CONTENT_TYPES[type], body, provenance: stream, bytes: () => read.bytes };
 }
 
 /**
@@ -143,16 +151,23 @@ async function* startedAt<T>(
   }
 }
 
-/** The stream's batches, ending it with `ERR_RESULT_TOO_LARGE` past a cap (and cancelling the query). */
-async function* limited(stream: RuntimeQueryStream, limits: SqlLimits): AsyncGenerator<RecordBatch> {
+/**
+ * The stream's batches, ending it with `ERR_RESULT_TOO_LARGE` past a cap (and cancelling the
+ * query); `read.bytes` counts their bytes.
+ */
+async function* limited(
+  stream: RuntimeQueryStream,
+  limits: SqlLimits,
+  read: { bytes: number },
+): AsyncGenerator<RecordBatch> {
   const maxRows = limits.maxRows ?? 0;
   const maxBytes = limits.maxBytes ?? 0;
-  const names = stream.datasets.map((read) => read.name);
+  const names = stream.datasets.map((dataset) => dataset.name);
   let rows = 0;
-  let bytes = 0;
   for await (const batch of stream.batches) {
     rows += batch.numRows;
-    bytes += batch.data.byteLength;
+    read.bytes += batch.data.byteLength;
+    const bytes = read.bytes;
     if (maxRows > 0 && rows > maxRows) {
       stream.cancel();
       throw new ResultTooLargeError(names, maxRows, 'rows', 'the HTTP server’s maxResultRows');

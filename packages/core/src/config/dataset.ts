@@ -38,6 +38,8 @@ export interface PodSnapshots {
   readonly trustedKeys?: readonly TrustedKey[];
   /** `snapshots.params.ferry_max_staleness`: every dataset's bound unless its own param sets one. */
   readonly maxStalenessMs?: number;
+  /** `snapshots.params.ferry_retain_snapshots`: every dataset's count unless its own param sets one. */
+  readonly retainSnapshots?: number;
 }
 
 /** A dataset as read: `config` is present only when the dataset has no error of its own. */
@@ -167,7 +169,42 @@ const TUNING_PARAMS: Readonly<Record<EngineName, readonly string[]>> = {
  */
 export const MAX_STALENESS_PARAM = 'ferry_max_staleness';
 
-export const FILE_FORMAT_PARAMS = ['file_format', ...S3_PARAM_KEYS, MAX_STALENESS_PARAM];
+/**
+ * `ferry_retain_snapshots` (Ferry's own key): how many snapshots a reader holds for pinned reads
+ * (`X-Ferry-Snapshot`), the current one included, pruned oldest first. A dataset param, with a
+ * default for all in `snapshots.params`.
+ */
+export const RETAIN_SNAPSHOTS_PARAM = 'ferry_retain_snapshots';
+
+/** Snapshots held when `ferry_retain_snapshots` is not set: the current one and the one before. */
+export const DEFAULT_RETAIN_SNAPSHOTS = 2;
+
+/** The most `ferry_retain_snapshots` may ask for (each held snapshot is a file on the reader's disk). */
+export const MAX_RETAIN_SNAPSHOTS = 64;
+
+export const FILE_FORMAT_PARAMS = [
+  'file_format',
+  ...S3_PARAM_KEYS,
+  MAX_STALENESS_PARAM,
+  RETAIN_SNAPSHOTS_PARAM,
+];
+
+/**
+ * A `ferry_retain_snapshots` value: a whole number from 1 (the current snapshot only) to
+ * {@link MAX_RETAIN_SNAPSHOTS}, as a number or a string; reported at `path` otherwise.
+ */
+export function readRetainSnapshots(report: Reporter, path: string, value: unknown): number | undefined {
+  const text = typeof value === 'number' || typeof value === 'string' ? String(value) : undefined;
+  const count = text !== undefined && /^\s*\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_RETAIN_SNAPSHOTS) {
+    report.error(
+      path,
+      `'${text ?? JSON.stringify(value)}' is not a number of snapshots to hold; write a whole number from 1 (the current one only) to ${MAX_RETAIN_SNAPSHOTS} (default ${DEFAULT_RETAIN_SNAPSHOTS}: the current one and the one before)`,
+    );
+    return undefined;
+  }
+  return count;
+}
 
 export interface DatasetContext {
   readonly pod: PodSnapshots;
@@ -399,7 +436,7 @@ function readRefreshModeDataset(
     }
   }
   const refreshCheckIntervalMs = readInterval(report, at, accel);
-  const { live, limits, maxStalenessMs } = readEngineParams(
+  const { live, limits, maxStalenessMs, retainSnapshots } = readEngineParams(
     report,
     `${at}.params`,
     accel.params,
@@ -408,6 +445,7 @@ function readRefreshModeDataset(
     secrets,
   );
   const staleness = maxStalenessMs ?? pod.maxStalenessMs;
+  const retain = retainSnapshots ?? pod.retainSnapshots;
 
   const name = report.datasetName;
   if (pod.location === undefined && !pod.locationBroken) {
@@ -453,6 +491,7 @@ function readRefreshModeDataset(
       ...(limits === undefined ? {} : { queryLimits: limits }),
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
       ...(staleness === undefined ? {} : { maxStalenessMs: staleness }),
+      ...(retain === undefined ? {} : { retainSnapshots: retain }),
     },
   };
 }
@@ -551,6 +590,14 @@ function readFileFormatDataset(
     ? readDuration(report, `${base}.params.${MAX_STALENESS_PARAM}`, params[MAX_STALENESS_PARAM])
     : undefined;
   const staleness = own ?? pod.maxStalenessMs;
+  const retain =
+    (Object.hasOwn(params, RETAIN_SNAPSHOTS_PARAM)
+      ? readRetainSnapshots(
+          report,
+          `${base}.params.${RETAIN_SNAPSHOTS_PARAM}`,
+          params[RETAIN_SNAPSHOTS_PARAM],
+        )
+      : undefined) ?? pod.retainSnapshots;
   const name = report.datasetName;
   if (
     report.failed ||
@@ -578,6 +625,7 @@ function readFileFormatDataset(
       ...(limits === undefined ? {} : { queryLimits: limits }),
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
       ...(staleness === undefined ? {} : { maxStalenessMs: staleness }),
+      ...(retain === undefined ? {} : { retainSnapshots: retain }),
     },
   };
 }
@@ -705,6 +753,7 @@ interface EngineParams {
   readonly live?: LiveFile;
   readonly limits?: QueryLimits;
   readonly maxStalenessMs?: number;
+  readonly retainSnapshots?: number;
 }
 
 /**
@@ -732,8 +781,10 @@ function readEngineParams(
     ...PLACEMENT_PARAMS,
     ...SNAPSHOT_ENGINES.flatMap((e) => TUNING_PARAMS[e]),
     MAX_STALENESS_PARAM,
+    RETAIN_SNAPSHOTS_PARAM,
   ];
   let maxStalenessMs: number | undefined;
+  let retainSnapshots: number | undefined;
   let live: LiveFile | undefined;
   let filePath: string | undefined;
   let memoryLimitBytes: number | undefined;
@@ -742,6 +793,10 @@ function readEngineParams(
     const path = `${at}.${key}`;
     if (key === MAX_STALENESS_PARAM) {
       maxStalenessMs = readDuration(report, path, value[key]);
+      continue;
+    }
+    if (key === RETAIN_SNAPSHOTS_PARAM) {
+      retainSnapshots = readRetainSnapshots(report, path, value[key]);
       continue;
     }
     if (LIMIT_PARAMS.includes(key) && tuning.includes(key)) {
@@ -792,5 +847,6 @@ function readEngineParams(
     ...(live === undefined ? {} : { live }),
     ...(Object.keys(limits).length === 0 ? {} : { limits }),
     ...(maxStalenessMs === undefined ? {} : { maxStalenessMs }),
+    ...(retainSnapshots === undefined ? {} : { retainSnapshots }),
   };
 }

@@ -1,6 +1,12 @@
 /** The spicepod configuration model: load and validate a Spice-style spicepod into typed config. */
 export { parseByteSize } from './byte-size.js';
-export { DEFAULT_REFRESH_CHECK_INTERVAL_MS, FILE_FORMAT_PARAMS } from './dataset.js';
+export {
+  DEFAULT_REFRESH_CHECK_INTERVAL_MS,
+  DEFAULT_RETAIN_SNAPSHOTS,
+  FILE_FORMAT_PARAMS,
+  MAX_RETAIN_SNAPSHOTS,
+  RETAIN_SNAPSHOTS_PARAM,
+} from './dataset.js';
 export { durationOrProblem, MAX_DURATION_MS, parseDuration } from './duration.js';
 export { ConfigError, closest, editDistance } from './issues.js';
 export { type ParsedQueueUrl, parseEndpoint, parseQueueUrl, QUEUE_URL_FORM } from './queue-url.js';

@@ -7,7 +7,14 @@
 import { LineCounter, parseDocument } from 'yaml';
 import { type Location, parseLocation } from '../location.js';
 import { NotificationMessages } from '../notifications/messages.js';
-import { type DatasetDraft, MAX_STALENESS_PARAM, type PodSnapshots, readDataset } from './dataset.js';
+import {
+  type DatasetDraft,
+  MAX_STALENESS_PARAM,
+  type PodSnapshots,
+  RETAIN_SNAPSHOTS_PARAM,
+  readDataset,
+  readRetainSnapshots,
+} from './dataset.js';
 import { ConfigError, IssueSink, Reporter } from './issues.js';
 import { parseEndpoint, parseQueueUrl } from './queue-url.js';
 import { readRuntimeSection } from './runtime-section.js';
@@ -70,6 +77,7 @@ const TOPIC_OPTION_PARAMS = [RAW_DELIVERY_PARAM, HEARTBEAT_PARAM];
 const SNAPSHOTS_PARAM_KEYS = [
   ...S3_PARAM_KEYS,
   MAX_STALENESS_PARAM,
+  RETAIN_SNAPSHOTS_PARAM,
   QUEUE_PARAM,
   QUEUE_ENDPOINT_PARAM,
   TOPIC_PARAM,
@@ -310,6 +318,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
   let topic: SnapshotsRead['topic'];
   let trustedKeys: SnapshotsConfig['trustedKeys'];
   let maxStalenessMs: number | undefined;
+  let retainSnapshots: number | undefined;
   if (!isMap(params)) {
     pod.error('snapshots.params', 'must be a map of parameters');
   } else {
@@ -352,6 +361,10 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       const path = `snapshots.params.${MAX_STALENESS_PARAM}`;
       maxStalenessMs = readDuration(pod, path, params[MAX_STALENESS_PARAM]);
     }
+    if (Object.hasOwn(params, RETAIN_SNAPSHOTS_PARAM)) {
+      const path = `snapshots.params.${RETAIN_SNAPSHOTS_PARAM}`;
+      retainSnapshots = readRetainSnapshots(pod, path, params[RETAIN_SNAPSHOTS_PARAM]);
+    }
   }
 
   const s3ForLocation = location?.scheme === 's3' ? s3 : undefined;
@@ -373,6 +386,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       ...(s3ForLocation === undefined ? {} : { s3: s3ForLocation }),
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
       ...(maxStalenessMs === undefined ? {} : { maxStalenessMs }),
+      ...(retainSnapshots === undefined ? {} : { retainSnapshots }),
     },
     config,
     ...(queueUrl === undefined ? {} : { queueUrl }),

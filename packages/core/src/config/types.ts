@@ -281,6 +281,12 @@ export interface DatasetConfig {
    * staleness the dataset is not ready. Absent: no bound.
    */
   readonly maxStalenessMs?: number;
+  /**
+   * `ferry_retain_snapshots` (Ferry's key; the dataset's param, else `snapshots.params`): how many
+   * snapshots this reader holds for pinned reads, the current one included. Absent: the default,
+   * {@link DEFAULT_RETAIN_SNAPSHOTS} (the current one and the one before).
+   */
+  readonly retainSnapshots?: number;
 }
 
 export interface QueryLimits {

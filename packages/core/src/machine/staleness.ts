@@ -54,9 +54,9 @@ export function datasetStaleness(facts: StalenessFacts, nowMs: number): Stalenes
   return { stalenessMs: Math.max(0, nowMs - sinceMs), sinceMs, newerSnapshotId };
 }
 
-/** True when the dataset serves nothing or is staler than `boundMs`. */
-export function isStalerThan(staleness: Staleness, boundMs: number): boolean {
-  return staleness.stalenessMs === null || staleness.stalenessMs > boundMs;
+/** True when the dataset serves nothing (`stalenessMs` null) or is staler than `boundMs`. */
+export function isStalerThan(stalenessMs: number | null, boundMs: number): boolean {
+  return stalenessMs === null || stalenessMs > boundMs;
 }
 
 /** One dataset's staleness against its `ferry_max_staleness`, for {@link staleCrossings}. */
