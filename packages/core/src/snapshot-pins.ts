@@ -21,7 +21,8 @@ const FIX =
 export function parseSnapshotPins(
   value: string,
 ): { readonly pins: Readonly<Record<string, number>> } | { readonly problem: string } {
-  const pins: Record<string, number> = {};
+  // No prototype: a pin on a dataset named `__proto__` is a pin like any other, never dropped.
+  const pins: Record<string, number> = Object.create(null) as Record<string, number>;
   for (const raw of value.split(',')) {
     const part = raw.trim();
     if (part === '') continue;

@@ -10,6 +10,14 @@ describe('parseSnapshotPins', () => {
     expect(parseSnapshotPins('')).toEqual({ pins: {} });
   });
 
+  it("keeps a pin whatever the dataset's name (one named __proto__ is not dropped)", () => {
+    const parsed = parseSnapshotPins('__proto__=3, constructor=4') as { pins: Record<string, number> };
+    expect(Object.entries(parsed.pins)).toEqual([
+      ['__proto__', 3],
+      ['constructor', 4],
+    ]);
+  });
+
   it('the same pin twice is one pin; two different ones are a problem', () => {
     expect(parseSnapshotPins('orders=3, ORDERS=3')).toEqual({ pins: { orders: 3 } });
     const twice = parseSnapshotPins('orders=3, Orders=4');
