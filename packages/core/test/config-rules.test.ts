@@ -229,6 +229,51 @@ describe('ferry_retain_snapshots (Ferry only)', () => {
   ]);
 });
 
+describe('ferry_retain_disk_budget (Ferry only)', () => {
+  it('a dataset param wins over the snapshots.params default, which every other dataset takes', () => {
+    const pod = basePod();
+    pod.snapshots.params.ferry_retain_disk_budget = '20GiB';
+    accel(pod).params = { ferry_retain_disk_budget: '512MB' };
+    withPartner(pod, {
+      params: { file_format: 'snapshot', s3_region: 'us-west-2', ferry_retain_disk_budget: 0 },
+    });
+    const load = loadSpicepod(stringify(pod), { file: 'spicepod.yaml' });
+    expect([load.errors, load.warnings]).toStrictEqual([[], []]);
+    expect(load.datasets.map((d) => [d.name, d.retainDiskBudgetBytes])).toStrictEqual([
+      ['orders', 512e6],
+      ['users', 20 * 2 ** 30],
+      ['partner', 0],
+    ]);
+  });
+
+  it('absent everywhere: no budget (the count alone)', () => {
+    const load = loadSpicepod(stringify(basePod()), { file: 'spicepod.yaml' });
+    expect(load.datasets.map((d) => d.retainDiskBudgetBytes)).toStrictEqual([undefined, undefined]);
+  });
+
+  run([
+    {
+      name: 'a dataset ferry_retain_disk_budget that is not a size',
+      mutate: (pod) => {
+        accel(pod).params = { ferry_retain_disk_budget: '20 gigs' };
+      },
+      errors: [
+        "spicepod.yaml: datasets[0].acceleration.params.ferry_retain_disk_budget: '20 gigs' is not a disk size; write it like 20GiB or 512MB (the disk earlier snapshots held for pinned reads may take)",
+      ],
+    },
+    {
+      name: 'a negative snapshots.params.ferry_retain_disk_budget',
+      mutate: (pod) => {
+        pod.snapshots.params.ferry_retain_disk_budget = -1;
+      },
+      errors: [
+        "spicepod.yaml: snapshots.params.ferry_retain_disk_budget: '-1' is not a disk size; write it like 20GiB or 512MB (the disk earlier snapshots held for pinned reads may take)",
+      ],
+      fatal: true,
+    },
+  ]);
+});
+
 describe('refresh_mode: snapshot requirements', () => {
   run([
     {
@@ -1030,7 +1075,7 @@ describe('the from: s3:// + params.file_format: snapshot form', () => {
         withPartner(pod, { params: { file_format: 'snapshot', hive_partitioning_enabled: true } });
       },
       errors: [
-        'spicepod.yaml: datasets[2].params.hive_partitioning_enabled: not used by file_format: snapshot datasets; remove it (they accept file_format, s3_region, s3_endpoint, s3_auth, s3_key, s3_secret, s3_session_token, allow_http, client_timeout, ferry_max_staleness or ferry_retain_snapshots)',
+        'spicepod.yaml: datasets[2].params.hive_partitioning_enabled: not used by file_format: snapshot datasets; remove it (they accept file_format, s3_region, s3_endpoint, s3_auth, s3_key, s3_secret, s3_session_token, allow_http, client_timeout, ferry_max_staleness, ferry_retain_snapshots or ferry_retain_disk_budget)',
       ],
       valid: ['orders', 'users'],
     },

@@ -89,12 +89,6 @@ export interface SnapshotTasks {
 export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort' | 'buildId'>;
 
 /**
- * Generations kept linked per dataset (the current one and a few before it: see `GENERATIONS_KEPT`),
- * or more when `ferry_retain_snapshots` holds more for pinned reads.
- */
-const GENERATIONS_KEPT = 3;
-
-/**
  * A status without emitted events (a check began, a command was taken) waits this long and leaves
  * only if no newer status overtook it: an unchanged poll, over in a millisecond or two, then posts
  * one status (with its poll event) instead of two. Events and answers to the host never wait.
@@ -317,7 +311,10 @@ export class DatasetHost {
         .run({
           kind: 'prune',
           files: this.#filesFor(kind),
-          keep: Math.max(GENERATIONS_KEPT, this.#data.dataset.retainSnapshots ?? 0),
+          retention: {
+            retainSnapshots: this.#data.dataset.retainSnapshots,
+            retainDiskBudgetBytes: this.#data.dataset.retainDiskBudgetBytes,
+          },
         })
         .catch((error: unknown) =>
           this.#log(
@@ -334,7 +331,7 @@ export class DatasetHost {
     const engine = this.#engine;
     if (engine === undefined) {
       // Links of an earlier run are stale (the pools that held them are gone with it).
-      await this.#tasks.run({ kind: 'prune', files: this.#filesFor('duckdb'), keep: 0 });
+      await this.#tasks.run({ kind: 'prune', files: this.#filesFor('duckdb'), retention: null });
       return null;
     }
     const restored = await this.#tasks.run({ kind: 'restore', files: this.#filesFor(engine) });

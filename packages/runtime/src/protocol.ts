@@ -235,7 +235,18 @@ export type SnapshotTask =
     }
   /** Commits a verified file over the live path, then links the new live file as a generation. */
   | { readonly kind: 'commit'; readonly files: DatasetFiles; readonly prepared: PreparedSnapshot }
-  | { readonly kind: 'prune'; readonly files: DatasetFiles; readonly keep: number }
+  /**
+   * Prunes the dataset's generations: all but those the retention holds and the newest few that
+   * queries in flight may still attach, or (`null`) every one (links of an earlier run).
+   */
+  | {
+      readonly kind: 'prune';
+      readonly files: DatasetFiles;
+      readonly retention: {
+        readonly retainSnapshots: number | undefined;
+        readonly retainDiskBudgetBytes: number | undefined;
+      } | null;
+    }
   | { readonly kind: 'discard'; readonly tempPath: string }
   /** Closes the worker's warm checkers and stores (before the pool ends). */
   | { readonly kind: 'release' };

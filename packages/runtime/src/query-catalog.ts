@@ -10,9 +10,10 @@
  * linked), so a query pinned to an earlier snapshot (`X-Ferry-Snapshot`) reads that generation's
  * link for as long as it exists (`held`).
  */
-import { existsSync } from 'node:fs';
-import { type DatasetConfig, DEFAULT_RETAIN_SNAPSHOTS, MAX_RETAIN_SNAPSHOTS } from '@ferry/core';
+import { statSync } from 'node:fs';
+import { MAX_RETAIN_SNAPSHOTS, type Retention } from '@ferry/core';
 import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, NamespaceView } from '@ferry/engines';
+import { type GenerationFile, generationFile, heldGenerations } from '@ferry/snapshots';
 import type { DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import type { AnnouncedGeneration } from './protocol.js';
 
@@ -42,11 +43,6 @@ export function readSharedCatalog(shared: SharedCatalog): NamespaceCatalog {
 
 /** Generations remembered per dataset (current included), newest first: as many as may be held. */
 const REMEMBERED = MAX_RETAIN_SNAPSHOTS;
-
-/** How many snapshots a dataset holds for pinned reads (`ferry_retain_snapshots`, the current one included). */
-export function retainedOf(config: DatasetConfig | undefined): number {
-  return config?.retainSnapshots ?? DEFAULT_RETAIN_SNAPSHOTS;
-}
 
 export class QueryCatalog {
   readonly #registry: DatasetRegistry;
@@ -100,23 +96,23 @@ export class QueryCatalog {
   }
 
   /**
-   * The generations of `name` this process holds for reads, newest first, one per snapshot, at most
-   * `retain` (`ferry_retain_snapshots`): the current one, and earlier ones whose link still exists
-   * (the snapshot pool prunes them, oldest first).
+   * The generations of `name` this process holds for reads, newest first, one per snapshot, as
+   * `retention` says (`ferry_retain_snapshots`, `ferry_retain_disk_budget`: the rule the snapshot
+   * pool prunes by): the current one, and earlier ones whose link still exists.
    */
-  held(name: string, retain: number): readonly NamespaceGeneration[] {
+  held(name: string, retention: Retention): readonly NamespaceGeneration[] {
     const current = this.#generations.get(name);
-    const held: NamespaceGeneration[] = [];
-    const seen = new Set<number>();
+    const generations: NamespaceGeneration[] = [];
+    const files: GenerationFile[] = [];
     for (const generation of this.#announced.get(name) ?? []) {
-      if (seen.has(generation.snapshotId)) continue;
       const isCurrent = generation.id === current?.id;
-      if (!isCurrent && !existsSync(generation.path)) continue;
-      seen.add(generation.snapshotId);
-      held.push(generation);
-      if (held.length >= retain) break;
+      const stats = statSync(generation.path, { throwIfNoEntry: false });
+      // The current one is held even while its link is being made again (a restore).
+      if (stats === undefined && !isCurrent) continue;
+      generations.push(generation);
+      files.push(generationFile(generation.snapshotId, stats ?? { ino: -1, blocks: 0 }));
     }
-    return held;
+    return heldGenerations(files, retention).map((index) => generations[index] as NamespaceGeneration);
   }
 
   /** The dataset's thread is gone: it serves nothing until its next thread announces. */

@@ -17,7 +17,7 @@
  * per batch and the consumer's idleness (`result-stream.ts`).
  */
 import type { ResourceLimits } from 'node:worker_threads';
-import { deserializeError, type JsonValue } from '@ferry/core';
+import { deserializeError, type JsonValue, retentionOf } from '@ferry/core';
 import {
   BoundedCache,
   type DatasetRead,
@@ -52,7 +52,7 @@ import {
   UnknownDatasetError,
 } from './errors.js';
 import type { Logger } from './logging.js';
-import { type QueryCatalog, retainedOf } from './query-catalog.js';
+import type { QueryCatalog } from './query-catalog.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
 import { ResultStream } from './result-stream.js';
 import { SqliteReadPool } from './sqlite-read-pool.js';
@@ -251,7 +251,7 @@ export class QueryService {
           this.#registry.names().find((known) => known.toLowerCase() === name.toLowerCase()) ?? name,
         );
       if (entry === undefined) throw new UnknownDatasetError(name, this.#registry.names());
-      const held = this.#catalog.held(entry.name, retainedOf(entry.config));
+      const held = this.#catalog.held(entry.name, retentionOf(entry.config));
       const generation = held.find((each) => each.snapshotId === snapshotId);
       if (generation !== undefined) {
         pins.push({ name: entry.name, generation });

@@ -16,6 +16,7 @@ import {
   type DatasetEmitted,
   type JsonValue,
   parseByteSize,
+  retentionOf,
   type SpicepodConfig,
 } from '@ferry/core';
 import { betterSqlite3Build, type DuckDbNamespaceOptions } from '@ferry/engines';
@@ -52,7 +53,7 @@ import type {
   HostToCoordinator,
   HostToDataset,
 } from './protocol.js';
-import { QueryCatalog, retainedOf } from './query-catalog.js';
+import { QueryCatalog } from './query-catalog.js';
 import { QueryFront } from './query-front.js';
 import { QueryService, type QueryServiceOptions } from './query-service.js';
 import { redactingLogger } from './redaction.js';
@@ -541,7 +542,7 @@ class HostRuntime implements Runtime {
       ...(limit === undefined ? {} : { limit }),
     });
     const held = new Set(
-      this.#catalog.held(entry.name, retainedOf(entry.config)).map((generation) => generation.snapshotId),
+      this.#catalog.held(entry.name, retentionOf(entry.config)).map((generation) => generation.snapshotId),
     );
     return {
       ...listing,

@@ -8,15 +8,17 @@
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
-import { fileFormatOf, type ObjectStore, resolveSnapshotKey, serializeError } from '@ferry/core';
+import { fileFormatOf, type ObjectStore, resolveSnapshotKey, retentionOf, serializeError } from '@ferry/core';
 import {
   authenticateSnapshot,
   checkLiveFile,
   commitSnapshot,
   discardPrepared,
   downloadSnapshot,
+  GENERATIONS_KEPT,
   linkGeneration,
   pruneGenerations,
+  pruneRetained,
   readHeartbeat,
   restoreLocal,
   SnapshotCheckers,
@@ -90,7 +92,8 @@ export class SnapshotTaskRunner {
         return { generation };
       }
       case 'prune':
-        await pruneGenerations(task.files.generationDir, task.keep);
+        if (task.retention === null) await pruneGenerations(task.files.generationDir, 0);
+        else await pruneRetained(task.files.generationDir, retentionOf(task.retention), GENERATIONS_KEPT);
         return null;
       case 'discard':
         await discardPrepared({ tempPath: task.tempPath });

@@ -85,3 +85,59 @@ describe('ferry_retain_snapshots', () => {
     expect(listing.snapshots.find((entry) => entry.isCurrent)?.snapshotId).toBe(ids[5]);
   });
 });
+
+describe('ferry_retain_disk_budget', () => {
+  it('holds the earlier snapshots that fit the budget, oldest pruned first, within ferry_retain_snapshots', async () => {
+    const prefix = 'retained-budget/';
+    const first = await publishVersion(aws, 'events', 'duckdb', 1, { rows: 10, prefix });
+    const budgetDir = await tempDir('ferry-retained-budget-');
+    // Room for one earlier snapshot (each is a file as large as the published one), not two.
+    const yaml = spicepod(aws, [{ name: 'events', engine: 'duckdb', interval: '10m' }], {
+      prefix,
+      params: { ferry_retain_snapshots: '4', ferry_retain_disk_budget: String(Math.round(first.size * 1.5)) },
+    });
+    const budgeted = await createRuntime(
+      { yaml, baseDir: budgetDir },
+      { logger: memoryLogger(), dataDir: budgetDir },
+    );
+    try {
+      await budgeted.ready(undefined, { timeoutMs: 30_000 });
+      const ids = [first.snapshotId];
+      for (const version of [2, 3, 4]) {
+        const published = await publishVersion(aws, 'events', 'duckdb', version, { rows: 10, prefix });
+        const swapped = nextEvent(budgeted, 'swap', (event) => event.dataset === 'events', 60_000);
+        await budgeted.send('events', 'poll.now');
+        expect((await swapped).to).toBe(published.snapshotId);
+        ids.push(published.snapshotId);
+      }
+      const [, two, three, four] = ids as [number, number, number, number];
+      const pin = (snapshotId: number) =>
+        budgeted
+          .query('SELECT max(version) AS v FROM events', [], { snapshots: { events: snapshotId } })
+          .then(
+            (result) => ({ rows: result.rows }),
+            (error: { code: string; held: number[] }) => ({ code: error.code, held: error.held }),
+          );
+      // Four may be held by count; the budget holds the current one and the one before.
+      await expect.poll(async () => (await pin(two)).code, { timeout: 10_000 }).toBe('ERR_SNAPSHOT_GONE');
+      expect(await pin(two)).toEqual({ code: 'ERR_SNAPSHOT_GONE', held: [four, three] });
+      expect(await pin(three)).toEqual({ rows: [{ v: 3 }] });
+      const listing = await budgeted.snapshots('events');
+      expect(listing.snapshots.filter((entry) => entry.held).map((entry) => entry.snapshotId)).toEqual(
+        expect.arrayContaining([four, three]),
+      );
+      expect(listing.snapshots.filter((entry) => entry.held)).toHaveLength(2);
+      // On disk: the pool's own three links (queries in flight may still attach the one before
+      // last), not the four the count alone would keep.
+      // Pruning runs off the swap's path: poll until it has run.
+      const links = async () =>
+        (await readdir(join(budgetDir, '.generations', 'events')))
+          .map((name) => Number(name.split('-')[0]))
+          .sort((a, b) => a - b);
+      await expect.poll(links, { timeout: 10_000 }).toEqual([two, three, four]);
+    } finally {
+      await budgeted.close();
+      await rm(budgetDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -12,8 +12,9 @@
  * a hard link must stay on the live file's filesystem.
  */
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, readdir, rm } from 'node:fs/promises';
+import { link, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import type { Retention } from '@ferry/core';
 
 /** Generations kept per dataset: the current one and a few before it. */
 export const GENERATIONS_KEPT = 3;
@@ -61,20 +62,92 @@ export async function linkGeneration(
   return path;
 }
 
+/** A generation as the retention rule sees it: its snapshot, its file's inode and the disk it takes. */
+export interface GenerationFile {
+  readonly snapshotId: number;
+  readonly ino: number;
+  readonly bytes: number;
+}
+
+/**
+ * The one retention rule: which of a dataset's generations, newest first (the first is the current
+ * one), are held for pinned reads, as indexes into `files`. One per snapshot (a later link of a
+ * snapshot already held is not), at most `retain`, and the earlier ones only while the disk they
+ * take adds up to at most the budget, each file counted once (links of one file, or of the live
+ * file, add nothing). The first is always held.
+ */
+export function heldGenerations(files: readonly GenerationFile[], retention: Retention): number[] {
+  const budget = retention.diskBudgetBytes ?? Number.POSITIVE_INFINITY;
+  const snapshots = new Set<number>();
+  const counted = new Set<number>();
+  const held: number[] = [];
+  let used = 0;
+  for (const [index, file] of files.entries()) {
+    if (held.length >= Math.max(1, retention.retain)) break;
+    if (snapshots.has(file.snapshotId)) continue;
+    if (index > 0 && !counted.has(file.ino)) used += file.bytes;
+    if (index > 0 && used > budget) break;
+    snapshots.add(file.snapshotId);
+    counted.add(file.ino);
+    held.push(index);
+  }
+  return held;
+}
+
+/** A generation for {@link heldGenerations}, from its snapshot and its file's `stat`. */
+export function generationFile(
+  snapshotId: number,
+  stats: { readonly ino: number; readonly blocks: number },
+): GenerationFile {
+  return { snapshotId, ino: stats.ino, bytes: stats.blocks * 512 };
+}
+
+/**
+ * Removes the generations in `dir` the retention does not hold, never the `floor` newest (the links
+ * queries in flight may still attach: {@link GENERATIONS_KEPT}).
+ */
+export async function pruneRetained(dir: string, retention: Retention, floor: number): Promise<void> {
+  const dated = await datedGenerations(dir);
+  const files: GenerationFile[] = [];
+  for (const { path, snapshotId } of dated) {
+    try {
+      files.push(generationFile(snapshotId, await stat(path)));
+    } catch (error) {
+      // Removed since the listing (a prune of its own): it and the older ones hold nothing.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') break;
+      throw error;
+    }
+  }
+  const held = new Set(heldGenerations(files, retention));
+  await Promise.all(
+    dated
+      .filter((_, index) => index >= floor && !held.has(index))
+      .map(({ path }) => rm(path, { force: true })),
+  );
+}
+
 /** Removes every generation in `dir` but the `keep` newest (0: all of them). */
 export async function pruneGenerations(dir: string, keep: number): Promise<void> {
+  const dated = await datedGenerations(dir);
+  await Promise.all(dated.slice(keep).map(({ path }) => rm(path, { force: true })));
+}
+
+/** The generations in `dir`, newest first; none when it does not exist. */
+async function datedGenerations(
+  dir: string,
+): Promise<{ readonly path: string; readonly at: number; readonly snapshotId: number }[]> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
   // Newest first by the time in the name (a link's ctime is its inode's, shared by every link).
-  const dated = names.map((name) => ({
-    path: join(dir, name),
-    at: Number(/^\d+-(\d+)-/.exec(name)?.[1] ?? 0),
-  }));
+  const dated = names.map((name) => {
+    const [, snapshotId, at] = /^(\d+)-(\d+)-/.exec(name) ?? [];
+    return { path: join(dir, name), at: Number(at ?? 0), snapshotId: Number(snapshotId ?? -1) };
+  });
   dated.sort((a, b) => b.at - a.at || b.path.localeCompare(a.path));
-  await Promise.all(dated.slice(keep).map(({ path }) => rm(path, { force: true })));
+  return dated;
 }

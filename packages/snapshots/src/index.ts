@@ -9,11 +9,15 @@ export {
 } from './errors.js';
 export {
   GENERATIONS_KEPT,
+  type GenerationFile,
   generationDirFor,
+  generationFile,
   generationsRoot,
   generationsRootFor,
+  heldGenerations,
   linkGeneration,
   pruneGenerations,
+  pruneRetained,
 } from './generations.js';
 export {
   type Authenticated,

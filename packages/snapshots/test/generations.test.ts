@@ -12,8 +12,10 @@ import {
   generationDirFor,
   generationsRoot,
   generationsRootFor,
+  heldGenerations,
   linkGeneration,
   pruneGenerations,
+  pruneRetained,
 } from '../src/generations.js';
 
 let dir: string;
@@ -79,5 +81,52 @@ describe('generations', () => {
     expect(generationsRootFor(join(dir, 'a.duckdb'), dir)).toBe(generationsRoot(dir));
     expect(generationsRootFor('/srv/elsewhere/a.duckdb', dir)).toBe('/srv/elsewhere/.ferry-generations');
     expect(generationsRootFor(join(dir, '..', 'a.duckdb'), dir)).toBe(join(dir, '..', '.ferry-generations'));
+  });
+});
+
+describe('retention (ferry_retain_snapshots, ferry_retain_disk_budget)', () => {
+  const file = (snapshotId: number, ino: number, bytes: number) => ({ snapshotId, ino, bytes });
+
+  it('holds the newest `retain` snapshots, one per snapshot, and always the current one', () => {
+    const files = [file(9, 1, 100), file(8, 2, 100), file(8, 3, 100), file(7, 4, 100), file(6, 5, 100)];
+    expect(heldGenerations(files, { retain: 3 })).toEqual([0, 1, 3]);
+    expect(heldGenerations(files, { retain: 1 })).toEqual([0]);
+    expect(heldGenerations(files, { retain: 3, diskBudgetBytes: 0 })).toEqual([0]);
+    expect(heldGenerations([], { retain: 3 })).toEqual([]);
+  });
+
+  it('counts the disk of the earlier ones against the budget, each file once, the current one free', () => {
+    // The current one is large and free; the earlier ones take 100 each, and two links share a file.
+    const files = [file(9, 1, 10_000), file(8, 2, 100), file(7, 2, 100), file(6, 3, 100), file(5, 4, 100)];
+    expect(heldGenerations(files, { retain: 10, diskBudgetBytes: 199 })).toEqual([0, 1, 2]);
+    expect(heldGenerations(files, { retain: 10, diskBudgetBytes: 200 })).toEqual([0, 1, 2, 3]);
+    expect(heldGenerations(files, { retain: 10 })).toEqual([0, 1, 2, 3, 4]);
+    // The oldest go first: a budget never skips one to hold an older one.
+    const uneven = [file(9, 1, 0), file(8, 2, 300), file(7, 3, 50)];
+    expect(heldGenerations(uneven, { retain: 10, diskBudgetBytes: 100 })).toEqual([0]);
+  });
+
+  it('prunes real links past the budget, oldest first, never the newest few queries in flight attach', async () => {
+    const live = join(dir, 'budget.duckdb');
+    const gens = generationDirFor(live, dir, 'budget');
+    // Each snapshot a file of its own of 64 KiB (what a swap leaves: a new file renamed over the live path).
+    const made: string[] = [];
+    for (let id = 1; id <= 6; id++) {
+      await writeFile(join(dir, 'next'), Buffer.alloc(64 * 1024, id));
+      await rename(join(dir, 'next'), live);
+      made.push(await linkGeneration(live, gens, id, { prune: false }));
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    const names = async () => (await readdir(gens)).map((name) => Number(name.split('-')[0])).sort();
+    const perFile = (await stat(made[0] as string)).blocks * 512;
+    expect(perFile).toBeGreaterThanOrEqual(64 * 1024);
+    // Five may be held, but the budget takes three earlier files.
+    await pruneRetained(gens, { retain: 5, diskBudgetBytes: 3 * perFile }, 2);
+    expect(await names()).toEqual([3, 4, 5, 6]);
+    // A budget below one file: only the floor is left.
+    await pruneRetained(gens, { retain: 5, diskBudgetBytes: perFile - 1 }, 2);
+    expect(await names()).toEqual([5, 6]);
+    await pruneRetained(gens, { retain: 5, diskBudgetBytes: 0 }, 0);
+    expect(await names()).toEqual([6]);
   });
 });

@@ -18,6 +18,7 @@ import type {
   DatasetConfig,
   DatasetForm,
   QueryLimits,
+  Retention,
   S3Settings,
   SnapshotsMode,
   TrustedKey,
@@ -40,6 +41,8 @@ export interface PodSnapshots {
   readonly maxStalenessMs?: number;
   /** `snapshots.params.ferry_retain_snapshots`: every dataset's count unless its own param sets one. */
   readonly retainSnapshots?: number;
+  /** `snapshots.params.ferry_retain_disk_budget`: every dataset's budget unless its own param sets one. */
+  readonly retainDiskBudgetBytes?: number;
 }
 
 /** A dataset as read: `config` is present only when the dataset has no error of its own. */
@@ -179,14 +182,35 @@ export const RETAIN_SNAPSHOTS_PARAM = 'ferry_retain_snapshots';
 /** Snapshots held when `ferry_retain_snapshots` is not set: the current one and the one before. */
 export const DEFAULT_RETAIN_SNAPSHOTS = 2;
 
+/** What `config` holds for pinned reads: its params, else the defaults (no config: the defaults). */
+export function retentionOf(
+  config:
+    | { readonly retainSnapshots?: number | undefined; readonly retainDiskBudgetBytes?: number | undefined }
+    | undefined,
+): Retention {
+  const budget = config?.retainDiskBudgetBytes;
+  return {
+    retain: config?.retainSnapshots ?? DEFAULT_RETAIN_SNAPSHOTS,
+    ...(budget === undefined ? {} : { diskBudgetBytes: budget }),
+  };
+}
+
 /** The most `ferry_retain_snapshots` may ask for (each held snapshot is a file on the reader's disk). */
 export const MAX_RETAIN_SNAPSHOTS = 64;
+
+/**
+ * `ferry_retain_disk_budget` (Ferry's own key): the disk the earlier snapshots a reader holds for
+ * pinned reads may take (`20GiB`, `512MB`, a number of bytes); past it the oldest are pruned even
+ * within `ferry_retain_snapshots`. A dataset param, with a default for all in `snapshots.params`.
+ */
+export const RETAIN_DISK_BUDGET_PARAM = 'ferry_retain_disk_budget';
 
 export const FILE_FORMAT_PARAMS = [
   'file_format',
   ...S3_PARAM_KEYS,
   MAX_STALENESS_PARAM,
   RETAIN_SNAPSHOTS_PARAM,
+  RETAIN_DISK_BUDGET_PARAM,
 ];
 
 /**
@@ -204,6 +228,22 @@ export function readRetainSnapshots(report: Reporter, path: string, value: unkno
     return undefined;
   }
   return count;
+}
+
+/**
+ * A `ferry_retain_disk_budget` value: a size as `duckdb_memory_limit` takes one (`20GiB`, `512MB`,
+ * a number of bytes), 0 included (no earlier snapshot beyond what queries in flight need); reported
+ * at `path` otherwise.
+ */
+export function readRetainDiskBudget(report: Reporter, path: string, value: unknown): number | undefined {
+  const bytes = typeof value === 'number' || typeof value === 'string' ? parseByteSize(value) : undefined;
+  if (bytes === undefined) {
+    report.error(
+      path,
+      `'${typeof value === 'string' ? value : JSON.stringify(value)}' is not a disk size; write it like 20GiB or 512MB (the disk earlier snapshots held for pinned reads may take)`,
+    );
+  }
+  return bytes;
 }
 
 export interface DatasetContext {
@@ -436,7 +476,7 @@ function readRefreshModeDataset(
     }
   }
   const refreshCheckIntervalMs = readInterval(report, at, accel);
-  const { live, limits, maxStalenessMs, retainSnapshots } = readEngineParams(
+  const { live, limits, maxStalenessMs, retainSnapshots, retainDiskBudgetBytes } = readEngineParams(
     report,
     `${at}.params`,
     accel.params,
@@ -446,6 +486,7 @@ function readRefreshModeDataset(
   );
   const staleness = maxStalenessMs ?? pod.maxStalenessMs;
   const retain = retainSnapshots ?? pod.retainSnapshots;
+  const budget = retainDiskBudgetBytes ?? pod.retainDiskBudgetBytes;
 
   const name = report.datasetName;
   if (pod.location === undefined && !pod.locationBroken) {
@@ -492,6 +533,7 @@ function readRefreshModeDataset(
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
       ...(staleness === undefined ? {} : { maxStalenessMs: staleness }),
       ...(retain === undefined ? {} : { retainSnapshots: retain }),
+      ...(budget === undefined ? {} : { retainDiskBudgetBytes: budget }),
     },
   };
 }
@@ -598,6 +640,14 @@ function readFileFormatDataset(
           params[RETAIN_SNAPSHOTS_PARAM],
         )
       : undefined) ?? pod.retainSnapshots;
+  const budget =
+    (Object.hasOwn(params, RETAIN_DISK_BUDGET_PARAM)
+      ? readRetainDiskBudget(
+          report,
+          `${base}.params.${RETAIN_DISK_BUDGET_PARAM}`,
+          params[RETAIN_DISK_BUDGET_PARAM],
+        )
+      : undefined) ?? pod.retainDiskBudgetBytes;
   const name = report.datasetName;
   if (
     report.failed ||
@@ -626,6 +676,7 @@ function readFileFormatDataset(
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
       ...(staleness === undefined ? {} : { maxStalenessMs: staleness }),
       ...(retain === undefined ? {} : { retainSnapshots: retain }),
+      ...(budget === undefined ? {} : { retainDiskBudgetBytes: budget }),
     },
   };
 }
@@ -754,6 +805,7 @@ interface EngineParams {
   readonly limits?: QueryLimits;
   readonly maxStalenessMs?: number;
   readonly retainSnapshots?: number;
+  readonly retainDiskBudgetBytes?: number;
 }
 
 /**
@@ -782,9 +834,11 @@ function readEngineParams(
     ...SNAPSHOT_ENGINES.flatMap((e) => TUNING_PARAMS[e]),
     MAX_STALENESS_PARAM,
     RETAIN_SNAPSHOTS_PARAM,
+    RETAIN_DISK_BUDGET_PARAM,
   ];
   let maxStalenessMs: number | undefined;
   let retainSnapshots: number | undefined;
+  let retainDiskBudgetBytes: number | undefined;
   let live: LiveFile | undefined;
   let filePath: string | undefined;
   let memoryLimitBytes: number | undefined;
@@ -797,6 +851,10 @@ function readEngineParams(
     }
     if (key === RETAIN_SNAPSHOTS_PARAM) {
       retainSnapshots = readRetainSnapshots(report, path, value[key]);
+      continue;
+    }
+    if (key === RETAIN_DISK_BUDGET_PARAM) {
+      retainDiskBudgetBytes = readRetainDiskBudget(report, path, value[key]);
       continue;
     }
     if (LIMIT_PARAMS.includes(key) && tuning.includes(key)) {
@@ -848,5 +906,6 @@ function readEngineParams(
     ...(Object.keys(limits).length === 0 ? {} : { limits }),
     ...(maxStalenessMs === undefined ? {} : { maxStalenessMs }),
     ...(retainSnapshots === undefined ? {} : { retainSnapshots }),
+    ...(retainDiskBudgetBytes === undefined ? {} : { retainDiskBudgetBytes }),
   };
 }

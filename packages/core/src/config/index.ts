@@ -5,7 +5,9 @@ export {
   DEFAULT_RETAIN_SNAPSHOTS,
   FILE_FORMAT_PARAMS,
   MAX_RETAIN_SNAPSHOTS,
+  RETAIN_DISK_BUDGET_PARAM,
   RETAIN_SNAPSHOTS_PARAM,
+  retentionOf,
 } from './dataset.js';
 export { durationOrProblem, MAX_DURATION_MS, parseDuration } from './duration.js';
 export { ConfigError, closest, editDistance } from './issues.js';

@@ -11,8 +11,10 @@ import {
   type DatasetDraft,
   MAX_STALENESS_PARAM,
   type PodSnapshots,
+  RETAIN_DISK_BUDGET_PARAM,
   RETAIN_SNAPSHOTS_PARAM,
   readDataset,
+  readRetainDiskBudget,
   readRetainSnapshots,
 } from './dataset.js';
 import { ConfigError, IssueSink, Reporter } from './issues.js';
@@ -78,6 +80,7 @@ const SNAPSHOTS_PARAM_KEYS = [
   ...S3_PARAM_KEYS,
   MAX_STALENESS_PARAM,
   RETAIN_SNAPSHOTS_PARAM,
+  RETAIN_DISK_BUDGET_PARAM,
   QUEUE_PARAM,
   QUEUE_ENDPOINT_PARAM,
   TOPIC_PARAM,
@@ -319,6 +322,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
   let trustedKeys: SnapshotsConfig['trustedKeys'];
   let maxStalenessMs: number | undefined;
   let retainSnapshots: number | undefined;
+  let retainDiskBudgetBytes: number | undefined;
   if (!isMap(params)) {
     pod.error('snapshots.params', 'must be a map of parameters');
   } else {
@@ -365,6 +369,10 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       const path = `snapshots.params.${RETAIN_SNAPSHOTS_PARAM}`;
       retainSnapshots = readRetainSnapshots(pod, path, params[RETAIN_SNAPSHOTS_PARAM]);
     }
+    if (Object.hasOwn(params, RETAIN_DISK_BUDGET_PARAM)) {
+      const path = `snapshots.params.${RETAIN_DISK_BUDGET_PARAM}`;
+      retainDiskBudgetBytes = readRetainDiskBudget(pod, path, params[RETAIN_DISK_BUDGET_PARAM]);
+    }
   }
 
   const s3ForLocation = location?.scheme === 's3' ? s3 : undefined;
@@ -387,6 +395,7 @@ function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): Sn
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
       ...(maxStalenessMs === undefined ? {} : { maxStalenessMs }),
       ...(retainSnapshots === undefined ? {} : { retainSnapshots }),
+      ...(retainDiskBudgetBytes === undefined ? {} : { retainDiskBudgetBytes }),
     },
     config,
     ...(queueUrl === undefined ? {} : { queueUrl }),

@@ -287,6 +287,20 @@ export interface DatasetConfig {
    * {@link DEFAULT_RETAIN_SNAPSHOTS} (the current one and the one before).
    */
   readonly retainSnapshots?: number;
+  /**
+   * `ferry_retain_disk_budget` (Ferry's key; the dataset's param, else `snapshots.params`): the disk,
+   * in bytes, the earlier snapshots held for pinned reads may take; the oldest past it are pruned
+   * even within {@link retainSnapshots}. Absent: no budget (the count alone).
+   */
+  readonly retainDiskBudgetBytes?: number;
+}
+
+/** What a dataset holds for pinned reads (`ferry_retain_snapshots`, `ferry_retain_disk_budget`). */
+export interface Retention {
+  /** Snapshots held, the current one included. */
+  readonly retain: number;
+  /** The disk the earlier ones may take, in bytes; absent: no budget. */
+  readonly diskBudgetBytes?: number;
 }
 
 export interface QueryLimits {
