@@ -9,6 +9,12 @@
  * version (a pin that would read another snapshot counts as wrong). A report that outlives the
  * snapshots held (`ferry_retain_snapshots: 4`) is answered `ERR_SNAPSHOT_GONE`, counted as such,
  * and starts over.
+ *
+ * Then, with no load, held snapshots reopened on demand against kept attached (issue 31: "measure
+ * both"): after each of a few swaps, the first query pinned to the snapshot just replaced opens
+ * what it reads (DuckDB: an instance for that set of pins with the pinned file attached; SQLite: a
+ * connection attaching it) — the cost a reader that reopened held snapshots on demand would pay
+ * per query — and the next ones find it kept, as a reader that kept held snapshots attached would.
  */
 import type { FileFormat } from '@ferry/core';
 import { formatRatio, formatValue } from '../format.js';
@@ -35,6 +41,11 @@ const ENGINES: readonly { engine: FileFormat; label: string; dataset: string }[]
   { engine: 'duckdb', label: 'DuckDB', dataset: 'p_duck' },
   { engine: 'sqlite', label: 'SQLite', dataset: 'p_lite' },
 ];
+
+/** Swaps after which the first pinned query (reopened) and the next ones (kept) are timed. */
+const REOPENS = 8;
+/** Queries timed on the kept instance or connection after each reopen. */
+const KEPT_QUERIES = 5;
 
 /** One slice's figures: the unpinned clients', the pinned ones' (absent in the baseline), the swaps'. */
 interface Phase {
@@ -85,6 +96,7 @@ export const b16: Scenario = {
       }),
     );
     const results = new Map<string, Phase>();
+    const reopens = new Map<string, { reopened: LatencyRecorder; kept: LatencyRecorder }>();
     try {
       await runtime.ready(undefined, { timeoutMs: 120_000 });
       for (const { engine, dataset, label } of ENGINES) {
@@ -193,6 +205,31 @@ export const b16: Scenario = {
             }
           }
         }
+        // Reopened on demand against kept attached: no load, one swap at a time.
+        const reopen = { reopened: new LatencyRecorder(), kept: new LatencyRecorder() };
+        reopens.set(engine, reopen);
+        const timedPin = async (pin: number, into: LatencyRecorder) => {
+          const began = performance.now();
+          const read = await lookup(pin);
+          into.recordMs(performance.now() - began);
+          if (read.snapshotId !== pin) throw new Error(`pinned to ${pin}, read ${read.snapshotId}`);
+        };
+        for (let index = 0; index < (context.quick ? 3 : REOPENS); index++) {
+          const before = runtime.status(dataset).status?.servingSnapshotId ?? -1;
+          const published = await context.aws.publish({
+            dataset,
+            location: locationOf(PREFIX),
+            engine,
+            file: [...(files.get(engine) ?? [])][index % 2] ?? '',
+            keepLast: RETAIN + 2,
+          });
+          await swapTo(runtime, dataset, published.snapshotId, 60_000);
+          await timedPin(before, reopen.reopened);
+          for (let kept = 0; kept < KEPT_QUERIES; kept++) await timedPin(before, reopen.kept);
+        }
+        context.log(
+          `${label} pinned to the snapshot just replaced: first query (reopened) p50 ${reopen.reopened.percentileMs(50).toFixed(2)} ms, next ones (kept) p50 ${reopen.kept.percentileMs(50).toFixed(2)} ms`,
+        );
         for (const [key, phase] of Object.entries(phases)) {
           results.set(`${engine}:${key}`, phase);
           const plainLoad = phase.plain.result();
@@ -317,13 +354,28 @@ export const b16: Scenario = {
           met: pins.wrong === 0 && failed === 0,
         },
       );
+      const reopen = reopens.get(engine);
+      if (reopen !== undefined) {
+        const reopened = reopen.reopened.summary();
+        const kept = reopen.kept.summary();
+        measurements.push({
+          group: `${label}: a held snapshot reopened on demand vs kept attached`,
+          metric: 'pinned query p50',
+          unit: 'ms',
+          kind: 'latency',
+          value: reopened.p50Ms,
+          baseline: kept.p50Ms,
+          baselineLabel: 'kept attached',
+          ratio: ratio(reopened.p50Ms, kept.p50Ms),
+        });
+      }
       for (const result of [plainPins, pinned, plainNone]) {
         if (result.errors.length > 0) notes.push(`${label} errors: ${result.errors.join('; ')}`);
       }
     }
     const logged = loggedErrorsNote(logger);
     if (logged !== undefined) notes.push(logged);
-    const raw = Object.fromEntries(
+    const raw: Record<string, unknown> = Object.fromEntries(
       [...results].map(([key, phase]) => [
         key,
         {
@@ -337,6 +389,9 @@ export const b16: Scenario = {
         },
       ]),
     );
+    for (const [engine, reopen] of reopens) {
+      raw[`${engine}:reopen`] = { reopened: reopen.reopened.summary(), kept: reopen.kept.summary() };
+    }
     return { measurements, goals, notes, latencies, raw };
   },
 };

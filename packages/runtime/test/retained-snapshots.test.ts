@@ -111,7 +111,9 @@ describe('ferry_retain_disk_budget', () => {
         ids.push(published.snapshotId);
       }
       const [, two, three, four] = ids as [number, number, number, number];
-      const pin = (snapshotId: number) =>
+      const pin = (
+        snapshotId: number,
+      ): Promise<{ rows?: unknown; code?: string; held?: readonly number[] }> =>
         budgeted
           .query('SELECT max(version) AS v FROM events', [], { snapshots: { events: snapshotId } })
           .then(
