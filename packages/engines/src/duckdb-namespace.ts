@@ -101,6 +101,8 @@ export interface DuckDbNamespaceOptions {
   readonly connections?: number;
   /** Prepared statements kept per connection; default 64. */
   readonly statementCacheSize?: number;
+  /** A pinned instance unused for this long is closed; default 30 000 ms. */
+  readonly pinnedIdleMs?: number;
   /** Bounds on an SQLite dataset read into DuckDB for a query across engines. */
   readonly crossEngine: { readonly maxRows: number; readonly maxBytes: number };
   /** Replaced by `<data dir>` in messages (with the generation paths, which name their dataset). */
@@ -134,11 +136,21 @@ interface RoutePlan {
  */
 const PINNED_INSTANCES = 4;
 
+/**
+ * A pinned instance no query has used for this long is closed (default of `pinnedIdleMs`): each
+ * may cache up to its class's memory limit of the blocks it read, so four kept for good could hold
+ * four times the limit beside the class's own instance. A report's queries come seconds apart; a
+ * reopen costs ~27 ms (B16).
+ */
+const PINNED_IDLE_MS = 30_000;
+
 /** An instance that reads some datasets at pinned generations, and the queries using it now. */
 interface PinnedInstance {
   readonly pins: readonly PinnedGeneration[];
   readonly instance: Promise<DuckDbClassInstance>;
   users: number;
+  /** Closes it once idle for `pinnedIdleMs` (set while no query uses it). */
+  idle?: NodeJS.Timeout;
 }
 
 /** The key of a set of pins (each dataset at its generation id). */
@@ -282,6 +294,7 @@ export class DuckDbNamespace {
     }
     const entry = pinned;
     entry.users++;
+    clearTimeout(entry.idle);
     let released = false;
     const done = (): void => {
       if (released) return;
@@ -289,6 +302,14 @@ export class DuckDbNamespace {
       entry.users--;
       // Let go while this query used it (the key may name a newer instance by now): close it.
       if (this.#pinned.get(key) !== entry) this.#closePinned(entry);
+      else if (entry.users === 0) {
+        entry.idle = setTimeout(() => {
+          if (this.#pinned.get(key) !== entry || entry.users > 0) return;
+          this.#pinned.delete(key);
+          this.#closePinned(entry);
+        }, this.#options.pinnedIdleMs ?? PINNED_IDLE_MS);
+        entry.idle.unref();
+      }
     };
     try {
       return { instance: await entry.instance, done };
@@ -307,8 +328,14 @@ export class DuckDbNamespace {
     }
   }
 
+  /** Pinned instances open now (each class at one set of pins). */
+  get pinnedInstances(): number {
+    return this.#pinned.size;
+  }
+
   /** Closes a pinned instance taken out of the map, once no query uses it. */
   #closePinned(pinned: PinnedInstance): void {
+    clearTimeout(pinned.idle);
     if (pinned.users > 0) return;
     pinned.instance.then(
       async (instance) => {
@@ -718,6 +745,7 @@ export class DuckDbNamespace {
   }
 
   async close(): Promise<void> {
+    for (const pinned of this.#pinned.values()) clearTimeout(pinned.idle);
     await this.cancelAll();
     const instances = await Promise.allSettled(this.#everyInstance());
     this.#treeParser.closeSync();

@@ -570,4 +570,25 @@ describe('DuckDbNamespace pinned reads', () => {
     expect((await read(sql, 5)).rows).toEqual([{ v: 6, n: 100 }]);
     expect(await namespace.inFlight()).toBe(0);
   });
+
+  it('closes a pinned instance no query used for pinnedIdleMs; its next query opens it again', async () => {
+    const idle = await DuckDbNamespace.create({ ...duckdbOptions(), pinnedIdleMs: 200 });
+    try {
+      await idle.setCatalog(catalog([generationsOf[5] as NamespaceDataset]));
+      const sql = 'SELECT max(version) AS v FROM orders';
+      const pinned = async (index: number) => {
+        const outcome = await idle.rows(sql, [], await idle.route(sql), { pins: pinTo(index) });
+        if (outcome.kind !== 'rows') throw new Error(outcome.kind);
+        return outcome.rows;
+      };
+      expect(await pinned(1)).toEqual([{ v: 2 }]);
+      expect(await pinned(2)).toEqual([{ v: 3 }]);
+      expect(idle.pinnedInstances).toBe(2);
+      await expect.poll(() => idle.pinnedInstances, { timeout: 5_000 }).toBe(0);
+      expect(await pinned(1)).toEqual([{ v: 2 }]);
+      expect(idle.pinnedInstances).toBe(1);
+    } finally {
+      await idle.close();
+    }
+  });
 });
