@@ -292,6 +292,9 @@ describe('signed snapshots on the local S3', () => {
     expect(stale?.message).toContain("the writer's heartbeat statement expired at");
     expect(stale?.fields).toMatchObject({ dataset: DATASET });
     expect(started.runtime.metrics().freshness[DATASET]?.stale).toBe(true);
+    // Staleness counts from the heartbeat's signing (over its 1.5 s validity), however recently
+    // the reader's 300 ms polls read metadata.json: a frozen store answers them all.
+    expect(started.runtime.status(DATASET).stalenessMs).toBeGreaterThan(1_500);
     const mark = started.logger.records.length;
     await publishHeartbeat({
       dataset: DATASET,
@@ -304,6 +307,8 @@ describe('signed snapshots on the local S3', () => {
       since: mark,
     });
     expect(started.runtime.metrics().freshness[DATASET]).toEqual({ stale: false, staleTimes: 1 });
+    // Vouched for again: staleness is the time since the last poll that found nothing newer.
+    expect(started.runtime.status(DATASET).stalenessMs).toBeLessThan(1_500);
   });
 
   it('without trusted keys: unsigned snapshots are served, with one info line saying they are not verified', async () => {

@@ -193,7 +193,8 @@ describe('heartbeat freshness', () => {
   it('is fresh until the statement expires, then stale naming the expiry', () => {
     expect(judge(1_600_000, 3)).toEqual({ stale: false, validUntilMs: 1_600_000, snapshotId: 3 });
     const late = judge(1_600_001, 3);
-    expect(late).toMatchObject({ stale: true });
+    // Staleness counts from the signing: nothing the store said since can be trusted.
+    expect(late).toMatchObject({ stale: true, sinceMs: 1_000_000 });
     expect(late.stale && late.reason).toContain('heartbeat statement expired at 1970-01-01T00:26:40.000Z');
   });
 
@@ -209,6 +210,7 @@ describe('heartbeat freshness', () => {
     expect(judge(1_010_000, 2)).toMatchObject({ stale: false });
     const frozen = judge(1_030_000, 2);
     expect(frozen.stale && frozen.reason).toContain('names snapshot 3, but the dataset serves snapshot 2');
+    expect(frozen).toMatchObject({ sinceMs: 1_000_000 });
     expect(judge(1_030_000, 4)).toMatchObject({ stale: false });
     // While nothing is served yet (bootstrapping) there is nothing to compare.
     expect(judge(1_030_000, null)).toMatchObject({ stale: false });

@@ -242,6 +242,7 @@ export class DatasetHost {
           type: 'freshness',
           stale: freshness.stale,
           ...(freshness.stale ? { reason: freshness.reason } : {}),
+          ...(freshness.stale && freshness.sinceMs !== undefined ? { sinceMs: freshness.sinceMs } : {}),
         }),
     });
   }

@@ -26,6 +26,8 @@ export interface DatasetEntry {
   readonly liveSlot: number | undefined;
   /** The start number of the thread that posts its status now. */
   incarnation: number;
+  /** While its writer's signed heartbeat cannot vouch for what it serves: since when (`freshness`). */
+  heartbeatStaleSinceMs?: number | undefined;
 }
 
 export class DatasetRegistry {
@@ -78,10 +80,15 @@ export class DatasetRegistry {
 
   /**
    * The status the thread posted, with the checks it answered itself since (written in its live
-   * slot, not posted): their poll count, last poll and next due time.
+   * slot, not posted): their poll count, last poll and next due time; and, while its writer's
+   * heartbeat cannot vouch for what it serves, since when (`staleSinceMs`, read by staleness).
    */
   status(entry: DatasetEntry): DatasetStatus | undefined {
-    const status = entry.status;
+    const posted = entry.status;
+    const status =
+      posted === undefined || entry.heartbeatStaleSinceMs === undefined
+        ? posted
+        : { ...posted, staleSinceMs: entry.heartbeatStaleSinceMs };
     if (status === undefined || entry.liveSlot === undefined || this.#live === undefined) return status;
     const live = this.#live.read(entry.liveSlot);
     if (live === undefined || live.incarnation !== entry.incarnation || live.polls <= status.counters.polls) {

@@ -30,6 +30,8 @@ export class FreshnessWatch {
   #lastVerified: HeartbeatStatement | undefined;
   /** Unknown until the first check. */
   #stale: boolean | undefined;
+  /** While stale: the instant staleness counts from, as last reported. */
+  #sinceMs: number | undefined;
 
   constructor(options: FreshnessWatchOptions) {
     this.#options = options;
@@ -64,19 +66,36 @@ export class FreshnessWatch {
       const problem = `the heartbeat statement could not be read (${(error as Error).message})`;
       statement = this.#lastVerified ?? { problem };
     }
-    const freshness = heartbeatFreshness({
+    const nowMs = (options.now ?? Date.now)();
+    const judged = heartbeatFreshness({
       dataset: options.dataset,
       location: options.location(),
       statement,
-      nowMs: (options.now ?? Date.now)(),
+      nowMs,
       servingSnapshotId: options.servingSnapshotId(),
       graceMs: options.graceMs,
     });
-    if (freshness.stale === this.#stale) return;
+    // No statement to judge (none verified, or a new one that fails): stale from the signing of
+    // the last one verified, else from the first check that found none.
+    const freshness: Freshness = judged.stale
+      ? {
+          ...judged,
+          sinceMs:
+            judged.sinceMs ??
+            this.#lastVerified?.issuedAtMs ??
+            (this.#stale === true ? this.#sinceMs : undefined) ??
+            nowMs,
+        }
+      : judged;
+    const sinceMs = freshness.stale ? freshness.sinceMs : undefined;
+    if (freshness.stale === this.#stale && sinceMs === this.#sinceMs) return;
+    const turned = freshness.stale !== this.#stale;
     const first = this.#stale === undefined;
     this.#stale = freshness.stale;
+    this.#sinceMs = sinceMs;
     // The report first: whoever reads the line finds the metric already counted.
     options.report(freshness);
+    if (!turned) return;
     if (freshness.stale) {
       options.log(
         'warn',

@@ -106,7 +106,13 @@ export type DatasetToHost =
       readonly checksum: string;
     }
   /** The dataset's freshness changed (trusted keys only): stale with the reason, or fresh again. */
-  | { readonly type: 'freshness'; readonly stale: boolean; readonly reason?: string };
+  | {
+      readonly type: 'freshness';
+      readonly stale: boolean;
+      readonly reason?: string;
+      /** While stale: the instant staleness counts from (the last heartbeat verified was signed). */
+      readonly sinceMs?: number;
+    };
 
 // ---------------------------------------------------------------------------------------------
 // coordinator <-> dataset (the dataset Worker)

@@ -380,6 +380,8 @@ class HostRuntime implements Runtime {
         break;
       case 'freshness':
         this.#metrics.countFreshness(entry.name, message.stale);
+        // Staleness counts from the heartbeat's signing while the heartbeat cannot vouch.
+        entry.heartbeatStaleSinceMs = message.stale ? message.sinceMs : undefined;
         break;
       case 'response':
         break;

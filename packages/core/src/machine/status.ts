@@ -27,6 +27,11 @@ export interface DatasetStatus {
   readonly announcedSnapshotId: number | null;
   readonly lastError: ErrorInfo | null;
   readonly counters: DatasetCounters;
+  /**
+   * Set by the runtime, not the machine: while the writer's signed heartbeat cannot vouch for the
+   * snapshot served (`ferry_trusted_keys`), the instant from which it cannot (see `staleness.ts`).
+   */
+  readonly staleSinceMs?: number | null;
 }
 
 /** The parts of a machine snapshot the view reads (any `DatasetSnapshot` fits). */

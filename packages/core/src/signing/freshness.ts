@@ -10,7 +10,16 @@ import type { HeartbeatStatement } from './statement.js';
 
 export type Freshness =
   | { readonly stale: false; readonly validUntilMs: number; readonly snapshotId: number }
-  | { readonly stale: true; readonly reason: string };
+  | {
+      readonly stale: true;
+      readonly reason: string;
+      /**
+       * The last instant the writer vouched for what it then published: the statement's signing
+       * time (staleness counts from there, however recently metadata.json was read: a frozen store
+       * answers every read). Absent when no statement was ever verified.
+       */
+      readonly sinceMs?: number;
+    };
 
 export interface FreshnessInput {
   readonly dataset: string;
@@ -45,6 +54,7 @@ export function heartbeatFreshness(input: FreshnessInput): Freshness {
     return {
       stale: true,
       reason: `the writer's heartbeat statement expired at ${iso(statement.validUntilMs)} (signed at ${iso(statement.issuedAtMs)})`,
+      sinceMs: statement.issuedAtMs,
     };
   }
   const serving = input.servingSnapshotId;
@@ -52,6 +62,7 @@ export function heartbeatFreshness(input: FreshnessInput): Freshness {
     return {
       stale: true,
       reason: `the writer's heartbeat statement of ${iso(statement.issuedAtMs)} names snapshot ${statement.snapshotId}, but the dataset serves snapshot ${serving}`,
+      sinceMs: statement.issuedAtMs,
     };
   }
   return { stale: false, validUntilMs: statement.validUntilMs, snapshotId: statement.snapshotId };
