@@ -29,7 +29,17 @@ export async function publishQueryDatasets(
     files.set(engine, file);
     await context.aws.publish({ dataset, location: locationOf(prefix), file: file.path, engine });
   }
-  const pod = spicepod({
+  return { files, pod: queryDatasetsPod(context, prefix, names, options) };
+}
+
+/** The spicepod of the two datasets {@link publishQueryDatasets} published under `prefix`. */
+export function queryDatasetsPod(
+  context: ScenarioContext,
+  prefix: string,
+  names: { readonly duckdb: string; readonly sqlite: string },
+  options: { readonly resultsCache?: boolean } = {},
+): string {
+  return spicepod({
     aws: context.aws.info,
     prefix,
     direct: true,
@@ -39,5 +49,4 @@ export async function publishQueryDatasets(
       { name: names.sqlite, engine: 'sqlite', interval: '1h' },
     ],
   });
-  return { files, pod };
 }

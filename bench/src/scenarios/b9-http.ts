@@ -1,10 +1,13 @@
 /**
- * B9 HTTP: `ferry serve` (the CLI, in a process of its own) under a mixed load over HTTP — point
- * lookups and aggregates on a DuckDB and an SQLite dataset, every statement a text with its
- * literals in it (as `POST /v1/sql` carries them), 64 clients with keep-alive connections — against
- * the plain server a user would write instead: `node:http` calling DuckDB and better-sqlite3
- * directly on the same files (`plain-server.ts`, also a process of its own). The clients run in
- * this process and read every body whole; windows alternate between the two servers.
+ * B9 HTTP: `ferry serve` (the CLI, in a process of its own, with the spicepod a user writes: the
+ * results cache on, as in Spice) under two loads over HTTP — a mixed one (point lookups and GROUP BY
+ * aggregates on a DuckDB and an SQLite dataset) and a cheap one (issue 36's: a single-table
+ * aggregate, point lookups and a small range) — every statement a text with its literals in it (as
+ * `POST /v1/sql` carries them), 64 clients with keep-alive connections, against the plain server a
+ * user would write instead: `node:http` calling DuckDB and better-sqlite3 directly on the same files
+ * (`plain-server.ts`, also a process of its own). A second `ferry serve` with the results cache off
+ * runs the same loads. The clients run in this process and read every body whole; windows alternate
+ * between the servers.
  */
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -14,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { formatRatio, formatValue } from '../format.js';
 import { latencySeries } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
-import { publishQueryDatasets } from '../query-datasets.js';
+import { publishQueryDatasets, queryDatasetsPod } from '../query-datasets.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
 import { cliPath, startServerProcess, stop, waitReady } from '../serve-process.js';
 
@@ -32,7 +35,7 @@ const aggregate = (table: string, n: number) =>
   `SELECT category, count(*) AS n, sum(amount) AS total, avg(qty) AS mean_qty FROM ${table} WHERE qty < ${7 + n} GROUP BY category ORDER BY category`;
 
 /** The mixed load, in turn: each client's n-th request is kind n % 4, with new literals every time. */
-const KINDS: readonly Kind[] = [
+const MIXED: readonly Kind[] = [
   {
     label: 'DuckDB point lookup',
     sql: (_n, rows) => `SELECT * FROM ${DUCK} WHERE id = ${Math.floor(Math.random() * rows)}`,
@@ -44,6 +47,48 @@ const KINDS: readonly Kind[] = [
   { label: 'DuckDB aggregate', sql: (n) => aggregate(DUCK, n) },
   { label: 'SQLite aggregate', sql: (n) => aggregate(LITE, n) },
 ];
+
+const randomId = (rows: number) => Math.floor(Math.random() * rows);
+
+/**
+ * The cheap load (issue 36's check, on B9's tables): statements whose engine time is small, so what
+ * a query costs around its engine decides the throughput.
+ */
+const CHEAP: readonly Kind[] = [
+  {
+    label: 'DuckDB single-table aggregate',
+    sql: (_n, rows) =>
+      `SELECT count(*) AS n, sum(amount) AS s FROM ${DUCK} WHERE amount > ${randomId(rows) % 1000}`,
+  },
+  {
+    label: 'SQLite point lookup',
+    sql: (_n, rows) => `SELECT note FROM ${LITE} WHERE id = ${randomId(rows)}`,
+  },
+  {
+    label: 'DuckDB point lookup',
+    sql: (_n, rows) => `SELECT category, amount FROM ${DUCK} WHERE id = ${randomId(rows)}`,
+  },
+  {
+    label: 'SQLite small range',
+    sql: (_n, rows) => {
+      const k = randomId(rows);
+      return `SELECT id, note FROM ${LITE} WHERE id BETWEEN ${k} AND ${k + 20}`;
+    },
+  },
+];
+
+const LOADS = [
+  { name: 'mixed load', kinds: MIXED },
+  { name: 'cheap load', kinds: CHEAP },
+] as const;
+
+const SIDES = ['plain', 'ferry', 'ferryNoCache'] as const;
+type Side = (typeof SIDES)[number];
+const SIDE_LABELS: Readonly<Record<Side, string>> = {
+  plain: 'plain server',
+  ferry: 'ferry serve',
+  ferryNoCache: 'ferry serve, results cache off',
+};
 
 /** `POST /v1/sql` with a text body; resolves with the status once the body is read whole. */
 function post(agent: Agent, base: URL, sql: string): Promise<number> {
@@ -68,51 +113,66 @@ function post(agent: Agent, base: URL, sql: string): Promise<number> {
   });
 }
 
+/** `ferry serve` on the spicepod at `podPath`, as a user starts it. */
+function startFerry(podPath: string, dataDir: string, env: NodeJS.ProcessEnv) {
+  return startServerProcess(
+    [
+      cliPath(),
+      'serve',
+      podPath,
+      '--http',
+      '127.0.0.1:0',
+      '--flight',
+      '127.0.0.1:0',
+      '--log-level',
+      'warn',
+      '--log-format',
+      'json',
+      '--data-dir',
+      dataDir,
+    ],
+    env,
+  );
+}
+
 export const b9: Scenario = {
   id: 'b9',
   title: 'B9 HTTP',
-  measures: `throughput and p99 of a mixed load over HTTP (point lookups and aggregates on a DuckDB and an SQLite dataset, literal texts, ${CLIENTS} keep-alive clients) on \`ferry serve\``,
+  measures: `throughput and p99 over HTTP on \`ferry serve\` with the default spicepod, ${CLIENTS} keep-alive clients, literal texts: a mixed load (point lookups and aggregates on a DuckDB and an SQLite dataset) and a cheap one (a single-table aggregate, point lookups, a small range)`,
   baseline:
     'a plain node:http server calling DuckDB (runAndReadAll(text)) and better-sqlite3 (prepare(text).all()) directly on the same files, in its own process',
-  goal: 'throughput ≥ 1.0 × the plain server, p99 ≤ 1.5 × its p99',
+  goal: 'on each load, at default settings: throughput ≥ 1.0 × the plain server, p99 ≤ 1.5 × its p99',
   async run(context) {
     const rows = context.quick ? 20_000 : 200_000;
     const rounds = context.quick ? 1 : 2;
     const window = context.quick
       ? { warmupMs: 1_000, durationMs: 2_000 }
       : { warmupMs: 2_000, durationMs: 4_000 };
-    const { files, pod } = await publishQueryDatasets(context, PREFIX, { duckdb: DUCK, sqlite: LITE }, rows);
+    const { files, pod } = await publishQueryDatasets(context, PREFIX, { duckdb: DUCK, sqlite: LITE }, rows, {
+      resultsCache: true,
+    });
     const podPath = join(context.workDir, 'spicepod.yaml');
     await writeFile(podPath, pod);
+    const noCachePath = join(context.workDir, 'spicepod-no-cache.yaml');
+    await writeFile(
+      noCachePath,
+      queryDatasetsPod(context, PREFIX, { duckdb: DUCK, sqlite: LITE }, { resultsCache: false }),
+    );
     const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-    const cli = cliPath();
     const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
-    let ferry: ChildProcess | undefined;
-    let plain: ChildProcess | undefined;
-    const totals = { ferry: new LoadTotals(), plain: new LoadTotals() };
-    const kinds = { ferry: KINDS.map(() => new LoadTotals()), plain: KINDS.map(() => new LoadTotals()) };
+    const children: ChildProcess[] = [];
+    const totals = LOADS.map((load) => ({
+      all: Object.fromEntries(SIDES.map((side) => [side, new LoadTotals()])) as Record<Side, LoadTotals>,
+      kinds: Object.fromEntries(
+        SIDES.map((side) => [side, load.kinds.map(() => new LoadTotals())]),
+      ) as Record<Side, LoadTotals[]>,
+    }));
     try {
-      context.log('starting ferry serve and the plain server');
-      const served = await startServerProcess(
-        [
-          cli,
-          'serve',
-          podPath,
-          '--http',
-          '127.0.0.1:0',
-          '--no-flight',
-          '--no-inspector',
-          '--log-level',
-          'warn',
-          '--log-format',
-          'json',
-          '--data-dir',
-          join(context.workDir, 'data'),
-        ],
-        env,
-      );
-      ferry = served.child;
-      const base = { ferry: new URL(served.url), plain: new URL('http://127.0.0.1') };
+      context.log('starting ferry serve (default spicepod and cache off) and the plain server');
+      const served = await startFerry(podPath, join(context.workDir, 'data'), env);
+      children.push(served.child);
+      const noCache = await startFerry(noCachePath, join(context.workDir, 'data-no-cache'), env);
+      children.push(noCache.child);
       const baseline = await startServerProcess(
         [
           fileURLToPath(new URL('../plain-server.js', import.meta.url)),
@@ -122,119 +182,127 @@ export const b9: Scenario = {
         ],
         env,
       );
-      plain = baseline.child;
-      base.plain = new URL(baseline.url);
-      await waitReady(agent, base.ferry);
-      const operation = (side: 'ferry' | 'plain') => {
-        let n = 0;
-        return async () => {
-          const index = n % KINDS.length;
-          const kind = KINDS[index] as Kind;
-          const began = performance.now();
-          const status = await post(agent, base[side], kind.sql(n++, rows));
-          if (status !== 200) throw new Error(`${kind.label} answered ${status}`);
-          (kinds[side][index] as LoadTotals).latency.recordMs(performance.now() - began);
-        };
+      children.push(baseline.child);
+      const base: Record<Side, URL> = {
+        plain: new URL(baseline.url),
+        ferry: new URL(served.url),
+        ferryNoCache: new URL(noCache.url),
       };
-      // Warm both: pool threads, prepared parsers, connections.
-      for (const side of ['plain', 'ferry'] as const) {
-        await runLoad({ clients: CLIENTS, warmupMs: 0, durationMs: 1_000, operation: operation(side) });
-      }
-      for (let round = 0; round < rounds; round++) {
-        for (const side of ['plain', 'ferry'] as const) {
-          context.log(`round ${round + 1}: ${side}`);
-          await runLoad({ clients: CLIENTS, ...window, operation: operation(side) }, totals[side]);
+      await waitReady(agent, base.ferry);
+      await waitReady(agent, base.ferryNoCache);
+      for (const [loadIndex, load] of LOADS.entries()) {
+        const figures = totals[loadIndex] as (typeof totals)[number];
+        const operation = (side: Side) => {
+          let n = 0;
+          return async () => {
+            const index = n % load.kinds.length;
+            const kind = load.kinds[index] as Kind;
+            const began = performance.now();
+            const status = await post(agent, base[side], kind.sql(n++, rows));
+            if (status !== 200) throw new Error(`${kind.label} answered ${status}`);
+            (figures.kinds[side][index] as LoadTotals).latency.recordMs(performance.now() - began);
+          };
+        };
+        // Warm every server on this load: pool threads, prepared parsers, connections.
+        for (const side of SIDES) {
+          await runLoad({ clients: CLIENTS, warmupMs: 0, durationMs: 1_000, operation: operation(side) });
+        }
+        for (let round = 0; round < rounds; round++) {
+          for (const side of SIDES) {
+            context.log(`${load.name}, round ${round + 1}: ${SIDE_LABELS[side]}`);
+            await runLoad({ clients: CLIENTS, ...window, operation: operation(side) }, figures.all[side]);
+          }
         }
       }
     } finally {
       agent.destroy();
-      await Promise.all([stop(ferry), stop(plain)]);
+      await Promise.all(children.map((child) => stop(child)));
     }
-    const ferryResult: LoadResult = totals.ferry.result();
-    const plainResult: LoadResult = totals.plain.result();
-    const tput = ratio(ferryResult.throughput, plainResult.throughput);
-    const p99 = ratio(ferryResult.latency.p99Ms, plainResult.latency.p99Ms);
-    const group = `mixed load, ${CLIENTS} clients`;
-    const measurements: Measurement[] = [
-      {
-        group,
-        metric: 'throughput',
-        unit: 'ops/s',
-        value: ferryResult.throughput,
-        baseline: plainResult.throughput,
-        baselineLabel: 'plain server',
-        ratio: tput,
-      },
-      {
-        group,
-        metric: 'p50 latency',
-        unit: 'ms',
-        kind: 'latency',
-        value: ferryResult.latency.p50Ms,
-        baseline: plainResult.latency.p50Ms,
-        baselineLabel: 'plain server',
-        ratio: ratio(ferryResult.latency.p50Ms, plainResult.latency.p50Ms),
-      },
-      {
-        group,
-        metric: 'p99 latency',
-        unit: 'ms',
-        kind: 'latency',
-        value: ferryResult.latency.p99Ms,
-        baseline: plainResult.latency.p99Ms,
-        baselineLabel: 'plain server',
-        ratio: p99,
-      },
-    ];
-    for (const [index, kind] of KINDS.entries()) {
-      const mine = (kinds.ferry[index] as LoadTotals).latency.summary();
-      const theirs = (kinds.plain[index] as LoadTotals).latency.summary();
-      measurements.push({
-        group: kind.label,
-        metric: 'p50 latency (warm-up included)',
-        unit: 'ms',
-        kind: 'latency',
-        value: mine.p50Ms,
-        baseline: theirs.p50Ms,
-        baselineLabel: 'plain server',
-        ratio: ratio(mine.p50Ms, theirs.p50Ms),
-      });
-    }
-    const goals: GoalCheck[] = [
-      {
-        goal: `${group}: throughput ≥ 1.0 × the plain server`,
-        measured: `${formatValue(ferryResult.throughput, 'ops/s')} vs ${formatValue(plainResult.throughput, 'ops/s')} = ${formatRatio(tput)}`,
-        met: tput >= 1.0,
-      },
-      {
-        goal: `${group}: p99 ≤ 1.5 × the plain server's p99`,
-        measured: `${formatValue(ferryResult.latency.p99Ms, 'ms')} vs ${formatValue(plainResult.latency.p99Ms, 'ms')} = ${formatRatio(p99)}`,
-        met: p99 <= 1.5,
-      },
-    ];
+    const measurements: Measurement[] = [];
+    const goals: GoalCheck[] = [];
+    const latencies: LatencyPlot[] = [];
     const notes = [
       `Tables: ${rows.toLocaleString('en-US')} rows each (the B1 columns); every request a new text (its id or its WHERE literal).`,
-      `${rounds} round(s) of a ${window.durationMs / 1000} s window per server after ${window.warmupMs / 1000} s of warm-up, alternating; ${CLIENTS} closed-loop clients in this process, one keep-alive connection each, reading every body whole.`,
-      'The plain server runs DuckDB statements on 4 connections of one instance and SQLite statements on its event loop; Ferry is `ferry serve --no-flight --no-inspector` with its defaults.',
+      `${rounds} round(s) of a ${window.durationMs / 1000} s window per server and load after ${window.warmupMs / 1000} s of warm-up, alternating; ${CLIENTS} closed-loop clients in this process, one keep-alive connection each, reading every body whole.`,
+      'The plain server runs DuckDB statements on 4 connections of one instance and SQLite statements on its event loop. Ferry is `ferry serve` with the spicepod a user writes (nothing under `runtime`: the results cache on, as in Spice; the goals are judged on it); a second `ferry serve` has `runtime.caching.sql_results.enabled: false`.',
     ];
-    const failure = failureNote(group, ferryResult, plainResult);
-    if (failure !== undefined) notes.push(failure);
-    const latencies: LatencyPlot[] = [
-      {
-        title: group,
-        series: [
-          latencySeries('ferry serve', ferryResult.latency),
-          latencySeries('plain server', plainResult.latency),
-        ],
-      },
-      ...KINDS.map((kind, index) => ({
-        title: kind.label,
-        series: [
-          latencySeries('ferry serve', (kinds.ferry[index] as LoadTotals).latency.summary()),
-          latencySeries('plain server', (kinds.plain[index] as LoadTotals).latency.summary()),
-        ],
-      })),
-    ];
-    return { measurements, goals, notes, latencies, raw: { ferry: ferryResult, plain: plainResult } };
+    const raw: Record<string, unknown> = {};
+    for (const [loadIndex, load] of LOADS.entries()) {
+      const figures = totals[loadIndex] as (typeof totals)[number];
+      const plainResult: LoadResult = figures.all.plain.result();
+      raw[load.name] = Object.fromEntries(SIDES.map((side) => [side, figures.all[side].result()]));
+      for (const side of ['ferry', 'ferryNoCache'] as const) {
+        const result: LoadResult = figures.all[side].result();
+        const tput = ratio(result.throughput, plainResult.throughput);
+        const p99 = ratio(result.latency.p99Ms, plainResult.latency.p99Ms);
+        const group = `${load.name}, ${CLIENTS} clients, ${SIDE_LABELS[side]}`;
+        measurements.push(
+          {
+            group,
+            metric: 'throughput',
+            unit: 'ops/s',
+            value: result.throughput,
+            baseline: plainResult.throughput,
+            baselineLabel: 'plain server',
+            ratio: tput,
+          },
+          {
+            group,
+            metric: 'p50 latency',
+            unit: 'ms',
+            kind: 'latency',
+            value: result.latency.p50Ms,
+            baseline: plainResult.latency.p50Ms,
+            baselineLabel: 'plain server',
+            ratio: ratio(result.latency.p50Ms, plainResult.latency.p50Ms),
+          },
+          {
+            group,
+            metric: 'p99 latency',
+            unit: 'ms',
+            kind: 'latency',
+            value: result.latency.p99Ms,
+            baseline: plainResult.latency.p99Ms,
+            baselineLabel: 'plain server',
+            ratio: p99,
+          },
+        );
+        if (side === 'ferry') {
+          goals.push(
+            {
+              goal: `${load.name}, default spicepod: throughput ≥ 1.0 × the plain server`,
+              measured: `${formatValue(result.throughput, 'ops/s')} vs ${formatValue(plainResult.throughput, 'ops/s')} = ${formatRatio(tput)}`,
+              met: tput >= 1.0,
+            },
+            {
+              goal: `${load.name}, default spicepod: p99 ≤ 1.5 × the plain server's p99`,
+              measured: `${formatValue(result.latency.p99Ms, 'ms')} vs ${formatValue(plainResult.latency.p99Ms, 'ms')} = ${formatRatio(p99)}`,
+              met: p99 <= 1.5,
+            },
+          );
+          for (const [index, kind] of load.kinds.entries()) {
+            const mine = (figures.kinds.ferry[index] as LoadTotals).latency.summary();
+            const theirs = (figures.kinds.plain[index] as LoadTotals).latency.summary();
+            measurements.push({
+              group: `${load.name}: ${kind.label}`,
+              metric: 'p50 latency (warm-up included)',
+              unit: 'ms',
+              kind: 'latency',
+              value: mine.p50Ms,
+              baseline: theirs.p50Ms,
+              baselineLabel: 'plain server',
+              ratio: ratio(mine.p50Ms, theirs.p50Ms),
+            });
+          }
+        }
+        const failure = failureNote(group, result, plainResult);
+        if (failure !== undefined) notes.push(failure);
+      }
+      latencies.push({
+        title: `${load.name}, ${CLIENTS} clients`,
+        series: SIDES.map((side) => latencySeries(SIDE_LABELS[side], figures.all[side].result().latency)),
+      });
+    }
+    return { measurements, goals, notes, latencies, raw };
   },
 };

@@ -104,11 +104,16 @@ export class QueryCatalog {
     const current = this.#generations.get(name);
     const generations: NamespaceGeneration[] = [];
     const files: GenerationFile[] = [];
+    const snapshots = new Set<number>();
     for (const generation of this.#announced.get(name) ?? []) {
+      // Past `retain` snapshots the rule holds none: no need to look at their files (a pinned
+      // query asks this each time).
+      if (snapshots.size >= retention.retain && !snapshots.has(generation.snapshotId)) break;
       const isCurrent = generation.id === current?.id;
       const stats = statSync(generation.path, { throwIfNoEntry: false });
       // The current one is held even while its link is being made again (a restore).
       if (stats === undefined && !isCurrent) continue;
+      snapshots.add(generation.snapshotId);
       generations.push(generation);
       files.push(generationFile(generation.snapshotId, stats ?? { ino: -1, blocks: 0 }));
     }
