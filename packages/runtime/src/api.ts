@@ -73,9 +73,11 @@ export interface RuntimeOptions {
    */
   readonly maxQueriesInFlight?: number;
   /**
-   * Nice value the query threads (DuckDB workers and DuckDB's threads, SQLite read threads) add to
-   * their own on Linux, so the host thread — probes, new connections, refusals, answers — is
-   * scheduled first when cores are short; default 10; 0 keeps the process's priority.
+   * Nice value the query threads (DuckDB workers and DuckDB's threads, SQLite read threads, and
+   * libuv's threadpool, where DuckDB's statements run: shared by the whole process, so its file
+   * system calls too) add to their own on Linux, so the host thread — probes, new connections,
+   * refusals, answers — is scheduled first when cores are short; default 10; 0 keeps the process's
+   * priority.
    */
   readonly queryThreadNiceness?: number;
   /** Largest number of rows `query` / `queryArrow` may return; default 100 000; 0 disables it. */

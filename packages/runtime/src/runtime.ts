@@ -72,6 +72,7 @@ import {
   TEST_HOOKS,
 } from './test-hooks.js';
 import { buildIdOf, threadExecArgv, threadFile } from './thread-files.js';
+import { lowerThreadpoolPriority } from './thread-priority.js';
 import { verificationNotices } from './verification-notice.js';
 
 export { POLL_RESULTS } from './runtime-metrics.js';
@@ -93,7 +94,15 @@ export async function createRuntime(
       "better-sqlite3 is the stock build, not Ferry's patched one: SQLite statements cannot be stopped inside SQLite (a query past its timeout or cancelled runs to its end in its worker, and close() waits for it), and a worker ended while it raises an SQLite error aborts the process; apply patches/better-sqlite3@12.9.0.patch from Ferry's repository (packages/runtime/README.md, Install)",
     );
   }
+  // Before any thread of the runtime starts (they would look like pool threads busy): DuckDB's
+  // statements run on libuv's threadpool, which must yield to the host thread as the query threads do.
+  await lowerThreadpoolPriority(queryThreadNiceness(options));
   return new HostRuntime(pod, safe, options);
+}
+
+/** `queryThreadNiceness`, whole and within 0–19; default 10. */
+function queryThreadNiceness(options: RuntimeOptions): number {
+  return Math.max(0, Math.min(19, Math.floor(options.queryThreadNiceness ?? 10)));
 }
 
 class HostRuntime implements Runtime {
@@ -660,7 +669,7 @@ function queryServiceOptions(
       options.maxQueriesInFlight ??
       config.maxQueriesInFlight ??
       DEFAULT_QUERIES_PER_CORE * availableParallelism(),
-    queryThreadNiceness: Math.max(0, Math.min(19, Math.floor(options.queryThreadNiceness ?? 10))),
+    queryThreadNiceness: queryThreadNiceness(options),
     sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
     duckdbWorkers: workers,
     duckdb,

@@ -7,8 +7,18 @@
  * (B15). On Linux, where a thread's nice value is its own and inherited by the threads it starts,
  * each query thread raises its own nice value by `queryThreadNiceness` (default 10) when it
  * starts; elsewhere threads keep the process's priority.
+ *
+ * DuckDB's statements do not run on its worker threads, though: @duckdb/node-api runs them as
+ * Node-API async work, on libuv's threadpool, which the whole process shares (its threads start
+ * from whichever thread first queued work, at that thread's priority). Measured in B15: the host
+ * thread, 90 % busy answering a burst, got ~45 % of a core while four pool threads at its priority
+ * ran the admitted DuckDB queries, and probes waited up to 3 s. So the pool's threads are lowered
+ * too ({@link lowerThreadpoolPriority}); the file system calls that share it (snapshot downloads'
+ * writes, the host's few) then wait behind the host as well, which is the point.
  */
-import { readlinkSync } from 'node:fs';
+
+import { pbkdf2 } from 'node:crypto';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 
 /** Raises the calling thread's nice value by `niceness` (at most 19); false where it cannot. */
@@ -23,4 +33,66 @@ export function lowerThreadPriority(niceness: number): boolean {
     // A container without /proc, or refused: the thread keeps the process's priority.
     return false;
   }
+}
+
+/** Each of this process's threads and the CPU time it has used (ns), from `/proc/self/task`. */
+function threadCpuNs(): Map<number, number> {
+  const times = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      times.set(Number(tid), Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // The thread ended while listing.
+    }
+  }
+  return times;
+}
+
+/**
+ * Some CPU work for one threadpool thread (~5 ms here): long enough that the tasks queued at once
+ * mostly go to threads of their own (none is free again before the others have woken).
+ */
+function poolWork(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    pbkdf2('ferry', 'threadpool', 20_000, 32, 'sha256', (error) =>
+      error === null ? resolve() : reject(error),
+    );
+  });
+}
+
+let lowered: Promise<number> | undefined;
+
+/**
+ * Raises the nice value of libuv's threadpool threads by `niceness` (once per process; Linux only).
+ * They are found as the threads that used CPU while the pool ran one task per thread, in up to
+ * three rounds until every one is seen; call it before other threads start, as the runtime does.
+ * Resolves with how many were lowered (0 where it cannot).
+ */
+export function lowerThreadpoolPriority(niceness: number): Promise<number> {
+  if (niceness <= 0 || process.platform !== 'linux') return Promise.resolve(0);
+  lowered ??= (async () => {
+    const size = Math.max(1, Math.min(1_024, Number(process.env.UV_THREADPOOL_SIZE) || 4));
+    const self = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    const pool = new Set<number>();
+    for (let round = 0; round < 3 && pool.size < size; round++) {
+      const before = threadCpuNs();
+      await Promise.all(Array.from({ length: size }, poolWork));
+      for (const [tid, ns] of threadCpuNs()) {
+        // A task takes ~5 ms of CPU: a tenth of that tells its thread from an idle one (a thread
+        // not there before is one the pool just started).
+        if (tid !== self && ns - (before.get(tid) ?? 0) > 500_000) pool.add(tid);
+      }
+    }
+    let count = 0;
+    for (const tid of [...pool].slice(0, size)) {
+      try {
+        setPriority(tid, Math.min(19, getPriority(tid) + niceness));
+        count++;
+      } catch {
+        // Ended, or refused: it keeps its priority.
+      }
+    }
+    return count;
+  })().catch(() => 0);
+  return lowered;
 }
