@@ -79,8 +79,8 @@ export function lowerThreadpoolPriority(niceness: number): Promise<number> {
       await Promise.all(Array.from({ length: size }, poolWork));
       for (const [tid, ns] of threadCpuNs()) {
         // A task takes ~5 ms of CPU: a tenth of that tells its thread from an idle one (a thread
-        // not there before is one the pool just started).
-        if (tid !== self && ns - (before.get(tid) ?? 0) > 500_000) pool.add(tid);
+        // not there before is one the pool just started); never the calling thread or the main one.
+        if (tid !== self && tid !== process.pid && ns - (before.get(tid) ?? 0) > 500_000) pool.add(tid);
       }
     }
     let count = 0;
