@@ -117,8 +117,10 @@ export interface RuntimeOptions {
   readonly restartBackoffMs?: readonly number[];
   /**
    * Memory limits of each dataset thread (an exceeded limit ends the thread, which is restarted);
-   * default `{ maxOldGenerationSizeMb: 256 }`. A thread holds one machine and the metadata it last
-   * read; any stated old-generation limit settles a thread ~0.7 MiB smaller than the unbounded default.
+   * default `{ maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 6 }`. A thread holds one
+   * machine and the metadata it last read; any stated old-generation limit settles a thread ~0.7 MiB
+   * smaller than the unbounded default, and the small young generation keeps V8 from growing its
+   * new space to 32 MiB under steady swaps (thread-limits.ts). Limits given replace the default.
    */
   readonly datasetResourceLimits?: ResourceLimits;
   /**

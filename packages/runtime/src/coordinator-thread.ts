@@ -9,6 +9,7 @@ import {
   isMainThread,
   MessageChannel,
   parentPort,
+  resourceLimits,
   type TransferListItem,
   Worker,
   workerData,
@@ -37,7 +38,13 @@ import { RpcClient, respond } from './rpc.js';
 import { PublishedVersions } from './shared-slots.js';
 import { SnapshotPool } from './snapshot-pool.js';
 import { storeFor, storeKey } from './stores.js';
-import { isMetadataGetsRequest, type MetadataGetsRequest } from './test-hooks.js';
+import {
+  isMetadataGetsRequest,
+  isThreadYoungGenerationsRequest,
+  type MetadataGetsRequest,
+  type ThreadYoungGeneration,
+  type ThreadYoungGenerationsRequest,
+} from './test-hooks.js';
 import { checkBuildId, threadExecArgv, threadFile } from './thread-files.js';
 
 if (isMainThread || parentPort === null) {
@@ -410,8 +417,28 @@ async function close(): Promise<void> {
   await Promise.all([...readers.values()].map((reader) => reader.store.close()));
 }
 
-port.on('message', (message: HostToCoordinator | MetadataGetsRequest) => {
-  if (isMetadataGetsRequest(message)) {
+/** The young generation of this thread, of each dataset thread and of each snapshot worker (a test hook). */
+function threadYoungGenerations(): ThreadYoungGeneration[] {
+  const threads: ThreadYoungGeneration[] = [
+    { thread: 'coordinator', maxYoungGenerationSizeMb: resourceLimits.maxYoungGenerationSizeMb ?? 0 },
+  ];
+  for (const [name, slot] of slots) {
+    const limits = slot.worker?.resourceLimits;
+    if (limits !== undefined)
+      threads.push({
+        thread: `dataset ${name}`,
+        maxYoungGenerationSizeMb: limits.maxYoungGenerationSizeMb ?? 0,
+      });
+  }
+  for (const young of pool.youngGenerations())
+    threads.push({ thread: 'snapshot worker', maxYoungGenerationSizeMb: young });
+  return threads;
+}
+
+port.on('message', (message: HostToCoordinator | MetadataGetsRequest | ThreadYoungGenerationsRequest) => {
+  if (isThreadYoungGenerationsRequest(message)) {
+    respond(port, message.id, threadYoungGenerations, serializeError);
+  } else if (isMetadataGetsRequest(message)) {
     respond(
       port,
       message.id,

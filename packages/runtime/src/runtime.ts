@@ -70,8 +70,11 @@ import {
   type MetadataGetsRequest,
   type RuntimeTestHooks,
   TEST_HOOKS,
+  type ThreadYoungGeneration,
+  type ThreadYoungGenerationsRequest,
 } from './test-hooks.js';
 import { buildIdOf, threadExecArgv, threadFile } from './thread-files.js';
+import { SMALL_THREAD_LIMITS, SMALL_THREAD_YOUNG_GENERATION_MB } from './thread-limits.js';
 import { lowerThreadpoolPriority } from './thread-priority.js';
 import { verificationNotices } from './verification-notice.js';
 
@@ -133,8 +136,8 @@ class HostRuntime implements Runtime {
   #coordinatorStartedAtMs = 0;
   #coordinatorRestart: NodeJS.Timeout | undefined;
   /** The test hooks' requests, on the same channel (the same ids): one client with a wider type. */
-  get #testRpc(): RpcClient<MetadataGetsRequest> {
-    return this.#coordinatorRpc as unknown as RpcClient<MetadataGetsRequest>;
+  get #testRpc(): RpcClient<MetadataGetsRequest | ThreadYoungGenerationsRequest> {
+    return this.#coordinatorRpc as unknown as RpcClient<MetadataGetsRequest | ThreadYoungGenerationsRequest>;
   }
   #closing: Promise<void> | undefined;
 
@@ -210,6 +213,11 @@ class HostRuntime implements Runtime {
     this.#startCoordinator();
     this[TEST_HOOKS] = {
       metadataGets: () => this.#testRpc.request<number>({ type: 'test-metadata-gets', id: 0 }),
+      threadYoungGenerations: () =>
+        this.#testRpc.request<readonly ThreadYoungGeneration[]>({
+          type: 'test-thread-young-generations',
+          id: 0,
+        }),
       terminateDatasetThread: async (name) => {
         const entry = this.#registry.get(name);
         const drill: CrashDrill = { type: 'test-crash' };
@@ -250,6 +258,7 @@ class HostRuntime implements Runtime {
       workerData,
       env: notice.env,
       ...threadExecArgv(),
+      resourceLimits: SMALL_THREAD_LIMITS,
     });
     const rpc = new RpcClient<HostToCoordinator>(worker, 'The coordinator thread');
     this.#coordinator = worker;
@@ -593,9 +602,13 @@ const GIB = 2 ** 30;
 /**
  * A dataset thread's heap: one machine and the metadata it last read. Stating an old-generation
  * limit (any size) settles a thread ~0.7 MiB smaller than Node's default, which sizes each worker
- * from the process's limit (9.2 → 8.5 MiB per idle thread, 100 threads, Node 20).
+ * from the process's limit (9.2 → 8.5 MiB per idle thread, 100 threads, Node 20). Its young
+ * generation is small (thread-limits.ts): V8's default let each grow to 32 MiB of new space.
  */
-const DATASET_THREAD_LIMITS = { maxOldGenerationSizeMb: 256 } as const;
+const DATASET_THREAD_LIMITS = {
+  maxOldGenerationSizeMb: 256,
+  maxYoungGenerationSizeMb: SMALL_THREAD_YOUNG_GENERATION_MB,
+} as const;
 
 function size(option: string, value: string | number | undefined, fallback: number): number {
   if (value === undefined) return fallback;

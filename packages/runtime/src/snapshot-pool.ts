@@ -15,6 +15,7 @@ import { deserializeError } from '@ferry/core';
 import { Piscina } from 'piscina';
 import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from './protocol.js';
 import { threadExecArgv, threadFile } from './thread-files.js';
+import { SMALL_THREAD_LIMITS } from './thread-limits.js';
 
 export interface SnapshotPoolOptions {
   /** Workers at most. Default 2. */
@@ -65,6 +66,8 @@ export class SnapshotPool {
       concurrentTasksPerWorker: 1,
       atomics: 'disabled',
       loadBalancer: balance,
+      // A small young generation (thread-limits.ts): V8's default grew each to 32 MiB of new space.
+      resourceLimits: SMALL_THREAD_LIMITS,
       ...(options.buildId === undefined ? {} : { workerData: { buildId: options.buildId } }),
     });
   }
@@ -72,6 +75,11 @@ export class SnapshotPool {
   /** How many workers run now. */
   get threads(): number {
     return this.#pool.threads.length;
+  }
+
+  /** The V8 young generation (MiB) each running worker was given, as its isolate reports it. */
+  youngGenerations(): number[] {
+    return this.#pool.threads.map((worker) => worker.resourceLimits?.maxYoungGenerationSizeMb ?? 0);
   }
 
   /** Runs a task; rejects with its error rebuilt (code, message, `permanent`). */

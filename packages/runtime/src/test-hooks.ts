@@ -16,6 +16,15 @@ export interface RuntimeTestHooks {
   queriesInFlight(): number;
   /** Queries admitted now (running, queued, or an open stream) and refused so far. */
   admission(): { readonly inFlight: number; readonly rejected: number };
+  /** The V8 young generation of each thread the coordinator runs (itself, dataset threads, snapshot workers). */
+  threadYoungGenerations(): Promise<readonly ThreadYoungGeneration[]>;
+}
+
+/** One running thread and the young generation (MiB) its isolate was given. */
+export interface ThreadYoungGeneration {
+  /** `coordinator`, `dataset <name>` or `snapshot worker`. */
+  readonly thread: string;
+  readonly maxYoungGenerationSizeMb: number;
 }
 
 export const TEST_HOOKS: unique symbol = Symbol.for('@ferry/runtime/test-hooks') as never;
@@ -33,6 +42,16 @@ export interface CrashDrill {
 export interface MetadataGetsRequest {
   readonly type: 'test-metadata-gets';
   readonly id: number;
+}
+
+/** host → coordinator: the young generation of each thread it runs (answered with an `RpcResponse`). */
+export interface ThreadYoungGenerationsRequest {
+  readonly type: 'test-thread-young-generations';
+  readonly id: number;
+}
+
+export function isThreadYoungGenerationsRequest(message: unknown): message is ThreadYoungGenerationsRequest {
+  return (message as { type?: unknown } | null)?.type === 'test-thread-young-generations';
 }
 
 export function isCrashDrill(message: unknown): message is CrashDrill {

@@ -4,9 +4,14 @@
  * count of metadata.json reads, and the queries the pools still run.
  */
 import type { Runtime } from './api.js';
-import { type RuntimeTestHooks, TEST_HOOKS, type WithTestHooks } from './test-hooks.js';
+import {
+  type RuntimeTestHooks,
+  TEST_HOOKS,
+  type ThreadYoungGeneration,
+  type WithTestHooks,
+} from './test-hooks.js';
 
-export type { RuntimeTestHooks };
+export type { RuntimeTestHooks, ThreadYoungGeneration };
 
 function hooksOf(runtime: Runtime): RuntimeTestHooks {
   const hooks = (runtime as Partial<WithTestHooks>)[TEST_HOOKS];
@@ -39,4 +44,9 @@ export function queryAdmission(runtime: Runtime): { readonly inFlight: number; r
 /** How many GETs of metadata.json the runtime's coordinator has made so far. */
 export function metadataGets(runtime: Runtime): Promise<number> {
   return hooksOf(runtime).metadataGets();
+}
+
+/** The V8 young generation (MiB) of each thread the coordinator runs now: itself, dataset threads, snapshot workers. */
+export function threadYoungGenerations(runtime: Runtime): Promise<readonly ThreadYoungGeneration[]> {
+  return hooksOf(runtime).threadYoungGenerations();
 }

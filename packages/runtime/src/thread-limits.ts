@@ -1,0 +1,16 @@
+/**
+ * The V8 young generation of the runtime's own threads: the coordinator, each dataset thread and
+ * the snapshot pool's workers. Node gives every worker V8's default, 48 MiB (two 16 MiB
+ * semi-spaces and their large objects), and V8 grows a thread's new space towards it under steady
+ * work and does not give it back: in a soak (one swap a second per dataset) these threads went,
+ * one after another and minutes apart, from 1 to 32 MiB of new space with a live heap of 10–25
+ * MiB, which was the RSS growth the soak measured (bench/RESULTS.md, "Soak growth, profiled").
+ * Their live objects are few and short-lived (a machine, metadata, a task's bookkeeping; file
+ * bytes are Buffers, outside the heap), so a 6 MiB young generation (new space at most 4 MiB)
+ * costs them nothing measurable. The query workers keep V8's default: they turn results into
+ * objects and strings, and a small young generation would promote them.
+ */
+export const SMALL_THREAD_YOUNG_GENERATION_MB = 6;
+
+/** The coordinator's and the snapshot workers' limits. */
+export const SMALL_THREAD_LIMITS = { maxYoungGenerationSizeMb: SMALL_THREAD_YOUNG_GENERATION_MB } as const;
