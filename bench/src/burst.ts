@@ -2,7 +2,7 @@
  * B15's heavy queries and how one is sent (`burst-client.ts` sends a burst of them from a process
  * of its own; the scenario warms the server with a few).
  */
-import { request } from 'node:http';
+import { type Agent, request } from 'node:http';
 
 export const DUCK = 'o_duck';
 export const LITE = 'o_lite';
@@ -25,13 +25,16 @@ export interface Answer {
   readonly error?: string;
 }
 
-/** `POST /v1/sql` on a connection of its own; the body is read whole (and dropped). */
-export function post(base: URL, sql: string): Promise<Answer> {
+/**
+ * `POST /v1/sql` with a text body, on a connection of its own unless `agent` keeps them; the body is
+ * read whole (and dropped). Never rejects: a failed request answers status 0 with its error.
+ */
+export function post(base: URL, sql: string, agent: Agent | false = false): Promise<Answer> {
   const began = performance.now();
   return new Promise((resolve) => {
     const req = request(
       {
-        agent: false,
+        agent,
         host: base.hostname,
         port: base.port,
         path: '/v1/sql',

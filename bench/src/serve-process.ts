@@ -36,6 +36,32 @@ export async function startServerProcess(
   return { url, child };
 }
 
+/** `ferry serve` on the spicepod at `podPath` as a user starts it (HTTP and Flight on free ports), warn logs. */
+export function startFerryServe(
+  podPath: string,
+  dataDir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ url: string; child: ChildProcess }> {
+  return startServerProcess(
+    [
+      cliPath(),
+      'serve',
+      podPath,
+      '--http',
+      '127.0.0.1:0',
+      '--flight',
+      '127.0.0.1:0',
+      '--log-level',
+      'warn',
+      '--log-format',
+      'json',
+      '--data-dir',
+      dataDir,
+    ],
+    env,
+  );
+}
+
 export async function stop(child: ChildProcess | undefined): Promise<void> {
   if (child === undefined || child.exitCode !== null) return;
   child.kill('SIGTERM');

@@ -21,7 +21,7 @@ import { latencySeries } from '../harness.js';
 import { LatencyRecorder, type LatencySummary } from '../histogram.js';
 import { publishQueryDatasets } from '../query-datasets.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
-import { cliPath, startServerProcess, stop, waitReady } from '../serve-process.js';
+import { startFerryServe, stop, waitReady } from '../serve-process.js';
 
 const PREFIX = 'b15/';
 const PROBE_INTERVAL_MS = 20;
@@ -108,22 +108,7 @@ export const b15: Scenario = {
     let probes: Record<string, ProbeCell> = {};
     try {
       context.log('starting ferry serve');
-      const served = await startServerProcess(
-        [
-          cliPath(),
-          'serve',
-          podPath,
-          '--http',
-          '127.0.0.1:0',
-          '--flight',
-          '127.0.0.1:0',
-          '--log-level',
-          'warn',
-          '--data-dir',
-          join(context.workDir, 'data'),
-        ],
-        env,
-      );
+      const served = await startFerryServe(podPath, join(context.workDir, 'data'), env);
       ferry = served.child;
       const base = new URL(served.url);
       await waitReady(agent, base);

@@ -11,15 +11,16 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { post } from '../burst.js';
 import { formatRatio, formatValue } from '../format.js';
 import { latencySeries } from '../harness.js';
 import { failureNote, type LoadResult, LoadTotals, runLoad } from '../load.js';
 import { publishQueryDatasets, queryDatasetsPod } from '../query-datasets.js';
 import { type GoalCheck, type LatencyPlot, type Measurement, ratio, type Scenario } from '../scenario.js';
-import { cliPath, startServerProcess, stop, waitReady } from '../serve-process.js';
+import { startFerryServe, startServerProcess, stop, waitReady } from '../serve-process.js';
 
 const PREFIX = 'b9/';
 const DUCK = 'h_duck';
@@ -90,51 +91,6 @@ const SIDE_LABELS: Readonly<Record<Side, string>> = {
   ferryNoCache: 'ferry serve, results cache off',
 };
 
-/** `POST /v1/sql` with a text body; resolves with the status once the body is read whole. */
-function post(agent: Agent, base: URL, sql: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        agent,
-        host: base.hostname,
-        port: base.port,
-        path: '/v1/sql',
-        method: 'POST',
-        headers: { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(sql) },
-      },
-      (res) => {
-        res.on('data', () => undefined);
-        res.on('end', () => resolve(res.statusCode ?? 0));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(sql);
-  });
-}
-
-/** `ferry serve` on the spicepod at `podPath`, as a user starts it. */
-function startFerry(podPath: string, dataDir: string, env: NodeJS.ProcessEnv) {
-  return startServerProcess(
-    [
-      cliPath(),
-      'serve',
-      podPath,
-      '--http',
-      '127.0.0.1:0',
-      '--flight',
-      '127.0.0.1:0',
-      '--log-level',
-      'warn',
-      '--log-format',
-      'json',
-      '--data-dir',
-      dataDir,
-    ],
-    env,
-  );
-}
-
 export const b9: Scenario = {
   id: 'b9',
   title: 'B9 HTTP',
@@ -169,9 +125,9 @@ export const b9: Scenario = {
     }));
     try {
       context.log('starting ferry serve (default spicepod and cache off) and the plain server');
-      const served = await startFerry(podPath, join(context.workDir, 'data'), env);
+      const served = await startFerryServe(podPath, join(context.workDir, 'data'), env);
       children.push(served.child);
-      const noCache = await startFerry(noCachePath, join(context.workDir, 'data-no-cache'), env);
+      const noCache = await startFerryServe(noCachePath, join(context.workDir, 'data-no-cache'), env);
       children.push(noCache.child);
       const baseline = await startServerProcess(
         [
@@ -198,8 +154,9 @@ export const b9: Scenario = {
             const index = n % load.kinds.length;
             const kind = load.kinds[index] as Kind;
             const began = performance.now();
-            const status = await post(agent, base[side], kind.sql(n++, rows));
-            if (status !== 200) throw new Error(`${kind.label} answered ${status}`);
+            const answer = await post(base[side], kind.sql(n++, rows), agent);
+            if (answer.error !== undefined) throw new Error(`${kind.label}: ${answer.error}`);
+            if (answer.status !== 200) throw new Error(`${kind.label} answered ${answer.status}`);
             (figures.kinds[side][index] as LoadTotals).latency.recordMs(performance.now() - began);
           };
         };

@@ -21,12 +21,17 @@ import { pbkdf2 } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 
+/** The calling thread's id: `/proc/thread-self` is `<pid>/task/<tid>` (Linux). */
+function currentThreadId(): number {
+  return Number(readlinkSync('/proc/thread-self').split('/').pop());
+}
+
 /** Raises the calling thread's nice value by `niceness` (at most 19); false where it cannot. */
 export function lowerThreadPriority(niceness: number): boolean {
   if (niceness <= 0 || process.platform !== 'linux') return false;
   try {
-    // `/proc/thread-self` is `<pid>/task/<tid>`; setpriority(2) on a thread id sets that thread only.
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    // setpriority(2) on a thread id sets that thread only.
+    const tid = currentThreadId();
     setPriority(tid, Math.min(19, getPriority(tid) + niceness));
     return true;
   } catch {
@@ -72,7 +77,7 @@ export function lowerThreadpoolPriority(niceness: number): Promise<number> {
   if (niceness <= 0 || process.platform !== 'linux') return Promise.resolve(0);
   lowered ??= (async () => {
     const size = Math.max(1, Math.min(1_024, Number(process.env.UV_THREADPOOL_SIZE) || 4));
-    const self = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    const self = currentThreadId();
     const pool = new Set<number>();
     for (let round = 0; round < 3 && pool.size < size; round++) {
       const before = threadCpuNs();
