@@ -17,6 +17,7 @@ import {
   type QueryCancellation,
   type QueryRoute,
 } from '@ferry/engines/namespaces';
+import { memoryReturn } from './memory-return.js';
 import {
   answerOf,
   errorRecord,
@@ -118,6 +119,7 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
   }
   if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
   const { stop } = state;
+  let sent = 0;
   if (message.mode === 'rows') {
     return ns.rows(sql, params, route, {
       signal: stop,
@@ -135,17 +137,23 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
       if (message.credits !== undefined) await takeCredit(message.credits, () => stop.aborted);
       if (stop.aborted) throw stop.reason;
       const bytes = transferable(ipc);
+      sent += bytes.byteLength;
       post({ type: 'batch', id: message.id, ipc: bytes, rows }, [bytes.buffer as ArrayBuffer]);
     },
   };
-  const outcome = await ns.batches(sql, params, route, sink, {
-    signal: stop,
-    maxRows,
-    maxBytes,
-    ...(pins === undefined ? {} : { pins }),
-    ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
-  });
-  return { ...outcome, shared };
+  try {
+    const outcome = await ns.batches(sql, params, route, sink, {
+      signal: stop,
+      maxRows,
+      maxBytes,
+      ...(pins === undefined ? {} : { pins }),
+      ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
+    });
+    return { ...outcome, shared };
+  } finally {
+    // The batches were built in this thread's heap: a large answer's garbage is this heap's too.
+    memoryReturn.ended(sent);
+  }
 }
 
 function run(message: QueryMessage): void {

@@ -16,6 +16,7 @@ import { type DatasetRead, type NamespaceCatalog, pinnedCatalog, pinsOf } from '
 import type { InterruptRegion } from '@ferry/engines/namespaces';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
+import { memoryReturn } from './memory-return.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
 import { answerOf, type QueryAnswer, type QueryRequest, transferable } from './query-protocol.js';
 import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
@@ -224,6 +225,7 @@ export type SqliteStreamMessage =
 export function stream(task: SqliteStreamTask): SqliteReadResult {
   const { port, control } = task;
   const region = regionOf(task.stops, 0);
+  let sent = 0;
   const sink: SyncBatchSink = {
     schema: (ipc, read) => {
       const bytes = transferable(ipc);
@@ -234,6 +236,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
     batch: (ipc, rows) => {
       takeCreditSync(control);
       const bytes = transferable(ipc);
+      sent += bytes.byteLength;
       port.postMessage({ type: 'batch', ipc: bytes, rows } satisfies SqliteStreamMessage, [
         bytes.buffer as ArrayBuffer,
       ]);
@@ -257,5 +260,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
     markRunning(task.stops, region, -1);
     port.postMessage({ type: 'end' } satisfies SqliteStreamMessage);
     port.close();
+    // The batches were built in this thread's heap: a large answer's garbage is this heap's too.
+    memoryReturn.ended(sent);
   }
 }
