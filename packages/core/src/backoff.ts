@@ -76,3 +76,38 @@ export function backoffDelayMs(
   const jittered = base * (1 + (random() * 2 - 1) * (policy.jitter ?? 0));
   return Math.max(0, Math.round(Math.min(jittered, policy.maxMs)));
 }
+
+/**
+ * A supervisor's restart delays: the delay before starting again a thread that died, by how many
+ * times it died in a row. A thread that ran longer than `resetAfterMs` before dying counts as
+ * healthy, so its restart starts again from the shortest delay. One rule for every supervised
+ * thread (the coordinator, each dataset thread); time is passed in, so it runs on any clock.
+ */
+export class RestartBackoff {
+  readonly #policy: BackoffPolicy;
+  readonly #resetAfterMs: number;
+  #failures = 0;
+  #startedAtMs = Number.NEGATIVE_INFINITY;
+
+  constructor(delaysMs: readonly number[], resetAfterMs = 60_000) {
+    this.#policy = { kind: 'steps', delaysMs };
+    this.#resetAfterMs = resetAfterMs;
+  }
+
+  /** The thread started at `nowMs`. */
+  started(nowMs: number): void {
+    this.#startedAtMs = nowMs;
+  }
+
+  /** The thread died at `nowMs`: how long to wait before starting it again (ms). */
+  died(nowMs: number): number {
+    if (nowMs - this.#startedAtMs > this.#resetAfterMs) this.#failures = 0;
+    this.#failures++;
+    return backoffDelayMs(this.#policy, this.#failures);
+  }
+
+  /** Deaths in a row so far (reset by a thread that ran longer than the reset window). */
+  get failures(): number {
+    return this.#failures;
+  }
+}

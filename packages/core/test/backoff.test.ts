@@ -1,6 +1,12 @@
 /** The one backoff rule: Spice's Fibonacci retry, Spice's SQS outage loop, steps, jitter and caps. */
 import { describe, expect, it } from 'vitest';
-import { backoffBaseMs, backoffDelayMs, SPICE_RETRY_BACKOFF, SQS_OUTAGE_BACKOFF } from '../src/backoff.js';
+import {
+  backoffBaseMs,
+  backoffDelayMs,
+  RestartBackoff,
+  SPICE_RETRY_BACKOFF,
+  SQS_OUTAGE_BACKOFF,
+} from '../src/backoff.js';
 
 describe('Spice retry backoff (bootstrap_on_failure_behavior: retry)', () => {
   it('Fibonacci 1, 2, 3, 5, 8 … s, capped at 300 s', () => {
@@ -56,5 +62,37 @@ describe('steps', () => {
       50, 200, 1_000, 1_000, 1_000,
     ]);
     expect(backoffDelayMs(policy, 0)).toBe(0);
+  });
+});
+
+describe('a supervisor’s restarts (RestartBackoff)', () => {
+  it('waits longer for each death in a row, and the last delay repeats', () => {
+    const restarts = new RestartBackoff([1_000, 2_000, 5_000], 60_000);
+    let now = 0;
+    const delays: number[] = [];
+    for (let death = 0; death < 5; death++) {
+      restarts.started(now);
+      now += 500; // died half a second after starting
+      const delay = restarts.died(now);
+      delays.push(delay);
+      now += delay;
+    }
+    expect(delays).toEqual([1_000, 2_000, 5_000, 5_000, 5_000]);
+    expect(restarts.failures).toBe(5);
+  });
+
+  it('starts again from the shortest delay after a thread ran past the reset window', () => {
+    const restarts = new RestartBackoff([1_000, 2_000, 5_000], 60_000);
+    restarts.started(0);
+    expect(restarts.died(10)).toBe(1_000);
+    restarts.started(1_010);
+    expect(restarts.died(1_020)).toBe(2_000);
+    restarts.started(3_020);
+    // Ran exactly the window: still a death in a row.
+    expect(restarts.died(63_020)).toBe(5_000);
+    restarts.started(68_020);
+    // Ran longer than the window: healthy, so the count starts again.
+    expect(restarts.died(128_021)).toBe(1_000);
+    expect(restarts.failures).toBe(1);
   });
 });

@@ -16,9 +16,9 @@ import {
 } from 'node:worker_threads';
 import type { DatasetConfig } from '@ferry/core';
 import {
-  backoffDelayMs,
   getDataset,
   OutsideLocationError,
+  RestartBackoff,
   resolveSnapshotKey,
   serializeError,
 } from '@ferry/core';
@@ -164,8 +164,7 @@ class DatasetSlot {
   worker: Worker | undefined;
   rpc: RpcClient<{ type: 'stop' }> | undefined;
   incarnation = 0;
-  failures = 0;
-  startedAtMs = 0;
+  readonly restarts = new RestartBackoff(data.restartBackoffMs);
   restartTimer: NodeJS.Timeout | undefined;
   stopping = false;
   exited: Promise<void> = Promise.resolve();
@@ -223,7 +222,7 @@ class DatasetSlot {
     });
     this.worker = worker;
     this.incarnation++;
-    this.startedAtMs = Date.now();
+    this.restarts.started(Date.now());
     const rpc = new RpcClient<{ type: 'stop' }>(worker, `Dataset thread of '${this.config.name}'`);
     this.rpc = rpc;
     let lastError: unknown;
@@ -286,10 +285,7 @@ class DatasetSlot {
   }
 
   #scheduleRestart(exitCode: number, error: unknown): void {
-    // A thread that ran a while before dying starts again from the shortest backoff.
-    if (Date.now() - this.startedAtMs > 60_000) this.failures = 0;
-    this.failures++;
-    const delay = backoffDelayMs({ kind: 'steps', delaysMs: data.restartBackoffMs }, this.failures);
+    const delay = this.restarts.died(Date.now());
     const reason = error instanceof Error ? error.message : `exit code ${exitCode}`;
     log(
       'error',

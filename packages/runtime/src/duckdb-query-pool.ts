@@ -15,6 +15,7 @@
  * `ERR_QUERY_TIMEOUT`; it counts as in flight until its engine stopped.
  */
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceLimits } from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
 import type {
@@ -309,7 +310,7 @@ export class DuckDbQueryPool {
           worker.closed = resolve;
         });
         worker.post({ type: 'close', id: 0 });
-        const waited = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+        const waited = (ms: number) => sleep(ms, undefined, { ref: false });
         // Closing waits for a catalog change in flight (many datasets swapping at once).
         await Promise.race([closed, waited(30_000)]);
         // A worker stuck in native code cannot be terminated until it returns: do not wait for ever.

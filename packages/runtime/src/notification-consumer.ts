@@ -14,6 +14,7 @@
  * it matches the commits its reads see against the commits it is notified of (`MissedCommitDetector`),
  * to warn when another process shares the queue.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   DatasetConfig,
   NotificationQueue,
@@ -464,20 +465,8 @@ export class NotificationConsumer {
     if (entry !== undefined) this.#options.log(entry.level, entry.message, { ...entry.fields });
   }
 
+  /** Waits `ms`, or less if the consumer closes meanwhile. */
   #sleep(ms: number): Promise<void> {
-    const signal = this.#closing.signal;
-    return new Promise((resolve) => {
-      if (signal.aborted) {
-        resolve();
-        return;
-      }
-      const done = (): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-    });
+    return sleep(ms, undefined, { signal: this.#closing.signal }).catch(() => undefined);
   }
 }

@@ -10,12 +10,12 @@ import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import {
-  backoffDelayMs,
   type ConfigIssue,
   type DatasetConfig,
   type DatasetEmitted,
   type JsonValue,
   parseByteSize,
+  RestartBackoff,
   retentionOf,
   type SpicepodConfig,
 } from '@ferry/core';
@@ -130,10 +130,9 @@ class HostRuntime implements Runtime {
   #coordinator!: Worker;
   #coordinatorRpc!: RpcClient<HostToCoordinator>;
   readonly #coordinatorData: Omit<CoordinatorWorkerData, 'incarnationBase'>;
-  /** Coordinator threads started so far, and consecutive deaths (for the restart backoff). */
+  /** Coordinator threads started so far, and the delays of its restarts. */
   #coordinatorStarts = 0;
-  #coordinatorFailures = 0;
-  #coordinatorStartedAtMs = 0;
+  readonly #coordinatorRestarts: RestartBackoff;
   #coordinatorRestart: NodeJS.Timeout | undefined;
   /** The test hooks' requests, on the same channel (the same ids): one client with a wider type. */
   get #testRpc(): RpcClient<MetadataGetsRequest | ThreadYoungGenerationsRequest> {
@@ -207,6 +206,7 @@ class HostRuntime implements Runtime {
       logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
+    this.#coordinatorRestarts = new RestartBackoff(this.#coordinatorData.restartBackoffMs);
     for (const line of verificationNotices(datasets)) {
       this.#logger.info({ component: 'runtime', ...line.fields }, line.message);
     }
@@ -239,7 +239,7 @@ class HostRuntime implements Runtime {
    */
   #startCoordinator(): void {
     this.#coordinatorStarts++;
-    this.#coordinatorStartedAtMs = Date.now();
+    this.#coordinatorRestarts.started(Date.now());
     const workerData: CoordinatorWorkerData = {
       ...this.#coordinatorData,
       // Dataset threads of a later coordinator never share a start number with an earlier one's.
@@ -292,13 +292,7 @@ class HostRuntime implements Runtime {
   }
 
   #coordinatorDied(exitCode: number, failure: Error | undefined): void {
-    // A coordinator that ran a while before dying starts again from the shortest backoff.
-    if (Date.now() - this.#coordinatorStartedAtMs > 60_000) this.#coordinatorFailures = 0;
-    this.#coordinatorFailures++;
-    const delay = backoffDelayMs(
-      { kind: 'steps', delaysMs: this.#coordinatorData.restartBackoffMs },
-      this.#coordinatorFailures,
-    );
+    const delay = this.#coordinatorRestarts.died(Date.now());
     const reason = failure?.message ?? `exit code ${exitCode}`;
     const message = `The coordinator thread died (${reason}); every dataset is restarting from its live file, in ${delay} ms`;
     this.#logger.error({ component: 'runtime', exitCode }, message);

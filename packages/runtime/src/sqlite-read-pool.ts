@@ -6,9 +6,10 @@
  * front of the queue (for whichever worker is free first), so expensive queries are not run back to
  * back in one batch while another worker idles. A statement known to be expensive goes in a batch
  * of its own, and while every other worker runs one, the last is kept for the cheap queries queued
- * (a point lookup does not wait for aggregates on every thread). A batch runs at the catalog version current when
- * it leaves, or a newer one: the host writes each version on the pool's board before sending a
- * batch (catalog-board.ts), so batches carry no catalog and no shared buffer.
+ * (a point lookup does not wait for aggregates on every thread). That policy is a set of pure
+ * functions (sqlite-batching.ts). A batch runs at the catalog version current when it leaves, or a
+ * newer one: the host writes each version on the pool's board before sending a batch
+ * (catalog-board.ts), so batches carry no catalog and no shared buffer.
  *
  * Timeouts are per query and count from the moment a worker starts it: the worker records the
  * index and start time of the query it runs in its batch's slot of one shared buffer, and the host checks it when
@@ -31,6 +32,7 @@ import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import { QueryCancelledError, QueryTimeoutError } from './errors.js';
 import type { SharedCatalog } from './query-catalog.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
+import { isExpensive, nextBatch, nextCost } from './sqlite-batching.js';
 import type {
   SqliteBatchAnswer,
   SqliteReadBatch,
@@ -129,11 +131,6 @@ const INDEX = 0;
 const STARTED_AT = 1;
 /** Slots beyond the threads: a slot is free again only once its batch's outcome is in. */
 const SPARE_SLOTS = 4;
-/**
- * A statement whose runs take this long is expensive: it runs in a batch of its own, so the cheap
- * queries queued behind it go to a worker together instead of waiting for it.
- */
-const EXPENSIVE_MS = 1;
 
 export class SqliteReadPool {
   readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, string | SqliteReadResult>;
@@ -352,23 +349,14 @@ export class SqliteReadPool {
       this.#freeSlots.length > 0 &&
       this.#closed === undefined
     ) {
-      // Share what is queued evenly among the idle workers; an expensive query goes alone, and
-      // a batch of cheap ones stops before the first expensive one behind them.
-      const idle = this.#threads - this.#inFlight;
-      const size = Math.min(this.#maxBatch, Math.ceil(this.#queue.length / idle));
-      const front = this.#queue[0] as Pending;
-      let batch: Pending[] | undefined;
-      if (this.#expensive(front)) {
-        // One worker is kept for cheap queries: when every other worker runs an expensive one,
-        // the cheap queries queued go first (in their order), so a point lookup never waits for
-        // aggregates on every thread. Expensive ones keep the other workers, in their order.
-        if (this.#threads > 1 && this.#expensiveInFlight >= this.#threads - 1) batch = this.#takeCheap(size);
-        batch ??= this.#queue.splice(0, 1);
-      } else {
-        let take = 1;
-        while (take < size && !this.#expensive(this.#queue[take] as Pending)) take++;
-        batch = this.#queue.splice(0, take);
-      }
+      const queue = this.#queue;
+      const take = nextBatch(queue.length, (index) => this.#expensive(queue[index] as Pending), {
+        threads: this.#threads,
+        inFlight: this.#inFlight,
+        expensiveInFlight: this.#expensiveInFlight,
+        maxBatch: this.#maxBatch,
+      });
+      const batch = this.#takeAt(take);
       const expensive = batch.length === 1 && this.#expensive(batch[0] as Pending);
       const slot = this.#freeSlots.pop() as number;
       this.#inFlight++;
@@ -437,39 +425,31 @@ export class SqliteReadPool {
     this.#requeue(batch.slice(results.length));
   }
 
-  /** The first `size` cheap queries of the queue, taken out of it; undefined when there is none. */
-  #takeCheap(size: number): Pending[] | undefined {
-    const cheap: Pending[] = [];
+  /** The queries at `positions` (ascending) of the queue, taken out of it. */
+  #takeAt(positions: readonly number[]): Pending[] {
+    const last = positions[positions.length - 1];
+    // The usual case, the queue's front: one splice.
+    if (last === positions.length - 1) return this.#queue.splice(0, positions.length);
+    const taken = new Set(positions);
+    const batch: Pending[] = [];
     const rest: Pending[] = [];
-    for (const pending of this.#queue) {
-      if (cheap.length < size && !this.#expensive(pending)) cheap.push(pending);
-      else rest.push(pending);
-    }
-    if (cheap.length === 0) return undefined;
+    for (const [index, pending] of this.#queue.entries()) (taken.has(index) ? batch : rest).push(pending);
     this.#queue = rest;
-    return cheap;
+    return batch;
   }
 
-  /** Whether `pending`'s statement ran expensively before (twice: a first run also sets it up). */
+  /** Whether `pending`'s statement is known to be expensive (sqlite-batching.ts). */
   #expensive(pending: Pending): boolean {
     const { query } = pending;
-    const cost = this.#costs.get(query.shape ?? query.sql);
-    return cost !== undefined && cost.runs > 1 && cost.ms >= EXPENSIVE_MS;
+    return isExpensive(this.#costs.get(query.shape ?? query.sql));
   }
 
-  /**
-   * Records that `pending`'s statement took `ms` this time: a faster run is believed at once, a
-   * slower one raises the estimate by a tenth at most (a statement's first run on a worker also
-   * attaches, prepares and explains it, and must not make a cheap statement look expensive).
-   */
+  /** Records that `pending`'s statement took `ms` this time (sqlite-batching.ts). */
   #cost(pending: Pending, ms: number): void {
     const key = pending.query.shape ?? pending.query.sql;
     const known = this.#costs.get(key);
-    if (known === undefined) this.#costs.set(key, { ms, runs: 1 }, 2 * key.length + 64);
-    else {
-      known.ms = ms < known.ms ? ms : known.ms + 0.1 * Math.min(ms - known.ms, known.ms);
-      known.runs++;
-    }
+    if (known === undefined) this.#costs.set(key, nextCost(undefined, ms), 2 * key.length + 64);
+    else Object.assign(known, nextCost(known, ms));
   }
 
   /**
