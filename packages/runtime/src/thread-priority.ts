@@ -65,13 +65,33 @@ function poolWork(): Promise<void> {
   });
 }
 
+/** libuv's name for its threadpool threads (libuv 1.50+, Node 22 and 24); older ones leave them unnamed. */
+const POOL_THREAD_NAME = 'libuv-worker';
+
+/** A thread's name (`comm`), or undefined once it has ended. */
+function threadName(tid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** This process's threads that libuv named as its threadpool's (none where libuv names no thread). */
+function namedPoolThreads(): number[] {
+  return [...threadCpuNs().keys()].filter((tid) => threadName(tid) === POOL_THREAD_NAME);
+}
+
 let lowered: Promise<number> | undefined;
 
 /**
  * Raises the nice value of libuv's threadpool threads by `niceness` (once per process; Linux only).
- * They are found as the threads that used CPU while the pool ran one task per thread, in up to
- * three rounds until every one is seen; call it before other threads start, as the runtime does.
- * Resolves with how many were lowered (0 where it cannot).
+ * Where libuv names them (`libuv-worker`, Node 22 and 24) they are found by name once the pool has
+ * started; elsewhere (Node 20) as the threads that used CPU while the pool ran one task per thread,
+ * in up to three rounds until every one is seen — there a V8 thread busy at the same moment could
+ * be taken for one (seen on Node 24 under a loaded machine before names were used), so call it
+ * before other threads start, as the runtime does. Resolves with how many were lowered (0 where it
+ * cannot).
  */
 export function lowerThreadpoolPriority(niceness: number): Promise<number> {
   if (niceness <= 0 || process.platform !== 'linux') return Promise.resolve(0);
@@ -81,7 +101,14 @@ export function lowerThreadpoolPriority(niceness: number): Promise<number> {
     const pool = new Set<number>();
     for (let round = 0; round < 3 && pool.size < size; round++) {
       const before = threadCpuNs();
+      // The first task starts every pool thread at once (libuv starts the whole pool).
       await Promise.all(Array.from({ length: size }, poolWork));
+      const named = namedPoolThreads();
+      if (named.length > 0) {
+        pool.clear();
+        for (const tid of named) pool.add(tid);
+        continue;
+      }
       for (const [tid, ns] of threadCpuNs()) {
         // A task takes ~5 ms of CPU: a tenth of that tells its thread from an idle one (a thread
         // not there before is one the pool just started); never the calling thread or the main one.

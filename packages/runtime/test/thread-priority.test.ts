@@ -3,7 +3,8 @@
  * asks for them, so the query threads' lower priority must reach the pool's threads too
  * (`lowerThreadpoolPriority`). In a child process (the pool and priorities are the process's): the
  * threads that burn CPU while DuckDB runs a statement are all below the main thread's priority
- * once the pool was lowered, and at its priority without it.
+ * once the pool was lowered, and at its priority without it. Where libuv names the pool's threads
+ * (`libuv-worker`, Node 22 and 24), exactly those four are the ones lowered.
  */
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -22,7 +23,9 @@ const duckdb = pathToFileURL(
 ).href;
 
 /** The nice values of the threads (the main one apart) that used > 100 ms of CPU while DuckDB ran (V8's own threads, compiling, use less). */
-async function busyThreadNiceness(lower: boolean): Promise<{ lowered: number; busy: number[] }> {
+async function busyThreadNiceness(
+  lower: boolean,
+): Promise<{ lowered: number; busy: number[]; named: number[] }> {
   const script = `
     import { readdirSync, readFileSync } from 'node:fs';
     import { getPriority } from 'node:os';
@@ -34,10 +37,11 @@ async function busyThreadNiceness(lower: boolean): Promise<{ lowered: number; bu
     const before = cpu();
     for (let n = 0; n < 3; n++) await connection.runAndReadAll('SELECT count(*) FROM range(30000000) t(i) WHERE i % 7 = 3');
     const busy = [...cpu()].filter(([tid, ns]) => Number(tid) !== process.pid && ns - (before.get(tid) ?? 0) > 100e6).map(([tid]) => getPriority(Number(tid)));
-    console.log(JSON.stringify({ lowered, busy }));
+    const named = readdirSync('/proc/self/task').filter((tid) => readFileSync('/proc/self/task/' + tid + '/comm', 'utf8').trim() === 'libuv-worker').map((tid) => getPriority(Number(tid)));
+    console.log(JSON.stringify({ lowered, busy, named }));
   `;
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script]);
-  return JSON.parse(stdout.trim()) as { lowered: number; busy: number[] };
+  return JSON.parse(stdout.trim()) as { lowered: number; busy: number[]; named: number[] };
 }
 
 describe.runIf(process.platform === 'linux')("libuv's threadpool, where DuckDB's statements run", () => {
@@ -46,6 +50,9 @@ describe.runIf(process.platform === 'linux')("libuv's threadpool, where DuckDB's
     expect(lowered.lowered).toBe(4);
     expect(lowered.busy.length).toBeGreaterThan(0);
     expect(lowered.busy, JSON.stringify(lowered)).toEqual(lowered.busy.map(() => 10));
+    // Where libuv names its pool threads (Node 22 and 24), every one of them is lowered, none else.
+    expect(lowered.named, JSON.stringify(lowered)).toEqual(lowered.named.map(() => 10));
+    if (lowered.named.length > 0) expect(lowered.named).toHaveLength(4);
     const left = await busyThreadNiceness(false);
     expect(left.busy.length).toBeGreaterThan(0);
     expect(left.busy, JSON.stringify(left)).toEqual(left.busy.map(() => 0));
