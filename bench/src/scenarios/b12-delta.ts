@@ -48,7 +48,6 @@ async function publishing<T>(context: { log(message: string): void }, publish: (
   }
 }
 
-/** poll.now → swap event for the snapshot just published, and what the download fetched. */
 /**
  * Writes back the disk's dirty pages (`sync`) so that a timed refresh does not wait behind the
  * write-back of the files built and published just before it (a 1 GiB build then a publish leave
@@ -72,6 +71,10 @@ async function readOnce(store: ObjectStore, key: string): Promise<void> {
   }
 }
 
+/**
+ * poll.now → swap event for the snapshot just published, and what the download fetched (after the
+ * object was read once and the disk synced, untimed).
+ */
 async function refresh(
   runtime: Runtime,
   store: ObjectStore,
