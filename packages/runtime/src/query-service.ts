@@ -57,6 +57,7 @@ import type { QueryAnswer, QueryRequest } from './query-protocol.js';
 import { ResultStream } from './result-stream.js';
 import { SqliteReadPool } from './sqlite-read-pool.js';
 import type { SqliteWorkerData } from './sqlite-read-task.js';
+import type { ThreadYoungGeneration } from './test-hooks.js';
 import { threadFile } from './thread-files.js';
 
 /** Re-routes and waits one query may go through before it gives up. */
@@ -569,6 +570,20 @@ export class QueryService {
   async setTaskHistory(history: NamespaceTaskHistory): Promise<void> {
     await this.#pools();
     this.#duckdbPool().setTaskHistory(history);
+  }
+
+  /** The young generation of each query worker running now (a test hook). */
+  youngGenerations(): ThreadYoungGeneration[] {
+    return [
+      ...(this.#duckdb?.youngGenerations() ?? []).map((young) => ({
+        thread: 'DuckDB query worker',
+        maxYoungGenerationSizeMb: young,
+      })),
+      ...(this.#sqlite?.youngGenerations() ?? []).map((young) => ({
+        thread: 'SQLite read worker',
+        maxYoungGenerationSizeMb: young,
+      })),
+    ];
   }
 
   /** Queries the pools have not answered yet. */

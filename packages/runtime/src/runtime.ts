@@ -74,7 +74,11 @@ import {
   type ThreadYoungGenerationsRequest,
 } from './test-hooks.js';
 import { buildIdOf, threadExecArgv, threadFile } from './thread-files.js';
-import { SMALL_THREAD_LIMITS, SMALL_THREAD_YOUNG_GENERATION_MB } from './thread-limits.js';
+import {
+  QUERY_THREAD_YOUNG_GENERATION_MB,
+  SMALL_THREAD_LIMITS,
+  SMALL_THREAD_YOUNG_GENERATION_MB,
+} from './thread-limits.js';
 import { lowerThreadpoolPriority } from './thread-priority.js';
 import { verificationNotices } from './verification-notice.js';
 
@@ -213,11 +217,13 @@ class HostRuntime implements Runtime {
     this.#startCoordinator();
     this[TEST_HOOKS] = {
       metadataGets: () => this.#testRpc.request<number>({ type: 'test-metadata-gets', id: 0 }),
-      threadYoungGenerations: () =>
-        this.#testRpc.request<readonly ThreadYoungGeneration[]>({
+      threadYoungGenerations: async () => [
+        ...(await this.#testRpc.request<readonly ThreadYoungGeneration[]>({
           type: 'test-thread-young-generations',
           id: 0,
-        }),
+        })),
+        ...this.#queries.youngGenerations(),
+      ],
       terminateDatasetThread: async (name) => {
         const entry = this.#registry.get(name);
         const drill: CrashDrill = { type: 'test-crash' };
@@ -681,7 +687,10 @@ function queryServiceOptions(
     duckdbWorkers: workers,
     duckdb,
     sqlite: { mainPath, privateRoots, tempDirectory: join(tempRoot, 'sqlite') },
-    resourceLimits: options.queryWorkerResourceLimits ?? { maxOldGenerationSizeMb: 2048 },
+    resourceLimits: options.queryWorkerResourceLimits ?? {
+      maxOldGenerationSizeMb: 2048,
+      maxYoungGenerationSizeMb: QUERY_THREAD_YOUNG_GENERATION_MB,
+    },
     prepare: async () => {
       // Temporary files of an earlier run are garbage; every worker spills into a directory of its own.
       await rm(tempRoot, { recursive: true, force: true });

@@ -184,10 +184,17 @@ export class SqliteReadPool {
       idleTimeout: options.idleTimeoutMs ?? 30_000,
       workerData,
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
-      // Workers run only synchronous tasks, so they may block between tasks: waking one through
-      // Atomics.wait is about 50 µs quicker per task than a message event.
-      atomics: 'sync',
+      // Workers wait for tasks with Atomics.waitAsync, so their event loop runs between tasks: V8's
+      // memory reducer and idle collection need it (a worker blocked in Atomics.wait between tasks
+      // never gives its heap back), and so does anything a worker schedules. 'sync' woke a worker
+      // about 50 µs quicker per task (bench/RESULTS.md, "Issue 37").
+      atomics: 'async',
     });
+  }
+
+  /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
+  youngGenerations(): number[] {
+    return this.#pool.threads.map((worker) => worker.resourceLimits?.maxYoungGenerationSizeMb ?? 0);
   }
 
   /** Queries and streams not answered yet (queued or running). */

@@ -7,10 +7,17 @@
  * MiB, which was the RSS growth the soak measured (bench/RESULTS.md, "Soak growth, profiled").
  * Their live objects are few and short-lived (a machine, metadata, a task's bookkeeping; file
  * bytes are Buffers, outside the heap), so a 6 MiB young generation (new space at most 4 MiB)
- * costs them nothing measurable. The query workers keep V8's default: they turn results into
- * objects and strings, and a small young generation would promote them.
+ * costs them nothing measurable.
  */
 export const SMALL_THREAD_YOUNG_GENERATION_MB = 6;
 
 /** The coordinator's and the snapshot workers' limits. */
 export const SMALL_THREAD_LIMITS = { maxYoungGenerationSizeMb: SMALL_THREAD_YOUNG_GENERATION_MB } as const;
+
+/**
+ * The query workers' young generation: 24 MiB (new space at most 16 MiB), half of V8's default.
+ * They turn results into objects and strings, so theirs is larger than the small threads', but
+ * under steady queries V8 grew each towards 32 MiB of new space, minutes apart, and kept it (the
+ * hour soak's staircase, bench/RESULTS.md "Issue 37").
+ */
+export const QUERY_THREAD_YOUNG_GENERATION_MB = 24;

@@ -2,16 +2,18 @@
  * The young generation of the runtime's own threads (thread-limits.ts), with real threads against
  * a real local S3: after swaps on both engines, the coordinator, every dataset thread and every
  * snapshot worker that ran them report V8's young generation as set, not V8's default (48 MiB,
- * which let each grow to 32 MiB of new space in a soak and made RSS grow).
+ * which let each grow to 32 MiB of new space in a soak and made RSS grow); so do the query workers
+ * that answered queries on both engines, with theirs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
 import { threadYoungGenerations } from '../src/testing.js';
-import { SMALL_THREAD_YOUNG_GENERATION_MB } from '../src/thread-limits.js';
+import { QUERY_THREAD_YOUNG_GENERATION_MB, SMALL_THREAD_YOUNG_GENERATION_MB } from '../src/thread-limits.js';
 import { nextEvent, publishVersion, spicepod, tempDir, useLocalAws } from './support.js';
 
 const aws = useLocalAws();
 const PREFIX = 'thread-heaps/';
+const QUERY_WORKER = / (query|read) worker$/;
 
 describe('runtime threads: a small young generation', () => {
   let runtime: Runtime;
@@ -53,7 +55,9 @@ describe('runtime threads: a small young generation', () => {
         expect((await swapped).to).toBe(published.snapshotId);
       }
     }
-    const threads = await threadYoungGenerations(runtime);
+    const threads = (await threadYoungGenerations(runtime)).filter(
+      (thread) => !QUERY_WORKER.test(thread.thread),
+    );
     // Every kind of thread is there: the check is not of an empty list.
     expect(threads.map((thread) => thread.thread).filter((name) => name !== 'snapshot worker')).toEqual([
       'coordinator',
@@ -65,6 +69,24 @@ describe('runtime threads: a small young generation', () => {
       expect(thread, thread.thread).toEqual({
         thread: thread.thread,
         maxYoungGenerationSizeMb: SMALL_THREAD_YOUNG_GENERATION_MB,
+      });
+    }
+  });
+
+  it('the query workers of both engines run with theirs after answering', async () => {
+    for (const name of ['duck', 'lite']) {
+      expect((await runtime.query(`SELECT count(*) AS n FROM ${name}`)).rows).toHaveLength(1);
+    }
+    const workers = (await threadYoungGenerations(runtime)).filter((thread) =>
+      QUERY_WORKER.test(thread.thread),
+    );
+    expect(new Set(workers.map((worker) => worker.thread))).toEqual(
+      new Set(['DuckDB query worker', 'SQLite read worker']),
+    );
+    for (const worker of workers) {
+      expect(worker, worker.thread).toEqual({
+        thread: worker.thread,
+        maxYoungGenerationSizeMb: QUERY_THREAD_YOUNG_GENERATION_MB,
       });
     }
   });
