@@ -199,7 +199,6 @@ export class DuckDbQueryPool {
     this.#workers[index] = this.#start(index);
   }
 
-  /** Queries not answered yet, over every worker (a timed-out one until its engine stopped). */
   /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
   youngGenerations(): number[] {
     return this.#workers.flatMap((worker) =>
@@ -207,6 +206,7 @@ export class DuckDbQueryPool {
     );
   }
 
+  /** Queries not answered yet, over every worker (a timed-out one until its engine stopped). */
   get inFlight(): number {
     return this.#workers.reduce((sum, worker) => sum + (worker?.pending.size ?? 0), 0);
   }
