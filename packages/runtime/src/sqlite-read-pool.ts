@@ -186,8 +186,8 @@ export class SqliteReadPool {
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
       // Workers wait for tasks with Atomics.waitAsync, so their event loop runs between tasks: V8's
       // memory reducer and idle collection need it (a worker blocked in Atomics.wait between tasks
-      // never gives its heap back), and so does anything a worker schedules. 'sync' woke a worker
-      // about 50 µs quicker per task (bench/RESULTS.md, "Issue 37").
+      // never runs them), and so does anything a worker schedules. B1 and B9 did not move against
+      // 'sync' (bench/RESULTS.md, "One-hour soak alone, 2026-12-03").
       atomics: 'async',
     });
   }

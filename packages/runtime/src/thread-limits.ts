@@ -16,8 +16,9 @@ export const SMALL_THREAD_LIMITS = { maxYoungGenerationSizeMb: SMALL_THREAD_YOUN
 
 /**
  * The query workers' young generation: 24 MiB (new space at most 16 MiB), half of V8's default.
- * They turn results into objects and strings, so theirs is larger than the small threads', but
- * under steady queries V8 grew each towards 32 MiB of new space, minutes apart, and kept it (the
- * hour soak's staircase, bench/RESULTS.md "Issue 37").
+ * They turn results into objects and strings, so theirs is larger than the small threads'; with
+ * V8's default the DuckDB worker's new space moved between 4 and 32 MiB under steady queries. With
+ * this one every query worker's heap was flat from minute 10 of an hour soak, and B1 and B9 did
+ * not move (bench/RESULTS.md, "One-hour soak alone, 2026-12-03").
  */
 export const QUERY_THREAD_YOUNG_GENERATION_MB = 24;
