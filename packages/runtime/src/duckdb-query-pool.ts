@@ -36,6 +36,7 @@ import type {
 } from './query-protocol.js';
 import { StreamCredits } from './stream-credits.js';
 import { threadExecArgv, threadFile } from './thread-files.js';
+import { youngGenerationOf } from './thread-limits.js';
 
 /** What a running query hears besides its answer (batch mode). */
 export interface QueryListener {
@@ -202,7 +203,7 @@ export class DuckDbQueryPool {
   /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
   youngGenerations(): number[] {
     return this.#workers.flatMap((worker) =>
-      worker === undefined ? [] : [worker.worker.resourceLimits?.maxYoungGenerationSizeMb ?? 0],
+      worker === undefined ? [] : [youngGenerationOf(worker.worker)],
     );
   }
 

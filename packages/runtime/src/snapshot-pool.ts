@@ -15,7 +15,7 @@ import { deserializeError } from '@ferry/core';
 import { Piscina } from 'piscina';
 import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from './protocol.js';
 import { threadExecArgv, threadFile } from './thread-files.js';
-import { SMALL_THREAD_LIMITS } from './thread-limits.js';
+import { SMALL_THREAD_LIMITS, youngGenerationOf } from './thread-limits.js';
 
 export interface SnapshotPoolOptions {
   /** Workers at most. Default 2. */
@@ -79,7 +79,7 @@ export class SnapshotPool {
 
   /** The V8 young generation (MiB) each running worker was given, as its isolate reports it. */
   youngGenerations(): number[] {
-    return this.#pool.threads.map((worker) => worker.resourceLimits?.maxYoungGenerationSizeMb ?? 0);
+    return this.#pool.threads.map(youngGenerationOf);
   }
 
   /** Runs a task; rejects with its error rebuilt (code, message, `permanent`). */

@@ -44,6 +44,7 @@ import type {
 import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery, streamStopBuffer } from './sqlite-stops.js';
 import { StreamCredits } from './stream-credits.js';
 import { threadExecArgv } from './thread-files.js';
+import { youngGenerationOf } from './thread-limits.js';
 
 export interface SqliteReadPoolOptions {
   /** The worker module (`sqlite-read-task`). */
@@ -194,7 +195,7 @@ export class SqliteReadPool {
 
   /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
   youngGenerations(): number[] {
-    return this.#pool.threads.map((worker) => worker.resourceLimits?.maxYoungGenerationSizeMb ?? 0);
+    return this.#pool.threads.map(youngGenerationOf);
   }
 
   /** Queries and streams not answered yet (queued or running). */

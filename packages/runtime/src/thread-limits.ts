@@ -1,3 +1,5 @@
+import type { Worker } from 'node:worker_threads';
+
 /**
  * The V8 young generation of the runtime's own threads: the coordinator, each dataset thread and
  * the snapshot pool's workers. Node gives every worker V8's default, 48 MiB (two 16 MiB
@@ -22,3 +24,8 @@ export const SMALL_THREAD_LIMITS = { maxYoungGenerationSizeMb: SMALL_THREAD_YOUN
  * not move (bench/RESULTS.md, "One-hour soak alone, 2026-12-03").
  */
 export const QUERY_THREAD_YOUNG_GENERATION_MB = 24;
+
+/** A running worker's young generation limit in MiB, 0 for V8's default (read by test hooks). */
+export function youngGenerationOf(worker: Worker): number {
+  return worker.resourceLimits?.maxYoungGenerationSizeMb ?? 0;
+}
