@@ -23,6 +23,11 @@ function fixture(): Doc {
   return JSON.parse(fixtureText);
 }
 
+/** The document as a reader gets it from the store: its UTF-8 bytes, read in place. */
+function bytesOf(doc: Doc | string): Uint8Array {
+  return new TextEncoder().encode(typeof doc === 'string' ? doc : JSON.stringify(doc, null, 1));
+}
+
 function field(name: string, data_type: unknown, nullable: boolean) {
   return { name, data_type, nullable, dict_id: 0, dict_is_ordered: false, metadata: {} };
 }
@@ -88,8 +93,9 @@ describe('parseMetadata on the Spice fixture', () => {
     expect(users?.currentSnapshotId).toBe(0);
   });
 
-  it('accepts the already-parsed value as well as the text', () => {
+  it('accepts the already-parsed value and the bytes as well as the text', () => {
     expect(parseMetadata(fixture(), loc)).toEqual(metadata);
+    expect(parseMetadata(bytesOf(fixtureText), loc)).toEqual(metadata);
   });
 
   it('returns undefined for a dataset the location does not have', () => {
@@ -186,29 +192,47 @@ describe('parseMetadata document errors', () => {
   it.each(cases)('%s', (_name, mutate, detail) => {
     const doc = fixture();
     mutate(doc);
-    expect(() => parseMetadata(doc, loc)).toThrow(MetadataError);
-    expect(() => parseMetadata(doc, loc)).toThrow(
-      `${prefix}${detail}; fix the writer that publishes this location.`,
-    );
+    for (const input of [doc, bytesOf(doc)]) {
+      expect(() => parseMetadata(input, loc)).toThrow(MetadataError);
+      expect(() => parseMetadata(input, loc)).toThrow(
+        `${prefix}${detail}; fix the writer that publishes this location.`,
+      );
+    }
   });
 
-  it('refuses text that is not JSON', () => {
-    const error = catchError(() => parseMetadata('{"format-version": 1,', loc));
+  it.each([
+    ['text', '{"format-version": 1,', /^Invalid metadata\.json in location '.+': not valid JSON \(/],
+    [
+      'bytes',
+      bytesOf('{"format-version": 1,'),
+      /^Invalid metadata\.json in location '.+': not valid JSON \(Unexpected end of JSON input, expected a property name in double quotes at byte 21\)/,
+    ],
+  ])('refuses %s that is not JSON', (_form, input, message) => {
+    const error = catchError(() => parseMetadata(input, loc));
     expect(error).toBeInstanceOf(MetadataError);
     expect(error).toMatchObject({ code: 'ERR_METADATA_INVALID', path: '', permanent: false });
-    expect((error as Error).message).toMatch(/^Invalid metadata\.json in location '.+': not valid JSON \(/);
+    expect((error as Error).message).toMatch(message);
   });
 
-  it('refuses a document that is not an object', () => {
-    expect(() => parseMetadata('[1]', loc)).toThrow(
-      `${prefix}the document must be a JSON object, got an array; fix the writer that publishes this location.`,
-    );
+  it.each([
+    ['[1]', 'an array'],
+    ['"metadata"', '"metadata"'],
+    ['null', 'null'],
+  ])('refuses the document %s, which is not an object, as text and as bytes', (text, shown) => {
+    for (const input of [text, bytesOf(text)]) {
+      expect(() => parseMetadata(input, loc)).toThrow(
+        `${prefix}the document must be a JSON object, got ${shown}; fix the writer that publishes this location.`,
+      );
+    }
   });
 
-  it('refuses text over the size cap before parsing it', () => {
-    expect(() => parseMetadata(' '.repeat(maxMetadataBytes + 1), loc)).toThrow(
-      `${prefix}the document is larger than 16777216 bytes; fix the writer that publishes this location.`,
-    );
+  it('refuses text and bytes over the size cap before parsing them', () => {
+    const text = ' '.repeat(maxMetadataBytes + 1);
+    for (const input of [text, bytesOf(text)]) {
+      expect(() => parseMetadata(input, loc)).toThrow(
+        `${prefix}the document is larger than 16777216 bytes; fix the writer that publishes this location.`,
+      );
+    }
   });
 
   it.each([2, 0, 1.5])('refuses format-version %s as permanent', (version) => {
@@ -378,6 +402,14 @@ describe('parseMetadata dataset errors are isolated', () => {
     const doc = fixture();
     mutate(doc);
     const metadata = parseMetadata(doc, loc);
+    // The bytes, read in place, refuse the same dataset with the same error, whatever history is kept.
+    for (const keepHistory of [() => true, () => false]) {
+      const fromBytes = parseMetadata(bytesOf(doc), loc, { keepHistory });
+      expect([...fromBytes.datasets.keys()]).toEqual(['users']);
+      expect(fromBytes.invalidDatasets.get('orders')?.message).toBe(
+        metadata.invalidDatasets.get('orders')?.message,
+      );
+    }
     expect([...metadata.datasets.keys()]).toEqual(['users']);
     expect([...metadata.invalidDatasets.keys()]).toEqual(['orders']);
     const error = catchError(() => getDataset(metadata, 'orders'));
@@ -422,3 +454,55 @@ function catchError(fn: () => unknown): unknown {
   }
   throw new Error('expected a throw');
 }
+
+describe('parseMetadata keeping only the current snapshot entry', () => {
+  /** The fixture with `orders` grown to `count` snapshots, the current one `current`. */
+  function grown(count: number, current: number): Doc {
+    const doc = fixture();
+    const template = doc.orders.snapshots[0];
+    doc.orders.snapshots = Array.from({ length: count }, (_, id) => ({ ...template, 'snapshot-id': id }));
+    doc.orders['current-snapshot-id'] = current;
+    return doc;
+  }
+
+  it('keeps every entry by default and only the current one when told', () => {
+    const doc = grown(50, 31);
+    const full = parseMetadata(bytesOf(doc), loc);
+    expect(getDataset(full, 'orders')?.snapshots).toHaveLength(50);
+    const lean = parseMetadata(bytesOf(doc), loc, { keepHistory: (name) => name !== 'orders' });
+    const orders = getDataset(lean, 'orders');
+    expect(orders?.snapshots.map((entry) => entry.snapshotId)).toEqual([31]);
+    expect(orders).toEqual({
+      ...getDataset(full, 'orders'),
+      snapshots: [getDataset(full, 'orders')?.snapshots[31]],
+    });
+    expect(getDataset(lean, 'users')).toEqual(getDataset(full, 'users'));
+  });
+
+  it('keeps no entry when the current id names none, and still checks the entries it drops', () => {
+    const doc = grown(5, 9);
+    const lean = parseMetadata(bytesOf(doc), loc, { keepHistory: () => false });
+    expect(getDataset(lean, 'orders')).toMatchObject({ currentSnapshotId: 9, snapshots: [] });
+
+    doc.orders['current-snapshot-id'] = 4;
+    doc.orders.snapshots[1]['snapshot-size'] = 'big';
+    const refused = parseMetadata(bytesOf(doc), loc, { keepHistory: () => false });
+    expect(refused.invalidDatasets.get('orders')?.path).toBe('orders.snapshots[1].snapshot-size');
+
+    doc.orders.snapshots[1]['snapshot-size'] = 1;
+    doc.orders.snapshots[3]['snapshot-id'] = 4;
+    const duplicated = parseMetadata(bytesOf(doc), loc, { keepHistory: () => false });
+    expect(duplicated.invalidDatasets.get('orders')?.problem).toBe('duplicates snapshot-id 4');
+  });
+
+  it('reads repeated keys as JSON.parse does: the last value, at the first position', () => {
+    const text = fixtureText.replace(
+      '"format-version": 1,',
+      '"users": 1, "format-version": 0, "format-version": 1,',
+    );
+    expect(text).not.toBe(fixtureText);
+    const fromBytes = parseMetadata(bytesOf(text), loc);
+    expect(fromBytes).toEqual(parseMetadata(text, loc));
+    expect([...fromBytes.datasets.keys()]).toEqual(['users', 'orders']);
+  });
+});

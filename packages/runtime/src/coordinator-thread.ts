@@ -109,9 +109,15 @@ function readerFor(dataset: DatasetConfig): LocationMetadataReader {
       ...data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs / 2),
     );
     const slot = locationSlots.get(key) ?? 0;
+    const fallingBack = new Set(
+      data.datasets
+        .filter((d) => storeKey(d) === key && d.bootstrapOnFailure === 'fallback')
+        .map((d) => d.name),
+    );
     reader = new LocationMetadataReader(storeFor(dataset), {
       windowMs,
       publish: (version) => versions.publish(slot, version),
+      keepHistory: (name) => fallingBack.has(name),
     });
     reader.readAhead({
       phaseMs: pollPhaseMs,
@@ -360,13 +366,14 @@ const consumer =
 const LISTING_HEADS = 8;
 
 /**
- * A dataset's snapshots for `runtime.snapshots()`: a fresh conditional read of metadata.json by the
- * location's shared reader, then a HEAD of each listed object through the same store.
+ * A dataset's snapshots for `runtime.snapshots()`: a read of metadata.json keeping the dataset's
+ * whole history (the shared reads keep only current entries), then a HEAD of each listed object
+ * through the same store.
  */
 async function listSnapshots(name: string, limit: number | undefined): Promise<SnapshotListing> {
   const slot = slots.get(name);
   if (slot === undefined) throw new Error(`The coordinator runs no dataset named '${name}'.`);
-  const metadata = await slot.reader.refresh();
+  const metadata = await slot.reader.history(name);
   const dataset = metadata === undefined ? undefined : getDataset(metadata, name);
   const location = metadata?.location ?? slot.config.location;
   const entries = dataset?.snapshots ?? [];

@@ -32,6 +32,11 @@ export interface MetadataReaderOptions {
   readonly now?: () => number;
   /** Called after every read with the document's published version. */
   readonly publish?: (version: PublishedVersion) => void;
+  /**
+   * The datasets whose replies carry every snapshot entry (those that fall back to older snapshots);
+   * the others get only their current entry. None by default.
+   */
+  readonly keepHistory?: (dataset: string) => boolean;
 }
 
 /** The poll grid to read ahead of: `phaseMs + k × interval` for each interval of the location's datasets. */
@@ -52,6 +57,7 @@ export class LocationMetadataReader {
   readonly #windowMs: number;
   readonly #now: () => number;
   readonly #publish: ((version: PublishedVersion) => void) | undefined;
+  readonly #keepHistory: (dataset: string) => boolean;
   #document: Document | undefined;
   #inflight: Promise<Document> | undefined;
   #gets = 0;
@@ -71,6 +77,7 @@ export class LocationMetadataReader {
     this.#windowMs = options.windowMs;
     this.#now = options.now ?? Date.now;
     this.#publish = options.publish;
+    this.#keepHistory = options.keepHistory ?? (() => false);
   }
 
   /** How long a read is reused by polls (a dataset answering its poll in its thread keeps to it too). */
@@ -145,6 +152,16 @@ export class LocationMetadataReader {
     return document.metadata;
   }
 
+  /**
+   * The document as it is now, with every snapshot entry of `dataset` (a listing's read): a GET of
+   * its own, not conditional and not shared, as the shared reads keep only what polls use.
+   */
+  async history(dataset: string): Promise<ParsedMetadata | undefined> {
+    const result = await this.store.get(METADATA_KEY, { maxBytes: maxMetadataBytes });
+    if (result.status !== 'ok') return undefined;
+    return parseMetadata(result.body, this.store.location, { keepHistory: (name) => name === dataset });
+  }
+
   /** The dataset's view of the document, reading it when the last read is too old. */
   async readFor(dataset: string, ifNoneMatch: string | undefined, fresh = false): Promise<MetadataReply> {
     const cached = this.#document;
@@ -189,11 +206,11 @@ export class LocationMetadataReader {
       if (result.status === 'unchanged' && previous !== undefined) {
         document = { ...previous, atMs };
       } else if (result.status === 'ok') {
-        const text = new TextDecoder().decode(result.body);
         try {
           document = this.#versioned({
             etag: result.etag,
-            metadata: parseMetadata(text, this.store.location),
+            // Read in place, keeping only what the datasets' checks use (the document only grows).
+            metadata: parseMetadata(result.body, this.store.location, { keepHistory: this.#keepHistory }),
             error: undefined,
             atMs,
           });

@@ -18,6 +18,7 @@ import {
 } from '../location.js';
 import { readArrowSchema } from './arrow-schema.js';
 import { MetadataError, UnsupportedFormatVersionError } from './errors.js';
+import { JsonBytes, JsonSyntaxError } from './json-bytes.js';
 import {
   childPath,
   describeValue,
@@ -44,18 +45,29 @@ export interface ParsedMetadata extends StoreMetadata {
   readonly invalidDatasets: ReadonlyMap<string, MetadataError>;
 }
 
+export interface ParseOptions {
+  /**
+   * Whether the dataset's entry keeps all its snapshot entries (the default) or only its current one.
+   * Every entry is checked either way, so a malformed one refuses the dataset as before. A reader
+   * keeps the history only where it uses it (`fallback` tries older snapshots): by the store
+   * contract a dataset's entries only grow, and one not kept is memory a poll does not hold.
+   */
+  readonly keepHistory?: (dataset: string) => boolean;
+}
+
 /**
- * Validates metadata.json (its text, or the value `JSON.parse` gave) and returns the model.
- * `location` is the location the caller read it from; it names the location in errors. Snapshot
- * URIs are checked against the `location` recorded in the document (a store copied elsewhere
- * keeps working); read them through {@link resolveSnapshotKey} with `metadata.location`, never
- * directly.
+ * Validates metadata.json (its bytes, its text, or the value `JSON.parse` gave) and returns the
+ * model. Bytes are read in place ({@link JsonBytes}): the body is never decoded to one string nor
+ * built into one tree, only the members the model holds are. `location` is the location the caller
+ * read it from; it names the location in errors. Snapshot URIs are checked against the `location`
+ * recorded in the document (a store copied elsewhere keeps working); read them through
+ * {@link resolveSnapshotKey} with `metadata.location`, never directly.
  * @throws UnsupportedFormatVersionError (permanent) when `format-version` is a number other than 1.
  * @throws MetadataError when the document as a whole is unusable.
  */
-export function parseMetadata(input: unknown, location: string): ParsedMetadata {
+export function parseMetadata(input: unknown, location: string, options: ParseOptions = {}): ParsedMetadata {
   const document = readDocument(input, location);
-  const version = document['format-version'];
+  const version = document.get('format-version');
   if (typeof version !== 'number') {
     const problem =
       version === undefined ? 'is missing' : `must be the number 1, got ${describeValue(version)}`;
@@ -66,22 +78,25 @@ export function parseMetadata(input: unknown, location: string): ParsedMetadata 
   let recordedLocation: string;
   let lastUpdatedMs: number;
   try {
-    const raw = expectString(document.location, 'location');
+    const raw = expectString(document.get('location'), 'location');
     const problem = recordedLocationProblem(raw);
     if (problem !== undefined) throw new Invalid('location', `${problem}, got ${describeValue(raw)}`);
     recordedLocation = normalizeLocation(raw);
-    lastUpdatedMs = expectCount(document['last-updated-ms'], 'last-updated-ms');
+    lastUpdatedMs = expectCount(document.get('last-updated-ms'), 'last-updated-ms');
   } catch (error) {
     if (error instanceof Invalid) throw new MetadataError(location, error.path, error.problem);
     throw error;
   }
 
+  const keepHistory = options.keepHistory ?? (() => true);
   const datasets = new Map<string, DatasetMetadata>();
   const invalidDatasets = new Map<string, MetadataError>();
-  for (const [key, value] of Object.entries(document)) {
-    if (reservedKeys.has(key) || !isRecord(value)) continue;
+  for (const key of document.keys()) {
+    if (reservedKeys.has(key)) continue;
+    const fields = document.object(key);
+    if (fields === undefined) continue;
     try {
-      datasets.set(key, readDataset(key, value, recordedLocation));
+      datasets.set(key, readDataset(key, fields, recordedLocation, keepHistory(key)));
     } catch (error) {
       if (!(error instanceof Invalid)) throw error;
       invalidDatasets.set(
@@ -106,7 +121,77 @@ export function getDataset(metadata: ParsedMetadata, name: string): DatasetMetad
   return metadata.datasets.get(name);
 }
 
-function readDocument(input: unknown, location: string): Record<string, unknown> {
+/** A JSON object's members as the parser reads them: from a parsed value, or from bytes one slice at a time. */
+interface Fields {
+  keys(): Iterable<string>;
+  get(key: string): unknown;
+  /** The member when it is an object; `undefined` otherwise. */
+  object(key: string): Fields | undefined;
+  /** The member's elements, one at a time, when it is an array; `undefined` otherwise. */
+  elements(key: string): Iterable<unknown> | undefined;
+}
+
+function valueFields(record: Record<string, unknown>): Fields {
+  return {
+    keys: () => Object.keys(record),
+    get: (key) => record[key],
+    object: (key) => {
+      const value = record[key];
+      return isRecord(value) ? valueFields(value) : undefined;
+    },
+    elements: (key) => {
+      const value = record[key];
+      return Array.isArray(value) ? value : undefined;
+    },
+  };
+}
+
+function byteFields(json: JsonBytes, start: number): Fields {
+  // As JSON.parse: a repeated key keeps its first position and its last value.
+  const slices = new Map<string, readonly [number, number]>();
+  for (const [key, from, to] of json.members(start)) slices.set(key, [from, to]);
+  const member = (key: string, first: number): number | undefined => {
+    const slice = slices.get(key);
+    return slice !== undefined && json.first(slice[0]) === first ? slice[0] : undefined;
+  };
+  return {
+    keys: () => slices.keys(),
+    get: (key) => {
+      const slice = slices.get(key);
+      return slice === undefined ? undefined : json.parse(slice[0], slice[1]);
+    },
+    object: (key) => {
+      const from = member(key, 0x7b);
+      return from === undefined ? undefined : byteFields(json, from);
+    },
+    elements: (key) => {
+      const from = member(key, 0x5b);
+      if (from === undefined) return undefined;
+      return (function* () {
+        for (const [a, b] of json.elements(from)) yield json.parse(a, b);
+      })();
+    },
+  };
+}
+
+function readDocument(input: unknown, location: string): Fields {
+  if (input instanceof Uint8Array) {
+    if (input.byteLength > maxMetadataBytes) {
+      throw new MetadataError(location, '', `the document is larger than ${maxMetadataBytes} bytes`);
+    }
+    const json = new JsonBytes(input);
+    let start: number;
+    let end: number;
+    try {
+      ({ start, end } = json.document());
+    } catch (error) {
+      if (!(error instanceof JsonSyntaxError)) throw error;
+      throw new MetadataError(location, '', `not valid JSON (${error.message})`, { cause: error });
+    }
+    if (json.first(start) === 0x7b) return byteFields(json, start);
+    const shown = json.first(start) === 0x5b ? 'an array' : describeValue(json.parse(start, end));
+    throw new MetadataError(location, '', `the document must be a JSON object, got ${shown}`);
+  }
   let value = input;
   if (typeof input === 'string') {
     // A UTF-16 length above the cap means at least as many UTF-8 bytes.
@@ -123,10 +208,10 @@ function readDocument(input: unknown, location: string): Record<string, unknown>
   if (!isRecord(value)) {
     throw new MetadataError(location, '', `the document must be a JSON object, got ${describeValue(value)}`);
   }
-  return value;
+  return valueFields(value);
 }
 
-function readDataset(key: string, value: Record<string, unknown>, location: string): DatasetMetadata {
+function readDataset(key: string, fields: Fields, location: string, keepHistory: boolean): DatasetMetadata {
   const path = childPath('', key);
   if (!isSafeDatasetName(key)) {
     throw new Invalid(
@@ -134,14 +219,14 @@ function readDataset(key: string, value: Record<string, unknown>, location: stri
       "is not a safe dataset name (letters, digits, '_', '-', '.'; no leading '.' or '-', no '..')",
     );
   }
-  const name = expectString(value.name, childPath(path, 'name'));
+  const name = expectString(fields.get('name'), childPath(path, 'name'));
   if (name !== key) {
     throw new Invalid(childPath(path, 'name'), `must equal its key '${key}', got ${describeValue(name)}`);
   }
-  const engine = optional(value.engine, (v) => expectNonEmptyString(v, childPath(path, 'engine')));
+  const engine = optional(fields.get('engine'), (v) => expectNonEmptyString(v, childPath(path, 'engine')));
 
   const schemasPath = childPath(path, 'schemas');
-  const schemas = expectArray(value.schemas, schemasPath).map((item, i) =>
+  const schemas = expectArray(fields.get('schemas'), schemasPath).map((item, i) =>
     readSchemaEntry(item, indexPath(schemasPath, i)),
   );
   rejectDuplicates(
@@ -149,22 +234,27 @@ function readDataset(key: string, value: Record<string, unknown>, location: stri
     schemasPath,
     'schema-id',
   );
-  const currentSchemaId = expectCount(value['current-schema-id'], childPath(path, 'current-schema-id'));
+  const currentSchemaId = expectCount(fields.get('current-schema-id'), childPath(path, 'current-schema-id'));
 
+  // Checked before it is read (below, in the spec's order of problems), to know which entry to keep.
+  const rawCurrentId = fields.get('current-snapshot-id');
   const snapshotsPath = childPath(path, 'snapshots');
-  const snapshots = expectArray(value.snapshots, snapshotsPath).map((item, i) =>
-    readSnapshotEntry(item, indexPath(snapshotsPath, i), location),
-  );
-  rejectDuplicates(
-    snapshots.map((entry) => entry.snapshotId),
-    snapshotsPath,
-    'snapshot-id',
-  );
-  const currentSnapshotId = optional(value['current-snapshot-id'], (v) =>
+  const items = fields.elements('snapshots') ?? expectArray(fields.get('snapshots'), snapshotsPath);
+  const snapshots: SnapshotEntry[] = [];
+  const ids: number[] = [];
+  let index = 0;
+  for (const item of items) {
+    const entry = readSnapshotEntry(item, indexPath(snapshotsPath, index), location);
+    ids.push(entry.snapshotId);
+    if (keepHistory || entry.snapshotId === rawCurrentId) snapshots.push(entry);
+    index++;
+  }
+  rejectDuplicates(ids, snapshotsPath, 'snapshot-id');
+  const currentSnapshotId = optional(rawCurrentId, (v) =>
     expectCount(v, childPath(path, 'current-snapshot-id')),
   );
   const properties =
-    optional(value.properties, (v) => readStringRecord(v, childPath(path, 'properties'))) ?? {};
+    optional(fields.get('properties'), (v) => readStringRecord(v, childPath(path, 'properties'))) ?? {};
 
   return {
     name,
