@@ -65,7 +65,21 @@ async function prune(location: string, dataset: string, keepLast: number): Promi
   for (const key of keys.slice(0, Math.max(0, keys.length - keepLast))) await aws.deleteObject(bucket, key);
 }
 
-async function publish(request: Extract<AwsRequest, { op: 'publish' }>): Promise<PublishReply> {
+/**
+ * The publish in flight per location. fauxqs answers no 412, so two writers rewriting one
+ * metadata.json at once would lose one's entry (and move the other dataset's pointer back): the
+ * bench's writers take turns, as conditional writes make real ones do.
+ */
+const publishing = new Map<string, Promise<unknown>>();
+
+function publish(request: Extract<AwsRequest, { op: 'publish' }>): Promise<PublishReply> {
+  const previous = publishing.get(request.location) ?? Promise.resolve();
+  const next = previous.catch(() => undefined).then(() => publishNow(request));
+  publishing.set(request.location, next);
+  return next;
+}
+
+async function publishNow(request: Extract<AwsRequest, { op: 'publish' }>): Promise<PublishReply> {
   const result = await publishSnapshot({
     dataset: request.dataset,
     location: storeFor(request.location),

@@ -6,10 +6,11 @@
  * its last window: RSS growth < 2 %, no growth in descriptors or files, 0 failed queries.
  */
 import { readdirSync } from 'node:fs';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import type { FileFormat } from '@ferry/core';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from '../data.js';
 import { formatValue } from '../format.js';
-import { publishEverySecond, sleep, startRuntime } from '../harness.js';
+import { plainS3, publishEverySecond, sleep, startRuntime } from '../harness.js';
 import { runLoad } from '../load.js';
 import type { GoalCheck, Measurement, Scenario } from '../scenario.js';
 import { BUCKET, locationOf, spicepod } from '../spicepod.js';
@@ -27,6 +28,8 @@ interface Sample {
   readonly fds: number;
   readonly dataFiles: number;
   readonly swaps: number;
+  /** The size of metadata.json, which grows by a snapshot entry per publish (the store contract). */
+  readonly metadataKiB: number;
 }
 
 export const soak: Scenario = {
@@ -89,8 +92,14 @@ export const soak: Scenario = {
       );
       const started = Date.now();
       let sampling = true;
+      const s3 = plainS3(context.aws, true);
+      const metadataKiB = async (): Promise<number> => {
+        const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}metadata.json` }));
+        return (head.ContentLength ?? 0) / 1024;
+      };
       const sampler = (async () => {
         while (sampling) {
+          const size = await metadataKiB();
           const memory = process.memoryUsage();
           samples.push({
             atS: (Date.now() - started) / 1000,
@@ -99,15 +108,16 @@ export const soak: Scenario = {
             fds: readdirSync('/proc/self/fd').length,
             dataFiles: readdirSync(dataDir, { recursive: true }).length,
             swaps,
+            metadataKiB: size,
           });
           const latest = samples[samples.length - 1];
           if (latest !== undefined && samples.length % 12 === 0)
             context.log(
-              `${latest.atS.toFixed(0)} s: RSS ${latest.rssMiB.toFixed(0)} MiB, ${latest.fds} fds, ${latest.dataFiles} data files, ${latest.swaps} swaps`,
+              `${latest.atS.toFixed(0)} s: RSS ${latest.rssMiB.toFixed(0)} MiB, ${latest.fds} fds, ${latest.dataFiles} data files, ${latest.swaps} swaps, metadata.json ${latest.metadataKiB.toFixed(0)} KiB`,
             );
           await sleep(5_000);
         }
-      })();
+      })().finally(() => s3.destroy());
       const load = await runLoad({
         clients: 4,
         warmupMs: 0,
@@ -238,12 +248,15 @@ export const soak: Scenario = {
     ];
     const notes = [
       `${minutes} min; two datasets (DuckDB, SQLite; ${rows.toLocaleString('en-US')} rows) each published once a second from the AWS process (SQS + 1 s poll; older objects deleted as a lifecycle rule would); 4 clients running point lookups with 5 ms pauses.`,
+      `metadata.json grew from ${formatValue((early[0]?.metadataKiB ?? 0) / 1024, 'MiB')} at the start of the compared span to ${formatValue((samples[samples.length - 1]?.metadataKiB ?? 0) / 1024, 'MiB')} at the end (one snapshot entry per publish; the store contract keeps them all).`,
       `swaps per dataset: ${Object.entries(swapsBy)
         .map(([dataset, count]) => `${dataset} ${count}`)
         .join(', ')} (a check that finds two new snapshots swaps the newest).`,
       ...(errors.length > 0 ? [`errors: ${errors.join('; ')}`] : []),
-      ...(logger.counts.error > 0
-        ? [`Runtime logged ${logger.counts.error} errors: ${logger.problems.join(' | ')}`]
+      ...(logger.counts.error + logger.counts.warn > 0
+        ? [
+            `Runtime logged ${logger.counts.error} errors and ${logger.counts.warn} warnings; the last ones: ${logger.problems.join(' | ')}`,
+          ]
         : []),
     ];
     return {

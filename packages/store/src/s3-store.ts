@@ -130,14 +130,30 @@ function destroyBody(body: unknown): void {
 }
 
 /** One plain Uint8Array holding the chunks (never a view into a shared socket buffer). */
-function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
+/**
+ * A whole body in one buffer, each chunk copied in as it arrives and let go: sized once by
+ * Content-Length when the server sent it (metadata.json grows without end by the store contract,
+ * so its reads must not hold every chunk and a second copy at once). `refuse` checks each running total.
+ */
+async function readWhole(
+  chunks: AsyncIterable<Uint8Array>,
+  expected: number | undefined,
+  refuse: (total: number) => void,
+): Promise<Uint8Array> {
+  let out = new Uint8Array(expected ?? 0);
+  let total = 0;
+  for await (const chunk of chunks) {
+    const next = total + chunk.byteLength;
+    refuse(next);
+    if (next > out.byteLength) {
+      const grown = new Uint8Array(Math.max(next, 2 * out.byteLength, 64 * 1024));
+      grown.set(out.subarray(0, total));
+      out = grown;
+    }
+    out.set(chunk, total);
+    total = next;
   }
-  return out;
+  return total === out.byteLength ? out : out.slice(0, total);
 }
 
 function resolveCredentials(
@@ -385,16 +401,13 @@ export function createS3Store(options: S3StoreOptions): S3ObjectStore {
         if (max !== undefined && out.ContentLength !== undefined && out.ContentLength > max) {
           throw new ObjectTooLargeError(uriOf(key), out.ContentLength, max);
         }
-        const chunks: Uint8Array[] = [];
-        let total = 0;
-        if (body !== undefined) {
-          for await (const chunk of chunksOf(body)) {
-            total += chunk.byteLength;
-            if (max !== undefined && total > max) throw new ObjectTooLargeError(uriOf(key), total, max);
-            chunks.push(chunk);
-          }
-        }
-        return { status: 'ok', body: concat(chunks, total), etag };
+        const whole =
+          body === undefined
+            ? new Uint8Array(0)
+            : await readWhole(chunksOf(body), out.ContentLength, (total) => {
+                if (max !== undefined && total > max) throw new ObjectTooLargeError(uriOf(key), total, max);
+              });
+        return { status: 'ok', body: whole, etag };
       } catch (error) {
         if (statusOf(error) === 304 && o.ifNoneMatch !== undefined)
           return { status: 'unchanged', etag: o.ifNoneMatch };

@@ -157,6 +157,18 @@ export function objectStoreContract(name: string, makeSubject: () => Promise<Con
       expect(await store.get('empty.bin')).toMatchObject({ status: 'ok', body: new Uint8Array() });
     });
 
+    it('gets a body of many chunks whole and exact, and refuses one over maxBytes', async () => {
+      const body = randomBytes(3 * 1024 * 1024 + 5);
+      await store.put('large.json', body);
+      const got = await store.get('large.json', { maxBytes: body.byteLength });
+      expect(got.status).toBe('ok');
+      expect(got.status === 'ok' && got.body.byteLength).toBe(body.byteLength);
+      expect(got.status === 'ok' && same(got.body, body)).toBe(true);
+      expect(await codeOf(store.get('large.json', { maxBytes: body.byteLength - 1 }))).toBe(
+        'ERR_OBJECT_TOO_LARGE',
+      );
+    });
+
     it('lists recursively under a prefix, with sizes and ETags', async () => {
       const a = await store.put('month=2026-11/day=2026-11-29/dataset=orders/o1.duckdb', text('12345'));
       await store.put('month=2026-11/day=2026-11-30/dataset=orders/o2.duckdb', text('1'));
