@@ -134,7 +134,10 @@ const STARTED_AT = 1;
 const SPARE_SLOTS = 4;
 
 export class SqliteReadPool {
-  readonly #pool: Piscina<SqliteReadBatch | SqliteStreamTask, string | SqliteReadResult>;
+  readonly #pool: Piscina<
+    SqliteReadBatch | SqliteStreamTask | Record<string, never>,
+    string | SqliteReadResult | number
+  >;
   readonly #threads: number;
   readonly #timeoutMs: number;
   readonly #maxBatch: number;
@@ -196,6 +199,13 @@ export class SqliteReadPool {
   /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
   youngGenerations(): number[] {
     return this.#pool.threads.map(youngGenerationOf);
+  }
+
+  /** Full collections run by the memory return of the worker that takes this task (a test hook). */
+  async memoryCollections(): Promise<number> {
+    const collections = await this.#pool.run({}, { name: 'memoryCollections' });
+    if (typeof collections !== 'number') throw new Error('memoryCollections answered no number');
+    return collections;
   }
 
   /** Queries and streams not answered yet (queued or running). */

@@ -264,3 +264,11 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
     memoryReturn.ended(sent);
   }
 }
+
+/**
+ * Full collections this thread's memory return has run (a test hook): they run on timers after a
+ * large answer, so they count only if the thread's event loop turns between tasks.
+ */
+export function memoryCollections(): number {
+  return memoryReturn.collections;
+}

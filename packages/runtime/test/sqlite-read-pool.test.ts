@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PoolQuery } from '../src/duckdb-query-pool.js';
+import { LARGE_ANSWER_BYTES } from '../src/memory-return.js';
 import { shareCatalog } from '../src/query-catalog.js';
 import type { QueryRequest } from '../src/query-protocol.js';
 import { SqliteReadPool } from '../src/sqlite-read-pool.js';
@@ -306,6 +308,42 @@ describe('SqliteReadPool', () => {
       query.cancel();
       expect(await query.answer).toMatchObject({ kind: 'error' });
       expect(received).toHaveLength(3);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it("runs a worker's timers while it waits for tasks: the memory return after a large answer", async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    try {
+      // 40 rows of 1 MB: past LARGE_ANSWER_BYTES, so the worker schedules full collections 1 s, 2 s,
+      // … after the stream ends. They fire only if its event loop turns while the pool is idle (a
+      // worker blocked in Atomics.wait between tasks never runs them, however long it waits).
+      const sql =
+        'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 40) SELECT randomblob(1000000) AS b FROM c';
+      let bytes = 0;
+      let query: PoolQuery | undefined;
+      query = reads.stream(
+        { sql, params: [], maxRows: 0, maxBytes: 0 },
+        {
+          batch: (ipc) => {
+            bytes += ipc.byteLength;
+            query?.credit();
+          },
+        },
+        4,
+      );
+      expect(await query.answer).toMatchObject({ kind: 'done' });
+      expect(bytes).toBeGreaterThan(LARGE_ANSWER_BYTES);
+      expect(await reads.memoryCollections()).toBe(0);
+      // Each probe is a task of its own; between probes the pool is idle.
+      const deadline = Date.now() + 10_000;
+      let collections = 0;
+      while (collections === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        collections = await reads.memoryCollections();
+      }
+      expect(collections).toBeGreaterThan(0);
     } finally {
       await reads.close(new Error('closed'));
     }
