@@ -58,6 +58,8 @@ const valid = [
   '{"a":1,"a":2}',
   '{"__proto__":{"x":1}}',
   '[1 , 2 ,\n3]',
+  // Deeper than the check remembers container ends: skipped by counting brackets, past strings.
+  '{"a":{"b":{"c":{"d":{"e":[1,{"f":"x\\"]}\\\\"},[[]],{}],"g":"}"}}}}}',
 ];
 
 const invalid = [

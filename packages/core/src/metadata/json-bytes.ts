@@ -36,6 +36,8 @@ const ZERO = 0x30;
 const NINE = 0x39;
 
 const decoder = new TextDecoder();
+/** Containers this deep or shallower (the document is 0) have their end remembered by the check. */
+const REMEMBERED_DEPTH = 4;
 const literals: readonly (readonly number[])[] = ['true', 'false', 'null'].map((word) =>
   [...word].map((char) => char.charCodeAt(0)),
 );
@@ -55,6 +57,10 @@ function isHex(c: number): boolean {
 /** The bytes of one JSON document, walked by offsets. */
 export class JsonBytes {
   readonly bytes: Uint8Array;
+  /** The whole document was checked ({@link document}): values are then skipped, not checked again. */
+  #valid = false;
+  /** Container start → end, for the containers nested less than {@link REMEMBERED_DEPTH} deep. */
+  readonly #ends = new Map<number, number>();
 
   constructor(bytes: Uint8Array) {
     this.bytes = bytes;
@@ -72,6 +78,7 @@ export class JsonBytes {
     const end = this.valueEnd(start);
     const after = this.#space(end);
     if (after < b.length) throw new JsonSyntaxError('Unexpected data after the JSON value', after);
+    this.#valid = true;
     return { start, end };
   }
 
@@ -93,10 +100,10 @@ export class JsonBytes {
     let i = this.#space(start + 1);
     if (this.bytes[i] === CLOSE_BRACE) return;
     for (;;) {
-      const keyEnd = this.#stringEnd(i);
+      const keyEnd = this.#valid ? this.#skipString(i) : this.#stringEnd(i);
       const key = this.parse(i, keyEnd) as string;
       const valueStart = this.#space(this.#space(keyEnd) + 1);
-      const valueEnd = this.valueEnd(valueStart);
+      const valueEnd = this.#end(valueStart);
       yield [key, valueStart, valueEnd];
       i = this.#space(valueEnd);
       if (this.bytes[i] === CLOSE_BRACE) return;
@@ -109,7 +116,7 @@ export class JsonBytes {
     let i = this.#space(start + 1);
     if (this.bytes[i] === CLOSE_BRACKET) return;
     for (;;) {
-      const end = this.valueEnd(i);
+      const end = this.#end(i);
       yield [i, end];
       i = this.#space(end);
       if (this.bytes[i] === CLOSE_BRACKET) return;
@@ -123,19 +130,22 @@ export class JsonBytes {
    */
   valueEnd(start: number): number {
     const b = this.bytes;
-    // The open containers, innermost last: true for an object, false for an array.
+    // The open containers, innermost last: true for an object, false for an array; and where each began.
     const open: boolean[] = [];
+    const starts: number[] = [];
     let i = start;
     for (;;) {
       // A value begins at i.
       const c = b[i];
       if (c === OPEN_BRACE || c === OPEN_BRACKET) {
         const object = c === OPEN_BRACE;
+        const from = i;
         i = this.#space(i + 1);
         if (b[i] === (object ? CLOSE_BRACE : CLOSE_BRACKET)) {
           i++;
         } else {
           open.push(object);
+          starts.push(from);
           if (object) i = this.#memberValue(i);
           continue;
         }
@@ -159,11 +169,62 @@ export class JsonBytes {
         }
         if (d === (object ? CLOSE_BRACE : CLOSE_BRACKET)) {
           open.pop();
+          const from = starts.pop() as number;
           i++;
+          // Where the outer containers end (the document, its members, theirs and their elements):
+          // the members and elements walks skip them without reading them again.
+          if (open.length < REMEMBERED_DEPTH) this.#ends.set(from, i);
           continue;
         }
         throw this.#unexpected(i, object ? "',' or '}'" : "',' or ']'");
       }
+    }
+  }
+
+  /** The end of the value at `start`: checked, unless the whole document was (then only skipped). */
+  #end(start: number): number {
+    if (!this.#valid) return this.valueEnd(start);
+    return this.#ends.get(start) ?? this.#skip(start);
+  }
+
+  /** The end of the value at `start` in a checked document: strings by `indexOf`, brackets counted. */
+  #skip(start: number): number {
+    const b = this.bytes;
+    const c = b[start];
+    if (c === QUOTE) return this.#skipString(start);
+    if (c !== OPEN_BRACE && c !== OPEN_BRACKET) {
+      let i = start + 1;
+      for (; i < b.length; i++) {
+        const d = b[i] as number;
+        if (d === COMMA || d === CLOSE_BRACE || d === CLOSE_BRACKET || isSpace(d)) break;
+      }
+      return i;
+    }
+    let depth = 0;
+    let i = start;
+    for (;;) {
+      const d = b[i];
+      if (d === QUOTE) {
+        i = this.#skipString(i);
+        continue;
+      }
+      if (d === OPEN_BRACE || d === OPEN_BRACKET) depth++;
+      else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
+        depth--;
+        if (depth === 0) return i + 1;
+      }
+      i++;
+    }
+  }
+
+  /** The end of the (checked) string at `start`: the first quote not escaped. */
+  #skipString(start: number): number {
+    const b = this.bytes;
+    let i = start + 1;
+    for (;;) {
+      const c = b[i];
+      if (c === QUOTE) return i + 1;
+      i += c === BACKSLASH ? 2 : 1;
     }
   }
 
