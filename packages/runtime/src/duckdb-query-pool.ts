@@ -18,6 +18,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceLimits } from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
+import { RestartBackoff } from '@ferry/core';
 import type {
   DatasetRead,
   DuckDbNamespaceOptions,
@@ -148,11 +149,25 @@ export interface DuckDbQueryPoolOptions {
   readonly logger: Logger;
   /** Nice value each worker adds to its thread's (thread-priority.ts); 0: none. */
   readonly niceness?: number;
+  /**
+   * The delay before a worker that ended is started again, by how many ended in a row without one
+   * running a minute ({@link RestartBackoff}); default {@link QUERY_WORKER_RESTART_DELAYS_MS}.
+   */
+  readonly restartDelaysMs?: readonly number[];
 }
+
+/**
+ * A query worker that ended (a query past its heap limit, a fault) is started again at once; one
+ * that ends again within a minute waits 1 s, then 2, 5, 10 and 30 s, so a worker that cannot start
+ * (its namespace fails to open) does not spin a core and flood the log.
+ */
+export const QUERY_WORKER_RESTART_DELAYS_MS: readonly number[] = [0, 1_000, 2_000, 5_000, 10_000, 30_000];
 
 export class DuckDbQueryPool {
   readonly #options: DuckDbQueryPoolOptions;
   readonly #workers: (QueryWorker | undefined)[];
+  readonly #restarts: RestartBackoff[];
+  readonly #restartTimers = new Set<NodeJS.Timeout>();
   #catalog: NamespaceCatalog;
   #taskHistory: NamespaceTaskHistory | undefined;
   #nextId = 1;
@@ -162,10 +177,16 @@ export class DuckDbQueryPool {
   constructor(options: DuckDbQueryPoolOptions, catalog: NamespaceCatalog) {
     this.#options = options;
     this.#catalog = catalog;
-    this.#workers = Array.from({ length: Math.max(1, options.workers) }, (_, index) => this.#start(index));
+    const workers = Math.max(1, options.workers);
+    this.#restarts = Array.from(
+      { length: workers },
+      () => new RestartBackoff(options.restartDelaysMs ?? QUERY_WORKER_RESTART_DELAYS_MS),
+    );
+    this.#workers = Array.from({ length: workers }, (_, index) => this.#start(index));
   }
 
   #start(index: number): QueryWorker {
+    this.#restarts[index]?.started(performance.now());
     const worker = new QueryWorker(
       {
         namespace: this.#options.namespace(index),
@@ -193,11 +214,31 @@ export class DuckDbQueryPool {
     worker.pending.clear();
     worker.closed?.();
     if (this.#closing || this.#workers[index] !== worker) return;
+    const restarts = this.#restarts[index] as RestartBackoff;
+    const delayMs = restarts.died(performance.now());
+    const why = error instanceof Error ? error.message : 'it exited';
     this.#options.logger.error(
-      { component: 'query', err: error },
-      `A DuckDB query worker ended (${error instanceof Error ? error.message : 'it exited'}); starting another`,
+      { component: 'query', err: error, restartInMs: delayMs, endedInARow: restarts.failures },
+      delayMs === 0
+        ? `A DuckDB query worker ended (${why}); starting another`
+        : `A DuckDB query worker ended (${why}), ${restarts.failures} in a row; starting another in ${delayMs} ms`,
     );
-    this.#workers[index] = this.#start(index);
+    this.#workers[index] = undefined;
+    if (delayMs === 0) {
+      this.#workers[index] = this.#start(index);
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#restartTimers.delete(timer);
+      if (!this.#closing) this.#workers[index] = this.#start(index);
+    }, delayMs);
+    timer.unref();
+    this.#restartTimers.add(timer);
+  }
+
+  /** Ends worker `index` as a fault would (a test hook: the pool starts another, after its backoff). */
+  async endWorker(index: number): Promise<void> {
+    await this.#workers[index]?.worker.terminate();
   }
 
   /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
@@ -233,7 +274,8 @@ export class DuckDbQueryPool {
       }
     }
     if (worker === undefined || this.#closing) {
-      const closed = Promise.reject(new ChannelClosedError('The DuckDB query pool', 'closed'));
+      const reason = this.#closing ? 'closed' : 'is restarting its workers (they ended, see the log)';
+      const closed = Promise.reject(new ChannelClosedError('The DuckDB query pool', reason));
       return { answer: closed, cancel: () => undefined, credit: () => undefined };
     }
     const id = this.#nextId++;
@@ -311,6 +353,8 @@ export class DuckDbQueryPool {
   async close(): Promise<void> {
     this.#closing = true;
     clearTimeout(this.#watchdog);
+    for (const timer of this.#restartTimers) clearTimeout(timer);
+    this.#restartTimers.clear();
     await Promise.all(
       this.#workers.map(async (worker) => {
         if (worker === undefined) return;

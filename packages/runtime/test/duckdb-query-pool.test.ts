@@ -179,6 +179,64 @@ describe('DuckDbQueryPool', () => {
   });
 });
 
+describe('DuckDbQueryPool restarts', () => {
+  it('starts an ended worker again at once, and backs off when it ends again within the minute', async () => {
+    const path = await duckdbFile('g8', 6);
+    const logger = memoryLogger();
+    const pool = new DuckDbQueryPool(
+      { workers: 1, namespace: options, logger, restartDelaysMs: [0, 400] },
+      catalog(6, path),
+    );
+    const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
+    try {
+      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 6 }] });
+
+      // The first end: another worker at once, so the next query is answered.
+      await pool.endWorker(0);
+      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 6 }] });
+      expect(
+        logger.records.filter((record) => record.level === 'error').map((record) => record.message),
+      ).toEqual(['A DuckDB query worker ended (it exited); starting another']);
+
+      // The second, within the minute: no worker for 400 ms; a query then is refused, saying why.
+      await pool.endWorker(0);
+      const endedAt = performance.now();
+      expect(logger.records.at(-1)).toMatchObject({
+        level: 'error',
+        message: 'A DuckDB query worker ended (it exited), 2 in a row; starting another in 400 ms',
+        fields: { restartInMs: 400, endedInARow: 2 },
+      });
+      await expect(pool.run(request, 'rows').answer).rejects.toThrow(
+        'The DuckDB query pool is restarting its workers (they ended, see the log) before answering',
+      );
+      // Then it serves again, not before the delay.
+      let answer: unknown;
+      while (answer === undefined) {
+        answer = await pool.run(request, 'rows').answer.catch(() => undefined);
+        if (answer === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(answer).toMatchObject({ rows: [{ v: 6 }] });
+      expect(performance.now() - endedAt).toBeGreaterThanOrEqual(400);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('starts no worker after close, even one whose restart was waiting', async () => {
+    const path = await duckdbFile('g9', 7);
+    const pool = new DuckDbQueryPool(
+      { workers: 1, namespace: options, logger: memoryLogger(), restartDelaysMs: [200] },
+      catalog(7, path),
+    );
+    await pool.endWorker(0);
+    await pool.close();
+    await expect(
+      pool.run({ sql: 'SELECT 1', params: [], maxRows: 0, maxBytes: 0 }, 'rows').answer,
+    ).rejects.toThrow('The DuckDB query pool closed before answering');
+    expect(pool.youngGenerations()).toEqual([]);
+  });
+});
+
 describe('the DuckDB query worker', () => {
   it('reports an uncaught error to the host with its cause before it ends', async () => {
     const first = await duckdbFile('g6', 6);
