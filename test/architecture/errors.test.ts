@@ -334,6 +334,8 @@ describe('the error registry', () => {
   const MODULE_INTERNAL: Readonly<Record<string, string>> = {
     Invalid:
       'core metadata/read-json.ts: a failed field check, rethrown as a MetadataError or ArrowSchemaError',
+    JsonSyntaxError:
+      'core metadata/json-bytes.ts: where a metadata.json body stops being JSON, rethrown as a MetadataError',
   };
 
   it('holds every error class the sources define and export from their module', () => {
