@@ -97,8 +97,12 @@ export function swapTo(
 }
 
 export interface PublisherLoop {
-  /** Stops after the publish in progress; resolves with every reply. */
-  stop(): Promise<PublishReply[]>;
+  /**
+   * Stops after the publish in progress; resolves with how many publishes were made and the last
+   * reply. The loop keeps no other reply: it runs in the measured process, and a soak publishes
+   * thousands (a caller that needs each one passes `onReply`).
+   */
+  stop(): Promise<{ readonly count: number; readonly last: PublishReply | undefined }>;
 }
 
 /**
@@ -113,22 +117,25 @@ export function publishEverySecond(
     readonly engine: FileFormat;
     readonly files: readonly string[];
     readonly keepLast?: number;
+    /** Called with each publish's reply, in order. */
+    readonly onReply?: (reply: PublishReply) => void;
   },
 ): PublisherLoop {
   let running = true;
-  const replies: PublishReply[] = [];
+  let count = 0;
+  let last: PublishReply | undefined;
   const done = (async () => {
     for (let index = 0; running; index++) {
       const began = Date.now();
-      replies.push(
-        await aws.publish({
-          dataset: options.dataset,
-          location: options.location,
-          engine: options.engine,
-          file: options.files[index % options.files.length] ?? '',
-          ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
-        }),
-      );
+      last = await aws.publish({
+        dataset: options.dataset,
+        location: options.location,
+        engine: options.engine,
+        file: options.files[index % options.files.length] ?? '',
+        ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
+      });
+      count++;
+      options.onReply?.(last);
       const wait = 1000 - (Date.now() - began);
       if (wait > 0 && running) await sleep(wait);
     }
@@ -137,7 +144,7 @@ export function publishEverySecond(
     async stop() {
       running = false;
       await done;
-      return replies;
+      return { count, last };
     },
   };
 }

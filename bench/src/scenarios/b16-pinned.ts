@@ -141,6 +141,7 @@ export const b16: Scenario = {
               location: locationOf(PREFIX),
               files: [...(files.get(engine) ?? [])].reverse(),
               keepLast: RETAIN + 2,
+              onReply: (reply) => written.set(reply.snapshotId, reply.metadataWrittenAtMs),
             });
             // A pinning client's report: its snapshot, that snapshot's version, lookups left.
             const reports = Array.from({ length: CLIENTS }, () => ({ pin: 0, version: 0, left: 0 }));
@@ -190,15 +191,13 @@ export const b16: Scenario = {
                 )
               : Promise.resolve();
             await Promise.all([plain, pinned]);
-            const replies = await publisher.stop();
-            phase.publishes += replies.length;
-            const last = replies[replies.length - 1];
+            const { count, last } = await publisher.stop();
+            phase.publishes += count;
             if (last !== undefined) {
               const serving = runtime.status(dataset).status?.servingSnapshotId ?? -1;
               if (serving < last.snapshotId) await swapTo(runtime, dataset, last.snapshotId, 60_000);
             }
             off();
-            for (const reply of replies) written.set(reply.snapshotId, reply.metadataWrittenAtMs);
             for (const [snapshotId, at] of swapped) {
               const from = written.get(snapshotId);
               if (from !== undefined) phase.swap.recordMs(Math.max(0, at - from));

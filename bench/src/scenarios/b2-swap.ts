@@ -101,9 +101,8 @@ export const b2: Scenario = {
               },
               phase.totals,
             );
-            const replies = await publisher.stop();
-            phase.publishes += replies.length;
-            const last = replies[replies.length - 1];
+            const { count, last } = await publisher.stop();
+            phase.publishes += count;
             // The next quiet slice must not see this slice's last swap.
             if (swapping && last !== undefined) {
               const serving = runtime.status(dataset).status?.servingSnapshotId ?? -1;

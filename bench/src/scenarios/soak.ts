@@ -135,7 +135,7 @@ export const soak: Scenario = {
       errors.push(...load.errors);
       sampling = false;
       await sampler;
-      for (const publisher of publishers) publishes += (await publisher.stop()).length;
+      for (const publisher of publishers) publishes += (await publisher.stop()).count;
     } finally {
       await runtime.close();
       await context.aws.stopBridge(bridge);
