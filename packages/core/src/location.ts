@@ -224,22 +224,33 @@ export function assertPrefix(prefix: string, location: string): string {
  * @throws OutsideLocationError naming the URI, the location and the reason.
  */
 export function resolveSnapshotKey(location: string, uri: string): string {
-  const outside = (reason: string) => new OutsideLocationError(location, uri, reason);
-  if (recordedLocationProblem(location) !== undefined) throw outside('the location is not an absolute URI');
-  const base = splitUri(normalizeLocation(location));
-  if (base === undefined) throw outside('the location is not an absolute URI');
-  if (uri.includes('?') || uri.includes('#')) throw outside('it has a query or fragment');
-  const target = splitUri(uri);
-  if (target === undefined || hasControl(uri)) throw outside('it is not an absolute URI');
-  if (target.scheme !== base.scheme) throw outside(`its scheme is ${target.scheme}, not ${base.scheme}`);
-  if (target.authority !== base.authority) {
-    throw outside(`it is in bucket '${target.authority}', not '${base.authority}'`);
-  }
-  if (!target.path.startsWith(base.path)) throw outside(`it is not under the prefix '${base.path}'`);
-  const key = target.path.slice(base.path.length);
-  const problem = keyProblem(key);
-  if (problem !== undefined) throw outside(problem);
-  return key;
+  return snapshotKeyResolver(location)(uri);
+}
+
+/**
+ * {@link resolveSnapshotKey} for one location, the location read once: a metadata.json check
+ * resolves every snapshot entry's URI against the same recorded location (thousands of entries).
+ * A bad location is refused by the first call, naming that call's URI, as before.
+ */
+export function snapshotKeyResolver(location: string): (uri: string) => string {
+  const base =
+    recordedLocationProblem(location) === undefined ? splitUri(normalizeLocation(location)) : undefined;
+  return (uri) => {
+    const outside = (reason: string) => new OutsideLocationError(location, uri, reason);
+    if (base === undefined) throw outside('the location is not an absolute URI');
+    if (uri.includes('?') || uri.includes('#')) throw outside('it has a query or fragment');
+    const target = splitUri(uri);
+    if (target === undefined || hasControl(uri)) throw outside('it is not an absolute URI');
+    if (target.scheme !== base.scheme) throw outside(`its scheme is ${target.scheme}, not ${base.scheme}`);
+    if (target.authority !== base.authority) {
+      throw outside(`it is in bucket '${target.authority}', not '${base.authority}'`);
+    }
+    if (!target.path.startsWith(base.path)) throw outside(`it is not under the prefix '${base.path}'`);
+    const key = target.path.slice(base.path.length);
+    const problem = keyProblem(key);
+    if (problem !== undefined) throw outside(problem);
+    return key;
+  };
 }
 
 const safeName = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;

@@ -9,6 +9,7 @@ import {
   locationDisplay,
   parseLocation,
   resolveSnapshotKey,
+  snapshotKeyResolver,
 } from '../src/location.js';
 
 const s3 = 's3://bucket/snapshots/';
@@ -65,6 +66,46 @@ describe('resolveSnapshotKey', () => {
       reason,
       message: `Snapshot URI '${uri}' is outside location '${s3}' (${reason}); record snapshot URIs as absolute URIs under the location.`,
     });
+  });
+});
+
+describe('snapshotKeyResolver (one location, many entries)', () => {
+  const outcome = (run: () => string): string => {
+    try {
+      return `key ${run()}`;
+    } catch (error) {
+      return error instanceof OutsideLocationError ? `refused ${error.uri}: ${error.reason}` : String(error);
+    }
+  };
+
+  it('answers each URI as resolveSnapshotKey does, a refusal leaving the next call unchanged', () => {
+    const uris = [
+      `${s3}${key}`,
+      `${s3}../secret`,
+      `${s3}a%20b.duckdb`,
+      `s3://other/snapshots/${key}`,
+      `${s3}${key}`,
+    ];
+    for (const location of [s3, 'S3://bucket/snapshots', 'file:///var/lib/ferry/store/']) {
+      const resolve = snapshotKeyResolver(location);
+      const got = uris.map((uri) => outcome(() => resolve(uri)));
+      expect(got).toEqual(uris.map((uri) => outcome(() => resolveSnapshotKey(location, uri))));
+    }
+    const resolve = snapshotKeyResolver(s3);
+    expect(uris.map((uri) => outcome(() => resolve(uri)))).toEqual([
+      `key ${key}`,
+      `refused ${s3}../secret: it has a '..' path segment`,
+      'key a%20b.duckdb',
+      `refused s3://other/snapshots/${key}: it is in bucket 'other', not 'bucket'`,
+      `key ${key}`,
+    ]);
+  });
+
+  it('refuses every URI, naming it, when the recorded location is not an absolute URI', () => {
+    const resolve = snapshotKeyResolver('snapshots/');
+    for (const uri of [`${s3}${key}`, 'snapshots/x.duckdb']) {
+      expect(outcome(() => resolve(uri))).toBe(`refused ${uri}: the location is not an absolute URI`);
+    }
   });
 });
 

@@ -14,7 +14,7 @@ import {
   isSafeDatasetName,
   normalizeLocation,
   recordedLocationProblem,
-  resolveSnapshotKey,
+  snapshotKeyResolver,
 } from '../location.js';
 import { readArrowSchema } from './arrow-schema.js';
 import { MetadataError, UnsupportedFormatVersionError } from './errors.js';
@@ -242,9 +242,10 @@ function readDataset(key: string, fields: Fields, location: string, keepHistory:
   const items = fields.elements('snapshots') ?? expectArray(fields.get('snapshots'), snapshotsPath);
   const snapshots: SnapshotEntry[] = [];
   const ids: number[] = [];
+  const resolveKey = snapshotKeyResolver(location);
   let index = 0;
   for (const item of items) {
-    const entry = readSnapshotEntry(item, indexPath(snapshotsPath, index), location);
+    const entry = readSnapshotEntry(item, indexPath(snapshotsPath, index), location, resolveKey);
     ids.push(entry.snapshotId);
     if (keepHistory || entry.snapshotId === rawCurrentId) snapshots.push(entry);
     index++;
@@ -283,14 +284,19 @@ function readSchemaEntry(value: unknown, path: string): SchemaEntry {
   };
 }
 
-function readSnapshotEntry(value: unknown, path: string, location: string): SnapshotEntry {
+function readSnapshotEntry(
+  value: unknown,
+  path: string,
+  location: string,
+  resolveKey: (uri: string) => string,
+): SnapshotEntry {
   const entry = expectRecord(value, path);
   const field = (key: string) => childPath(path, key);
   const snapshotId = expectCount(entry['snapshot-id'], field('snapshot-id'));
   const timestampMs = expectCount(entry['timestamp-ms'], field('timestamp-ms'));
   const uri = expectNonEmptyString(entry.snapshot, field('snapshot'));
   try {
-    resolveSnapshotKey(location, uri);
+    resolveKey(uri);
   } catch (error) {
     if (error instanceof OutsideLocationError) {
       throw new Invalid(field('snapshot'), `is outside the location '${location}' (${error.reason})`, error);
