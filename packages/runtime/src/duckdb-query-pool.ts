@@ -41,7 +41,8 @@ import { youngGenerationOf } from './thread-limits.js';
 
 /** What a running query hears besides its answer (batch mode). */
 export interface QueryListener {
-  schema?(ipc: Uint8Array, read: readonly DatasetRead[]): void;
+  /** The schema; when `rows` is set, the first batch (of `rows`) is in the same IPC bytes. */
+  schema?(ipc: Uint8Array, read: readonly DatasetRead[], rows?: number): void;
   batch?(ipc: Uint8Array, rows: number): void;
 }
 
@@ -129,7 +130,7 @@ class QueryWorker {
         return;
       }
       case 'schema':
-        this.pending.get(message.id)?.listener?.schema?.(message.ipc, message.read);
+        this.pending.get(message.id)?.listener?.schema?.(message.ipc, message.read, message.rows);
         return;
       case 'batch':
         this.pending.get(message.id)?.listener?.batch?.(message.ipc, message.rows);

@@ -24,7 +24,7 @@ import {
   type HostToQueryWorker,
   type QueryAnswer,
   type QueryWorkerToHost,
-  transferable,
+  SchemaWithFirstBatch,
 } from './query-protocol.js';
 import { takeCredit } from './stream-credits.js';
 import { lowerThreadPriority } from './thread-priority.js';
@@ -128,17 +128,17 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
       ...(pins === undefined ? {} : { pins }),
     });
   }
+  const out = new SchemaWithFirstBatch((ipc, first, rows) => {
+    const transfer = [ipc.buffer as ArrayBuffer];
+    if (first === undefined) post({ type: 'batch', id: message.id, ipc, rows }, transfer);
+    else post({ type: 'schema', id: message.id, ipc, ...first }, transfer);
+  });
   const sink: BatchSink = {
-    schema: (ipc, read) => {
-      const bytes = transferable(ipc);
-      post({ type: 'schema', id: message.id, ipc: bytes, read }, [bytes.buffer as ArrayBuffer]);
-    },
+    schema: (ipc, read) => out.schema(ipc, read),
     batch: async (ipc, rows) => {
       if (message.credits !== undefined) await takeCredit(message.credits, () => stop.aborted);
       if (stop.aborted) throw stop.reason;
-      const bytes = transferable(ipc);
-      sent += bytes.byteLength;
-      post({ type: 'batch', id: message.id, ipc: bytes, rows }, [bytes.buffer as ArrayBuffer]);
+      sent += out.batch(ipc, rows);
     },
   };
   try {
@@ -151,6 +151,8 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
     });
     return { ...outcome, shared };
   } finally {
+    // Before the answer: a result with no batch (or failed before its first) still has its schema.
+    out.flush();
     // The batches were built in this thread's heap: a large answer's garbage is this heap's too.
     memoryReturn.ended(sent);
   }

@@ -86,11 +86,13 @@ export type QueryWorkerToHost =
   | { readonly type: 'answer'; readonly id: number; readonly answer: string }
   /** The statement runs here and reads these datasets (sent before it starts). */
   | { readonly type: 'routed'; readonly id: number; readonly datasets: readonly string[] | undefined }
+  /** The schema, with the first batch in the same IPC bytes when `rows` is set (see {@link SchemaWithFirstBatch}). */
   | {
       readonly type: 'schema';
       readonly id: number;
       readonly ipc: Uint8Array;
       readonly read: readonly DatasetRead[];
+      readonly rows?: number;
     }
   | { readonly type: 'batch'; readonly id: number; readonly ipc: Uint8Array; readonly rows: number }
   | { readonly type: 'closed'; readonly id: number }
@@ -119,4 +121,60 @@ export function errorRecord(
 /** `bytes` in a buffer of its own, so transferring it detaches nothing else. */
 export function transferable(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+}
+
+/**
+ * A producer's side of a result stream: the schema is held until the first batch, and the two go
+ * to the host as one message (the batch's IPC bytes carry the schema too), so a result of one
+ * batch — every small answer — costs one post and one IPC decode on the host instead of two.
+ * `flush()` sends a schema still held (a result with no batch, or one that failed before its
+ * first): call it before the stream's last message. Each posted buffer is transferred.
+ */
+export class SchemaWithFirstBatch {
+  readonly #post: (
+    ipc: Uint8Array,
+    first: { read: readonly DatasetRead[]; rows?: number } | undefined,
+    rows: number,
+  ) => void;
+  #held: readonly DatasetRead[] | undefined;
+  #heldIpc: Uint8Array | undefined;
+
+  /**
+   * `post(ipc, first, rows)`: `first` set means a `schema` message (with `first.rows` when a batch
+   * is in the bytes), unset a `batch` message of `rows`.
+   */
+  constructor(
+    post: (
+      ipc: Uint8Array,
+      first: { read: readonly DatasetRead[]; rows?: number } | undefined,
+      rows: number,
+    ) => void,
+  ) {
+    this.#post = post;
+  }
+
+  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void {
+    this.#heldIpc = ipc;
+    this.#held = read;
+  }
+
+  /** Sends one batch (with the held schema, if it is the first); returns the bytes sent. */
+  batch(ipc: Uint8Array, rows: number): number {
+    const bytes = transferable(ipc);
+    // Read before the post: a transferred buffer is detached (its length then reads 0).
+    const length = bytes.byteLength;
+    const read = this.#held;
+    this.#held = undefined;
+    this.#heldIpc = undefined;
+    this.#post(bytes, read === undefined ? undefined : { read, rows }, rows);
+    return length;
+  }
+
+  flush(): void {
+    const read = this.#held;
+    const ipc = this.#heldIpc;
+    this.#held = undefined;
+    this.#heldIpc = undefined;
+    if (read !== undefined && ipc !== undefined) this.#post(transferable(ipc), { read }, 0);
+  }
 }

@@ -72,17 +72,23 @@ export class ResultStream implements QueryListener {
 
   // QueryListener: what the worker sends.
 
-  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void {
-    const { schema } = batchesFromIpc(ipc);
+  schema(ipc: Uint8Array, read: readonly DatasetRead[], rows?: number): void {
+    const { schema, batches } = batchesFromIpc(ipc);
     this.read = read;
     this.#schema = schema;
+    // The first batch came in the same bytes: queued before anyone waiting for the schema runs.
+    if (rows !== undefined) this.#batches(ipc, rows, batches);
     for (const waiter of this.#schemaWaiters.splice(0)) waiter(schema);
   }
 
   batch(ipc: Uint8Array, rows: number): void {
+    this.#batches(ipc, rows, batchesFromIpc(ipc).batches);
+  }
+
+  #batches(ipc: Uint8Array, rows: number, batches: readonly RecordBatch[]): void {
     this.#bytes += ipc.byteLength;
     this.#rows += rows;
-    for (const batch of batchesFromIpc(ipc).batches) this.#push({ batch });
+    for (const batch of batches) this.#push({ batch });
     clearTimeout(this.#producerTimer);
     this.#producerTimer = undefined;
     // Batches wait for the consumer now: its idleness counts.

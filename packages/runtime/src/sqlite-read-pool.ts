@@ -274,7 +274,7 @@ export class SqliteReadPool {
     const stops = streamStopBuffer();
     channel.port1.on('message', (message: SqliteStreamMessage) => {
       if (message.type === 'end') ended();
-      else if (message.type === 'schema') listener.schema?.(message.ipc, message.read);
+      else if (message.type === 'schema') listener.schema?.(message.ipc, message.read, message.rows);
       else listener.batch?.(message.ipc, message.rows);
     });
     const task: SqliteStreamTask = {

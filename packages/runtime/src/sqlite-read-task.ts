@@ -18,7 +18,7 @@ import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
 import { memoryReturn } from './memory-return.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
-import { answerOf, type QueryAnswer, type QueryRequest, transferable } from './query-protocol.js';
+import { answerOf, type QueryAnswer, type QueryRequest, SchemaWithFirstBatch } from './query-protocol.js';
 import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
 import { takeCreditSync } from './stream-credits.js';
 import { lowerThreadPriority } from './thread-priority.js';
@@ -217,7 +217,13 @@ export default function run(batch: SqliteReadBatch): string {
 
 /** What a streamed query sends over its port: the schema, each batch, then `end` (always last). */
 export type SqliteStreamMessage =
-  | { readonly type: 'schema'; readonly ipc: Uint8Array; readonly read: readonly DatasetRead[] }
+  | {
+      readonly type: 'schema';
+      readonly ipc: Uint8Array;
+      readonly read: readonly DatasetRead[];
+      /** Set when the first batch is in the same bytes (query-protocol.ts, `SchemaWithFirstBatch`). */
+      readonly rows?: number;
+    }
   | { readonly type: 'batch'; readonly ipc: Uint8Array; readonly rows: number }
   | { readonly type: 'end' };
 
@@ -226,20 +232,16 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
   const { port, control } = task;
   const region = regionOf(task.stops, 0);
   let sent = 0;
+  const out = new SchemaWithFirstBatch((ipc, first, rows) => {
+    const message: SqliteStreamMessage =
+      first === undefined ? { type: 'batch', ipc, rows } : { type: 'schema', ipc, ...first };
+    port.postMessage(message, [ipc.buffer as ArrayBuffer]);
+  });
   const sink: SyncBatchSink = {
-    schema: (ipc, read) => {
-      const bytes = transferable(ipc);
-      port.postMessage({ type: 'schema', ipc: bytes, read } satisfies SqliteStreamMessage, [
-        bytes.buffer as ArrayBuffer,
-      ]);
-    },
+    schema: (ipc, read) => out.schema(ipc, read),
     batch: (ipc, rows) => {
       takeCreditSync(control);
-      const bytes = transferable(ipc);
-      sent += bytes.byteLength;
-      port.postMessage({ type: 'batch', ipc: bytes, rows } satisfies SqliteStreamMessage, [
-        bytes.buffer as ArrayBuffer,
-      ]);
+      sent += out.batch(ipc, rows);
     },
   };
   try {
@@ -258,6 +260,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
     return answerOf(error);
   } finally {
     markRunning(task.stops, region, -1);
+    out.flush();
     port.postMessage({ type: 'end' } satisfies SqliteStreamMessage);
     port.close();
     // The batches were built in this thread's heap: a large answer's garbage is this heap's too.

@@ -8,6 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DatasetConfig, type DatasetStatus, loadSpicepod } from '@ferry/core';
+import { batchesFromIpc, batchToIpc } from '@ferry/engines/namespaces';
+import { tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import type { StateEvent, SwapEvent } from '../src/api.js';
 import { DatasetRegistry } from '../src/dataset-registry.js';
@@ -15,6 +17,7 @@ import { RuntimeEventEmitter } from '../src/events.js';
 import { InspectionHub } from '../src/inspection-hub.js';
 import { levelWanted, lowestLevel } from '../src/log-levels.js';
 import { defaultLogger, memoryLogger } from '../src/logging.js';
+import { SchemaWithFirstBatch } from '../src/query-protocol.js';
 import { redactingLogger } from '../src/redaction.js';
 import { RuntimeMetricsCounter } from '../src/runtime-metrics.js';
 import { sdkNoticeOnce } from '../src/sdk-notice.js';
@@ -264,5 +267,64 @@ describe('redactingLogger', () => {
   it('is the logger itself when no secret was resolved', () => {
     const records = memoryLogger();
     expect(redactingLogger(records, [])).toBe(records);
+  });
+});
+
+describe('SchemaWithFirstBatch (a stream producer sends its schema with its first batch)', () => {
+  const table = tableFromArrays({ id: Int32Array.from([1, 2, 3]) });
+  const schemaIpc = batchToIpc(table.schema);
+  const batchIpc = (): Uint8Array => batchToIpc(table.schema, table.batches[0]);
+  const read = [{ name: 'users', snapshotId: 7 }];
+  type Posted = { kind: 'schema' | 'batch'; rows: number | undefined; ipc: Uint8Array };
+  const producer = (): { out: SchemaWithFirstBatch; posted: Posted[] } => {
+    const posted: Posted[] = [];
+    const out = new SchemaWithFirstBatch((ipc, first, rows) => {
+      // As a worker posts: what arrives is a copy, and the buffer is transferred (detached here).
+      const arrived = ipc.slice();
+      structuredClone(ipc, { transfer: [ipc.buffer as ArrayBuffer] });
+      if (first === undefined) posted.push({ kind: 'batch', rows, ipc: arrived });
+      else {
+        expect(first.read).toEqual(read);
+        posted.push({ kind: 'schema', rows: first.rows, ipc: arrived });
+      }
+    });
+    return { out, posted };
+  };
+
+  it('sends a one-batch result as one message the host decodes once into its schema and batch', () => {
+    const { out, posted } = producer();
+    out.schema(schemaIpc, read);
+    expect(posted).toEqual([]);
+    const first = batchIpc();
+    const length = first.byteLength;
+    const sent = out.batch(first, 3);
+    out.flush();
+    expect(posted.map(({ kind, rows }) => [kind, rows])).toEqual([['schema', 3]]);
+    // What it sent, counted before the transfer detached it (the memory return counts on it).
+    expect(sent).toBe(length);
+    expect(sent).toBeGreaterThan(0);
+    const decoded = batchesFromIpc(posted[0]?.ipc as Uint8Array);
+    expect(decoded.schema.fields.map((field) => field.name)).toEqual(['id']);
+    expect(decoded.batches.map((batch) => batch.numRows)).toEqual([3]);
+  });
+
+  it('sends later batches on their own, and a result with no batch as its schema alone at flush', () => {
+    const many = producer();
+    many.out.schema(schemaIpc, read);
+    many.out.batch(batchIpc(), 3);
+    many.out.batch(batchIpc(), 3);
+    many.out.flush();
+    expect(many.posted.map(({ kind, rows }) => [kind, rows])).toEqual([
+      ['schema', 3],
+      ['batch', 3],
+    ]);
+    const empty = producer();
+    empty.out.schema(schemaIpc, read);
+    empty.out.flush();
+    empty.out.flush();
+    expect(empty.posted.map(({ kind, rows }) => [kind, rows])).toEqual([['schema', undefined]]);
+    const alone = batchesFromIpc(empty.posted[0]?.ipc as Uint8Array);
+    expect(alone.schema.fields.map((field) => field.name)).toEqual(['id']);
+    expect(alone.batches.reduce((rows, batch) => rows + batch.numRows, 0)).toBe(0);
   });
 });

@@ -289,8 +289,10 @@ describe('SqliteReadPool', () => {
       const query = reads.stream(
         { sql, params: [], maxRows: 0, maxBytes: 0 },
         {
-          schema: (ipc) => {
+          // The first batch comes in the schema's message (its rows said).
+          schema: (ipc, _read, rows) => {
             schema = ipc;
+            if (rows !== undefined) received.push(rows);
           },
           batch: (_ipc, rows) => {
             received.push(rows);
@@ -326,6 +328,12 @@ describe('SqliteReadPool', () => {
       query = reads.stream(
         { sql, params: [], maxRows: 0, maxBytes: 0 },
         {
+          // The first batch comes with the schema.
+          schema: (ipc, _read, rows) => {
+            if (rows === undefined) return;
+            bytes += ipc.byteLength;
+            query?.credit();
+          },
           batch: (ipc) => {
             bytes += ipc.byteLength;
             query?.credit();
