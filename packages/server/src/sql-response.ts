@@ -13,7 +13,8 @@
  * size is answered without being held, bounded only by {@link SqlLimits} (checked per batch, off
  * the per-value path). Nothing is sent before the first batch: the answer waits for its first
  * chunk, so a query that fails before it (a time limit: 504 `ERR_QUERY_TIMEOUT`) gets its error
- * status; one that fails later ends the connection without the body's end (`cut`: no chunked
+ * status; an answer that ends within {@link WHOLE_ANSWER_BYTES} goes out whole, in one write with
+ * its Content-Length (a small answer costs no stream); one that fails later ends the connection without the body's end (`cut`: no chunked
  * terminator, so the client sees an incomplete answer, never a complete-looking one). The table
  * for people needs every row to size its columns, so it is answered from `query()`, within the
  * runtime's `maxResultRows`. Each batch is encoded in a turn of the host's time (host-turns.ts), so
@@ -71,6 +72,12 @@ const CONTENT_TYPES: Readonly<Record<SqlMediaType, string>> = {
  */
 export const TEXT_BATCH_ROWS = 16_384;
 
+/**
+ * An answer whose chunks end within this many bytes is sent whole (one write, with a
+ * Content-Length); a longer one is streamed from its first chunks on.
+ */
+export const WHOLE_ANSWER_BYTES = 64 * 1024;
+
 /** Caps on one `/v1/sql` answer; 0 or absent: none (the runtime's `maxStreamBytes` still applies). */
 export interface SqlLimits {
   /** Rows at most (counted per batch). */
@@ -81,8 +88,8 @@ export interface SqlLimits {
 
 export interface SqlAnswer {
   readonly contentType: string;
-  /** The table for people as text; every other format as a stream. */
-  readonly body: string | Readable;
+  /** The table for people as text; every other format as a stream, or its bytes when it ended within {@link WHOLE_ANSWER_BYTES}. */
+  readonly body: string | Uint8Array | Readable;
   readonly provenance: QueryProvenance;
   /** The bytes of the Arrow batches answered so far (0 for the table). */
   readonly bytes: () => number;
@@ -121,30 +128,38 @@ export async function answerSql(
     type === ARROW_STREAM_TYPE
       ? arrowChunks(stream.schema, batches)
       : textChunks(stream.schema, batches, TEXT_FORMATS[type]);
-  // The first chunk before the status: a query failing until then answers its own status.
-  const first = await chunks.next();
+  // The first chunks before the status: a query failing until then answers its own status. An
+  // answer that ends within WHOLE_ANSWER_BYTES (every small one: its first batch was its last) goes
+  // out whole, in one write with its length, without a stream between the chunks and the socket.
+  const head: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const next = await chunks.next();
+    if (next.done === true) {
+      const body = head.length === 1 ? (head[0] as Uint8Array) : Buffer.concat(head, size);
+      return { contentType: CONTENT_TYPES[type], body, provenance: stream, bytes: () => read.bytes };
+    }
+    head.push(next.value);
+    size += next.value.byteLength;
+    if (size >= WHOLE_ANSWER_BYTES) break;
+  }
   // Stopped on its own later (a limit, its engine failing) even while its client reads nothing:
   // the answer is cut at once, not when the blocked body would next be read.
   stream.stopped.addEventListener('abort', () => cut(stream.stopped.reason), { once: true });
   const body = Readable.from(
-    startedAt(first, chunks, cut),
+    startedAt(head, chunks, cut),
     type === ARROW_STREAM_TYPE ? { objectMode: false, highWaterMark: 1 } : { highWaterMark: 1 },
   );
   return { contentType: CONTENT_TYPES[type], body, provenance: stream, bytes: () => read.bytes };
 }
 
 /**
- * The body from its first chunk on; a failure after that is handed to `cut` (which ends the
+ * The body from its first chunks on; a failure after that is handed to `cut` (which ends the
  * connection) instead of ending the body, which would read as a complete answer.
  */
-async function* startedAt<T>(
-  first: IteratorResult<T, unknown>,
-  rest: AsyncGenerator<T>,
-  cut: CutAnswer,
-): AsyncGenerator<T> {
-  if (first.done === true) return;
+async function* startedAt<T>(head: readonly T[], rest: AsyncGenerator<T>, cut: CutAnswer): AsyncGenerator<T> {
   try {
-    yield first.value;
+    yield* head;
     yield* rest;
   } catch (error) {
     cut(error);

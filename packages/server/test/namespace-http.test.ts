@@ -2,7 +2,7 @@
  * One SQL namespace over HTTP, against a runtime serving a copy of the fixture store (`orders` in
  * DuckDB, `users` in SQLite): a join across the two and a query reading no dataset as JSON (with
  * the datasets read in the headers), the same as an Arrow IPC stream (read back with apache-arrow),
- * a million rows streamed in every format by default, the server's row cap, and the client going
+ * a million rows streamed in every format by default (a small answer sent whole), the server's row cap, and the client going
  * away: its query is cancelled in the engine.
  */
 import { rm } from 'node:fs/promises';
@@ -69,6 +69,11 @@ describe('one namespace over HTTP', () => {
     expect(answer.status).toBe(200);
     expect(answer.json()).toEqual([{ one: 1, answer: 42 }]);
     expect(answer.headers.get('x-ferry-dataset')).toBeNull();
+    // A small answer goes out whole: its length said, not chunked.
+    expect([answer.headers.get('content-length'), answer.headers.get('transfer-encoding')]).toEqual([
+      String(Buffer.byteLength(answer.text)),
+      null,
+    ]);
   });
 
   it('Accept: application/vnd.apache.arrow.stream answers an Arrow IPC stream, empty results included', async () => {
@@ -102,6 +107,11 @@ describe('one namespace over HTTP', () => {
     expect([table.numRows, table.getChild('i')?.get(999_999)]).toEqual([1_000_000, 999_999n]);
     const json = await sql(base, statement);
     expect(json.status).toBe(200);
+    // A large one is streamed as it is read.
+    expect([json.headers.get('content-length'), json.headers.get('transfer-encoding')]).toEqual([
+      null,
+      'chunked',
+    ]);
     const rows = json.json<{ i: number; sevens: boolean; label: string }[]>();
     expect([rows.length, rows[999_999]]).toEqual([
       1_000_000,
