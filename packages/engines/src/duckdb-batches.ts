@@ -45,7 +45,7 @@ export async function sendDuckDbBatches(
   const start = (): void => {
     if (started) return;
     started = true;
-    sink.schema(batchToIpc(schema), read);
+    sink.schema(schema, read);
     emitted();
   };
   let rows = 0;

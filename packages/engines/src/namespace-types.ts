@@ -4,6 +4,7 @@
  * now — what a query read, and how a query is bounded. Plain data: the catalog crosses threads.
  */
 import type { ArrowSchema, FileFormat, JsonValue } from '@ferry/core';
+import type { Schema } from 'apache-arrow';
 import type { DuckDbStatement } from './statement-check.js';
 
 /** One snapshot of a dataset as a file that never changes (a hard link of the live file). */
@@ -174,8 +175,11 @@ export type RowsOutcome =
 
 /** How a query streams Arrow batches: each is handed over as a self-contained IPC stream. */
 export interface BatchSink {
-  /** Called once, before any batch, with the result's schema (an IPC stream with no batch) and what it reads. */
-  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void;
+  /**
+   * Called once, before any batch, with the result's schema and what it reads (each batch's IPC
+   * stream carries the schema too: a sink encodes this one only if it needs it alone).
+   */
+  schema(schema: Schema, read: readonly DatasetRead[]): void;
   /** Resolves when the consumer can take another batch (back-pressure); rejects to stop the query. */
   batch(ipc: Uint8Array, rows: number): Promise<void>;
 }

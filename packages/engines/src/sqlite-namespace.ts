@@ -14,6 +14,7 @@
  */
 import type { JsonValue } from '@ferry/core';
 import { FerryError } from '@ferry/core';
+import type { Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
@@ -66,7 +67,8 @@ export interface SqliteNamespaceOptions {
 
 /** How a statement's result is handed over as Arrow, synchronously (the worker blocks meanwhile). */
 export interface SyncBatchSink {
-  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void;
+  /** The result's schema (see `BatchSink.schema`). */
+  schema(schema: Schema, read: readonly DatasetRead[]): void;
   /** Returns when the consumer can take another batch; throws to stop the query. */
   batch(ipc: Uint8Array, rows: number): void;
 }
@@ -480,7 +482,7 @@ export class SqliteNamespace {
           const { names, declared } = this.#described(sql, prepared);
           // The first batch's rows decide the column types (see sqlite-arrow.ts).
           const started = new SqliteBatchBuilder(names, declared, pending);
-          sink.schema(batchToIpc(started.schema), read);
+          sink.schema(started.schema, read);
           return started;
         };
         const send = (): 'rows' | 'bytes' | undefined => {

@@ -6,6 +6,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Schema } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchesFromIpc } from '../src/arrow-results.js';
 import { DuckDbNamespace } from '../src/duckdb-namespace.js';
@@ -478,13 +479,13 @@ describe('SqliteNamespace', () => {
     });
     namespace.setCatalog(catalog([dataset('users', 'sqlite', second, 2)]));
     const batches: Uint8Array[] = [];
-    let schema: Uint8Array | undefined;
+    let schema: Schema | undefined;
     const outcome = namespace.batches(
       'SELECT id, name, joined, version * 1.5 AS f FROM users',
       [],
       {
-        schema: (ipc) => {
-          schema = ipc;
+        schema: (given) => {
+          schema = given;
         },
         batch: (ipc) => {
           batches.push(ipc);
@@ -494,7 +495,11 @@ describe('SqliteNamespace', () => {
     );
     expect(outcome).toMatchObject({ kind: 'done', rows: 50 });
     expect(batches).toHaveLength(3);
-    const decoded = batchesFromIpc(schema as Uint8Array).schema;
+    const decoded = schema as Schema;
+    // Each batch's bytes carry the same schema.
+    expect(batchesFromIpc(batches[0] as Uint8Array).schema.fields.map(String)).toEqual(
+      decoded.fields.map(String),
+    );
     expect(decoded.fields.map((field) => `${field.name}:${field.type}`)).toEqual([
       'id:Int64',
       'name:Utf8',

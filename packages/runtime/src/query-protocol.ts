@@ -15,6 +15,8 @@ import {
   type PinnedGeneration,
   type RowsOutcome,
 } from '@ferry/engines';
+import { batchToIpc } from '@ferry/engines/namespaces';
+import type { Schema } from 'apache-arrow';
 import type { LogRecord } from './logging.js';
 
 /** One query as a pool runs it. */
@@ -127,7 +129,7 @@ export function transferable(bytes: Uint8Array): Uint8Array {
  * A producer's side of a result stream: the schema is held until the first batch, and the two go
  * to the host as one message (the batch's IPC bytes carry the schema too), so a result of one
  * batch — every small answer — costs one post and one IPC decode on the host instead of two.
- * `flush()` sends a schema still held (a result with no batch, or one that failed before its
+ * The schema alone is encoded only for a result with no batch. `flush()` sends a schema still held (a result with no batch, or one that failed before its
  * first): call it before the stream's last message. Each posted buffer is transferred.
  */
 export class SchemaWithFirstBatch {
@@ -137,7 +139,7 @@ export class SchemaWithFirstBatch {
     rows: number,
   ) => void;
   #held: readonly DatasetRead[] | undefined;
-  #heldIpc: Uint8Array | undefined;
+  #heldSchema: Schema | undefined;
 
   /**
    * `post(ipc, first, rows)`: `first` set means a `schema` message (with `first.rows` when a batch
@@ -153,8 +155,8 @@ export class SchemaWithFirstBatch {
     this.#post = post;
   }
 
-  schema(ipc: Uint8Array, read: readonly DatasetRead[]): void {
-    this.#heldIpc = ipc;
+  schema(schema: Schema, read: readonly DatasetRead[]): void {
+    this.#heldSchema = schema;
     this.#held = read;
   }
 
@@ -165,16 +167,17 @@ export class SchemaWithFirstBatch {
     const length = bytes.byteLength;
     const read = this.#held;
     this.#held = undefined;
-    this.#heldIpc = undefined;
+    this.#heldSchema = undefined;
     this.#post(bytes, read === undefined ? undefined : { read, rows }, rows);
     return length;
   }
 
+  /** Sends the schema alone if no batch took it (encoded only then). */
   flush(): void {
     const read = this.#held;
-    const ipc = this.#heldIpc;
+    const schema = this.#heldSchema;
     this.#held = undefined;
-    this.#heldIpc = undefined;
-    if (read !== undefined && ipc !== undefined) this.#post(transferable(ipc), { read }, 0);
+    this.#heldSchema = undefined;
+    if (read !== undefined && schema !== undefined) this.#post(transferable(batchToIpc(schema)), { read }, 0);
   }
 }

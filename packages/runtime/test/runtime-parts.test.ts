@@ -272,7 +272,6 @@ describe('redactingLogger', () => {
 
 describe('SchemaWithFirstBatch (a stream producer sends its schema with its first batch)', () => {
   const table = tableFromArrays({ id: Int32Array.from([1, 2, 3]) });
-  const schemaIpc = batchToIpc(table.schema);
   const batchIpc = (): Uint8Array => batchToIpc(table.schema, table.batches[0]);
   const read = [{ name: 'users', snapshotId: 7 }];
   type Posted = { kind: 'schema' | 'batch'; rows: number | undefined; ipc: Uint8Array };
@@ -293,7 +292,7 @@ describe('SchemaWithFirstBatch (a stream producer sends its schema with its firs
 
   it('sends a one-batch result as one message the host decodes once into its schema and batch', () => {
     const { out, posted } = producer();
-    out.schema(schemaIpc, read);
+    out.schema(table.schema, read);
     expect(posted).toEqual([]);
     const first = batchIpc();
     const length = first.byteLength;
@@ -310,7 +309,7 @@ describe('SchemaWithFirstBatch (a stream producer sends its schema with its firs
 
   it('sends later batches on their own, and a result with no batch as its schema alone at flush', () => {
     const many = producer();
-    many.out.schema(schemaIpc, read);
+    many.out.schema(table.schema, read);
     many.out.batch(batchIpc(), 3);
     many.out.batch(batchIpc(), 3);
     many.out.flush();
@@ -319,7 +318,7 @@ describe('SchemaWithFirstBatch (a stream producer sends its schema with its firs
       ['batch', 3],
     ]);
     const empty = producer();
-    empty.out.schema(schemaIpc, read);
+    empty.out.schema(table.schema, read);
     empty.out.flush();
     empty.out.flush();
     expect(empty.posted.map(({ kind, rows }) => [kind, rows])).toEqual([['schema', undefined]]);
