@@ -8,7 +8,6 @@
  */
 import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
-import { LRUCache } from 'lru-cache';
 import type {
   QueryOptions,
   QueryProvenance,
@@ -45,10 +44,6 @@ function turn(): Promise<void> {
  * result larger than memory, holds no more than this beside what is in flight.
  */
 export const STREAM_ENTRY_MAX_BYTES = 4 * 2 ** 20;
-
-/** Statements whose datasets are remembered (learned from their results), and the longest one. */
-const READS = 4_096;
-const READS_MAX_SQL = 8_192;
 
 /** The memory the buffers of `batches` keep (each distinct ArrayBuffer once: views share them). */
 function retainedBytes(batches: readonly RecordBatch[]): number {
@@ -91,8 +86,6 @@ export class QueryFront {
   readonly #queries: QueryService;
   readonly #catalog: QueryCatalog;
   readonly #cache: ResultsCache;
-  /** The datasets each statement read, learned from its results (the cache's lookups use them). */
-  readonly #reads = new LRUCache<string, readonly string[]>({ max: READS });
   readonly #history: TaskHistory;
   readonly #logger: Logger;
   /** Numbers each query, for the line a limit logs. */
@@ -180,18 +173,10 @@ export class QueryFront {
     return {
       sql,
       params,
-      datasets: this.#reads.get(sql),
+      // What the statement (or its shape) read when it last ran: the query service's one record of it.
+      datasets: this.#queries.datasetsOf(sql),
       snapshotOf: (name) => pinned?.get(name.toLowerCase()) ?? this.#catalog.snapshotOf(name),
     };
-  }
-
-  #learn(sql: string, read: QueryProvenance['datasets']): void {
-    if (sql.length <= READS_MAX_SQL && read.length > 0 && this.#reads.get(sql)?.length !== read.length) {
-      this.#reads.set(
-        sql,
-        read.map((dataset) => dataset.name),
-      );
-    }
   }
 
   /** The status a query answered from its engine gets, or undefined when the cache does not apply. */
@@ -322,7 +307,6 @@ export class QueryFront {
       return { ...hit, cache: 'hit' };
     }
     const result = await this.#queries.query(sql, params, options);
-    this.#learn(sql, result.datasets);
     const status = this.#ran(sql, options, result.datasets);
     if (status === undefined) return result;
     // The service made this object for this call: it is the answer, and the entry (a hit is a copy).
@@ -343,7 +327,6 @@ export class QueryFront {
       return { ...provenance, table: new Table(schema, [...batches]), cache: 'hit' };
     }
     const result = await this.#queries.queryArrow(sql, params, options);
-    this.#learn(sql, result.datasets);
     const status = this.#ran(sql, options, result.datasets);
     if (status === undefined) return result;
     const { table, ...provenance } = result;
@@ -375,7 +358,6 @@ export class QueryFront {
       };
     }
     const stream = await this.#queries.queryStream(sql, params, options);
-    this.#learn(sql, stream.datasets);
     const status = this.#ran(sql, options, stream.datasets);
     if (status === undefined) return stream;
     const { schema, batches, cancel, stopped, ...provenance } = stream;

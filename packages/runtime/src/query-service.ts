@@ -114,6 +114,13 @@ function samePlan(plan: Plan | undefined, engine: Plan['engine'], read: readonly
   return true;
 }
 
+/** A stream that started: its value, and what it reads (known with its schema). */
+interface Started<T> {
+  readonly kind: 'started';
+  readonly value: T;
+  readonly read: readonly DatasetRead[];
+}
+
 /** How a statement is known to the host: its plan, if any, and its shape's key (computed on a text miss). */
 interface Known {
   readonly plan: Plan | undefined;
@@ -270,6 +277,14 @@ export class QueryService {
     return pins.length === 0 ? undefined : pins;
   }
 
+  /**
+   * The datasets `sql` read when it (or a statement of its shape) last ran; undefined when not
+   * known yet. The results cache looks answers up by them.
+   */
+  datasetsOf(sql: string): readonly string[] | undefined {
+    return this.#known(sql).plan?.datasets;
+  }
+
   /** The plan of `sql` by its text, else by its shape (computed here, passed on to the workers). */
   #known(sql: string): Known {
     const plan = this.#plans.get(sql);
@@ -298,8 +313,8 @@ export class QueryService {
       plan: Plan | undefined,
       shape: string | undefined,
       pins: readonly PinnedGeneration[] | undefined,
-    ) => Promise<QueryAnswer | { kind: 'started'; value: T }>,
-  ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | { kind: 'started'; value: T } }> {
+    ) => Promise<QueryAnswer | Started<T>>,
+  ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | Started<T> }> {
     const asked = this.#registry.states();
     const pins = this.#pins(options);
     if (!this.#ready) await this.#pools();
@@ -335,7 +350,9 @@ export class QueryService {
           waited = true;
         }
       } else {
-        if (answer.kind !== 'started' && answer.kind !== 'error' && !samePlan(plan, engine, answer.read)) {
+        // A stream says what it reads with its schema: remembered by its text (whether that holds
+        // for its shape is said only by its final answer).
+        if (answer.kind !== 'error' && !samePlan(plan, engine, answer.read)) {
           this.#remember(sql, known, { engine, datasets: answer.read.map((read) => read.name) }, shared);
         }
         return { engine, answer };
@@ -551,7 +568,7 @@ export class QueryService {
           );
         }
       });
-      return { kind: 'started' as const, value: { stream, schema: first } };
+      return { kind: 'started' as const, value: { stream, schema: first }, read: stream.read };
     });
     if (answer.kind !== 'started') {
       throw this.#failure(answer, settings.rows, settings.bytes, maxRows, maxBytes);
