@@ -124,6 +124,7 @@ export class DuckDbClassInstance {
   /** Catalog changes queued or running (none: a query may start without waiting). */
   #changes = 0;
   #inFlight = 0;
+  #finishedCount = 0;
   readonly #finished = new Set<() => void>();
 
   private constructor(
@@ -166,6 +167,11 @@ export class DuckDbClassInstance {
   }
 
   /** Queries running on this instance now. */
+  /** Queries that finished on this instance so far. */
+  get finishedCount(): number {
+    return this.#finishedCount;
+  }
+
   get inFlight(): number {
     return this.#inFlight;
   }
@@ -365,6 +371,7 @@ export class DuckDbClassInstance {
     if (this.#finished.size > 0) for (const done of [...this.#finished]) done();
     this.#busy.delete(pooled);
     this.#inFlight--;
+    this.#finishedCount++;
     const waiter = this.#waiters.shift();
     if (waiter === undefined) this.#idle.push(pooled);
     else {

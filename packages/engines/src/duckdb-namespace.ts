@@ -571,6 +571,8 @@ export class DuckDbNamespace {
       throw error;
     }
     const { connection, statements } = pooled;
+    // Others that finish while this runs may be what exhausted the instance (see the retry below).
+    const finishedBefore = instance.finishedCount;
     const interrupt = (): void => connection.interrupt();
     signal?.addEventListener('abort', interrupt, { once: true });
     try {
@@ -664,9 +666,12 @@ export class DuckDbNamespace {
         temp: { bytes: this.#options.maxTempBytes, setting: this.#options.settings.temp },
         viewDataset: (name) => this.#viewDataset(name),
       });
-      // Others share the instance: wait for one of them to end, then try again (see #run).
-      if (failure instanceof QueryResourceError && instance.inFlight > 1) {
-        return { retry: instance.quieter(2_000), error: failure };
+      // Others share the instance: wait for one of them to end, then try again (see #run). One that
+      // shared it and has ended already (the query that exhausted it fails fast) counts too: try
+      // again at once.
+      if (failure instanceof QueryResourceError) {
+        if (instance.inFlight > 1) return { retry: instance.quieter(2_000), error: failure };
+        if (instance.finishedCount !== finishedBefore) return { retry: Promise.resolve(), error: failure };
       }
       throw failure;
     } finally {
