@@ -134,7 +134,7 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
     else post({ type: 'schema', id: message.id, ipc, ...first }, transfer);
   });
   const sink: BatchSink = {
-    schema: (ipc, read) => out.schema(ipc, read),
+    schema: (schema, read) => out.schema(schema, read),
     batch: async (ipc, rows) => {
       if (message.credits !== undefined) await takeCredit(message.credits, () => stop.aborted);
       if (stop.aborted) throw stop.reason;

@@ -88,7 +88,7 @@ export type QueryWorkerToHost =
   | { readonly type: 'answer'; readonly id: number; readonly answer: string }
   /** The statement runs here and reads these datasets (sent before it starts). */
   | { readonly type: 'routed'; readonly id: number; readonly datasets: readonly string[] | undefined }
-  /** The schema, with the first batch in the same IPC bytes when `rows` is set (see {@link SchemaWithFirstBatch}). */
+  /** The schema; with the first batch in the same IPC bytes when `rows` is set ({@link SchemaWithFirstBatch}). */
   | {
       readonly type: 'schema';
       readonly id: number;
@@ -128,9 +128,10 @@ export function transferable(bytes: Uint8Array): Uint8Array {
 /**
  * A producer's side of a result stream: the schema is held until the first batch, and the two go
  * to the host as one message (the batch's IPC bytes carry the schema too), so a result of one
- * batch — every small answer — costs one post and one IPC decode on the host instead of two.
- * The schema alone is encoded only for a result with no batch. `flush()` sends a schema still held (a result with no batch, or one that failed before its
- * first): call it before the stream's last message. Each posted buffer is transferred.
+ * batch — every small answer — costs one post and one IPC decode on the host instead of two. The
+ * schema alone is encoded only for a result with no batch: `flush()` sends a schema still held (a
+ * result with no batch, or one that failed before its first), call it before the stream's last
+ * message. Each posted buffer is transferred.
  */
 export class SchemaWithFirstBatch {
   readonly #post: (

@@ -238,7 +238,7 @@ export function stream(task: SqliteStreamTask): SqliteReadResult {
     port.postMessage(message, [ipc.buffer as ArrayBuffer]);
   });
   const sink: SyncBatchSink = {
-    schema: (ipc, read) => out.schema(ipc, read),
+    schema: (schema, read) => out.schema(schema, read),
     batch: (ipc, rows) => {
       takeCreditSync(control);
       sent += out.batch(ipc, rows);

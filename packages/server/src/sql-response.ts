@@ -14,8 +14,9 @@
  * the per-value path). Nothing is sent before the first batch: the answer waits for its first
  * chunk, so a query that fails before it (a time limit: 504 `ERR_QUERY_TIMEOUT`) gets its error
  * status; an answer that ends within {@link WHOLE_ANSWER_BYTES} goes out whole, in one write with
- * its Content-Length (a small answer costs no stream); one that fails later ends the connection without the body's end (`cut`: no chunked
- * terminator, so the client sees an incomplete answer, never a complete-looking one). The table
+ * its Content-Length (a small answer costs no stream); one that fails later ends the connection
+ * without the body's end (`cut`: no chunked terminator, so the client sees an incomplete answer,
+ * never a complete-looking one). The table
  * for people needs every row to size its columns, so it is answered from `query()`, within the
  * runtime's `maxResultRows`. Each batch is encoded in a turn of the host's time (host-turns.ts), so
  * many answers at once never hold the event loop from probes, new connections and refusals.
@@ -88,7 +89,10 @@ export interface SqlLimits {
 
 export interface SqlAnswer {
   readonly contentType: string;
-  /** The table for people as text; every other format as a stream, or its bytes when it ended within {@link WHOLE_ANSWER_BYTES}. */
+  /**
+   * The table for people as text; every other format as a stream, or as its bytes when it ended
+   * within {@link WHOLE_ANSWER_BYTES}.
+   */
   readonly body: string | Uint8Array | Readable;
   readonly provenance: QueryProvenance;
   /** The bytes of the Arrow batches answered so far (0 for the table). */
@@ -136,7 +140,8 @@ export async function answerSql(
   for (;;) {
     const next = await chunks.next();
     if (next.done === true) {
-      const body = head.length === 1 ? (head[0] as Uint8Array) : Buffer.concat(head, size);
+      const only = head.length === 1 ? head[0] : undefined;
+      const body = Buffer.isBuffer(only) ? only : Buffer.concat(head, size);
       return { contentType: CONTENT_TYPES[type], body, provenance: stream, bytes: () => read.bytes };
     }
     head.push(next.value);
