@@ -166,12 +166,12 @@ export class DuckDbClassInstance {
     return this.#instance.connect();
   }
 
-  /** Queries running on this instance now. */
   /** Queries that finished on this instance so far. */
   get finishedCount(): number {
     return this.#finishedCount;
   }
 
+  /** Queries running on this instance now. */
   get inFlight(): number {
     return this.#inFlight;
   }
