@@ -13,6 +13,7 @@
  * {@link DuckDbClassInstance.applied}. DuckDB keeps a detached generation alive for the queries
  * that bound it.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type DuckDBConnection,
   DuckDBInstance,
@@ -386,7 +387,7 @@ export class DuckDbClassInstance {
     const started = performance.now();
     while (this.#busy.size > 0 && performance.now() - started < limitMs) {
       for (const pooled of this.#busy) pooled.connection.interrupt();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
   }
 

@@ -15,13 +15,7 @@ import {
   workerData,
 } from 'node:worker_threads';
 import type { DatasetConfig } from '@ferry/core';
-import {
-  getDataset,
-  OutsideLocationError,
-  RestartBackoff,
-  resolveSnapshotKey,
-  serializeError,
-} from '@ferry/core';
+import { getDataset, OutsideLocationError, resolveSnapshotKey, serializeError } from '@ferry/core';
 import type { SnapshotInfo, SnapshotListing } from './api.js';
 import { levelWanted } from './log-levels.js';
 import type { LogRecord } from './logging.js';
@@ -38,6 +32,7 @@ import { RpcClient, respond } from './rpc.js';
 import { PublishedVersions } from './shared-slots.js';
 import { SnapshotPool } from './snapshot-pool.js';
 import { storeFor, storeKey } from './stores.js';
+import { Supervisor } from './supervisor.js';
 import {
   isMetadataGetsRequest,
   isThreadYoungGenerationsRequest,
@@ -46,6 +41,7 @@ import {
   type ThreadYoungGenerationsRequest,
 } from './test-hooks.js';
 import { checkBuildId, threadExecArgv, threadFile } from './thread-files.js';
+import { within } from './within.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error(
@@ -170,8 +166,10 @@ class DatasetSlot {
   worker: Worker | undefined;
   rpc: RpcClient<{ type: 'stop' }> | undefined;
   incarnation = 0;
-  readonly restarts = new RestartBackoff(data.restartBackoffMs);
-  restartTimer: NodeJS.Timeout | undefined;
+  readonly supervisor = new Supervisor({
+    delaysMs: data.restartBackoffMs,
+    restart: () => void this.startWhenPermitted(),
+  });
   stopping = false;
   exited: Promise<void> = Promise.resolve();
 
@@ -228,7 +226,7 @@ class DatasetSlot {
     });
     this.worker = worker;
     this.incarnation++;
-    this.restarts.started(Date.now());
+    this.supervisor.started();
     const rpc = new RpcClient<{ type: 'stop' }>(worker, `Dataset thread of '${this.config.name}'`);
     this.rpc = rpc;
     let lastError: unknown;
@@ -270,7 +268,7 @@ class DatasetSlot {
           resolve();
           return;
         }
-        this.#scheduleRestart(exitCode, lastError);
+        this.supervisor.died(({ delayMs }) => this.#reportDeath(exitCode, lastError, delayMs));
         resolve();
       });
     });
@@ -290,8 +288,7 @@ class DatasetSlot {
     );
   }
 
-  #scheduleRestart(exitCode: number, error: unknown): void {
-    const delay = this.restarts.died(Date.now());
+  #reportDeath(exitCode: number, error: unknown, delay: number): void {
     const reason = error instanceof Error ? error.message : `exit code ${exitCode}`;
     log(
       'error',
@@ -308,10 +305,6 @@ class DatasetSlot {
       ...(error === undefined ? {} : { error: serializeError(error) }),
       restartInMs: delay,
     });
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = undefined;
-      if (!this.stopping) void this.startWhenPermitted();
-    }, delay);
   }
 
   announce(snapshotId: number): void {
@@ -320,20 +313,12 @@ class DatasetSlot {
 
   async stop(timeoutMs: number): Promise<void> {
     this.stopping = true;
-    if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
+    this.supervisor.close();
     const worker = this.worker;
     const rpc = this.rpc;
     if (worker === undefined || rpc === undefined) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
-    });
-    const outcome = await Promise.race([
-      // A thread that cannot answer (it failed or is exiting) is terminated below all the same.
-      rpc.request<void>({ type: 'stop' }).catch(() => undefined),
-      timedOut,
-    ]);
-    clearTimeout(timer);
+    // A thread that cannot answer (it failed or is exiting) is terminated below all the same.
+    const outcome = await within(rpc.request<void>({ type: 'stop' }), timeoutMs);
     if (outcome === 'timeout') {
       log(
         'warn',

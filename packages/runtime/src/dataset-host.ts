@@ -66,6 +66,7 @@ import type {
 } from './protocol.js';
 import { RpcClient, respond } from './rpc.js';
 import { DocumentState, LiveStatus, PublishedVersions } from './shared-slots.js';
+import { within } from './within.js';
 
 /** The machine's plain view of how a download's bytes arrived. */
 function transferInfo(transfer: SnapshotTransfer): SnapshotTransferInfo {
@@ -767,14 +768,6 @@ export class DatasetHost {
       { error: error instanceof Error ? error.message : String(error) },
     );
     this.#ports.host.close();
-    const closed = Promise.allSettled(this.#running);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      closed,
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, limitMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    await within(Promise.allSettled(this.#running), limitMs);
   }
 }

@@ -15,10 +15,8 @@
  * `ERR_QUERY_TIMEOUT`; it counts as in flight until its engine stopped.
  */
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResourceLimits } from 'node:worker_threads';
 import { Worker } from 'node:worker_threads';
-import { RestartBackoff } from '@ferry/core';
 import type {
   DatasetRead,
   DuckDbNamespaceOptions,
@@ -36,8 +34,10 @@ import type {
   QueryWorkerToHost,
 } from './query-protocol.js';
 import { StreamCredits } from './stream-credits.js';
+import { Supervisor } from './supervisor.js';
 import { threadExecArgv, threadFile } from './thread-files.js';
 import { youngGenerationOf } from './thread-limits.js';
+import { within } from './within.js';
 
 /** What a running query hears besides its answer (batch mode). */
 export interface QueryListener {
@@ -167,8 +167,7 @@ export const QUERY_WORKER_RESTART_DELAYS_MS: readonly number[] = [0, 1_000, 2_00
 export class DuckDbQueryPool {
   readonly #options: DuckDbQueryPoolOptions;
   readonly #workers: (QueryWorker | undefined)[];
-  readonly #restarts: RestartBackoff[];
-  readonly #restartTimers = new Set<NodeJS.Timeout>();
+  readonly #supervisors: Supervisor[];
   #catalog: NamespaceCatalog;
   #taskHistory: NamespaceTaskHistory | undefined;
   #nextId = 1;
@@ -179,15 +178,22 @@ export class DuckDbQueryPool {
     this.#options = options;
     this.#catalog = catalog;
     const workers = Math.max(1, options.workers);
-    this.#restarts = Array.from(
+    this.#supervisors = Array.from(
       { length: workers },
-      () => new RestartBackoff(options.restartDelaysMs ?? QUERY_WORKER_RESTART_DELAYS_MS),
+      (_, index) =>
+        new Supervisor({
+          delaysMs: options.restartDelaysMs ?? QUERY_WORKER_RESTART_DELAYS_MS,
+          restart: () => {
+            this.#workers[index] = this.#start(index);
+          },
+          ref: false,
+        }),
     );
     this.#workers = Array.from({ length: workers }, (_, index) => this.#start(index));
   }
 
   #start(index: number): QueryWorker {
-    this.#restarts[index]?.started(performance.now());
+    this.#supervisors[index]?.started();
     const worker = new QueryWorker(
       {
         namespace: this.#options.namespace(index),
@@ -215,26 +221,16 @@ export class DuckDbQueryPool {
     worker.pending.clear();
     worker.closed?.();
     if (this.#closing || this.#workers[index] !== worker) return;
-    const restarts = this.#restarts[index] as RestartBackoff;
-    const delayMs = restarts.died(performance.now());
     const why = error instanceof Error ? error.message : 'it exited';
-    this.#options.logger.error(
-      { component: 'query', err: error, restartInMs: delayMs, endedInARow: restarts.failures },
-      delayMs === 0
-        ? `A DuckDB query worker ended (${why}); starting another`
-        : `A DuckDB query worker ended (${why}), ${restarts.failures} in a row; starting another in ${delayMs} ms`,
-    );
     this.#workers[index] = undefined;
-    if (delayMs === 0) {
-      this.#workers[index] = this.#start(index);
-      return;
-    }
-    const timer = setTimeout(() => {
-      this.#restartTimers.delete(timer);
-      if (!this.#closing) this.#workers[index] = this.#start(index);
-    }, delayMs);
-    timer.unref();
-    this.#restartTimers.add(timer);
+    this.#supervisors[index]?.died(({ delayMs, inARow }) =>
+      this.#options.logger.error(
+        { component: 'query', err: error, restartInMs: delayMs, endedInARow: inARow },
+        delayMs === 0
+          ? `A DuckDB query worker ended (${why}); starting another`
+          : `A DuckDB query worker ended (${why}), ${inARow} in a row; starting another in ${delayMs} ms`,
+      ),
+    );
   }
 
   /** Ends worker `index` as a fault would (a test hook: the pool starts another, after its backoff). */
@@ -354,8 +350,7 @@ export class DuckDbQueryPool {
   async close(): Promise<void> {
     this.#closing = true;
     clearTimeout(this.#watchdog);
-    for (const timer of this.#restartTimers) clearTimeout(timer);
-    this.#restartTimers.clear();
+    for (const supervisor of this.#supervisors) supervisor.close();
     await Promise.all(
       this.#workers.map(async (worker) => {
         if (worker === undefined) return;
@@ -363,11 +358,10 @@ export class DuckDbQueryPool {
           worker.closed = resolve;
         });
         worker.post({ type: 'close', id: 0 });
-        const waited = (ms: number) => sleep(ms, undefined, { ref: false });
         // Closing waits for a catalog change in flight (many datasets swapping at once).
-        await Promise.race([closed, waited(30_000)]);
+        await within(closed, 30_000);
         // A worker stuck in native code cannot be terminated until it returns: do not wait for ever.
-        await Promise.race([worker.worker.terminate(), waited(5_000)]);
+        await within(worker.worker.terminate(), 5_000);
       }),
     );
   }

@@ -28,6 +28,7 @@ import {
 } from './query-protocol.js';
 import { takeCredit } from './stream-credits.js';
 import { lowerThreadPriority } from './thread-priority.js';
+import { within } from './within.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('duckdb-query-worker.js is the entry of a DuckDB query worker; the runtime starts it.');
@@ -273,7 +274,7 @@ async function crash(error: unknown): Promise<void> {
     (created) => created,
     () => undefined,
   );
-  await Promise.race([ns?.cancelAll(), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  await within(ns?.cancelAll() ?? Promise.resolve(), 10_000);
   process.exit(1);
 }
 process.on('uncaughtException', (error) => void crash(error));

@@ -15,7 +15,6 @@ import {
   type DatasetEmitted,
   type JsonValue,
   parseByteSize,
-  RestartBackoff,
   retentionOf,
   type SpicepodConfig,
 } from '@ferry/core';
@@ -65,6 +64,7 @@ import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './
 import { holdToStalenessBound } from './staleness-bound.js';
 import { StalenessWatch } from './staleness-watch.js';
 import { livePathFor } from './stores.js';
+import { Supervisor } from './supervisor.js';
 import {
   type CrashDrill,
   type MetadataGetsRequest,
@@ -134,10 +134,9 @@ class HostRuntime implements Runtime {
   #coordinator!: Worker;
   #coordinatorRpc!: RpcClient<HostToCoordinator>;
   readonly #coordinatorData: Omit<CoordinatorWorkerData, 'incarnationBase'>;
-  /** Coordinator threads started so far, and the delays of its restarts. */
+  /** Coordinator threads started so far, and their supervisor (restarts with backoff). */
   #coordinatorStarts = 0;
-  readonly #coordinatorRestarts: RestartBackoff;
-  #coordinatorRestart: NodeJS.Timeout | undefined;
+  readonly #coordinatorSupervisor: Supervisor;
   /** The test hooks' requests, on the same channel (the same ids): one client with a wider type. */
   get #testRpc(): RpcClient<MetadataGetsRequest | ThreadYoungGenerationsRequest> {
     return this.#coordinatorRpc as unknown as RpcClient<MetadataGetsRequest | ThreadYoungGenerationsRequest>;
@@ -210,7 +209,10 @@ class HostRuntime implements Runtime {
       logLevel: lowestLevel(logger, options.logLevel),
       ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
     };
-    this.#coordinatorRestarts = new RestartBackoff(this.#coordinatorData.restartBackoffMs);
+    this.#coordinatorSupervisor = new Supervisor({
+      delaysMs: this.#coordinatorData.restartBackoffMs,
+      restart: () => this.#startCoordinator(),
+    });
     for (const line of verificationNotices(datasets)) {
       this.#logger.info({ component: 'runtime', ...line.fields }, line.message);
     }
@@ -245,7 +247,7 @@ class HostRuntime implements Runtime {
    */
   #startCoordinator(): void {
     this.#coordinatorStarts++;
-    this.#coordinatorRestarts.started(Date.now());
+    this.#coordinatorSupervisor.started();
     const workerData: CoordinatorWorkerData = {
       ...this.#coordinatorData,
       // Dataset threads of a later coordinator never share a start number with an earlier one's.
@@ -298,7 +300,12 @@ class HostRuntime implements Runtime {
   }
 
   #coordinatorDied(exitCode: number, failure: Error | undefined): void {
-    const delay = this.#coordinatorRestarts.died(Date.now());
+    this.#coordinatorSupervisor.died(({ delayMs }) =>
+      this.#reportCoordinatorDeath(exitCode, failure, delayMs),
+    );
+  }
+
+  #reportCoordinatorDeath(exitCode: number, failure: Error | undefined, delay: number): void {
     const reason = failure?.message ?? `exit code ${exitCode}`;
     const message = `The coordinator thread died (${reason}); every dataset is restarting from its live file, in ${delay} ms`;
     this.#logger.error({ component: 'runtime', exitCode }, message);
@@ -317,10 +324,6 @@ class HostRuntime implements Runtime {
         snapshotId: entry.status?.servingSnapshotId ?? null,
       });
     }
-    this.#coordinatorRestart = setTimeout(() => {
-      this.#coordinatorRestart = undefined;
-      if (this.#closing === undefined) this.#startCoordinator();
-    }, delay);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -578,7 +581,7 @@ class HostRuntime implements Runtime {
   async #close(): Promise<void> {
     this.#staleness.close();
     this.#registry.close();
-    clearTimeout(this.#coordinatorRestart);
+    this.#coordinatorSupervisor.close();
     try {
       await this.#coordinatorRpc.request<void>({ type: 'close', id: 0 });
     } catch (error) {
