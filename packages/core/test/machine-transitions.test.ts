@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   createActor,
   type ExecutableActionsFrom,
+  fromPromise,
   initialTransition,
   SimulatedClock,
   transition,
@@ -21,7 +22,9 @@ import {
   datasetMachine,
   datasetStatus,
   type LoadedSnapshot,
+  type ReadMetadataInput,
   type ReadMetadataOutput,
+  type RestoreLocalInput,
 } from '../src/machine/index.js';
 import type { ArrowSchema, DatasetMetadata } from '../src/metadata/types.js';
 
@@ -148,6 +151,115 @@ describe('dataset machine: pure transitions', () => {
     expect(snapshot.value).toBe('stopped');
     expect(snapshot.status).toBe('done');
     expect(actions.map((action) => action.type)).toContain('xstate.stopChild');
+  });
+});
+
+describe('dataset machine: a check answered without a read', () => {
+  /** Restored snapshot 3, then a read of metadata.json (ETag "e1") whose current snapshot is 3. */
+  function servingWithEtag(on: DatasetMachine = machine): DatasetSnapshot {
+    const [initial] = initialTransition(on, input);
+    const [reading] = transition(on, initial, done('restoreLocal', local));
+    const read: ReadMetadataOutput = { kind: 'read', etag: '"e1"', dataset: metadata(3) };
+    const [serving] = transition(on, reading, done('readMetadata', read));
+    return serving;
+  }
+
+  it('the poll timer of a serving dataset is given the ETag it holds', () => {
+    const [initial] = initialTransition(machine, input);
+    const [reading] = transition(machine, initial, done('restoreLocal', local));
+    const read: ReadMetadataOutput = { kind: 'read', etag: '"e1"', dataset: metadata(3) };
+    const [serving, actions] = transition(machine, reading, done('readMetadata', read));
+    expect(serving.value).toEqual({ serving: 'scheduled' });
+    expect(spawned(actions)).toEqual([{ src: 'pollTimer', input: { dueMs: 42 + 10_000, etag: '"e1"' } }]);
+  });
+
+  it('poll.due marked unchanged is recorded as an unchanged poll, in place, and re-arms the timer', () => {
+    const serving = servingWithEtag();
+    const [after, actions] = transition(machine, serving, { type: 'poll.due', unchanged: true });
+    expect(after.value).toEqual({ serving: 'scheduled' });
+    expect(after.context.counters.polls).toBe(serving.context.counters.polls + 1);
+    expect(after.context.lastPoll).toEqual({ atMs: 42, result: 'unchanged' });
+    expect(after.context.etag).toBe('"e1"');
+    expect(spawned(actions)).toEqual([]);
+    expect(actions.map((action) => action.type)).toContain('xstate.sendTo');
+  });
+
+  it('poll.due without the mark reads metadata.json with the ETag held', () => {
+    const serving = servingWithEtag();
+    const [after, actions] = transition(machine, serving, { type: 'poll.due' });
+    expect(after.value).toEqual({ polling: 'readingMetadata' });
+    expect(spawned(actions)).toEqual([
+      { src: 'readMetadata', input: { dataset: 'orders', trigger: 'schedule', ifNoneMatch: '"e1"' } },
+    ]);
+  });
+
+  it('the timer asks the runtime, on a simulated clock, whether the held ETag still holds', () => {
+    const clock = new SimulatedClock();
+    let known = true;
+    const asked: string[] = [];
+    const reads: (string | undefined)[] = [];
+    const onClock = createDatasetMachine({
+      now: () => clock.now(),
+      random: () => 0.5,
+      metadataUnchanged: (etag) => {
+        asked.push(etag);
+        return known;
+      },
+    }).provide({
+      actors: {
+        restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() => Promise.resolve(local)),
+        readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(({ input: read }) => {
+          reads.push(read.ifNoneMatch);
+          return Promise.resolve(
+            read.ifNoneMatch === undefined
+              ? { kind: 'read', etag: '"e1"', dataset: metadata(3) }
+              : { kind: 'unchanged' },
+          );
+        }),
+      },
+    });
+    const actor = createActor(onClock, { clock, input }).start();
+    return (async () => {
+      await waitFor(actor, (s) => s.matches({ serving: 'scheduled' }), { timeout: 1000 });
+      expect(reads).toEqual([undefined]);
+      clock.increment(10_000);
+      clock.increment(10_000);
+      expect(asked).toEqual(['"e1"', '"e1"']);
+      expect(reads).toEqual([undefined]);
+      expect(actor.getSnapshot().context.counters.polls).toBe(3);
+      expect(actor.getSnapshot().context.nextPollDueMs).toBe(30_000);
+      known = false;
+      clock.increment(10_000);
+      await waitFor(actor, (s) => s.context.counters.polls === 4 && s.matches({ serving: 'scheduled' }), {
+        timeout: 1000,
+      });
+      expect(reads).toEqual([undefined, '"e1"']);
+      actor.stop();
+    })();
+  });
+
+  it('a machine the runtime told nothing reads at every check', () => {
+    const clock = new SimulatedClock();
+    let reads = 0;
+    const onClock = createDatasetMachine({ now: () => clock.now(), random: () => 0.5 }).provide({
+      actors: {
+        restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() => Promise.resolve(local)),
+        readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(() => {
+          reads++;
+          return Promise.resolve({ kind: 'read', etag: '"e1"', dataset: metadata(3) });
+        }),
+      },
+    });
+    const actor = createActor(onClock, { clock, input }).start();
+    return (async () => {
+      await waitFor(actor, (s) => s.matches({ serving: 'scheduled' }), { timeout: 1000 });
+      clock.increment(10_000);
+      await waitFor(actor, (s) => s.context.counters.polls === 2 && s.matches({ serving: 'scheduled' }), {
+        timeout: 1000,
+      });
+      expect(reads).toBe(2);
+      actor.stop();
+    })();
   });
 });
 

@@ -27,9 +27,10 @@ import type {
   VerifySnapshotInput,
 } from '@ferry/core/machine';
 import {
+  createDatasetMachine,
+  type DatasetMachine,
   type DatasetSnapshot,
   type DatasetStatus,
-  datasetMachine,
   datasetStatus,
   fileFormatOf,
   type ReadMetadataInput,
@@ -121,7 +122,7 @@ export class DatasetHost {
   readonly #ports: DatasetHostPorts;
   readonly #tasks: SnapshotTasks;
   readonly #coordinatorRpc: RpcClient<CoordinatorRequest>;
-  readonly #actor: Actor<typeof datasetMachine>;
+  readonly #actor: Actor<DatasetMachine>;
   /** The engine whose file format the dataset's snapshots have, once known (configured, or from metadata). */
   #engine: EngineName | undefined;
   #recordedLocation: string;
@@ -153,8 +154,8 @@ export class DatasetHost {
   #lastRead: { readonly etag: string; readonly version: number } | undefined;
   /** Whether the machine has left `bootstrapping` once (the coordinator is told, once). */
   #bootstrapped = false;
-  /** Set by the guard that answered the check being recorded now. */
-  #answeredInThread = false;
+  /** The last poll the subscriber saw, and whether the machine waited for its next check then. */
+  #seen: { readonly lastPoll: unknown; readonly scheduled: boolean } = { lastPoll: null, scheduled: false };
   /** Whether the host listens for poll events (it says so; on until it does). */
   #pollEvents = true;
   /** Checks answered here whose poll event was not posted, counted over every incarnation of the slot. */
@@ -508,19 +509,17 @@ export class DatasetHost {
    * document of the location's version now published, that version is a document with an ETag, and
    * its read is younger than the reuse window (the coordinator reads ahead of the poll grid).
    */
-  #answerInThread(etag: string | null): boolean {
+  #answerInThread(etag: string): boolean {
     const shared = this.#versions;
     const lastRead = this.#lastRead;
-    if (shared === undefined || etag === null || lastRead === undefined || lastRead.etag !== etag)
-      return false;
+    if (shared === undefined || lastRead === undefined || lastRead.etag !== etag) return false;
     const published = shared.table.read(shared.slot);
-    const fresh =
+    return (
       published !== undefined &&
       published.state === DocumentState.current &&
       published.version === lastRead.version &&
-      Date.now() - published.readStartedAtMs < shared.windowMs;
-    if (fresh) this.#answeredInThread = true;
-    return fresh;
+      Date.now() - published.readStartedAtMs < shared.windowMs
+    );
   }
 
   /** Writes what a check answered in the thread changed into the host's live slot. */
@@ -539,9 +538,13 @@ export class DatasetHost {
     });
   }
 
-  #createActor(): Actor<typeof datasetMachine> {
+  #createActor(): Actor<DatasetMachine> {
     const config = this.#data.dataset;
-    const machine = datasetMachine.provide({
+    const machine = createDatasetMachine({
+      now: Date.now,
+      random: Math.random,
+      metadataUnchanged: (etag) => this.#answerInThread(etag),
+    }).provide({
       actors: {
         restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() =>
           this.#tracked(this.#restoreLiveFile()),
@@ -562,9 +565,6 @@ export class DatasetHost {
       },
       actions: {
         log: (_args, entry) => this.#log(entry.level, entry.message, { ...entry.fields }),
-      },
-      guards: {
-        checkedInThread: ({ context }) => this.#answerInThread(context.etag),
       },
     });
     const actor = createActor(machine, {
@@ -597,8 +597,13 @@ export class DatasetHost {
         this.#freshness?.start();
       }
       const events = emitted.splice(0);
-      if (this.#answeredInThread) {
-        this.#answeredInThread = false;
+      // A check answered without a read is the one change that keeps the machine waiting for its
+      // next check (a check that reads leaves that state until it ends).
+      const { lastPoll } = snapshot.context;
+      const scheduled = snapshot.matches({ serving: 'scheduled' });
+      const answeredInThread = scheduled && this.#seen.scheduled && lastPoll !== this.#seen.lastPoll;
+      this.#seen = { lastPoll, scheduled };
+      if (answeredInThread) {
         // No message for it, unless someone listens for poll events: the host reads it from the live slot.
         if (!this.#pollEvents) {
           this.#writeLive(snapshot, 1);

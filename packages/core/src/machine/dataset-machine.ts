@@ -81,16 +81,17 @@ function notProvided<TOutput, TInput>(actor: string) {
 export interface PollTimerInput {
   /** When the check is due, on the machine's `now()` clock. */
   readonly dueMs: number;
+  /** The ETag of a serving dataset's scheduled check: the timer asks whether it still holds. */
+  readonly etag?: string | null;
 }
 
-/** Sent to the poll timer by a check answered in the thread: the next check is due at `dueMs`. */
-export interface PollTimerRearm {
+/** Sent to the poll timer by a check answered without a read: the next check is due at `dueMs`. */
+export interface PollTimerRearm extends PollTimerInput {
   readonly type: 'poll.rearm';
-  readonly dueMs: number;
 }
 
 /** The chart's vocabulary (actors, actions, guards) for one clock. */
-function datasetSetup({ now, random }: DatasetMachineClock) {
+function datasetSetup({ now, random, metadataUnchanged }: DatasetMachineClock) {
   return setup({
     types: {
       context: {} as DatasetContext,
@@ -113,9 +114,13 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
        */
       pollTimer: fromCallback<DatasetEvent | PollTimerRearm, PollTimerInput>(
         ({ input, system, self, sendBack, receive }) => {
+          let etag = input.etag;
           receive((event) => {
-            if (event.type === 'poll.due') sendBack(event);
-            else if (event.type === 'poll.rearm') {
+            if (event.type === 'poll.due') {
+              const unchanged = typeof etag === 'string' && metadataUnchanged?.(etag) === true;
+              sendBack(unchanged ? { type: 'poll.due', unchanged } : event);
+            } else if (event.type === 'poll.rearm') {
+              etag = event.etag;
               system.scheduler.schedule(
                 self,
                 self,
@@ -140,12 +145,13 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
       /** The one way the machine logs; the runtime routes it to its logger. Default: discard. */
       log: (_args, _entry: LogEntry) => undefined,
       checkedInThread: stepAction((context) => steps.checkedInThread(context, now())),
-      /** After a check answered in the thread: the poll timer, still running, fires again at the next due time. */
+      /** After a check answered without a read: the poll timer, still running, fires again at the next due time. */
       rearmPollTimer: sendTo(
         'pollTimer',
         ({ context }): PollTimerRearm => ({
           type: 'poll.rearm',
           dueMs: context.nextPollDueMs ?? now(),
+          etag: context.etag,
         }),
       ),
       beginPoll: stepAction((context, params: { trigger: PollTrigger }) =>
@@ -208,11 +214,10 @@ function datasetSetup({ now, random }: DatasetMachineClock) {
     },
     guards: {
       /**
-       * A scheduled check can be answered without reading the store: the runtime knows metadata.json
-       * is still the document whose ETag the dataset holds (its location's published version).
-       * Provided by the runtime; default: never (every check reads).
+       * A scheduled check can be answered without reading the store: its timer was told the runtime
+       * knows metadata.json is still the document whose ETag the dataset holds.
        */
-      checkedInThread: (_args) => false,
+      checkedInThread: ({ event }) => event.type === 'poll.due' && event.unchanged === true,
       isServing: ({ context }) => context.serving !== null,
       isPaused: ({ context }) => context.paused,
       reloadRequested: ({ context }) => context.reloadRequested,
@@ -475,7 +480,10 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
           invoke: {
             id: 'pollTimer',
             src: 'pollTimer',
-            input: ({ context }) => ({ dueMs: context.nextPollDueMs ?? 0 }),
+            input: ({ context }): PollTimerInput =>
+              answerInThread && context.etag !== null
+                ? { dueMs: context.nextPollDueMs ?? 0, etag: context.etag }
+                : { dueMs: context.nextPollDueMs ?? 0 },
           },
           on: {
             'poll.due': answerInThread

@@ -118,6 +118,12 @@ export interface DatasetMachineClock {
   readonly now: () => number;
   /** Jitter source in [0, 1) for the retry backoff. */
   readonly random: () => number;
+  /**
+   * Whether metadata.json is known, now, to be still the document of `etag` (the runtime's shared
+   * read of the location). Asked by the poll timer of a serving dataset when a check is due; a
+   * `true` answers the check without reading the store. Default: never known (every check reads).
+   */
+  readonly metadataUnchanged?: (etag: string) => boolean;
 }
 
 export interface DownloadSnapshotInput {
@@ -172,8 +178,12 @@ export type DatasetEvent =
   | { readonly type: 'polling.pause' }
   | { readonly type: 'polling.resume' }
   | { readonly type: 'stop' }
-  /** Sent by the machine's own `pollTimer` when the scheduled check (or retry) is due. */
-  | { readonly type: 'poll.due' };
+  /**
+   * Sent by the machine's own `pollTimer` when the scheduled check (or retry) is due. `unchanged`:
+   * the runtime knows metadata.json is still the document whose ETag the dataset holds (see
+   * {@link DatasetMachineClock.metadataUnchanged}), so the check is recorded without a read.
+   */
+  | { readonly type: 'poll.due'; readonly unchanged?: boolean };
 
 export type DatasetEmitted =
   | { readonly type: 'swap'; readonly dataset: string; readonly from: number | null; readonly to: number }
