@@ -227,10 +227,10 @@ function datasetSetup({ now, random, metadataUnchanged }: DatasetMachineClock) {
       isRetry: ({ context }) => context.bootstrapOnFailure === 'retry',
       isFallback: ({ context }) => context.bootstrapOnFailure === 'fallback',
       /** `retry` repeats a failed metadata read, unless the error says retrying cannot fix it. */
-      retryReadFailure: ({ context, event }) =>
-        context.bootstrapOnFailure === 'retry' && !decide.isPermanent((event as { error?: unknown }).error),
-      metadataUnchanged: ({ event }) =>
-        (event as { output?: ReadMetadataOutput }).output?.kind === 'unchanged',
+      retryReadFailure: ({ context }, params: { error: unknown }) =>
+        context.bootstrapOnFailure === 'retry' && !decide.isPermanent(params.error),
+      metadataUnchanged: (_args, params: { output: ReadMetadataOutput }) =>
+        params.output.kind === 'unchanged',
       noSnapshotPublished: ({ context }) => decide.noSnapshotPublished(context),
       currentIsLoaded: ({ context }) => decide.currentIsLoaded(context),
       currentIsOlder: ({ context }) => decide.currentIsOlder(context),
@@ -242,7 +242,7 @@ function datasetSetup({ now, random, metadataUnchanged }: DatasetMachineClock) {
       failedToDownload: ({ context }) => decide.failedToDownload(context),
       refusedBeforeDownload: ({ context }) => decide.refusedBeforeDownload(context),
       hasNextCandidate: ({ context }) => decide.hasNextCandidate(context),
-      restoredLocal: ({ event }) => (event as { output?: LoadedSnapshot | null }).output != null,
+      restoredLocal: (_args, params: { snapshot: LoadedSnapshot | null }) => params.snapshot != null,
     },
   });
 }
@@ -257,7 +257,7 @@ const endPoll = (result?: PollResult) =>
 const failed = (stage: FailureStage) =>
   ({
     type: 'recordFailure',
-    params: ({ event }: { event: unknown }) => ({ error: (event as { error?: unknown }).error, stage }),
+    params: ({ event }: { event: { readonly error: unknown } }) => ({ error: event.error, stage }),
   }) as const;
 
 /** Where a finished check leaves the dataset. */
@@ -329,14 +329,21 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
         src: 'readMetadata',
         input: ({ context }) => steps.readMetadataInput(context),
         onDone: [
-          { guard: 'metadataUnchanged', target: 'metadataUnchanged' },
+          {
+            guard: { type: 'metadataUnchanged', params: ({ event }) => ({ output: event.output }) },
+            target: 'metadataUnchanged',
+          },
           {
             target: 'comparingSnapshotIds',
             actions: { type: 'recordMetadataRead', params: ({ event }) => ({ output: event.output }) },
           },
         ],
         onError: [
-          { guard: 'retryReadFailure', target: 'retryScheduled', actions: failed('metadata') },
+          {
+            guard: { type: 'retryReadFailure', params: ({ event }) => ({ error: event.error }) },
+            target: 'retryScheduled',
+            actions: failed('metadata'),
+          },
           { target: 'metadataReadFailed', actions: failed('metadata') },
         ],
       },
@@ -560,7 +567,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
               input: ({ context }) => ({ dataset: context.name }),
               onDone: [
                 {
-                  guard: 'restoredLocal',
+                  guard: { type: 'restoredLocal', params: ({ event }) => ({ snapshot: event.output }) },
                   target: '#dataset.polling',
                   actions: [
                     { type: 'restored', params: ({ event }) => ({ snapshot: event.output }) },
