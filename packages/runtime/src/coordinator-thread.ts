@@ -243,17 +243,8 @@ class DatasetSlot {
         this.release();
       } else if (message.type === 'snapshot-task') {
         const { task } = message;
-        const abort = 'abort' in task ? task.abort : undefined;
-        respond(
-          worker,
-          message.id,
-          () =>
-            pool.run(task, {
-              ...(abort === undefined ? {} : { transfer: [abort] }),
-              ...(message.prefer === undefined ? {} : { prefer: message.prefer }),
-            }),
-          serializeError,
-        );
+        const transfer = task.kind === 'load' ? [task.port] : [];
+        respond(worker, message.id, () => pool.run(task, { transfer }), serializeError);
       }
     });
     worker.on('error', (error) => {

@@ -1,6 +1,6 @@
 /**
  * One dataset's host: its machine, whose actors are implemented by tasks of the shared snapshot
- * pool (restore, download, verify, commit, prune: `snapshot-tasks.ts`, reached through the
+ * pool (restore, a swap as one `load`, prune: `snapshot-tasks.ts`, reached through the
  * coordinator) and by the coordinator's shared metadata reader, and the dataset's commands and
  * status on its channel to the host. It loads no store, engine or SDK: a dataset thread is the
  * dataset's actor and nothing else (`test/architecture/thread-imports.test.ts`). Queries do not run
@@ -12,7 +12,12 @@
  * ports are `parentPort` and a transferred MessagePort, tasks go to the coordinator) and
  * in-process in a test (MessageChannels, tasks run in-process).
  */
-import { MessageChannel, type MessagePort, type TransferListItem } from 'node:worker_threads';
+import {
+  MessageChannel,
+  type MessagePort,
+  receiveMessageOnPort,
+  type TransferListItem,
+} from 'node:worker_threads';
 import type { ObjectInfo } from '@ferry/core';
 import type {
   AuthenticateSnapshotInput,
@@ -38,11 +43,7 @@ import {
   type SwapSnapshotInput,
   serializeError,
 } from '@ferry/core/machine';
-import type {
-  DownloadedSnapshot as DownloadedFile,
-  PreparedSnapshot as PreparedFile,
-  SnapshotTransfer,
-} from '@ferry/snapshots';
+import type { SnapshotTransfer } from '@ferry/snapshots';
 import {
   type Actor,
   createActor,
@@ -61,6 +62,8 @@ import type {
   DatasetToHost,
   DatasetWorkerData,
   HostToDataset,
+  LoadProgress,
+  LoadResult,
   MetadataReply,
   SnapshotTask,
   SnapshotTaskResults,
@@ -84,7 +87,7 @@ export interface DatasetHostPorts {
 export interface SnapshotTasks {
   run<K extends SnapshotTask['kind']>(
     task: Extract<SnapshotTask, { kind: K }>,
-    options?: { readonly transfer?: readonly TransferListItem[]; readonly prefer?: number },
+    options?: { readonly transfer?: readonly TransferListItem[] },
   ): Promise<SnapshotTaskResults[K]>;
 }
 
@@ -99,21 +102,96 @@ const STATUS_DELAY_MS = 50;
 
 type CoordinatorRequest =
   | { type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean }
-  | { type: 'snapshot-task'; task: SnapshotTask; prefer?: number };
+  | { type: 'snapshot-task'; task: SnapshotTask };
 
-/** The abort port of a task: its other end is posted to when `signal` fires. */
-function abortPort(signal: AbortSignal): { port: MessagePort; done(): void } {
-  const { port1, port2 } = new MessageChannel();
-  const abort = (): void => port1.postMessage('abort');
-  signal.addEventListener('abort', abort, { once: true });
-  if (signal.aborted) abort();
-  return {
-    port: port2,
-    done: () => {
-      signal.removeEventListener('abort', abort);
-      port1.close();
-    },
-  };
+/** A promise and its settling functions (`Promise.withResolvers` from Node 22 on). */
+function deferred<T>(): { promise: Promise<T>; resolve(value: T): void; reject(error: unknown): void } {
+  let resolve: (value: T) => void = () => undefined;
+  let reject: (error: unknown) => void = () => undefined;
+  const promise = new Promise<T>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  // Awaited by the machine's actor of its stage, if that stage is reached.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+type Downloaded = Extract<LoadProgress, { stage: 'downloaded' }>;
+
+/**
+ * A swap in flight: one `load` task of the snapshot pool. Its progress, posted on its port, settles
+ * the machine's download and verification in turn; its answer, the swap. A failure fails the first
+ * stage not reached, so the machine names the step that failed.
+ */
+class Load {
+  readonly token: string;
+  readonly #port: MessagePort;
+  readonly #downloaded = deferred<Downloaded>();
+  readonly #verified = deferred<void>();
+  /** The task's answer: the snapshot committed over the live path, and its generation link. */
+  readonly loaded: Promise<LoadResult>;
+
+  constructor(snapshotId: number, port: MessagePort, run: Promise<LoadResult>) {
+    this.token = String(snapshotId);
+    this.#port = port;
+    port.on('message', (progress: LoadProgress) => this.#progress(progress));
+    this.loaded = run.then(
+      (result) => {
+        this.#drain();
+        return result;
+      },
+      (error: unknown) => {
+        this.#drain();
+        this.#downloaded.reject(error);
+        this.#verified.reject(error);
+        throw error;
+      },
+    );
+  }
+
+  /** The bytes are in; `signal` (the machine's actor stopped) cancels the load meanwhile. */
+  downloaded(signal: AbortSignal): Promise<Downloaded> {
+    return this.#until(this.#downloaded.promise, signal);
+  }
+
+  /** The file passed its checks; `signal` cancels the load meanwhile. */
+  verified(signal: AbortSignal): Promise<void> {
+    return this.#until(this.#verified.promise, signal);
+  }
+
+  async #until<T>(stage: Promise<T>, signal: AbortSignal): Promise<T> {
+    const cancel = (): void => this.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+    if (signal.aborted) cancel();
+    try {
+      return await stage;
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
+  }
+
+  /** Asks the task to stop (it still commits if its commit began). */
+  cancel(): void {
+    this.#port.postMessage('abort');
+  }
+
+  #progress(progress: LoadProgress): void {
+    if (progress.stage === 'downloaded') this.#downloaded.resolve(progress);
+    else this.#verified.resolve(undefined);
+  }
+
+  /**
+   * The task answered: its progress is all in the port's queue by now (posted before the answer),
+   * though the port may not have delivered it yet. Read it first, so each stage settles in order.
+   */
+  #drain(): void {
+    for (let next = receiveMessageOnPort(this.#port); next !== undefined; ) {
+      this.#progress(next.message as LoadProgress);
+      next = receiveMessageOnPort(this.#port);
+    }
+    this.#port.close();
+  }
 }
 
 export class DatasetHost {
@@ -127,9 +205,8 @@ export class DatasetHost {
   #engine: EngineName | undefined;
   #recordedLocation: string;
   readonly #generationDir: string;
-  /** Temporary files the machine holds tokens for: downloaded (not yet verified), and verified. */
-  readonly #downloaded = new Map<string, DownloadedFile & { readonly worker: number }>();
-  readonly #prepared = new Map<string, PreparedFile>();
+  /** The swap in flight (its download, verification and commit are one pool task). */
+  #load: Load | undefined;
   /**
    * The machine's invoked work still running. Stopping the machine does not end it (a download
    * sees its abort signal; a schema check or an engine being opened just finishes), and a thread
@@ -181,15 +258,7 @@ export class DatasetHost {
     const rpc = new RpcClient<CoordinatorRequest>(ports.coordinator, 'The coordinator thread');
     this.#coordinatorRpc = rpc;
     this.#tasks = tasks ?? {
-      run: (task, options = {}) =>
-        rpc.request(
-          {
-            type: 'snapshot-task',
-            task,
-            ...(options.prefer === undefined ? {} : { prefer: options.prefer }),
-          },
-          options.transfer ?? [],
-        ),
+      run: (task, options = {}) => rpc.request({ type: 'snapshot-task', task }, options.transfer ?? []),
     };
     this.#versions =
       data.versions === undefined
@@ -402,106 +471,81 @@ export class DatasetHost {
     );
   }
 
-  /** Download a snapshot into a temporary file (a pool task); the machine has it verified next. */
+  /**
+   * Starts the swap of a candidate as one pool task (`load`: download, verify, commit, link) and
+   * answers when its bytes are in (the machine has it verified next, by the same task).
+   */
   async #download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
-    const abort = abortPort(signal);
-    const head = this.#heads.get(input.entry.snapshotId);
-    this.#heads.clear();
-    let file: Awaited<ReturnType<SnapshotTasks['run']>> & SnapshotTaskResults['download'];
-    try {
-      file = await this.#tasks.run(
-        {
-          kind: 'download',
-          files: this.#filesFor(this.#kindOf(input)),
-          entry: input.entry,
-          recordedLocation: this.#recordedLocation,
-          ...(head === undefined ? {} : { head }),
-          abort: abort.port,
-        },
-        { transfer: [abort.port] },
+    const { entry, recorded } = input;
+    if (recorded === undefined) {
+      throw new Error(
+        `Snapshot ${entry.snapshotId} of dataset '${this.name}' has no recorded schema to verify it against.`,
       );
-    } finally {
-      abort.done();
     }
-    const { transfer } = file;
+    const head = this.#heads.get(entry.snapshotId);
+    this.#heads.clear();
+    const { port1, port2 } = new MessageChannel();
+    const run = this.#tasks.run(
+      {
+        kind: 'load',
+        files: this.#filesFor(this.#kindOf(input)),
+        entry,
+        recorded,
+        recordedLocation: this.#recordedLocation,
+        ...(head === undefined ? {} : { head }),
+        port: port2,
+      },
+      { transfer: [port2] },
+    );
+    const load = new Load(entry.snapshotId, port1, run);
+    this.#load = load;
+    void this.#tracked(load.loaded).catch(() => undefined);
+    const { transfer, seconds } = await load.downloaded(signal);
     if (transfer.fallback !== undefined) {
       this.#log(
         transfer.doubtful === true ? 'warn' : 'debug',
-        `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' was downloaded whole: ${transfer.fallback}`,
-        { snapshotId: input.entry.snapshotId, fallback: transfer.fallback },
+        `Snapshot ${entry.snapshotId} of dataset '${this.name}' was downloaded whole: ${transfer.fallback}`,
+        { snapshotId: entry.snapshotId, fallback: transfer.fallback },
       );
     }
     this.#toHost({
       type: 'downloaded',
       bytes: transfer.fetchedBytes,
       reusedBytes: transfer.reusedBytes,
-      seconds: file.seconds,
-      snapshotId: input.entry.snapshotId,
-      checksum: input.entry.checksum,
+      seconds,
+      snapshotId: entry.snapshotId,
+      checksum: entry.checksum,
     });
-    const token = `${input.entry.snapshotId}:${file.tempPath}`;
-    this.#downloaded.set(token, {
-      tempPath: file.tempPath,
-      entry: file.entry,
-      digest: file.digest,
-      transfer,
-      worker: file.worker,
-    });
-    return { snapshotId: input.entry.snapshotId, token, transfer: transferInfo(transfer) };
+    return { snapshotId: entry.snapshotId, token: load.token, transfer: transferInfo(transfer) };
   }
 
-  /** Verify a downloaded file (checksum, real schema; a pool task); the machine swaps it in later. */
+  /** The load of `token` (the one the machine holds), or an error naming what is gone. */
+  #loadOf(token: string): Load {
+    const load = this.#load;
+    if (load === undefined || load.token !== token) {
+      throw new Error(`The load of snapshot ${token} of dataset '${this.name}' is gone.`);
+    }
+    return load;
+  }
+
+  /** Answers when the load's file passed its checks (checksum, real schema); the same task commits it next. */
   async #verify(input: VerifySnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
-    const file = this.#downloaded.get(input.downloaded.token);
-    if (file === undefined) {
-      throw new Error(`Downloaded snapshot ${input.downloaded.token} of dataset '${this.name}' is gone.`);
-    }
-    this.#downloaded.delete(input.downloaded.token);
-    const kind = this.#kindOf(input);
-    const abort = abortPort(signal);
-    let verified: PreparedFile;
-    try {
-      verified = await this.#tasks.run(
-        {
-          kind: 'verify',
-          files: this.#filesFor(kind),
-          downloaded: {
-            tempPath: file.tempPath,
-            entry: file.entry,
-            digest: file.digest,
-            transfer: file.transfer,
-          },
-          recorded: { schemaId: input.schemaId, schema: input.schema },
-          abort: abort.port,
-        },
-        { transfer: [abort.port], prefer: file.worker },
-      );
-    } finally {
-      abort.done();
-    }
-    this.#prepared.set(input.downloaded.token, verified);
-    this.#engine = kind;
+    const load = this.#loadOf(input.downloaded.token);
+    await load.verified(signal);
+    this.#engine = this.#kindOf(input);
     return {
       snapshotId: input.entry.snapshotId,
-      token: input.downloaded.token,
-      transfer: transferInfo(file.transfer),
+      token: load.token,
+      ...(input.downloaded.transfer === undefined ? {} : { transfer: input.downloaded.transfer }),
     };
   }
 
-  /** Commit a prepared snapshot over the live file and serve it (a pool task). */
+  /** Answers when the load committed the file over the live path; then it is served. */
   async #swapIn(input: SwapSnapshotInput): Promise<void> {
-    const file = this.#prepared.get(input.prepared.token);
-    if (file === undefined) {
-      throw new Error(`Prepared snapshot ${input.prepared.token} of dataset '${this.name}' is gone.`);
-    }
-    this.#prepared.delete(input.prepared.token);
-    const kind = this.#engine ?? 'duckdb';
-    const { generation } = await this.#tasks.run({
-      kind: 'commit',
-      files: this.#filesFor(kind),
-      prepared: file,
-    });
-    this.#serve(kind, file.snapshot, generation);
+    const load = this.#loadOf(input.prepared.token);
+    const { snapshot, generation } = await load.loaded;
+    this.#load = undefined;
+    this.#serve(this.#engine ?? 'duckdb', snapshot, generation);
   }
 
   /**
@@ -740,21 +784,9 @@ export class DatasetHost {
     this.#actor.stop();
     await this.#freshness?.stop();
     this.#flushStatus();
+    // A load not committing yet stops and removes its temporary file.
+    this.#load?.cancel();
     await Promise.allSettled(this.#running);
-    for (const file of [...this.#downloaded.values(), ...this.#prepared.values()]) {
-      await this.#tasks.run({ kind: 'discard', tempPath: file.tempPath }).catch((error: unknown) =>
-        this.#log(
-          'warn',
-          `A temporary file of dataset '${this.name}' could not be removed; it is removed at its next start`,
-          {
-            path: file.tempPath,
-            error: (error as Error).message,
-          },
-        ),
-      );
-    }
-    this.#downloaded.clear();
-    this.#prepared.clear();
     this.#coordinatorRpc.close('stopped');
   }
 

@@ -30,7 +30,7 @@ import type {
   SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core';
-import type { Authenticated, DownloadedSnapshot, LocalSnapshot, PreparedSnapshot } from '@ferry/snapshots';
+import type { Authenticated, LocalSnapshot, SnapshotTransfer } from '@ferry/snapshots';
 import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';
 
@@ -157,16 +157,8 @@ export type DatasetToCoordinator =
     }
   /** The machine left `bootstrapping` for the first time (it serves, or waits): its bootstrap permit is free. */
   | { readonly type: 'bootstrapped' }
-  /**
-   * A task for the snapshot pool; its abort port (if any) travels in the transfer list. `prefer`:
-   * the pool worker to run it on when that one is free (the one that downloaded the file).
-   */
-  | {
-      readonly type: 'snapshot-task';
-      readonly id: number;
-      readonly task: SnapshotTask;
-      readonly prefer?: number;
-    };
+  /** A task for the snapshot pool; a load's port travels in the transfer list. */
+  | { readonly type: 'snapshot-task'; readonly id: number; readonly task: SnapshotTask };
 
 export type CoordinatorToDataset =
   | RpcResponse
@@ -201,22 +193,37 @@ export interface DatasetFiles {
   readonly s3?: S3Settings;
 }
 
-/**
- * One step of the swap pipeline, run by a snapshot pool worker. `abort` (download, verify): a port
- * whose first message, or its closing (the dataset thread died), cancels the task.
- */
+/** What a load reports on its port as it goes (the dataset's machine moves on at each). */
+export type LoadProgress =
+  | {
+      readonly stage: 'downloaded';
+      readonly transfer: SnapshotTransfer;
+      readonly seconds: number;
+    }
+  | { readonly stage: 'verified' };
+
+/** One task of a snapshot pool worker. */
 export type SnapshotTask =
   /** Removes stale generation links, matches the live file to its manifest, checks it and links it. */
   | { readonly kind: 'restore'; readonly files: DatasetFiles }
+  /**
+   * A swap, as one task: downloads the entry (ranged, hashed as it arrives, fsynced), verifies it
+   * (size, SHA-256, the table's real schema against `recorded`), commits it over the live path and
+   * links the new generation. `port`: the worker posts {@link LoadProgress} on it; its first
+   * message, or its closing (the dataset thread died), cancels the load before the commit starts.
+   * A load that fails or is cancelled leaves no temporary file.
+   */
   | {
-      readonly kind: 'download';
+      readonly kind: 'load';
       readonly files: DatasetFiles;
       readonly entry: SnapshotEntry;
+      /** The candidate's recorded schema (of the same metadata read). */
+      readonly recorded: SchemaEntry;
       /** The location metadata.json records, which the entry's URI is resolved against. */
       readonly recordedLocation: string;
       /** The object's HEAD, made beside the signature check (not repeated). */
       readonly head?: ObjectInfo;
-      readonly abort?: MessagePort;
+      readonly port: MessagePort;
     }
   /**
    * Checks a candidate's signature against the dataset's trusted keys (PEM) before it is
@@ -232,15 +239,6 @@ export type SnapshotTask =
     }
   /** Reads and verifies the dataset's heartbeat statement. */
   | { readonly kind: 'heartbeat'; readonly files: DatasetFiles; readonly trustedKeys: readonly string[] }
-  | {
-      readonly kind: 'verify';
-      readonly files: DatasetFiles;
-      readonly downloaded: DownloadedSnapshot;
-      readonly recorded: SchemaEntry;
-      readonly abort?: MessagePort;
-    }
-  /** Commits a verified file over the live path, then links the new live file as a generation. */
-  | { readonly kind: 'commit'; readonly files: DatasetFiles; readonly prepared: PreparedSnapshot }
   /**
    * Prunes the dataset's generations: all but those the retention holds and the newest few that
    * queries in flight may still attach, or (`null`) every one (links of an earlier run).
@@ -253,7 +251,6 @@ export type SnapshotTask =
         readonly retainDiskBudgetBytes: number | undefined;
       } | null;
     }
-  | { readonly kind: 'discard'; readonly tempPath: string }
   /** Closes the worker's warm checkers and stores (before the pool ends). */
   | { readonly kind: 'release' };
 
@@ -263,25 +260,20 @@ export type RestoreResult =
   | { readonly kind: 'unreadable'; readonly error: string }
   | { readonly kind: 'restored'; readonly snapshot: LocalSnapshot; readonly generation: string };
 
-/** A download's result: the file, and the worker that holds its warm checker (verified there when it is free). */
-export type DownloadResult = DownloadedSnapshot & { readonly worker: number; readonly seconds: number };
-
-export interface CommitResult {
-  /** The generation link of the new live file. */
+/** A load's answer: the snapshot now in the live file, and its generation link. */
+export interface LoadResult {
+  readonly snapshot: LocalSnapshot;
   readonly generation: string;
 }
 
 /** What each task kind answers. */
 export interface SnapshotTaskResults {
   readonly restore: RestoreResult;
-  readonly download: DownloadResult;
+  readonly load: LoadResult;
   /** With the object's HEAD, made at the same time as the signature's GET (absent: not found). */
   readonly authenticate: Authenticated & { readonly head?: ObjectInfo };
   readonly heartbeat: HeartbeatStatement | { readonly problem: string };
-  readonly verify: PreparedSnapshot;
-  readonly commit: CommitResult;
   readonly prune: null;
-  readonly discard: null;
   readonly release: null;
 }
 

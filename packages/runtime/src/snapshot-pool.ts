@@ -6,8 +6,7 @@
  * Workers keep their event loop running between tasks (`atomics: 'disabled'`): their warm checkers
  * close on a timer, and an abort port's message must reach a running download. Tasks are never
  * aborted through piscina (that ends the worker, and a worker must not end while DuckDB works for
- * it): a task carries its own abort port. A verification prefers the worker that downloaded the
- * file (its checker is warm there) when that worker is free; `release` goes to one worker exactly.
+ * it): a load carries its own port. `release` goes to one worker exactly.
  */
 import { cpus } from 'node:os';
 import type { TransferListItem } from 'node:worker_threads';
@@ -28,10 +27,9 @@ export interface SnapshotPoolOptions {
   readonly buildId?: string;
 }
 
-/** Where a task should run: `prefer` a worker when it is free, or `only` that worker. */
+/** Where a task must run: `only` that worker (while it lives). */
 interface Placement {
-  readonly prefer?: number;
-  readonly only?: number;
+  readonly only: number;
 }
 
 const PLACEMENT = Piscina.queueOptionsSymbol;
@@ -40,14 +38,12 @@ type PlacedTask = SnapshotTask & { readonly [PLACEMENT]?: Placement };
 
 type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
 
-/** Free workers first (the preferred one if free); a task for one worker waits for it while it lives. */
+/** A free worker; a task for one worker waits for it while it lives. */
 const balance: Balancer = (task, workers) => {
   const placement = (task as unknown as Record<symbol, Placement | null | undefined>)[PLACEMENT];
-  const wanted = placement?.only ?? placement?.prefer;
-  if (wanted !== undefined) {
-    const worker = workers.find((candidate) => candidate.id === wanted && !candidate.terminating);
-    if (worker !== undefined && worker.currentUsage === 0) return worker;
-    if (placement?.only !== undefined && worker !== undefined) return null;
+  if (placement !== undefined && placement !== null) {
+    const worker = workers.find((candidate) => candidate.id === placement.only && !candidate.terminating);
+    if (worker !== undefined) return worker.currentUsage === 0 ? worker : null;
   }
   return workers.find((worker) => worker.currentUsage === 0 && !worker.terminating) ?? null;
 };
@@ -85,11 +81,9 @@ export class SnapshotPool {
   /** Runs a task; rejects with its error rebuilt (code, message, `permanent`). */
   async run<K extends SnapshotTask['kind']>(
     task: Extract<SnapshotTask, { kind: K }>,
-    options: { readonly transfer?: readonly TransferListItem[]; readonly prefer?: number } = {},
+    options: { readonly transfer?: readonly TransferListItem[] } = {},
   ): Promise<SnapshotTaskResults[K]> {
-    const placed: PlacedTask =
-      options.prefer === undefined ? task : { ...task, [PLACEMENT]: { prefer: options.prefer } };
-    const reply = await this.#pool.run(placed, {
+    const reply = await this.#pool.run(task, {
       transferList: (options.transfer ?? []) as TransferListItem[] as never,
     });
     if (!reply.ok) throw deserializeError(reply.error);

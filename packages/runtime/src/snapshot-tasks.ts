@@ -1,13 +1,14 @@
 /**
- * The snapshot tasks themselves: each step of the swap pipeline as one function of plain data
- * (`SnapshotTask` in, its result out), run by a worker of the snapshot pool (`snapshot-worker.ts`)
- * or, in tests, in-process. The S3 SDK and the engines load here, once per pool worker, never in a
- * dataset thread. A worker keeps what is worth keeping between tasks: one store per (location,
- * credentials) and warm file checkers per directory (`SnapshotCheckers`).
+ * The snapshot tasks themselves, each a function of plain data (`SnapshotTask` in, its result out),
+ * run by a worker of the snapshot pool (`snapshot-worker.ts`) or, in tests, in-process. A swap is
+ * one task (`load`: download, verify, commit, link), reporting its progress on its port. The S3
+ * SDK and the engines load here, once per pool worker, never in a dataset thread. A worker keeps
+ * what is worth keeping between tasks: one store per (location, credentials) and warm file checkers
+ * per directory (`SnapshotCheckers`).
  */
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { threadId } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import { fileFormatOf, type ObjectStore, resolveSnapshotKey, retentionOf, serializeError } from '@ferry/core';
 import {
   authenticateSnapshot,
@@ -27,7 +28,8 @@ import {
 } from '@ferry/snapshots';
 import type {
   DatasetFiles,
-  DownloadResult,
+  LoadProgress,
+  LoadResult,
   RestoreResult,
   SnapshotTask,
   SnapshotTaskReply,
@@ -67,36 +69,15 @@ export class SnapshotTaskRunner {
     switch (task.kind) {
       case 'restore':
         return this.#restore(task.files);
-      case 'download':
-        return withAbort(task.abort, (signal) => this.#download(task, signal));
+      case 'load':
+        return withAbort(task.port, (signal) => this.#load(task, signal));
       case 'authenticate':
         return this.#authenticate(task);
       case 'heartbeat':
         return readHeartbeat(this.#storeOf(task.files), task.files.dataset, trustedKeySet(task.trustedKeys));
-      case 'verify':
-        return withAbort(task.abort, async (signal) => {
-          const { files, downloaded, recorded } = task;
-          return this.#checkers.use(files.engine, dirname(downloaded.tempPath), (checker) =>
-            verifySnapshot(this.#options(files), downloaded, recorded, { signal, checker }),
-          );
-        });
-      case 'commit': {
-        const options = this.#options(task.files);
-        await commitSnapshot(options, task.prepared);
-        const generation = await linkGeneration(
-          options.livePath,
-          task.files.generationDir,
-          task.prepared.snapshot.snapshotId,
-          { prune: false },
-        );
-        return { generation };
-      }
       case 'prune':
         if (task.retention === null) await pruneGenerations(task.files.generationDir, 0);
         else await pruneRetained(task.files.generationDir, retentionOf(task.retention), GENERATIONS_KEPT);
-        return null;
-      case 'discard':
-        await discardPrepared({ tempPath: task.tempPath });
         return null;
       case 'release':
         await this.close();
@@ -174,25 +155,42 @@ export class SnapshotTaskRunner {
     return head === undefined ? authenticated : { ...authenticated, head };
   }
 
-  async #download(
-    task: Extract<SnapshotTask, { kind: 'download' }>,
-    signal: AbortSignal,
-  ): Promise<DownloadResult> {
+  /** A swap as one task (see the `load` task in protocol.ts). */
+  async #load(task: Extract<SnapshotTask, { kind: 'load' }>, signal: AbortSignal): Promise<LoadResult> {
     const started = performance.now();
-    const { files, entry } = task;
-    // Made while the bytes arrive (on this worker, which verifies the file when it is free).
+    const { files, entry, port } = task;
+    const options = this.#options(files);
+    const report = (progress: LoadProgress): void => port.postMessage(progress);
+    // Made while the bytes arrive, for the check below.
     this.#checkers.warm(files.engine, dirname(files.livePath));
     const downloaded = await downloadSnapshot(
-      this.#options(files),
+      options,
       { entry, key: resolveSnapshotKey(task.recordedLocation, entry.uri), head: task.head },
       { signal },
     );
-    if (signal.aborted) {
-      // Nobody will verify or discard it: the dataset that asked for it is gone.
-      await discardPrepared(downloaded);
-      throw signal.reason;
+    report({
+      stage: 'downloaded',
+      transfer: downloaded.transfer,
+      seconds: (performance.now() - started) / 1000,
+    });
+    // On a failure or an abort the check deletes the file.
+    const prepared = await this.#checkers.use(files.engine, dirname(downloaded.tempPath), (checker) =>
+      verifySnapshot(options, downloaded, task.recorded, { signal, checker }),
+    );
+    report({ stage: 'verified' });
+    try {
+      // The last point a stop can still cancel: from the commit on, the file is the dataset's.
+      signal.throwIfAborted();
+      const snapshot = await commitSnapshot(options, prepared);
+      const generation = await linkGeneration(options.livePath, files.generationDir, snapshot.snapshotId, {
+        prune: false,
+      });
+      return { snapshot, generation };
+    } catch (error) {
+      // Gone already when the rename happened; otherwise nobody will ever swap it in.
+      await discardPrepared(prepared);
+      throw error;
     }
-    return { ...downloaded, worker: threadId, seconds: (performance.now() - started) / 1000 };
   }
 }
 
@@ -200,12 +198,8 @@ export class SnapshotTaskRunner {
  * Runs `work` with a signal that the task's abort port fires: its first message (the dataset
  * stopped) or its closing (the dataset's thread died). The port is closed when the work ends.
  */
-async function withAbort<T>(
-  port: import('node:worker_threads').MessagePort | undefined,
-  work: (signal: AbortSignal) => Promise<T>,
-): Promise<T> {
+async function withAbort<T>(port: MessagePort, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
-  if (port === undefined) return work(controller.signal);
   const abort = (): void => controller.abort(new Error(TASK_ABORTED));
   port.once('message', abort);
   port.once('close', abort);

@@ -121,7 +121,12 @@ export function recordAuthenticationFailure(context: DatasetContext, error: unkn
 export function downloadSnapshotInput(context: DatasetContext): DownloadSnapshotInput {
   const candidate = currentCandidate(context);
   if (candidate === undefined) throw invariant(context, 'validated candidate');
-  return { dataset: candidate.dataset, entry: candidate.entry, engine: candidate.poll.engine };
+  return {
+    dataset: candidate.dataset,
+    entry: candidate.entry,
+    engine: candidate.poll.engine,
+    recorded: candidate.poll.recorded,
+  };
 }
 
 export function verifySnapshotInput(context: DatasetContext): VerifySnapshotInput {

@@ -132,6 +132,8 @@ export interface DownloadSnapshotInput {
   readonly entry: SnapshotEntry;
   /** The dataset's engine (configured, else from metadata), when known. */
   readonly engine: string | undefined;
+  /** The candidate's recorded schema (of the same metadata read), which the file is verified against. */
+  readonly recorded: SchemaEntry | undefined;
 }
 
 /** The candidate whose signature is checked, with the metadata read it came from. */
