@@ -1,5 +1,5 @@
 /**
- * The supported Node lines are said in one place (packages/runtime/src/node-lines.ts) and every
+ * The supported Node lines are said in one place (packages/runtime/src/host/node-lines.ts) and every
  * package.json an embedder installs says the same in `engines`, as does the workspace root. The
  * runtime's one-line notice on any other Node is checked here too.
  */
@@ -11,7 +11,7 @@ import {
   isSupportedNode,
   nodeLineNoticeOnce,
   SUPPORTED_NODE_RANGE,
-} from '../../packages/runtime/src/node-lines.js';
+} from '../../packages/runtime/src/host/node-lines.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

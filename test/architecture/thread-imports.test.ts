@@ -1,12 +1,12 @@
 /**
- * What a dataset thread loads: the module graph of its entry (`packages/runtime/src/dataset-thread.ts`),
+ * What a dataset thread loads: the module graph of its entry (`packages/runtime/src/dataset/thread.ts`),
  * walked on the sources as TypeScript emits them (`import type` is erased; with
  * `verbatimModuleSyntax`, every other import stays, `import { type X }` included), must not reach
  * the S3 SDK, an engine, the YAML parser or Arrow. One thread per dataset: each module it loads costs
  * memory in every one of them (docs/threads.md). Packages outside the repository are followed
  * through their declared dependencies.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -110,8 +110,31 @@ describe('a dataset thread loads only its actor', () => {
     ).toEqual(['dynamic', 'kept', 'kept-empty', 're-exported', 'side-effect']);
   });
 
+  it('one naming rule for thread entries: each Worker starts a `thread.ts` (in query/, `<engine>-thread.ts`) in its thread folder', () => {
+    const src = join(ROOT, 'packages/runtime/src');
+    const files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((file) =>
+      file.endsWith('.ts'),
+    );
+    const started = new Set(
+      files.flatMap((file) =>
+        [...readFileSync(join(src, file), 'utf8').matchAll(/threadFile\('([^']+)'\)/g)].map(
+          (match) => `${match[1]}.ts`,
+        ),
+      ),
+    );
+    const named = files.filter((file) => /(^|[/-])thread\.ts$/.test(file)).sort();
+    expect([...started].sort()).toEqual(named);
+    expect(named).toEqual([
+      'coordinator/thread.ts',
+      'dataset/thread.ts',
+      'query/duckdb-thread.ts',
+      'query/sqlite-thread.ts',
+      'snapshot-pool/thread.ts',
+    ]);
+  });
+
   it('the dataset-thread entry reaches no S3 SDK, engine, YAML parser or Arrow', () => {
-    const packages = externalPackages(join(ROOT, 'packages/runtime/src/dataset-thread.ts'));
+    const packages = externalPackages(join(ROOT, 'packages/runtime/src/dataset/thread.ts'));
     const forbidden = [...packages].filter(([name]) => FORBIDDEN.some((pattern) => pattern.test(name)));
     expect(
       forbidden.map(([, chain]) => chain.join(' → ')),
@@ -122,7 +145,7 @@ describe('a dataset thread loads only its actor', () => {
   });
 
   it('the check can fail: the snapshot pool worker reaches the SDK and the engines', () => {
-    const packages = externalPackages(join(ROOT, 'packages/runtime/src/snapshot-worker.ts'));
+    const packages = externalPackages(join(ROOT, 'packages/runtime/src/snapshot-pool/thread.ts'));
     expect([...packages.keys()]).toEqual(expect.arrayContaining(['@aws-sdk/client-s3', '@duckdb/node-api']));
   });
 });

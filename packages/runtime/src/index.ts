@@ -4,20 +4,20 @@
  * (crash drills, read counts) live in the separate entry `@ferry/runtime/testing`.
  */
 export * from './api.js';
-export { type ApiKeyCheck, apiKeyCheck } from './api-keys.js';
 export * from './errors.js';
-export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './logging.js';
-export { memoryReturn } from './memory-return.js';
-export type { DatasetCommand, InspectionEvent } from './protocol.js';
-export { redactingLogger } from './redaction.js';
-export { asksNoCache, cacheStatusFields, resultVersion } from './results-cache.js';
-export { createRuntime, POLL_RESULTS, type SpicepodSource } from './runtime.js';
-export { sdkNoticeOnce } from './sdk-notice.js';
+export { type ApiKeyCheck, apiKeyCheck } from './host/api-keys.js';
+export { redactingLogger } from './host/redaction.js';
+export { createRuntime, POLL_RESULTS, type SpicepodSource } from './host/runtime.js';
+export { sdkNoticeOnce } from './host/sdk-notice.js';
 export {
   MAX_STALENESS_HEADER,
   maxStalenessOption,
   SNAPSHOT_HEADER,
   snapshotHeaderValue,
   snapshotPinsOption,
-} from './staleness-bound.js';
+} from './host/staleness-bound.js';
+export { memoryReturn } from './query/memory-return.js';
+export { asksNoCache, cacheStatusFields, resultVersion } from './query/results-cache.js';
+export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './shared/logging.js';
+export type { DatasetCommand, InspectionEvent } from './shared/protocol.js';
 export type { RuntimeTls } from './tls.js';

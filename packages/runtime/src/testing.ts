@@ -9,7 +9,7 @@ import {
   TEST_HOOKS,
   type ThreadYoungGeneration,
   type WithTestHooks,
-} from './test-hooks.js';
+} from './shared/test-hooks.js';
 
 export type { RuntimeTestHooks, ThreadYoungGeneration };
 

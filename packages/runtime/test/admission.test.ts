@@ -9,7 +9,6 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QueryAdmission } from '../src/admission.js';
 import {
   createRuntime,
   memoryLogger,
@@ -17,6 +16,7 @@ import {
   type Runtime,
   type RuntimeQueryStream,
 } from '../src/index.js';
+import { QueryAdmission } from '../src/query/admission.js';
 import { queriesInFlight, queryAdmission } from '../src/testing.js';
 import { podYaml, tempDir } from './support.js';
 

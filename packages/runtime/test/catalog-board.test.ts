@@ -6,8 +6,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { CatalogBoard, readCatalogBoard } from '../src/catalog-board.js';
-import { shareCatalog } from '../src/query-catalog.js';
+import { CatalogBoard, readCatalogBoard } from '../src/query/catalog-board.js';
+import { shareCatalog } from '../src/query/query-catalog.js';
 
 const catalog = (version: number) => ({
   version,
@@ -61,7 +61,7 @@ describe('CatalogBoard', () => {
       {
         eval: true,
         workerData: {
-          module: new URL('../src/catalog-board.ts', import.meta.url).href
+          module: new URL('../src/query/catalog-board.ts', import.meta.url).href
             .replace('/src/', '/dist/')
             .replace(/\.ts$/, '.js'),
           board: board.buffer,

@@ -15,12 +15,12 @@ import { generationDirFor } from '@ferry/snapshots';
 import { createObjectStore } from '@ferry/store';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatasetHost } from '../src/dataset-host.js';
-import type { LogLevel, LogRecord } from '../src/logging.js';
-import { LocationMetadataReader } from '../src/metadata-reader.js';
-import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/protocol.js';
-import { RpcClient, respond } from '../src/rpc.js';
-import { SnapshotTaskRunner } from '../src/snapshot-tasks.js';
+import { LocationMetadataReader } from '../src/coordinator/metadata-reader.js';
+import { DatasetHost } from '../src/dataset/dataset-host.js';
+import type { LogLevel, LogRecord } from '../src/shared/logging.js';
+import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/shared/protocol.js';
+import { RpcClient, respond } from '../src/shared/rpc.js';
+import { SnapshotTaskRunner } from '../src/snapshot-pool/snapshot-tasks.js';
 import { podYaml, tempDir } from './support.js';
 
 let work: string;

@@ -10,10 +10,10 @@ import { Worker } from 'node:worker_threads';
 import type { DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
 import { buildSnapshotFile } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDbQueryPool } from '../src/duckdb-query-pool.js';
-import { memoryLogger } from '../src/logging.js';
-import { type QueryWorkerToHost, STREAM_WINDOW } from '../src/query-protocol.js';
-import { threadFile } from '../src/thread-files.js';
+import { DuckDbQueryPool } from '../src/query/duckdb-query-pool.js';
+import { type QueryWorkerToHost, STREAM_WINDOW } from '../src/query/query-protocol.js';
+import { memoryLogger } from '../src/shared/logging.js';
+import { threadFile } from '../src/shared/thread-files.js';
 
 let dir: string;
 let generations: string;
@@ -242,7 +242,7 @@ describe('DuckDbQueryPool restarts', () => {
 describe('the DuckDB query worker', () => {
   it('reports an uncaught error to the host with its cause before it ends', async () => {
     const first = await duckdbFile('g6', 6);
-    const worker = new Worker(threadFile('duckdb-query-worker'), {
+    const worker = new Worker(threadFile('query/duckdb-thread'), {
       workerData: { namespace: options(), catalog: catalog(6, first) },
     });
     const messages: QueryWorkerToHost[] = [];

@@ -6,7 +6,7 @@
  */
 import { type RecordBatch, tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { COLLECT_AFTER_MS, LARGE_ANSWER_BYTES, MemoryReturn } from '../src/memory-return.js';
+import { COLLECT_AFTER_MS, LARGE_ANSWER_BYTES, MemoryReturn } from '../src/query/memory-return.js';
 
 function simulated() {
   const timers: { at: number; run: () => void }[] = [];

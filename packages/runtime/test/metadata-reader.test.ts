@@ -7,7 +7,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createObjectStore } from '@ferry/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocationMetadataReader } from '../src/metadata-reader.js';
+import { LocationMetadataReader } from '../src/coordinator/metadata-reader.js';
 import { tempDir } from './support.js';
 
 let work: string;

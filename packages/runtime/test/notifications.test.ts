@@ -17,9 +17,9 @@ import {
 import { createObjectStore } from '@ferry/store';
 import { localStoreParams, s3Event, s3TestEvent, startNotificationBridge } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocationMetadataReader } from '../src/coordinator/metadata-reader.js';
+import { NotificationConsumer } from '../src/coordinator/notification-consumer.js';
 import { createRuntime, type NotificationEvent, type Runtime, type SwapEvent } from '../src/index.js';
-import { LocationMetadataReader } from '../src/metadata-reader.js';
-import { NotificationConsumer } from '../src/notification-consumer.js';
 import {
   BUCKET,
   type DatasetSpec,

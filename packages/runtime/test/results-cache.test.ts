@@ -10,7 +10,7 @@
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { ResultsCache, resultVersion } from '../src/results-cache.js';
+import { ResultsCache, resultVersion } from '../src/query/results-cache.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
 
 describe('ResultsCache', () => {

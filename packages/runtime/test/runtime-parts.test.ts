@@ -12,17 +12,17 @@ import { batchesFromIpc, batchToIpc } from '@ferry/engines/namespaces';
 import { tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import type { StateEvent, SwapEvent } from '../src/api.js';
-import { DatasetRegistry } from '../src/dataset-registry.js';
-import { RuntimeEventEmitter } from '../src/events.js';
-import { InspectionHub } from '../src/inspection-hub.js';
-import { levelWanted, lowestLevel } from '../src/log-levels.js';
-import { defaultLogger, memoryLogger } from '../src/logging.js';
-import { SchemaWithFirstBatch } from '../src/query-protocol.js';
-import { redactingLogger } from '../src/redaction.js';
-import { RuntimeMetricsCounter } from '../src/runtime-metrics.js';
-import { sdkNoticeOnce } from '../src/sdk-notice.js';
-import { LiveStatus, PublishedVersions } from '../src/shared-slots.js';
-import { assertBuiltFrom, buildIdOf, checkBuildId } from '../src/thread-files.js';
+import { DatasetRegistry } from '../src/host/dataset-registry.js';
+import { RuntimeEventEmitter } from '../src/host/events.js';
+import { InspectionHub } from '../src/host/inspection-hub.js';
+import { redactingLogger } from '../src/host/redaction.js';
+import { RuntimeMetricsCounter } from '../src/host/runtime-metrics.js';
+import { sdkNoticeOnce } from '../src/host/sdk-notice.js';
+import { SchemaWithFirstBatch } from '../src/query/query-protocol.js';
+import { levelWanted, lowestLevel } from '../src/shared/log-levels.js';
+import { defaultLogger, memoryLogger } from '../src/shared/logging.js';
+import { LiveStatus, PublishedVersions } from '../src/shared/shared-slots.js';
+import { assertBuiltFrom, buildIdOf, checkBuildId } from '../src/shared/thread-files.js';
 import { podYaml } from './support.js';
 
 function configs(names: readonly string[]): readonly DatasetConfig[] {
@@ -100,7 +100,7 @@ describe('a thread started from a stale dist/', () => {
   });
 
   it("a thread started with another dist/'s build id refuses to run", () => {
-    const self = 'file:///opt/ferry/dist/dataset-thread.js';
+    const self = 'file:///opt/ferry/dist/dataset/thread.js';
     expect(() => checkBuildId(buildIdOf(new URL(self)), self)).not.toThrow();
     expect(() => checkBuildId('dist:/elsewhere/dist', self)).toThrow(
       expect.objectContaining({ code: 'ERR_STALE_BUILD' }),

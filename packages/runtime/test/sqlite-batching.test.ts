@@ -3,7 +3,13 @@
  * test (`sqlite-read-pool.test.ts`) runs the same rules on real threads.
  */
 import { describe, expect, it } from 'vitest';
-import { EXPENSIVE_MS, isExpensive, nextBatch, nextCost, type PoolLoad } from '../src/sqlite-batching.js';
+import {
+  EXPENSIVE_MS,
+  isExpensive,
+  nextBatch,
+  nextCost,
+  type PoolLoad,
+} from '../src/query/sqlite-batching.js';
 
 /** A queue written as letters: `c` a cheap query, `E` an expensive one. */
 function batchOf(queue: string, load: Partial<PoolLoad> = {}): readonly number[] {

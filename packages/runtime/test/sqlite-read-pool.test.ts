@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PoolQuery } from '../src/duckdb-query-pool.js';
-import { LARGE_ANSWER_BYTES } from '../src/memory-return.js';
-import { shareCatalog } from '../src/query-catalog.js';
-import type { QueryRequest } from '../src/query-protocol.js';
-import { SqliteReadPool } from '../src/sqlite-read-pool.js';
-import type { SqliteReadResult } from '../src/sqlite-read-task.js';
-import { threadFile } from '../src/thread-files.js';
+import type { PoolQuery } from '../src/query/duckdb-query-pool.js';
+import { LARGE_ANSWER_BYTES } from '../src/query/memory-return.js';
+import { shareCatalog } from '../src/query/query-catalog.js';
+import type { QueryRequest } from '../src/query/query-protocol.js';
+import { SqliteReadPool } from '../src/query/sqlite-read-pool.js';
+import type { SqliteReadResult } from '../src/query/sqlite-thread.js';
+import { threadFile } from '../src/shared/thread-files.js';
 
 const USERS = 'month=2026-11/day=2026-11-29/dataset=users/users_20261129T081000Z.sqlite';
 const RUNAWAY =
@@ -33,7 +33,7 @@ function pool(options: { threads: number; timeoutMs: number; file?: string }): S
     ],
   });
   return new SqliteReadPool({
-    filename: threadFile('sqlite-read-task').href,
+    filename: threadFile('query/sqlite-thread').href,
     maxThreads: options.threads,
     queryTimeoutMs: options.timeoutMs,
     catalog: () => catalog,

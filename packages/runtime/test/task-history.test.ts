@@ -6,7 +6,7 @@
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { MAX_TASK_ROWS, TaskHistory } from '../src/task-history.js';
+import { MAX_TASK_ROWS, TaskHistory } from '../src/query/task-history.js';
 import { BUCKET, publishVersion, spicepod, tempDir } from './support.js';
 
 describe('TaskHistory', () => {

@@ -7,8 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
+import {
+  QUERY_THREAD_YOUNG_GENERATION_MB,
+  SMALL_THREAD_YOUNG_GENERATION_MB,
+} from '../src/shared/thread-limits.js';
 import { threadYoungGenerations } from '../src/testing.js';
-import { QUERY_THREAD_YOUNG_GENERATION_MB, SMALL_THREAD_YOUNG_GENERATION_MB } from '../src/thread-limits.js';
 import { nextEvent, publishVersion, spicepod, tempDir, useLocalAws } from './support.js';
 
 const aws = useLocalAws();

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const threadPriority = pathToFileURL(
-  fileURLToPath(new URL('../dist/thread-priority.js', import.meta.url)),
+  fileURLToPath(new URL('../dist/query/thread-priority.js', import.meta.url)),
 ).href;
 const duckdb = pathToFileURL(
   createRequire(fileURLToPath(new URL('../../engines/package.json', import.meta.url))).resolve(

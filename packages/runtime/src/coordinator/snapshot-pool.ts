@@ -1,0 +1,107 @@
+/**
+ * The snapshot pool, owned by the coordinator: a small piscina pool (default 2 workers, none while
+ * idle) that runs every step of the swap pipeline for every dataset (`snapshot-tasks.ts`), so the
+ * S3 SDK and the engines load once per pool worker instead of once per dataset thread.
+ *
+ * Workers keep their event loop running between tasks (`atomics: 'disabled'`): their warm checkers
+ * close on a timer, and an abort port's message must reach a running download. Tasks are never
+ * aborted through piscina (that ends the worker, and a worker must not end while DuckDB works for
+ * it): a load carries its own port. `release` goes to one worker exactly.
+ */
+import { cpus } from 'node:os';
+import type { TransferListItem } from 'node:worker_threads';
+import { deserializeError } from '@ferry/core';
+import { Piscina } from 'piscina';
+import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from '../shared/protocol.js';
+import { threadExecArgv, threadFile } from '../shared/thread-files.js';
+import { SMALL_THREAD_LIMITS, youngGenerationOf } from '../shared/thread-limits.js';
+
+export interface SnapshotPoolOptions {
+  /** Workers at most. Default 2. */
+  readonly threads?: number;
+  /** An idle worker ends after this long. Default 30 s. */
+  readonly idleTimeoutMs?: number;
+  /** Default: the built `snapshot-pool/thread.js`. */
+  readonly filename?: string;
+  /** The build id the workers check when they start (`checkBuildId`). */
+  readonly buildId?: string;
+}
+
+/** Where a task must run: `only` that worker (while it lives). */
+interface Placement {
+  readonly only: number;
+}
+
+const PLACEMENT = Piscina.queueOptionsSymbol;
+
+type PlacedTask = SnapshotTask & { readonly [PLACEMENT]?: Placement };
+
+type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+
+/** A free worker; a task for one worker waits for it while it lives. */
+const balance: Balancer = (task, workers) => {
+  const placement = (task as unknown as Record<symbol, Placement | null | undefined>)[PLACEMENT];
+  if (placement !== undefined && placement !== null) {
+    const worker = workers.find((candidate) => candidate.id === placement.only && !candidate.terminating);
+    if (worker !== undefined) return worker.currentUsage === 0 ? worker : null;
+  }
+  return workers.find((worker) => worker.currentUsage === 0 && !worker.terminating) ?? null;
+};
+
+export class SnapshotPool {
+  readonly #pool: Piscina<PlacedTask, SnapshotTaskReply>;
+  #closed = false;
+
+  constructor(options: SnapshotPoolOptions = {}) {
+    this.#pool = new Piscina({
+      filename: options.filename ?? threadFile('snapshot-pool/thread').href,
+      ...threadExecArgv(),
+      minThreads: 0,
+      maxThreads: Math.max(1, options.threads ?? Math.min(2, cpus().length)),
+      idleTimeout: options.idleTimeoutMs ?? 30_000,
+      concurrentTasksPerWorker: 1,
+      atomics: 'disabled',
+      loadBalancer: balance,
+      // A small young generation (thread-limits.ts): V8's default grew each to 32 MiB of new space.
+      resourceLimits: SMALL_THREAD_LIMITS,
+      ...(options.buildId === undefined ? {} : { workerData: { buildId: options.buildId } }),
+    });
+  }
+
+  /** How many workers run now. */
+  get threads(): number {
+    return this.#pool.threads.length;
+  }
+
+  /** The V8 young generation (MiB) each running worker was given, as its isolate reports it. */
+  youngGenerations(): number[] {
+    return this.#pool.threads.map(youngGenerationOf);
+  }
+
+  /** Runs a task; rejects with its error rebuilt (code, message, `permanent`). */
+  async run<K extends SnapshotTask['kind']>(
+    task: Extract<SnapshotTask, { kind: K }>,
+    options: { readonly transfer?: readonly TransferListItem[] } = {},
+  ): Promise<SnapshotTaskResults[K]> {
+    const reply = await this.#pool.run(task, {
+      transferList: (options.transfer ?? []) as TransferListItem[] as never,
+    });
+    if (!reply.ok) throw deserializeError(reply.error);
+    return reply.value as SnapshotTaskResults[K];
+  }
+
+  /**
+   * Ends the pool: each worker first closes its checkers and stores (a `release` task placed on
+   * it), then the workers end. Tasks still running finish first.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled(
+      this.#pool.threads.map((worker) =>
+        this.#pool.run({ kind: 'release', [PLACEMENT]: { only: worker.threadId } } as PlacedTask),
+      ),
+    );
+    await this.#pool.close();
+  }
+}

@@ -1,0 +1,436 @@
+/**
+ * The coordinator thread: owns the dataset threads and their supervision (a dead dataset thread is
+ * restarted with backoff and bootstraps again from its live file), one object store and shared
+ * metadata reader per location, the notification consumer, and the snapshot pool, whose tasks it
+ * runs for the dataset threads. It never runs queries: each dataset thread gets its own
+ * MessagePort to the host.
+ */
+import {
+  isMainThread,
+  MessageChannel,
+  parentPort,
+  resourceLimits,
+  type TransferListItem,
+  Worker,
+  workerData,
+} from 'node:worker_threads';
+import type { DatasetConfig } from '@ferry/core';
+import { getDataset, OutsideLocationError, resolveSnapshotKey, serializeError } from '@ferry/core';
+import type { SnapshotInfo, SnapshotListing } from '../api.js';
+import { levelWanted } from '../shared/log-levels.js';
+import type { LogRecord } from '../shared/logging.js';
+import type {
+  CoordinatorToHost,
+  CoordinatorWorkerData,
+  DatasetToCoordinator,
+  DatasetWorkerData,
+  HostToCoordinator,
+} from '../shared/protocol.js';
+import { RpcClient, respond } from '../shared/rpc.js';
+import { PublishedVersions } from '../shared/shared-slots.js';
+import { storeFor, storeKey } from '../shared/stores.js';
+import { Supervisor } from '../shared/supervisor.js';
+import {
+  isMetadataGetsRequest,
+  isThreadYoungGenerationsRequest,
+  type MetadataGetsRequest,
+  type ThreadYoungGeneration,
+  type ThreadYoungGenerationsRequest,
+} from '../shared/test-hooks.js';
+import { checkBuildId, threadExecArgv, threadFile } from '../shared/thread-files.js';
+import { within } from '../shared/within.js';
+import { LocationMetadataReader } from './metadata-reader.js';
+import { NotificationConsumer } from './notification-consumer.js';
+import { SnapshotPool } from './snapshot-pool.js';
+
+if (isMainThread || parentPort === null) {
+  throw new Error(
+    'coordinator/thread.js is the entry of the coordinator thread; start it with createRuntime().',
+  );
+}
+
+const port = parentPort;
+const data = workerData as CoordinatorWorkerData;
+checkBuildId(data.buildId, import.meta.url);
+const datasetThread = threadFile('dataset/thread');
+/**
+ * Datasets of one process poll on one grid, so shared locations are read once per tick; the grid's
+ * phase is random per process, so replicas do not all poll the store at the same instants.
+ */
+const pollPhaseMs = Math.floor(Math.random() * 86_400_000);
+
+function post(message: CoordinatorToHost, transfer: TransferListItem[] = []): void {
+  port.postMessage(message, transfer);
+}
+
+function log(
+  level: LogRecord['level'],
+  message: string,
+  dataset?: string,
+  fields?: Record<string, unknown>,
+): void {
+  if (!levelWanted(level, data.logLevel)) return;
+  post({
+    type: 'log',
+    record: {
+      level,
+      message,
+      component: 'coordinator',
+      ...(dataset === undefined ? {} : { dataset }),
+      ...(fields === undefined ? {} : { fields }),
+    },
+  });
+}
+
+const readers = new Map<string, LocationMetadataReader>();
+/** One published-version slot per location (store key), in the order the datasets first name them. */
+const locationSlots = new Map<string, number>();
+for (const dataset of data.datasets) {
+  const key = storeKey(dataset);
+  if (!locationSlots.has(key)) locationSlots.set(key, locationSlots.size);
+}
+const versions = PublishedVersions.create(locationSlots.size);
+const pool = new SnapshotPool({
+  threads: data.snapshotThreads,
+  idleTimeoutMs: data.snapshotIdleTimeoutMs,
+  buildId: data.buildId,
+});
+
+function readerFor(dataset: DatasetConfig): LocationMetadataReader {
+  const key = storeKey(dataset);
+  let reader = readers.get(key);
+  if (reader === undefined) {
+    const windowMs = Math.min(
+      data.metadataWindowMs,
+      ...data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs / 2),
+    );
+    const slot = locationSlots.get(key) ?? 0;
+    const fallingBack = new Set(
+      data.datasets
+        .filter((d) => storeKey(d) === key && d.bootstrapOnFailure === 'fallback')
+        .map((d) => d.name),
+    );
+    reader = new LocationMetadataReader(storeFor(dataset), {
+      windowMs,
+      publish: (version) => versions.publish(slot, version),
+      keepHistory: (name) => fallingBack.has(name),
+    });
+    reader.readAhead({
+      phaseMs: pollPhaseMs,
+      intervalsMs: [
+        ...new Set(data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs)),
+      ],
+    });
+    readers.set(key, reader);
+  }
+  return reader;
+}
+
+/**
+ * At most `datasetLoadParallelism` datasets bootstrap at once (Spice's
+ * `runtime.dataset_load_parallelism`): a dataset thread starts once it holds a permit and gives it
+ * back when its machine first leaves `bootstrapping` (it serves, or waits for a first snapshot), or
+ * when it exits. The others stay `starting` meanwhile; each reports ready on its own.
+ */
+class BootstrapPermits {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(permits: number) {
+    this.#free = Math.max(1, permits);
+  }
+
+  /** Resolves with the function that gives the permit back (idempotent). */
+  async acquire(): Promise<() => void> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const next = this.#waiting.shift();
+      if (next === undefined) this.#free++;
+      else next();
+    };
+  }
+}
+
+const permits = new BootstrapPermits(data.datasetLoadParallelism);
+
+/** One supervised dataset thread. */
+class DatasetSlot {
+  readonly config: DatasetConfig;
+  readonly livePath: string;
+  readonly generationDir: string;
+  readonly reader: LocationMetadataReader;
+  worker: Worker | undefined;
+  rpc: RpcClient<{ type: 'stop' }> | undefined;
+  incarnation = 0;
+  readonly supervisor = new Supervisor({
+    delaysMs: data.restartBackoffMs,
+    restart: () => void this.startWhenPermitted(),
+  });
+  stopping = false;
+  exited: Promise<void> = Promise.resolve();
+
+  /** The dataset's place in the host's `LiveStatus`. */
+  readonly index: number;
+
+  constructor(config: DatasetConfig, index: number) {
+    this.config = config;
+    this.index = index;
+    const files = data.files[config.name];
+    if (files === undefined) throw new Error(`The host gave no files for dataset '${config.name}'.`);
+    this.livePath = files.livePath;
+    this.generationDir = files.generationDir;
+    this.reader = readerFor(config);
+  }
+
+  /** Gives the bootstrap permit back (see {@link BootstrapPermits}). */
+  release: () => void = () => undefined;
+
+  /** Starts the thread once a bootstrap permit is free. */
+  async startWhenPermitted(): Promise<void> {
+    const release = await permits.acquire();
+    if (this.stopping) {
+      release();
+      return;
+    }
+    this.release = release;
+    this.start();
+  }
+
+  start(): void {
+    const channel = new MessageChannel();
+    const threadData: DatasetWorkerData = {
+      dataset: this.config,
+      livePath: this.livePath,
+      hostPort: channel.port2,
+      buildId: data.buildId,
+      pollPhaseMs,
+      generationDir: this.generationDir,
+      logLevel: data.logLevel,
+      versions: {
+        buffer: versions.buffer,
+        slot: locationSlots.get(storeKey(this.config)) ?? 0,
+        windowMs: this.reader.windowMs,
+      },
+      live: { buffer: data.liveStatus, slot: this.index },
+      incarnation: data.incarnationBase + this.incarnation + 1,
+    };
+    const worker = new Worker(datasetThread, {
+      workerData: threadData,
+      ...threadExecArgv(),
+      transferList: [channel.port2],
+      ...(data.datasetResourceLimits === undefined ? {} : { resourceLimits: data.datasetResourceLimits }),
+    });
+    this.worker = worker;
+    this.incarnation++;
+    this.supervisor.started();
+    const rpc = new RpcClient<{ type: 'stop' }>(worker, `Dataset thread of '${this.config.name}'`);
+    this.rpc = rpc;
+    let lastError: unknown;
+    worker.on('message', (message: DatasetToCoordinator) => {
+      if (rpc.handle(message)) return;
+      if (message.type === 'read-metadata') {
+        respond(
+          worker,
+          message.id,
+          () => this.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh === true),
+          serializeError,
+        );
+      } else if (message.type === 'bootstrapped') {
+        this.release();
+      } else if (message.type === 'snapshot-task') {
+        const { task } = message;
+        const transfer = task.kind === 'load' ? [task.port] : [];
+        respond(worker, message.id, () => pool.run(task, { transfer }), serializeError);
+      }
+    });
+    worker.on('error', (error) => {
+      lastError = error;
+    });
+    this.exited = new Promise((resolve) => {
+      worker.once('exit', (exitCode) => {
+        rpc.close('exited');
+        this.release();
+        this.worker = undefined;
+        if (this.stopping) {
+          resolve();
+          return;
+        }
+        this.supervisor.died(({ delayMs }) => this.#reportDeath(exitCode, lastError, delayMs));
+        resolve();
+      });
+    });
+    post(
+      {
+        type: 'dataset-started',
+        dataset: {
+          name: this.config.name,
+          engine: this.config.engine,
+          fileEngine: this.config.fileEngine ?? 'duckdb',
+          livePath: this.livePath,
+        },
+        port: channel.port1,
+        incarnation: data.incarnationBase + this.incarnation,
+      },
+      [channel.port1],
+    );
+  }
+
+  #reportDeath(exitCode: number, error: unknown, delay: number): void {
+    const reason = error instanceof Error ? error.message : `exit code ${exitCode}`;
+    log(
+      'error',
+      `Dataset thread of '${this.config.name}' died (${reason}); restarting it in ${delay} ms`,
+      this.config.name,
+      {
+        exitCode,
+      },
+    );
+    post({
+      type: 'dataset-exited',
+      dataset: this.config.name,
+      exitCode,
+      ...(error === undefined ? {} : { error: serializeError(error) }),
+      restartInMs: delay,
+    });
+  }
+
+  announce(snapshotId: number): void {
+    this.worker?.postMessage({ type: 'announce', snapshotId });
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopping = true;
+    this.supervisor.close();
+    const worker = this.worker;
+    const rpc = this.rpc;
+    if (worker === undefined || rpc === undefined) return;
+    // A thread that cannot answer (it failed or is exiting) is terminated below all the same.
+    const outcome = await within(rpc.request<void>({ type: 'stop' }), timeoutMs);
+    if (outcome === 'timeout') {
+      log(
+        'warn',
+        `Dataset thread of '${this.config.name}' did not stop within ${timeoutMs} ms; terminating it`,
+        this.config.name,
+      );
+    }
+    await worker.terminate();
+    await this.exited;
+  }
+}
+
+const slots = new Map<string, DatasetSlot>();
+for (const [index, config] of data.datasets.entries()) slots.set(config.name, new DatasetSlot(config, index));
+
+const consumer =
+  data.config.notifications === undefined
+    ? undefined
+    : new NotificationConsumer({
+        notifications: data.config.notifications,
+        datasets: data.datasets,
+        readerFor,
+        announce: (dataset, snapshotId) => slots.get(dataset)?.announce(snapshotId),
+        log: (level, message, fields) => log(level, message, undefined, fields),
+        report: (event) => post({ type: 'notification-stats', ...event }),
+        ...(data.notificationOptions === undefined ? {} : { options: data.notificationOptions }),
+      });
+
+/** HEADs in flight at once while listing a dataset's snapshots. */
+const LISTING_HEADS = 8;
+
+/**
+ * A dataset's snapshots for `runtime.snapshots()`: a read of metadata.json keeping the dataset's
+ * whole history (the shared reads keep only current entries), then a HEAD of each listed object
+ * through the same store.
+ */
+async function listSnapshots(name: string, limit: number | undefined): Promise<SnapshotListing> {
+  const slot = slots.get(name);
+  if (slot === undefined) throw new Error(`The coordinator runs no dataset named '${name}'.`);
+  const metadata = await slot.reader.history(name);
+  const dataset = metadata === undefined ? undefined : getDataset(metadata, name);
+  const location = metadata?.location ?? slot.config.location;
+  const entries = dataset?.snapshots ?? [];
+  const listed = limit === undefined ? entries : entries.slice(Math.max(0, entries.length - limit));
+  const snapshots: SnapshotInfo[] = [];
+  for (let start = 0; start < listed.length; start += LISTING_HEADS) {
+    const batch = listed.slice(start, start + LISTING_HEADS).map(async (entry): Promise<SnapshotInfo> => {
+      let storedSize: number | null = null;
+      try {
+        storedSize = (await slot.reader.store.head(resolveSnapshotKey(location, entry.uri)))?.size ?? null;
+      } catch (error) {
+        // A URI outside the location cannot be checked (and is refused when bootstrapping).
+        if (!(error instanceof OutsideLocationError)) throw error;
+      }
+      return {
+        ...entry,
+        isCurrent: entry.snapshotId === dataset?.currentSnapshotId,
+        storedSize,
+        verified: storedSize === entry.size,
+        // The host marks the ones it holds (it knows its generations; this thread does not).
+        held: false,
+      };
+    });
+    snapshots.push(...(await Promise.all(batch)));
+  }
+  return {
+    dataset: name,
+    location,
+    lastUpdatedMs: metadata?.lastUpdatedMs ?? null,
+    ...(dataset?.engine === undefined ? {} : { engine: dataset.engine }),
+    ...(dataset?.currentSnapshotId === undefined ? {} : { currentSnapshotId: dataset.currentSnapshotId }),
+    snapshots,
+  };
+}
+
+let closing: Promise<void> | undefined;
+
+async function close(): Promise<void> {
+  await consumer?.close();
+  // The dataset threads discard their temporary files through the pool: it ends after them.
+  await Promise.all([...slots.values()].map((slot) => slot.stop(data.stopTimeoutMs)));
+  await pool.close();
+  for (const reader of readers.values()) reader.stopReadAhead();
+  await Promise.all([...readers.values()].map((reader) => reader.store.close()));
+}
+
+/** The young generation of this thread, of each dataset thread and of each snapshot worker (a test hook). */
+function threadYoungGenerations(): ThreadYoungGeneration[] {
+  const threads: ThreadYoungGeneration[] = [
+    { thread: 'coordinator', maxYoungGenerationSizeMb: resourceLimits.maxYoungGenerationSizeMb ?? 0 },
+  ];
+  for (const [name, slot] of slots) {
+    const limits = slot.worker?.resourceLimits;
+    if (limits !== undefined)
+      threads.push({
+        thread: `dataset ${name}`,
+        maxYoungGenerationSizeMb: limits.maxYoungGenerationSizeMb ?? 0,
+      });
+  }
+  for (const young of pool.youngGenerations())
+    threads.push({ thread: 'snapshot worker', maxYoungGenerationSizeMb: young });
+  return threads;
+}
+
+port.on('message', (message: HostToCoordinator | MetadataGetsRequest | ThreadYoungGenerationsRequest) => {
+  if (isThreadYoungGenerationsRequest(message)) {
+    respond(port, message.id, threadYoungGenerations, serializeError);
+  } else if (isMetadataGetsRequest(message)) {
+    respond(
+      port,
+      message.id,
+      () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0),
+      serializeError,
+    );
+  } else if (message.type === 'close') {
+    closing ??= close();
+    respond(port, message.id, () => closing, serializeError);
+  } else if (message.type === 'snapshots') {
+    respond(port, message.id, () => listSnapshots(message.dataset, message.limit), serializeError);
+  }
+});
+
+for (const slot of slots.values()) void slot.startWhenPermitted();
+consumer?.start();

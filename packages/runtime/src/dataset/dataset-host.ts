@@ -1,0 +1,810 @@
+/**
+ * One dataset's host: its machine, whose actors are implemented by tasks of the shared snapshot
+ * pool (restore, a swap as one `load`, prune: `snapshot-tasks.ts`, reached through the
+ * coordinator) and by the coordinator's shared metadata reader, and the dataset's commands and
+ * status on its channel to the host. It loads no store, engine or SDK: a dataset thread is the
+ * dataset's actor and nothing else (`test/architecture/thread-imports.test.ts`). Queries do not run
+ * here: after each restore or swap the pool links the live file as a new generation and this host
+ * tells the host thread, whose query pools attach it.
+ *
+ * It talks to the world only through the ports it is given (the coordinator's and the host's) and
+ * a {@link SnapshotTasks} runner, so it runs the same in a dataset thread (`thread.ts`: the
+ * ports are `parentPort` and a transferred MessagePort, tasks go to the coordinator) and
+ * in-process in a test (MessageChannels, tasks run in-process).
+ */
+import {
+  MessageChannel,
+  type MessagePort,
+  receiveMessageOnPort,
+  type TransferListItem,
+} from 'node:worker_threads';
+import type { ObjectInfo } from '@ferry/core';
+import type {
+  AuthenticateSnapshotInput,
+  DatasetEmitted,
+  DownloadedSnapshot,
+  DownloadSnapshotInput,
+  EngineName,
+  LoadedSnapshot,
+  PreparedSnapshot,
+  ReadMetadataOutput,
+  SnapshotTransferInfo,
+  VerifySnapshotInput,
+} from '@ferry/core/machine';
+import {
+  createDatasetMachine,
+  type DatasetMachine,
+  type DatasetSnapshot,
+  type DatasetStatus,
+  datasetStatus,
+  fileFormatOf,
+  type ReadMetadataInput,
+  type RestoreLocalInput,
+  type SwapSnapshotInput,
+  serializeError,
+} from '@ferry/core/machine';
+import type { SnapshotTransfer } from '@ferry/snapshots';
+import {
+  type Actor,
+  createActor,
+  fromPromise,
+  type Subscription,
+  type InspectionEvent as XStateInspectionEvent,
+} from 'xstate';
+import { levelWanted } from '../shared/log-levels.js';
+import type { LogRecord } from '../shared/logging.js';
+import type {
+  CoordinatorToDataset,
+  DatasetFiles,
+  DatasetToCoordinator,
+  DatasetToHost,
+  DatasetWorkerData,
+  HostToDataset,
+  LoadProgress,
+  LoadResult,
+  MetadataReply,
+  SnapshotTask,
+  SnapshotTaskResults,
+} from '../shared/protocol.js';
+import { RpcClient, respond } from '../shared/rpc.js';
+import { DocumentState, LiveStatus, PublishedVersions } from '../shared/shared-slots.js';
+import { within } from '../shared/within.js';
+import { FreshnessWatch } from './freshness-watch.js';
+import { toInspectionEvent } from './inspection.js';
+
+/** The machine's plain view of how a download's bytes arrived. */
+function transferInfo(transfer: SnapshotTransfer): SnapshotTransferInfo {
+  return { mode: transfer.mode, fetchedBytes: transfer.fetchedBytes, reusedBytes: transfer.reusedBytes };
+}
+
+/** The dataset's channels: to the coordinator (metadata reads, announcements, stop) and to the host. */
+export interface DatasetHostPorts {
+  readonly coordinator: MessagePort;
+  readonly host: MessagePort;
+}
+
+/** Runs snapshot tasks (in a dataset thread: through the coordinator, on the snapshot pool). */
+export interface SnapshotTasks {
+  run<K extends SnapshotTask['kind']>(
+    task: Extract<SnapshotTask, { kind: K }>,
+    options?: { readonly transfer?: readonly TransferListItem[] },
+  ): Promise<SnapshotTaskResults[K]>;
+}
+
+export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort' | 'buildId'>;
+
+/**
+ * A status without emitted events (a check began, a command was taken) waits this long and leaves
+ * only if no newer status overtook it: an unchanged poll, over in a millisecond or two, then posts
+ * one status (with its poll event) instead of two. Events and answers to the host never wait.
+ */
+const STATUS_DELAY_MS = 50;
+
+type CoordinatorRequest =
+  | { type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean }
+  | { type: 'snapshot-task'; task: SnapshotTask };
+
+/** A promise and its settling functions (`Promise.withResolvers` from Node 22 on). */
+function deferred<T>(): { promise: Promise<T>; resolve(value: T): void; reject(error: unknown): void } {
+  let resolve: (value: T) => void = () => undefined;
+  let reject: (error: unknown) => void = () => undefined;
+  const promise = new Promise<T>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  // Awaited by the machine's actor of its stage, if that stage is reached.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+type Downloaded = Extract<LoadProgress, { stage: 'downloaded' }>;
+
+/**
+ * A swap in flight: one `load` task of the snapshot pool. Its progress, posted on its port, settles
+ * the machine's download and verification in turn; its answer, the swap. A failure fails the first
+ * stage not reached, so the machine names the step that failed.
+ */
+class Load {
+  readonly token: string;
+  readonly #port: MessagePort;
+  readonly #downloaded = deferred<Downloaded>();
+  readonly #verified = deferred<void>();
+  /** The task's answer: the snapshot committed over the live path, and its generation link. */
+  readonly loaded: Promise<LoadResult>;
+
+  constructor(snapshotId: number, port: MessagePort, run: Promise<LoadResult>) {
+    this.token = String(snapshotId);
+    this.#port = port;
+    port.on('message', (progress: LoadProgress) => this.#progress(progress));
+    this.loaded = run.then(
+      (result) => {
+        this.#drain();
+        return result;
+      },
+      (error: unknown) => {
+        this.#drain();
+        this.#downloaded.reject(error);
+        this.#verified.reject(error);
+        throw error;
+      },
+    );
+  }
+
+  /** The bytes are in; `signal` (the machine's actor stopped) cancels the load meanwhile. */
+  downloaded(signal: AbortSignal): Promise<Downloaded> {
+    return this.#until(this.#downloaded.promise, signal);
+  }
+
+  /** The file passed its checks; `signal` cancels the load meanwhile. */
+  verified(signal: AbortSignal): Promise<void> {
+    return this.#until(this.#verified.promise, signal);
+  }
+
+  async #until<T>(stage: Promise<T>, signal: AbortSignal): Promise<T> {
+    const cancel = (): void => this.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+    if (signal.aborted) cancel();
+    try {
+      return await stage;
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
+  }
+
+  /** Asks the task to stop (it still commits if its commit began). */
+  cancel(): void {
+    this.#port.postMessage('abort');
+  }
+
+  #progress(progress: LoadProgress): void {
+    if (progress.stage === 'downloaded') this.#downloaded.resolve(progress);
+    else this.#verified.resolve(undefined);
+  }
+
+  /**
+   * The task answered: its progress is all in the port's queue by now (posted before the answer),
+   * though the port may not have delivered it yet. Read it first, so each stage settles in order.
+   */
+  #drain(): void {
+    for (let next = receiveMessageOnPort(this.#port); next !== undefined; ) {
+      this.#progress(next.message as LoadProgress);
+      next = receiveMessageOnPort(this.#port);
+    }
+    this.#port.close();
+  }
+}
+
+export class DatasetHost {
+  readonly name: string;
+  readonly #data: DatasetHostData;
+  readonly #ports: DatasetHostPorts;
+  readonly #tasks: SnapshotTasks;
+  readonly #coordinatorRpc: RpcClient<CoordinatorRequest>;
+  readonly #actor: Actor<DatasetMachine>;
+  /** The engine whose file format the dataset's snapshots have, once known (configured, or from metadata). */
+  #engine: EngineName | undefined;
+  #recordedLocation: string;
+  readonly #generationDir: string;
+  /** The swap in flight (its download, verification and commit are one pool task). */
+  #load: Load | undefined;
+  /**
+   * The machine's invoked work still running. Stopping the machine does not end it (a download
+   * sees its abort signal; a schema check or an engine being opened just finishes), and a thread
+   * must not end while DuckDB works on its behalf: that aborts the whole process. `stop` and
+   * `crash` wait for it.
+   */
+  readonly #running = new Set<Promise<unknown>>();
+  /**
+   * The inspection subscription, held only while someone inspects (the host says so; on until it
+   * does, so an early inspector sees the machine start). Without a subscriber XState builds no
+   * inspection events at all; with one, they cost a third of an idle poll's CPU.
+   */
+  #inspection: Subscription | undefined;
+  /** The last status posted (as JSON), and a status without events waiting to leave. */
+  #postedStatus = '';
+  /** The location's published versions (absent in tests without them: every poll asks). */
+  readonly #versions:
+    | { readonly table: PublishedVersions; readonly slot: number; readonly windowMs: number }
+    | undefined;
+  readonly #live: { readonly table: LiveStatus; readonly slot: number } | undefined;
+  /** The ETag of the last metadata reply and the version of its document. */
+  #lastRead: { readonly etag: string; readonly version: number } | undefined;
+  /** Whether the machine has left `bootstrapping` once (the coordinator is told, once). */
+  #bootstrapped = false;
+  /** The last poll the subscriber saw, and whether the machine waited for its next check then. */
+  #seen: { readonly lastPoll: unknown; readonly scheduled: boolean } = { lastPoll: null, scheduled: false };
+  /** Whether the host listens for poll events (it says so; on until it does). */
+  #pollEvents = true;
+  /** Checks answered here whose poll event was not posted, counted over every incarnation of the slot. */
+  #unposted: number;
+  #postedState: DatasetStatus['state'] | undefined;
+  #pendingStatus: DatasetStatus | undefined;
+  #statusTimer: NodeJS.Timeout | undefined;
+  #crashing = false;
+  /** The HEAD the signature check made of a candidate's object, by snapshot id, for its download. */
+  readonly #heads = new Map<number, ObjectInfo>();
+  /** The writer's heartbeat watch of a dataset with trusted keys. */
+  readonly #freshness: FreshnessWatch | undefined;
+
+  /** `tasks`: where snapshot tasks run; default: sent to the coordinator, which runs them on the snapshot pool. */
+  constructor(data: DatasetHostData, ports: DatasetHostPorts, tasks?: SnapshotTasks) {
+    const config = data.dataset;
+    this.name = config.name;
+    this.#data = data;
+    this.#ports = ports;
+    this.#engine = config.engine;
+    this.#recordedLocation = config.location;
+    this.#generationDir = data.generationDir;
+    const rpc = new RpcClient<CoordinatorRequest>(ports.coordinator, 'The coordinator thread');
+    this.#coordinatorRpc = rpc;
+    this.#tasks = tasks ?? {
+      run: (task, options = {}) => rpc.request({ type: 'snapshot-task', task }, options.transfer ?? []),
+    };
+    this.#versions =
+      data.versions === undefined
+        ? undefined
+        : {
+            table: new PublishedVersions(data.versions.buffer),
+            slot: data.versions.slot,
+            windowMs: data.versions.windowMs,
+          };
+    this.#live =
+      data.live === undefined ? undefined : { table: new LiveStatus(data.live.buffer), slot: data.live.slot };
+    // A restarted thread goes on counting where the last one stopped (the host's metrics add them up).
+    this.#unposted = this.#live?.table.read(this.#live.slot)?.unposted ?? 0;
+    this.#actor = this.#createActor();
+    this.#freshness = this.#createFreshnessWatch();
+    this.#setInspecting(true);
+    // The machine's own `@xstate.actor` event was sent while it was created, before anyone listened.
+    this.#inspected({ type: '@xstate.actor', actorRef: this.#actor, rootId: this.#actor.sessionId });
+    ports.host.on('message', (message: HostToDataset) => this.#onHost(message));
+    ports.coordinator.on('message', (message: CoordinatorToDataset | DatasetToCoordinator) =>
+      this.#onCoordinator(message),
+    );
+  }
+
+  /** Starts the machine (it restores the live file, then consults the store). */
+  start(): void {
+    this.#actor.start();
+  }
+
+  #createFreshnessWatch(): FreshnessWatch | undefined {
+    const config = this.#data.dataset;
+    const trustedKeys = config.trustedKeys?.map((key) => key.pem);
+    if (trustedKeys === undefined) return undefined;
+    return new FreshnessWatch({
+      dataset: this.name,
+      intervalMs: config.refreshCheckIntervalMs,
+      // A check or two to load what the writer has just published.
+      graceMs: 2 * config.refreshCheckIntervalMs,
+      read: () =>
+        this.#tracked(
+          this.#tasks.run({
+            kind: 'heartbeat',
+            files: this.#filesFor(this.#engine ?? 'duckdb'),
+            trustedKeys,
+          }),
+        ),
+      servingSnapshotId: () => this.#actor.getSnapshot().context.serving?.snapshotId ?? null,
+      location: () => this.#recordedLocation,
+      log: (level, message, fields) => this.#log(level, message, fields),
+      report: (freshness) =>
+        this.#toHost({
+          type: 'freshness',
+          stale: freshness.stale,
+          ...(freshness.stale ? { reason: freshness.reason } : {}),
+          ...(freshness.stale && freshness.sinceMs !== undefined ? { sinceMs: freshness.sinceMs } : {}),
+        }),
+    });
+  }
+
+  /** Where this dataset's generation links are. */
+  get generationDir(): string {
+    return this.#generationDir;
+  }
+
+  #toHost(message: DatasetToHost): void {
+    this.#ports.host.postMessage(message);
+  }
+
+  #log(level: LogRecord['level'], message: string, fields?: Record<string, unknown>): void {
+    if (!levelWanted(level, this.#data.logLevel ?? 'debug')) return;
+    this.#toHost({
+      type: 'log',
+      record: {
+        level,
+        message,
+        component: 'dataset',
+        dataset: this.name,
+        ...(fields === undefined ? {} : { fields }),
+      },
+    });
+  }
+
+  #tracked<T>(work: Promise<T>): Promise<T> {
+    this.#running.add(work);
+    const forget = (): void => {
+      this.#running.delete(work);
+    };
+    void work.then(forget, forget);
+    return work;
+  }
+
+  #filesFor(kind: EngineName): DatasetFiles {
+    const config = this.#data.dataset;
+    return {
+      dataset: this.name,
+      engine: kind,
+      table: this.name,
+      livePath: this.#data.livePath,
+      generationDir: this.#generationDir,
+      location: config.location,
+      ...(config.s3 === undefined ? {} : { s3: config.s3 }),
+    };
+  }
+
+  #kindOf(input: { readonly engine: string | undefined }): EngineName {
+    return (input.engine as EngineName | undefined) ?? this.#engine ?? 'duckdb';
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The machine's actors.
+  // ---------------------------------------------------------------------------------------------
+
+  /** Tells the host the generation queries read from now on, then has the old links pruned (off the swap's path). */
+  #serve(kind: EngineName, snapshot: LoadedSnapshot, path: string): void {
+    this.#toHost({
+      type: 'generation',
+      current: { path, snapshotId: snapshot.snapshotId, engine: fileFormatOf(kind), schema: snapshot.schema },
+    });
+    // Unlinking an old generation of a large file frees its blocks: tens of ms that need not come first.
+    void this.#tracked(
+      this.#tasks
+        .run({
+          kind: 'prune',
+          files: this.#filesFor(kind),
+          retention: {
+            retainSnapshots: this.#data.dataset.retainSnapshots,
+            retainDiskBudgetBytes: this.#data.dataset.retainDiskBudgetBytes,
+          },
+        })
+        .catch((error: unknown) =>
+          this.#log(
+            'warn',
+            `Old generations of dataset '${this.name}' could not be removed; retried at the next swap`,
+            { error: (error as Error).message },
+          ),
+        ),
+    );
+  }
+
+  /** Serve the live file left by an earlier run, if it matches its manifest. */
+  async #restoreLiveFile(): Promise<LoadedSnapshot | null> {
+    const engine = this.#engine;
+    if (engine === undefined) {
+      // Links of an earlier run are stale (the pools that held them are gone with it).
+      await this.#tasks.run({ kind: 'prune', files: this.#filesFor('duckdb'), retention: null });
+      return null;
+    }
+    const restored = await this.#tasks.run({ kind: 'restore', files: this.#filesFor(engine) });
+    if (restored.kind === 'none') return null;
+    if (restored.kind === 'unreadable') {
+      this.#log(
+        'warn',
+        `The live file of dataset '${this.name}' could not be opened; bootstrapping from the store`,
+        { error: restored.error },
+      );
+      return null;
+    }
+    const local = restored.snapshot;
+    const loaded: LoadedSnapshot = {
+      snapshotId: local.snapshotId,
+      timestampMs: local.timestampMs,
+      checksum: local.checksum,
+      schema: local.schema,
+      schemaId: local.schemaId,
+    };
+    this.#serve(engine, loaded, restored.generation);
+    this.#log(
+      'info',
+      `Dataset '${this.name}' serves snapshot ${local.snapshotId} from its live file while the store is consulted`,
+    );
+    return loaded;
+  }
+
+  async #readMetadata(input: ReadMetadataInput): Promise<ReadMetadataOutput> {
+    const reply = await this.#coordinatorRpc.request<MetadataReply>({
+      type: 'read-metadata',
+      // An operator's "poll now" wants the store as it is now, not a read shared moments ago.
+      fresh: input.trigger === 'command',
+      ...(input.ifNoneMatch === undefined ? {} : { ifNoneMatch: input.ifNoneMatch }),
+    });
+    if (reply.kind === 'read' && reply.recordedLocation !== undefined) {
+      this.#recordedLocation = reply.recordedLocation;
+    }
+    // The ETag this reply stands for, and the document version it belongs to.
+    const etag = reply.kind === 'unchanged' ? input.ifNoneMatch : reply.etag;
+    this.#lastRead = etag === undefined ? undefined : { etag, version: reply.version };
+    return reply;
+  }
+
+  /** Check the candidate's signature and statement before download (a pool task). */
+  async #authenticate(input: AuthenticateSnapshotInput): Promise<void> {
+    const trustedKeys = this.#data.dataset.trustedKeys?.map((key) => key.pem) ?? [];
+    this.#heads.clear();
+    const { keyId, head } = await this.#tasks.run({
+      kind: 'authenticate',
+      files: this.#filesFor(this.#engine ?? 'duckdb'),
+      dataset: input.dataset,
+      entry: input.entry,
+      recordedLocation: this.#recordedLocation,
+      trustedKeys,
+    });
+    if (head !== undefined) this.#heads.set(input.entry.snapshotId, head);
+    this.#log(
+      'debug',
+      `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' is signed by trusted key ${keyId}`,
+      {
+        snapshotId: input.entry.snapshotId,
+        keyId,
+      },
+    );
+  }
+
+  /**
+   * Starts the swap of a candidate as one pool task (`load`: download, verify, commit, link) and
+   * answers when its bytes are in (the machine has it verified next, by the same task).
+   */
+  async #download(input: DownloadSnapshotInput, signal: AbortSignal): Promise<DownloadedSnapshot> {
+    const { entry, recorded } = input;
+    if (recorded === undefined) {
+      throw new Error(
+        `Snapshot ${entry.snapshotId} of dataset '${this.name}' has no recorded schema to verify it against.`,
+      );
+    }
+    const head = this.#heads.get(entry.snapshotId);
+    this.#heads.clear();
+    const { port1, port2 } = new MessageChannel();
+    const run = this.#tasks.run(
+      {
+        kind: 'load',
+        files: this.#filesFor(this.#kindOf(input)),
+        entry,
+        recorded,
+        recordedLocation: this.#recordedLocation,
+        ...(head === undefined ? {} : { head }),
+        port: port2,
+      },
+      { transfer: [port2] },
+    );
+    const load = new Load(entry.snapshotId, port1, run);
+    this.#load = load;
+    void this.#tracked(load.loaded).catch(() => undefined);
+    const { transfer, seconds } = await load.downloaded(signal);
+    if (transfer.fallback !== undefined) {
+      this.#log(
+        transfer.doubtful === true ? 'warn' : 'debug',
+        `Snapshot ${entry.snapshotId} of dataset '${this.name}' was downloaded whole: ${transfer.fallback}`,
+        { snapshotId: entry.snapshotId, fallback: transfer.fallback },
+      );
+    }
+    this.#toHost({
+      type: 'downloaded',
+      bytes: transfer.fetchedBytes,
+      reusedBytes: transfer.reusedBytes,
+      seconds,
+      snapshotId: entry.snapshotId,
+      checksum: entry.checksum,
+    });
+    return { snapshotId: entry.snapshotId, token: load.token, transfer: transferInfo(transfer) };
+  }
+
+  /** The load of `token` (the one the machine holds), or an error naming what is gone. */
+  #loadOf(token: string): Load {
+    const load = this.#load;
+    if (load === undefined || load.token !== token) {
+      throw new Error(`The load of snapshot ${token} of dataset '${this.name}' is gone.`);
+    }
+    return load;
+  }
+
+  /** Answers when the load's file passed its checks (checksum, real schema); the same task commits it next. */
+  async #verify(input: VerifySnapshotInput, signal: AbortSignal): Promise<PreparedSnapshot> {
+    const load = this.#loadOf(input.downloaded.token);
+    await load.verified(signal);
+    this.#engine = this.#kindOf(input);
+    return {
+      snapshotId: input.entry.snapshotId,
+      token: load.token,
+      ...(input.downloaded.transfer === undefined ? {} : { transfer: input.downloaded.transfer }),
+    };
+  }
+
+  /** Answers when the load committed the file over the live path; then it is served. */
+  async #swapIn(input: SwapSnapshotInput): Promise<void> {
+    const load = this.#loadOf(input.prepared.token);
+    const { snapshot, generation } = await load.loaded;
+    this.#load = undefined;
+    this.#serve(this.#engine ?? 'duckdb', snapshot, generation);
+  }
+
+  /**
+   * Whether a scheduled check can be answered here: the dataset holds an ETag, it came with the
+   * document of the location's version now published, that version is a document with an ETag, and
+   * its read is younger than the reuse window (the coordinator reads ahead of the poll grid).
+   */
+  #answerInThread(etag: string): boolean {
+    const shared = this.#versions;
+    const lastRead = this.#lastRead;
+    if (shared === undefined || lastRead === undefined || lastRead.etag !== etag) return false;
+    const published = shared.table.read(shared.slot);
+    return (
+      published !== undefined &&
+      published.state === DocumentState.current &&
+      published.version === lastRead.version &&
+      Date.now() - published.readStartedAtMs < shared.windowMs
+    );
+  }
+
+  /** Writes what a check answered in the thread changed into the host's live slot. */
+  #writeLive(snapshot: DatasetSnapshot, unposted: number): void {
+    const live = this.#live;
+    if (live === undefined) return;
+    this.#unposted += unposted;
+    const context = snapshot.context;
+    live.table.write(live.slot, {
+      incarnation: this.#data.incarnation ?? 1,
+      polls: context.counters.polls,
+      lastPollAtMs: context.lastPoll?.atMs ?? 0,
+      nextPollDueMs: context.nextPollDueMs,
+      freshAtMs: context.freshAtMs,
+      unposted: this.#unposted,
+    });
+  }
+
+  #createActor(): Actor<DatasetMachine> {
+    const config = this.#data.dataset;
+    const machine = createDatasetMachine({
+      now: Date.now,
+      random: Math.random,
+      metadataUnchanged: (etag) => this.#answerInThread(etag),
+    }).provide({
+      actors: {
+        restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() =>
+          this.#tracked(this.#restoreLiveFile()),
+        ),
+        readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(({ input }) =>
+          this.#readMetadata(input),
+        ),
+        authenticateSnapshot: fromPromise<void, AuthenticateSnapshotInput>(({ input }) =>
+          this.#tracked(this.#authenticate(input)),
+        ),
+        downloadSnapshot: fromPromise<DownloadedSnapshot, DownloadSnapshotInput>(({ input, signal }) =>
+          this.#tracked(this.#download(input, signal)),
+        ),
+        verifySnapshot: fromPromise<PreparedSnapshot, VerifySnapshotInput>(({ input, signal }) =>
+          this.#tracked(this.#verify(input, signal)),
+        ),
+        swapSnapshot: fromPromise<void, SwapSnapshotInput>(({ input }) => this.#tracked(this.#swapIn(input))),
+      },
+      actions: {
+        log: (_args, entry) => this.#log(entry.level, entry.message, { ...entry.fields }),
+      },
+    });
+    const actor = createActor(machine, {
+      input: {
+        name: this.name,
+        ...(config.engine === undefined ? {} : { engine: config.engine }),
+        refreshCheckIntervalMs: config.refreshCheckIntervalMs,
+        bootstrapOnFailure: config.bootstrapOnFailure,
+        snapshotsMode: config.snapshotsMode,
+        location: config.location,
+        pollPhaseMs: this.#data.pollPhaseMs,
+        signaturesRequired: config.trustedKeys !== undefined,
+      },
+    });
+    /*
+     * Emitted events (swap, poll, error) leave with the status of the snapshot they belong to, so
+     * the host never announces a swap while its status still shows the previous snapshot. XState
+     * emits during the transition and notifies observers after it: hold the events until then.
+     */
+    const emitted: DatasetEmitted[] = [];
+    actor.on('*', (event) => {
+      emitted.push(event);
+    });
+    actor.subscribe((snapshot: DatasetSnapshot) => {
+      if (!this.#bootstrapped && !snapshot.matches('bootstrapping')) {
+        this.#bootstrapped = true;
+        const done: DatasetToCoordinator = { type: 'bootstrapped' };
+        this.#ports.coordinator.postMessage(done);
+        // Judged from the first metadata read on: it tells the location the statement must name.
+        this.#freshness?.start();
+      }
+      const events = emitted.splice(0);
+      // A check answered without a read is the one change that keeps the machine waiting for its
+      // next check (a check that reads leaves that state until it ends).
+      const { lastPoll } = snapshot.context;
+      const scheduled = snapshot.matches({ serving: 'scheduled' });
+      const answeredInThread = scheduled && this.#seen.scheduled && lastPoll !== this.#seen.lastPoll;
+      this.#seen = { lastPoll, scheduled };
+      if (answeredInThread) {
+        // No message for it, unless someone listens for poll events: the host reads it from the live slot.
+        if (!this.#pollEvents) {
+          this.#writeLive(snapshot, 1);
+          return;
+        }
+        this.#writeLive(snapshot, 0);
+      }
+      if (events.length > 0) {
+        this.#postStatus(datasetStatus(snapshot), events);
+      } else {
+        this.#pendingStatus = datasetStatus(snapshot);
+        this.#statusTimer ??= setTimeout(() => this.#flushStatus(), STATUS_DELAY_MS).unref();
+      }
+    });
+    return actor;
+  }
+
+  /** Posts a status (with its events at once; a status alone only when it differs from the last). */
+  #postStatus(status: DatasetStatus, emitted: DatasetEmitted[]): void {
+    clearTimeout(this.#statusTimer);
+    this.#statusTimer = undefined;
+    // A waiting status in a state of its own (a check began) travels along, so the host still sees
+    // the dataset pass through that state: its `state` events are the same, from one message.
+    const waiting = this.#pendingStatus;
+    this.#pendingStatus = undefined;
+    const overtaken =
+      waiting !== undefined && waiting.state !== status.state && waiting.state !== this.#postedState
+        ? waiting
+        : undefined;
+    const text = JSON.stringify(status);
+    if (text === this.#postedStatus && emitted.length === 0 && overtaken === undefined) return;
+    this.#postedStatus = text;
+    this.#postedState = status.state;
+    this.#toHost({
+      type: 'status-changed',
+      status,
+      emitted,
+      ...(overtaken === undefined ? {} : { overtaken }),
+    });
+  }
+
+  /** Posts the status waiting to leave, if any: before an answer to the host, and when its delay ends. */
+  #flushStatus(): void {
+    const status = this.#pendingStatus;
+    if (status === undefined) {
+      clearTimeout(this.#statusTimer);
+      this.#statusTimer = undefined;
+    } else {
+      this.#postStatus(status, []);
+    }
+  }
+
+  #setInspecting(on: boolean): void {
+    if (on && this.#inspection === undefined) {
+      this.#inspection = this.#actor.system.inspect((event) => this.#inspected(event));
+    } else if (!on && this.#inspection !== undefined) {
+      this.#inspection.unsubscribe();
+      this.#inspection = undefined;
+    }
+  }
+
+  #inspected(event: XStateInspectionEvent): void {
+    const plain = toInspectionEvent(this.name, event, this.#actor.sessionId, Date.now());
+    if (plain !== undefined) this.#toHost({ type: 'inspect', event: plain });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Commands and status requests from the host.
+  // ---------------------------------------------------------------------------------------------
+
+  #onHost(message: HostToDataset): void {
+    const host = this.#ports.host;
+    switch (message.type) {
+      case 'inspecting':
+        this.#setInspecting(message.on);
+        break;
+      case 'poll-events':
+        this.#pollEvents = message.on;
+        break;
+      case 'status':
+        respond(
+          host,
+          message.id,
+          () => {
+            this.#flushStatus();
+            return datasetStatus(this.#actor.getSnapshot());
+          },
+          serializeError,
+        );
+        break;
+      case 'command':
+        respond(
+          host,
+          message.id,
+          () => {
+            this.#actor.send({ type: message.command });
+            // The status the command caused reaches the host before the answer does.
+            this.#flushStatus();
+          },
+          serializeError,
+        );
+        break;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Messages from the coordinator.
+  // ---------------------------------------------------------------------------------------------
+
+  #onCoordinator(message: CoordinatorToDataset | DatasetToCoordinator): void {
+    if (this.#coordinatorRpc.handle(message)) return;
+    if (message.type === 'announce') {
+      this.#actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
+    } else if (message.type === 'stop') {
+      respond(
+        this.#ports.coordinator,
+        message.id,
+        async () => {
+          await this.stop();
+          // Let the answer leave, then close both ports: nothing keeps a thread alive after that.
+          setImmediate(() => {
+            this.#ports.host.close();
+            this.#ports.coordinator.close();
+          });
+        },
+        serializeError,
+      );
+    }
+  }
+
+  /** Stops the machine, waits for its work, discards temporary files and closes the engine and store. */
+  async stop(): Promise<void> {
+    this.#actor.send({ type: 'stop' });
+    this.#actor.stop();
+    await this.#freshness?.stop();
+    this.#flushStatus();
+    // A load not committing yet stops and removes its temporary file.
+    this.#load?.cancel();
+    await Promise.allSettled(this.#running);
+    this.#coordinatorRpc.close('stopped');
+  }
+
+  /**
+   * After an uncaught error: stop answering the host and wait (up to `limitMs`) for the machine's
+   * work in flight (its pool tasks end on their own; their abort ports close with the thread). Pending requests are not answered; the host rejects them
+   * with ERR_THREAD_EXITED when the thread exits.
+   */
+  async crash(error: unknown, limitMs = 10_000): Promise<void> {
+    if (this.#crashing) return;
+    this.#crashing = true;
+    void this.#freshness?.stop();
+    this.#log(
+      'error',
+      `Dataset thread of '${this.name}' hit an uncaught error; ending it so that it is restarted`,
+      { error: error instanceof Error ? error.message : String(error) },
+    );
+    this.#ports.host.close();
+    await within(Promise.allSettled(this.#running), limitMs);
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Loading a spicepod for `createRuntime()`: from a path (read here, relative params resolve against
+ * its folder) or inline (YAML text or an object); the files it names (views' `sql_ref`, TLS files,
+ * dotenv files) are read beside it. Config warnings and the errors of refused datasets and views
+ * are logged once here; a fatal (pod-level) error — TLS that cannot work among them — throws
+ * `ConfigError`.
+ */
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
+import {
+  ConfigError,
+  type ConfigIssue,
+  type DatasetConfig,
+  loadSpicepod,
+  type SpicepodConfig,
+  type SpicepodLoad,
+  throwIfFatal,
+} from '@ferry/core';
+import type { Logger } from '../shared/logging.js';
+import { spicepodFileReader } from '../spicepod-files.js';
+import { type RuntimeTls, runtimeTls } from '../tls.js';
+
+/** A spicepod given inline: YAML (or JSON) text, or the parsed object. */
+export interface SpicepodSource {
+  readonly yaml?: string;
+  readonly object?: unknown;
+  /** Used in messages; default `spicepod.yaml`. */
+  readonly file?: string;
+  /** Relative file params and the default data dir resolve against it; default: the working directory. */
+  readonly baseDir?: string;
+}
+
+/** A loaded spicepod: the valid datasets run, the refused ones are reported by `errors`. */
+export interface LoadedSpicepod {
+  readonly config: SpicepodConfig;
+  readonly datasets: readonly DatasetConfig[];
+  readonly errors: readonly ConfigIssue[];
+  readonly warnings: readonly ConfigIssue[];
+  /** The folder relative paths resolve against. */
+  readonly baseDir: string;
+  /** `runtime.tls`'s certificate and key, checked to work together. */
+  readonly tls: RuntimeTls | undefined;
+}
+
+async function read(
+  source: string | SpicepodSource,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<{ load: SpicepodLoad; baseDir: string }> {
+  if (typeof source === 'string') {
+    const path = resolve(source);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      throw new ConfigError(
+        source,
+        [
+          {
+            path: '',
+            message: `${source}: cannot read the spicepod (${(error as Error).message}); pass the path of a spicepod.yaml.`,
+            fatal: true,
+          },
+        ],
+        { cause: error },
+      );
+    }
+    const baseDir = dirname(path);
+    return {
+      load: loadSpicepod(text, { file: basename(path), env, readFile: spicepodFileReader(baseDir) }),
+      baseDir,
+    };
+  }
+  const text = source.yaml ?? JSON.stringify(source.object ?? {});
+  const baseDir = resolve(source.baseDir ?? '.');
+  return {
+    load: loadSpicepod(text, {
+      file: source.file ?? 'spicepod.yaml',
+      env,
+      readFile: spicepodFileReader(baseDir),
+    }),
+    baseDir,
+  };
+}
+
+/** Reads and validates the spicepod, logging its warnings and dataset errors. */
+export async function loadSpicepodSource(
+  source: string | SpicepodSource,
+  env: Readonly<Record<string, string | undefined>>,
+  logger: Logger,
+): Promise<LoadedSpicepod> {
+  const { load, baseDir } = await read(source, env);
+  const config = throwIfFatal(load);
+  const tls = runtimeTls(config);
+  for (const issue of load.warnings) {
+    logger.warn({ component: 'config', path: issue.path }, issue.message);
+  }
+  for (const issue of load.errors) {
+    logger.error(
+      {
+        component: 'config',
+        path: issue.path,
+        ...(issue.dataset === undefined ? {} : { dataset: issue.dataset }),
+        ...(issue.view === undefined ? {} : { view: issue.view }),
+      },
+      issue.message,
+    );
+  }
+  return { config, datasets: load.datasets, errors: load.errors, warnings: load.warnings, baseDir, tls };
+}

@@ -1,0 +1,281 @@
+/**
+ * A DuckDB query worker: one {@link DuckDbNamespace} (every DuckDB dataset attached at its current
+ * generation) serving many queries at once — DuckDB executes them on its own threads, this thread
+ * only routes, binds and converts results. The host pushes every catalog version; a query waits
+ * for the versions that arrived before it. Cancelling a query interrupts it in DuckDB (the
+ * connection is free at once); a stream sends a batch only while it holds a credit
+ * (stream-credits.ts: awaited here without blocking the thread).
+ * A catalog version that fails to apply and an uncaught error are reported to the host's log with
+ * their cause (the second ends the worker, once DuckDB runs nothing on its behalf).
+ */
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import {
+  type BatchSink,
+  DuckDbNamespace,
+  type DuckDbNamespaceOptions,
+  type NamespaceCatalog,
+  type QueryCancellation,
+  type QueryRoute,
+} from '@ferry/engines/namespaces';
+import { within } from '../shared/within.js';
+import { memoryReturn } from './memory-return.js';
+import {
+  answerOf,
+  errorRecord,
+  type HostToQueryWorker,
+  type QueryAnswer,
+  type QueryWorkerToHost,
+  SchemaWithFirstBatch,
+} from './query-protocol.js';
+import { takeCredit } from './stream-credits.js';
+import { lowerThreadPriority } from './thread-priority.js';
+
+if (isMainThread || parentPort === null) {
+  throw new Error('query/duckdb-thread.js is the entry of a DuckDB query worker; the runtime starts it.');
+}
+
+export interface DuckDbWorkerData {
+  readonly namespace: DuckDbNamespaceOptions;
+  readonly catalog: NamespaceCatalog;
+  /** Nice value added to this thread's (and so to DuckDB's threads, started from it): thread-priority.ts. */
+  readonly niceness?: number;
+}
+
+const port = parentPort;
+const data = workerData as DuckDbWorkerData;
+// Before DuckDB starts its threads: they inherit this thread's priority.
+lowerThreadPriority(data.niceness ?? 0);
+
+function post(message: QueryWorkerToHost, transfer: ArrayBuffer[] = []): void {
+  port.postMessage(message, transfer);
+}
+
+let namespace: DuckDbNamespace | undefined;
+const ready = DuckDbNamespace.create(data.namespace).then(async (created) => {
+  await created.setCatalog(data.catalog);
+  namespace = created;
+  return created;
+});
+/**
+ * Every catalog version received so far, applied in order — coalesced: a burst of versions (many
+ * datasets swapping at once) is applied as the newest one. `pending` counts versions not applied
+ * yet: with none, a query starts without waiting for the chain.
+ */
+let catalogs: Promise<unknown> = ready;
+let pending = 1;
+void ready.then(
+  () => {
+    pending--;
+  },
+  () => {
+    pending--;
+  },
+);
+let newest: NamespaceCatalog | undefined;
+let closing = false;
+
+/**
+ * What stops one query: the few members of an AbortSignal the namespace uses, without an
+ * AbortController and an EventTarget per query.
+ */
+class QueryStop implements QueryCancellation {
+  aborted = false;
+  reason: unknown;
+  #listeners: (() => void)[] = [];
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    this.#listeners = this.#listeners.filter((known) => known !== listener);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = new Error('The query was cancelled.');
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const listener of listeners) listener();
+  }
+}
+
+interface Running {
+  readonly stop: QueryStop;
+}
+
+const running = new Map<number, Running>();
+
+type QueryMessage = Extract<HostToQueryWorker, { type: 'query' }>;
+
+async function answer(message: QueryMessage, state: Running): Promise<QueryAnswer> {
+  if (pending > 0) await catalogs;
+  const ns = namespace ?? (await ready);
+  const { sql, params, maxRows, maxBytes, shape, pins } = message.request;
+  const route: QueryRoute = ns.knownRoute(sql, shape) ?? (await ns.route(sql, shape));
+  const shared = route.engine === 'duckdb' ? route.statement?.shared === true : true;
+  if (route.engine === 'duckdb' && message.announce === true) {
+    post({ type: 'routed', id: message.id, datasets: route.datasets });
+  }
+  if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
+  const { stop } = state;
+  let sent = 0;
+  if (message.mode === 'rows') {
+    return ns.rows(sql, params, route, {
+      signal: stop,
+      maxRows,
+      maxBytes,
+      ...(pins === undefined ? {} : { pins }),
+    });
+  }
+  const out = new SchemaWithFirstBatch((ipc, first, rows) => {
+    const transfer = [ipc.buffer as ArrayBuffer];
+    if (first === undefined) post({ type: 'batch', id: message.id, ipc, rows }, transfer);
+    else post({ type: 'schema', id: message.id, ipc, ...first }, transfer);
+  });
+  const sink: BatchSink = {
+    schema: (schema, read) => out.schema(schema, read),
+    batch: async (ipc, rows) => {
+      if (message.credits !== undefined) await takeCredit(message.credits, () => stop.aborted);
+      if (stop.aborted) throw stop.reason;
+      sent += out.batch(ipc, rows);
+    },
+  };
+  try {
+    const outcome = await ns.batches(sql, params, route, sink, {
+      signal: stop,
+      maxRows,
+      maxBytes,
+      ...(pins === undefined ? {} : { pins }),
+      ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
+    });
+    return { ...outcome, shared };
+  } finally {
+    // Before the answer: a result with no batch (or failed before its first) still has its schema.
+    out.flush();
+    // The batches were built in this thread's heap: a large answer's garbage is this heap's too.
+    memoryReturn.ended(sent);
+  }
+}
+
+function run(message: QueryMessage): void {
+  const state: Running = { stop: new QueryStop() };
+  running.set(message.id, state);
+  answer(message, state).then(
+    (result) => {
+      running.delete(message.id);
+      post({ type: 'answer', id: message.id, answer: JSON.stringify(result) });
+    },
+    (error: unknown) => {
+      running.delete(message.id);
+      post({ type: 'answer', id: message.id, answer: JSON.stringify(answerOf(error)) });
+    },
+  );
+}
+
+async function close(id: number): Promise<void> {
+  closing = true;
+  for (const state of running.values()) state.stop.abort();
+  // Closing needs only that the namespace, if there is one, is closed: one that never came up (its
+  // failure was each query's answer and the log's) has nothing to close.
+  const ns = await ready.then(
+    (created) => created,
+    () => undefined,
+  );
+  // A catalog change in flight finishes first: closing an instance under DDL would not return.
+  await catalogs;
+  await ns?.close();
+  post({ type: 'closed', id });
+}
+
+function applyCatalog(catalog: NamespaceCatalog): void {
+  newest = catalog;
+  pending++;
+  catalogs = catalogs
+    .then(async () => {
+      const next = newest;
+      newest = undefined;
+      if (next !== undefined && !closing) await (await ready).setCatalog(next);
+    })
+    .then(
+      () => undefined,
+      (error: unknown) => {
+        // Queries keep reading the version applied before; the next version is applied in full.
+        post({
+          type: 'log',
+          record: errorRecord(
+            'error',
+            'query',
+            `A DuckDB query worker could not apply catalog version ${catalog.version} (its queries read the previous version until a newer one applies)`,
+            error,
+          ),
+        });
+      },
+    )
+    .finally(() => {
+      pending--;
+    });
+}
+
+port.on('message', (message: HostToQueryWorker) => {
+  switch (message.type) {
+    case 'catalog':
+      if (!closing) applyCatalog(message.catalog);
+      break;
+    case 'task-history': {
+      if (closing) break;
+      const { history } = message;
+      // In the chain of catalog versions, and counted as pending: a query sent after it waits for it.
+      pending++;
+      catalogs = catalogs
+        .then(async () => (await ready).setTaskHistory(history))
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .finally(() => {
+          pending--;
+        });
+      break;
+    }
+    case 'query':
+      run(message);
+      break;
+    case 'cancel':
+      running.get(message.id)?.stop.abort();
+      break;
+    case 'close':
+      void close(message.id);
+      break;
+  }
+});
+
+/**
+ * An uncaught error ends the worker (the host starts another), but only once DuckDB runs nothing
+ * on its behalf: ending a thread under native work aborts the whole process. The error goes to the
+ * host's log first, with its cause.
+ */
+let crashing = false;
+async function crash(error: unknown): Promise<void> {
+  post({
+    type: 'log',
+    record: errorRecord(
+      'error',
+      'query',
+      'A DuckDB query worker failed with an uncaught error and ends',
+      error,
+    ),
+  });
+  if (crashing) return;
+  crashing = true;
+  for (const state of running.values()) state.stop.abort();
+  const ns = await ready.then(
+    (created) => created,
+    () => undefined,
+  );
+  await within(ns?.cancelAll() ?? Promise.resolve(), 10_000);
+  process.exit(1);
+}
+process.on('uncaughtException', (error) => void crash(error));
+process.on('unhandledRejection', (reason) => void crash(reason));

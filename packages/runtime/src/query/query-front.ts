@@ -1,0 +1,432 @@
+/**
+ * What the embed API's queries pass through before the query service: the SQL results cache
+ * (results-cache.ts) — a hit is answered here, without a pool, a miss runs and its result is offered
+ * to the cache once it has been handed over (off the answer's path) — and the task history
+ * (task-history.ts), which records every query. With the cache off and the history off, a query
+ * goes straight to the service. A large streamed answer is followed by a full collection
+ * (memory-return.ts).
+ */
+import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core';
+import { type RecordBatch, type Schema, Table } from 'apache-arrow';
+import type {
+  QueryOptions,
+  QueryProvenance,
+  RuntimeArrowResult,
+  RuntimeQueryResult,
+  RuntimeQueryStream,
+  StreamOptions,
+} from '../api.js';
+import type { Logger } from '../shared/logging.js';
+import { memoryReturn } from './memory-return.js';
+import type { QueryCatalog } from './query-catalog.js';
+import type { QueryService } from './query-service.js';
+import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
+import { TaskHistory } from './task-history.js';
+
+/** What a cached Arrow answer keeps: the schema, the batches, and where they were read. */
+interface CachedArrow extends QueryProvenance {
+  readonly schema: Schema;
+  readonly batches: readonly RecordBatch[];
+}
+
+/**
+ * Lets the event loop turn once (`setImmediate`). A hit is answered without a thread hop; without
+ * this, a caller answered from the cache in a loop (`while (…) await runtime.query(…)`) would never
+ * let timers or I/O run — as a query sent to a pool always does.
+ */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * The largest streamed result kept (queryStream: Flight, Arrow over HTTP). A stream is kept as it
+ * is read; past this the batches it sent are let go, so a stream the client reads slowly, or a
+ * result larger than memory, holds no more than this beside what is in flight.
+ */
+export const STREAM_ENTRY_MAX_BYTES = 4 * 2 ** 20;
+
+/** The memory the buffers of `batches` keep (each distinct ArrayBuffer once: views share them). */
+function retainedBytes(batches: readonly RecordBatch[]): number {
+  const buffers = new Set<ArrayBufferLike>();
+  let loose = 0;
+  const visit = (data: RecordBatch['data']): void => {
+    for (const view of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as (
+      | ArrayBufferView
+      | undefined
+    )[]) {
+      if (view === undefined) continue;
+      if (view.buffer === undefined) loose += view.byteLength;
+      else buffers.add(view.buffer);
+    }
+    for (const child of data.children) visit(child as RecordBatch['data']);
+  };
+  for (const batch of batches) visit(batch.data);
+  let bytes = loose;
+  for (const buffer of buffers) bytes += buffer.byteLength;
+  return bytes;
+}
+
+/** Bytes the rows of a JSON result take, roughly (strings by length, every value at least 8). */
+function rowsBytes(rows: readonly Record<string, JsonValue>[]): number {
+  let bytes = 0;
+  const visit = (value: JsonValue): void => {
+    if (typeof value === 'string') bytes += value.length * 2 + 16;
+    else if (value === null || typeof value !== 'object') bytes += 8;
+    else if (Array.isArray(value)) for (const item of value) visit(item);
+    else for (const item of Object.values(value)) visit(item);
+  };
+  for (const row of rows) {
+    bytes += 16;
+    for (const value of Object.values(row)) visit(value);
+  }
+  return bytes;
+}
+
+export class QueryFront {
+  readonly #queries: QueryService;
+  readonly #catalog: QueryCatalog;
+  readonly #cache: ResultsCache;
+  readonly #history: TaskHistory;
+  readonly #logger: Logger;
+  /** Numbers each query, for the line a limit logs. */
+  #queryIds = 0;
+
+  constructor(
+    queries: QueryService,
+    catalog: QueryCatalog,
+    cache: ResultsCacheConfig,
+    history: TaskHistoryConfig,
+    logger: Logger,
+  ) {
+    this.#logger = logger;
+    this.#queries = queries;
+    this.#catalog = catalog;
+    this.#cache = new ResultsCache(cache);
+    this.#history = new TaskHistory(history);
+  }
+
+  /** A statement that reads `spice.runtime.task_history` sees every query recorded before it. */
+  async #syncHistory(sql: string): Promise<void> {
+    if (!this.#history.enabled || !/task_history/i.test(sql)) return;
+    const history = this.#history.changed();
+    if (history === undefined) return;
+    await this.#queries.setTaskHistory(history);
+    this.#history.sent(history);
+  }
+
+  /** Runs `answer` (a query), recording it in the task history when it settles. */
+  async #recorded<T extends QueryProvenance>(
+    sql: string,
+    answer: () => Promise<T>,
+    finish: (result: T, record: (rows: number, error?: unknown, captured?: readonly unknown[]) => void) => T,
+  ): Promise<T> {
+    if (!this.#history.enabled) return answer();
+    const startMs = Date.now();
+    const started = performance.now();
+    const record =
+      (result: T | undefined) =>
+      (rows: number, error?: unknown, captured?: readonly unknown[]): void => {
+        const labels: Record<string, string> = { protocol: 'embed' };
+        if (result !== undefined) {
+          labels.datasets = result.datasets.map((read) => read.name).join(',');
+          labels.engine = result.engine;
+          labels.rows = String(rows);
+          if (result.cache !== undefined) labels.cache = result.cache;
+        }
+        this.#history.record({
+          sql,
+          startMs,
+          durationMs: performance.now() - started,
+          labels,
+          ...(error === undefined ? {} : { error }),
+          ...(captured === undefined ? {} : { rows: captured }),
+        });
+      };
+    try {
+      await this.#syncHistory(sql);
+      const result = await answer();
+      return finish(result, record(result));
+    } catch (error) {
+      record(undefined)(0, error);
+      throw error;
+    }
+  }
+
+  close(): void {
+    this.#history.close();
+  }
+
+  /**
+   * What the cache looks a statement up by: its datasets at the snapshots it will read — the pinned
+   * ones (`snapshots`) for a pinned query, so it is never answered from another snapshot's entry.
+   */
+  #lookup(
+    sql: string,
+    params: readonly JsonValue[],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): CacheLookup {
+    const pins = options.snapshots;
+    const pinned =
+      pins === undefined
+        ? undefined
+        : new Map(Object.entries(pins).map(([name, snapshotId]) => [name.toLowerCase(), snapshotId]));
+    return {
+      sql,
+      params,
+      // What the statement (or its shape) read when it last ran: the query service's one record of it.
+      datasets: this.#queries.datasetsOf(sql),
+      snapshotOf: (name) => pinned?.get(name.toLowerCase()) ?? this.#catalog.snapshotOf(name),
+    };
+  }
+
+  /** The status a query answered from its engine gets, or undefined when the cache does not apply. */
+  #ran(sql: string, options: QueryOptions, read: QueryProvenance['datasets']): CacheStatus | undefined {
+    if (!this.#cache.enabled || read.length === 0 || !this.#cache.cacheable(sql)) return undefined;
+    return options.noCache === true ? 'bypass' : 'miss';
+  }
+
+  /** A cached answer, unless the caller bypasses the cache (counted). */
+  #cached<V>(kind: string, sql: string, params: readonly JsonValue[], options: QueryOptions): V | undefined {
+    if (!this.#cache.enabled) return undefined;
+    if (options.noCache === true) {
+      if (this.#cache.cacheable(sql)) this.#cache.countBypass();
+      return undefined;
+    }
+    return this.#cache.get<V>(kind, this.#lookup(sql, params, options));
+  }
+
+  /** Offers a result to the cache after the current turn: never on the answer's path. */
+  #offer(
+    kind: string,
+    sql: string,
+    params: readonly JsonValue[],
+    provenance: QueryProvenance,
+    value: unknown,
+    bytes: () => number,
+  ): void {
+    if (!this.#cache.enabled || provenance.datasets.length === 0 || !this.#cache.cacheable(sql)) return;
+    setImmediate(() => {
+      this.#cache.set(kind, sql, params, provenance.datasets, value, bytes(), (name) =>
+        this.#catalog.snapshotOf(name),
+      );
+    });
+  }
+
+  resultVersion(
+    sql: string,
+    params: readonly JsonValue[],
+    options: Pick<QueryOptions, 'snapshots'> = {},
+  ): string | undefined {
+    return this.#cache.versionNow(this.#lookup(sql, params, options));
+  }
+
+  /** `dataset` now serves `snapshotId` (null: nothing). */
+  retire(dataset: string, snapshotId: number | null): void {
+    this.#cache.retire(dataset, snapshotId);
+  }
+
+  cacheCounters(): CacheCounters {
+    return this.#cache.counters();
+  }
+
+  query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+    const id = ++this.#queryIds;
+    return this.#recorded(
+      sql,
+      () => this.#query(sql, params, options),
+      (result, record) => {
+        record(result.rows.length, undefined, result.rows);
+        return result;
+      },
+    ).catch((error: unknown) => this.#failed(id, error));
+  }
+
+  queryArrow(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeArrowResult> {
+    const id = ++this.#queryIds;
+    return this.#recorded(
+      sql,
+      () => this.#queryArrow(sql, params, options),
+      (result, record) => {
+        record(result.table.numRows);
+        return result;
+      },
+    ).catch((error: unknown) => this.#failed(id, error));
+  }
+
+  /** A stream is recorded when it ends (every batch read, left early, or failed). */
+  queryStream(
+    sql: string,
+    params: readonly JsonValue[],
+    options: StreamOptions,
+  ): Promise<RuntimeQueryStream> {
+    const id = ++this.#queryIds;
+    return this.#recorded(
+      sql,
+      () => this.#queryStream(sql, params, options),
+      (stream, record) => ({ ...stream, batches: recordWhenDone(stream.batches, record) }),
+    ).then(
+      (stream) => {
+        // A limit after the start stops the stream whether or not anyone reads it (an HTTP client
+        // that stopped reading): its line is logged then, not when (or if) the error is read.
+        stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
+          once: true,
+        });
+        return { ...stream, batches: memoryReturn.watch(stream.batches) };
+      },
+      (error: unknown) => this.#failed(id, error),
+    );
+  }
+
+  /**
+   * Rethrows a query's failure; a limit that stopped it (time, an idle reader, a result's size)
+   * logs one warn line naming the query and the limit: it did its job, no stack.
+   */
+  #failed(id: number, error: unknown): never {
+    this.#limitReached(id, error);
+    throw error;
+  }
+
+  /** Logs one warn line when `error` is a limit that stopped query `id`. */
+  #limitReached(id: number, error: unknown): void {
+    const code = errorCode(error);
+    if (code === undefined || !LIMIT_CODES.has(code)) return;
+    this.#logger.warn(
+      { component: 'query', queryId: id, code },
+      `Query ${id} stopped by a limit: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+
+  async #query(
+    sql: string,
+    params: readonly JsonValue[],
+    options: QueryOptions,
+  ): Promise<RuntimeQueryResult> {
+    const hit = this.#cached<RuntimeQueryResult>('rows', sql, params, options);
+    if (hit !== undefined) {
+      await turn();
+      return { ...hit, cache: 'hit' };
+    }
+    const result = await this.#queries.query(sql, params, options);
+    const status = this.#ran(sql, options, result.datasets);
+    if (status === undefined) return result;
+    // The service made this object for this call: it is the answer, and the entry (a hit is a copy).
+    const answered = Object.assign(result, { cache: status });
+    this.#offer('rows', sql, params, result, answered, () => rowsBytes(result.rows));
+    return answered;
+  }
+
+  async #queryArrow(
+    sql: string,
+    params: readonly JsonValue[],
+    options: QueryOptions,
+  ): Promise<RuntimeArrowResult> {
+    const hit = this.#cached<CachedArrow>('table', sql, params, options);
+    if (hit !== undefined) {
+      await turn();
+      const { schema, batches, ...provenance } = hit;
+      return { ...provenance, table: new Table(schema, [...batches]), cache: 'hit' };
+    }
+    const result = await this.#queries.queryArrow(sql, params, options);
+    const status = this.#ran(sql, options, result.datasets);
+    if (status === undefined) return result;
+    const { table, ...provenance } = result;
+    const batches = table.batches;
+    const cached = { ...provenance, schema: table.schema, batches };
+    this.#offer('table', sql, params, result, cached, () => retainedBytes(batches));
+    return Object.assign(result, { cache: status });
+  }
+
+  async #queryStream(
+    sql: string,
+    params: readonly JsonValue[],
+    options: StreamOptions,
+  ): Promise<RuntimeQueryStream> {
+    const kind = `stream/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
+    const hit = this.#cached<CachedArrow>(kind, sql, params, options);
+    if (hit !== undefined) {
+      await turn();
+      const { schema, batches, ...provenance } = hit;
+      return {
+        ...provenance,
+        schema,
+        batches: (async function* () {
+          yield* batches;
+        })(),
+        cancel: () => undefined,
+        stopped: NEVER_STOPPED,
+        cache: 'hit',
+      };
+    }
+    const stream = await this.#queries.queryStream(sql, params, options);
+    const status = this.#ran(sql, options, stream.datasets);
+    if (status === undefined) return stream;
+    const { schema, batches, cancel, stopped, ...provenance } = stream;
+    // A stream keeps what it has sent only up to a few MiB: its memory stays what is in flight.
+    const limit = Math.min(this.#cache.counters().maxBytes, STREAM_ENTRY_MAX_BYTES);
+    const offer = (kept: readonly RecordBatch[]): void =>
+      this.#offer(kind, sql, params, provenance, { ...provenance, schema, batches: kept }, () =>
+        retainedBytes(kept),
+      );
+    return {
+      ...provenance,
+      schema,
+      cancel,
+      stopped,
+      cache: status,
+      batches: keepWhileRead(batches, limit, offer),
+    };
+  }
+}
+
+/** The `stopped` of a stream answered from the cache: it never stops on its own. */
+const NEVER_STOPPED = new AbortController().signal;
+
+/** The codes of the limits a query can reach (each logged once, at warn). */
+const LIMIT_CODES: ReadonlySet<string> = new Set([
+  'ERR_QUERY_TIMEOUT',
+  'ERR_STREAM_IDLE',
+  'ERR_RESULT_TOO_LARGE',
+  'ERR_CROSS_ENGINE_TOO_LARGE',
+]);
+
+/** `batches` as read, calling `record` with the rows read once they end (or fail). */
+async function* recordWhenDone(
+  batches: AsyncIterable<RecordBatch>,
+  record: (rows: number, error?: unknown) => void,
+): AsyncGenerator<RecordBatch> {
+  let rows = 0;
+  let failure: unknown;
+  try {
+    for await (const batch of batches) {
+      rows += batch.numRows;
+      yield batch;
+    }
+  } catch (error) {
+    failure = error;
+    throw error;
+  } finally {
+    record(rows, failure);
+  }
+}
+
+/**
+ * `batches` as read, keeping them (references, no copy) while they stay under `limit` bytes; once
+ * every batch was read, the kept ones are offered. A stream left early or failing offers nothing.
+ */
+async function* keepWhileRead(
+  batches: AsyncIterable<RecordBatch>,
+  limit: number,
+  offer: (kept: readonly RecordBatch[]) => void,
+): AsyncGenerator<RecordBatch> {
+  let kept: RecordBatch[] | undefined = [];
+  let bytes = 0;
+  for await (const batch of batches) {
+    if (kept !== undefined) {
+      bytes += batch.data.byteLength;
+      if (bytes > limit) kept = undefined;
+      else kept.push(batch);
+    }
+    yield batch;
+  }
+  if (kept !== undefined) offer(kept);
+}

@@ -1,0 +1,184 @@
+/**
+ * The wire protocol of the query pools: what a query asks and what it answers, and the messages
+ * between the host and a DuckDB query worker. Answers are data, not thrown errors, because the
+ * host acts on several of them: it re-routes a statement to SQLite, waits for a dataset that is
+ * not serving yet, or names the datasets in a "too large" error. Arrow batches travel as IPC bytes
+ * (transferred, not copied), at most `window` of them ahead of what the host's consumer took.
+ */
+import { type JsonValue, type SerializedError, serializeError } from '@ferry/core';
+import {
+  type BatchOutcome,
+  type DatasetRead,
+  type NamespaceCatalog,
+  NamespaceTableError,
+  type NamespaceTaskHistory,
+  type PinnedGeneration,
+  type RowsOutcome,
+} from '@ferry/engines';
+import { batchToIpc } from '@ferry/engines/namespaces';
+import type { Schema } from 'apache-arrow';
+import type { LogRecord } from '../shared/logging.js';
+
+/** One query as a pool runs it. */
+export interface QueryRequest {
+  readonly sql: string;
+  readonly params: readonly JsonValue[];
+  /** Caps: 0 = none. Rows apply to JSON and Arrow tables, not to streams. */
+  readonly maxRows: number;
+  readonly maxBytes: number;
+  /** The statement's shape key (`statementShape`), when the host computed it: the workers reuse it. */
+  readonly shape?: string;
+  /** Datasets read at pinned generations (a client's `X-Ferry-Snapshot`), resolved by the host. */
+  readonly pins?: readonly PinnedGeneration[];
+}
+
+/**
+ * What a query answered. `shared`: what the answer says about its statement (where it runs, what
+ * it read) holds for every text of the statement's shape, so the host may remember it by shape.
+ */
+export type QueryAnswer = (
+  | RowsOutcome
+  /** A batch stream ended (`done`: every batch was sent), or a cap was exceeded. */
+  | BatchOutcome
+  /** Run it in SQLite (it reads only SQLite datasets, or it is SQLite's dialect). */
+  | { readonly kind: 'reroute'; readonly datasets: readonly string[] | undefined }
+  | { readonly kind: 'table'; readonly table: string; readonly reason: NamespaceTableError['reason'] }
+  /** `detail`: the engine's message before local paths were taken out (for the log). */
+  | { readonly kind: 'error'; readonly error: SerializedError; readonly detail?: string }
+) & { readonly shared?: boolean };
+
+/** The answer a worker sends for a query that threw: a table the engine could not read, or an error. */
+export function answerOf(error: unknown): QueryAnswer {
+  if (error instanceof NamespaceTableError)
+    return { kind: 'table', table: error.table, reason: error.reason };
+  const cause = (error as { cause?: unknown }).cause;
+  const original = cause instanceof Error ? cause.message : undefined;
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    kind: 'error',
+    error: serializeError(error),
+    ...(original !== undefined && !message.includes(original) ? { detail: original } : {}),
+  };
+}
+
+/** How a query's result comes back. */
+export type QueryMode = 'rows' | 'batches';
+
+export type HostToQueryWorker =
+  | { readonly type: 'catalog'; readonly catalog: NamespaceCatalog }
+  /** `spice.runtime.task_history` as the host keeps it now (sent before a query that reads it). */
+  | { readonly type: 'task-history'; readonly history: NamespaceTaskHistory }
+  | {
+      readonly type: 'query';
+      readonly id: number;
+      readonly mode: QueryMode;
+      readonly request: QueryRequest;
+      /** Batches: rows per batch at most. */
+      readonly batchRows?: number;
+      /** Send `routed` before it starts (the host does not know yet what it reads). */
+      readonly announce?: boolean;
+      /** Batches: the stream's credits (stream-credits.ts). */
+      readonly credits?: Int32Array;
+    }
+  | { readonly type: 'cancel'; readonly id: number }
+  | { readonly type: 'close'; readonly id: number };
+
+export type QueryWorkerToHost =
+  /** `answer`: the {@link QueryAnswer} as JSON text (a plain JSON value; parsed faster than a clone is rebuilt). */
+  | { readonly type: 'answer'; readonly id: number; readonly answer: string }
+  /** The statement runs here and reads these datasets (sent before it starts). */
+  | { readonly type: 'routed'; readonly id: number; readonly datasets: readonly string[] | undefined }
+  /** The schema; with the first batch in the same IPC bytes when `rows` is set ({@link SchemaWithFirstBatch}). */
+  | {
+      readonly type: 'schema';
+      readonly id: number;
+      readonly ipc: Uint8Array;
+      readonly read: readonly DatasetRead[];
+      readonly rows?: number;
+    }
+  | { readonly type: 'batch'; readonly id: number; readonly ipc: Uint8Array; readonly rows: number }
+  | { readonly type: 'closed'; readonly id: number }
+  /** What the worker has to say for the log (a failed catalog change, an uncaught error). */
+  | { readonly type: 'log'; readonly record: LogRecord };
+
+/** Batches a producer may send ahead of the consumer (the bound on buffering between them). */
+export const STREAM_WINDOW = 2;
+
+/** A log record about `error`, with its message, code and stack as fields (what crosses a thread). */
+export function errorRecord(
+  level: LogRecord['level'],
+  component: string,
+  message: string,
+  error: unknown,
+): LogRecord {
+  const cause = error instanceof Error ? error : new Error(String(error));
+  return {
+    level,
+    component,
+    message: `${message}: ${cause.message}`,
+    fields: { err: { message: cause.message, stack: cause.stack, code: (cause as { code?: unknown }).code } },
+  };
+}
+
+/** `bytes` in a buffer of its own, so transferring it detaches nothing else. */
+export function transferable(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+}
+
+/**
+ * A producer's side of a result stream: the schema is held until the first batch, and the two go
+ * to the host as one message (the batch's IPC bytes carry the schema too), so a result of one
+ * batch — every small answer — costs one post and one IPC decode on the host instead of two. The
+ * schema alone is encoded only for a result with no batch: `flush()` sends a schema still held (a
+ * result with no batch, or one that failed before its first), call it before the stream's last
+ * message. Each posted buffer is transferred.
+ */
+export class SchemaWithFirstBatch {
+  readonly #post: (
+    ipc: Uint8Array,
+    first: { read: readonly DatasetRead[]; rows?: number } | undefined,
+    rows: number,
+  ) => void;
+  #held: readonly DatasetRead[] | undefined;
+  #heldSchema: Schema | undefined;
+
+  /**
+   * `post(ipc, first, rows)`: `first` set means a `schema` message (with `first.rows` when a batch
+   * is in the bytes), unset a `batch` message of `rows`.
+   */
+  constructor(
+    post: (
+      ipc: Uint8Array,
+      first: { read: readonly DatasetRead[]; rows?: number } | undefined,
+      rows: number,
+    ) => void,
+  ) {
+    this.#post = post;
+  }
+
+  schema(schema: Schema, read: readonly DatasetRead[]): void {
+    this.#heldSchema = schema;
+    this.#held = read;
+  }
+
+  /** Sends one batch (with the held schema, if it is the first); returns the bytes sent. */
+  batch(ipc: Uint8Array, rows: number): number {
+    const bytes = transferable(ipc);
+    // Read before the post: a transferred buffer is detached (its length then reads 0).
+    const length = bytes.byteLength;
+    const read = this.#held;
+    this.#held = undefined;
+    this.#heldSchema = undefined;
+    this.#post(bytes, read === undefined ? undefined : { read, rows }, rows);
+    return length;
+  }
+
+  /** Sends the schema alone if no batch took it (encoded only then). */
+  flush(): void {
+    const read = this.#held;
+    const schema = this.#heldSchema;
+    this.#held = undefined;
+    this.#heldSchema = undefined;
+    if (read !== undefined && schema !== undefined) this.#post(transferable(batchToIpc(schema)), { read }, 0);
+  }
+}

@@ -1,0 +1,620 @@
+/**
+ * Where a query runs and how it is bounded. Every dataset is a table of one namespace; a
+ * statement goes to the DuckDB pool when the runtime has (or may have) DuckDB datasets, and the
+ * DuckDB worker's parser routes it: it runs there (DuckDB datasets, joins across engines, no
+ * dataset at all), or it is re-routed to the SQLite pool (only SQLite datasets, or SQLite's
+ * dialect). The route — engine and datasets read — is remembered per statement text and per shape
+ * (its text with plain literals replaced, when the engines said what they learned holds for the
+ * shape), so a repeated statement, or the same statement with new literals, goes straight to its
+ * engine and its datasets' readiness is checked here. A dataset that serves nothing yet fails with
+ * `ERR_DATASET_NOT_READY` (or is waited for), decided from the route or from the engine's own "no
+ * such table" answer, never from a tokenizer.
+ *
+ * Bounds: admission (at most `maxQueriesInFlight` queries admitted at once, running or queued;
+ * past it a query is refused at once: admission.ts), the timeout (DuckDB: interrupted; SQLite: its
+ * worker ended), the caller's signal (the same), the result caps in rows and bytes (checked while
+ * reading, so an oversized result is never held whole), and for streams the bytes, the engine time
+ * per batch and the consumer's idleness (`result-stream.ts`).
+ */
+import type { ResourceLimits } from 'node:worker_threads';
+import { deserializeError, type JsonValue, retentionOf } from '@ferry/core';
+import {
+  BoundedCache,
+  type DatasetRead,
+  type DuckDbNamespaceOptions,
+  type NamespaceCatalog,
+  type NamespaceTaskHistory,
+  needsDuckDb,
+  type PinnedGeneration,
+  statementShape,
+} from '@ferry/engines';
+import { Table } from 'apache-arrow';
+import type {
+  DatasetInfo,
+  QueryOptions,
+  QueryProvenance,
+  RuntimeArrowResult,
+  RuntimeQueryResult,
+  RuntimeQueryStream,
+  StreamOptions,
+} from '../api.js';
+import {
+  CrossDialectError,
+  DatasetFailedError,
+  DatasetNotReadyError,
+  PinnedSnapshotUnknownError,
+  QueryCancelledError,
+  ResultTooLargeError,
+  SnapshotGoneError,
+  UnknownDatasetError,
+} from '../errors.js';
+import type { DatasetRegistry } from '../host/dataset-registry.js';
+import type { Logger } from '../shared/logging.js';
+import type { ThreadYoungGeneration } from '../shared/test-hooks.js';
+import { threadFile } from '../shared/thread-files.js';
+import { QueryAdmission } from './admission.js';
+import { DuckDbQueryPool } from './duckdb-query-pool.js';
+import type { QueryCatalog } from './query-catalog.js';
+import type { QueryAnswer, QueryRequest } from './query-protocol.js';
+import { ResultStream } from './result-stream.js';
+import { SqliteReadPool } from './sqlite-read-pool.js';
+import type { SqliteWorkerData } from './sqlite-thread.js';
+
+/** Re-routes and waits one query may go through before it gives up. */
+const MAX_HOPS = 6;
+
+export interface QueryServiceOptions {
+  readonly queryTimeoutMs: number;
+  readonly maxResultRows: number;
+  readonly maxResultBytes: number;
+  readonly maxStreamBytes: number;
+  readonly streamIdleTimeoutMs: number;
+  /** Queries admitted at once (running or queued in the pools); 0: no cap. */
+  readonly maxQueriesInFlight: number;
+  /** Nice value the query threads add to their own (thread-priority.ts); 0: none. */
+  readonly queryThreadNiceness: number;
+  readonly sqliteThreads: number;
+  readonly duckdbWorkers: number;
+  /** The namespace options of DuckDB worker `index`. */
+  readonly duckdb: (index: number) => DuckDbNamespaceOptions;
+  readonly sqlite: SqliteWorkerData;
+  readonly resourceLimits?: ResourceLimits;
+  /** Called before the first pool starts (create the directories it needs). */
+  readonly prepare: () => Promise<void>;
+}
+
+/** Where a statement runs and what it reads (undefined: not known before it runs). */
+interface Plan {
+  readonly engine: 'duckdb' | 'sqlite';
+  readonly datasets: readonly string[] | undefined;
+}
+
+type Answered = Exclude<QueryAnswer, { kind: 'reroute' } | { kind: 'table' }>;
+
+function provenance(read: readonly DatasetRead[], engine: 'duckdb' | 'sqlite'): QueryProvenance {
+  const single = read.length === 1 ? read[0] : undefined;
+  return {
+    datasets: read,
+    dataset: single?.name ?? null,
+    snapshotId: single?.snapshotId ?? null,
+    engine,
+  };
+}
+
+/** Bytes a remembered plan is charged: its key and what it names. */
+function planBytes(key: string, plan: Plan): number {
+  return 2 * key.length + 96 + (plan.datasets ?? []).reduce((sum, name) => sum + 2 * name.length + 32, 0);
+}
+
+/** Whether `plan` already says that the statement runs in `engine` and reads `read` (nothing to remember). */
+function samePlan(plan: Plan | undefined, engine: Plan['engine'], read: readonly DatasetRead[]): boolean {
+  const datasets = plan?.datasets;
+  if (plan?.engine !== engine || datasets === undefined || datasets.length !== read.length) return false;
+  for (let index = 0; index < read.length; index++) if (datasets[index] !== read[index]?.name) return false;
+  return true;
+}
+
+/** A stream that started: its value, and what it reads (known with its schema). */
+interface Started<T> {
+  readonly kind: 'started';
+  readonly value: T;
+  readonly read: readonly DatasetRead[];
+}
+
+/** How a statement is known to the host: its plan, if any, and its shape's key (computed on a text miss). */
+interface Known {
+  readonly plan: Plan | undefined;
+  readonly shape: string | undefined;
+}
+
+export class QueryService {
+  readonly #registry: DatasetRegistry;
+  readonly #catalog: QueryCatalog;
+  readonly #options: QueryServiceOptions;
+  readonly #logger: Logger;
+  readonly #admission: QueryAdmission;
+  /** Plans by statement text and by shape key, each bounded by entries and bytes. */
+  readonly #plans = new BoundedCache<string, Plan>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
+  readonly #shapePlans = new BoundedCache<string, Plan>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
+  #prepared: Promise<void> | undefined;
+  #ready = false;
+  #duckdb: DuckDbQueryPool | undefined;
+  #sqlite: SqliteReadPool | undefined;
+  #closed: Error | undefined;
+
+  constructor(
+    registry: DatasetRegistry,
+    catalog: QueryCatalog,
+    options: QueryServiceOptions,
+    logger: Logger,
+  ) {
+    this.#registry = registry;
+    this.#catalog = catalog;
+    this.#options = options;
+    this.#logger = logger;
+    this.#admission = new QueryAdmission({ maxInFlight: options.maxQueriesInFlight });
+  }
+
+  /** A new catalog version: the DuckDB workers attach it now; SQLite tasks carry it from now on. */
+  setCatalog(catalog: NamespaceCatalog): void {
+    if (this.#duckdb !== undefined) this.#duckdb.setCatalog(catalog);
+    else if (catalog.datasets.some((dataset) => dataset.engine === 'duckdb' && dataset.generation !== null)) {
+      // The first DuckDB dataset serves: start the workers now, not on the first query. A failure
+      // to prepare is the first query's to report (#pools() rethrows it to every caller).
+      this.#pools().then(
+        () => this.#duckdbPool(),
+        () => undefined,
+      );
+    }
+  }
+
+  async #pools(): Promise<void> {
+    this.#prepared ??= this.#options.prepare().then(() => {
+      this.#ready = true;
+    });
+    await this.#prepared;
+    if (this.#closed !== undefined) throw this.#closed;
+  }
+
+  #duckdbPool(): DuckDbQueryPool {
+    this.#duckdb ??= new DuckDbQueryPool(
+      {
+        workers: this.#options.duckdbWorkers,
+        namespace: this.#options.duckdb,
+        logger: this.#logger,
+        niceness: this.#options.queryThreadNiceness,
+        ...(this.#options.resourceLimits === undefined
+          ? {}
+          : { resourceLimits: this.#options.resourceLimits }),
+      },
+      this.#catalog.current(),
+    );
+    return this.#duckdb;
+  }
+
+  #sqlitePool(): SqliteReadPool {
+    this.#sqlite ??= new SqliteReadPool({
+      filename: threadFile('query/sqlite-thread').href,
+      maxThreads: this.#options.sqliteThreads,
+      queryTimeoutMs: this.#options.queryTimeoutMs,
+      catalog: () => this.#catalog.shared(),
+      workerData: { ...this.#options.sqlite, niceness: this.#options.queryThreadNiceness },
+      ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
+    });
+    return this.#sqlite;
+  }
+
+  /**
+   * Statements go to DuckDB first unless every dataset is known to be SQLite — and then too when
+   * only DuckDB can answer them (a listing, a view, the runtime's tables: spice-names.ts).
+   */
+  #firstEngine(sql: string): 'duckdb' | 'sqlite' {
+    const engines = [...this.#registry.entries()].map((entry) => this.#catalog.engineOf(entry));
+    const sqlite = engines.length > 0 && engines.every((engine) => engine === 'sqlite');
+    if (!sqlite) return 'duckdb';
+    return needsDuckDb(
+      sql,
+      this.#catalog.views.map((view) => view.name),
+    )
+      ? 'duckdb'
+      : 'sqlite';
+  }
+
+  /**
+   * Fails (or waits) unless every dataset in `names` serves now. A failure names the state the
+   * dataset was in when the query was asked (`asked`), since an engine's answer comes later.
+   */
+  #ensureServing(
+    names: readonly string[],
+    options: QueryOptions,
+    asked: ReadonlyMap<string, DatasetInfo['state']>,
+  ): Promise<void> | undefined {
+    const waits: Promise<void>[] = [];
+    for (const name of names) {
+      const entry = this.#registry.find(name);
+      if (entry === undefined) throw new UnknownDatasetError(name, this.#registry.names());
+      if (entry.state === 'failed') {
+        throw new DatasetFailedError(name, entry.error ?? 'its configuration was refused');
+      }
+      if (this.#registry.serving(entry)) continue;
+      if (options.waitForReady !== true) throw new DatasetNotReadyError(name, asked.get(name) ?? entry.state);
+      waits.push(this.#registry.ready(name, options.readyTimeoutMs ?? 30_000));
+    }
+    return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+  }
+
+  /**
+   * The generations a query's pins (`QueryOptions.snapshots`) name, resolved now: a pin stays on
+   * its generation however many swaps happen before the engine starts. A snapshot no longer held
+   * fails with `SnapshotGoneError`, one newer than any served with `PinnedSnapshotUnknownError`.
+   */
+  #pins(options: QueryOptions): readonly PinnedGeneration[] | undefined {
+    const asked = options.snapshots;
+    if (asked === undefined) return undefined;
+    const pins: PinnedGeneration[] = [];
+    for (const [name, snapshotId] of Object.entries(asked)) {
+      const entry =
+        this.#registry.find(name) ??
+        this.#registry.find(
+          this.#registry.names().find((known) => known.toLowerCase() === name.toLowerCase()) ?? name,
+        );
+      if (entry === undefined) throw new UnknownDatasetError(name, this.#registry.names());
+      const held = this.#catalog.held(entry.name, retentionOf(entry.config));
+      const generation = held.find((each) => each.snapshotId === snapshotId);
+      if (generation !== undefined) {
+        pins.push({ name: entry.name, generation });
+        continue;
+      }
+      if (held.length === 0) throw new DatasetNotReadyError(entry.name, entry.state);
+      const newest = Math.max(...held.map((each) => each.snapshotId));
+      if (snapshotId > newest) throw new PinnedSnapshotUnknownError(entry.name, snapshotId, newest);
+      throw new SnapshotGoneError(
+        entry.name,
+        snapshotId,
+        held.map((each) => each.snapshotId),
+      );
+    }
+    return pins.length === 0 ? undefined : pins;
+  }
+
+  /**
+   * The datasets `sql` read when it (or a statement of its shape) last ran; undefined when not
+   * known yet. The results cache looks answers up by them.
+   */
+  datasetsOf(sql: string): readonly string[] | undefined {
+    return this.#known(sql).plan?.datasets;
+  }
+
+  /** The plan of `sql` by its text, else by its shape (computed here, passed on to the workers). */
+  #known(sql: string): Known {
+    const plan = this.#plans.get(sql);
+    if (plan !== undefined) return { plan, shape: undefined };
+    const shape = statementShape(sql)?.key;
+    return { plan: shape === undefined ? undefined : this.#shapePlans.get(shape), shape };
+  }
+
+  #remember(sql: string, known: Known, plan: Plan, shared: boolean): void {
+    this.#plans.set(sql, plan, planBytes(sql, plan));
+    if (shared) {
+      const shape = known.shape ?? statementShape(sql)?.key;
+      if (shape !== undefined) this.#shapePlans.set(shape, plan, planBytes(shape, plan));
+    }
+  }
+
+  /**
+   * Runs the statement where its route says, following re-routes and waiting for datasets as the
+   * engines answer, until an engine answers for good. Admitted (or refused) before anything else.
+   */
+  async #execute<T>(
+    sql: string,
+    options: QueryOptions,
+    run: (
+      engine: 'duckdb' | 'sqlite',
+      plan: Plan | undefined,
+      shape: string | undefined,
+      pins: readonly PinnedGeneration[] | undefined,
+    ) => Promise<QueryAnswer | Started<T>>,
+  ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | Started<T> }> {
+    const asked = this.#registry.states();
+    const pins = this.#pins(options);
+    if (!this.#ready) await this.#pools();
+    else if (this.#closed !== undefined) throw this.#closed;
+    const known = this.#known(sql);
+    let plan = known.plan;
+    let waited = false;
+    for (let hop = 0; ; hop++) {
+      if (plan?.datasets !== undefined) {
+        const waiting = this.#ensureServing(plan.datasets, options, asked);
+        if (waiting !== undefined) await waiting;
+      }
+      const engine = plan?.engine ?? this.#firstEngine(sql);
+      const answer = await run(engine, plan, known.shape, pins);
+      const shared = answer.kind !== 'started' && answer.shared === true;
+      if (answer.kind === 'reroute') {
+        plan = { engine: 'sqlite', datasets: answer.datasets };
+        this.#remember(sql, known, plan, shared);
+      } else if (answer.kind === 'table') {
+        if (answer.reason === 'unknown') throw new UnknownDatasetError(answer.table, this.#registry.names());
+        if (answer.reason === 'duckdb') throw new CrossDialectError(answer.table);
+        if (answer.reason === 'sqlite') {
+          plan = { engine: 'sqlite', datasets: undefined };
+          this.#remember(sql, known, plan, false);
+        } else {
+          const entry = this.#registry.find(answer.table);
+          // The registry says it serves but the engine has not attached it yet: a swap in flight.
+          if (entry !== undefined && this.#registry.serving(entry) && waited) {
+            throw new DatasetNotReadyError(answer.table, entry.state);
+          }
+          const waiting = this.#ensureServing([answer.table], options, asked);
+          if (waiting !== undefined) await waiting;
+          waited = true;
+        }
+      } else {
+        // A stream says what it reads with its schema: remembered by its text (whether that holds
+        // for its shape is said only by its final answer).
+        if (answer.kind !== 'error' && !samePlan(plan, engine, answer.read)) {
+          this.#remember(sql, known, { engine, datasets: answer.read.map((read) => read.name) }, shared);
+        }
+        return { engine, answer };
+      }
+      if (hop >= MAX_HOPS && answer.kind === 'table') {
+        throw new DatasetNotReadyError(
+          answer.table,
+          this.#registry.find(answer.table)?.state ?? 'unavailable',
+        );
+      }
+    }
+  }
+
+  /** The error of an `error` / `too-large` answer (logging the engine's own words if paths were hidden). */
+  #failure(
+    answer: Answered,
+    rowsSetting: string,
+    bytesSetting: string,
+    maxRows: number,
+    maxBytes: number,
+  ): Error {
+    if (answer.kind === 'too-large') {
+      const names = answer.read.map((read) => read.name);
+      return answer.limit === 'rows'
+        ? new ResultTooLargeError(names, maxRows, 'rows', rowsSetting)
+        : new ResultTooLargeError(names, maxBytes, 'bytes', bytesSetting);
+    }
+    if (answer.kind === 'error') {
+      if (answer.detail !== undefined) {
+        this.#logger.warn(
+          { component: 'query', code: answer.error.code },
+          `A query failed: ${answer.detail}`,
+        );
+      }
+      return deserializeError(answer.error);
+    }
+    return new Error(`Unexpected answer ${answer.kind}`);
+  }
+
+  /**
+   * Runs one DuckDB query for JSON rows: the pool times it (from when its worker starts it) and
+   * the caller's signal interrupts it in its engine.
+   */
+  #duckdbRows(
+    request: QueryRequest,
+    options: QueryOptions,
+    known: readonly string[] | undefined,
+  ): Promise<QueryAnswer> {
+    const query = this.#duckdbPool().run(request, 'rows', undefined, undefined, {
+      ms: this.#options.queryTimeoutMs,
+      known,
+    });
+    const { signal } = options;
+    if (signal === undefined) return query.answer;
+    if (signal.aborted) {
+      query.cancel();
+      return Promise.reject(new QueryCancelledError(signal.reason));
+    }
+    return new Promise<QueryAnswer>((resolve, reject) => {
+      const onAbort = (): void => {
+        query.cancel();
+        reject(new QueryCancelledError(signal.reason));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      query.answer.then(
+        (answer) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(answer);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  #request(
+    sql: string,
+    params: readonly JsonValue[],
+    maxRows: number,
+    maxBytes: number,
+    shape: string | undefined,
+    pins: readonly PinnedGeneration[] | undefined,
+  ): QueryRequest {
+    const request: QueryRequest =
+      shape === undefined ? { sql, params, maxRows, maxBytes } : { sql, params, maxRows, maxBytes, shape };
+    return pins === undefined ? request : { ...request, pins };
+  }
+
+  async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+    this.#admission.admit();
+    try {
+      const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
+      const { engine, answer } = await this.#execute<never>(sql, options, (where, plan, shape, pins) => {
+        const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
+        return where === 'duckdb'
+          ? this.#duckdbRows(request, options, plan?.datasets)
+          : this.#sqlitePool().run(plan?.datasets ?? [], request, options.signal);
+      });
+      if (answer.kind !== 'rows')
+        throw this.#failure(answer as Answered, 'maxResultRows', 'maxResultBytes', maxRows, maxBytes);
+      return { columns: answer.columns, rows: answer.rows, ...provenance(answer.read, engine) };
+    } finally {
+      this.#admission.release();
+    }
+  }
+
+  async queryArrow(
+    sql: string,
+    params: readonly JsonValue[],
+    options: QueryOptions,
+  ): Promise<RuntimeArrowResult> {
+    this.#admission.admit();
+    try {
+      const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
+      const stream = await this.#stream(sql, params, options, maxRows, maxBytes, {
+        rows: 'maxResultRows',
+        bytes: 'maxResultBytes',
+      });
+      const batches = [];
+      for await (const batch of stream.batches) batches.push(batch);
+      const { datasets, dataset, snapshotId, engine } = stream;
+      return { table: new Table(stream.schema, batches), datasets, dataset, snapshotId, engine };
+    } finally {
+      this.#admission.release();
+    }
+  }
+
+  async queryStream(
+    sql: string,
+    params: readonly JsonValue[],
+    options: StreamOptions,
+  ): Promise<RuntimeQueryStream> {
+    this.#admission.admit();
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.#admission.release();
+    };
+    try {
+      const maxBytes = options.maxBytes ?? this.#options.maxStreamBytes;
+      // Admitted until the stream ends, fails or is left: it holds its engine's connection so long.
+      return await this.#stream(
+        sql,
+        params,
+        options,
+        0,
+        maxBytes,
+        {
+          rows: 'maxResultRows',
+          bytes: options.maxBytes === undefined ? 'maxStreamBytes' : 'the maxBytes of queryStream',
+        },
+        release,
+      );
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  async #stream(
+    sql: string,
+    params: readonly JsonValue[],
+    options: StreamOptions,
+    maxRows: number,
+    maxBytes: number,
+    settings: { readonly rows: string; readonly bytes: string },
+    onFinished?: () => void,
+  ): Promise<RuntimeQueryStream> {
+    const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape, pins) => {
+      const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
+      const stream = new ResultStream({
+        timeoutMs: this.#options.queryTimeoutMs,
+        idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,
+        datasets: plan?.datasets ?? [],
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
+      const query =
+        where === 'duckdb'
+          ? this.#duckdbPool().run(request, 'batches', stream, options.batchRows)
+          : this.#sqlitePool().stream(request, stream, options.batchRows);
+      stream.attach(query);
+      const answered = query.answer.then(
+        (outcome) => ({ outcome }),
+        (error: unknown) => ({ error }),
+      );
+      // The schema comes first, as its own message; an answer before it means no stream started —
+      // unless the schema arrived in the same turn (a small result answered at once).
+      const raced = await Promise.race([stream.schemaReady(), answered]);
+      const first = raced !== undefined && 'fields' in raced ? raced : stream.receivedSchema;
+      if (first === undefined) {
+        const settled = await answered;
+        // A stream that failed before its schema (its time limit, its caller's cancellation) ends
+        // with that reason, not with what its cancelled engine answered.
+        const { failure } = stream;
+        stream.dispose();
+        if (failure !== undefined) throw failure;
+        if ('error' in settled) throw settled.error;
+        return settled.outcome;
+      }
+      // Admitted until its engine is done with it and its consumer too: a result the engine has
+      // sent but the consumer has not yet turned into an answer still costs the host its time.
+      void Promise.all([answered, stream.done]).then(() => onFinished?.());
+      void answered.then((settled) => {
+        // The stream's engine is done with it (it ended, failed, or was cancelled).
+        if ('error' in settled) stream.fail(settled.error);
+        else if (settled.outcome.kind === 'done') stream.end();
+        else {
+          stream.fail(
+            this.#failure(settled.outcome as Answered, settings.rows, settings.bytes, maxRows, maxBytes),
+          );
+        }
+      });
+      return { kind: 'started' as const, value: { stream, schema: first }, read: stream.read };
+    });
+    if (answer.kind !== 'started') {
+      throw this.#failure(answer, settings.rows, settings.bytes, maxRows, maxBytes);
+    }
+    const { stream, schema } = answer.value;
+    return {
+      schema,
+      batches: { [Symbol.asyncIterator]: () => stream.batches() },
+      cancel: () => stream.fail(new QueryCancelledError('cancel() was called')),
+      stopped: stream.stopped,
+      ...provenance(stream.read, engine),
+    };
+  }
+
+  /** Hands the DuckDB workers the task history as it is now (a query after this reads it). */
+  async setTaskHistory(history: NamespaceTaskHistory): Promise<void> {
+    await this.#pools();
+    this.#duckdbPool().setTaskHistory(history);
+  }
+
+  /** The young generation of each query worker running now (a test hook). */
+  youngGenerations(): ThreadYoungGeneration[] {
+    return [
+      ...(this.#duckdb?.youngGenerations() ?? []).map((young) => ({
+        thread: 'DuckDB query worker',
+        maxYoungGenerationSizeMb: young,
+      })),
+      ...(this.#sqlite?.youngGenerations() ?? []).map((young) => ({
+        thread: 'SQLite read worker',
+        maxYoungGenerationSizeMb: young,
+      })),
+    ];
+  }
+
+  /** Queries the pools have not answered yet. */
+  get inFlight(): number {
+    return (this.#duckdb?.inFlight ?? 0) + (this.#sqlite?.inFlight ?? 0);
+  }
+
+  /** Queries admitted now (running or queued) and refused so far. */
+  get admission(): { readonly inFlight: number; readonly rejected: number } {
+    return { inFlight: this.#admission.inFlight, rejected: this.#admission.rejected };
+  }
+
+  async close(reason: Error): Promise<void> {
+    this.#closed ??= reason;
+    await Promise.all([this.#duckdb?.close(), this.#sqlite?.close(reason)]);
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * The SQL results cache (Spice's `runtime.caching.sql_results`, on by default: 128 MiB, 1 s). An
+ * entry is keyed by what decides its rows: the statement, its parameters, the kind of answer (JSON
+ * rows or Arrow batches) and the snapshot of every dataset it read — captured when the query pinned
+ * its generations, so a result is stored under the snapshots it was read at, however late it is
+ * stored. A lookup knows the datasets a statement reads from its route (a statement is first
+ * answered by its engine) and their snapshots from the host's catalog; so a swap makes every entry
+ * that read the swapped dataset unreachable at once, and `retire` drops them: a long `item_ttl`
+ * never serves a stale answer. Bounded in bytes (lru-cache's `maxSize`, each entry weighed by the
+ * memory its value keeps: the Arrow IPC buffers of its batches, or the size of its rows) and by
+ * `item_ttl`. Only statements that read at least one dataset and have no clock, random source or
+ * listing in them are cached (`isCacheableStatement`). The same key, hashed (64 bits), is the
+ * result's `version`: the `/v1/sql` ETag.
+ */
+import type { JsonValue, ResultsCacheConfig } from '@ferry/core';
+import { isCacheableStatement } from '@ferry/engines';
+import { LRUCache } from 'lru-cache';
+import type { DatasetRead } from '../api.js';
+
+/** Whether the cache answered (`hit`), ran and offered the result (`miss`), or was told not to read (`bypass`). */
+export type CacheStatus = 'hit' | 'miss' | 'bypass';
+
+/**
+ * Which answer an entry holds: `query`'s rows (`rows`), `queryArrow`'s table (`table`), or
+ * `queryStream`'s batches, by the batching and bound asked (`stream/<batchRows>/<maxBytes>`): a
+ * hit answers exactly what running the query would, caps and batch sizes included.
+ */
+export type CachedKind = string;
+
+/** What the host knows of a statement before it runs: the datasets it reads, and the snapshot each serves. */
+export interface CacheLookup {
+  readonly sql: string;
+  readonly params: readonly JsonValue[];
+  /** The datasets the statement reads (its route), or undefined when not known yet. */
+  readonly datasets: readonly string[] | undefined;
+  /** The snapshot a dataset serves now, or undefined when it serves none. */
+  readonly snapshotOf: (dataset: string) => number | undefined;
+}
+
+export interface CacheCounters {
+  readonly hits: number;
+  readonly misses: number;
+  readonly bypasses: number;
+  readonly evictions: number;
+  readonly entries: number;
+  readonly bytes: number;
+  readonly maxBytes: number;
+}
+
+interface Entry<V> {
+  readonly value: V;
+  readonly bytes: number;
+  /** The datasets it read, at their snapshots. */
+  readonly read: readonly DatasetRead[];
+}
+
+/**
+ * Whether a request's `Cache-Control` (HTTP header or Flight metadata) asks not to be answered
+ * from the cache: `no-cache` (Spice's word) or `no-store`.
+ */
+export function asksNoCache(cacheControl: string | undefined): boolean {
+  return /(^|[\s,])no-(cache|store)\s*($|[,=])/i.test(cacheControl ?? '');
+}
+
+/**
+ * Spice's words for how an answer met the results cache, as HTTP headers and Flight metadata:
+ * `results-cache-status` (`HIT`, `MISS`, `BYPASS`) and the older `x-cache` (`Hit from spiceai` /
+ * `Miss from spiceai`; none for a bypass).
+ */
+export function cacheStatusFields(status: CacheStatus): Readonly<Record<string, string>> {
+  if (status === 'bypass') return { 'results-cache-status': 'BYPASS' };
+  return {
+    'results-cache-status': status.toUpperCase(),
+    'x-cache': status === 'hit' ? 'Hit from spiceai' : 'Miss from spiceai',
+  };
+}
+
+/** Bookkeeping an entry costs beyond its value (Spice's sizing charges about 500 bytes). */
+const ENTRY_OVERHEAD_BYTES = 512;
+/** Statements whose cacheability is remembered, and the longest one remembered. */
+const CLASSIFIED = 4_096;
+const CLASSIFIED_MAX_SQL = 8_192;
+
+/** `name@snapshot` of each dataset read, sorted: the part of a key the snapshots make. */
+function snapshotsPart(read: readonly DatasetRead[]): string {
+  const [only] = read;
+  if (read.length === 1 && only !== undefined) return `${only.name}@${only.snapshotId}`;
+  return read
+    .map((dataset) => `${dataset.name}@${dataset.snapshotId}`)
+    .sort()
+    .join(',');
+}
+
+function keyOf(kind: CachedKind, sql: string, params: readonly JsonValue[], snapshots: string): string {
+  return `${kind}\u0000${snapshots}\u0000${params.length === 0 ? '' : JSON.stringify(params)}\u0000${sql}`;
+}
+
+/**
+ * The `version` of a result: a 64-bit hash (two 32-bit multiply-xorshift lanes, cyrb53's
+ * construction) of what decides its rows, not of its kind. Not cryptographic — an ETag only has to
+ * tell two versions of one request apart — and about a tenth of a SHA-256's cost, on every answer.
+ */
+function versionOf(sql: string, params: readonly JsonValue[], snapshots: string): string {
+  const text = keyOf('rows', sql, params, snapshots);
+  let h1 = 0xdeadbeef ^ text.length;
+  let h2 = 0x41c6ce57 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return `${(h2 >>> 0).toString(36).padStart(7, '0')}${(h1 >>> 0).toString(36).padStart(7, '0')}`;
+}
+
+/**
+ * The version of the result of `sql` with `params` read at the snapshots `read` names (a query's
+ * `datasets`): what the `/v1/sql` ETag is made of. Meaningful for a result the cache applies to
+ * (its `cache` is set); {@link ResultsCache.versionNow} tells it before the query runs.
+ */
+export function resultVersion(
+  sql: string,
+  params: readonly JsonValue[],
+  read: readonly DatasetRead[],
+): string {
+  return versionOf(sql, params, snapshotsPart(read));
+}
+
+export class ResultsCache {
+  readonly #config: ResultsCacheConfig;
+  readonly #entries: LRUCache<string, Entry<unknown>> | undefined;
+  /** Each dataset's entries (by key), to retire them when it swaps. */
+  readonly #byDataset = new Map<string, Set<string>>();
+  readonly #cacheable = new LRUCache<string, boolean>({ max: CLASSIFIED });
+  #hits = 0;
+  #misses = 0;
+  #bypasses = 0;
+  #evictions = 0;
+
+  constructor(config: ResultsCacheConfig, now?: () => number) {
+    this.#config = config;
+    if (!config.enabled) return;
+    this.#entries = new LRUCache<string, Entry<unknown>>({
+      max: 100_000,
+      maxSize: config.maxSizeBytes,
+      sizeCalculation: (entry) => entry.bytes,
+      ttl: config.itemTtlMs,
+      ttlAutopurge: false,
+      // Every lookup reads the clock (not a copy cached for a millisecond by a timer).
+      ttlResolution: 0,
+      updateAgeOnGet: false,
+      ...(now === undefined ? {} : { perf: { now } }),
+      dispose: (entry, key, reason) => {
+        if (reason === 'evict') this.#evictions++;
+        for (const { name } of entry.read) {
+          const keys = this.#byDataset.get(name);
+          keys?.delete(key);
+          if (keys?.size === 0) this.#byDataset.delete(name);
+        }
+      },
+    });
+  }
+
+  get enabled(): boolean {
+    return this.#entries !== undefined;
+  }
+
+  /** Whether a statement may be cached at all (remembered per text). */
+  cacheable(sql: string): boolean {
+    let known = this.#cacheable.get(sql);
+    if (known === undefined) {
+      known = isCacheableStatement(sql);
+      if (sql.length <= CLASSIFIED_MAX_SQL) this.#cacheable.set(sql, known);
+    }
+    return known;
+  }
+
+  /**
+   * The snapshots part of the statement's key when every dataset it reads is known and serves,
+   * and the statement is cacheable; undefined otherwise (the statement runs, uncached).
+   */
+  #snapshots(lookup: CacheLookup): string | undefined {
+    const { datasets } = lookup;
+    if (datasets === undefined || datasets.length === 0 || !this.cacheable(lookup.sql)) return undefined;
+    const read: DatasetRead[] = [];
+    for (const name of datasets) {
+      const snapshotId = lookup.snapshotOf(name);
+      if (snapshotId === undefined) return undefined;
+      read.push({ name, snapshotId });
+    }
+    return snapshotsPart(read);
+  }
+
+  /** The version the statement's result has now (the ETag), when it can be told without running it. */
+  versionNow(lookup: CacheLookup): string | undefined {
+    const snapshots = this.#snapshots(lookup);
+    return snapshots === undefined ? undefined : versionOf(lookup.sql, lookup.params, snapshots);
+  }
+
+  /** The cached answer, or undefined (a miss, counted, when the statement could have been answered). */
+  get<V>(kind: CachedKind, lookup: CacheLookup): V | undefined {
+    const entries = this.#entries;
+    if (entries === undefined || !this.cacheable(lookup.sql) || lookup.datasets?.length === 0)
+      return undefined;
+    const snapshots = this.#snapshots(lookup);
+    const entry =
+      snapshots === undefined ? undefined : entries.get(keyOf(kind, lookup.sql, lookup.params, snapshots));
+    if (entry !== undefined) this.#hits++;
+    else this.#misses++;
+    return entry?.value as V | undefined;
+  }
+
+  /** A request that asked not to be answered from the cache (`Cache-Control: no-cache`). */
+  countBypass(): void {
+    if (this.#entries !== undefined) this.#bypasses++;
+  }
+
+  /**
+   * Offers a result read at the snapshots `read` names. It is kept unless it is larger than the
+   * cache, the statement is not cacheable, or a dataset it read has swapped since (`current`).
+   */
+  set(
+    kind: CachedKind,
+    sql: string,
+    params: readonly JsonValue[],
+    read: readonly DatasetRead[],
+    value: unknown,
+    bytes: number,
+    current: (dataset: string) => number | undefined,
+  ): boolean {
+    const entries = this.#entries;
+    if (entries === undefined || read.length === 0 || !this.cacheable(sql)) return false;
+    if (read.some((dataset) => current(dataset.name) !== dataset.snapshotId)) return false;
+    const size = Math.ceil(bytes) + ENTRY_OVERHEAD_BYTES;
+    if (size > this.#config.maxSizeBytes) return false;
+    const key = keyOf(kind, sql, params, snapshotsPart(read));
+    entries.set(key, { value, bytes: size, read });
+    if (!entries.has(key)) return false;
+    for (const dataset of new Set(read.map((each) => each.name))) {
+      const keys = this.#byDataset.get(dataset) ?? new Set<string>();
+      this.#byDataset.set(dataset, keys);
+      keys.add(key);
+    }
+    return true;
+  }
+
+  /**
+   * `dataset` now serves `snapshotId` (null: nothing): every entry that read it at another snapshot
+   * goes (it could never be looked up again).
+   */
+  retire(dataset: string, snapshotId: number | null): void {
+    const keys = this.#byDataset.get(dataset);
+    if (keys === undefined) return;
+    for (const key of [...keys]) {
+      const entry = this.#entries?.peek(key, { allowStale: true });
+      const read = entry?.read.find((each) => each.name === dataset);
+      if (entry === undefined || read?.snapshotId !== snapshotId) this.#entries?.delete(key);
+    }
+  }
+
+  counters(): CacheCounters {
+    return {
+      hits: this.#hits,
+      misses: this.#misses,
+      bypasses: this.#bypasses,
+      evictions: this.#evictions,
+      entries: this.#entries?.size ?? 0,
+      bytes: this.#entries?.calculatedSize ?? 0,
+      maxBytes: this.#entries === undefined ? 0 : this.#config.maxSizeBytes,
+    };
+  }
+}

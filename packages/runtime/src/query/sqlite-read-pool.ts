@@ -1,0 +1,527 @@
+/**
+ * The host side of the SQLite read pool: queries queue here and go to the piscina pool in batches,
+ * one batch per worker, so one thread hop carries many queries when the workers are busy (and a
+ * single query at once when one is idle: an idle pool adds no delay). A worker answers a batch
+ * early once it has run for a few milliseconds, and the queries it did not reach go back to the
+ * front of the queue (for whichever worker is free first), so expensive queries are not run back to
+ * back in one batch while another worker idles. A statement known to be expensive goes in a batch
+ * of its own, and while every other worker runs one, the last is kept for the cheap queries queued
+ * (a point lookup does not wait for aggregates on every thread). That policy is a set of pure
+ * functions (sqlite-batching.ts). A batch runs at the catalog version current when it leaves, or a
+ * newer one: the host writes each version on the pool's board before sending a batch
+ * (catalog-board.ts), so batches carry no catalog and no shared buffer.
+ *
+ * Timeouts are per query and count from the moment a worker starts it: the worker records the
+ * index and start time of the query it runs in its batch's slot of one shared buffer, and the host checks it when
+ * the timeout could have run out. A query past its timeout — or cancelled by its caller while it
+ * waits in a batch or runs — is stopped inside SQLite through the stop buffer (sqlite-stops.ts):
+ * it fails with `SQLITE_INTERRUPT` within microseconds, its caller gets the timeout or the
+ * cancellation, and its worker goes on with the rest of the batch. Only a worker that does not
+ * answer within {@link ESCALATE_MS} of a stop (stuck outside SQLite's loop) is ended (piscina's
+ * abort), and the rest of its batch (read-only queries, safe to run again) goes back to the front
+ * of the queue. A cancelled query still queued just leaves the queue. Closing the pool stops every
+ * query it runs, so no worker outlives it.
+ *
+ * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
+ */
+import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
+import { BoundedCache } from '@ferry/engines';
+import { Piscina } from 'piscina';
+import { QueryCancelledError, QueryTimeoutError } from '../errors.js';
+import { threadExecArgv } from '../shared/thread-files.js';
+import { youngGenerationOf } from '../shared/thread-limits.js';
+import { CatalogBoard } from './catalog-board.js';
+import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
+import type { SharedCatalog } from './query-catalog.js';
+import type { QueryAnswer, QueryRequest } from './query-protocol.js';
+import { isExpensive, nextBatch, nextCost } from './sqlite-batching.js';
+import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery, streamStopBuffer } from './sqlite-stops.js';
+import type {
+  SqliteBatchAnswer,
+  SqliteReadBatch,
+  SqliteReadResult,
+  SqliteStreamMessage,
+  SqliteStreamTask,
+  SqliteWorkerData,
+} from './sqlite-thread.js';
+import { StreamCredits } from './stream-credits.js';
+
+export interface SqliteReadPoolOptions {
+  /** The worker module (`query/sqlite-thread`). */
+  readonly filename: string;
+  readonly maxThreads: number;
+  /** Per query, from its start in a worker; 0 = none. */
+  readonly queryTimeoutMs: number;
+  /** The catalog version a batch leaving now carries. */
+  readonly catalog: () => SharedCatalog;
+  readonly workerData: SqliteWorkerData;
+  readonly resourceLimits?: ResourceLimits;
+  /** Most queries in one batch. */
+  readonly maxBatch?: number;
+  /** A worker with nothing to do ends after this long. */
+  readonly idleTimeoutMs?: number;
+}
+
+interface Pending {
+  /** The datasets the query is known to read (for the timeout's message). */
+  readonly datasets: readonly string[];
+  readonly query: QueryRequest;
+  readonly signal: AbortSignal | undefined;
+  resolve(result: SqliteReadResult): void;
+  reject(error: unknown): void;
+  /** Set while a worker has it: stops that batch. */
+  abortBatch: ((pending: Pending, error: Error) => void) | undefined;
+  /** Answered or failed already (a later outcome is dropped). */
+  done: boolean;
+}
+
+/**
+ * Stops one batch: what piscina's `signal` option takes (an emitter with `once` / `off`). Not an
+ * AbortController: creating one and adding and removing its listener cost more per hop (about
+ * 15 µs, measured) than the rest of the host's bookkeeping.
+ */
+class BatchStop {
+  aborted = false;
+  reason: unknown;
+  #listener: (() => void) | undefined;
+
+  once(_name: 'abort', listener: () => void): void {
+    this.#listener = listener;
+  }
+
+  off(_name: 'abort', listener: () => void): void {
+    if (this.#listener === listener) this.#listener = undefined;
+  }
+
+  /** piscina's name for `off`. */
+  removeListener(name: 'abort', listener: () => void): void {
+    this.off(name, listener);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listener = this.#listener;
+    this.#listener = undefined;
+    listener?.();
+  }
+}
+
+/** A batch a worker has: its slot, how to end its worker, and the queries stopped in it (and why). */
+interface RunningBatch {
+  readonly batch: Pending[];
+  readonly slot: number;
+  readonly stop: BatchStop;
+  readonly stopped: Map<Pending, Error>;
+  /** Ends the worker if it does not answer soon after a stop. */
+  escalation: NodeJS.Timeout | undefined;
+}
+
+/**
+ * How long a worker may take to answer after one of its queries was stopped before it is ended:
+ * SQLite stops within microseconds, so only a worker stuck outside SQLite's loop reaches it.
+ */
+const ESCALATE_MS = 1_000;
+
+/**
+ * Each running batch has a slot of the pool's one progress buffer, `[index, startedAtMs]` of the
+ * query its worker runs now (written by the worker, read by the host): one buffer shared with every
+ * worker when it starts, instead of a SharedArrayBuffer made, posted and collected per batch.
+ */
+const INDEX = 0;
+const STARTED_AT = 1;
+/** Slots beyond the threads: a slot is free again only once its batch's outcome is in. */
+const SPARE_SLOTS = 4;
+
+export class SqliteReadPool {
+  readonly #pool: Piscina<
+    SqliteReadBatch | SqliteStreamTask | Record<string, never>,
+    string | SqliteReadResult | number
+  >;
+  readonly #threads: number;
+  readonly #timeoutMs: number;
+  readonly #maxBatch: number;
+  readonly #catalog: () => SharedCatalog;
+  #queue: Pending[] = [];
+  #inFlight = 0;
+  /** Batches of one expensive query a worker has now. */
+  #expensiveInFlight = 0;
+  #scheduled = false;
+  #closed: Error | undefined;
+  #batches = 0;
+  #unanswered = 0;
+  /** Batches a worker has now, and the one timer that times their queries out. */
+  readonly #running = new Set<RunningBatch>();
+  #watchdog: NodeJS.Timeout | undefined;
+  readonly #progress: BigInt64Array;
+  readonly #freeSlots: number[];
+  readonly #board = new CatalogBoard();
+  readonly #stops: Int32Array;
+  /** Streams running now, each with its stop buffer. */
+  readonly #streams = new Set<Int32Array>();
+  /** What each statement (by shape, else text) took to run, as a moving average in ms. */
+  readonly #costs = new BoundedCache<string, { ms: number; runs: number }>({
+    entries: 4_096,
+    bytes: 4 * 1024 * 1024,
+  });
+
+  constructor(options: SqliteReadPoolOptions) {
+    this.#threads = Math.max(1, options.maxThreads);
+    this.#timeoutMs = options.queryTimeoutMs;
+    this.#maxBatch = Math.min(MAX_BATCH, Math.max(1, options.maxBatch ?? MAX_BATCH));
+    this.#catalog = options.catalog;
+    const slots = this.#threads + SPARE_SLOTS;
+    this.#progress = new BigInt64Array(new SharedArrayBuffer(2 * slots * BigInt64Array.BYTES_PER_ELEMENT));
+    this.#freeSlots = Array.from({ length: slots }, (_, slot) => slot);
+    this.#stops = stopBuffer(slots);
+    const workerData: SqliteWorkerData = {
+      ...options.workerData,
+      progress: this.#progress.buffer as SharedArrayBuffer,
+      board: this.#board.buffer,
+      stops: this.#stops.buffer as SharedArrayBuffer,
+    };
+    this.#pool = new Piscina({
+      filename: options.filename,
+      ...threadExecArgv(),
+      minThreads: 0,
+      maxThreads: this.#threads,
+      idleTimeout: options.idleTimeoutMs ?? 30_000,
+      workerData,
+      ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
+      // Workers wait for tasks with Atomics.waitAsync, so their event loop runs between tasks: V8's
+      // memory reducer and idle collection need it (a worker blocked in Atomics.wait between tasks
+      // never runs them), and so does anything a worker schedules. B1 and B9 did not move against
+      // 'sync' (bench/RESULTS.md, "One-hour soak alone, 2026-12-03").
+      atomics: 'async',
+    });
+  }
+
+  /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
+  youngGenerations(): number[] {
+    return this.#pool.threads.map(youngGenerationOf);
+  }
+
+  /** Full collections run by the memory return of the worker that takes this task (a test hook). */
+  async memoryCollections(): Promise<number> {
+    const collections = await this.#pool.run({}, { name: 'memoryCollections' });
+    if (typeof collections !== 'number') throw new Error('memoryCollections answered no number');
+    return collections;
+  }
+
+  /** Queries and streams not answered yet (queued or running). */
+  get inFlight(): number {
+    return this.#unanswered;
+  }
+
+  /** Batches sent to workers so far (a query sent again after a timeout counts again). */
+  get batches(): number {
+    return this.#batches;
+  }
+
+  /** Run one query; `datasets` (known so far) name it in a timeout's message. */
+  run(datasets: readonly string[], query: QueryRequest, signal?: AbortSignal): Promise<SqliteReadResult> {
+    if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    if (signal?.aborted === true) return Promise.reject(new QueryCancelledError(signal.reason));
+    this.#unanswered++;
+    const answered = (): void => {
+      this.#unanswered--;
+    };
+    return new Promise<SqliteReadResult>((resolve, reject) => {
+      const pending: Pending = {
+        datasets,
+        query,
+        signal,
+        resolve: (result) => {
+          if (!pending.done) answered();
+          pending.done = true;
+          resolve(result);
+        },
+        reject: (error) => {
+          if (!pending.done) answered();
+          pending.done = true;
+          reject(error);
+        },
+        abortBatch: undefined,
+        done: false,
+      };
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const error = new QueryCancelledError(signal.reason);
+          const queued = this.#queue.indexOf(pending);
+          if (queued >= 0) {
+            this.#queue.splice(queued, 1);
+            pending.reject(error);
+          } else pending.abortBatch?.(pending, error);
+        },
+        { once: true },
+      );
+      this.#queue.push(pending);
+      this.#schedule();
+    });
+  }
+
+  /**
+   * Streams one query's result: `listener` hears the schema and each batch; `credit()` lets one
+   * more batch come (at most the window ahead: stream-credits.ts). `cancel()` stops it: the worker notices
+   * between batches, and SQLite through the stream's stop buffer (the worker is ended only if it
+   * does not answer within {@link ESCALATE_MS}).
+   */
+  stream(query: QueryRequest, listener: QueryListener, batchRows?: number): PoolQuery {
+    const channel = new MessageChannel();
+    const credits = new StreamCredits();
+    const controller = new AbortController();
+    const stops = streamStopBuffer();
+    channel.port1.on('message', (message: SqliteStreamMessage) => {
+      if (message.type === 'end') ended();
+      else if (message.type === 'schema') listener.schema?.(message.ipc, message.read, message.rows);
+      else listener.batch?.(message.ipc, message.rows);
+    });
+    const task: SqliteStreamTask = {
+      ...this.#catalogOf(),
+      request: query,
+      port: channel.port2,
+      control: credits.control,
+      stops,
+      ...(batchRows === undefined ? {} : { batchRows }),
+    };
+    // The answer comes back on piscina's port, the schema and batches on this channel: no order
+    // holds between the two, so the answer waits for the channel's last message ('end', posted
+    // after every batch; not the port's close, which a worker parked by piscina never delivers).
+    let ended: () => void = () => undefined;
+    const drained = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    this.#unanswered++;
+    const answer = (async (): Promise<QueryAnswer> => {
+      if (this.#closed !== undefined) throw this.#closed;
+      this.#streams.add(stops);
+      try {
+        const result = (await this.#pool.run(task, {
+          name: 'stream',
+          signal: controller.signal,
+          transferList: [channel.port2],
+        })) as SqliteReadResult;
+        await drained;
+        return result;
+      } finally {
+        this.#unanswered--;
+        this.#streams.delete(stops);
+        channel.port1.close();
+      }
+    })();
+    let stopper: NodeJS.Timeout | undefined;
+    // The stopper is cleared however the stream ends; its outcome is `answer`'s, the caller's.
+    const settled = (): void => clearTimeout(stopper);
+    answer.then(settled, settled);
+    return {
+      answer,
+      cancel: () => {
+        credits.cancel();
+        // A worker inside a long SQLite step does not see the credits: stop the statement there,
+        // and end the worker only if it does not answer soon.
+        stopQuery(stops, regionOf(stops, 0), 0);
+        stopper ??= setTimeout(() => controller.abort(), ESCALATE_MS);
+      },
+      credit: () => credits.credit(),
+    };
+  }
+
+  /** What a task leaving now carries of the catalog: nothing when the board holds it (the usual case). */
+  #catalogOf(): { readonly catalog?: SharedCatalog } {
+    const catalog = this.#catalog();
+    return this.#board.publish(catalog) ? {} : { catalog };
+  }
+
+  /**
+   * Ends the workers; queued and running queries reject with `reason`. Every statement a worker
+   * runs is stopped inside SQLite first, so ending the workers never waits for one.
+   */
+  async close(reason: Error): Promise<void> {
+    this.#closed ??= reason;
+    clearTimeout(this.#watchdog);
+    const queued = this.#queue;
+    this.#queue = [];
+    for (const pending of queued) pending.reject(reason);
+    for (const running of this.#running) {
+      for (const pending of running.batch) this.#stop(running, pending, reason);
+    }
+    for (const stops of this.#streams) stopQuery(stops, regionOf(stops, 0), 0);
+    await this.#pool.destroy();
+  }
+
+  /** Dispatch once the current turn has queued what it will (same-turn queries share a batch). */
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      this.#dispatch();
+    });
+  }
+
+  #dispatch(): void {
+    while (
+      this.#queue.length > 0 &&
+      this.#inFlight < this.#threads &&
+      this.#freeSlots.length > 0 &&
+      this.#closed === undefined
+    ) {
+      const queue = this.#queue;
+      const take = nextBatch(queue.length, (index) => this.#expensive(queue[index] as Pending), {
+        threads: this.#threads,
+        inFlight: this.#inFlight,
+        expensiveInFlight: this.#expensiveInFlight,
+        maxBatch: this.#maxBatch,
+      });
+      const batch = this.#takeAt(take);
+      const expensive = batch.length === 1 && this.#expensive(batch[0] as Pending);
+      const slot = this.#freeSlots.pop() as number;
+      this.#inFlight++;
+      if (expensive) this.#expensiveInFlight++;
+      this.#batches++;
+      void this.#runBatch(batch, slot).finally(() => {
+        this.#freeSlots.push(slot);
+        this.#inFlight--;
+        if (expensive) this.#expensiveInFlight--;
+        this.#dispatch();
+      });
+    }
+  }
+
+  async #runBatch(batch: Pending[], slot: number): Promise<void> {
+    Atomics.store(this.#progress, 2 * slot + INDEX, -1n);
+    clearRegion(this.#stops, regionOf(this.#stops, slot));
+    const running: RunningBatch = {
+      batch,
+      slot,
+      stop: new BatchStop(),
+      stopped: new Map(),
+      escalation: undefined,
+    };
+    for (const pending of batch) pending.abortBatch = (late, error) => this.#stop(running, late, error);
+    this.#running.add(running);
+    this.#watch();
+    let results: SqliteReadResult[];
+    try {
+      const answered = JSON.parse(
+        (await this.#pool.run(
+          { ...this.#catalogOf(), queries: JSON.stringify(batch.map((pending) => pending.query)), slot },
+          { signal: running.stop },
+        )) as string,
+      ) as SqliteBatchAnswer;
+      results = answered.answers;
+      for (const [index, ms] of answered.ms.entries()) this.#cost(batch[index] as Pending, ms);
+    } catch (error) {
+      // The worker failed, or was ended after a stop it did not answer: the stopped queries fail
+      // with their own reason, the others run again elsewhere.
+      const { stopped } = running;
+      if (stopped.size === 0) {
+        for (const pending of batch) pending.reject(error);
+        return;
+      }
+      for (const [pending, reason] of stopped) pending.reject(reason);
+      this.#requeue(batch.filter((pending) => !stopped.has(pending)));
+      return;
+    } finally {
+      clearTimeout(running.escalation);
+      this.#running.delete(running);
+      for (const pending of batch) pending.abortBatch = undefined;
+    }
+    for (const [index, result] of results.entries()) {
+      const pending = batch[index] as Pending;
+      const reason = running.stopped.get(pending);
+      // A stopped query answers SQLITE_INTERRUPT (or, had it just finished, its rows): either way
+      // its caller has been told it was stopped, and why.
+      if (reason === undefined) pending.resolve(result);
+      else pending.reject(reason);
+    }
+    for (const [pending, reason] of running.stopped) {
+      if (!pending.done && results.length <= batch.indexOf(pending)) pending.reject(reason);
+    }
+    // A batch that ran past its time budget answers early: the rest goes first in the queue again.
+    this.#requeue(batch.slice(results.length));
+  }
+
+  /** The queries at `positions` (ascending) of the queue, taken out of it. */
+  #takeAt(positions: readonly number[]): Pending[] {
+    const last = positions[positions.length - 1];
+    // The usual case, the queue's front: one splice.
+    if (last === positions.length - 1) return this.#queue.splice(0, positions.length);
+    const taken = new Set(positions);
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    for (const [index, pending] of this.#queue.entries()) (taken.has(index) ? batch : rest).push(pending);
+    this.#queue = rest;
+    return batch;
+  }
+
+  /** Whether `pending`'s statement is known to be expensive (sqlite-batching.ts). */
+  #expensive(pending: Pending): boolean {
+    const { query } = pending;
+    return isExpensive(this.#costs.get(query.shape ?? query.sql));
+  }
+
+  /** Records that `pending`'s statement took `ms` this time (sqlite-batching.ts). */
+  #cost(pending: Pending, ms: number): void {
+    const key = pending.query.shape ?? pending.query.sql;
+    const known = this.#costs.get(key);
+    if (known === undefined) this.#costs.set(key, nextCost(undefined, ms), 2 * key.length + 64);
+    else Object.assign(known, nextCost(known, ms));
+  }
+
+  /**
+   * Stops `pending` in its running batch (timed out, cancelled, or the pool closing): inside SQLite
+   * if it runs, before it starts if not; the worker goes on with the rest of the batch. A worker
+   * that does not answer within {@link ESCALATE_MS} is ended.
+   */
+  #stop(running: RunningBatch, pending: Pending, error: Error): void {
+    if (pending.done || running.stopped.has(pending)) return;
+    const index = running.batch.indexOf(pending);
+    if (index < 0) return;
+    running.stopped.set(pending, error);
+    stopQuery(this.#stops, regionOf(this.#stops, running.slot), index);
+    running.escalation ??= setTimeout(() => running.stop.abort(), ESCALATE_MS);
+  }
+
+  /**
+   * One timer for every running batch (not one per batch: arming and clearing a timer per hop
+   * costs more than the hop's own bookkeeping). It fires at the earliest moment a running query
+   * could be past its timeout, stops the ones that are, and is armed again while batches run.
+   */
+  #watch(): void {
+    if (this.#timeoutMs > 0 && this.#watchdog === undefined) this.#arm(this.#timeoutMs);
+  }
+
+  #arm(ms: number): void {
+    const timeoutMs = this.#timeoutMs;
+    this.#watchdog = setTimeout(() => {
+      this.#watchdog = undefined;
+      const now = Date.now();
+      let next = timeoutMs;
+      for (const running of this.#running) {
+        const { slot, batch } = running;
+        // The worker writes the start time before the index: an index read here is never paired
+        // with an earlier query's start time (a later one only postpones the check).
+        const index = Number(Atomics.load(this.#progress, 2 * slot + INDEX));
+        if (index < 0) continue; // not started yet (a worker is booting): checked a timeout later
+        const left = Number(Atomics.load(this.#progress, 2 * slot + STARTED_AT)) + timeoutMs - now;
+        if (left > 0) next = Math.min(next, left);
+        else {
+          const late = batch[index] as Pending;
+          this.#stop(running, late, new QueryTimeoutError(late.datasets, timeoutMs));
+        }
+      }
+      if (this.#running.size > 0) this.#arm(next);
+    }, ms);
+    // A running batch keeps the process alive (its worker is referenced); an idle pool must not.
+    this.#watchdog.unref();
+  }
+
+  #requeue(batch: Pending[]): void {
+    const rest = batch.filter((pending) => !pending.done);
+    if (rest.length === 0) return;
+    if (this.#closed !== undefined) for (const pending of rest) pending.reject(this.#closed);
+    else this.#queue.unshift(...rest);
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * A piscina worker of the SQLite read pool: one {@link SqliteNamespace} (every SQLite dataset
+ * attached to a read-only main, at the generation the catalog names) running batches of queries,
+ * or one query streamed as Arrow batches. Each query runs at the newest catalog version the host
+ * wrote on the pool's board (catalog-board.ts), or the one its task carries when the board could not
+ * hold it; the worker re-attaches only when the version moved. The host batches queries
+ * (`sqlite-read-pool.ts`); this worker records which query of the batch it is running and since
+ * when in its batch's slot of the pool's progress buffer, so the host can time each query out on
+ * its own. A query past its timeout (or cancelled) is stopped inside SQLite through the pool's stop
+ * buffer (sqlite-stops.ts): it fails with `SQLITE_INTERRUPT` and the batch goes on. A query
+ * pinned to generations (`X-Ferry-Snapshot`) runs on a connection kept for its set of pins, at the
+ * current catalog with those datasets attached at their pinned generations.
+ */
+import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
+import { type DatasetRead, type NamespaceCatalog, pinnedCatalog, pinsOf } from '@ferry/engines';
+import type { InterruptRegion } from '@ferry/engines/namespaces';
+import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
+import { readCatalogBoard } from './catalog-board.js';
+import { memoryReturn } from './memory-return.js';
+import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
+import { answerOf, type QueryAnswer, type QueryRequest, SchemaWithFirstBatch } from './query-protocol.js';
+import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
+import { takeCreditSync } from './stream-credits.js';
+import { lowerThreadPriority } from './thread-priority.js';
+
+if (isMainThread) {
+  throw new Error('query/sqlite-thread.js runs only as a worker of the SQLite read pool.');
+}
+
+export interface SqliteWorkerData {
+  /** The empty file the namespace opens read-only as its main database. */
+  readonly mainPath: string;
+  /** Replaced by `<data dir>` in messages. */
+  readonly privateRoots: readonly string[];
+  /** SQLite's temporary files (inside the data directory). */
+  readonly tempDirectory: string;
+  /** The pool's progress buffer: `[index, startedAtMs]` per batch slot (BigInt64). */
+  readonly progress?: SharedArrayBuffer;
+  /** The pool's catalog board (catalog-board.ts): the newest catalog version, unless a task carries it. */
+  readonly board?: SharedArrayBuffer;
+  /** The pool's stop buffer (sqlite-stops.ts): a region per batch slot. */
+  readonly stops?: SharedArrayBuffer;
+  /** Nice value added to each read thread's (thread-priority.ts). */
+  readonly niceness?: number;
+}
+
+export interface SqliteReadBatch {
+  /** The catalog, when the board cannot hold it. */
+  readonly catalog?: SharedCatalog;
+  /** The queries, as JSON text of `QueryRequest[]` (a string crosses threads cheaper than objects). */
+  readonly queries: string;
+  /**
+   * The batch's slot of the progress buffer, where the worker writes `[index, startedAtMs]` of the
+   * query it runs now (`Date.now()` clock; the host set the index to -1 before sending it).
+   */
+  readonly slot?: number;
+}
+
+/** A query whose result streams as Arrow batches over `port`. */
+export interface SqliteStreamTask {
+  /** The catalog, when the board cannot hold it. */
+  readonly catalog?: SharedCatalog;
+  readonly request: QueryRequest;
+  readonly batchRows?: number;
+  readonly port: MessagePort;
+  /** The stream's credits (stream-credits.ts). */
+  readonly control: Int32Array;
+  /** The stream's stop buffer (sqlite-stops.ts, one statement). */
+  readonly stops: Int32Array;
+}
+
+/**
+ * The answer, or why not. Errors come back as data: an error thrown here would reach the host as
+ * a plain `Error` without its `code` (the pool clones it), and one query's error must not fail its
+ * batch.
+ */
+export type SqliteReadResult = QueryAnswer;
+
+const data = workerData as SqliteWorkerData;
+lowerThreadPriority(data.niceness ?? 0);
+const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
+const stops = data.stops === undefined ? undefined : new Int32Array(data.stops);
+let namespace: SqliteNamespace | undefined;
+/**
+ * Connections for pinned queries, one per set of pins (the least recently used closed past
+ * {@link PINNED_SPACES}): a pinned query reads its datasets at their pinned generations there, so
+ * the queries beside it keep the current ones attached (and their prepared statements) on the
+ * first, and readers of different pins do not re-attach each other's.
+ */
+const pinnedSpaces = new Map<
+  string,
+  { readonly space: SqliteNamespace; base: number | undefined; version: number }
+>();
+const PINNED_SPACES = 4;
+
+/** The newest catalog this worker applied (the base a pinned query's catalog is made from). */
+let current: NamespaceCatalog | undefined;
+/** Pinned catalogs so far: their versions are -2, -3, … (never the host's, nor a namespace's first, -1). */
+let pinnedVersions = 0;
+
+function newNamespace(): SqliteNamespace {
+  return new SqliteNamespace({
+    mainPath: data.mainPath,
+    privateRoots: data.privateRoots,
+    tempDirectory: data.tempDirectory,
+  });
+}
+
+function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
+  namespace ??= newNamespace();
+  if (catalog !== undefined) {
+    if (current?.version !== catalog.version) current = readSharedCatalog(catalog);
+  } else if (data.board !== undefined) {
+    current = readCatalogBoard(data.board, current?.version ?? -1) ?? current;
+  }
+  if (current === undefined) return namespace;
+  const pins = pinsOf(
+    query.pins,
+    (query.pins ?? []).map((pin) => pin.name),
+  );
+  if (pins === undefined) {
+    if (namespace.catalog.version !== current.version) namespace.setCatalog(current);
+    return namespace;
+  }
+  const key = pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',');
+  let pinned = pinnedSpaces.get(key);
+  if (pinned === undefined) {
+    pinned = { space: newNamespace(), base: undefined, version: 0 };
+    for (const [oldest, entry] of pinnedSpaces) {
+      if (pinnedSpaces.size < PINNED_SPACES) break;
+      pinnedSpaces.delete(oldest);
+      entry.space.close();
+    }
+  } else pinnedSpaces.delete(key);
+  pinnedSpaces.set(key, pinned);
+  // The catalog moved (another dataset swapped): the datasets not pinned follow it.
+  if (pinned.base !== current.version) {
+    pinned.base = current.version;
+    pinned.version = -1 - ++pinnedVersions;
+    pinned.space.setCatalog({ ...pinnedCatalog(current, pins), version: pinned.version });
+  }
+  return pinned.space;
+}
+
+function runOne(
+  catalog: SharedCatalog | undefined,
+  query: QueryRequest,
+  region: InterruptRegion | undefined,
+): QueryAnswer {
+  try {
+    const ns = namespaceAt(catalog, query);
+    ns.interruptOn(region);
+    return ns.rows(
+      query.sql,
+      query.params,
+      { maxRows: query.maxRows, maxBytes: query.maxBytes },
+      query.shape,
+    );
+  } catch (error) {
+    return answerOf(error);
+  }
+}
+
+/** What a query stopped before it started answers (the host answers its caller with why). */
+const STOPPED: QueryAnswer = answerOf(Object.assign(new Error('interrupted'), { code: 'SQLITE_INTERRUPT' }));
+
+/**
+ * A batch answers early once it has run this long: cheap queries still share one hop, while the
+ * ones queued behind an expensive query go back to the host's queue (and to whichever worker is
+ * free first) instead of waiting for it.
+ */
+const BATCH_BUDGET_MS = 4;
+
+/** What a batch answers: the answers of the queries it ran (a prefix of the batch), and what each took (ms). */
+export interface SqliteBatchAnswer {
+  readonly answers: SqliteReadResult[];
+  readonly ms: number[];
+}
+
+/**
+ * Runs the batch's queries in order; returns a {@link SqliteBatchAnswer} as JSON text: answers are
+ * plain JSON values, and the host parses JSON several times faster than it rebuilds the same
+ * objects from a structured clone.
+ */
+export default function run(batch: SqliteReadBatch): string {
+  const { slot } = batch;
+  const queries = JSON.parse(batch.queries) as QueryRequest[];
+  const answers: SqliteReadResult[] = [];
+  const ms: number[] = [];
+  const region = stops === undefined || slot === undefined ? undefined : regionOf(stops, slot);
+  const started = performance.now();
+  let last = started;
+  for (const [index, query] of queries.entries()) {
+    if (index > 0 && last - started >= BATCH_BUDGET_MS) break;
+    if (progress !== undefined && slot !== undefined) {
+      // Start time first, then the index (the host reads them in the other order).
+      Atomics.store(progress, 2 * slot + 1, BigInt(Date.now()));
+      Atomics.store(progress, 2 * slot, BigInt(index));
+    }
+    if (stops !== undefined && region !== undefined) {
+      markRunning(stops, region, index);
+      // Stopped before it started (its caller went away): not run at all; the host answers it.
+      if (isStopped(stops, region, index)) {
+        answers.push(STOPPED);
+        ms.push(0);
+        continue;
+      }
+    }
+    answers.push(runOne(batch.catalog, query, region));
+    const now = performance.now();
+    ms.push(now - last);
+    last = now;
+  }
+  if (stops !== undefined && region !== undefined) markRunning(stops, region, -1);
+  return JSON.stringify({ answers, ms } satisfies SqliteBatchAnswer);
+}
+
+/** What a streamed query sends over its port: the schema, each batch, then `end` (always last). */
+export type SqliteStreamMessage =
+  | {
+      readonly type: 'schema';
+      readonly ipc: Uint8Array;
+      readonly read: readonly DatasetRead[];
+      /** Set when the first batch is in the same bytes (query-protocol.ts, `SchemaWithFirstBatch`). */
+      readonly rows?: number;
+    }
+  | { readonly type: 'batch'; readonly ipc: Uint8Array; readonly rows: number }
+  | { readonly type: 'end' };
+
+/** Streams one query's result over `task.port`, one batch per credit (blocking in between). */
+export function stream(task: SqliteStreamTask): SqliteReadResult {
+  const { port, control } = task;
+  const region = regionOf(task.stops, 0);
+  let sent = 0;
+  const out = new SchemaWithFirstBatch((ipc, first, rows) => {
+    const message: SqliteStreamMessage =
+      first === undefined ? { type: 'batch', ipc, rows } : { type: 'schema', ipc, ...first };
+    port.postMessage(message, [ipc.buffer as ArrayBuffer]);
+  });
+  const sink: SyncBatchSink = {
+    schema: (schema, read) => out.schema(schema, read),
+    batch: (ipc, rows) => {
+      takeCreditSync(control);
+      sent += out.batch(ipc, rows);
+    },
+  };
+  try {
+    const { sql, params, maxRows, maxBytes } = task.request;
+    const ns = namespaceAt(task.catalog, task.request);
+    ns.interruptOn(region);
+    markRunning(task.stops, region, 0);
+    return ns.batches(
+      sql,
+      params,
+      sink,
+      { maxRows, maxBytes, ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }) },
+      task.request.shape,
+    );
+  } catch (error) {
+    return answerOf(error);
+  } finally {
+    markRunning(task.stops, region, -1);
+    out.flush();
+    port.postMessage({ type: 'end' } satisfies SqliteStreamMessage);
+    port.close();
+    // The batches were built in this thread's heap: a large answer's garbage is this heap's too.
+    memoryReturn.ended(sent);
+  }
+}
+
+/**
+ * Full collections this thread's memory return has run (a test hook): they run on timers after a
+ * large answer, so they count only if the thread's event loop turns between tasks.
+ */
+export function memoryCollections(): number {
+  return memoryReturn.collections;
+}

@@ -1,0 +1,213 @@
+/**
+ * The snapshot tasks themselves, each a function of plain data (`SnapshotTask` in, its result out),
+ * run by a worker of the snapshot pool (`thread.ts`) or, in tests, in-process. A swap is
+ * one task (`load`: download, verify, commit, link), reporting its progress on its port. The S3
+ * SDK and the engines load here, once per pool worker, never in a dataset thread. A worker keeps
+ * what is worth keeping between tasks: one store per (location, credentials) and warm file checkers
+ * per directory (`SnapshotCheckers`).
+ */
+import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { MessagePort } from 'node:worker_threads';
+import { fileFormatOf, type ObjectStore, resolveSnapshotKey, retentionOf, serializeError } from '@ferry/core';
+import {
+  authenticateSnapshot,
+  checkLiveFile,
+  commitSnapshot,
+  discardPrepared,
+  downloadSnapshot,
+  GENERATIONS_KEPT,
+  linkGeneration,
+  pruneGenerations,
+  pruneRetained,
+  readHeartbeat,
+  restoreLocal,
+  SnapshotCheckers,
+  type SnapshotFilesOptions,
+  verifySnapshot,
+} from '@ferry/snapshots';
+import type {
+  DatasetFiles,
+  LoadProgress,
+  LoadResult,
+  RestoreResult,
+  SnapshotTask,
+  SnapshotTaskReply,
+  SnapshotTaskResults,
+} from '../shared/protocol.js';
+import { storeFor, storeKey } from '../shared/stores.js';
+import { trustedKeySet } from './trusted-keys.js';
+
+/** Why a task stopped when its dataset asked it to, or went away. */
+export const TASK_ABORTED = 'The dataset stopped before the snapshot task ended.';
+
+/** What one thread keeps between tasks. */
+export class SnapshotTaskRunner {
+  readonly #stores = new Map<string, ObjectStore>();
+  readonly #checkers: SnapshotCheckers;
+
+  constructor(options: { readonly checkerIdleMs?: number } = {}) {
+    this.#checkers = new SnapshotCheckers(
+      options.checkerIdleMs === undefined ? {} : { idleMs: options.checkerIdleMs },
+    );
+  }
+
+  /** Runs a task; its failure is returned serialised, with its code and message. */
+  async reply(task: SnapshotTask): Promise<SnapshotTaskReply> {
+    try {
+      return { ok: true, value: await this.run(task) };
+    } catch (error) {
+      return { ok: false, error: serializeError(error) };
+    }
+  }
+
+  run<K extends SnapshotTask['kind']>(
+    task: Extract<SnapshotTask, { kind: K }>,
+  ): Promise<SnapshotTaskResults[K]>;
+  run(task: SnapshotTask): Promise<SnapshotTaskResults[SnapshotTask['kind']]>;
+  async run(task: SnapshotTask): Promise<SnapshotTaskResults[SnapshotTask['kind']]> {
+    switch (task.kind) {
+      case 'restore':
+        return this.#restore(task.files);
+      case 'load':
+        return withAbort(task.port, (signal) => this.#load(task, signal));
+      case 'authenticate':
+        return this.#authenticate(task);
+      case 'heartbeat':
+        return readHeartbeat(this.#storeOf(task.files), task.files.dataset, trustedKeySet(task.trustedKeys));
+      case 'prune':
+        if (task.retention === null) await pruneGenerations(task.files.generationDir, 0);
+        else await pruneRetained(task.files.generationDir, retentionOf(task.retention), GENERATIONS_KEPT);
+        return null;
+      case 'release':
+        await this.close();
+        return null;
+    }
+  }
+
+  /** Closes the warm checkers and the stores. */
+  async close(): Promise<void> {
+    await this.#checkers.close();
+    const stores = [...this.#stores.values()];
+    this.#stores.clear();
+    await Promise.all(stores.map((store) => store.close()));
+  }
+
+  #options(files: DatasetFiles): SnapshotFilesOptions {
+    return {
+      dataset: files.dataset,
+      engine: fileFormatOf(files.engine),
+      table: files.table,
+      livePath: files.livePath,
+      store: this.#storeOf(files),
+    };
+  }
+
+  #storeOf(files: DatasetFiles): ObjectStore {
+    const key = storeKey(files);
+    let store = this.#stores.get(key);
+    if (store === undefined) {
+      store = storeFor(files);
+      this.#stores.set(key, store);
+    }
+    return store;
+  }
+
+  async #restore(files: DatasetFiles): Promise<RestoreResult> {
+    // Links of an earlier run are stale (the pools that held them are gone with it).
+    await pruneGenerations(files.generationDir, 0);
+    const options = this.#options(files);
+    const local = await restoreLocal(options);
+    if (local === null) return { kind: 'none' };
+    try {
+      // The file matches its manifest; reading it proves the engine reads it, with the table and schema.
+      await this.#checkers.use(files.engine, dirname(files.livePath), (checker) =>
+        checkLiveFile(options, local.schema, { checker }),
+      );
+    } catch (error) {
+      return { kind: 'unreadable', error: (error as Error).message };
+    }
+    const generation = await linkGeneration(files.livePath, files.generationDir, local.snapshotId, {
+      prune: false,
+    });
+    return { kind: 'restored', snapshot: local, generation };
+  }
+
+  /**
+   * The signature check, and at the same time the HEAD the download makes first anyway: the check's
+   * GET then costs the swap no round trip of its own. A failed HEAD is left to the download to redo.
+   */
+  async #authenticate(
+    task: Extract<SnapshotTask, { kind: 'authenticate' }>,
+  ): Promise<SnapshotTaskResults['authenticate']> {
+    const store = this.#storeOf(task.files);
+    const key = resolveSnapshotKey(task.recordedLocation, task.entry.uri);
+    const [authenticated, head] = await Promise.all([
+      authenticateSnapshot(store, {
+        dataset: task.dataset,
+        entry: task.entry,
+        key,
+        recordedLocation: task.recordedLocation,
+        trusted: trustedKeySet(task.trustedKeys),
+      }),
+      store.head(key).catch(() => undefined),
+    ]);
+    return head === undefined ? authenticated : { ...authenticated, head };
+  }
+
+  /** A swap as one task (see the `load` task in protocol.ts). */
+  async #load(task: Extract<SnapshotTask, { kind: 'load' }>, signal: AbortSignal): Promise<LoadResult> {
+    const started = performance.now();
+    const { files, entry, port } = task;
+    const options = this.#options(files);
+    const report = (progress: LoadProgress): void => port.postMessage(progress);
+    // Made while the bytes arrive, for the check below.
+    this.#checkers.warm(files.engine, dirname(files.livePath));
+    const downloaded = await downloadSnapshot(
+      options,
+      { entry, key: resolveSnapshotKey(task.recordedLocation, entry.uri), head: task.head },
+      { signal },
+    );
+    report({
+      stage: 'downloaded',
+      transfer: downloaded.transfer,
+      seconds: (performance.now() - started) / 1000,
+    });
+    // On a failure or an abort the check deletes the file.
+    const prepared = await this.#checkers.use(files.engine, dirname(downloaded.tempPath), (checker) =>
+      verifySnapshot(options, downloaded, task.recorded, { signal, checker }),
+    );
+    report({ stage: 'verified' });
+    try {
+      // The last point a stop can still cancel: from the commit on, the file is the dataset's.
+      signal.throwIfAborted();
+      const snapshot = await commitSnapshot(options, prepared);
+      const generation = await linkGeneration(options.livePath, files.generationDir, snapshot.snapshotId, {
+        prune: false,
+      });
+      return { snapshot, generation };
+    } catch (error) {
+      // Gone already when the rename happened; otherwise nobody will ever swap it in.
+      await discardPrepared(prepared);
+      throw error;
+    }
+  }
+}
+
+/**
+ * Runs `work` with a signal that the task's abort port fires: its first message (the dataset
+ * stopped) or its closing (the dataset's thread died). The port is closed when the work ends.
+ */
+async function withAbort<T>(port: MessagePort, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const abort = (): void => controller.abort(new Error(TASK_ABORTED));
+  port.once('message', abort);
+  port.once('close', abort);
+  try {
+    return await work(controller.signal);
+  } finally {
+    port.off('message', abort);
+    port.off('close', abort);
+    port.close();
+  }
+}
