@@ -30,7 +30,9 @@ afterAll(async () => {
   await rm(storeDir, { recursive: true, force: true });
 });
 
-async function arrow(statement: string): Promise<{ status: number; type: string | null; body: Uint8Array }> {
+async function arrow(
+  statement: string,
+): Promise<{ status: number; type: string | null; body: Uint8Array; headers: Headers }> {
   const answer = await fetch(`${base}/v1/sql`, {
     method: 'POST',
     body: statement,
@@ -40,6 +42,7 @@ async function arrow(statement: string): Promise<{ status: number; type: string 
     status: answer.status,
     type: answer.headers.get('content-type'),
     body: new Uint8Array(await answer.arrayBuffer()),
+    headers: answer.headers,
   };
 }
 
@@ -90,8 +93,15 @@ describe('one namespace over HTTP', () => {
     ]);
     const json = await sql(base, 'SELECT o.id FROM orders o JOIN users u ON o.id = u.id ORDER BY o.id');
     expect(table.numRows).toBe(json.json<unknown[]>().length);
-    const empty = tableFromIPC((await arrow('SELECT id FROM orders WHERE id < 0')).body);
+    // A small Arrow answer goes out whole too: its length said, not chunked.
+    expect([joined.headers.get('content-length'), joined.headers.get('transfer-encoding')]).toEqual([
+      String(joined.body.byteLength),
+      null,
+    ]);
+    const emptyAnswer = await arrow('SELECT id FROM orders WHERE id < 0');
+    const empty = tableFromIPC(emptyAnswer.body);
     expect([empty.numRows, empty.schema.fields.map((field) => field.name)]).toEqual([0, ['id']]);
+    expect(emptyAnswer.headers.get('content-length')).toBe(String(emptyAnswer.body.byteLength));
     const sqlite = tableFromIPC((await arrow('SELECT name, score FROM users ORDER BY id')).body);
     expect(sqlite.schema.fields.map((field) => `${field.name}:${field.type}`)).toEqual([
       'name:Utf8',
@@ -101,8 +111,9 @@ describe('one namespace over HTTP', () => {
 
   it('a million rows arrive by default in every format, streamed (no row cap)', async () => {
     const statement = "SELECT i, i % 7 = 0 AS sevens, 'row ' || i AS label FROM range(1000000) t(i)";
-    const { status, body } = await arrow(statement);
+    const { status, body, headers } = await arrow(statement);
     expect(status).toBe(200);
+    expect([headers.get('content-length'), headers.get('transfer-encoding')]).toEqual([null, 'chunked']);
     const table = tableFromIPC(body);
     expect([table.numRows, table.getChild('i')?.get(999_999)]).toEqual([1_000_000, 999_999n]);
     const json = await sql(base, statement);
