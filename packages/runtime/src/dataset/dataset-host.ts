@@ -139,6 +139,11 @@ class Load {
     this.loaded = run.then(
       (result) => {
         this.#drain();
+        // Settled by the drained progress; never left waiting if a stage was not reported.
+        this.#downloaded.reject(
+          new Error(`The load of snapshot ${snapshotId} answered without its download.`),
+        );
+        this.#verified.resolve(undefined);
         return result;
       },
       (error: unknown) => {
