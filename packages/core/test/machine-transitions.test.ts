@@ -173,18 +173,21 @@ describe('dataset machine: a check answered without a read', () => {
     expect(spawned(actions)).toEqual([{ src: 'pollTimer', input: { dueMs: 42 + 10_000, etag: '"e1"' } }]);
   });
 
-  it('poll.due marked unchanged is recorded as an unchanged poll, in place, and re-arms the timer', () => {
+  it('checks a parked dataset did not see are recorded as unchanged polls, in place, and the timer is armed again', () => {
     const serving = servingWithEtag();
-    const [after, actions] = transition(machine, serving, { type: 'poll.due', unchanged: true });
+    const unseen = { count: 3, lastPollAtMs: 30_042, lastReadAtMs: 30_040, nextPollDueMs: 40_042 };
+    const [after, actions] = transition(machine, serving, { type: 'checks.unseen', ...unseen });
     expect(after.value).toEqual({ serving: 'scheduled' });
-    expect(after.context.counters.polls).toBe(serving.context.counters.polls + 1);
-    expect(after.context.lastPoll).toEqual({ atMs: 42, result: 'unchanged' });
+    expect(after.context.counters.polls).toBe(serving.context.counters.polls + 3);
+    expect(after.context.lastPoll).toEqual({ atMs: 30_042, result: 'unchanged' });
+    expect(after.context.freshAtMs).toBe(30_040);
+    expect(after.context.nextPollDueMs).toBe(40_042);
     expect(after.context.etag).toBe('"e1"');
     expect(spawned(actions)).toEqual([]);
     expect(actions.map((action) => action.type)).toContain('xstate.sendTo');
   });
 
-  it('poll.due without the mark reads metadata.json with the ETag held', () => {
+  it('poll.due reads metadata.json with the ETag held', () => {
     const serving = servingWithEtag();
     const [after, actions] = transition(machine, serving, { type: 'poll.due' });
     expect(after.value).toEqual({ polling: 'readingMetadata' });
@@ -193,17 +196,17 @@ describe('dataset machine: a check answered without a read', () => {
     ]);
   });
 
-  it('the timer asks the runtime, on a simulated clock, whether the held ETag still holds', () => {
+  it('on a simulated clock, a parked dataset arms no timer: it checks when the runtime wakes it', () => {
     const clock = new SimulatedClock();
-    let known = true;
-    const asked: string[] = [];
+    let taken = true;
+    const offered: [string, number][] = [];
     const reads: (string | undefined)[] = [];
     const onClock = createDatasetMachine({
       now: () => clock.now(),
       random: () => 0.5,
-      metadataUnchanged: (etag) => {
-        asked.push(etag);
-        return known;
+      park: (etag, dueMs) => {
+        offered.push([etag, dueMs]);
+        return taken;
       },
     }).provide({
       actors: {
@@ -218,22 +221,47 @@ describe('dataset machine: a check answered without a read', () => {
         }),
       },
     });
-    const actor = createActor(onClock, { clock, input }).start();
+    const actor = createActor(onClock, { clock, input });
+    const pollEvents: string[] = [];
+    actor.on('poll', (event) => pollEvents.push(event.result));
+    actor.start();
     return (async () => {
       await waitFor(actor, (s) => s.matches({ serving: 'scheduled' }), { timeout: 1000 });
+      expect(offered).toEqual([['"e1"', 10_000]]);
+      clock.increment(30_000);
       expect(reads).toEqual([undefined]);
-      clock.increment(10_000);
-      clock.increment(10_000);
-      expect(asked).toEqual(['"e1"', '"e1"']);
-      expect(reads).toEqual([undefined]);
-      expect(actor.getSnapshot().context.counters.polls).toBe(3);
-      expect(actor.getSnapshot().context.nextPollDueMs).toBe(30_000);
-      known = false;
-      clock.increment(10_000);
-      await waitFor(actor, (s) => s.context.counters.polls === 4 && s.matches({ serving: 'scheduled' }), {
+      expect(actor.getSnapshot().context.counters.polls).toBe(1);
+      // The runtime answered three checks, then found metadata.json changed.
+      actor.send({
+        type: 'checks.unseen',
+        count: 3,
+        lastPollAtMs: 30_000,
+        lastReadAtMs: 29_990,
+        nextPollDueMs: 40_000,
+      });
+      expect(actor.getSnapshot().context.counters.polls).toBe(4);
+      // No poll event for them: the runtime counted those checks when it made them.
+      expect(pollEvents).toEqual(['same']);
+      expect(offered.at(-1)).toEqual(['"e1"', 40_000]);
+      actor.send({ type: 'poll.due' });
+      await waitFor(actor, (s) => s.context.counters.polls === 5 && s.matches({ serving: 'scheduled' }), {
         timeout: 1000,
       });
       expect(reads).toEqual([undefined, '"e1"']);
+      // Declined: the timer is armed and fires on its own.
+      taken = false;
+      actor.send({
+        type: 'checks.unseen',
+        count: 0,
+        lastPollAtMs: 30_000,
+        lastReadAtMs: 29_990,
+        nextPollDueMs: 40_000,
+      });
+      clock.increment(10_000);
+      await waitFor(actor, (s) => s.context.counters.polls === 6 && s.matches({ serving: 'scheduled' }), {
+        timeout: 1000,
+      });
+      expect(reads).toEqual([undefined, '"e1"', '"e1"']);
       actor.stop();
     })();
   });

@@ -21,7 +21,7 @@ import { sdkNoticeOnce } from '../src/host/sdk-notice.js';
 import { SchemaWithFirstBatch } from '../src/query/query-protocol.js';
 import { levelWanted, lowestLevel } from '../src/shared/log-levels.js';
 import { defaultLogger, memoryLogger } from '../src/shared/logging.js';
-import { LiveStatus, PublishedVersions } from '../src/shared/shared-slots.js';
+import { type LiveChecks, LiveStatus } from '../src/shared/shared-slots.js';
 import { assertBuiltFrom, buildIdOf, checkBuildId } from '../src/shared/thread-files.js';
 import { podYaml } from './support.js';
 
@@ -108,37 +108,39 @@ describe('a thread started from a stale dist/', () => {
   });
 });
 
-describe('shared slots', () => {
-  it('published versions and live checks read back as written, per slot; a slot never written reads as absent', () => {
-    const versions = PublishedVersions.create(3);
-    expect(versions.read(1)).toBeUndefined();
-    versions.publish(1, { version: 4, state: 1, readStartedAtMs: 1_700_000_000_123 });
-    versions.publish(2, { version: 9, state: 2, readStartedAtMs: 5 });
-    expect(versions.read(1)).toEqual({ version: 4, state: 1, readStartedAtMs: 1_700_000_000_123 });
-    expect(new PublishedVersions(versions.buffer).read(2)).toEqual({
-      version: 9,
-      state: 2,
-      readStartedAtMs: 5,
-    });
-    expect(versions.read(0)).toBeUndefined();
+describe('LiveStatus (shared slots)', () => {
+  const checks: LiveChecks = {
+    incarnation: 3,
+    polls: 12,
+    lastPollAtMs: 1_700_000_000_000,
+    nextPollDueMs: null,
+    freshAtMs: 1_699_999_999_000,
+    unposted: 7,
+  };
+
+  it('reads back as written, per slot, from another view of the buffer; a slot never written reads as absent', () => {
     const live = LiveStatus.create(2);
-    live.write(1, {
-      incarnation: 3,
-      polls: 12,
-      lastPollAtMs: 1_700_000_000_000,
-      nextPollDueMs: null,
-      freshAtMs: 1_699_999_999_000,
-      unposted: 7,
-    });
-    expect(new LiveStatus(live.buffer).read(1)).toEqual({
-      incarnation: 3,
-      polls: 12,
-      lastPollAtMs: 1_700_000_000_000,
-      nextPollDueMs: null,
-      freshAtMs: 1_699_999_999_000,
-      unposted: 7,
-    });
+    live.write(1, checks);
+    expect(new LiveStatus(live.buffer).read(1)).toEqual(checks);
     expect(live.read(0)).toBeUndefined();
+  });
+
+  it('the coordinator writes a parked slot only while it is lent under the token, and the dataset reads its writes on taking it back', () => {
+    const live = LiveStatus.create(2);
+    const coordinator = new LiveStatus(live.buffer);
+    const count = (c: LiveChecks): LiveChecks => ({ ...c, polls: c.polls + 1, unposted: c.unposted + 1 });
+    // Not lent: nothing written.
+    live.write(0, checks);
+    expect(coordinator.writeParked(0, 5, count)).toBe(false);
+    live.park(0, 5, checks);
+    expect(coordinator.writeParked(0, 4, count)).toBe(false);
+    expect(coordinator.writeParked(0, 5, count)).toBe(true);
+    expect(coordinator.writeParked(0, 5, count)).toBe(true);
+    expect(live.takeBack(0, 5)).toEqual({ ...checks, polls: 14, unposted: 9 });
+    // Taken back: the coordinator's next write is refused; the other slot was never touched.
+    expect(coordinator.writeParked(0, 5, count)).toBe(false);
+    expect(live.read(0)?.polls).toBe(14);
+    expect(live.read(1)).toBeUndefined();
   });
 });
 

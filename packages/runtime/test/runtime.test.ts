@@ -5,7 +5,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import { startFaultProxy } from '@ferry/test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
 import { terminateCoordinatorThread, terminateDatasetThread } from '../src/testing.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir, useLocalAws } from './support.js';
@@ -227,8 +227,8 @@ describe('runtime: shared metadata reads', () => {
   });
 });
 
-describe('runtime: an unchanged poll answered in the dataset thread', () => {
-  it('with nobody listening for poll events, status() and metrics() still count every check, at one GET per tick', async () => {
+describe("runtime: a parked dataset (its unchanged checks are the coordinator's)", () => {
+  it('with nobody listening for poll events, status() and metrics() count every check at one GET per tick, and the dataset thread never wakes until the document changes', async () => {
     await publishVersion(aws, 'quiet_a', 'duckdb', 1, { rows: 4, prefix: 'in-thread/' });
     await publishVersion(aws, 'quiet_b', 'sqlite', 1, { rows: 4, prefix: 'in-thread/' });
     const dataDir = await tempDir('ferry-in-thread-');
@@ -240,15 +240,21 @@ describe('runtime: an unchanged poll answered in the dataset thread', () => {
       ],
       { prefix: 'in-thread/' },
     );
-    const { runtime } = await start(yaml, dataDir);
+    const { runtime, logger } = await start(yaml, dataDir);
     try {
       await runtime.ready(undefined, { timeoutMs: 20_000 });
       const target = `${BUCKET}/in-thread/metadata.json`;
       const states: string[] = [];
       runtime.on('state', (event) => states.push(`${event.dataset} ${event.state}`));
+      // Once both have parked (a check of their own ends each one), the window starts.
+      await vi.waitFor(() => expect(runtime.metrics().polls.quiet_b?.unchanged ?? 0).toBeGreaterThan(0), {
+        timeout: 10_000,
+        interval: 50,
+      });
       const before = runtime.status('quiet_a').status?.counters.polls ?? 0;
       const unchangedBefore = runtime.metrics().polls.quiet_a?.unchanged ?? 0;
       const gets = aws.requests.count('GET', target);
+      const logged = logger.records.length;
       await new Promise((resolve) => setTimeout(resolve, 3_500));
       const status = runtime.status('quiet_a').status;
       const checks = (status?.counters.polls ?? 0) - before;
@@ -256,10 +262,26 @@ describe('runtime: an unchanged poll answered in the dataset thread', () => {
       expect(status).toMatchObject({ state: 'serving', lastPollResult: 'unchanged' });
       expect(Date.now() - (status?.lastPollAtMs ?? 0)).toBeLessThan(1_500);
       expect((runtime.metrics().polls.quiet_a?.unchanged ?? 0) - unchangedBefore).toBe(checks);
-      // No check left `serving` (none went through `polling`), and the location was read once per tick.
+      // No check left `serving`, the location was read once per tick, and no dataset thread said a
+      // word (a check of its own logs at debug level): they slept.
       expect(states).toEqual([]);
       expect(aws.requests.count('GET', target) - gets).toBeLessThanOrEqual(checks + 1);
-      // A listener for poll events gets one per check from then on.
+      const fromDatasets = logger.records
+        .slice(logged)
+        .filter((record) => (record.fields as { component?: string }).component === 'dataset');
+      expect(fromDatasets).toEqual([]);
+      // A new snapshot wakes the one it concerns: it records the checks it slept through, then swaps.
+      const swapped = nextEvent(runtime, 'swap', (event) => event.dataset === 'quiet_a');
+      await publishVersion(aws, 'quiet_a', 'duckdb', 2, { rows: 5, prefix: 'in-thread/' });
+      expect(await swapped).toMatchObject({ from: 0, to: 1 });
+      const slept = logger.records.find((record) =>
+        record.message.startsWith("Snapshot metadata of dataset 'quiet_a' was unchanged at "),
+      );
+      expect(slept?.message).toMatch(/at (\d+) check\(s\) the runtime made while the dataset was parked$/);
+      const after = runtime.status('quiet_a').status;
+      expect(after?.counters.polls).toBeGreaterThan(before + checks);
+      expect(after?.counters.swaps).toBe((status?.counters.swaps ?? 0) + 1);
+      // A listener for poll events gets one per check from then on: the datasets wake and check themselves.
       const polled = await nextEvent(runtime, 'poll', (event) => event.dataset === 'quiet_b');
       expect(polled.result).toBe('unchanged');
     } finally {

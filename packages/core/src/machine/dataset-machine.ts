@@ -47,6 +47,7 @@ import type {
   ReadMetadataOutput,
   RestoreLocalInput,
   SwapSnapshotInput,
+  UnseenChecks,
   VerifySnapshotInput,
 } from './types.js';
 
@@ -81,17 +82,17 @@ function notProvided<TOutput, TInput>(actor: string) {
 export interface PollTimerInput {
   /** When the check is due, on the machine's `now()` clock. */
   readonly dueMs: number;
-  /** The ETag of a serving dataset's scheduled check: the timer asks whether it still holds. */
+  /** The ETag of a serving dataset's scheduled check: the timer offers the checks to the runtime (`park`). */
   readonly etag?: string | null;
 }
 
-/** Sent to the poll timer by a check answered without a read: the next check is due at `dueMs`. */
+/** Sent to the poll timer when a parked dataset wakes in place: the next check is due at `dueMs`. */
 export interface PollTimerRearm extends PollTimerInput {
   readonly type: 'poll.rearm';
 }
 
 /** The chart's vocabulary (actors, actions, guards) for one clock. */
-function datasetSetup({ now, random, metadataUnchanged }: DatasetMachineClock) {
+function datasetSetup({ now, random, park }: DatasetMachineClock) {
   return setup({
     types: {
       context: {} as DatasetContext,
@@ -110,33 +111,21 @@ function datasetSetup({ now, random, metadataUnchanged }: DatasetMachineClock) {
       /**
        * Sends `poll.due` at `dueMs` on the actor system's clock. An invoked actor rather than an
        * `after` delay: a restored snapshot restarts its invoked actors (not its delays), so a
-       * dataset restored mid-wait still checks on schedule.
+       * dataset restored mid-wait still checks on schedule. Given an ETag, it first offers the
+       * checks to the runtime (`park`); taken, it arms nothing and the runtime sends `poll.due`.
        */
       pollTimer: fromCallback<DatasetEvent | PollTimerRearm, PollTimerInput>(
         ({ input, system, self, sendBack, receive }) => {
-          let etag = input.etag;
+          const arm = (dueMs: number, etag: string | null | undefined): void => {
+            system.scheduler.cancel(self, 'due');
+            if (typeof etag === 'string' && park?.(etag, dueMs) === true) return;
+            system.scheduler.schedule(self, self, { type: 'poll.due' }, Math.max(0, dueMs - now()), 'due');
+          };
           receive((event) => {
-            if (event.type === 'poll.due') {
-              const unchanged = typeof etag === 'string' && metadataUnchanged?.(etag) === true;
-              sendBack(unchanged ? { type: 'poll.due', unchanged } : event);
-            } else if (event.type === 'poll.rearm') {
-              etag = event.etag;
-              system.scheduler.schedule(
-                self,
-                self,
-                { type: 'poll.due' },
-                Math.max(0, event.dueMs - now()),
-                'due',
-              );
-            }
+            if (event.type === 'poll.due') sendBack(event);
+            else if (event.type === 'poll.rearm') arm(event.dueMs, event.etag);
           });
-          system.scheduler.schedule(
-            self,
-            self,
-            { type: 'poll.due' },
-            Math.max(0, input.dueMs - now()),
-            'due',
-          );
+          arm(input.dueMs, input.etag);
           return () => system.scheduler.cancel(self, 'due');
         },
       ),
@@ -144,8 +133,8 @@ function datasetSetup({ now, random, metadataUnchanged }: DatasetMachineClock) {
     actions: {
       /** The one way the machine logs; the runtime routes it to its logger. Default: discard. */
       log: (_args, _entry: LogEntry) => undefined,
-      checkedInThread: stepAction((context) => steps.checkedInThread(context, now())),
-      /** After a check answered without a read: the poll timer, still running, fires again at the next due time. */
+      recordUnseenChecks: stepAction((context, params: UnseenChecks) => steps.unseenChecks(context, params)),
+      /** After the checks a parked dataset did not see: the poll timer, still running, is armed (or parked) again. */
       rearmPollTimer: sendTo(
         'pollTimer',
         ({ context }): PollTimerRearm => ({
@@ -213,11 +202,6 @@ function datasetSetup({ now, random, metadataUnchanged }: DatasetMachineClock) {
       stopped: stepAction((context) => steps.stopped(context)),
     },
     guards: {
-      /**
-       * A scheduled check can be answered without reading the store: its timer was told the runtime
-       * knows metadata.json is still the document whose ETag the dataset holds.
-       */
-      checkedInThread: ({ event }) => event.type === 'poll.due' && event.unchanged === true,
       isServing: ({ context }) => context.serving !== null,
       isPaused: ({ context }) => context.paused,
       reloadRequested: ({ context }) => context.reloadRequested,
@@ -459,7 +443,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
    * `poll.now` checks at once, and `announced` says what an announcement does here.
    */
   type Announced = NonNullable<Parameters<typeof chart.createStateConfig>[0]['on']>['snapshot.announced'];
-  const resting = (check: string, announced: Announced, answerInThread = false) =>
+  const resting = (check: string, announced: Announced, parkable = false) =>
     chart.createStateConfig({
       initial: 'deciding',
       on: {
@@ -478,9 +462,10 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
           ],
         },
         /**
-         * "…polls the snapshot store at `refresh_check_interval`." While serving, a check whose
-         * answer the runtime already knows (metadata.json unchanged) is recorded here, without
-         * leaving the state: the timer keeps running and fires again.
+         * "…polls the snapshot store at `refresh_check_interval`." While serving with an ETag, the
+         * checks may be the runtime's (`park`): it wakes the dataset with `poll.due` when
+         * metadata.json changed, and the checks it answered arrive as `checks.unseen`, recorded here
+         * without leaving the state.
          */
         scheduled: {
           entry: 'scheduleNextPoll',
@@ -488,17 +473,26 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
             id: 'pollTimer',
             src: 'pollTimer',
             input: ({ context }): PollTimerInput =>
-              answerInThread && context.etag !== null
+              parkable && context.etag !== null
                 ? { dueMs: context.nextPollDueMs ?? 0, etag: context.etag }
                 : { dueMs: context.nextPollDueMs ?? 0 },
           },
           on: {
-            'poll.due': answerInThread
-              ? [
-                  { guard: 'checkedInThread', actions: ['checkedInThread', 'rearmPollTimer'] },
-                  { target: check, actions: beginPoll('schedule') },
-                ]
-              : { target: check, actions: beginPoll('schedule') },
+            'poll.due': { target: check, actions: beginPoll('schedule') },
+            'checks.unseen': {
+              actions: [
+                {
+                  type: 'recordUnseenChecks',
+                  params: ({ event }) => ({
+                    count: event.count,
+                    lastPollAtMs: event.lastPollAtMs,
+                    lastReadAtMs: event.lastReadAtMs,
+                    nextPollDueMs: event.nextPollDueMs,
+                  }),
+                },
+                'rearmPollTimer',
+              ],
+            },
           },
         },
         /** `retry`: the whole poll again after the Fibonacci backoff. */

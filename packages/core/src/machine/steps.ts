@@ -47,6 +47,7 @@ import type {
   ReadMetadataOutput,
   SnapshotTransferInfo,
   SwapSnapshotInput,
+  UnseenChecks,
   VerifySnapshotInput,
 } from './types.js';
 
@@ -617,25 +618,28 @@ export function endPoll(context: DatasetContext, outcome: PollResult | undefined
 }
 
 /**
- * A scheduled check answered without reading the store: the runtime knows the location's
- * metadata.json is still the document whose ETag the dataset holds (the `checkedInThread` guard).
- * The check is recorded as a poll that found the metadata unchanged (the same counters, logs and
- * `poll` event), and the next one is scheduled.
+ * A parked dataset wakes: the scheduled checks the runtime answered for it meanwhile, each finding
+ * metadata.json unchanged, are recorded as such polls (counters, last poll, freshness) in one step.
+ * Their `poll` events are not emitted: the runtime counted them when it made them.
  */
-export function checkedInThread(context: DatasetContext, nowMs: number): Step {
-  const begun = beginPoll(context, 'schedule', nowMs);
-  const unchanged = noteMetadataUnchanged(context);
-  const ended = endPoll({ ...context, ...begun.context } as DatasetContext, 'unchanged');
+export function unseenChecks(context: DatasetContext, checks: UnseenChecks): Step {
+  if (checks.count <= 0) return { context: { nextPollDueMs: checks.nextPollDueMs } };
   return {
     context: {
-      counters: count(context, 'polls'),
-      lastPoll: { atMs: nowMs, result: 'unchanged' },
+      counters: { ...context.counters, polls: context.counters.polls + checks.count },
+      lastPoll: { atMs: checks.lastPollAtMs, result: 'unchanged' },
       backoffAttempt: 0,
-      ...checkedFreshness(context, 'unchanged', undefined, nowMs),
-      nextPollDueMs: nowMs + intervalDelay(context, nowMs),
+      ...checkedFreshness(context, 'unchanged', undefined, checks.lastReadAtMs),
+      nextPollDueMs: checks.nextPollDueMs,
     },
-    logs: [...(begun.logs ?? []), ...(unchanged.logs ?? []), ...(ended.logs ?? [])],
-    emitted: ended.emitted ?? [],
+    logs: [
+      entry(
+        context,
+        'debug',
+        `Snapshot metadata of dataset '${context.name}' was unchanged at ${checks.count} check(s) the runtime made while the dataset was parked`,
+        { checks: checks.count },
+      ),
+    ],
   };
 }
 

@@ -119,11 +119,25 @@ export interface DatasetMachineClock {
   /** Jitter source in [0, 1) for the retry backoff. */
   readonly random: () => number;
   /**
-   * Whether metadata.json is known, now, to be still the document of `etag` (the runtime's shared
-   * read of the location). Asked by the poll timer of a serving dataset when a check is due; a
-   * `true` answers the check without reading the store. Default: never known (every check reads).
+   * Whether the runtime takes over the scheduled checks of a serving dataset holding `etag`, the
+   * next one due at `dueMs`: it reads metadata.json itself and wakes the dataset (`poll.due`) only
+   * when the document is no longer the one of `etag`; the checks it answered meanwhile arrive as
+   * `checks.unseen` when the dataset next wakes. Asked each time the poll timer is armed; `false`
+   * (the default) arms the timer, and every check reads.
    */
-  readonly metadataUnchanged?: (etag: string) => boolean;
+  readonly park?: (etag: string, dueMs: number) => boolean;
+}
+
+/** Scheduled checks the runtime answered while the dataset was parked (see {@link DatasetMachineClock.park}). */
+export interface UnseenChecks {
+  /** How many: each found metadata.json unchanged. */
+  readonly count: number;
+  /** When the last one was made. */
+  readonly lastPollAtMs: number;
+  /** When the read that answered the last one began (what freshness is measured from). */
+  readonly lastReadAtMs: number;
+  /** When the next check is due. */
+  readonly nextPollDueMs: number;
 }
 
 export interface DownloadSnapshotInput {
@@ -181,11 +195,12 @@ export type DatasetEvent =
   | { readonly type: 'polling.resume' }
   | { readonly type: 'stop' }
   /**
-   * Sent by the machine's own `pollTimer` when the scheduled check (or retry) is due. `unchanged`:
-   * the runtime knows metadata.json is still the document whose ETag the dataset holds (see
-   * {@link DatasetMachineClock.metadataUnchanged}), so the check is recorded without a read.
+   * The scheduled check (or retry) is due: sent by the machine's own `pollTimer`, or by the runtime
+   * that took a parked dataset's checks over and found metadata.json changed.
    */
-  | { readonly type: 'poll.due'; readonly unchanged?: boolean };
+  | { readonly type: 'poll.due' }
+  /** A parked dataset wakes: the checks the runtime answered for it meanwhile (recorded first). */
+  | ({ readonly type: 'checks.unseen' } & UnseenChecks);
 
 export type DatasetEmitted =
   | { readonly type: 'swap'; readonly dataset: string; readonly from: number | null; readonly to: number }

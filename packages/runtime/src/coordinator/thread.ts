@@ -20,6 +20,7 @@ import type { SnapshotInfo, SnapshotListing } from '../api.js';
 import { levelWanted } from '../shared/log-levels.js';
 import type { LogRecord } from '../shared/logging.js';
 import type {
+  CoordinatorToDataset,
   CoordinatorToHost,
   CoordinatorWorkerData,
   DatasetToCoordinator,
@@ -27,7 +28,7 @@ import type {
   HostToCoordinator,
 } from '../shared/protocol.js';
 import { RpcClient, respond } from '../shared/rpc.js';
-import { PublishedVersions } from '../shared/shared-slots.js';
+import { LiveStatus } from '../shared/shared-slots.js';
 import { storeFor, storeKey } from '../shared/stores.js';
 import { Supervisor } from '../shared/supervisor.js';
 import {
@@ -41,6 +42,7 @@ import { checkBuildId, threadExecArgv, threadFile } from '../shared/thread-files
 import { within } from '../shared/within.js';
 import { LocationMetadataReader } from './metadata-reader.js';
 import { NotificationConsumer } from './notification-consumer.js';
+import { ParkedChecks } from './parked-checks.js';
 import { SnapshotPool } from './snapshot-pool.js';
 
 if (isMainThread || parentPort === null) {
@@ -83,13 +85,9 @@ function log(
 }
 
 const readers = new Map<string, LocationMetadataReader>();
-/** One published-version slot per location (store key), in the order the datasets first name them. */
-const locationSlots = new Map<string, number>();
-for (const dataset of data.datasets) {
-  const key = storeKey(dataset);
-  if (!locationSlots.has(key)) locationSlots.set(key, locationSlots.size);
-}
-const versions = PublishedVersions.create(locationSlots.size);
+/** The checks of each location's parked datasets, by store key. */
+const parkedChecks = new Map<string, ParkedChecks>();
+const live = new LiveStatus(data.liveStatus);
 const pool = new SnapshotPool({
   threads: data.snapshotThreads,
   idleTimeoutMs: data.snapshotIdleTimeoutMs,
@@ -104,24 +102,18 @@ function readerFor(dataset: DatasetConfig): LocationMetadataReader {
       data.metadataWindowMs,
       ...data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs / 2),
     );
-    const slot = locationSlots.get(key) ?? 0;
     const fallingBack = new Set(
       data.datasets
         .filter((d) => storeKey(d) === key && d.bootstrapOnFailure === 'fallback')
         .map((d) => d.name),
     );
-    reader = new LocationMetadataReader(storeFor(dataset), {
+    const created = new LocationMetadataReader(storeFor(dataset), {
       windowMs,
-      publish: (version) => versions.publish(slot, version),
       keepHistory: (name) => fallingBack.has(name),
     });
-    reader.readAhead({
-      phaseMs: pollPhaseMs,
-      intervalsMs: [
-        ...new Set(data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs)),
-      ],
-    });
-    readers.set(key, reader);
+    reader = created;
+    readers.set(key, created);
+    parkedChecks.set(key, new ParkedChecks({ read: () => created.document(), live }));
   }
   return reader;
 }
@@ -163,6 +155,8 @@ class DatasetSlot {
   readonly livePath: string;
   readonly generationDir: string;
   readonly reader: LocationMetadataReader;
+  /** Where its checks are made while it is parked. */
+  readonly parked: ParkedChecks;
   worker: Worker | undefined;
   rpc: RpcClient<{ type: 'stop' }> | undefined;
   incarnation = 0;
@@ -184,6 +178,9 @@ class DatasetSlot {
     this.livePath = files.livePath;
     this.generationDir = files.generationDir;
     this.reader = readerFor(config);
+    const parked = parkedChecks.get(storeKey(config));
+    if (parked === undefined) throw new Error(`No parked checks for the location of '${config.name}'.`);
+    this.parked = parked;
   }
 
   /** Gives the bootstrap permit back (see {@link BootstrapPermits}). */
@@ -210,11 +207,6 @@ class DatasetSlot {
       pollPhaseMs,
       generationDir: this.generationDir,
       logLevel: data.logLevel,
-      versions: {
-        buffer: versions.buffer,
-        slot: locationSlots.get(storeKey(this.config)) ?? 0,
-        windowMs: this.reader.windowMs,
-      },
       live: { buffer: data.liveStatus, slot: this.index },
       incarnation: data.incarnationBase + this.incarnation + 1,
     };
@@ -241,6 +233,16 @@ class DatasetSlot {
         );
       } else if (message.type === 'bootstrapped') {
         this.release();
+      } else if (message.type === 'park') {
+        this.parked.park(this.config.name, {
+          token: message.token,
+          etag: message.etag,
+          dueMs: message.dueMs,
+          intervalMs: this.config.refreshCheckIntervalMs,
+          freshens: message.freshens,
+          slot: this.index,
+          wake: (token) => worker.postMessage({ type: 'poll.due', token } satisfies CoordinatorToDataset),
+        });
       } else if (message.type === 'snapshot-task') {
         const { task } = message;
         const transfer = task.kind === 'load' ? [task.port] : [];
@@ -252,6 +254,7 @@ class DatasetSlot {
     });
     this.exited = new Promise((resolve) => {
       worker.once('exit', (exitCode) => {
+        this.parked.forget(this.config.name);
         rpc.close('exited');
         this.release();
         this.worker = undefined;
@@ -305,6 +308,7 @@ class DatasetSlot {
   async stop(timeoutMs: number): Promise<void> {
     this.stopping = true;
     this.supervisor.close();
+    this.parked.forget(this.config.name);
     const worker = this.worker;
     const rpc = this.rpc;
     if (worker === undefined || rpc === undefined) return;
@@ -392,7 +396,7 @@ async function close(): Promise<void> {
   // The dataset threads discard their temporary files through the pool: it ends after them.
   await Promise.all([...slots.values()].map((slot) => slot.stop(data.stopTimeoutMs)));
   await pool.close();
-  for (const reader of readers.values()) reader.stopReadAhead();
+  for (const parked of parkedChecks.values()) parked.close();
   await Promise.all([...readers.values()].map((reader) => reader.store.close()));
 }
 

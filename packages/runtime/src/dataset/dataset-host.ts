@@ -67,7 +67,7 @@ import type {
   SnapshotTaskResults,
 } from '../shared/protocol.js';
 import { RpcClient, respond } from '../shared/rpc.js';
-import { DocumentState, LiveStatus, PublishedVersions } from '../shared/shared-slots.js';
+import { LiveStatus } from '../shared/shared-slots.js';
 import { within } from '../shared/within.js';
 import { FreshnessWatch } from './freshness-watch.js';
 import { toInspectionEvent } from './inspection.js';
@@ -227,21 +227,19 @@ export class DatasetHost {
   #inspection: Subscription | undefined;
   /** The last status posted (as JSON), and a status without events waiting to leave. */
   #postedStatus = '';
-  /** The location's published versions (absent in tests without them: every poll asks). */
-  readonly #versions:
-    | { readonly table: PublishedVersions; readonly slot: number; readonly windowMs: number }
-    | undefined;
+  /** The host's live status slot (absent in tests without one: the dataset never parks). */
   readonly #live: { readonly table: LiveStatus; readonly slot: number } | undefined;
-  /** The ETag of the last metadata reply and the version of its document. */
-  #lastRead: { readonly etag: string; readonly version: number } | undefined;
   /** Whether the machine has left `bootstrapping` once (the coordinator is told, once). */
   #bootstrapped = false;
-  /** The last poll the subscriber saw, and whether the machine waited for its next check then. */
-  #seen: { readonly lastPoll: unknown; readonly scheduled: boolean } = { lastPoll: null, scheduled: false };
-  /** Whether the host listens for poll events (it says so; on until it does). */
+  /** Whether the host listens for poll events (it says so; on until it does): a dataset parks only when nobody does. */
   #pollEvents = true;
-  /** Checks answered here whose poll event was not posted, counted over every incarnation of the slot. */
-  #unposted: number;
+  /** The checks the machine's poll timer offered (`park`), taken once its transition is over. */
+  #parkOffer: { readonly etag: string; readonly dueMs: number } | undefined;
+  /** The token the live slot is lent under while parked. */
+  #parkedToken: number | undefined;
+  #parkTokens = 0;
+  /** Set while a parked dataset wakes in place: the timer is armed, not parked again. */
+  #waking = false;
   #postedState: DatasetStatus['state'] | undefined;
   #pendingStatus: DatasetStatus | undefined;
   #statusTimer: NodeJS.Timeout | undefined;
@@ -265,18 +263,8 @@ export class DatasetHost {
     this.#tasks = tasks ?? {
       run: (task, options = {}) => rpc.request({ type: 'snapshot-task', task }, options.transfer ?? []),
     };
-    this.#versions =
-      data.versions === undefined
-        ? undefined
-        : {
-            table: new PublishedVersions(data.versions.buffer),
-            slot: data.versions.slot,
-            windowMs: data.versions.windowMs,
-          };
     this.#live =
       data.live === undefined ? undefined : { table: new LiveStatus(data.live.buffer), slot: data.live.slot };
-    // A restarted thread goes on counting where the last one stopped (the host's metrics add them up).
-    this.#unposted = this.#live?.table.read(this.#live.slot)?.unposted ?? 0;
     this.#actor = this.#createActor();
     this.#freshness = this.#createFreshnessWatch();
     this.#setInspecting(true);
@@ -447,9 +435,6 @@ export class DatasetHost {
     if (reply.kind === 'read' && reply.recordedLocation !== undefined) {
       this.#recordedLocation = reply.recordedLocation;
     }
-    // The ETag this reply stands for, and the document version it belongs to.
-    const etag = reply.kind === 'unchanged' ? input.ifNoneMatch : reply.etag;
-    this.#lastRead = etag === undefined ? undefined : { etag, version: reply.version };
     return reply;
   }
 
@@ -553,37 +538,88 @@ export class DatasetHost {
     this.#serve(this.#engine ?? 'duckdb', snapshot, generation);
   }
 
-  /**
-   * Whether a scheduled check can be answered here: the dataset holds an ETag, it came with the
-   * document of the location's version now published, that version is a document with an ETag, and
-   * its read is younger than the reuse window (the coordinator reads ahead of the poll grid).
-   */
-  #answerInThread(etag: string): boolean {
-    const shared = this.#versions;
-    const lastRead = this.#lastRead;
-    if (shared === undefined || lastRead === undefined || lastRead.etag !== etag) return false;
-    const published = shared.table.read(shared.slot);
-    return (
-      published !== undefined &&
-      published.state === DocumentState.current &&
-      published.version === lastRead.version &&
-      Date.now() - published.readStartedAtMs < shared.windowMs
-    );
+  // ---------------------------------------------------------------------------------------------
+  // Parking: the coordinator makes a serving dataset's unchanged checks (see `parked-checks.ts`).
+  // ---------------------------------------------------------------------------------------------
+
+  /** The poll timer offers its checks: taken when nobody watches each check (events, inspector). */
+  #offerPark(etag: string, dueMs: number): boolean {
+    if (this.#live === undefined || this.#waking || this.#pollEvents || this.#inspection !== undefined) {
+      return false;
+    }
+    this.#parkOffer = { etag, dueMs };
+    return true;
   }
 
-  /** Writes what a check answered in the thread changed into the host's live slot. */
-  #writeLive(snapshot: DatasetSnapshot, unposted: number): void {
+  /** After the transition that took the offer: lends the live slot and tells the coordinator. */
+  #park(snapshot: DatasetSnapshot): void {
+    const offer = this.#parkOffer;
     const live = this.#live;
-    if (live === undefined) return;
-    this.#unposted += unposted;
-    const context = snapshot.context;
-    live.table.write(live.slot, {
+    this.#parkOffer = undefined;
+    if (offer === undefined || live === undefined || !snapshot.matches({ serving: 'scheduled' })) return;
+    const { context } = snapshot;
+    const token = ++this.#parkTokens;
+    // A restarted thread goes on counting where the last one stopped (the host's metrics add them up).
+    const unposted = live.table.read(live.slot)?.unposted ?? 0;
+    live.table.park(live.slot, token, {
       incarnation: this.#data.incarnation ?? 1,
       polls: context.counters.polls,
       lastPollAtMs: context.lastPoll?.atMs ?? 0,
       nextPollDueMs: context.nextPollDueMs,
       freshAtMs: context.freshAtMs,
-      unposted: this.#unposted,
+      unposted,
+    });
+    this.#parkedToken = token;
+    const serving = context.serving?.snapshotId;
+    const store = context.storeSnapshotId;
+    const park: DatasetToCoordinator = {
+      type: 'park',
+      token,
+      etag: offer.etag,
+      dueMs: offer.dueMs,
+      freshens: serving !== undefined && (store === null || store <= serving),
+    };
+    this.#ports.coordinator.postMessage(park);
+  }
+
+  /**
+   * Wakes a parked dataset: takes its live slot back and has the machine record the checks the
+   * coordinator made meanwhile (its timer is armed again, not parked). Nothing when not parked.
+   */
+  #wake(): void {
+    const token = this.#parkedToken;
+    const live = this.#live;
+    this.#parkOffer = undefined;
+    if (token === undefined || live === undefined) return;
+    this.#parkedToken = undefined;
+    const checks = live.table.takeBack(live.slot, token);
+    const { context } = this.#actor.getSnapshot();
+    if (checks === undefined) return;
+    this.#waking = true;
+    try {
+      this.#actor.send({
+        type: 'checks.unseen',
+        count: Math.max(0, checks.polls - context.counters.polls),
+        lastPollAtMs: checks.lastPollAtMs,
+        lastReadAtMs: checks.freshAtMs ?? checks.lastPollAtMs,
+        nextPollDueMs: checks.nextPollDueMs ?? context.nextPollDueMs ?? Date.now(),
+      });
+    } finally {
+      this.#waking = false;
+    }
+  }
+
+  /** The host stopped watching each check: a dataset waiting for its next check parks now. */
+  #offerAgain(): void {
+    const snapshot = this.#actor.getSnapshot();
+    if (this.#parkedToken !== undefined || !snapshot.matches({ serving: 'scheduled' })) return;
+    const { context } = snapshot;
+    this.#actor.send({
+      type: 'checks.unseen',
+      count: 0,
+      lastPollAtMs: context.lastPoll?.atMs ?? 0,
+      lastReadAtMs: context.freshAtMs ?? 0,
+      nextPollDueMs: context.nextPollDueMs ?? Date.now(),
     });
   }
 
@@ -592,7 +628,7 @@ export class DatasetHost {
     const machine = createDatasetMachine({
       now: Date.now,
       random: Math.random,
-      metadataUnchanged: (etag) => this.#answerInThread(etag),
+      park: (etag, dueMs) => this.#offerPark(etag, dueMs),
     }).provide({
       actors: {
         restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() =>
@@ -646,20 +682,7 @@ export class DatasetHost {
         this.#freshness?.start();
       }
       const events = emitted.splice(0);
-      // A check answered without a read is the one change that keeps the machine waiting for its
-      // next check (a check that reads leaves that state until it ends).
-      const { lastPoll } = snapshot.context;
-      const scheduled = snapshot.matches({ serving: 'scheduled' });
-      const answeredInThread = scheduled && this.#seen.scheduled && lastPoll !== this.#seen.lastPoll;
-      this.#seen = { lastPoll, scheduled };
-      if (answeredInThread) {
-        // No message for it, unless someone listens for poll events: the host reads it from the live slot.
-        if (!this.#pollEvents) {
-          this.#writeLive(snapshot, 1);
-          return;
-        }
-        this.#writeLive(snapshot, 0);
-      }
+      this.#park(snapshot);
       if (events.length > 0) {
         this.#postStatus(datasetStatus(snapshot), events);
       } else {
@@ -705,6 +728,12 @@ export class DatasetHost {
     }
   }
 
+  /** Someone started or stopped watching each check: a parked dataset wakes, an unwatched one parks. */
+  #watched(): void {
+    if (this.#pollEvents || this.#inspection !== undefined) this.#wake();
+    else this.#offerAgain();
+  }
+
   #setInspecting(on: boolean): void {
     if (on && this.#inspection === undefined) {
       this.#inspection = this.#actor.system.inspect((event) => this.#inspected(event));
@@ -728,9 +757,11 @@ export class DatasetHost {
     switch (message.type) {
       case 'inspecting':
         this.#setInspecting(message.on);
+        this.#watched();
         break;
       case 'poll-events':
         this.#pollEvents = message.on;
+        this.#watched();
         break;
       case 'status':
         respond(
@@ -748,6 +779,7 @@ export class DatasetHost {
           host,
           message.id,
           () => {
+            this.#wake();
             this.#actor.send({ type: message.command });
             // The status the command caused reaches the host before the answer does.
             this.#flushStatus();
@@ -765,7 +797,13 @@ export class DatasetHost {
   #onCoordinator(message: CoordinatorToDataset | DatasetToCoordinator): void {
     if (this.#coordinatorRpc.handle(message)) return;
     if (message.type === 'announce') {
+      this.#wake();
       this.#actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
+    } else if (message.type === 'poll.due') {
+      // A wake for an earlier park (the dataset woke since) is stale.
+      if (message.token !== this.#parkedToken) return;
+      this.#wake();
+      this.#actor.send({ type: 'poll.due' });
     } else if (message.type === 'stop') {
       respond(
         this.#ports.coordinator,
@@ -785,6 +823,7 @@ export class DatasetHost {
 
   /** Stops the machine, waits for its work, discards temporary files and closes the engine and store. */
   async stop(): Promise<void> {
+    this.#wake();
     this.#actor.send({ type: 'stop' });
     this.#actor.stop();
     await this.#freshness?.stop();

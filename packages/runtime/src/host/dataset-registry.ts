@@ -79,8 +79,8 @@ export class DatasetRegistry {
   }
 
   /**
-   * The status the thread posted, with the checks it answered itself since (written in its live
-   * slot, not posted): their poll count, last poll and next due time; and, while its writer's
+   * The status the thread posted, with the checks the coordinator made since while it was parked
+   * (written in its live slot, not posted): their poll count, last poll and next due time; and, while its writer's
    * heartbeat cannot vouch for what it serves, since when (`staleSinceMs`, read by staleness).
    */
   status(entry: DatasetEntry): DatasetStatus | undefined {

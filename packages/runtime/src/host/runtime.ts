@@ -434,7 +434,7 @@ class HostRuntime implements Runtime {
     return this.#inspection.active || this.#focused.get(entry.name)?.active === true;
   }
 
-  /** Tell a dataset thread whether anyone listens for `poll` events (a check it answers itself posts one only then). */
+  /** Tell a dataset thread whether anyone listens for `poll` events (it parks between checks only when nobody does). */
   #tellPollEvents(entry: DatasetEntry): void {
     const message: HostToDataset = { type: 'poll-events', on: this.#events.listenerCount('poll') > 0 };
     entry.port?.postMessage(message);
@@ -528,7 +528,7 @@ class HostRuntime implements Runtime {
 
   metrics(): RuntimeMetrics {
     const metrics = this.#metrics.snapshot();
-    // Checks answered in the dataset threads whose poll event nobody asked for: counted in the live slots.
+    // Checks the coordinator made for parked datasets (no poll event): counted in the live slots.
     const polls = metrics.polls as Record<string, Record<string, number>>;
     for (const entry of this.#registry.entries()) {
       const unposted = entry.liveSlot === undefined ? 0 : (this.#live.read(entry.liveSlot)?.unposted ?? 0);

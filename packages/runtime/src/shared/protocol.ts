@@ -65,7 +65,7 @@ export type HostToDataset =
   | { readonly type: 'command'; readonly id: number; readonly command: DatasetCommand }
   /** Whether anyone inspects: a thread builds and posts inspection events only then (default on). */
   | { readonly type: 'inspecting'; readonly on: boolean }
-  /** Whether anyone listens for `poll` events: a check answered in the thread posts one only then (default on). */
+  /** Whether anyone listens for `poll` events: a dataset parks between checks only when nobody does (default on). */
   | { readonly type: 'poll-events'; readonly on: boolean };
 
 /**
@@ -132,16 +132,10 @@ export interface DatasetWorkerData {
   /** The lowest level of log record the host's logger writes (the thread posts no others); default debug. */
   readonly logLevel?: LogLevel;
   /**
-   * The location's published metadata versions (`PublishedVersions`) and this dataset's slot in
-   * them, with the reuse window of its reads: a scheduled poll whose answer is known there is
-   * answered in the thread. Absent: every poll asks the coordinator.
+   * The host's `LiveStatus` and this dataset's slot. With it, a serving dataset parks between
+   * checks: the coordinator makes its scheduled checks and writes them there, and wakes it only when
+   * metadata.json changed. Absent: every check is the dataset's own.
    */
-  readonly versions?: {
-    readonly buffer: SharedArrayBuffer;
-    readonly slot: number;
-    readonly windowMs: number;
-  };
-  /** The host's `LiveStatus` and this dataset's slot, where checks answered in the thread are written. */
   readonly live?: { readonly buffer: SharedArrayBuffer; readonly slot: number };
   /** This thread's start number for the dataset (1, then +1 per restart). */
   readonly incarnation?: number;
@@ -157,22 +151,33 @@ export type DatasetToCoordinator =
     }
   /** The machine left `bootstrapping` for the first time (it serves, or waits): its bootstrap permit is free. */
   | { readonly type: 'bootstrapped' }
+  /**
+   * The dataset parks: its live slot is lent to the coordinator under `token`, which makes its
+   * scheduled checks (the next due at `dueMs`, then every interval) while metadata.json is the
+   * document of `etag`. `freshens`: an unchanged check moves the dataset's freshness.
+   */
+  | {
+      readonly type: 'park';
+      readonly token: number;
+      readonly etag: string;
+      readonly dueMs: number;
+      readonly freshens: boolean;
+    }
   /** A task for the snapshot pool; a load's port travels in the transfer list. */
   | { readonly type: 'snapshot-task'; readonly id: number; readonly task: SnapshotTask };
 
 export type CoordinatorToDataset =
   | RpcResponse
   | { readonly type: 'announce'; readonly snapshotId: number }
+  /** A check of the dataset parked under `token` found metadata.json changed (or unreadable): it checks for itself. */
+  | { readonly type: 'poll.due'; readonly token: number }
   | { readonly type: 'stop'; readonly id: number };
 
 /**
  * The reply to a dataset's metadata read, plus the location recorded inside metadata.json (for key
- * resolution) and the published version of the document it comes from (see `shared-slots.ts`).
+ * resolution).
  */
-export type MetadataReply = ReadMetadataOutput & {
-  readonly recordedLocation?: string;
-  readonly version: number;
-};
+export type MetadataReply = ReadMetadataOutput & { readonly recordedLocation?: string };
 
 // ---------------------------------------------------------------------------------------------
 // snapshot tasks (dataset thread -> coordinator -> snapshot pool)

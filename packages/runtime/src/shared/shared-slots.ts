@@ -1,16 +1,14 @@
 /**
- * Two tables in shared memory, read without a message (docs/threads.md, "What a poll costs"):
- *
- * - {@link PublishedVersions}, written by the coordinator's metadata readers, one slot per location:
- *   the version of the location's metadata.json (moved whenever its ETag, presence or readability
- *   changes), its state and when the read began. A dataset thread answers an unchanged poll from it.
- * - {@link LiveStatus}, written by each dataset thread, one slot per dataset: what its checks
- *   answered in the thread changed in its status (polls, the last poll, the next due time), so the
- *   host's `status()` and `metrics()` show them although no message was posted.
+ * {@link LiveStatus}: one slot per dataset in shared memory, read by the host without a message
+ * (docs/threads.md, "What a poll costs"). While a dataset is parked, the coordinator makes its
+ * scheduled checks and writes what they change in its status here (polls, the last poll, the next
+ * due time, freshness), so the host's `status()` and `metrics()` show them although the dataset
+ * thread never woke; when it wakes, the dataset thread takes its slot back and records them.
  *
  * Each slot is a seqlock: the writer makes its sequence number odd, writes, makes it even; a reader
- * retries while the number is odd or moved. One writer per slot. No imports: a dataset thread
- * loads this module.
+ * retries while the number is odd or moved. One writer at a time, by the slot's owner word: 0 is
+ * the dataset thread; a park token (> 0) lends the slot to the coordinator, which marks it
+ * {@link WRITING} for the length of a write. No imports: a dataset thread loads this module.
  */
 
 /** A slot's fields, as float64s after a sequence number (an int32, padded to 8 bytes). */
@@ -19,9 +17,8 @@ class SeqlockTable {
   readonly #values: Float64Array;
   readonly #fields: number;
 
-  constructor(buffer: SharedArrayBuffer, fields: number) {
+  constructor(buffer: SharedArrayBuffer, fields: number, slots: number) {
     this.#fields = fields;
-    const slots = buffer.byteLength / SeqlockTable.bytesPerSlot(fields);
     this.#seq = new Int32Array(buffer, 0, slots * 2);
     this.#values = new Float64Array(buffer, slots * 8, slots * fields);
   }
@@ -51,81 +48,81 @@ class SeqlockTable {
   }
 }
 
-/** What a location's last read found. */
-export const DocumentState = {
-  /** A document with an ETag: a dataset holding that ETag (at this version) may answer a poll itself. */
-  current: 1,
-  /** No metadata.json, no ETag, an unreadable document, or a failed read: every poll reads for itself. */
-  other: 2,
-} as const;
-
-export interface PublishedVersion {
-  readonly version: number;
-  readonly state: number;
-  /** When the read that found it began (`Date.now()`). */
-  readonly readStartedAtMs: number;
-}
-
-const VERSION_FIELDS = 3;
-
-export class PublishedVersions {
-  readonly buffer: SharedArrayBuffer;
-  readonly #table: SeqlockTable;
-
-  constructor(buffer: SharedArrayBuffer) {
-    this.buffer = buffer;
-    this.#table = new SeqlockTable(buffer, VERSION_FIELDS);
-  }
-
-  static create(locations: number): PublishedVersions {
-    return new PublishedVersions(
-      new SharedArrayBuffer(Math.max(1, locations) * SeqlockTable.bytesPerSlot(VERSION_FIELDS)),
-    );
-  }
-
-  publish(slot: number, version: PublishedVersion): void {
-    this.#table.write(slot, [version.version, version.state, version.readStartedAtMs]);
-  }
-
-  read(slot: number): PublishedVersion | undefined {
-    const values = this.#table.read(slot);
-    if (values === undefined) return undefined;
-    return { version: values[0] as number, state: values[1] as number, readStartedAtMs: values[2] as number };
-  }
-}
-
-/** A dataset's checks answered in its thread, as its status shows them. */
+/** A dataset's scheduled checks, as its status shows them, with those made while it was parked. */
 export interface LiveChecks {
   /** The dataset thread's incarnation (its start number), so a restarted thread's slot is not mixed with the last one's. */
   readonly incarnation: number;
-  /** The machine's `counters.polls` after the check. */
+  /** The machine's `counters.polls`, with the checks made while parked. */
   readonly polls: number;
   readonly lastPollAtMs: number;
   readonly nextPollDueMs: number | null;
-  /** The machine's `freshAtMs` after the check (what staleness is measured from). */
+  /** The machine's `freshAtMs` after the last check (what staleness is measured from). */
   readonly freshAtMs: number | null;
-  /** Checks answered in the thread whose `poll` event was not posted (counted for `metrics()`), over every incarnation. */
+  /** Checks made while parked, whose `poll` event was never posted (counted for `metrics()`), over every incarnation. */
   readonly unposted: number;
 }
 
 const LIVE_FIELDS = 6;
+/** Bytes per slot: its seqlock fields and its owner word (kept 8-byte aligned). */
+const LIVE_SLOT_BYTES = SeqlockTable.bytesPerSlot(LIVE_FIELDS) + 8;
+/** The owner word of a slot the coordinator is writing. */
+export const WRITING = -1;
 
 export class LiveStatus {
   readonly buffer: SharedArrayBuffer;
   readonly #table: SeqlockTable;
+  readonly #owners: Int32Array;
 
   constructor(buffer: SharedArrayBuffer) {
     this.buffer = buffer;
-    this.#table = new SeqlockTable(buffer, LIVE_FIELDS);
+    const slots = Math.floor(buffer.byteLength / LIVE_SLOT_BYTES);
+    this.#table = new SeqlockTable(buffer, LIVE_FIELDS, slots);
+    this.#owners = new Int32Array(buffer, slots * SeqlockTable.bytesPerSlot(LIVE_FIELDS), slots);
   }
 
   static create(datasets: number): LiveStatus {
-    return new LiveStatus(
-      new SharedArrayBuffer(Math.max(1, datasets) * SeqlockTable.bytesPerSlot(LIVE_FIELDS)),
-    );
+    return new LiveStatus(new SharedArrayBuffer(Math.max(1, datasets) * LIVE_SLOT_BYTES));
   }
 
+  /** The dataset thread writes its slot (it owns it: a new thread takes it from any park left by the last). */
   write(slot: number, checks: LiveChecks): void {
+    Atomics.store(this.#owners, slot, 0);
+    this.#write(slot, checks);
+  }
+
+  /** The dataset thread lends its slot to the coordinator under `token` (> 0), after writing it. */
+  park(slot: number, token: number, checks: LiveChecks): void {
+    this.write(slot, checks);
+    Atomics.store(this.#owners, slot, token);
+  }
+
+  /**
+   * The dataset thread takes back the slot it lent under `token` (waiting out a write in progress,
+   * a few microseconds at most) and reads what the coordinator wrote.
+   */
+  takeBack(slot: number, token: number): LiveChecks | undefined {
+    while (Atomics.compareExchange(this.#owners, slot, token, 0) === WRITING) {
+      // The coordinator is between the two stores of one write.
+    }
+    return this.read(slot);
+  }
+
+  /**
+   * The coordinator writes a parked slot: `update` gets what the slot holds and returns its new
+   * fields. False (nothing written) when the slot is no longer lent under `token`.
+   */
+  writeParked(slot: number, token: number, update: (checks: LiveChecks) => LiveChecks): boolean {
+    if (Atomics.compareExchange(this.#owners, slot, token, WRITING) !== token) return false;
+    try {
+      const checks = this.read(slot);
+      if (checks !== undefined) this.#write(slot, update(checks));
+    } finally {
+      Atomics.store(this.#owners, slot, token);
+    }
+    return true;
+  }
+
+  #write(slot: number, checks: LiveChecks): void {
     this.#table.write(slot, [
       checks.incarnation,
       checks.polls,
