@@ -3,7 +3,7 @@
  * shared metadata reader and the real snapshot tasks (run in-process, as a pool worker runs them);
  * MessageChannels stand where the thread boundaries would be (the test holds the coordinator's and
  * the host's ends). Bootstrap, generations announced as links the engines
- * read, restart from the live file, a swap on an announcement, commands, status and a clean stop.
+ * read, restart from the live file, a swap on an announcement (with and without the coordinator's read), commands, status and a clean stop.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
@@ -60,6 +60,9 @@ class Harness {
   readonly rpc: RpcClient<HostToDataset>;
   readonly stopRpc: RpcClient<{ type: 'stop' }>;
   readonly messages: DatasetToHost[] = [];
+  readonly reader: LocationMetadataReader;
+  /** How many metadata reads the dataset asked the coordinator for. */
+  readRequests = 0;
   readonly #waiters = new Set<() => void>();
   readonly #runner = new SnapshotTaskRunner();
 
@@ -69,9 +72,11 @@ class Harness {
     this.toHost = hostChannel.port1;
     this.toCoordinator = coordinatorChannel.port1;
     const reader = new LocationMetadataReader(createObjectStore(config.location, {}), { windowMs: 0 });
+    this.reader = reader;
     this.toCoordinator.on('message', (message: { type: string; id: number; ifNoneMatch?: string }) => {
       if (this.stopRpc.handle(message)) return;
       if (message.type === 'read-metadata') {
+        this.readRequests++;
         respond(
           this.toCoordinator,
           message.id,
@@ -174,6 +179,16 @@ describe('DatasetHost in-process', () => {
     const status = await harness.rpc.request<DatasetStatus>({ type: 'status', id: 0 });
     expect(status.servingSnapshotId).toBe(second.snapshotId);
 
+    // An announcement that carries the coordinator's fresh read is checked against it: not asked again.
+    const third = await publish('orders', 'duckdb', 3);
+    await harness.reader.refresh();
+    const reply = harness.reader.lastReadFor('orders');
+    expect(reply).toMatchObject({ kind: 'read', dataset: { currentSnapshotId: third.snapshotId } });
+    const asked = harness.readRequests;
+    harness.toCoordinator.postMessage({ type: 'announce', snapshotId: third.snapshotId, reply });
+    await harness.serving(third.snapshotId);
+    expect(harness.readRequests).toBe(asked);
+
     await harness.stop();
     expect((await readdir(dir)).filter((file) => file.includes('ferry-tmp'))).toEqual([]);
   });
@@ -201,7 +216,7 @@ describe('DatasetHost in-process', () => {
     await secondRun.stop();
   });
 
-  it('posts only the log records its logger wants, and one status (with its poll event) per unchanged poll', async () => {
+  it("posts only the log records its logger wants, and, per unchanged poll of its own, the check's state then its end with its poll event", async () => {
     const published = await publish('quiet', 'duckdb', 1);
     const dir = join(work, 'quiet');
     const chatty = new Harness(datasetConfig('quiet', 'duckdb'), join(dir, 'chatty.duckdb'));
@@ -214,7 +229,7 @@ describe('DatasetHost in-process', () => {
     expect(quiet.logs().some((record) => record.level === 'debug')).toBe(false);
     expect(quiet.logs().some((record) => record.level === 'info')).toBe(true);
 
-    // A scheduled poll that finds metadata.json unchanged: its start (state polling) is overtaken by its end.
+    // A scheduled poll of its own (no live slot: it never parks) that finds metadata.json unchanged.
     const before = quiet.messages.length;
     const polled = await quiet.next(
       (message): message is Extract<DatasetToHost, { type: 'status-changed' }> =>
@@ -223,12 +238,12 @@ describe('DatasetHost in-process', () => {
         message.emitted.some((event) => event.type === 'poll'),
     );
     expect(polled.status).toMatchObject({ state: 'serving', lastPollResult: 'unchanged' });
-    // The check's own state still reaches the host, in the same message.
-    expect(polled.overtaken).toMatchObject({ state: 'polling' });
+    // The check's own state reaches the host first, as it happened; nothing posted twice.
     const statuses = quiet.messages
       .slice(before, quiet.messages.indexOf(polled) + 1)
-      .filter((message) => message.type === 'status-changed');
-    expect(statuses).toEqual([polled]);
+      .flatMap((message) => (message.type === 'status-changed' ? [message.status.state] : []));
+    expect(statuses.slice(-2)).toEqual(['polling', 'serving']);
+    expect(new Set(statuses).size).toBe(statuses.length);
     await chatty.stop();
     await quiet.stop();
   });

@@ -45,6 +45,19 @@ export interface MetadataObservation {
   readonly endedAtMs: number;
 }
 
+/** A dataset's view of a document: unchanged when it holds the document's ETag, else its entry. */
+function replyOf(document: Document, dataset: string, ifNoneMatch: string | undefined): MetadataReply {
+  if (document.error !== undefined) throw document.error;
+  if (document.etag !== undefined && ifNoneMatch === document.etag) return { kind: 'unchanged' };
+  const metadata = document.metadata;
+  return {
+    kind: 'read',
+    ...(document.etag === undefined ? {} : { etag: document.etag }),
+    dataset: metadata === undefined ? undefined : getDataset(metadata, dataset),
+    ...(metadata === undefined ? {} : { recordedLocation: metadata.location }),
+  };
+}
+
 export class LocationMetadataReader {
   readonly store: ObjectStore;
   readonly #windowMs: number;
@@ -101,16 +114,18 @@ export class LocationMetadataReader {
 
   /** The dataset's view of the document, reading it when the last read is too old. */
   async readFor(dataset: string, ifNoneMatch: string | undefined, fresh = false): Promise<MetadataReply> {
-    const document = fresh ? await this.#read() : await this.#recent();
-    if (document.error !== undefined) throw document.error;
-    if (document.etag !== undefined && ifNoneMatch === document.etag) return { kind: 'unchanged' };
-    const metadata = document.metadata;
-    return {
-      kind: 'read',
-      ...(document.etag === undefined ? {} : { etag: document.etag }),
-      dataset: metadata === undefined ? undefined : getDataset(metadata, dataset),
-      ...(metadata === undefined ? {} : { recordedLocation: metadata.location }),
-    };
+    return replyOf(fresh ? await this.#read() : await this.#recent(), dataset, ifNoneMatch);
+  }
+
+  /**
+   * The dataset's full read of the last document, when that read succeeded: what a notification's
+   * fresh read (`refresh`) found, sent with the announcement so the dataset need not ask again.
+   */
+  lastReadFor(dataset: string): MetadataReply | undefined {
+    const document = this.#document;
+    return document === undefined || document.error !== undefined
+      ? undefined
+      : replyOf(document, dataset, undefined);
   }
 
   /** The document for a parked dataset's check: the last read if younger than the window, else a new one. */

@@ -302,7 +302,13 @@ class DatasetSlot {
   }
 
   announce(snapshotId: number): void {
-    this.worker?.postMessage({ type: 'announce', snapshotId });
+    const reply = this.reader.lastReadFor(this.config.name);
+    const announce: CoordinatorToDataset = {
+      type: 'announce',
+      snapshotId,
+      ...(reply === undefined ? {} : { reply }),
+    };
+    this.worker?.postMessage(announce);
   }
 
   async stop(timeoutMs: number): Promise<void> {

@@ -93,13 +93,6 @@ export interface SnapshotTasks {
 
 export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort' | 'buildId'>;
 
-/**
- * A status without emitted events (a check began, a command was taken) waits this long and leaves
- * only if no newer status overtook it: an unchanged poll, over in a millisecond or two, then posts
- * one status (with its poll event) instead of two. Events and answers to the host never wait.
- */
-const STATUS_DELAY_MS = 50;
-
 type CoordinatorRequest =
   | { type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean }
   | { type: 'snapshot-task'; task: SnapshotTask };
@@ -225,7 +218,7 @@ export class DatasetHost {
    * inspection events at all; with one, they cost a third of an idle poll's CPU.
    */
   #inspection: Subscription | undefined;
-  /** The last status posted (as JSON), and a status without events waiting to leave. */
+  /** The last status posted (as JSON). */
   #postedStatus = '';
   /** The host's live status slot (absent in tests without one: the dataset never parks). */
   readonly #live: { readonly table: LiveStatus; readonly slot: number } | undefined;
@@ -240,9 +233,8 @@ export class DatasetHost {
   #parkTokens = 0;
   /** Set while a parked dataset wakes in place: the timer is armed, not parked again. */
   #waking = false;
-  #postedState: DatasetStatus['state'] | undefined;
-  #pendingStatus: DatasetStatus | undefined;
-  #statusTimer: NodeJS.Timeout | undefined;
+  /** While an announcement is delivered: the coordinator's read that found it. */
+  #announced: MetadataReply | undefined;
   #crashing = false;
   /** The HEAD the signature check made of a candidate's object, by snapshot id, for its download. */
   readonly #heads = new Map<number, ObjectInfo>();
@@ -426,16 +418,25 @@ export class DatasetHost {
   }
 
   async #readMetadata(input: ReadMetadataInput): Promise<ReadMetadataOutput> {
-    const reply = await this.#coordinatorRpc.request<MetadataReply>({
+    const announced = this.#announced;
+    this.#announced = undefined;
+    const reply =
+      announced !== undefined && input.trigger === 'notification' && input.ifNoneMatch === undefined
+        ? announced
+        : await this.#askMetadata(input);
+    if (reply.kind === 'read' && reply.recordedLocation !== undefined) {
+      this.#recordedLocation = reply.recordedLocation;
+    }
+    return reply;
+  }
+
+  #askMetadata(input: ReadMetadataInput): Promise<MetadataReply> {
+    return this.#coordinatorRpc.request<MetadataReply>({
       type: 'read-metadata',
       // An operator's "poll now" wants the store as it is now, not a read shared moments ago.
       fresh: input.trigger === 'command',
       ...(input.ifNoneMatch === undefined ? {} : { ifNoneMatch: input.ifNoneMatch }),
     });
-    if (reply.kind === 'read' && reply.recordedLocation !== undefined) {
-      this.#recordedLocation = reply.recordedLocation;
-    }
-    return reply;
   }
 
   /** Check the candidate's signature and statement before download (a pool task). */
@@ -683,49 +684,17 @@ export class DatasetHost {
       }
       const events = emitted.splice(0);
       this.#park(snapshot);
-      if (events.length > 0) {
-        this.#postStatus(datasetStatus(snapshot), events);
-      } else {
-        this.#pendingStatus = datasetStatus(snapshot);
-        this.#statusTimer ??= setTimeout(() => this.#flushStatus(), STATUS_DELAY_MS).unref();
-      }
+      this.#postStatus(datasetStatus(snapshot), events);
     });
     return actor;
   }
 
-  /** Posts a status (with its events at once; a status alone only when it differs from the last). */
+  /** Posts a status with its events (a status alone only when it differs from the last). */
   #postStatus(status: DatasetStatus, emitted: DatasetEmitted[]): void {
-    clearTimeout(this.#statusTimer);
-    this.#statusTimer = undefined;
-    // A waiting status in a state of its own (a check began) travels along, so the host still sees
-    // the dataset pass through that state: its `state` events are the same, from one message.
-    const waiting = this.#pendingStatus;
-    this.#pendingStatus = undefined;
-    const overtaken =
-      waiting !== undefined && waiting.state !== status.state && waiting.state !== this.#postedState
-        ? waiting
-        : undefined;
     const text = JSON.stringify(status);
-    if (text === this.#postedStatus && emitted.length === 0 && overtaken === undefined) return;
+    if (text === this.#postedStatus && emitted.length === 0) return;
     this.#postedStatus = text;
-    this.#postedState = status.state;
-    this.#toHost({
-      type: 'status-changed',
-      status,
-      emitted,
-      ...(overtaken === undefined ? {} : { overtaken }),
-    });
-  }
-
-  /** Posts the status waiting to leave, if any: before an answer to the host, and when its delay ends. */
-  #flushStatus(): void {
-    const status = this.#pendingStatus;
-    if (status === undefined) {
-      clearTimeout(this.#statusTimer);
-      this.#statusTimer = undefined;
-    } else {
-      this.#postStatus(status, []);
-    }
+    this.#toHost({ type: 'status-changed', status, emitted });
   }
 
   /** Someone started or stopped watching each check: a parked dataset wakes, an unwatched one parks. */
@@ -764,15 +733,7 @@ export class DatasetHost {
         this.#watched();
         break;
       case 'status':
-        respond(
-          host,
-          message.id,
-          () => {
-            this.#flushStatus();
-            return datasetStatus(this.#actor.getSnapshot());
-          },
-          serializeError,
-        );
+        respond(host, message.id, () => datasetStatus(this.#actor.getSnapshot()), serializeError);
         break;
       case 'command':
         respond(
@@ -780,9 +741,8 @@ export class DatasetHost {
           message.id,
           () => {
             this.#wake();
+            // The status the command caused is posted before the answer.
             this.#actor.send({ type: message.command });
-            // The status the command caused reaches the host before the answer does.
-            this.#flushStatus();
           },
           serializeError,
         );
@@ -798,7 +758,13 @@ export class DatasetHost {
     if (this.#coordinatorRpc.handle(message)) return;
     if (message.type === 'announce') {
       this.#wake();
-      this.#actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
+      // A check the announcement starts at once reads what the coordinator's fresh read found.
+      this.#announced = message.reply;
+      try {
+        this.#actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
+      } finally {
+        this.#announced = undefined;
+      }
     } else if (message.type === 'poll.due') {
       // A wake for an earlier park (the dataset woke since) is stale.
       if (message.token !== this.#parkedToken) return;
@@ -827,7 +793,6 @@ export class DatasetHost {
     this.#actor.send({ type: 'stop' });
     this.#actor.stop();
     await this.#freshness?.stop();
-    this.#flushStatus();
     // A load not committing yet stops and removes its temporary file.
     this.#load?.cancel();
     await Promise.allSettled(this.#running);

@@ -377,9 +377,6 @@ class HostRuntime implements Runtime {
     switch (message.type) {
       case 'status-changed':
         entry.error = undefined;
-        if (message.overtaken !== undefined) {
-          this.#registry.setState(entry, message.overtaken.state, message.overtaken);
-        }
         this.#registry.setState(entry, message.status.state, message.status);
         for (const event of message.emitted) this.#onEmitted(entry, event);
         break;

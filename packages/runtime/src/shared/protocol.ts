@@ -86,8 +86,6 @@ export type DatasetToHost =
       readonly type: 'status-changed';
       readonly status: DatasetStatus;
       readonly emitted: readonly DatasetEmitted[];
-      /** A status the machine passed through (a check began) that this one overtook before it was posted. */
-      readonly overtaken?: DatasetStatus;
     }
   | { readonly type: 'inspect'; readonly event: InspectionEvent }
   | { readonly type: 'log'; readonly record: LogRecord }
@@ -168,7 +166,11 @@ export type DatasetToCoordinator =
 
 export type CoordinatorToDataset =
   | RpcResponse
-  | { readonly type: 'announce'; readonly snapshotId: number }
+  /**
+   * The location's current snapshot id of the dataset moved (a notification). `reply`: the fresh
+   * read that found it, which the check the announcement starts uses instead of asking again.
+   */
+  | { readonly type: 'announce'; readonly snapshotId: number; readonly reply?: MetadataReply }
   /** A check of the dataset parked under `token` found metadata.json changed (or unreadable): it checks for itself. */
   | { readonly type: 'poll.due'; readonly token: number }
   | { readonly type: 'stop'; readonly id: number };

@@ -173,10 +173,16 @@ export class SnapshotTaskRunner {
       transfer: downloaded.transfer,
       seconds: (performance.now() - started) / 1000,
     });
-    // On a failure or an abort the check deletes the file.
-    const prepared = await this.#checkers.use(files.engine, dirname(downloaded.tempPath), (checker) =>
-      verifySnapshot(options, downloaded, task.recorded, { signal, checker }),
-    );
+    // On a failure or an abort the check deletes the file; if the checker could not even be made,
+    // the check never ran, and the file is deleted here.
+    const prepared = await this.#checkers
+      .use(files.engine, dirname(downloaded.tempPath), (checker) =>
+        verifySnapshot(options, downloaded, task.recorded, { signal, checker }),
+      )
+      .catch(async (error: unknown) => {
+        await discardPrepared(downloaded);
+        throw error;
+      });
     report({ stage: 'verified' });
     try {
       // The last point a stop can still cancel: from the commit on, the file is the dataset's.
