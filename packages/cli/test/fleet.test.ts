@@ -68,7 +68,8 @@ async function writePod(name: string, prefix: string, queue: Record<string, stri
       name,
       location: location(prefix),
       params: { ...localS3Params(aws), s3_queue_endpoint: aws.endpoint, ...queue },
-      datasets: [{ name: DATASET, engine: 'duckdb', interval: '10m' }],
+      // A day: no scheduled check may fall between a publish and its notification (the grid's phase is random).
+      datasets: [{ name: DATASET, engine: 'duckdb', interval: '24h' }],
     }),
   );
   return path;
