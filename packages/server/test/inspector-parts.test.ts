@@ -12,7 +12,7 @@ import type { DatasetStatus } from '@ferry/core';
 import type { DatasetInfo } from '@ferry/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import { overviewCounts, overviewRow } from '../src/index.js';
-import { learnFromPoll, storeSync } from '../src/inspector/overview.js';
+import { storeSnapshotOf, storeSync } from '../src/inspector/overview.js';
 import { InspectorSessions, SESSION_COOKIE } from '../src/inspector/session.js';
 import { SseStream, sseFrame } from '../src/inspector/stream.js';
 
@@ -54,7 +54,7 @@ function info(fields: Partial<DatasetInfo> = {}, statusFields?: Partial<DatasetS
 
 describe('overview rows', () => {
   it('a serving dataset whose last check was a 304 is on the store’s current snapshot', () => {
-    expect(overviewRow(info(), undefined)).toEqual({
+    expect(overviewRow(info())).toEqual({
       name: 'orders',
       engine: 'duckdb',
       state: 'serving',
@@ -84,13 +84,12 @@ describe('overview rows', () => {
       {},
       {
         lastPollResult: 'refused',
+        storeSnapshotId: 8,
         lastError: { code: 'ERR_CHECKSUM_MISMATCH', message: 'bad bytes' },
         counters: { polls: 5, swaps: 1, refusals: 1, failures: 0, notifications: 0 },
       },
     );
-    const known = learnFromPoll(undefined, { dataset: 'orders', result: 'refused', currentSnapshotId: 8 }, 7);
-    expect(known).toEqual({ snapshotId: 8 });
-    expect(overviewRow(refused, known)).toMatchObject({
+    expect(overviewRow(refused)).toMatchObject({
       ready: true,
       health: 'warn',
       sync: 'behind',
@@ -98,46 +97,53 @@ describe('overview rows', () => {
       refusals: 1,
       error: 'ERR_CHECKSUM_MISMATCH: bad bytes',
     });
-    // A later 304 proves nothing new about the store: what the read said stays.
-    expect(learnFromPoll(known, { dataset: 'orders', result: 'failed', currentSnapshotId: null }, 7)).toBe(
-      known,
-    );
+    // A failed check says nothing about the store: what the last read named stays.
+    expect(storeSnapshotOf(status({ lastPollResult: 'failed', storeSnapshotId: 8 }))).toBe(8);
+    // Nothing read yet: unknown; a read that found no snapshot: empty.
+    expect(storeSnapshotOf(status({ lastPollResult: null, storeSnapshotId: null }))).toBeUndefined();
+    expect(storeSnapshotOf(status({ lastPollResult: 'waiting', storeSnapshotId: null }))).toBeNull();
   });
 
   it('says what the store has when nothing is served, and marks refused configs and dead threads as errors', () => {
-    const waiting = info({ state: 'waiting' }, { servingSnapshotId: null, lastPollResult: 'waiting' });
-    expect(overviewRow(waiting, undefined)).toMatchObject({ ready: false, health: 'pending', sync: 'empty' });
+    const waiting = info(
+      { state: 'waiting' },
+      { servingSnapshotId: null, storeSnapshotId: null, lastPollResult: 'waiting' },
+    );
+    expect(overviewRow(waiting)).toMatchObject({ ready: false, health: 'pending', sync: 'empty' });
     const failing = info(
       { state: 'waiting' },
-      { servingSnapshotId: null, lastPollResult: 'failed', lastError: { code: 'ERR_X', message: 'no' } },
+      {
+        servingSnapshotId: null,
+        storeSnapshotId: null,
+        lastPollResult: 'failed',
+        lastError: { code: 'ERR_X', message: 'no' },
+      },
     );
-    expect(overviewRow(failing, undefined)).toMatchObject({
+    expect(overviewRow(failing)).toMatchObject({
       health: 'error',
       sync: 'unknown',
       error: 'ERR_X: no',
     });
     const refused = info({ state: 'failed', status: undefined, engine: undefined, error: 'bad interval' });
-    expect(overviewRow(refused, undefined)).toMatchObject({
+    expect(overviewRow(refused)).toMatchObject({
       engine: null,
       health: 'error',
       sync: 'unknown',
       error: 'bad interval',
       polls: 0,
     });
-    expect(overviewRow(info({ state: 'restarting', error: 'thread exited' }), undefined).health).toBe(
-      'error',
-    );
+    expect(overviewRow(info({ state: 'restarting', error: 'thread exited' })).health).toBe('error');
     expect(storeSync(7, 6)).toBe('ahead');
     expect(storeSync(null, 3)).toBe('behind');
   });
 
   it('counts every dataset, the serving ones, the others by state, and those that need a look', () => {
     const rows = [
-      overviewRow(info(), undefined),
-      overviewRow(info({ name: 'b', state: 'polling' }), undefined),
-      overviewRow(info({ name: 'c', state: 'failed', status: undefined, error: 'x' }), undefined),
-      overviewRow(info({ name: 'd' }, { paused: true, lastPollResult: 'failed' }), undefined),
-      overviewRow(info({ name: 'e', state: 'starting', status: undefined }), undefined),
+      overviewRow(info()),
+      overviewRow(info({ name: 'b', state: 'polling' })),
+      overviewRow(info({ name: 'c', state: 'failed', status: undefined, error: 'x' })),
+      overviewRow(info({ name: 'd' }, { paused: true, lastPollResult: 'failed' })),
+      overviewRow(info({ name: 'e', state: 'starting', status: undefined })),
     ];
     expect(overviewCounts(rows)).toEqual({
       total: 5,

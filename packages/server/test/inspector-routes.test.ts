@@ -505,8 +505,17 @@ describe('inspector routes', () => {
     expect(received.every((event) => event.dataset === 'users')).toBe(true);
     // Only the machine's own events: invoked actors' chatter is left out.
     expect(new Set(received.map((event) => event.sessionId)).size).toBe(1);
-    expect(received.find((event) => event.type === '@xstate.event')?.event).toEqual({ type: 'poll.now' });
-    expect(states(events)).toEqual(['polling', 'serving']);
+    // The dataset was parked: watched, it wakes (recording the checks the runtime made meanwhile),
+    // then takes the command.
+    const machineEvents = received
+      .filter((event) => event.type === '@xstate.event')
+      .map((event) => event.event);
+    expect(machineEvents.find((event) => (event as { type: string }).type !== 'checks.unseen')).toEqual({
+      type: 'poll.now',
+    });
+    const seen = states(events);
+    expect(seen.slice(seen.indexOf('polling'))).toEqual(['polling', 'serving']);
+    expect(seen.slice(0, seen.indexOf('polling')).filter((state) => state !== 'serving')).toEqual([]);
     const updates = events.slice(1).map((event) => event.data as DetailUpdate);
     expect(updates.flatMap((update) => update.history.map((entry) => entry.state))).toEqual([
       'polling',
@@ -588,6 +597,68 @@ describe('inspector routes', () => {
       expect(stream.events[0]?.event).toBe('overview');
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('the inspector and parked datasets', () => {
+  it('mounted but unwatched, it lets serving datasets park (no check of their own); a connected page hears every check, and they park again when it leaves', async () => {
+    const store = await fixtureDir();
+    const served = await serve(spicepod({ location: store.location, interval: '1s' }));
+    const routes = inspectorRoutes(served.runtime, { hub: { updateIntervalMs: UPDATE_MS } });
+    const server = await startServer(served.runtime, { port: 0, routes });
+    const states: string[] = [];
+    served.runtime.on('state', (event) => states.push(`${event.dataset} ${event.state}`));
+    /** The states the datasets passed through in the next `ms` (a check of a dataset's own passes `polling`). */
+    const statesOver = async (ms: number) => {
+      const from = states.length;
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return states.slice(from);
+    };
+    try {
+      await served.runtime.ready(undefined, { timeoutMs: 30_000 });
+      // Parked once the coordinator has made a check for each (each dataset's own first check parks it).
+      await vi.waitFor(
+        () => {
+          for (const name of ['orders', 'users']) {
+            const status = served.runtime.status(name).status;
+            expect(served.runtime.metrics().polls[name]?.unchanged ?? 0).toBeGreaterThan(0);
+            expect(status?.state).toBe('serving');
+          }
+        },
+        { timeout: 15_000, interval: 50 },
+      );
+      const polls = served.runtime.status('users').status?.counters.polls ?? 0;
+      expect(await statesOver(2_500)).toEqual([]);
+      // The checks went on, made by the coordinator.
+      expect(served.runtime.status('users').status?.counters.polls ?? 0).toBeGreaterThanOrEqual(polls + 2);
+
+      // A page connects: the hub listens for checks, the datasets wake and make their own.
+      const heard: string[] = [];
+      const unsubscribe = routes.hub.subscribeOverview(() => undefined);
+      const off = served.runtime.on('poll', (event) => heard.push(event.dataset));
+      try {
+        await vi.waitFor(() => expect(new Set(heard)).toEqual(new Set(['orders', 'users'])), {
+          timeout: 5_000,
+          interval: 50,
+        });
+        expect(states).toContain('users polling');
+      } finally {
+        off();
+        unsubscribe();
+      }
+      // It leaves: nobody listens for checks, and after at most the one under way they park again.
+      await vi.waitFor(
+        () => expect(states.slice(-2).every((state) => state.endsWith(' serving'))).toBe(true),
+        { timeout: 5_000, interval: 50 },
+      );
+      const after = await statesOver(2_500);
+      expect(after.filter((state) => state.endsWith(' polling'))).toEqual([]);
+    } finally {
+      routes.hub.close();
+      await server.close();
+      await served.close();
+      await rm(store.dir, { recursive: true, force: true });
     }
   });
 });

@@ -8,8 +8,10 @@
  *   object than the one the row was built from.
  *   Changes are sent batched, once per `updateIntervalMs` (default 500 ms) whatever the poll rate:
  *   every overview listener gets the same update (serialised once).
- * - Per dataset, always: its state history (from `state` events) and its activity (`poll`, `swap`,
- *   `error` events), a few dozen entries each.
+ * - Per dataset, always: its state history (from `state` events) and its activity (`swap` and
+ *   `error` events, and `poll` events while a page watches), a few dozen entries each. The hub
+ *   listens for `poll` events only while a page is connected: with nobody listening, a serving
+ *   dataset's unchanged checks are made by the coordinator and its thread sleeps.
  * - For a followed dataset (a detail view is open): its machine's inspection events, from
  *   `runtime.inspect(listener, { dataset })`, so only that thread builds them. Invoked actors'
  *   own chatter is dropped and large payloads are abridged. A dataset stays followed for
@@ -19,18 +21,10 @@
  * through its listener: the stream decides what a slow page gets (see `stream.ts`).
  */
 import type { DatasetStatus } from '@ferry/core';
-import type { DatasetInfo, InspectionEvent, Runtime } from '@ferry/runtime';
+import type { DatasetInfo, InspectionEvent, PollEvent, Runtime } from '@ferry/runtime';
 import { abridge } from './abridge.js';
 import { datasetMachineGraph, type MachineGraph } from './machine-graph.js';
-import {
-  learnFromPoll,
-  type OverviewCounts,
-  type OverviewRow,
-  overviewCounts,
-  overviewRow,
-  type StoreKnowledge,
-  sameRow,
-} from './overview.js';
+import { type OverviewCounts, type OverviewRow, overviewCounts, overviewRow, sameRow } from './overview.js';
 
 /**
  * Every history, activity and inspection entry carries `seq`, increasing across the hub: a page
@@ -132,7 +126,7 @@ export interface InspectorHubOptions {
 interface RowEntry {
   row: OverviewRow;
   /** What the row was built from: when none of these changed, neither did the row. */
-  from: { status: unknown; state: string; error: string | undefined; known: StoreKnowledge | undefined };
+  from: { status: unknown; state: string; error: string | undefined };
 }
 
 interface Follow {
@@ -173,12 +167,13 @@ export class InspectorHub {
   readonly #followLingerMs: number;
   readonly #rows = new Map<string, RowEntry>();
   #counts: OverviewCounts = overviewCounts([]);
-  readonly #store = new Map<string, StoreKnowledge>();
   readonly #history = new Map<string, HistoryEntry[]>();
   readonly #activity = new Map<string, ActivityEntry[]>();
   readonly #overviewListeners = new Set<UpdateListener<OverviewUpdate>>();
   readonly #follows = new Map<string, Follow>();
   readonly #unsubscribe: (() => void)[];
+  /** Set while a page watches: the `poll` listener (a dataset parks between checks only when nobody listens). */
+  #pollOff: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   #seq = 0;
@@ -204,22 +199,6 @@ export class InspectorHub {
       runtime.on('state', (event) => {
         this.#dirty.add(event.dataset);
         this.#recordHistory(event.dataset, event.state);
-      }),
-      runtime.on('poll', (event) => {
-        this.#dirty.add(event.dataset);
-        const known = this.#store.get(event.dataset);
-        const serving = this.#servingSnapshotId(event.dataset);
-        const learned = learnFromPoll(known, event, serving);
-        if (learned !== undefined && learned.snapshotId !== known?.snapshotId) {
-          this.#store.set(event.dataset, learned);
-        }
-        this.#recordActivity(event.dataset, {
-          seq: ++this.#seq,
-          kind: 'poll',
-          atMs: Date.now(),
-          result: event.result,
-          currentSnapshotId: event.currentSnapshotId,
-        });
       }),
       runtime.on('swap', (event) =>
         this.#recordActivity(event.dataset, {
@@ -328,6 +307,8 @@ export class InspectorHub {
   close(): void {
     this.#closed = true;
     for (const off of this.#unsubscribe) off();
+    this.#pollOff?.();
+    this.#pollOff = undefined;
     for (const [name, follow] of this.#follows) this.#unfollow(name, follow);
     this.#overviewListeners.clear();
     clearInterval(this.#timer);
@@ -336,12 +317,15 @@ export class InspectorHub {
 
   // ---------------------------------------------------------------------------------------------
 
-  #servingSnapshotId(name: string): number | null | undefined {
-    try {
-      return this.#runtime.status(name).status?.servingSnapshotId;
-    } catch {
-      return undefined;
-    }
+  /** A check the runtime reported (heard only while a page watches). */
+  #onPoll(event: PollEvent): void {
+    this.#recordActivity(event.dataset, {
+      seq: ++this.#seq,
+      kind: 'poll',
+      atMs: Date.now(),
+      result: event.result,
+      currentSnapshotId: event.currentSnapshotId,
+    });
   }
 
   #recordHistory(name: string, state: string): void {
@@ -456,19 +440,17 @@ export class InspectorHub {
     }
     this.#dirty.clear();
     for (const info of infos) {
-      const known = this.#store.get(info.name);
       const entry = this.#rows.get(info.name);
-      const from = { status: info.status, state: info.state, error: info.error, known };
+      const from = { status: info.status, state: info.state, error: info.error };
       if (
         entry !== undefined &&
         entry.from.status === from.status &&
         entry.from.state === from.state &&
-        entry.from.error === from.error &&
-        entry.from.known === from.known
+        entry.from.error === from.error
       ) {
         continue;
       }
-      const row = overviewRow(info, known);
+      const row = overviewRow(info);
       if (entry !== undefined && sameRow(entry.row, row)) {
         entry.from = from;
         continue;
@@ -489,15 +471,21 @@ export class InspectorHub {
     if (this.#overviewListeners.size === 0 && this.#follows.size === 0) this.#unsent.clear();
   }
 
-  /** Runs the update timer while anyone listens. */
+  /**
+   * Runs the update timer, and listens for `poll` events (for the activity lists), while anyone
+   * listens: nobody listening for checks lets the runtime's serving datasets park between them.
+   */
   #schedule(): void {
     const listening = this.#overviewListeners.size > 0 || this.#follows.size > 0;
     if (listening && this.#timer === undefined && !this.#closed) {
       this.#timer = setInterval(() => this.#tick(), this.#updateIntervalMs);
       this.#timer.unref();
+      this.#pollOff = this.#runtime.on('poll', (event) => this.#onPoll(event));
     } else if (!listening && this.#timer !== undefined) {
       clearInterval(this.#timer);
       this.#timer = undefined;
+      this.#pollOff?.();
+      this.#pollOff = undefined;
     }
   }
 

@@ -1,14 +1,13 @@
 /**
  * The overview's model: one small row per dataset, built from what the runtime already reports —
- * `runtime.datasets()` / `status()` and the `poll` events — so a page can show a thousand datasets
- * without a single inspection event. Besides the machine's status a row says how the served
- * snapshot compares with the store's current one. The machine keeps a metadata.json ETag only while
- * it serves the snapshot that read named current (a refusal, a fallback or an older current drop
- * it), so an `unchanged` (304) or `same` check proves it current; a read names the store's current
- * id (`poll.currentSnapshotId`); `waiting` means the store has none.
+ * `runtime.datasets()` / `status()` — so a page can show a thousand datasets without a single
+ * inspection event or `poll` listener. Besides the machine's status a row says how the served
+ * snapshot compares with the store's current one, which the status carries: the id the last read
+ * of metadata.json named (`storeSnapshotId`, kept by a 304, including the checks the runtime made
+ * while the dataset was parked); `waiting` means the store has none.
  */
-import { datasetStaleness, type PollResult } from '@ferry/core';
-import type { DatasetInfo, PollEvent } from '@ferry/runtime';
+import { type DatasetStatus, datasetStaleness, type PollResult } from '@ferry/core';
+import type { DatasetInfo } from '@ferry/runtime';
 import { isServing } from '../dataset-view.js';
 
 /** The served snapshot against the store's current one. */
@@ -56,12 +55,6 @@ export interface OverviewRow {
   readonly error: string | null;
 }
 
-/** What the store's current snapshot is, as far as the hub learned it. */
-export interface StoreKnowledge {
-  /** `undefined`: not known; `null`: the store has no current snapshot. */
-  readonly snapshotId: number | null | undefined;
-}
-
 /** The header's numbers: every dataset, the serving ones, the others by state, and those needing a look. */
 export interface OverviewCounts {
   readonly total: number;
@@ -78,33 +71,15 @@ export interface OverviewCounts {
 
 const FAILED_CHECKS: ReadonlySet<PollResult> = new Set(['failed', 'refused']);
 
-/** What a `poll` event teaches about the store, given the status the check ended with. */
-export function learnFromPoll(
-  known: StoreKnowledge | undefined,
-  event: PollEvent,
-  servingSnapshotId: number | null | undefined,
-): StoreKnowledge | undefined {
-  if (event.currentSnapshotId !== null) return { snapshotId: event.currentSnapshotId };
-  if (event.result === 'waiting') return { snapshotId: null };
-  if ((event.result === 'unchanged' || event.result === 'same') && servingSnapshotId != null) {
-    return { snapshotId: servingSnapshotId };
-  }
-  return known;
-}
-
-/** The store knowledge a status alone implies (before the hub has seen any check of the dataset). */
-function impliedByStatus(info: DatasetInfo): StoreKnowledge | undefined {
-  const status = info.status;
+/**
+ * The store's current snapshot id as the dataset's status tells it: the id its last read named (a
+ * 304 keeps it), `null` when the store has none, `undefined` when no check has read it yet.
+ */
+export function storeSnapshotOf(status: DatasetStatus | undefined): number | null | undefined {
   if (status === undefined) return undefined;
-  switch (status.lastPollResult) {
-    case 'unchanged':
-    case 'same':
-      return status.servingSnapshotId === null ? undefined : { snapshotId: status.servingSnapshotId };
-    case 'waiting':
-      return { snapshotId: null };
-    default:
-      return undefined;
-  }
+  if (status.storeSnapshotId !== null) return status.storeSnapshotId;
+  if (status.lastPollResult === 'waiting') return null;
+  return undefined;
 }
 
 export function storeSync(servingId: number | null, storeId: number | null | undefined): StoreSync {
@@ -125,13 +100,12 @@ function health(info: DatasetInfo, ready: boolean, sync: StoreSync, error: strin
 }
 
 /** One dataset's row. */
-export function overviewRow(info: DatasetInfo, known: StoreKnowledge | undefined): OverviewRow {
+export function overviewRow(info: DatasetInfo): OverviewRow {
   const status = info.status;
   const ready = isServing(info);
   const snapshotId = status?.servingSnapshotId ?? null;
-  const store = known ?? impliedByStatus(info);
-  const sync =
-    status === undefined && info.state === 'failed' ? 'unknown' : storeSync(snapshotId, store?.snapshotId);
+  const store = storeSnapshotOf(status);
+  const sync = storeSync(snapshotId, store);
   const lastError = status?.lastError;
   const error = info.error ?? (lastError == null ? null : `${lastError.code}: ${lastError.message}`);
   const counters = status?.counters;
@@ -146,7 +120,7 @@ export function overviewRow(info: DatasetInfo, known: StoreKnowledge | undefined
     snapshotAtMs: status?.servingTimestampMs ?? null,
     freshSinceMs: status === undefined || !ready ? null : datasetStaleness(status, 0).sinceMs,
     newerSnapshotId: info.newerSnapshotId,
-    storeSnapshotId: store?.snapshotId ?? null,
+    storeSnapshotId: store ?? null,
     sync,
     lastPollAtMs: status?.lastPollAtMs ?? null,
     lastPollResult: status?.lastPollResult ?? null,
