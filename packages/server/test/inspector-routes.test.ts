@@ -602,10 +602,12 @@ describe('inspector routes', () => {
 });
 
 describe('the inspector and parked datasets', () => {
-  it('mounted but unwatched, it lets serving datasets park (no check of their own); a connected page hears every check, and they park again when it leaves', async () => {
+  it('mounted, with an overview open, it lets serving datasets park (no check of their own); a detail view hears every check, and they park again once it is let go', async () => {
     const store = await fixtureDir();
     const served = await serve(spicepod({ location: store.location, interval: '1s' }));
-    const routes = inspectorRoutes(served.runtime, { hub: { updateIntervalMs: UPDATE_MS } });
+    const routes = inspectorRoutes(served.runtime, {
+      hub: { updateIntervalMs: UPDATE_MS, followLingerMs: 100 },
+    });
     const server = await startServer(served.runtime, { port: 0, routes });
     const states: string[] = [];
     served.runtime.on('state', (event) => states.push(`${event.dataset} ${event.state}`));
@@ -615,27 +617,35 @@ describe('the inspector and parked datasets', () => {
       await new Promise((resolve) => setTimeout(resolve, ms));
       return states.slice(from);
     };
+    const rows: OverviewUpdate[] = [];
+    const closeOverview = routes.hub.subscribeOverview((update) => rows.push(update));
     try {
       await served.runtime.ready(undefined, { timeoutMs: 30_000 });
       // Parked once the coordinator has made a check for each (each dataset's own first check parks it).
       await vi.waitFor(
         () => {
           for (const name of ['orders', 'users']) {
-            const status = served.runtime.status(name).status;
             expect(served.runtime.metrics().polls[name]?.unchanged ?? 0).toBeGreaterThan(0);
-            expect(status?.state).toBe('serving');
+            expect(served.runtime.status(name).status?.state).toBe('serving');
           }
         },
         { timeout: 15_000, interval: 50 },
       );
       const polls = served.runtime.status('users').status?.counters.polls ?? 0;
+      const updates = rows.length;
       expect(await statesOver(2_500)).toEqual([]);
-      // The checks went on, made by the coordinator.
+      // The checks went on, made by the coordinator, and the open overview was told of them.
       expect(served.runtime.status('users').status?.counters.polls ?? 0).toBeGreaterThanOrEqual(polls + 2);
+      const users = rows
+        .slice(updates)
+        .flatMap((update) => update.rows)
+        .filter((row) => row.name === 'users');
+      expect(users.at(-1)).toMatchObject({ lastPollResult: 'unchanged', sync: 'current', health: 'ok' });
+      expect(users.at(-1)?.polls).toBeGreaterThan(polls);
 
-      // A page connects: the hub listens for checks, the datasets wake and make their own.
+      // A detail view opens: the hub listens for checks, the datasets wake and make their own.
       const heard: string[] = [];
-      const unsubscribe = routes.hub.subscribeOverview(() => undefined);
+      const closeDetail = routes.hub.subscribeDetail('users', () => undefined);
       const off = served.runtime.on('poll', (event) => heard.push(event.dataset));
       try {
         await vi.waitFor(() => expect(new Set(heard)).toEqual(new Set(['orders', 'users'])), {
@@ -645,9 +655,10 @@ describe('the inspector and parked datasets', () => {
         expect(states).toContain('users polling');
       } finally {
         off();
-        unsubscribe();
+        closeDetail();
       }
-      // It leaves: nobody listens for checks, and after at most the one under way they park again.
+      // Let go (after its linger): nobody listens for checks, and after the one under way they park again.
+      await vi.waitFor(() => expect(routes.hub.followed()).toEqual([]), { timeout: 5_000, interval: 20 });
       await vi.waitFor(
         () => expect(states.slice(-2).every((state) => state.endsWith(' serving'))).toBe(true),
         { timeout: 5_000, interval: 50 },
@@ -655,6 +666,7 @@ describe('the inspector and parked datasets', () => {
       const after = await statesOver(2_500);
       expect(after.filter((state) => state.endsWith(' polling'))).toEqual([]);
     } finally {
+      closeOverview();
       routes.hub.close();
       await server.close();
       await served.close();

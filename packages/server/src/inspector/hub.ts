@@ -9,8 +9,8 @@
  *   Changes are sent batched, once per `updateIntervalMs` (default 500 ms) whatever the poll rate:
  *   every overview listener gets the same update (serialised once).
  * - Per dataset, always: its state history (from `state` events) and its activity (`swap` and
- *   `error` events, and `poll` events while a page watches), a few dozen entries each. The hub
- *   listens for `poll` events only while a page is connected: with nobody listening, a serving
+ *   `error` events, and `poll` events while a detail view is open or lingering), a few dozen
+ *   entries each. The overview needs no `poll` events: with nobody listening for them, a serving
  *   dataset's unchanged checks are made by the coordinator and its thread sleeps.
  * - For a followed dataset (a detail view is open): its machine's inspection events, from
  *   `runtime.inspect(listener, { dataset })`, so only that thread builds them. Invoked actors'
@@ -172,7 +172,7 @@ export class InspectorHub {
   readonly #overviewListeners = new Set<UpdateListener<OverviewUpdate>>();
   readonly #follows = new Map<string, Follow>();
   readonly #unsubscribe: (() => void)[];
-  /** Set while a page watches: the `poll` listener (a dataset parks between checks only when nobody listens). */
+  /** Set while a dataset is followed: the `poll` listener (a dataset parks between checks only when nobody listens). */
   #pollOff: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -317,7 +317,7 @@ export class InspectorHub {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** A check the runtime reported (heard only while a page watches). */
+  /** A check the runtime reported (heard only while a dataset is followed). */
   #onPoll(event: PollEvent): void {
     this.#recordActivity(event.dataset, {
       seq: ++this.#seq,
@@ -472,19 +472,24 @@ export class InspectorHub {
   }
 
   /**
-   * Runs the update timer, and listens for `poll` events (for the activity lists), while anyone
-   * listens: nobody listening for checks lets the runtime's serving datasets park between them.
+   * Runs the update timer while anyone listens, and listens for `poll` events (for the activity
+   * lists) only while a dataset is followed: nobody listening for checks lets the runtime's serving
+   * datasets park between them, so an open overview costs them nothing.
    */
   #schedule(): void {
     const listening = this.#overviewListeners.size > 0 || this.#follows.size > 0;
     if (listening && this.#timer === undefined && !this.#closed) {
       this.#timer = setInterval(() => this.#tick(), this.#updateIntervalMs);
       this.#timer.unref();
-      this.#pollOff = this.#runtime.on('poll', (event) => this.#onPoll(event));
     } else if (!listening && this.#timer !== undefined) {
       clearInterval(this.#timer);
       this.#timer = undefined;
-      this.#pollOff?.();
+    }
+    const following = this.#follows.size > 0 && !this.#closed;
+    if (following && this.#pollOff === undefined) {
+      this.#pollOff = this.#runtime.on('poll', (event) => this.#onPoll(event));
+    } else if (!following && this.#pollOff !== undefined) {
+      this.#pollOff();
       this.#pollOff = undefined;
     }
   }
