@@ -602,7 +602,7 @@ describe('inspector routes', () => {
 });
 
 describe('the inspector and parked datasets', () => {
-  it('mounted, with an overview open, it lets serving datasets park (no check of their own); a detail view hears every check, and they park again once it is let go', async () => {
+  it('mounted, with an overview open, it lets serving datasets park (no check of their own); a detail view wakes only its dataset, lists its checks, and it parks again once let go', async () => {
     const store = await fixtureDir();
     const served = await serve(spicepod({ location: store.location, interval: '1s' }));
     const routes = inspectorRoutes(served.runtime, {
@@ -643,26 +643,27 @@ describe('the inspector and parked datasets', () => {
       expect(users.at(-1)).toMatchObject({ lastPollResult: 'unchanged', sync: 'current', health: 'ok' });
       expect(users.at(-1)?.polls).toBeGreaterThan(polls);
 
-      // A detail view opens: the hub listens for checks, the datasets wake and make their own.
-      const heard: string[] = [];
-      const closeDetail = routes.hub.subscribeDetail('users', () => undefined);
-      const off = served.runtime.on('poll', (event) => heard.push(event.dataset));
+      // A detail view of `users` opens: that one machine is inspected, wakes and checks for itself,
+      // and its checks fill the view's activity; `orders` stays parked.
+      const activity: string[] = [];
+      const from = states.length;
+      const closeDetail = routes.hub.subscribeDetail('users', (update) => {
+        for (const entry of update.activity) if (entry.kind === 'poll') activity.push(entry.result);
+      });
       try {
-        await vi.waitFor(() => expect(new Set(heard)).toEqual(new Set(['orders', 'users'])), {
+        await vi.waitFor(() => expect(activity.length).toBeGreaterThanOrEqual(2), {
           timeout: 5_000,
           interval: 50,
         });
-        expect(states).toContain('users polling');
+        expect(activity.every((result) => result === 'unchanged')).toBe(true);
+        expect(states.slice(from)).toContain('users polling');
+        expect(states.slice(from).filter((state) => state.startsWith('orders '))).toEqual([]);
       } finally {
-        off();
         closeDetail();
       }
-      // Let go (after its linger): nobody listens for checks, and after the one under way they park again.
+      // Let go (after its linger): after the check under way it parks again.
       await vi.waitFor(() => expect(routes.hub.followed()).toEqual([]), { timeout: 5_000, interval: 20 });
-      await vi.waitFor(
-        () => expect(states.slice(-2).every((state) => state.endsWith(' serving'))).toBe(true),
-        { timeout: 5_000, interval: 50 },
-      );
+      await vi.waitFor(() => expect(states.at(-1)).toBe('users serving'), { timeout: 5_000, interval: 50 });
       const after = await statesOver(2_500);
       expect(after.filter((state) => state.endsWith(' polling'))).toEqual([]);
     } finally {

@@ -9,9 +9,9 @@
  *   Changes are sent batched, once per `updateIntervalMs` (default 500 ms) whatever the poll rate:
  *   every overview listener gets the same update (serialised once).
  * - Per dataset, always: its state history (from `state` events) and its activity (`swap` and
- *   `error` events, and `poll` events while a detail view is open or lingering), a few dozen
- *   entries each. The overview needs no `poll` events: with nobody listening for them, a serving
- *   dataset's unchanged checks are made by the coordinator and its thread sleeps.
+ *   `error` events; checks while it is followed), a few dozen entries each. The hub never listens
+ *   for `poll` events: with nobody listening, a serving dataset's unchanged checks are made by the
+ *   coordinator and its thread sleeps; only a followed dataset (inspected) checks for itself.
  * - For a followed dataset (a detail view is open): its machine's inspection events, from
  *   `runtime.inspect(listener, { dataset })`, so only that thread builds them. Invoked actors'
  *   own chatter is dropped and large payloads are abridged. A dataset stays followed for
@@ -21,7 +21,7 @@
  * through its listener: the stream decides what a slow page gets (see `stream.ts`).
  */
 import type { DatasetStatus } from '@ferry/core';
-import type { DatasetInfo, InspectionEvent, PollEvent, Runtime } from '@ferry/runtime';
+import type { DatasetInfo, InspectionEvent, Runtime } from '@ferry/runtime';
 import { abridge } from './abridge.js';
 import { datasetMachineGraph, type MachineGraph } from './machine-graph.js';
 import { type OverviewCounts, type OverviewRow, overviewCounts, overviewRow, sameRow } from './overview.js';
@@ -40,13 +40,14 @@ export interface HistoryEntry extends Sequenced {
   readonly atMs: number;
 }
 
-/** What the runtime's `poll`, `swap` and `error` events said about a dataset. */
+/** A check of a followed dataset (from its status), or what the runtime's `swap` and `error` events said. */
 export type ActivityEntry = Sequenced &
   (
     | {
         readonly kind: 'poll';
         readonly atMs: number;
         readonly result: string;
+        /** The store's current snapshot id as known after the check (a 304 keeps the last read's). */
         readonly currentSnapshotId: number | null;
       }
     | { readonly kind: 'swap'; readonly atMs: number; readonly from: number | null; readonly to: number }
@@ -144,6 +145,8 @@ interface Follow {
   status: DatasetStatus | null | undefined;
   unsubscribe: () => void;
   linger: NodeJS.Timeout | undefined;
+  /** The last check put in its activity (`null`: none yet), from the status when followed. */
+  lastPollAtMs: number | null;
 }
 
 /** Every this many updates the rows are rebuilt from every dataset's status, not only the ones events named. */
@@ -172,8 +175,6 @@ export class InspectorHub {
   readonly #overviewListeners = new Set<UpdateListener<OverviewUpdate>>();
   readonly #follows = new Map<string, Follow>();
   readonly #unsubscribe: (() => void)[];
-  /** Set while a dataset is followed: the `poll` listener (a dataset parks between checks only when nobody listens). */
-  #pollOff: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   #seq = 0;
@@ -199,6 +200,9 @@ export class InspectorHub {
       runtime.on('state', (event) => {
         this.#dirty.add(event.dataset);
         this.#recordHistory(event.dataset, event.state);
+        const follow = this.#follows.get(event.dataset);
+        if (follow !== undefined && event.state !== 'polling')
+          this.#recordCheck(follow, event.dataset, event.status);
       }),
       runtime.on('swap', (event) =>
         this.#recordActivity(event.dataset, {
@@ -307,8 +311,6 @@ export class InspectorHub {
   close(): void {
     this.#closed = true;
     for (const off of this.#unsubscribe) off();
-    this.#pollOff?.();
-    this.#pollOff = undefined;
     for (const [name, follow] of this.#follows) this.#unfollow(name, follow);
     this.#overviewListeners.clear();
     clearInterval(this.#timer);
@@ -317,14 +319,22 @@ export class InspectorHub {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** A check the runtime reported (heard only while a dataset is followed). */
-  #onPoll(event: PollEvent): void {
-    this.#recordActivity(event.dataset, {
+  /**
+   * A followed dataset's check, read from the status its state event carries once the check is
+   * over (a followed dataset does not park, so each of its checks passes `polling`). The hub never
+   * listens for `poll` events: that would keep every dataset from parking.
+   */
+  #recordCheck(follow: Follow, name: string, status: DatasetStatus | undefined): void {
+    const atMs = status?.lastPollAtMs ?? null;
+    if (status === undefined || atMs === null || status.lastPollResult === null) return;
+    if (follow.lastPollAtMs !== null && atMs <= follow.lastPollAtMs) return;
+    follow.lastPollAtMs = atMs;
+    this.#recordActivity(name, {
       seq: ++this.#seq,
       kind: 'poll',
-      atMs: Date.now(),
-      result: event.result,
-      currentSnapshotId: event.currentSnapshotId,
+      atMs,
+      result: status.lastPollResult,
+      currentSnapshotId: status.storeSnapshotId,
     });
   }
 
@@ -366,6 +376,7 @@ export class InspectorHub {
       status: undefined,
       unsubscribe: () => undefined,
       linger: undefined,
+      lastPollAtMs: this.#runtime.status(name).status?.lastPollAtMs ?? null,
     };
     this.#follows.set(name, follow);
     follow.unsubscribe = this.#runtime.inspect((event) => this.#onInspection(follow, event), {
@@ -471,11 +482,7 @@ export class InspectorHub {
     if (this.#overviewListeners.size === 0 && this.#follows.size === 0) this.#unsent.clear();
   }
 
-  /**
-   * Runs the update timer while anyone listens, and listens for `poll` events (for the activity
-   * lists) only while a dataset is followed: nobody listening for checks lets the runtime's serving
-   * datasets park between them, so an open overview costs them nothing.
-   */
+  /** Runs the update timer while anyone listens. */
   #schedule(): void {
     const listening = this.#overviewListeners.size > 0 || this.#follows.size > 0;
     if (listening && this.#timer === undefined && !this.#closed) {
@@ -484,13 +491,6 @@ export class InspectorHub {
     } else if (!listening && this.#timer !== undefined) {
       clearInterval(this.#timer);
       this.#timer = undefined;
-    }
-    const following = this.#follows.size > 0 && !this.#closed;
-    if (following && this.#pollOff === undefined) {
-      this.#pollOff = this.#runtime.on('poll', (event) => this.#onPoll(event));
-    } else if (!following && this.#pollOff !== undefined) {
-      this.#pollOff();
-      this.#pollOff = undefined;
     }
   }
 
