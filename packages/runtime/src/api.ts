@@ -262,6 +262,10 @@ export interface SwapEvent {
   readonly to: number;
 }
 
+/**
+ * One check a dataset made itself. While anyone listens for `poll` events no dataset parks (each
+ * check then runs in its thread, so each is heard); `status()` and `metrics()` count every check.
+ */
 export interface PollEvent {
   readonly dataset: string;
   readonly result: PollResult;
