@@ -35,9 +35,9 @@ import type {
   SpicepodConfig,
 } from '@ferry/core';
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
+import type { Logger, LogLevel } from './common/logging.js';
+import type { DatasetCommand, InspectionEvent } from './common/protocol.js';
 import type { CacheCounters, CacheStatus } from './query/results-cache.js';
-import type { Logger, LogLevel } from './shared/logging.js';
-import type { DatasetCommand, InspectionEvent } from './shared/protocol.js';
 import type { RuntimeTls } from './tls.js';
 
 export type { CacheCounters, CacheStatus, DatasetCommand, InspectionEvent };

@@ -51,7 +51,7 @@ export {
   type StoreOperation,
 } from '@ferry/store';
 // The errors a dataset thread may raise live apart: that thread loads none of the packages below.
-export { ChannelClosedError, StaleBuildError, ThreadFileMissingError } from './shared/thread-errors.js';
+export { ChannelClosedError, StaleBuildError, ThreadFileMissingError } from './common/thread-errors.js';
 
 function list(names: readonly string[]): string {
   return names.length === 0 ? '(none)' : names.join(', ');

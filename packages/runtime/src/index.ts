@@ -4,6 +4,8 @@
  * (crash drills, read counts) live in the separate entry `@ferry/runtime/testing`.
  */
 export * from './api.js';
+export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './common/logging.js';
+export type { DatasetCommand, InspectionEvent } from './common/protocol.js';
 export * from './errors.js';
 export { type ApiKeyCheck, apiKeyCheck } from './host/api-keys.js';
 export { redactingLogger } from './host/redaction.js';
@@ -18,6 +20,4 @@ export {
 } from './host/staleness-bound.js';
 export { memoryReturn } from './query/memory-return.js';
 export { asksNoCache, cacheStatusFields, resultVersion } from './query/results-cache.js';
-export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './shared/logging.js';
-export type { DatasetCommand, InspectionEvent } from './shared/protocol.js';
 export type { RuntimeTls } from './tls.js';

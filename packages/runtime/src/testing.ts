@@ -9,7 +9,7 @@ import {
   TEST_HOOKS,
   type ThreadYoungGeneration,
   type WithTestHooks,
-} from './shared/test-hooks.js';
+} from './common/test-hooks.js';
 
 export type { RuntimeTestHooks, ThreadYoungGeneration };
 

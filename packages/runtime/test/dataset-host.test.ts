@@ -15,11 +15,11 @@ import { generationDirFor } from '@ferry/snapshots';
 import { createObjectStore } from '@ferry/store';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LogLevel, LogRecord } from '../src/common/logging.js';
+import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/common/protocol.js';
+import { RpcClient, respond } from '../src/common/rpc.js';
 import { LocationMetadataReader } from '../src/coordinator/metadata-reader.js';
 import { DatasetHost } from '../src/dataset/dataset-host.js';
-import type { LogLevel, LogRecord } from '../src/shared/logging.js';
-import type { AnnouncedGeneration, DatasetToHost, HostToDataset } from '../src/shared/protocol.js';
-import { RpcClient, respond } from '../src/shared/rpc.js';
 import { SnapshotTaskRunner } from '../src/snapshot-pool/snapshot-tasks.js';
 import { podYaml, tempDir } from './support.js';
 

@@ -10,10 +10,10 @@ import { Worker } from 'node:worker_threads';
 import type { DuckDbNamespaceOptions, NamespaceCatalog } from '@ferry/engines';
 import { buildSnapshotFile } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { memoryLogger } from '../src/common/logging.js';
+import { threadFile } from '../src/common/thread-files.js';
 import { DuckDbQueryPool } from '../src/query/duckdb-query-pool.js';
 import { type QueryWorkerToHost, STREAM_WINDOW } from '../src/query/query-protocol.js';
-import { memoryLogger } from '../src/shared/logging.js';
-import { threadFile } from '../src/shared/thread-files.js';
 
 let dir: string;
 let generations: string;

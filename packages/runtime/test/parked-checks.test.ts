@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { LiveStatus } from '../src/common/shared-slots.js';
 import type { DocumentSeen } from '../src/coordinator/metadata-reader.js';
 import { ParkedChecks } from '../src/coordinator/parked-checks.js';
-import { LiveStatus } from '../src/shared/shared-slots.js';
 
 describe('ParkedChecks (the coordinator makes parked datasets’ checks)', () => {
   let nowMs = 10_000;

@@ -12,6 +12,10 @@ import { batchesFromIpc, batchToIpc } from '@ferry/engines/namespaces';
 import { tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import type { StateEvent, SwapEvent } from '../src/api.js';
+import { levelWanted, lowestLevel } from '../src/common/log-levels.js';
+import { defaultLogger, memoryLogger } from '../src/common/logging.js';
+import { type LiveChecks, LiveStatus } from '../src/common/shared-slots.js';
+import { assertBuiltFrom, buildIdOf, checkBuildId } from '../src/common/thread-files.js';
 import { DatasetRegistry } from '../src/host/dataset-registry.js';
 import { RuntimeEventEmitter } from '../src/host/events.js';
 import { InspectionHub } from '../src/host/inspection-hub.js';
@@ -19,10 +23,6 @@ import { redactingLogger } from '../src/host/redaction.js';
 import { RuntimeMetricsCounter } from '../src/host/runtime-metrics.js';
 import { sdkNoticeOnce } from '../src/host/sdk-notice.js';
 import { SchemaWithFirstBatch } from '../src/query/query-protocol.js';
-import { levelWanted, lowestLevel } from '../src/shared/log-levels.js';
-import { defaultLogger, memoryLogger } from '../src/shared/logging.js';
-import { type LiveChecks, LiveStatus } from '../src/shared/shared-slots.js';
-import { assertBuiltFrom, buildIdOf, checkBuildId } from '../src/shared/thread-files.js';
 import { podYaml } from './support.js';
 
 function configs(names: readonly string[]): readonly DatasetConfig[] {

@@ -11,8 +11,8 @@ import { generationDirFor, manifestPath } from '@ferry/snapshots';
 import { createObjectStore } from '@ferry/store';
 import { publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DatasetFiles, LoadProgress, SnapshotTask } from '../src/common/protocol.js';
 import { LocationMetadataReader } from '../src/coordinator/metadata-reader.js';
-import type { DatasetFiles, LoadProgress, SnapshotTask } from '../src/shared/protocol.js';
 import { SnapshotTaskRunner, TASK_ABORTED } from '../src/snapshot-pool/snapshot-tasks.js';
 import { tempDir } from './support.js';
 

@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { threadFile } from '../src/common/thread-files.js';
 import type { PoolQuery } from '../src/query/duckdb-query-pool.js';
 import { LARGE_ANSWER_BYTES } from '../src/query/memory-return.js';
 import { shareCatalog } from '../src/query/query-catalog.js';
 import type { QueryRequest } from '../src/query/query-protocol.js';
 import { SqliteReadPool } from '../src/query/sqlite-read-pool.js';
 import type { SqliteReadResult } from '../src/query/sqlite-thread.js';
-import { threadFile } from '../src/shared/thread-files.js';
 
 const USERS = 'month=2026-11/day=2026-11-29/dataset=users/users_20261129T081000Z.sqlite';
 const RUNAWAY =

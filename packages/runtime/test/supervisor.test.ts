@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type Restart, Supervisor } from '../src/shared/supervisor.js';
-import { within } from '../src/shared/within.js';
+import { type Restart, Supervisor } from '../src/common/supervisor.js';
+import { within } from '../src/common/within.js';
 
 describe('Supervisor', () => {
   beforeEach(() => {

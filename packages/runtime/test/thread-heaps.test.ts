@@ -6,11 +6,11 @@
  * that answered queries on both engines, with theirs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
 import {
   QUERY_THREAD_YOUNG_GENERATION_MB,
   SMALL_THREAD_YOUNG_GENERATION_MB,
-} from '../src/shared/thread-limits.js';
+} from '../src/common/thread-limits.js';
+import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
 import { threadYoungGenerations } from '../src/testing.js';
 import { nextEvent, publishVersion, spicepod, tempDir, useLocalAws } from './support.js';
 

@@ -10,7 +10,7 @@
  */
 import type { ObjectStore } from '@ferry/core';
 import { getDataset, maxMetadataBytes, type ParsedMetadata, parseMetadata } from '@ferry/core';
-import type { MetadataReply } from '../shared/protocol.js';
+import type { MetadataReply } from '../common/protocol.js';
 
 const METADATA_KEY = 'metadata.json';
 

@@ -44,7 +44,7 @@ import {
   settleCommits,
 } from '@ferry/core';
 import { createReaderQueue, createSqsQueue, type ReaderQueue } from '@ferry/store';
-import type { LogLevel } from '../shared/logging.js';
+import type { LogLevel } from '../common/logging.js';
 import type { LocationMetadataReader } from './metadata-reader.js';
 
 export interface NotificationConsumerOptions {

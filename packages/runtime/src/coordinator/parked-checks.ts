@@ -7,7 +7,7 @@
  * its ETag) or wakes it to check for itself (anything else: a new ETag, no document, a failed
  * read). An unchanged location wakes no dataset thread.
  */
-import type { LiveStatus } from '../shared/shared-slots.js';
+import type { LiveStatus } from '../common/shared-slots.js';
 import type { DocumentSeen } from './metadata-reader.js';
 
 /** A parked dataset, as its thread announced it (`park`) and the coordinator knows it. */

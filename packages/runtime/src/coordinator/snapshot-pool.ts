@@ -12,9 +12,9 @@ import { cpus } from 'node:os';
 import type { TransferListItem } from 'node:worker_threads';
 import { deserializeError } from '@ferry/core';
 import { Piscina } from 'piscina';
-import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from '../shared/protocol.js';
-import { threadExecArgv, threadFile } from '../shared/thread-files.js';
-import { SMALL_THREAD_LIMITS, youngGenerationOf } from '../shared/thread-limits.js';
+import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from '../common/protocol.js';
+import { threadExecArgv, threadFile } from '../common/thread-files.js';
+import { SMALL_THREAD_LIMITS, youngGenerationOf } from '../common/thread-limits.js';
 
 export interface SnapshotPoolOptions {
   /** Workers at most. Default 2. */

@@ -17,8 +17,8 @@ import {
 import type { DatasetConfig } from '@ferry/core';
 import { getDataset, OutsideLocationError, resolveSnapshotKey, serializeError } from '@ferry/core';
 import type { SnapshotInfo, SnapshotListing } from '../api.js';
-import { levelWanted } from '../shared/log-levels.js';
-import type { LogRecord } from '../shared/logging.js';
+import { levelWanted } from '../common/log-levels.js';
+import type { LogRecord } from '../common/logging.js';
 import type {
   CoordinatorToDataset,
   CoordinatorToHost,
@@ -26,20 +26,20 @@ import type {
   DatasetToCoordinator,
   DatasetWorkerData,
   HostToCoordinator,
-} from '../shared/protocol.js';
-import { RpcClient, respond } from '../shared/rpc.js';
-import { LiveStatus } from '../shared/shared-slots.js';
-import { storeFor, storeKey } from '../shared/stores.js';
-import { Supervisor } from '../shared/supervisor.js';
+} from '../common/protocol.js';
+import { RpcClient, respond } from '../common/rpc.js';
+import { LiveStatus } from '../common/shared-slots.js';
+import { storeFor, storeKey } from '../common/stores.js';
+import { Supervisor } from '../common/supervisor.js';
 import {
   isMetadataGetsRequest,
   isThreadYoungGenerationsRequest,
   type MetadataGetsRequest,
   type ThreadYoungGeneration,
   type ThreadYoungGenerationsRequest,
-} from '../shared/test-hooks.js';
-import { checkBuildId, threadExecArgv, threadFile } from '../shared/thread-files.js';
-import { within } from '../shared/within.js';
+} from '../common/test-hooks.js';
+import { checkBuildId, threadExecArgv, threadFile } from '../common/thread-files.js';
+import { within } from '../common/within.js';
 import { LocationMetadataReader } from './metadata-reader.js';
 import { NotificationConsumer } from './notification-consumer.js';
 import { ParkedChecks } from './parked-checks.js';

@@ -51,8 +51,8 @@ import {
   type Subscription,
   type InspectionEvent as XStateInspectionEvent,
 } from 'xstate';
-import { levelWanted } from '../shared/log-levels.js';
-import type { LogRecord } from '../shared/logging.js';
+import { levelWanted } from '../common/log-levels.js';
+import type { LogRecord } from '../common/logging.js';
 import type {
   CoordinatorToDataset,
   DatasetFiles,
@@ -65,10 +65,10 @@ import type {
   MetadataReply,
   SnapshotTask,
   SnapshotTaskResults,
-} from '../shared/protocol.js';
-import { RpcClient, respond } from '../shared/rpc.js';
-import { LiveStatus } from '../shared/shared-slots.js';
-import { within } from '../shared/within.js';
+} from '../common/protocol.js';
+import { RpcClient, respond } from '../common/rpc.js';
+import { LiveStatus } from '../common/shared-slots.js';
+import { within } from '../common/within.js';
 import { FreshnessWatch } from './freshness-watch.js';
 import { toInspectionEvent } from './inspection.js';
 

@@ -6,7 +6,7 @@
 import type { JsonValue } from '@ferry/core';
 import { type DatasetSnapshot, datasetStateName, datasetStatus } from '@ferry/core/machine';
 import type { InspectionEvent as XStateInspectionEvent } from 'xstate';
-import type { InspectionEvent } from '../shared/protocol.js';
+import type { InspectionEvent } from '../common/protocol.js';
 
 /** A JSON-safe deep copy: errors become `{ name, code, message }`, functions and handles are dropped. */
 export function toPlainJson(value: unknown): JsonValue {

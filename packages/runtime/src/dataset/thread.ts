@@ -8,9 +8,9 @@
  * `@ferry/runtime/testing`) raises such an error on purpose.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import type { DatasetWorkerData } from '../shared/protocol.js';
-import { isCrashDrill } from '../shared/test-hooks.js';
-import { checkBuildId } from '../shared/thread-files.js';
+import type { DatasetWorkerData } from '../common/protocol.js';
+import { isCrashDrill } from '../common/test-hooks.js';
+import { checkBuildId } from '../common/thread-files.js';
 import { DatasetHost } from './dataset-host.js';
 
 if (isMainThread || parentPort === null) {

@@ -8,10 +8,10 @@ import { EventEmitter } from 'node:events';
 import type { MessagePort } from 'node:worker_threads';
 import { type ConfigIssue, type DatasetConfig, type DatasetStatus, datasetStaleness } from '@ferry/core';
 import type { DatasetInfo, StateEvent } from '../api.js';
+import type { DatasetDescriptor, HostToDataset } from '../common/protocol.js';
+import type { RpcClient } from '../common/rpc.js';
+import type { LiveStatus } from '../common/shared-slots.js';
 import { DatasetFailedError, ReadyTimeoutError, RuntimeClosedError, UnknownDatasetError } from '../errors.js';
-import type { DatasetDescriptor, HostToDataset } from '../shared/protocol.js';
-import type { RpcClient } from '../shared/rpc.js';
-import type { LiveStatus } from '../shared/shared-slots.js';
 
 export interface DatasetEntry {
   readonly name: string;

@@ -5,7 +5,7 @@
  * build them only while someone inspects.
  */
 import { EventEmitter } from 'node:events';
-import type { InspectionEvent } from '../shared/protocol.js';
+import type { InspectionEvent } from '../common/protocol.js';
 
 export class InspectionHub {
   readonly #emitter = new EventEmitter<{ event: [InspectionEvent] }>();

@@ -4,7 +4,7 @@
  * runtime logs through it (its threads' records included); `ferry serve` gives the servers one too.
  */
 import { redactSecrets, type SecretReference } from '@ferry/core';
-import type { Logger } from '../shared/logging.js';
+import type { Logger } from '../common/logging.js';
 
 function redactValue(value: unknown, references: readonly SecretReference[]): unknown {
   if (typeof value === 'string') return redactSecrets(value, references);

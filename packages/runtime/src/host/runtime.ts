@@ -38,24 +38,19 @@ import type {
   SnapshotsOptions,
   StreamOptions,
 } from '../api.js';
-import { DatasetFailedError, DatasetNotReadyError, RuntimeClosedError } from '../errors.js';
-import { QueryCatalog } from '../query/query-catalog.js';
-import { QueryFront } from '../query/query-front.js';
-import { QueryService, type QueryServiceOptions } from '../query/query-service.js';
-import { lowerThreadpoolPriority } from '../query/thread-priority.js';
-import { lowestLevel } from '../shared/log-levels.js';
-import { defaultLogger, type Logger, writeLog } from '../shared/logging.js';
+import { lowestLevel } from '../common/log-levels.js';
+import { defaultLogger, type Logger, writeLog } from '../common/logging.js';
 import type {
   CoordinatorToHost,
   CoordinatorWorkerData,
   DatasetToHost,
   HostToCoordinator,
   HostToDataset,
-} from '../shared/protocol.js';
-import { RpcClient } from '../shared/rpc.js';
-import { LiveStatus } from '../shared/shared-slots.js';
-import { livePathFor } from '../shared/stores.js';
-import { Supervisor } from '../shared/supervisor.js';
+} from '../common/protocol.js';
+import { RpcClient } from '../common/rpc.js';
+import { LiveStatus } from '../common/shared-slots.js';
+import { livePathFor } from '../common/stores.js';
+import { Supervisor } from '../common/supervisor.js';
 import {
   type CrashDrill,
   type MetadataGetsRequest,
@@ -63,13 +58,18 @@ import {
   TEST_HOOKS,
   type ThreadYoungGeneration,
   type ThreadYoungGenerationsRequest,
-} from '../shared/test-hooks.js';
-import { buildIdOf, threadExecArgv, threadFile } from '../shared/thread-files.js';
+} from '../common/test-hooks.js';
+import { buildIdOf, threadExecArgv, threadFile } from '../common/thread-files.js';
 import {
   QUERY_THREAD_YOUNG_GENERATION_MB,
   SMALL_THREAD_LIMITS,
   SMALL_THREAD_YOUNG_GENERATION_MB,
-} from '../shared/thread-limits.js';
+} from '../common/thread-limits.js';
+import { DatasetFailedError, DatasetNotReadyError, RuntimeClosedError } from '../errors.js';
+import { QueryCatalog } from '../query/query-catalog.js';
+import { QueryFront } from '../query/query-front.js';
+import { QueryService, type QueryServiceOptions } from '../query/query-service.js';
+import { lowerThreadpoolPriority } from '../query/thread-priority.js';
 import { type DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import { RuntimeEventEmitter } from './events.js';
 import { InspectionHub } from './inspection-hub.js';

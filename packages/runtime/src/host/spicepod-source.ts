@@ -16,7 +16,7 @@ import {
   type SpicepodLoad,
   throwIfFatal,
 } from '@ferry/core';
-import type { Logger } from '../shared/logging.js';
+import type { Logger } from '../common/logging.js';
 import { spicepodFileReader } from '../spicepod-files.js';
 import { type RuntimeTls, runtimeTls } from '../tls.js';
 

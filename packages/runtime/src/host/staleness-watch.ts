@@ -8,7 +8,7 @@
  */
 import { nextStaleCrossingMs, staleCrossingMessage, staleCrossings } from '@ferry/core';
 import type { DatasetInfo } from '../api.js';
-import type { Logger } from '../shared/logging.js';
+import type { Logger } from '../common/logging.js';
 
 const STALE_RECHECK_MS = 1_000;
 

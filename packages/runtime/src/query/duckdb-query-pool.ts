@@ -23,12 +23,12 @@ import type {
   NamespaceCatalog,
   NamespaceTaskHistory,
 } from '@ferry/engines';
+import { type Logger, writeLog } from '../common/logging.js';
+import { Supervisor } from '../common/supervisor.js';
+import { threadExecArgv, threadFile } from '../common/thread-files.js';
+import { youngGenerationOf } from '../common/thread-limits.js';
+import { within } from '../common/within.js';
 import { ChannelClosedError, QueryTimeoutError } from '../errors.js';
-import { type Logger, writeLog } from '../shared/logging.js';
-import { Supervisor } from '../shared/supervisor.js';
-import { threadExecArgv, threadFile } from '../shared/thread-files.js';
-import { youngGenerationOf } from '../shared/thread-limits.js';
-import { within } from '../shared/within.js';
 import type { DuckDbWorkerData } from './duckdb-thread.js';
 import type {
   HostToQueryWorker,

@@ -17,7 +17,7 @@ import {
   type QueryCancellation,
   type QueryRoute,
 } from '@ferry/engines/namespaces';
-import { within } from '../shared/within.js';
+import { within } from '../common/within.js';
 import { memoryReturn } from './memory-return.js';
 import {
   answerOf,

@@ -14,8 +14,8 @@ import { statSync } from 'node:fs';
 import { MAX_RETAIN_SNAPSHOTS, type Retention } from '@ferry/core';
 import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, NamespaceView } from '@ferry/engines';
 import { type GenerationFile, generationFile, heldGenerations } from '@ferry/snapshots';
+import type { AnnouncedGeneration } from '../common/protocol.js';
 import type { DatasetEntry, DatasetRegistry } from '../host/dataset-registry.js';
-import type { AnnouncedGeneration } from '../shared/protocol.js';
 
 /** A catalog version as SQLite tasks carry it. */
 export interface SharedCatalog {

@@ -16,7 +16,7 @@ import type {
   RuntimeQueryStream,
   StreamOptions,
 } from '../api.js';
-import type { Logger } from '../shared/logging.js';
+import type { Logger } from '../common/logging.js';
 import { memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryService } from './query-service.js';

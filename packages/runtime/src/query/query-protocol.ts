@@ -17,7 +17,7 @@ import {
 } from '@ferry/engines';
 import { batchToIpc } from '@ferry/engines/namespaces';
 import type { Schema } from 'apache-arrow';
-import type { LogRecord } from '../shared/logging.js';
+import type { LogRecord } from '../common/logging.js';
 
 /** One query as a pool runs it. */
 export interface QueryRequest {

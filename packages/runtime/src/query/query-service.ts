@@ -38,6 +38,9 @@ import type {
   RuntimeQueryStream,
   StreamOptions,
 } from '../api.js';
+import type { Logger } from '../common/logging.js';
+import type { ThreadYoungGeneration } from '../common/test-hooks.js';
+import { threadFile } from '../common/thread-files.js';
 import {
   CrossDialectError,
   DatasetFailedError,
@@ -49,9 +52,6 @@ import {
   UnknownDatasetError,
 } from '../errors.js';
 import type { DatasetRegistry } from '../host/dataset-registry.js';
-import type { Logger } from '../shared/logging.js';
-import type { ThreadYoungGeneration } from '../shared/test-hooks.js';
-import { threadFile } from '../shared/thread-files.js';
 import { QueryAdmission } from './admission.js';
 import { DuckDbQueryPool } from './duckdb-query-pool.js';
 import type { QueryCatalog } from './query-catalog.js';

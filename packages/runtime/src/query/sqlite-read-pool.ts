@@ -27,9 +27,9 @@
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { BoundedCache } from '@ferry/engines';
 import { Piscina } from 'piscina';
+import { threadExecArgv } from '../common/thread-files.js';
+import { youngGenerationOf } from '../common/thread-limits.js';
 import { QueryCancelledError, QueryTimeoutError } from '../errors.js';
-import { threadExecArgv } from '../shared/thread-files.js';
-import { youngGenerationOf } from '../shared/thread-limits.js';
 import { CatalogBoard } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import type { SharedCatalog } from './query-catalog.js';

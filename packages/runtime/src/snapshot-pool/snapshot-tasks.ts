@@ -34,8 +34,8 @@ import type {
   SnapshotTask,
   SnapshotTaskReply,
   SnapshotTaskResults,
-} from '../shared/protocol.js';
-import { storeFor, storeKey } from '../shared/stores.js';
+} from '../common/protocol.js';
+import { storeFor, storeKey } from '../common/stores.js';
 import { trustedKeySet } from './trusted-keys.js';
 
 /** Why a task stopped when its dataset asked it to, or went away. */

@@ -5,7 +5,7 @@
  * DuckDB instance open.
  */
 import { isMainThread } from 'node:worker_threads';
-import type { SnapshotTask, SnapshotTaskReply } from '../shared/protocol.js';
+import type { SnapshotTask, SnapshotTaskReply } from '../common/protocol.js';
 import { SnapshotTaskRunner } from './snapshot-tasks.js';
 
 if (isMainThread) {
