@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   isSupportedNode,
+  MANY_DATASETS_ON_NODE_20,
+  manyThreadsNotice,
   nodeLineNoticeOnce,
   SUPPORTED_NODE_RANGE,
 } from '../../packages/runtime/src/host/node-lines.js';
@@ -48,5 +50,26 @@ describe('supported Node lines', () => {
       'Node v26.1.0 is not a Node line Ferry supports (20, 22 and 24: ^20.19.0 || ^22.12.0 || ^24.0.0); it starts, but nothing is tested on it: run Ferry on one of those lines.',
     );
     expect(nodeLineNoticeOnce('v25.2.0')).toBeUndefined();
+  });
+});
+
+describe('many datasets on Node 20', () => {
+  const line = (datasets: number, version: string, execArgv: readonly string[] = []) =>
+    manyThreadsNotice(datasets, version, execArgv);
+
+  it('from 200 datasets, a runtime on Node 20 names the stall and both ways round it', () => {
+    expect(line(MANY_DATASETS_ON_NODE_20, 'v20.20.2')).toBe(
+      "200 datasets on Node v20.20.2: V8's garbage collector on this Node line can stall start-up for minutes with this many threads; run Ferry on Node 22 or 24, or start Node with --single-threaded-gc (node --single-threaded-gc <ferry> serve …).",
+    );
+    expect(line(1000, 'v20.19.0')).toContain('1000 datasets on Node v20.19.0');
+  });
+
+  it('says nothing below 200 datasets, on Node 22 or 24, or when the flag is given', () => {
+    expect(line(199, 'v20.20.2')).toBeUndefined();
+    expect(line(1000, 'v22.23.3')).toBeUndefined();
+    expect(line(1000, 'v24.21.0')).toBeUndefined();
+    expect(line(1000, 'v20.20.2', ['--single-threaded-gc'])).toBeUndefined();
+    expect(line(1000, 'v20.20.2', ['--single_threaded_gc'])).toBeUndefined();
+    expect(line(1000, 'v20.20.2', ['--max-old-space-size=4096'])).toBeDefined();
   });
 });

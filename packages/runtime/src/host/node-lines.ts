@@ -35,3 +35,32 @@ export function nodeLineNoticeOnce(version: string = process.version): string | 
   const lines = SUPPORTED_NODE_LINES.map((line) => line.major);
   return `Node ${version} is not a Node line Ferry supports (${lines.slice(0, -1).join(', ')} and ${lines.at(-1)}: ${SUPPORTED_NODE_RANGE}); it starts, but nothing is tested on it: run Ferry on one of those lines.`;
 }
+
+/**
+ * From this many datasets on, a runtime on Node 20 says how to start it reliably. Node 20's V8
+ * (11.3) has a garbage-collector stall that Node 22's and 24's do not: a thread whose share of a
+ * collection is done while the sweeper's background job still waits for one of V8's four helper
+ * threads posts its next sweeping task at once, again and again, instead of after a delay. With
+ * hundreds of dataset threads those threads spin together and starve the helpers they wait on.
+ * Measured with 1,000 datasets on a 2-core machine (bench/RESULTS.md, "1,000 datasets on Node
+ * 20"): all serving in 65–66 s in three runs of seven and in 198–226 s (RSS 8.2–8.8 → 9.8–10.3
+ * GiB) in the other four; `node --single-threaded-gc` (V8's collector without helper threads)
+ * 55–56 s in three of three, Node 22 68–73 s in three of three. V8 reads the flag when it starts, so only the command
+ * line can give it; setting it later (`v8.setFlagsFromString`) aborts the process.
+ */
+export const MANY_DATASETS_ON_NODE_20 = 200;
+
+/**
+ * The line to log when a runtime with `datasets` datasets starts on Node 20 without
+ * `--single-threaded-gc` among `execArgv` (undefined otherwise).
+ */
+export function manyThreadsNotice(
+  datasets: number,
+  version: string = process.version,
+  execArgv: readonly string[] = process.execArgv,
+): string | undefined {
+  if (datasets < MANY_DATASETS_ON_NODE_20 || !version.startsWith('v20.')) return undefined;
+  if (execArgv.some((arg) => arg === '--single-threaded-gc' || arg === '--single_threaded_gc'))
+    return undefined;
+  return `${datasets} datasets on Node ${version}: V8's garbage collector on this Node line can stall start-up for minutes with this many threads; run Ferry on Node 22 or 24, or start Node with --single-threaded-gc (node --single-threaded-gc <ferry> serve …).`;
+}

@@ -73,7 +73,7 @@ import { lowerThreadpoolPriority } from '../query/thread-priority.js';
 import { type DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import { RuntimeEventEmitter } from './events.js';
 import { InspectionHub } from './inspection-hub.js';
-import { nodeLineNoticeOnce } from './node-lines.js';
+import { manyThreadsNotice, nodeLineNoticeOnce } from './node-lines.js';
 import { redactingLogger } from './redaction.js';
 import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
@@ -255,6 +255,9 @@ class HostRuntime implements Runtime {
     };
     const unsupported = nodeLineNoticeOnce();
     if (unsupported !== undefined) this.#logger.warn({ component: 'runtime' }, unsupported);
+    const manyThreads =
+      this.#coordinatorStarts === 1 ? manyThreadsNotice(this.#coordinatorData.datasets.length) : undefined;
+    if (manyThreads !== undefined) this.#logger.warn({ component: 'runtime' }, manyThreads);
     // Only a runtime that reaches AWS (an s3:// store, a queue) has the SDK's notice to pass on.
     const usesAws =
       this.#coordinatorData.config.notifications !== undefined ||
