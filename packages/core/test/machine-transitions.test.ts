@@ -266,6 +266,56 @@ describe('dataset machine: a check answered without a read', () => {
     })();
   });
 
+  it('poll.rearm offers the checks again, due when they were, and records nothing', () => {
+    const clock = new SimulatedClock();
+    let taken = false;
+    const offered: [string, number][] = [];
+    const reads: (string | undefined)[] = [];
+    const onClock = createDatasetMachine({
+      now: () => clock.now(),
+      random: () => 0.5,
+      park: (etag, dueMs) => {
+        offered.push([etag, dueMs]);
+        return taken;
+      },
+    }).provide({
+      actors: {
+        restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() => Promise.resolve(local)),
+        readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(({ input: read }) => {
+          reads.push(read.ifNoneMatch);
+          return Promise.resolve({ kind: 'read', etag: '"e1"', dataset: metadata(3) });
+        }),
+      },
+    });
+    const actor = createActor(onClock, { clock, input });
+    const pollEvents: string[] = [];
+    actor.on('poll', (event) => pollEvents.push(event.result));
+    actor.start();
+    return (async () => {
+      await waitFor(actor, (s) => s.matches({ serving: 'scheduled' }), { timeout: 1000 });
+      // Declined (someone watched each check): the timer is armed.
+      expect(offered).toEqual([['"e1"', 10_000]]);
+      clock.increment(4_000);
+      const before = actor.getSnapshot().context;
+      // Nobody watches any more: offered again, due at the same time; no check is recorded.
+      taken = true;
+      actor.send({ type: 'poll.rearm' });
+      expect(offered).toEqual([
+        ['"e1"', 10_000],
+        ['"e1"', 10_000],
+      ]);
+      const after = actor.getSnapshot();
+      expect(after.value).toEqual({ serving: 'scheduled' });
+      expect(after.context.counters).toEqual(before.counters);
+      expect(after.context.lastPoll).toEqual(before.lastPoll);
+      // Taken: the armed timer was cancelled, so no check is made at its due time.
+      clock.increment(30_000);
+      expect(reads).toEqual([undefined]);
+      expect(pollEvents).toEqual(['same']);
+      actor.stop();
+    })();
+  });
+
   it('a machine the runtime told nothing reads at every check', () => {
     const clock = new SimulatedClock();
     let reads = 0;

@@ -86,9 +86,12 @@ export interface PollTimerInput {
   readonly etag?: string | null;
 }
 
-/** Sent to the poll timer when a parked dataset wakes in place: the next check is due at `dueMs`. */
+/**
+ * Sent to the poll timer when a parked dataset wakes in place, or the machine takes `poll.rearm`:
+ * the next check is due at `dueMs` (offered to `park` again when it carries an ETag).
+ */
 export interface PollTimerRearm extends PollTimerInput {
-  readonly type: 'poll.rearm';
+  readonly type: 'timer.rearm';
 }
 
 /** The chart's vocabulary (actors, actions, guards) for one clock. */
@@ -114,7 +117,7 @@ function datasetSetup({ now, random, park }: DatasetMachineClock) {
        * dataset restored mid-wait still checks on schedule. Given an ETag, it first offers the
        * checks to the runtime (`park`); taken, it arms nothing and the runtime sends `poll.due`.
        */
-      pollTimer: fromCallback<DatasetEvent | PollTimerRearm, PollTimerInput>(
+      pollTimer: fromCallback<{ readonly type: 'poll.due' } | PollTimerRearm, PollTimerInput>(
         ({ input, system, self, sendBack, receive }) => {
           const arm = (dueMs: number, etag: string | null | undefined): void => {
             system.scheduler.cancel(self, 'due');
@@ -123,7 +126,7 @@ function datasetSetup({ now, random, park }: DatasetMachineClock) {
           };
           receive((event) => {
             if (event.type === 'poll.due') sendBack(event);
-            else if (event.type === 'poll.rearm') arm(event.dueMs, event.etag);
+            else if (event.type === 'timer.rearm') arm(event.dueMs, event.etag);
           });
           arm(input.dueMs, input.etag);
           return () => system.scheduler.cancel(self, 'due');
@@ -134,11 +137,11 @@ function datasetSetup({ now, random, park }: DatasetMachineClock) {
       /** The one way the machine logs; the runtime routes it to its logger. Default: discard. */
       log: (_args, _entry: LogEntry) => undefined,
       recordUnseenChecks: stepAction((context, params: UnseenChecks) => steps.unseenChecks(context, params)),
-      /** After the checks a parked dataset did not see: the poll timer, still running, is armed (or parked) again. */
+      /** After the checks a parked dataset did not see, or `poll.rearm`: the poll timer, still running, is armed (or parked) again. */
       rearmPollTimer: sendTo(
         'pollTimer',
         ({ context }): PollTimerRearm => ({
-          type: 'poll.rearm',
+          type: 'timer.rearm',
           dueMs: context.nextPollDueMs ?? now(),
           etag: context.etag,
         }),
@@ -493,6 +496,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
                 'rearmPollTimer',
               ],
             },
+            'poll.rearm': { actions: 'rearmPollTimer' },
           },
         },
         /** `retry`: the whole poll again after the Fibonacci backoff. */

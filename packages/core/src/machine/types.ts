@@ -200,7 +200,12 @@ export type DatasetEvent =
    */
   | { readonly type: 'poll.due' }
   /** A parked dataset wakes: the checks the runtime answered for it meanwhile (recorded first). */
-  | ({ readonly type: 'checks.unseen' } & UnseenChecks);
+  | ({ readonly type: 'checks.unseen' } & UnseenChecks)
+  /**
+   * Arm the poll timer again, due when it was: what `park` answers may have changed (nobody watches
+   * each check any more), so a serving dataset waiting for its next check may hand it over now.
+   */
+  | { readonly type: 'poll.rearm' };
 
 export type DatasetEmitted =
   | { readonly type: 'swap'; readonly dataset: string; readonly from: number | null; readonly to: number }

@@ -612,16 +612,9 @@ export class DatasetHost {
 
   /** The host stopped watching each check: a dataset waiting for its next check parks now. */
   #offerAgain(): void {
-    const snapshot = this.#actor.getSnapshot();
-    if (this.#parkedToken !== undefined || !snapshot.matches({ serving: 'scheduled' })) return;
-    const { context } = snapshot;
-    this.#actor.send({
-      type: 'checks.unseen',
-      count: 0,
-      lastPollAtMs: context.lastPoll?.atMs ?? 0,
-      lastReadAtMs: context.freshAtMs ?? 0,
-      nextPollDueMs: context.nextPollDueMs ?? Date.now(),
-    });
+    if (this.#parkedToken !== undefined || !this.#actor.getSnapshot().matches({ serving: 'scheduled' }))
+      return;
+    this.#actor.send({ type: 'poll.rearm' });
   }
 
   #createActor(): Actor<DatasetMachine> {
