@@ -65,7 +65,12 @@ function current(): SnapshotEntry {
 }
 
 /** Runs a load; collects what arrives on its port, in order. */
-function load(files: DatasetFiles, entry: SnapshotEntry, before?: (port: MessagePort) => void) {
+function load(
+  files: DatasetFiles,
+  entry: SnapshotEntry,
+  before?: (port: MessagePort) => void,
+  on: SnapshotTaskRunner = runner,
+) {
   const { port1, port2 } = new MessageChannel();
   const progress: LoadProgress['stage'][] = [];
   port1.on('message', (message: LoadProgress) => progress.push(message.stage));
@@ -81,7 +86,7 @@ function load(files: DatasetFiles, entry: SnapshotEntry, before?: (port: Message
     port: port2,
   };
   const closed = new Promise<void>((resolve) => port1.once('close', () => resolve()));
-  return { answer: runner.run(task), progress, closed };
+  return { answer: on.run(task), progress, closed };
 }
 
 describe('the load task (a swap as one task)', () => {
@@ -115,6 +120,17 @@ describe('the load task (a swap as one task)', () => {
     await closed;
     expect(progress).toEqual(['downloaded']);
     expect(await readdir(join(work, 'bad'))).toEqual([]);
+  });
+
+  it('no checker to be had (its runner closed): downloaded, never verified, no temporary file left', async () => {
+    const files = await filesIn('no-checker');
+    const closedRunner = new SnapshotTaskRunner();
+    await closedRunner.close();
+    const { answer, progress, closed } = load(files, current(), undefined, closedRunner);
+    await expect(answer).rejects.toThrow('The snapshot checkers are closed.');
+    await closed;
+    expect(progress).toEqual(['downloaded']);
+    expect(await readdir(join(work, 'no-checker'))).toEqual([]);
   });
 
   it('cancelled by its dataset before it ends: refused with the abort, nothing committed, no temporary file left', async () => {
