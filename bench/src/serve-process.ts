@@ -19,13 +19,15 @@ export async function startServerProcess(
   env: NodeJS.ProcessEnv,
 ): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
+  // The script's path, after any Node options.
+  const script = args.find((arg) => !arg.startsWith('-')) ?? 'the server';
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`${args[0]} did not start listening within 120 s`)),
+      () => reject(new Error(`${script} did not start listening within 120 s`)),
       120_000,
     );
-    child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code} before listening`)));
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before listening`)));
     lines.on('line', (line) => {
       const match = /Listening on (http:\/\/\S+)/.exec(line);
       if (match?.[1] === undefined) return;
@@ -36,6 +38,15 @@ export async function startServerProcess(
   return { url, child };
 }
 
+/**
+ * Node options for the `ferry serve` children only (not the baselines), from
+ * `FERRY_BENCH_SERVE_NODE_OPTIONS`, split on spaces: e.g. `--single-threaded-gc`, a V8 flag that
+ * only the command line can give (docs/node-versions.md). Empty by default: users' defaults.
+ */
+function serveNodeOptions(): string[] {
+  return (process.env.FERRY_BENCH_SERVE_NODE_OPTIONS ?? '').split(' ').filter((option) => option !== '');
+}
+
 /** `ferry serve` on the spicepod at `podPath` as a user starts it (HTTP and Flight on free ports), warn logs. */
 export function startFerryServe(
   podPath: string,
@@ -44,6 +55,7 @@ export function startFerryServe(
 ): Promise<{ url: string; child: ChildProcess }> {
   return startServerProcess(
     [
+      ...serveNodeOptions(),
       cliPath(),
       'serve',
       podPath,
