@@ -45,8 +45,9 @@ export function nodeLineNoticeOnce(version: string = process.version): string | 
  * Measured with 1,000 datasets on a 2-core machine (bench/RESULTS.md, "1,000 datasets on Node
  * 20"): all serving in 65–66 s in three runs of seven and in 198–226 s (RSS 8.2–8.8 → 9.8–10.3
  * GiB) in the other four; `node --single-threaded-gc` (V8's collector without helper threads)
- * 55–56 s in three of three, Node 22 68–73 s in three of three. V8 reads the flag when it starts, so only the command
- * line can give it; setting it later (`v8.setFlagsFromString`) aborts the process.
+ * 55–56 s in three of three, Node 22 68–73 s in three of three. V8 reads the flag when it
+ * starts, so only the command line can give it; setting it later (`v8.setFlagsFromString`) aborts
+ * the process.
  */
 export const MANY_DATASETS_ON_NODE_20 = 200;
 
