@@ -196,9 +196,13 @@ describe('dataset machine: a check answered without a read', () => {
     ]);
   });
 
-  it('on a simulated clock, a parked dataset arms no timer: it checks when the runtime wakes it', () => {
+  /**
+   * A started machine on a simulated clock whose `park` answers `taken()`, recording what it was
+   * offered, the reads it made (the ETag each sent) and its poll events. A read with an ETag finds
+   * metadata.json unchanged.
+   */
+  function parkableOnClock(taken: () => boolean) {
     const clock = new SimulatedClock();
-    let taken = true;
     const offered: [string, number][] = [];
     const reads: (string | undefined)[] = [];
     const onClock = createDatasetMachine({
@@ -206,7 +210,7 @@ describe('dataset machine: a check answered without a read', () => {
       random: () => 0.5,
       park: (etag, dueMs) => {
         offered.push([etag, dueMs]);
-        return taken;
+        return taken();
       },
     }).provide({
       actors: {
@@ -225,6 +229,12 @@ describe('dataset machine: a check answered without a read', () => {
     const pollEvents: string[] = [];
     actor.on('poll', (event) => pollEvents.push(event.result));
     actor.start();
+    return { clock, actor, offered, reads, pollEvents };
+  }
+
+  it('on a simulated clock, a parked dataset arms no timer: it checks when the runtime wakes it', () => {
+    let taken = true;
+    const { clock, actor, offered, reads, pollEvents } = parkableOnClock(() => taken);
     return (async () => {
       await waitFor(actor, (s) => s.matches({ serving: 'scheduled' }), { timeout: 1000 });
       expect(offered).toEqual([['"e1"', 10_000]]);
@@ -267,30 +277,8 @@ describe('dataset machine: a check answered without a read', () => {
   });
 
   it('poll.rearm offers the checks again, due when they were, and records nothing', () => {
-    const clock = new SimulatedClock();
     let taken = false;
-    const offered: [string, number][] = [];
-    const reads: (string | undefined)[] = [];
-    const onClock = createDatasetMachine({
-      now: () => clock.now(),
-      random: () => 0.5,
-      park: (etag, dueMs) => {
-        offered.push([etag, dueMs]);
-        return taken;
-      },
-    }).provide({
-      actors: {
-        restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() => Promise.resolve(local)),
-        readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(({ input: read }) => {
-          reads.push(read.ifNoneMatch);
-          return Promise.resolve({ kind: 'read', etag: '"e1"', dataset: metadata(3) });
-        }),
-      },
-    });
-    const actor = createActor(onClock, { clock, input });
-    const pollEvents: string[] = [];
-    actor.on('poll', (event) => pollEvents.push(event.result));
-    actor.start();
+    const { clock, actor, offered, reads, pollEvents } = parkableOnClock(() => taken);
     return (async () => {
       await waitFor(actor, (s) => s.matches({ serving: 'scheduled' }), { timeout: 1000 });
       // Declined (someone watched each check): the timer is armed.
