@@ -238,7 +238,7 @@ class Bits {
 
   set(index: number, on: boolean): void {
     const byte = index >> 3;
-    this.bits = grown(this.bits, byte + 1);
+    if (byte >= this.bits.length) this.bits = grown(this.bits, byte + 1);
     if (on) this.bits[byte] = (this.bits[byte] as number) | (1 << (index & 7));
   }
 
@@ -321,7 +321,7 @@ class FixedBuilder implements ColumnBuilder {
 
   append(value: ArrowValue): void {
     const at = this.length * this.#width;
-    this.#data = grown(this.#data, at + this.#width);
+    if (at + this.#width > this.#data.length) this.#data = grown(this.#data, at + this.#width);
     this.#validity.set(this.length, value !== null);
     if (value !== null) this.#write(this.#data, at, value);
     this.length++;
@@ -378,19 +378,37 @@ class BytesBuilder implements ColumnBuilder {
   }
 
   append(value: ArrowValue): void {
-    let bytes: Uint8Array | undefined;
-    if (typeof value === 'string') bytes = encoder.encode(value);
-    else if (value instanceof Uint8Array) bytes = value;
-    else if (value !== null) throw new ArrowValueError(this.#type, value);
-    this.#offsets = grown(this.#offsets, this.length + 2);
-    if (bytes !== undefined) {
-      this.#data = grown(this.#data, this.#size + bytes.length);
-      this.#data.set(bytes, this.#size);
-      this.#size += bytes.length;
-    }
-    this.#validity.set(this.length, bytes !== undefined);
+    if (this.length + 2 > this.#offsets.length) this.#offsets = grown(this.#offsets, this.length + 2);
+    if (typeof value === 'string') this.#appendText(value);
+    else if (value instanceof Uint8Array) {
+      if (this.#size + value.length > this.#data.length)
+        this.#data = grown(this.#data, this.#size + value.length);
+      this.#data.set(value, this.#size);
+      this.#size += value.length;
+    } else if (value !== null) throw new ArrowValueError(this.#type, value);
+    this.#validity.set(this.length, value !== null);
     this.length++;
     this.#offsets[this.length] = this.#size;
+  }
+
+  /**
+   * A string's UTF-8 bytes written in place: ASCII byte by byte (most result text, and cheaper than
+   * a call into the encoder for short strings), the rest by `encodeInto` (B17 measures it).
+   */
+  #appendText(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const most = this.#size + text.length * 3;
+    if (most > this.#data.length) this.#data = grown(this.#data, most);
+    const data = this.#data;
+    let at = this.#size;
+    let index = 0;
+    for (; index < text.length; index++) {
+      const unit = text.charCodeAt(index);
+      if (unit >= 0x80) break;
+      data[at++] = unit;
+    }
+    if (index < text.length) at += encoder.encodeInto(text.slice(index), data.subarray(at)).written;
+    this.#size = at;
   }
 
   finish(): arrow.Data {
@@ -566,25 +584,25 @@ export function columnBuilder(type: arrow.DataType): ColumnBuilder {
 /** Rows of one record batch, appended column by column. */
 export class RecordBatchBuilder {
   readonly schema: arrow.Schema;
-  #builders: ColumnBuilder[];
+  /** Made at the first row after a flush: a result of one batch builds its columns once. */
+  #builders: ColumnBuilder[] | undefined;
+  #rowsWithoutColumns = 0;
 
   constructor(schema: arrow.Schema) {
     this.schema = schema;
-    this.#builders = schema.fields.map((field) => columnBuilder(field.type));
   }
 
   get rows(): number {
-    return this.#builders[0]?.length ?? this.#rowsWithoutColumns;
+    return this.#builders?.[0]?.length ?? this.#rowsWithoutColumns;
   }
 
-  #rowsWithoutColumns = 0;
-
   get bytes(): number {
-    return this.#builders.reduce((sum, builder) => sum + builder.bytes, 0);
+    return this.#builders?.reduce((sum, builder) => sum + builder.bytes, 0) ?? 0;
   }
 
   /** Appends one row (`values[i]` for field i). */
   appendRow(values: readonly ArrowValue[]): void {
+    this.#builders ??= this.schema.fields.map((field) => columnBuilder(field.type));
     if (this.#builders.length === 0) this.#rowsWithoutColumns++;
     for (const [index, builder] of this.#builders.entries()) builder.append(values[index] ?? null);
   }
@@ -592,10 +610,14 @@ export class RecordBatchBuilder {
   /** The batch of the rows appended so far; the builder starts empty again. */
   flush(): arrow.RecordBatch {
     const length = this.rows;
-    const children = this.#builders.map((builder) => builder.finish());
-    this.#builders = this.schema.fields.map((field) => columnBuilder(field.type));
+    const builders = this.#builders ?? this.schema.fields.map((field) => columnBuilder(field.type));
+    this.#builders = undefined;
     this.#rowsWithoutColumns = 0;
-    return recordBatchOf(this.schema, length, children);
+    return recordBatchOf(
+      this.schema,
+      length,
+      builders.map((builder) => builder.finish()),
+    );
   }
 }
 

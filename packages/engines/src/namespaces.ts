@@ -25,6 +25,7 @@ export {
   ipcMessages,
   JSON_FORM_METADATA,
   RecordBatchBuilder,
+  recordBatchOf,
   schemaIpcMessage,
   TYPE_NAME_METADATA,
 } from './arrow-results.js';

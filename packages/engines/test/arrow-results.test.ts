@@ -109,6 +109,53 @@ describe('Arrow results', () => {
     expect(batch?.get(101)?.toJSON()).toMatchObject({ i: 99n, s: 's99', b: false, d: null });
   });
 
+  it('text is stored as its UTF-8 bytes: ASCII, accents, CJK, emoji, a lone surrogate, long and empty strings', () => {
+    const texts = [
+      'plain ascii',
+      'é at the end é',
+      '日本語のテキスト',
+      'a 😀 b 🚀',
+      'lone \ud800 surrogate',
+      '',
+      `${'x'.repeat(3_000)}ü${'y'.repeat(500)}`,
+      'ascii then 😀',
+    ];
+    const schema = arrowSchemaOf([
+      { name: 't', type: 'Utf8' },
+      { name: 'b', type: 'Binary' },
+    ]);
+    const builder = new RecordBatchBuilder(schema);
+    for (let round = 0; round < 40; round++) for (const text of texts) builder.appendRow([text, text]);
+    const batch = batchesFromIpc(batchToIpc(schema, builder.flush())).batches[0];
+    const encoder = new TextEncoder();
+    const decoder = new TextDecoder();
+    const expected = Array.from({ length: 40 }, () => texts).flat();
+    expect(batch?.numRows).toBe(expected.length);
+    expect(expected.map((_, row) => batch?.getChild('t')?.get(row))).toEqual(
+      expected.map((text) => decoder.decode(encoder.encode(text))),
+    );
+    expect(
+      expected.map((_, row) => Buffer.from(batch?.getChild('b')?.get(row) ?? []).toString('hex')),
+    ).toEqual(expected.map((text) => Buffer.from(encoder.encode(text)).toString('hex')));
+  });
+
+  it('a builder starts empty again after each flush', () => {
+    const schema = arrowSchemaOf([
+      { name: 'i', type: 'Int64' },
+      { name: 's', type: 'Utf8' },
+    ]);
+    const builder = new RecordBatchBuilder(schema);
+    builder.appendRow([1, 'one']);
+    builder.appendRow([2, 'two']);
+    const first = builder.flush();
+    expect([builder.rows, builder.bytes]).toEqual([0, 0]);
+    builder.appendRow([3, 'three']);
+    const second = builder.flush();
+    expect([first.numRows, second.numRows]).toEqual([2, 1]);
+    expect(second.get(0)?.toJSON()).toEqual({ i: 3n, s: 'three' });
+    expect(first.get(1)?.toJSON()).toEqual({ i: 2n, s: 'two' });
+  });
+
   it('an empty builder is an empty batch with the schema; a misfit value is refused', () => {
     const schema = arrowSchemaOf([{ name: 'flag', type: 'Boolean' }]);
     const empty = batchesFromIpc(batchToIpc(schema, new RecordBatchBuilder(schema).flush()));

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SPICE_CATALOG, SPICE_SCHEMA } from '@ferry/engines';
-import { type ArrowValue, columnBuilder } from '@ferry/engines/namespaces';
+import { type ArrowValue, columnBuilder, recordBatchOf } from '@ferry/engines/namespaces';
 import {
   Binary,
   Bool,
@@ -23,8 +23,7 @@ import {
   Int64,
   List,
   Map_,
-  makeData,
-  RecordBatch,
+  type RecordBatch,
   Schema,
   Struct,
   Uint8,
@@ -78,8 +77,7 @@ function result(fields: readonly Field[], rows: readonly (readonly ArrowValue[])
       rows.map((row) => row[index] ?? null),
     ),
   );
-  const data = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
-  return { schema, batch: new RecordBatch(schema, data) };
+  return { schema, batch: recordBatchOf(schema, rows.length, children) };
 }
 
 /** SQL `LIKE` as Flight SQL filter patterns use it: `%` any run, `_` one character, `\` escapes. */
@@ -309,11 +307,5 @@ export function sqlInfo(info: readonly number[]): MetadataResult {
     values.map(([id]) => id),
   );
   const schema = new Schema([new Field('info_name', new Uint32(), false), new Field('value', union, false)]);
-  const data = makeData({
-    type: new Struct(schema.fields),
-    length: values.length,
-    nullCount: 0,
-    children: [nameData, valueData],
-  });
-  return { schema, batch: new RecordBatch(schema, data) };
+  return { schema, batch: recordBatchOf(schema, values.length, [nameData, valueData]) };
 }
