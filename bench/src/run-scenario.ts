@@ -27,6 +27,7 @@ import { b13 } from './scenarios/b13-signing.js';
 import { b14 } from './scenarios/b14-cancel.js';
 import { b15 } from './scenarios/b15-overload.js';
 import { b16 } from './scenarios/b16-pinned.js';
+import { b17 } from './scenarios/b17-builders.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -54,6 +55,7 @@ const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
   b14,
   b15,
   b16,
+  b17,
   soak,
 };
 
