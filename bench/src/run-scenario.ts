@@ -28,6 +28,7 @@ import { b14 } from './scenarios/b14-cancel.js';
 import { b15 } from './scenarios/b15-overload.js';
 import { b16 } from './scenarios/b16-pinned.js';
 import { b17 } from './scenarios/b17-builders.js';
+import { b18 } from './scenarios/b18-pipelines.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -56,6 +57,7 @@ const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
   b15,
   b16,
   b17,
+  b18,
   soak,
 };
 
