@@ -5,7 +5,7 @@
  * `batchBytes`, each handed to the sink only once it can take it (back-pressure), and reading
  * stopped at the first batch over a cap.
  */
-import type { DuckDBResult } from '@duckdb/node-api';
+import type { DuckDBDataChunk, DuckDBResult } from '@duckdb/node-api';
 import { batchToIpc } from './arrow-results.js';
 import { DuckDbBatchBuilder } from './duckdb-chunk-arrow.js';
 import { uniqueColumnNames } from './encode.js';
@@ -18,6 +18,8 @@ import {
 } from './namespace-types.js';
 
 const MIB = 1024 * 1024;
+/** Rows of a full DuckDB data chunk (STANDARD_VECTOR_SIZE). */
+const FULL_CHUNK = 2_048;
 
 /**
  * Streams `result` to `sink`; `stop` interrupts the query in DuckDB, `emitted` says the caller got
@@ -33,26 +35,26 @@ export async function sendDuckDbBatches(
 ): Promise<BatchOutcome> {
   const batchRows = control.batchRows ?? 65_536;
   const batchBytes = control.batchBytes ?? 4 * MIB;
-  const builder = new DuckDbBatchBuilder(
-    uniqueColumnNames(result.columnNames()),
-    result.columnTypes(),
-    Math.min(batchRows, 8_192),
-  );
-  const { schema } = builder;
   // The schema goes out with the first chunk: a query that fails while DuckDB computes it
-  // (out of memory, say) has handed nothing over yet, so it can still run once more.
-  let started = false;
-  const start = (): void => {
-    if (started) return;
-    started = true;
-    sink.schema(schema, read);
+  // (out of memory, say) has handed nothing over yet, so it can still run once more. The builder
+  // is made then too, its buffers sized for a batch — or, when the first chunk is not full (a
+  // small answer, most likely), for that chunk: a point lookup does not zero 8,192 rows' worth
+  // of every column (they grow if more rows come).
+  let builder: DuckDbBatchBuilder | undefined;
+  const start = (chunk: DuckDBDataChunk | null): DuckDbBatchBuilder => {
+    if (builder !== undefined) return builder;
+    const first = chunk?.rowCount ?? 0;
+    const capacity = first < FULL_CHUNK ? Math.max(first, 1) : Math.min(batchRows, 8_192);
+    builder = new DuckDbBatchBuilder(uniqueColumnNames(result.columnNames()), result.columnTypes(), capacity);
+    sink.schema(builder.schema, read);
     emitted();
+    return builder;
   };
   let rows = 0;
   let bytes = 0;
-  const send = async (): Promise<'rows' | 'bytes' | undefined> => {
-    const count = builder.rows;
-    const ipc = batchToIpc(schema, builder.flush());
+  const send = async (full: DuckDbBatchBuilder): Promise<'rows' | 'bytes' | undefined> => {
+    const count = full.rows;
+    const ipc = batchToIpc(full.schema, full.flush());
     rows += count;
     bytes += ipc.byteLength;
     const limit = capExceeded(rows, bytes, control);
@@ -62,24 +64,24 @@ export async function sendDuckDbBatches(
   };
   for (;;) {
     const chunk = await result.fetchChunk();
-    start();
+    const into = start(chunk);
     if (chunk === null || chunk.rowCount === 0) break;
     // A batch ends at batchRows rows or (checked per chunk) at about batchBytes.
     const size = chunk.rowCount;
     for (let at = 0; at < size; ) {
-      const take = Math.min(size - at, batchRows - builder.rows);
-      builder.append(chunk, at, at + take);
+      const take = Math.min(size - at, batchRows - into.rows);
+      into.append(chunk, at, at + take);
       at += take;
-      if (builder.rows < batchRows && builder.bytes < batchBytes) continue;
-      const limit = await send();
+      if (into.rows < batchRows && into.bytes < batchBytes) continue;
+      const limit = await send(into);
       if (limit !== undefined) {
         stop();
         return { kind: 'too-large', limit, read };
       }
     }
   }
-  if (builder.rows > 0) {
-    const limit = await send();
+  if (builder !== undefined && builder.rows > 0) {
+    const limit = await send(builder);
     if (limit !== undefined) return { kind: 'too-large', limit, read };
   }
   return { kind: 'done', read, rows, bytes };

@@ -206,6 +206,35 @@ describe('DuckDbNamespace', () => {
     });
   });
 
+  it('a result whose first chunk is small grows past it: every row, in order, in one batch', async () => {
+    // DuckDB answers the UNION ALL's first part as a chunk of 10 rows, then full chunks: the
+    // builder starts sized for 10 rows and grows to hold all 5,010.
+    const sql =
+      "SELECT range AS id, 'text ' || range AS s FROM range(10) UNION ALL SELECT range, 'text ' || range FROM range(10, 5010)";
+    const route = await namespace.route(sql);
+    const received: { ids: bigint[]; texts: string[] } = { ids: [], texts: [] };
+    const batches: Uint8Array[] = [];
+    const outcome = await namespace.batches(sql, [], route, {
+      schema: () => undefined,
+      batch: async (ipc) => {
+        batches.push(ipc);
+      },
+    });
+    for (const ipc of batches) {
+      for (const batch of batchesFromIpc(ipc).batches) {
+        for (let row = 0; row < batch.numRows; row++) {
+          received.ids.push(batch.getChild('id')?.get(row) as bigint);
+          received.texts.push(batch.getChild('s')?.get(row) as string);
+        }
+      }
+    }
+    const expected = Array.from({ length: 5_010 }, (_, k) => BigInt(k));
+    expect(outcome).toMatchObject({ kind: 'done', rows: expected.length });
+    expect(batches).toHaveLength(1);
+    expect(received.ids).toEqual(expected);
+    expect(received.texts).toEqual(expected.map((id) => `text ${id}`));
+  });
+
   it('a swap: the next query reads the new generation; a query started before reads the old one to its end', async () => {
     // Prepared (and kept) before the swap: prepared again after it, on the new generation.
     expect(await rows('SELECT max(version) AS v FROM orders')).toMatchObject({ rows: [{ v: 1 }] });
