@@ -13,8 +13,11 @@
  */
 import { type ArrowDataType, type ArrowField, registerErrors } from '@ferry/core';
 import * as arrow from 'apache-arrow';
+import { Message as ArrowMessage, RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
+import { VectorAssembler } from 'apache-arrow/visitor/vectorassembler';
 import { grown } from './arrow-buffers.js';
 import { arrowField } from './arrow-types.js';
+import { BoundedCache, textBytes } from './bounded-cache.js';
 
 export type ArrowValue =
   | null
@@ -206,6 +209,21 @@ export function arrowJsonSchema(schema: arrow.Schema): { fields: ArrowField[] } 
 
 /** The schema of a result with these columns (every field nullable: results carry no NOT NULL). */
 export function arrowSchemaOf(columns: readonly ArrowColumn[]): arrow.Schema {
+  // One Schema object per distinct result shape: its IPC message is then encoded once
+  // (batchToIpc), not at every query (~27 µs of a one-row answer's ~40). The key is the input
+  // itself, so a hit is the schema this function would build.
+  const key = JSON.stringify(columns);
+  const known = schemas.get(key);
+  if (known !== undefined) return known;
+  const schema = schemaOf(columns);
+  schemas.set(key, schema, textBytes(key) + 256 * columns.length);
+  return schema;
+}
+
+/** Result schemas by their columns (bounded: every statement shape may have its own). */
+const schemas = new BoundedCache<string, arrow.Schema>({ entries: 1_024, bytes: 8 * 2 ** 20 });
+
+function schemaOf(columns: readonly ArrowColumn[]): arrow.Schema {
   return new arrow.Schema(
     columns.map((column) => {
       const metadata = new Map<string, string>();
@@ -631,13 +649,74 @@ export function recordBatchOf(
   return new arrow.RecordBatch(schema, data);
 }
 
-/** One batch (or just the schema) as a self-contained IPC stream: what crosses a thread. */
+/** A message framed as the stream format frames it: continuation, length, flatbuffer, padding to 8. */
+function framedMessage(message: ArrowMessage): Uint8Array {
+  const header = ArrowMessage.encode(message);
+  const size = (header.byteLength + 8 + 7) & ~7;
+  const framed = new Uint8Array(size);
+  const view = new DataView(framed.buffer);
+  view.setInt32(0, -1, true);
+  view.setInt32(4, size - 8, true);
+  framed.set(header, 8);
+  return framed;
+}
+
+/** Each schema's framed message, encoded once (a stream's batches share their schema object). */
+const schemaMessages = new WeakMap<arrow.Schema, Uint8Array>();
+
+/**
+ * One batch (or just the schema) as a self-contained IPC stream: what crosses a thread. The bytes
+ * are the ones apache-arrow's `RecordBatchStreamWriter` writes (schema message, record batch
+ * message and body, end of stream; a test compares them), assembled from its own message encoder
+ * and vector assembler into one buffer — about three times faster than the writer for a small
+ * batch (40 → 12 µs for one row, B18's profile), which queues, copies and joins every piece.
+ * A schema with dictionaries (never built here) goes through the writer.
+ */
 export function batchToIpc(schema: arrow.Schema, batch?: arrow.RecordBatch): Uint8Array {
-  const writer = new arrow.RecordBatchStreamWriter();
-  writer.reset(undefined, schema);
-  if (batch !== undefined) writer.write(batch);
-  writer.finish();
-  return writer.toUint8Array(true);
+  if (schema.dictionaries.size > 0) {
+    const writer = new arrow.RecordBatchStreamWriter();
+    writer.reset(undefined, schema);
+    if (batch !== undefined) writer.write(batch);
+    writer.finish();
+    return writer.toUint8Array(true);
+  }
+  let head = schemaMessages.get(schema);
+  if (head === undefined) {
+    head = framedMessage(ArrowMessage.from(schema));
+    schemaMessages.set(schema, head);
+  }
+  let length = head.byteLength + IPC_END_OF_STREAM.byteLength;
+  let body: { readonly header: Uint8Array; readonly assembled: VectorAssembler } | undefined;
+  if (batch !== undefined) {
+    const assembled = VectorAssembler.assemble(batch);
+    const header = framedMessage(
+      ArrowMessage.from(
+        new RecordBatchHeader(batch.numRows, assembled.nodes, assembled.bufferRegions, null),
+        assembled.byteLength,
+      ),
+    );
+    body = { header, assembled };
+    length += header.byteLength + assembled.byteLength;
+  }
+  const bytes = new Uint8Array(length);
+  bytes.set(head, 0);
+  let at = head.byteLength;
+  if (body !== undefined) {
+    const { header, assembled } = body;
+    bytes.set(header, at);
+    at += header.byteLength;
+    for (const [index, buffer] of assembled.buffers.entries()) {
+      if (buffer.byteLength === 0) continue;
+      const region = assembled.bufferRegions[index] as { readonly offset: number };
+      bytes.set(
+        new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength),
+        at + Number(region.offset),
+      );
+    }
+    at += assembled.byteLength;
+  }
+  bytes.set(IPC_END_OF_STREAM, at);
+  return bytes;
 }
 
 /**

@@ -4,8 +4,16 @@
  * (with and without zone), decimals (negative too), intervals, lists, structs, maps, binary and
  * nulls; a value that does not fit its column is refused by name.
  */
+
+import { type RecordBatch, RecordBatchStreamWriter, type Schema } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { arrowSchemaOf, batchesFromIpc, batchToIpc, RecordBatchBuilder } from '../src/arrow-results.js';
+import {
+  type ArrowValue,
+  arrowSchemaOf,
+  batchesFromIpc,
+  batchToIpc,
+  RecordBatchBuilder,
+} from '../src/arrow-results.js';
 
 const COLUMNS = [
   { name: 'i', type: 'Int64' },
@@ -50,27 +58,30 @@ const COLUMNS = [
   { name: 'x', type: 'HUGEINT-like' },
 ] as const;
 
+/** A row with a value in every column of {@link COLUMNS}. */
+const FULL_ROW: ArrowValue[] = [
+  2n ** 62n,
+  -7,
+  1.5,
+  'héllo',
+  true,
+  19_000,
+  1_700_000_000_123_456n,
+  1_700_000_000_000_000n,
+  -12_345n,
+  [1n, null, 3n],
+  { a: 1, b: 'x' },
+  [['k', 5n]],
+  { months: 1, days: 2, nanos: 3_000n },
+  new Uint8Array([1, 2]),
+  'text',
+];
+
 describe('Arrow results', () => {
   it('round-trip through IPC with their types and values', () => {
     const schema = arrowSchemaOf(COLUMNS);
     const builder = new RecordBatchBuilder(schema);
-    builder.appendRow([
-      2n ** 62n,
-      -7,
-      1.5,
-      'héllo',
-      true,
-      19_000,
-      1_700_000_000_123_456n,
-      1_700_000_000_000_000n,
-      -12_345n,
-      [1n, null, 3n],
-      { a: 1, b: 'x' },
-      [['k', 5n]],
-      { months: 1, days: 2, nanos: 3_000n },
-      new Uint8Array([1, 2]),
-      'text',
-    ]);
+    builder.appendRow(FULL_ROW);
     builder.appendRow(COLUMNS.map((column) => (column.name === 'b' ? false : null)));
     for (let row = 0; row < 100; row++) builder.appendRow([BigInt(row), row, row, `s${row}`, row % 2 === 0]);
     expect([builder.rows, builder.bytes > 0]).toEqual([102, true]);
@@ -154,6 +165,49 @@ describe('Arrow results', () => {
     expect([first.numRows, second.numRows]).toEqual([2, 1]);
     expect(second.get(0)?.toJSON()).toEqual({ i: 3n, s: 'three' });
     expect(first.get(1)?.toJSON()).toEqual({ i: 2n, s: 'two' });
+  });
+
+  it("IPC bytes are exactly apache-arrow's stream writer's: every type, nulls, an empty batch, the schema alone", () => {
+    const writer = (schema: Schema, batch?: RecordBatch): string => {
+      const stream = new RecordBatchStreamWriter();
+      stream.reset(undefined, schema);
+      if (batch !== undefined) stream.write(batch);
+      stream.finish();
+      return Buffer.from(stream.toUint8Array(true)).toString('hex');
+    };
+    const schema = arrowSchemaOf(COLUMNS);
+    const builder = new RecordBatchBuilder(schema);
+    const cases: (RecordBatch | undefined)[] = [undefined, builder.flush()];
+    builder.appendRow(FULL_ROW);
+    builder.appendRow(COLUMNS.map(() => null));
+    for (let row = 0; row < 70; row++)
+      builder.appendRow([BigInt(row), row, row / 3, `s${row}`.repeat(row % 5)]);
+    cases.push(builder.flush());
+    for (const batch of cases) {
+      const ours = Buffer.from(batchToIpc(schema, batch)).toString('hex');
+      expect(ours).toBe(writer(schema, batch));
+      // And a second time from the same schema (its message is encoded once).
+      expect(Buffer.from(batchToIpc(schema, batch)).toString('hex')).toBe(ours);
+    }
+  });
+
+  it('one schema object per distinct set of columns: equal columns share it, any difference does not', () => {
+    const columns = [
+      { name: 'id', type: 'Int64', typeName: 'INTEGER' },
+      { name: 'note', type: 'Utf8' },
+    ] as const;
+    const first = arrowSchemaOf(columns);
+    expect(arrowSchemaOf(columns.map((column) => ({ ...column })))).toBe(first);
+    const others = [
+      arrowSchemaOf([{ ...columns[0], typeName: 'BIGINT' }, columns[1]]),
+      arrowSchemaOf([{ ...columns[0], name: 'ID' }, columns[1]]),
+      arrowSchemaOf([columns[0], { ...columns[1], type: 'Binary' }]),
+      arrowSchemaOf([columns[0], { ...columns[1], jsonForm: 'json' }]),
+      arrowSchemaOf([columns[0]]),
+    ];
+    for (const other of others) expect(other).not.toBe(first);
+    expect(others[0]?.fields[0]?.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME')).toBe('BIGINT');
+    expect(String(others[2]?.fields[1]?.type)).toBe('Binary');
   });
 
   it('an empty builder is an empty batch with the schema; a misfit value is refused', () => {
