@@ -15,6 +15,7 @@ import { type ArrowDataType, type ArrowField, registerErrors } from '@ferry/core
 import * as arrow from 'apache-arrow';
 import { Message as ArrowMessage, RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
 import { VectorAssembler } from 'apache-arrow/visitor/vectorassembler';
+import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
 import { grown } from './arrow-buffers.js';
 import { arrowField } from './arrow-types.js';
 import { BoundedCache, textBytes } from './bounded-cache.js';
@@ -736,25 +737,35 @@ const CONTINUATION = 0xffff_ffff;
 /** The end-of-stream marker of the IPC stream format. */
 export const IPC_END_OF_STREAM = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
 
+/** A message of an IPC stream and its decoded flatbuffer header. */
+interface DecodedMessage {
+  readonly ipc: IpcMessage;
+  readonly message: ArrowMessage;
+}
+
 /** The messages of an IPC stream (schema, dictionaries, batches), up to its end-of-stream marker. */
-export function ipcMessages(bytes: Uint8Array): IpcMessage[] {
+function decodedMessages(bytes: Uint8Array): DecodedMessage[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const messages: IpcMessage[] = [];
+  const messages: DecodedMessage[] = [];
   let at = 0;
   while (at + 8 <= bytes.length && view.getUint32(at, true) === CONTINUATION) {
     const length = view.getInt32(at + 4, true);
     if (length === 0) break;
     const dataHeader = bytes.subarray(at + 8, at + 8 + length);
-    const bodyLength = Number(arrow.Message.decode(dataHeader).bodyLength);
-    const end = at + 8 + length + bodyLength;
+    const message = ArrowMessage.decode(dataHeader);
+    const end = at + 8 + length + Number(message.bodyLength);
     messages.push({
-      dataHeader,
-      dataBody: bytes.subarray(at + 8 + length, end),
-      framed: bytes.subarray(at, end),
+      ipc: { dataHeader, dataBody: bytes.subarray(at + 8 + length, end), framed: bytes.subarray(at, end) },
+      message,
     });
     at = end;
   }
   return messages;
+}
+
+/** The messages of an IPC stream (schema, dictionaries, batches), up to its end-of-stream marker. */
+export function ipcMessages(bytes: Uint8Array): IpcMessage[] {
+  return decodedMessages(bytes).map((decoded) => decoded.ipc);
 }
 
 /** Each decoded batch's message as it arrived, so it can be sent on without encoding it again. */
@@ -762,16 +773,38 @@ const received = new WeakMap<arrow.RecordBatch, IpcMessage>();
 
 /**
  * The schema and batches of an IPC stream written by {@link batchToIpc}. Each batch remembers
- * its message ({@link batchIpcMessages} hands it out again without encoding).
+ * its message ({@link batchIpcMessages} hands it out again without encoding). The batches are
+ * loaded straight from their messages with apache-arrow's own vector loader, as its reader loads
+ * them but without the reader's byte-stream machinery (which was most of a small answer's decoding
+ * on the host); a stream with dictionaries or compression (never written here) goes through the
+ * reader.
  */
 export function batchesFromIpc(bytes: Uint8Array): { schema: arrow.Schema; batches: arrow.RecordBatch[] } {
-  const table = arrow.tableFromIPC(bytes);
-  const messages = ipcMessages(bytes).slice(1);
-  // Only plain batches map one to one onto their messages (no dictionaries: never written here).
-  if (messages.length === table.batches.length) {
-    for (const [index, batch] of table.batches.entries()) received.set(batch, messages[index] as IpcMessage);
+  const [first, ...rest] = decodedMessages(bytes);
+  const schema = first?.message.isSchema() === true ? first.message.header() : undefined;
+  const plain =
+    schema !== undefined &&
+    schema.dictionaries.size === 0 &&
+    rest.every(({ message }) => message.isRecordBatch() && message.header().compression == null);
+  if (!plain) {
+    const table = arrow.tableFromIPC(bytes);
+    return { schema: table.schema, batches: table.batches };
   }
-  return { schema: table.schema, batches: table.batches };
+  const batches: arrow.RecordBatch[] = [];
+  for (const { ipc, message } of rest) {
+    const header = message.header() as RecordBatchHeader;
+    const children = new VectorLoader(
+      ipc.dataBody,
+      header.nodes,
+      header.buffers,
+      new Map(),
+      schema.metadataVersion,
+    ).visitMany(schema.fields);
+    const batch = recordBatchOf(schema, header.length, children);
+    received.set(batch, ipc);
+    batches.push(batch);
+  }
+  return { schema, batches };
 }
 
 /** The schema's IPC message. */
