@@ -7,6 +7,7 @@
  * makes the next one run again and read the new snapshot, `noCache` bypasses, a view is cached by
  * the datasets under it, and the counters show it all.
  */
+import { getEventListeners } from 'node:events';
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
@@ -206,6 +207,16 @@ runtime:
     expect(miss.cache).toBe('miss');
     expect(hit).toEqual({ ...miss, cache: 'hit' });
     expect(hit.datasets.map((read) => read.name)).toEqual(['orders']);
+    // Answers from the cache never stop on their own; each has a signal of its own with no
+    // listener on it (one shared signal held a listener per hit for good: a server's leak).
+    const hits = [];
+    for (let n = 0; n < 12; n++) hits.push(await runtime.queryStream(sql));
+    expect(hits.map((stream) => stream.cache)).toEqual(Array(12).fill('hit'));
+    expect(new Set(hits.map((stream) => stream.stopped)).size).toBe(12);
+    expect(hits.map((stream) => getEventListeners(stream.stopped, 'abort').length)).toEqual(
+      Array(12).fill(0),
+    );
+    for (const stream of hits) for await (const _ of stream.batches);
     expect((await runtime.queryArrow(sql)).cache).toBe('miss');
     await settle();
     const table = await runtime.queryArrow(sql);

@@ -267,10 +267,13 @@ export class QueryFront {
     ).then(
       (stream) => {
         // A limit after the start stops the stream whether or not anyone reads it (an HTTP client
-        // that stopped reading): its line is logged then, not when (or if) the error is read.
-        stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
-          once: true,
-        });
+        // that stopped reading): its line is logged then, not when (or if) the error is read. An
+        // answer from the cache never stops.
+        if (stream.cache !== 'hit') {
+          stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
+            once: true,
+          });
+        }
         return { ...stream, batches: memoryReturn.watch(stream.batches) };
       },
       (error: unknown) => this.#failed(id, error),
@@ -353,7 +356,8 @@ export class QueryFront {
           yield* batches;
         })(),
         cancel: () => undefined,
-        stopped: NEVER_STOPPED,
+        // Never stops on its own; a signal of its own, so what a consumer adds to it goes with it.
+        stopped: new AbortController().signal,
         cache: 'hit',
       };
     }
@@ -377,9 +381,6 @@ export class QueryFront {
     };
   }
 }
-
-/** The `stopped` of a stream answered from the cache: it never stops on its own. */
-const NEVER_STOPPED = new AbortController().signal;
 
 /** The codes of the limits a query can reach (each logged once, at warn). */
 const LIMIT_CODES: ReadonlySet<string> = new Set([
