@@ -782,17 +782,19 @@ const received = new WeakMap<arrow.RecordBatch, IpcMessage>();
 export function batchesFromIpc(bytes: Uint8Array): { schema: arrow.Schema; batches: arrow.RecordBatch[] } {
   const [first, ...rest] = decodedMessages(bytes);
   const schema = first?.message.isSchema() === true ? first.message.header() : undefined;
+  // Each header decoded once (`header()` decodes its flatbuffer again at every call).
+  const headers = rest.map(({ message }) => (message.isRecordBatch() ? message.header() : undefined));
   const plain =
     schema !== undefined &&
     schema.dictionaries.size === 0 &&
-    rest.every(({ message }) => message.isRecordBatch() && message.header().compression == null);
+    headers.every((header) => header !== undefined && header.compression == null);
   if (!plain) {
     const table = arrow.tableFromIPC(bytes);
     return { schema: table.schema, batches: table.batches };
   }
   const batches: arrow.RecordBatch[] = [];
-  for (const { ipc, message } of rest) {
-    const header = message.header() as RecordBatchHeader;
+  for (const [index, { ipc }] of rest.entries()) {
+    const header = headers[index] as RecordBatchHeader;
     const children = new VectorLoader(
       ipc.dataBody,
       header.nodes,
