@@ -5,8 +5,10 @@
  * aggregate, point lookups and a small range) — every statement a text with its literals in it (as
  * `POST /v1/sql` carries them), 64 clients with keep-alive connections, against the plain server a
  * user would write instead: `node:http` calling DuckDB and better-sqlite3 directly on the same files
- * (`plain-server.ts`, also a process of its own). A second `ferry serve` with the results cache off
- * runs the same loads. The clients run in this process and read every body whole; windows alternate
+ * (`plain-server.ts`, also a process of its own). The same server in Ferry's thread shape
+ * (`threaded-server.ts`: the engines in worker threads, rows answered as JSON from there) runs the
+ * loads too: its ratio to the plain server is the floor the design puts under Ferry's. A second
+ * `ferry serve` with the results cache off runs the same loads. The clients run in this process and read every body whole; windows alternate
  * between the servers.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -83,10 +85,11 @@ const LOADS = [
   { name: 'cheap load', kinds: CHEAP },
 ] as const;
 
-const SIDES = ['plain', 'ferry', 'ferryNoCache'] as const;
+const SIDES = ['plain', 'threaded', 'ferry', 'ferryNoCache'] as const;
 type Side = (typeof SIDES)[number];
 const SIDE_LABELS: Readonly<Record<Side, string>> = {
   plain: 'plain server',
+  threaded: "plain server in Ferry's threads",
   ferry: 'ferry serve',
   ferryNoCache: 'ferry serve, results cache off',
 };
@@ -139,8 +142,19 @@ export const b9: Scenario = {
         env,
       );
       children.push(baseline.child);
+      const threaded = await startServerProcess(
+        [
+          fileURLToPath(new URL('../threaded-server.js', import.meta.url)),
+          files.get('duckdb')?.path ?? '',
+          files.get('sqlite')?.path ?? '',
+          LITE,
+        ],
+        env,
+      );
+      children.push(threaded.child);
       const base: Record<Side, URL> = {
         plain: new URL(baseline.url),
+        threaded: new URL(threaded.url),
         ferry: new URL(served.url),
         ferryNoCache: new URL(noCache.url),
       };
@@ -181,14 +195,14 @@ export const b9: Scenario = {
     const notes = [
       `Tables: ${rows.toLocaleString('en-US')} rows each (the B1 columns); every request a new text (its id or its WHERE literal).`,
       `${rounds} round(s) of a ${window.durationMs / 1000} s window per server and load after ${window.warmupMs / 1000} s of warm-up, alternating; ${CLIENTS} closed-loop clients in this process, one keep-alive connection each, reading every body whole.`,
-      'The plain server runs DuckDB statements on 4 connections of one instance and SQLite statements on its event loop. Ferry is `ferry serve` with the spicepod a user writes (nothing under `runtime`: the results cache on, as in Spice; the goals are judged on it); a second `ferry serve` has `runtime.caching.sql_results.enabled: false`.',
+      "The plain server runs DuckDB statements on 4 connections of one instance and SQLite statements on its event loop; the plain server in Ferry's threads runs them in worker threads as Ferry does (one DuckDB worker with 4 connections, a piscina pool of one better-sqlite3 worker per core), each answering its rows' JSON text: the floor of Ferry's thread shape. Ferry is `ferry serve` with the spicepod a user writes (nothing under `runtime`: the results cache on, as in Spice; the goals are judged on it); a second `ferry serve` has `runtime.caching.sql_results.enabled: false`.",
     ];
     const raw: Record<string, unknown> = {};
     for (const [loadIndex, load] of LOADS.entries()) {
       const figures = totals[loadIndex] as (typeof totals)[number];
       const plainResult: LoadResult = figures.all.plain.result();
       raw[load.name] = Object.fromEntries(SIDES.map((side) => [side, figures.all[side].result()]));
-      for (const side of ['ferry', 'ferryNoCache'] as const) {
+      for (const side of ['threaded', 'ferry', 'ferryNoCache'] as const) {
         const result: LoadResult = figures.all[side].result();
         const tput = ratio(result.throughput, plainResult.throughput);
         const p99 = ratio(result.latency.p99Ms, plainResult.latency.p99Ms);
