@@ -123,6 +123,7 @@ export function copyBits(
   count: number,
 ): boolean {
   let zero = false;
+  let first = 0;
   if ((from & 7) === 0 && (at & 7) === 0) {
     const whole = count >> 3;
     const start = from >> 3;
@@ -131,13 +132,9 @@ export function copyBits(
       if (byte !== 0xff) zero = true;
       target[(at >> 3) + i] = byte;
     }
-    for (let bit = whole << 3; bit < count; bit++) {
-      if (isValid(source, from + bit)) setBit(target, at + bit);
-      else zero = true;
-    }
-    return zero;
+    first = whole << 3;
   }
-  for (let bit = 0; bit < count; bit++) {
+  for (let bit = first; bit < count; bit++) {
     if (isValid(source, from + bit)) setBit(target, at + bit);
     else zero = true;
   }

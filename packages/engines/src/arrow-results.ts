@@ -137,12 +137,9 @@ export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
   }
 }
 
-const UNIT_NAMES: Readonly<Record<number, string>> = {
-  [arrow.TimeUnit.SECOND]: 'Second',
-  [arrow.TimeUnit.MILLISECOND]: 'Millisecond',
-  [arrow.TimeUnit.MICROSECOND]: 'Microsecond',
-  [arrow.TimeUnit.NANOSECOND]: 'Nanosecond',
-};
+const UNIT_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(TIME_UNITS).map(([name, unit]) => [unit, name]),
+);
 
 const jsonField = (field: arrow.Field, nullable = field.nullable): ArrowField =>
   arrowField(field.name, arrowJsonType(field.type), nullable);
@@ -532,8 +529,6 @@ class NullBuilder implements ColumnBuilder {
   }
 }
 
-const MASK_64 = (1n << 64n) - 1n;
-
 function numeric(type: arrow.DataType, value: ArrowValue): number {
   if (typeof value === 'number') return value;
   if (typeof value === 'bigint') return Number(value);
@@ -585,7 +580,7 @@ export function columnBuilder(type: arrow.DataType): ColumnBuilder {
         if (typeof interval !== 'object' || interval === null || !('months' in interval)) {
           throw new ArrowValueError(type, value);
         }
-        const nanos = BigInt.asUintN(64, interval.nanos) & MASK_64;
+        const nanos = BigInt.asUintN(64, interval.nanos);
         const view = data as Int32Array;
         view[at] = interval.months;
         view[at + 1] = interval.days;

@@ -31,9 +31,7 @@ export class BoundedCache<K extends {}, V extends {}> {
       max: options.entries,
       maxSize: options.bytes,
       maxEntrySize: this.#maxEntry,
-      ...(options.dispose === undefined
-        ? {}
-        : { dispose: (value: V, key: K) => options.dispose?.(value, key) }),
+      ...(options.dispose === undefined ? {} : { dispose: options.dispose }),
     });
   }
 

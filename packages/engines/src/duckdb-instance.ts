@@ -77,8 +77,6 @@ export interface InstanceOptions {
   readonly maxTempBytes: number;
   /** Connections (concurrent queries of the class). */
   readonly connections: number;
-  /** Prepared statements kept per connection. */
-  readonly statementCacheSize: number;
 }
 
 /** Bytes a cached prepared statement is charged: its text, its columns, and DuckDB's plan (a guess). */
@@ -339,7 +337,8 @@ export class DuckDbClassInstance {
         pooled = {
           connection,
           statements: new BoundedCache<string, CachedStatement>({
-            entries: this.#options.statementCacheSize,
+            // Prepared statements kept per connection.
+            entries: 64,
             bytes: 16 * 1024 * 1024,
             dispose: (cached) => cached.statement.destroySync(),
           }),

@@ -31,12 +31,7 @@ import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
 import { hasShow, isDescribe, rewriteListings, treeJson } from './duckdb-catalog.js';
 import { bindDuckDbParams } from './duckdb-engine.js';
-import {
-  datasetsPhrase,
-  duckDbQueryError,
-  missingDuckDbTable,
-  redactDuckDbMessage,
-} from './duckdb-errors.js';
+import { datasetsPhrase, duckDbQueryError, missingDuckDbTable } from './duckdb-errors.js';
 import { IMPORT_TABLE } from './duckdb-import.js';
 import {
   columnsOf,
@@ -99,8 +94,6 @@ export interface DuckDbNamespaceOptions {
   readonly settings: { readonly memory: string; readonly threads: string; readonly temp: string };
   /** Connections per instance (concurrent queries of one class); default 8. */
   readonly connections?: number;
-  /** Prepared statements kept per connection; default 64. */
-  readonly statementCacheSize?: number;
   /** A pinned instance unused for this long is closed; default 30 000 ms. */
   readonly pinnedIdleMs?: number;
   /** Bounds on an SQLite dataset read into DuckDB for a query across engines. */
@@ -233,7 +226,6 @@ export class DuckDbNamespace {
       allowedDirectories: options.allowedDirectories,
       maxTempBytes: options.maxTempBytes,
       connections: options.connections ?? 8,
-      statementCacheSize: options.statementCacheSize ?? 64,
     };
   }
 
@@ -720,11 +712,6 @@ export class DuckDbNamespace {
       ],
       tablePrefixes: [IMPORT_TABLE],
     };
-  }
-
-  /** `message` with generation paths named by dataset, other local paths and internal names hidden. */
-  redact(message: string): string {
-    return redactDuckDbMessage(message, this.#catalog, this.#redaction());
   }
 
   /** Every instance: one per class, and those for pinned reads. */

@@ -19,7 +19,7 @@ import type { ArrowDataType } from '@ferry/core';
 import type * as arrow from 'apache-arrow';
 import { type ArrowValue, arrowSchemaOf, RecordBatchBuilder } from './arrow-results.js';
 import { QueryFailedError } from './errors.js';
-import type { SqliteValue } from './sqlite-engine.js';
+import { type SqliteValue, storageClass } from './sqlite-engine.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 
 /** A column's conversion: the Arrow value of a non-null SQLite value, or `undefined` when it does not fit. */
@@ -27,13 +27,6 @@ type Converter = (value: Exclude<SqliteValue, null>) => ArrowValue | undefined;
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const DAY_MS = 86_400_000;
-
-/** What one value is in SQLite's terms (its storage class) and in Arrow's (its own type). */
-function storageClassOf(value: Exclude<SqliteValue, null>): 'INTEGER' | 'REAL' | 'TEXT' | 'BLOB' {
-  if (typeof value === 'bigint') return 'INTEGER';
-  if (typeof value === 'number') return 'REAL';
-  return typeof value === 'string' ? 'TEXT' : 'BLOB';
-}
 
 /** Days since the epoch of `YYYY-MM-DD` text naming a real day. */
 function isoDays(text: string): number | undefined {
@@ -157,7 +150,7 @@ function planColumn(
   }
   const classes = new Map<string, number>();
   for (const { value, row } of values)
-    if (!classes.has(storageClassOf(value))) classes.set(storageClassOf(value), row);
+    if (!classes.has(storageClass(value))) classes.set(storageClass(value), row);
   let type: ArrowDataType;
   const blobRow = classes.get('BLOB');
   if (blobRow !== undefined && classes.size > 1) {
@@ -233,7 +226,7 @@ export class SqliteBatchBuilder {
   #misfit(index: number, value: Exclude<SqliteValue, null>): QueryFailedError {
     const name = this.#names[index] as string;
     const type = this.schema.fields[index]?.type;
-    const kind = storageClassOf(value);
+    const kind = storageClass(value);
     const shown = value instanceof Uint8Array ? `${value.byteLength} bytes` : String(value).slice(0, 40);
     return new QueryFailedError(
       undefined,

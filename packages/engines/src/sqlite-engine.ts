@@ -68,7 +68,9 @@ export function encodeSqliteValue(value: SqliteValue): JsonValue {
   return base64(value);
 }
 
-/** SQLite's storage class of a value (the type an expression column reports). */
+/** SQLite's storage class of a value (the type an expression column reports); undefined for NULL. */
+export function storageClass(value: Exclude<SqliteValue, null>): string;
+export function storageClass(value: SqliteValue | undefined): string | undefined;
 export function storageClass(value: SqliteValue | undefined): string | undefined {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'bigint') return 'INTEGER';

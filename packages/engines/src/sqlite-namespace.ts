@@ -54,8 +54,6 @@ export const SQLITE_MAX_ATTACHED = 10;
 export interface SqliteNamespaceOptions {
   /** An empty file for the read-only main database (created by the caller). */
   readonly mainPath: string;
-  /** Prepared statements kept; default 128 (and at most 16 MiB of texts and columns). */
-  readonly statementCacheSize?: number;
   /**
    * Where SQLite writes temporary files (sorts and indexes larger than the page cache; created and
    * unlinked at once). SQLite keeps one such directory per process: every namespace sets the same.
@@ -99,8 +97,6 @@ interface Prepared {
     | undefined;
 }
 
-const byName = datasetByName;
-
 const MIB = 1024 * 1024;
 
 /** `no such table: users` / `no such table: users.t`: the database (when qualified) and table SQLite looked for. */
@@ -142,10 +138,8 @@ export class SqliteNamespace {
     if (options.tempDirectory !== undefined) {
       this.#db.pragma(`temp_store_directory = '${options.tempDirectory.replaceAll("'", "''")}'`);
     }
-    this.#statements = new BoundedCache<string, Prepared>({
-      entries: options.statementCacheSize ?? 128,
-      bytes: 16 * MIB,
-    });
+    // Prepared statements kept: at most 128, and at most 16 MiB of texts and columns.
+    this.#statements = new BoundedCache<string, Prepared>({ entries: 128, bytes: 16 * MIB });
   }
 
   get catalog(): NamespaceCatalog {
@@ -176,7 +170,7 @@ export class SqliteNamespace {
     if (catalog.version === this.#catalog.version) return;
     this.#catalog = catalog;
     for (const [name, generation] of [...this.#attached]) {
-      const dataset = byName(catalog, name);
+      const dataset = datasetByName(catalog, name);
       if (dataset?.engine === 'sqlite' && dataset.generation?.id === generation) continue;
       this.#detach(name);
       if (dataset?.engine === 'sqlite' && dataset.generation !== null) this.#attach(dataset);
@@ -224,7 +218,7 @@ export class SqliteNamespace {
     const name = missing.db ?? missing.table;
     if (this.#attached.has(name) || name.toLowerCase() === 'main' || name.toLowerCase() === 'temp')
       return false;
-    const dataset = byName(this.#catalog, name);
+    const dataset = datasetByName(this.#catalog, name);
     if (dataset === undefined) throw new NamespaceTableError(name, 'unknown');
     if (dataset.engine === 'duckdb') throw new NamespaceTableError(dataset.name, 'duckdb');
     if (dataset.generation === null) throw new NamespaceTableError(dataset.name, 'not-serving');
@@ -286,7 +280,7 @@ export class SqliteNamespace {
     for (const step of program) {
       if (step.opcode !== 'OpenRead' && step.opcode !== 'ReopenIdx') continue;
       const name = names.get(step.p3);
-      const dataset = name === undefined ? undefined : byName(this.#catalog, name);
+      const dataset = name === undefined ? undefined : datasetByName(this.#catalog, name);
       if (dataset !== undefined && !read.includes(dataset.name)) read.push(dataset.name);
     }
     return read;
@@ -350,7 +344,7 @@ export class SqliteNamespace {
     if (prepared.readAt?.version === version) return prepared.readAt.read;
     prepared.datasets ??= this.#datasetsOf(sql, prepared, args, shapeKey);
     const read = prepared.datasets.flatMap((name) => {
-      const generation = byName(this.#catalog, name)?.generation;
+      const generation = datasetByName(this.#catalog, name)?.generation;
       return generation === null || generation === undefined
         ? []
         : [{ name, snapshotId: generation.snapshotId }];
@@ -399,7 +393,7 @@ export class SqliteNamespace {
 
   /** `sql` with Spice's qualified names of the SQLite datasets (`spice.public.users`) made SQLite's. */
   #spiceNames(sql: string): string {
-    return withoutSpiceQualifiers(sql, (name) => byName(this.#catalog, name)?.engine === 'sqlite');
+    return withoutSpiceQualifiers(sql, (name) => datasetByName(this.#catalog, name)?.engine === 'sqlite');
   }
 
   /** Runs `sql` and answers JSON-safe rows; reading stops at the first row or byte over a cap. */

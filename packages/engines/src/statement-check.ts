@@ -461,28 +461,24 @@ function literalsAreConstants(shape: StatementShape, constants: ReadonlySet<numb
 }
 
 /**
- * Check a text with DuckDB's parser (no cache): its statement, and whether what was learned holds
- * for every text of its shape (each replaced literal is a constant in the engine's tree).
+ * Check a text with DuckDB's parser (no cache): its statement, whose `shared` says whether what was
+ * learned holds for every text of its shape (each replaced literal is a constant in the engine's tree).
  */
 async function checkDuckDbText(
   parser: DuckDbParser,
   sql: string,
   shape: StatementShape | undefined,
-): Promise<{ readonly statement: DuckDbStatement; readonly shared: boolean }> {
+): Promise<DuckDbStatement> {
   const parsed = await parseDuckDb(parser, sql);
   if (parsed.kind === 'select') {
     const { names, refusal } = await readSelect(parser, sql, parsed.trees);
-    const shared = shape !== undefined && literalsAreConstants(shape, names.constants, sql);
     return {
-      statement: {
-        type: StatementType.SELECT,
-        rewrite: undefined,
-        tables: names.tables,
-        ctes: names.ctes,
-        shared,
-        refusal,
-      },
-      shared,
+      type: StatementType.SELECT,
+      rewrite: undefined,
+      tables: names.tables,
+      ctes: names.ctes,
+      shared: shape !== undefined && literalsAreConstants(shape, names.constants, sql),
+      refusal,
     };
   }
   if (parsed.kind === 'invalid') throw new DuckDbParseError(parsed.message);
@@ -496,16 +492,12 @@ async function checkDuckDbText(
     if (inner.kind !== 'select' || inner.trees.length !== 1) throw refusalOf(sql, 'duckdb');
     const { names } = await checkedSelect(parser, explained, inner.trees);
     const constants = new Set([...names.constants].map((offset) => offset + at));
-    const shared = shape !== undefined && literalsAreConstants(shape, constants, sql);
     return {
-      statement: {
-        type: StatementType.EXPLAIN,
-        rewrite: undefined,
-        tables: names.tables,
-        ctes: names.ctes,
-        shared,
-      },
-      shared,
+      type: StatementType.EXPLAIN,
+      rewrite: undefined,
+      tables: names.tables,
+      ctes: names.ctes,
+      shared: shape !== undefined && literalsAreConstants(shape, constants, sql),
     };
   }
   const verdict = classifyStatement(sql, 'duckdb');
@@ -514,16 +506,7 @@ async function checkDuckDbText(
     const rewritten = await parseDuckDb(parser, select);
     if (rewritten.kind !== 'select') throw refusalOf(sql, 'duckdb');
     await checkedSelect(parser, select, rewritten.trees);
-    return {
-      statement: {
-        type: StatementType.SELECT,
-        rewrite: select,
-        tables: undefined,
-        ctes: new Set(),
-        shared: false,
-      },
-      shared: false,
-    };
+    return { type: StatementType.SELECT, rewrite: select, tables: undefined, ctes: new Set(), shared: false };
   }
   throw refusalOf(sql, 'duckdb');
 }
@@ -592,9 +575,10 @@ export async function readDuckDbSql(
     const byShape = BY_SHAPE.get(shape.key);
     if (byShape !== undefined) return byShape;
   }
-  const { statement, shared } = await checkDuckDbText(parser, sql, shape);
+  const statement = await checkDuckDbText(parser, sql, shape);
   BY_TEXT.set(sql, statement, statementBytes(sql, statement));
-  if (shared && shape !== undefined) BY_SHAPE.set(shape.key, statement, statementBytes(shape.key, statement));
+  if (statement.shared && shape !== undefined)
+    BY_SHAPE.set(shape.key, statement, statementBytes(shape.key, statement));
   return statement;
 }
 

@@ -7,12 +7,12 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type DatasetConfig, type DatasetStatus, loadSpicepod } from '@ferry/core';
+import { type DatasetConfig, type DatasetStatus, levelWanted, loadSpicepod } from '@ferry/core';
 import { batchesFromIpc, batchToIpc } from '@ferry/engines/namespaces';
 import { tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import type { StateEvent, SwapEvent } from '../src/api.js';
-import { levelWanted, lowestLevel } from '../src/common/log-levels.js';
+import { lowestLevel } from '../src/common/log-levels.js';
 import { defaultLogger, memoryLogger } from '../src/common/logging.js';
 import { type LiveChecks, LiveStatus } from '../src/common/shared-slots.js';
 import { assertBuiltFrom, buildIdOf, checkBuildId } from '../src/common/thread-files.js';

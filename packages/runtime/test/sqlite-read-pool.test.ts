@@ -13,9 +13,8 @@ import { threadFile } from '../src/common/thread-files.js';
 import type { PoolQuery } from '../src/query/duckdb-query-pool.js';
 import { LARGE_ANSWER_BYTES } from '../src/query/memory-return.js';
 import { shareCatalog } from '../src/query/query-catalog.js';
-import type { QueryRequest } from '../src/query/query-protocol.js';
+import type { QueryAnswer, QueryRequest } from '../src/query/query-protocol.js';
 import { SqliteReadPool } from '../src/query/sqlite-read-pool.js';
-import type { SqliteReadResult } from '../src/query/sqlite-thread.js';
 
 const USERS = 'month=2026-11/day=2026-11-29/dataset=users/users_20261129T081000Z.sqlite';
 const RUNAWAY =
@@ -58,7 +57,7 @@ async function descriptorsOn(file: string): Promise<number> {
   return n;
 }
 
-function rowsOf(result: SqliteReadResult): unknown {
+function rowsOf(result: QueryAnswer): unknown {
   if ('rows' in result) return result.rows;
   throw new Error(`expected rows, got ${JSON.stringify(result)}`);
 }

@@ -1,11 +1,9 @@
 /**
- * Which log records a thread posts at all. Kept apart from `logging.ts` (which loads pino) so the
- * dataset threads, one per dataset, do not load a logger they never call.
+ * Which log records a thread posts at all: the level the host hands each thread, which compares
+ * against it with core's `levelWanted` (threads import core, not this file or pino's `logging.ts`).
  */
-import { LOG_LEVELS, type LogLevel, levelWanted } from '@ferry/core/machine';
+import { LOG_LEVELS, type LogLevel } from '@ferry/core/machine';
 import type { Logger } from './logging.js';
-
-export { levelWanted };
 
 /**
  * The lowest level `logger` writes, so threads post only records it wants (three debug records per

@@ -16,8 +16,8 @@ import {
 } from 'node:worker_threads';
 import type { DatasetConfig } from '@ferry/core';
 import { getDataset, OutsideLocationError, resolveSnapshotKey, serializeError } from '@ferry/core';
+import { levelWanted } from '@ferry/core/machine';
 import type { SnapshotInfo, SnapshotListing } from '../api.js';
-import { levelWanted } from '../common/log-levels.js';
 import type { LogRecord } from '../common/logging.js';
 import type {
   CoordinatorToDataset,

@@ -38,6 +38,7 @@ import {
   type DatasetStatus,
   datasetStatus,
   fileFormatOf,
+  levelWanted,
   type ReadMetadataInput,
   type RestoreLocalInput,
   type SwapSnapshotInput,
@@ -51,7 +52,6 @@ import {
   type Subscription,
   type InspectionEvent as XStateInspectionEvent,
 } from 'xstate';
-import { levelWanted } from '../common/log-levels.js';
 import type { LogRecord } from '../common/logging.js';
 import type {
   CoordinatorToDataset,

@@ -179,10 +179,7 @@ async function close(id: number): Promise<void> {
   for (const state of running.values()) state.stop.abort();
   // Closing needs only that the namespace, if there is one, is closed: one that never came up (its
   // failure was each query's answer and the log's) has nothing to close.
-  const ns = await ready.then(
-    (created) => created,
-    () => undefined,
-  );
+  const ns = await ready.catch(() => undefined);
   // A catalog change in flight finishes first: closing an instance under DDL would not return.
   await catalogs;
   await ns?.close();
@@ -270,10 +267,7 @@ async function crash(error: unknown): Promise<void> {
   if (crashing) return;
   crashing = true;
   for (const state of running.values()) state.stop.abort();
-  const ns = await ready.then(
-    (created) => created,
-    () => undefined,
-  );
+  const ns = await ready.catch(() => undefined);
   await within(ns?.cancelAll() ?? Promise.resolve(), 10_000);
   process.exit(1);
 }

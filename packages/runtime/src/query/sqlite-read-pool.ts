@@ -39,7 +39,6 @@ import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery, streamStopBuff
 import type {
   SqliteBatchAnswer,
   SqliteReadBatch,
-  SqliteReadResult,
   SqliteStreamMessage,
   SqliteStreamTask,
   SqliteWorkerData,
@@ -56,8 +55,6 @@ export interface SqliteReadPoolOptions {
   readonly catalog: () => SharedCatalog;
   readonly workerData: SqliteWorkerData;
   readonly resourceLimits?: ResourceLimits;
-  /** Most queries in one batch. */
-  readonly maxBatch?: number;
   /** A worker with nothing to do ends after this long. */
   readonly idleTimeoutMs?: number;
 }
@@ -67,7 +64,7 @@ interface Pending {
   readonly datasets: readonly string[];
   readonly query: QueryRequest;
   readonly signal: AbortSignal | undefined;
-  resolve(result: SqliteReadResult): void;
+  resolve(result: QueryAnswer): void;
   reject(error: unknown): void;
   /** Set while a worker has it: stops that batch. */
   abortBatch: ((pending: Pending, error: Error) => void) | undefined;
@@ -136,11 +133,10 @@ const SPARE_SLOTS = 4;
 export class SqliteReadPool {
   readonly #pool: Piscina<
     SqliteReadBatch | SqliteStreamTask | Record<string, never>,
-    string | SqliteReadResult | number
+    string | QueryAnswer | number
   >;
   readonly #threads: number;
   readonly #timeoutMs: number;
-  readonly #maxBatch: number;
   readonly #catalog: () => SharedCatalog;
   #queue: Pending[] = [];
   #inFlight = 0;
@@ -168,7 +164,6 @@ export class SqliteReadPool {
   constructor(options: SqliteReadPoolOptions) {
     this.#threads = Math.max(1, options.maxThreads);
     this.#timeoutMs = options.queryTimeoutMs;
-    this.#maxBatch = Math.min(MAX_BATCH, Math.max(1, options.maxBatch ?? MAX_BATCH));
     this.#catalog = options.catalog;
     const slots = this.#threads + SPARE_SLOTS;
     this.#progress = new BigInt64Array(new SharedArrayBuffer(2 * slots * BigInt64Array.BYTES_PER_ELEMENT));
@@ -219,14 +214,14 @@ export class SqliteReadPool {
   }
 
   /** Run one query; `datasets` (known so far) name it in a timeout's message. */
-  run(datasets: readonly string[], query: QueryRequest, signal?: AbortSignal): Promise<SqliteReadResult> {
+  run(datasets: readonly string[], query: QueryRequest, signal?: AbortSignal): Promise<QueryAnswer> {
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
     if (signal?.aborted === true) return Promise.reject(new QueryCancelledError(signal.reason));
     this.#unanswered++;
     const answered = (): void => {
       this.#unanswered--;
     };
-    return new Promise<SqliteReadResult>((resolve, reject) => {
+    return new Promise<QueryAnswer>((resolve, reject) => {
       const pending: Pending = {
         datasets,
         query,
@@ -301,7 +296,7 @@ export class SqliteReadPool {
           name: 'stream',
           signal: controller.signal,
           transferList: [channel.port2],
-        })) as SqliteReadResult;
+        })) as QueryAnswer;
         await drained;
         return result;
       } finally {
@@ -372,7 +367,7 @@ export class SqliteReadPool {
         threads: this.#threads,
         inFlight: this.#inFlight,
         expensiveInFlight: this.#expensiveInFlight,
-        maxBatch: this.#maxBatch,
+        maxBatch: MAX_BATCH,
       });
       const batch = this.#takeAt(take);
       const expensive = batch.length === 1 && this.#expensive(batch[0] as Pending);
@@ -402,7 +397,7 @@ export class SqliteReadPool {
     for (const pending of batch) pending.abortBatch = (late, error) => this.#stop(running, late, error);
     this.#running.add(running);
     this.#watch();
-    let results: SqliteReadResult[];
+    let results: QueryAnswer[];
     try {
       const answered = JSON.parse(
         (await this.#pool.run(

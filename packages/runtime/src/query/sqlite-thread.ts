@@ -69,13 +69,6 @@ export interface SqliteStreamTask {
   readonly stops: Int32Array;
 }
 
-/**
- * The answer, or why not. Errors come back as data: an error thrown here would reach the host as
- * a plain `Error` without its `code` (the pool clones it), and one query's error must not fail its
- * batch.
- */
-export type SqliteReadResult = QueryAnswer;
-
 const data = workerData as SqliteWorkerData;
 lowerThreadPriority(data.niceness ?? 0);
 const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
@@ -142,6 +135,11 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
   return pinned.space;
 }
 
+/**
+ * The answer, or why not. Errors come back as data: an error thrown here would reach the host as
+ * a plain `Error` without its `code` (the pool clones it), and one query's error must not fail its
+ * batch.
+ */
 function runOne(
   catalog: SharedCatalog | undefined,
   query: QueryRequest,
@@ -173,7 +171,7 @@ const BATCH_BUDGET_MS = 4;
 
 /** What a batch answers: the answers of the queries it ran (a prefix of the batch), and what each took (ms). */
 export interface SqliteBatchAnswer {
-  readonly answers: SqliteReadResult[];
+  readonly answers: QueryAnswer[];
   readonly ms: number[];
 }
 
@@ -185,7 +183,7 @@ export interface SqliteBatchAnswer {
 export default function run(batch: SqliteReadBatch): string {
   const { slot } = batch;
   const queries = JSON.parse(batch.queries) as QueryRequest[];
-  const answers: SqliteReadResult[] = [];
+  const answers: QueryAnswer[] = [];
   const ms: number[] = [];
   const region = stops === undefined || slot === undefined ? undefined : regionOf(stops, slot);
   const started = performance.now();
@@ -228,7 +226,7 @@ export type SqliteStreamMessage =
   | { readonly type: 'end' };
 
 /** Streams one query's result over `task.port`, one batch per credit (blocking in between). */
-export function stream(task: SqliteStreamTask): SqliteReadResult {
+export function stream(task: SqliteStreamTask): QueryAnswer {
   const { port, control } = task;
   const region = regionOf(task.stops, 0);
   let sent = 0;
