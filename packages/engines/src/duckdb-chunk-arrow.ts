@@ -15,12 +15,11 @@
  * copied with one binding call per run, not one per string. Lists, maps and structs recurse into
  * their child vectors (a list whose entries are not in order, such as a constant list flattened,
  * gathers its child rows). A column whose type is outside the type table is the engine's text
- * (`duckDbArrowValue`), the one place values are read one by one.
+ * (`engineText`), the one place values are read one by one.
  *
  * The installed build hands out copies (two reads of a vector give distinct buffers); every
  * writer here copies what it reads before returning anyway, so a build that shares DuckDB's
- * memory instead ({@link VECTOR_MEMORY}, checked once at load) is read correctly too: nothing
- * outlives the chunk.
+ * memory instead is read correctly too: nothing outlives the chunk.
  */
 import {
   type DuckDBDataChunk,
@@ -30,6 +29,8 @@ import {
   type DuckDBStructType,
   type DuckDBType,
   DuckDBTypeId,
+  type DuckDBValue,
+  DuckDBVariantValue,
   DuckDBVector,
 } from '@duckdb/node-api';
 import duckdb from '@duckdb/node-bindings';
@@ -47,7 +48,6 @@ import {
   setBit,
 } from './arrow-buffers.js';
 import { arrowSchemaOf, type ColumnBuilder, columnBuilder, recordBatchOf } from './arrow-results.js';
-import { duckDbArrowValue } from './duckdb-arrow.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
 import { QueryFailedError } from './errors.js';
@@ -57,25 +57,6 @@ type Vector = duckdb.Vector;
 // DuckDB's vectors are native-endian and Arrow's buffers little-endian: copied bytes would be wrong.
 if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
   throw new Error('@ferry/engines reads DuckDB vectors as little-endian; this machine is big-endian.');
-}
-
-/**
- * Whether `vector_get_data` returns views of DuckDB's memory (`shared`) or copies (`copied`, the
- * installed build): measured once, on a chunk of our own, by writing through one view and reading
- * through another.
- */
-export const VECTOR_MEMORY: 'shared' | 'copied' = probeVectorMemory();
-
-function probeVectorMemory(): 'shared' | 'copied' {
-  const type = duckdb.create_logical_type(duckdb.Type.BIGINT);
-  const chunk = duckdb.create_data_chunk([type]);
-  duckdb.data_chunk_set_size(chunk, 1);
-  const vector = duckdb.data_chunk_get_vector(chunk, 0);
-  const first = duckdb.vector_get_data(vector, 8);
-  const second = duckdb.vector_get_data(vector, 8);
-  first[0] = 1;
-  second[0] = 2;
-  return first[0] === 2 ? 'shared' : 'copied';
 }
 
 /** `byteCount` bytes of a vector's data (a copy, or a view copied from before it is kept). */
@@ -444,6 +425,18 @@ export function duckDbJsonForm(type: DuckDBType): 'json' | 'integer' | undefined
   }
 }
 
+/**
+ * A value of a type outside the type table as text: the engine's own for a string, else the text
+ * the JSON answers carry. A VARIANT is its value's text (a VARIANT holding NULL is null, not `null`).
+ */
+function engineText(value: DuckDBValue): string | null {
+  if (value === null) return null;
+  if (value instanceof DuckDBVariantValue) return engineText(value.value);
+  if (typeof value === 'string') return value;
+  const encoded = encodeDuckDbValue(value);
+  return typeof encoded === 'string' ? encoded : JSON.stringify(encoded);
+}
+
 /** A type outside the type table: node-api reads each value, written as its text (see {@link duckDbJsonForm}). */
 class TextWriter implements VectorWriter {
   readonly #type: DuckDBType;
@@ -471,9 +464,7 @@ class TextWriter implements VectorWriter {
       const row = rowAt(rows, i);
       const value = values.getItem(row);
       this.#builder.append(
-        this.#json && value !== null
-          ? JSON.stringify(encodeDuckDbValue(value))
-          : duckDbArrowValue(value, this.#utf8),
+        this.#json && value !== null ? JSON.stringify(encodeDuckDbValue(value)) : engineText(value),
       );
     }
   }

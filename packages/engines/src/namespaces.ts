@@ -29,13 +29,7 @@ export {
   schemaIpcMessage,
   TYPE_NAME_METADATA,
 } from './arrow-results.js';
-export { duckDbArrowValue } from './duckdb-arrow.js';
-export {
-  DuckDbBatchBuilder,
-  duckDbJsonForm,
-  duckDbResultSchema,
-  VECTOR_MEMORY,
-} from './duckdb-chunk-arrow.js';
+export { DuckDbBatchBuilder, duckDbJsonForm, duckDbResultSchema } from './duckdb-chunk-arrow.js';
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';

@@ -18,6 +18,7 @@ import type { Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
+import { datasetsPhrase, escapeRegExp } from './duckdb-errors.js';
 import { scalarParams, uniqueColumnNames } from './encode.js';
 import { NamespaceTableError, QueryFailedError } from './errors.js';
 import {
@@ -106,10 +107,6 @@ function missingTable(
   if ((error as { code?: unknown }).code !== 'SQLITE_ERROR') return undefined;
   const match = /^no such table: (?:([^.\s]+)\.)?(\S+)$/.exec((error as Error).message);
   return match === null ? undefined : { db: match[1], table: match[2] as string };
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 export class SqliteNamespace {
@@ -519,11 +516,7 @@ export class SqliteNamespace {
   #engineError(error: unknown, prepared: Prepared | undefined): unknown {
     if (error instanceof FerryError) return error;
     const message = error instanceof Error ? error.message : String(error);
-    const names = prepared?.datasets ?? [];
-    const subject =
-      names.length === 0
-        ? undefined
-        : `${names.length === 1 ? 'dataset' : 'datasets'} ${names.map((name) => `'${name}'`).join(', ')}`;
+    const subject = datasetsPhrase(prepared?.datasets ?? []);
     return new QueryFailedError(subject, this.redact(message), { cause: error });
   }
 
