@@ -284,9 +284,10 @@ function namesIn(trees: readonly unknown[]): TreeNames {
     if (record.type === 'TABLE_FUNCTION') {
       const fn = record.function as Record<string, unknown> | null | undefined;
       names.tableFunctions.push(text(fn?.function_name).toLowerCase());
-      // The call itself is a table function, not a scalar one: only its arguments are visited.
+      // The call itself is a table function, not a scalar one: everything in it but its name is
+      // visited — its arguments, and what DuckDB's parser keeps beside them (an ORDER BY, a FILTER).
       for (const [key, value] of Object.entries(record)) if (key !== 'function') visit(value);
-      visit(fn?.children);
+      for (const [key, value] of Object.entries(fn ?? {})) if (key !== 'function_name') visit(value);
       return;
     }
     if (typeof record.function_name === 'string') {

@@ -361,6 +361,9 @@ describe('checkDuckDbStatement: SQL and files in strings, file readers, replacem
     "SELECT * FROM sniff_csv('<canary>')",
     "SELECT * FROM glob('<canary>')",
     "SELECT * FROM orders WHERE name IN (SELECT * FROM read_csv('<canary>'))",
+    // Inside a table function's call, beyond its arguments: the tree keeps these under the call.
+    "SELECT * FROM range(3 ORDER BY (SELECT 1 FROM read_csv('<canary>')))",
+    "SELECT * FROM range(3 ORDER BY (SELECT content FROM read_text('<canary>')))",
   ])('%j is refused: it reads files', async (sql) => {
     expect((await duckRefusal(sql)).message).toMatch(/^[a-z_]+\(\) is not permitted .*: it reads files;/);
   });
