@@ -7,6 +7,7 @@
 import { type RecordBatch, tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { COLLECT_AFTER_MS, LARGE_ANSWER_BYTES, MemoryReturn } from '../src/query/memory-return.js';
+import { watched } from '../src/query/query-front.js';
 
 function simulated() {
   const timers: { at: number; run: () => void }[] = [];
@@ -95,10 +96,10 @@ describe('MemoryReturn', () => {
     async function* batches(...list: RecordBatch[]) {
       yield* list;
     }
-    for await (const _ of memory.watch(batches(small, small))) void _;
+    for await (const _ of watched(batches(small, small), undefined, undefined, memory)) void _;
     advance(COLLECT_AFTER_MS[0] as number);
     expect(collected()).toBe(0);
-    for await (const _ of memory.watch(batches(big, small))) break;
+    for await (const _ of watched(batches(big, small), undefined, undefined, memory)) break;
     advance(COLLECT_AFTER_MS[0] as number);
     expect(collected()).toBe(1);
   });

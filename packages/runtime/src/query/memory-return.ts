@@ -16,7 +16,6 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { RecordBatch } from 'apache-arrow';
 
 /** An answer at least this large (its Arrow buffers) is followed by a full collection. */
 export const LARGE_ANSWER_BYTES = 32 * 2 ** 20;
@@ -70,19 +69,6 @@ export class MemoryReturn {
       this.#collect();
       if (step + 1 < COLLECT_AFTER_MS.length) this.#schedule(step + 1);
     }, wait);
-  }
-
-  /** `batches` as read; when they end, {@link ended} with the bytes they carried. */
-  async *watch(batches: AsyncIterable<RecordBatch>): AsyncGenerator<RecordBatch> {
-    let bytes = 0;
-    try {
-      for await (const batch of batches) {
-        bytes += batch.data.byteLength;
-        yield batch;
-      }
-    } finally {
-      this.ended(bytes);
-    }
   }
 }
 

@@ -17,7 +17,7 @@ import type {
   StreamOptions,
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
-import { memoryReturn } from './memory-return.js';
+import { type MemoryReturn, memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryService } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
@@ -263,7 +263,7 @@ export class QueryFront {
     return this.#recorded(
       sql,
       () => this.#queryStream(sql, params, options),
-      (stream, record) => ({ ...stream, batches: recordWhenDone(stream.batches, record) }),
+      (stream, record) => ({ ...stream, record }),
     ).then(
       (stream) => {
         // A limit after the start stops the stream whether or not anyone reads it (an HTTP client
@@ -274,7 +274,8 @@ export class QueryFront {
             once: true,
           });
         }
-        return { ...stream, batches: memoryReturn.watch(stream.batches) };
+        const { keep, record, ...answer } = stream;
+        return { ...answer, batches: watched(answer.batches, keep, record) };
       },
       (error: unknown) => this.#failed(id, error),
     );
@@ -343,7 +344,7 @@ export class QueryFront {
     sql: string,
     params: readonly JsonValue[],
     options: StreamOptions,
-  ): Promise<RuntimeQueryStream> {
+  ): Promise<FrontStream> {
     const kind = `stream/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
     const hit = this.#cached<CachedArrow>(kind, sql, params, options);
     if (hit !== undefined) {
@@ -371,14 +372,7 @@ export class QueryFront {
       this.#offer(kind, sql, params, provenance, { ...provenance, schema, batches: kept }, () =>
         retainedBytes(kept),
       );
-    return {
-      ...provenance,
-      schema,
-      cancel,
-      stopped,
-      cache: status,
-      batches: keepWhileRead(batches, limit, offer),
-    };
+    return { ...provenance, schema, cancel, stopped, cache: status, batches, keep: { limit, offer } };
   }
 }
 
@@ -390,44 +384,51 @@ const LIMIT_CODES: ReadonlySet<string> = new Set([
   'ERR_CROSS_ENGINE_TOO_LARGE',
 ]);
 
-/** `batches` as read, calling `record` with the rows read once they end (or fail). */
-async function* recordWhenDone(
+/** What the cache keeps of a stream as it is read: its batches while under `limit` bytes, offered once all were read. */
+interface Keep {
+  readonly limit: number;
+  offer(kept: readonly RecordBatch[]): void;
+}
+
+/** A stream as the front hands it on, with what watches it as it is read. */
+interface FrontStream extends RuntimeQueryStream {
+  readonly keep?: Keep;
+  readonly record?: (rows: number, error?: unknown) => void;
+}
+
+/**
+ * `batches` as read, one generator for everything that watches a stream: the cache keeps them
+ * (references, no copy) while they stay under `keep.limit` bytes and is offered them once every
+ * batch was read (a stream left early or failing offers nothing); when they end — read through,
+ * left early, or failed — the task history is told the rows read (`record`) and this thread's
+ * memory return the bytes they carried (memory-return.ts).
+ */
+export async function* watched(
   batches: AsyncIterable<RecordBatch>,
-  record: (rows: number, error?: unknown) => void,
+  keep: Keep | undefined,
+  record: ((rows: number, error?: unknown) => void) | undefined,
+  memory: Pick<MemoryReturn, 'ended'> = memoryReturn,
 ): AsyncGenerator<RecordBatch> {
+  let kept: RecordBatch[] | undefined = keep === undefined ? undefined : [];
   let rows = 0;
+  let bytes = 0;
   let failure: unknown;
   try {
     for await (const batch of batches) {
       rows += batch.numRows;
+      bytes += batch.data.byteLength;
+      if (kept !== undefined) {
+        if (bytes > (keep as Keep).limit) kept = undefined;
+        else kept.push(batch);
+      }
       yield batch;
     }
+    if (kept !== undefined) keep?.offer(kept);
   } catch (error) {
     failure = error;
     throw error;
   } finally {
-    record(rows, failure);
+    record?.(rows, failure);
+    memory.ended(bytes);
   }
-}
-
-/**
- * `batches` as read, keeping them (references, no copy) while they stay under `limit` bytes; once
- * every batch was read, the kept ones are offered. A stream left early or failing offers nothing.
- */
-async function* keepWhileRead(
-  batches: AsyncIterable<RecordBatch>,
-  limit: number,
-  offer: (kept: readonly RecordBatch[]) => void,
-): AsyncGenerator<RecordBatch> {
-  let kept: RecordBatch[] | undefined = [];
-  let bytes = 0;
-  for await (const batch of batches) {
-    if (kept !== undefined) {
-      bytes += batch.data.byteLength;
-      if (bytes > limit) kept = undefined;
-      else kept.push(batch);
-    }
-    yield batch;
-  }
-  if (kept !== undefined) offer(kept);
 }
