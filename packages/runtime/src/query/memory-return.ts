@@ -8,7 +8,7 @@
  * ended, full collections run at each of {@link COLLECT_AFTER_MS} (1, 2, 4 … 32 s after the end):
  * six in all. Each large answer that ends starts the sequence again, so many ending close together
  * share one. Where an answer ends is said twice: when its last batch is taken (every consumer:
- * HTTP, Flight, an embedder), and, by the HTTP server, when the response has gone out, since the
+ * HTTP, Flight, an embedder; `watched` in query-front.ts), and, by the HTTP server, when the response has gone out, since the
  * text may sit in the socket for as long as the client takes to read it (16–20 s for Node's fetch
  * reading 200 MB) and only a collection after that frees it. Small answers never start a sequence:
  * the young generation's collections free theirs as they go. One per thread, as each thread has a
