@@ -302,7 +302,14 @@ describe('joins while both sides swap once a second', () => {
             20_000,
           );
           await runtime.send(dataset, 'poll.now');
-          await swapped;
+          // Seen once under a loaded full run (21 s): say what the dataset and the joins were doing.
+          await swapped.catch((error: unknown) => {
+            const info = runtime.datasets().find((entry) => entry.name === dataset);
+            throw new Error(
+              `${dataset} did not swap to ${snapshotId}: ${JSON.stringify({ state: info?.state, error: info?.error, status: info?.status })}; joins answered ${answered}, failed ${failed} (first: ${String(failures[0])})`,
+              { cause: error },
+            );
+          });
         }),
       );
       await second;
