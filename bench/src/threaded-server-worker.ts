@@ -4,8 +4,8 @@
  * one of a few connections (queued when all are busy).
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import Database from 'better-sqlite3';
+import { duckDbRows } from './duckdb-rows.js';
 
 const data = workerData as {
   readonly engine: 'sqlite' | 'duckdb';
@@ -25,28 +25,12 @@ export default function query(sql: string): string {
 
 if (data.engine === 'duckdb' && parentPort !== null) {
   const port = parentPort;
-  const instance = await DuckDBInstance.create(data.path, {
-    access_mode: 'READ_ONLY',
-    threads: String(data.threads ?? 1),
-  });
-  const idle: DuckDBConnection[] = [];
-  for (let n = 0; n < 4; n++) idle.push(await instance.connect());
-  const waiting: ((connection: DuckDBConnection) => void)[] = [];
-  port.on('message', async ({ id, sql }: { id: number; sql: string }) => {
-    const connection =
-      idle.pop() ?? (await new Promise<DuckDBConnection>((resolve) => waiting.push(resolve)));
-    try {
-      port.postMessage({
-        id,
-        json: JSON.stringify((await connection.runAndReadAll(sql)).getRowObjectsJson()),
-      });
-    } catch (error) {
-      port.postMessage({ id, error: (error as Error).message });
-    } finally {
-      const next = waiting.shift();
-      if (next === undefined) idle.push(connection);
-      else next(connection);
-    }
+  const duckdb = await duckDbRows(data.path, { threads: data.threads ?? 1 });
+  port.on('message', ({ id, sql }: { id: number; sql: string }) => {
+    duckdb(sql).then(
+      (rows) => port.postMessage({ id, json: JSON.stringify(rows) }),
+      (error: unknown) => port.postMessage({ id, error: (error as Error).message }),
+    );
   });
   port.postMessage('ready');
 }

@@ -8,11 +8,10 @@
  * server with that shape. Run as a child process: `node threaded-server.js <duckdb file> <sqlite
  * file> <sqlite table>`; it prints `Listening on http://HOST:PORT` once it accepts requests.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { serveSql } from './sql-server.js';
 
 const [duckdbPath, sqlitePath, sqliteTable] = process.argv.slice(2);
 if (duckdbPath === undefined || sqlitePath === undefined || sqliteTable === undefined) {
@@ -53,30 +52,4 @@ function inDuckDb(sql: string): Promise<string> {
   );
 }
 
-const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
-    const sql = Buffer.concat(chunks).toString('utf8');
-    (sql.includes(sqliteTable) ? sqlite.run(sql) : inDuckDb(sql)).then(
-      (body) => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        res.end(body);
-      },
-      (error: unknown) => {
-        const body = JSON.stringify({ error: (error as Error).message });
-        res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        res.end(body);
-      },
-    );
-  });
-});
-server.keepAliveTimeout = 60_000;
-server.listen(0, '127.0.0.1', () => {
-  const { address, port } = server.address() as AddressInfo;
-  process.stdout.write(`Listening on http://${address}:${port}\n`);
-});
-process.on('SIGTERM', () => {
-  server.close();
-  process.exit(0);
-});
+serveSql((sql) => (sql.includes(sqliteTable) ? sqlite.run(sql) : inDuckDb(sql)));

@@ -132,26 +132,22 @@ export const b9: Scenario = {
       children.push(served.child);
       const noCache = await startFerryServe(noCachePath, join(context.workDir, 'data-no-cache'), env);
       children.push(noCache.child);
-      const baseline = await startServerProcess(
-        [
-          fileURLToPath(new URL('../plain-server.js', import.meta.url)),
-          files.get('duckdb')?.path ?? '',
-          files.get('sqlite')?.path ?? '',
-          LITE,
-        ],
-        env,
-      );
-      children.push(baseline.child);
-      const threaded = await startServerProcess(
-        [
-          fileURLToPath(new URL('../threaded-server.js', import.meta.url)),
-          files.get('duckdb')?.path ?? '',
-          files.get('sqlite')?.path ?? '',
-          LITE,
-        ],
-        env,
-      );
-      children.push(threaded.child);
+      // The two baselines: node:http on the same files, plain and in Ferry's thread shape.
+      const startBaseline = async (script: string): Promise<string> => {
+        const started = await startServerProcess(
+          [
+            fileURLToPath(new URL(`../${script}`, import.meta.url)),
+            files.get('duckdb')?.path ?? '',
+            files.get('sqlite')?.path ?? '',
+            LITE,
+          ],
+          env,
+        );
+        children.push(started.child);
+        return started.url;
+      };
+      const baseline = { url: await startBaseline('plain-server.js') };
+      const threaded = { url: await startBaseline('threaded-server.js') };
       const base: Record<Side, URL> = {
         plain: new URL(baseline.url),
         threaded: new URL(threaded.url),

@@ -410,6 +410,7 @@ export async function* watched(
   memory: Pick<MemoryReturn, 'ended'> = memoryReturn,
 ): AsyncGenerator<RecordBatch> {
   let kept: RecordBatch[] | undefined = keep === undefined ? undefined : [];
+  const limit = keep?.limit ?? 0;
   let rows = 0;
   let bytes = 0;
   let failure: unknown;
@@ -418,7 +419,7 @@ export async function* watched(
       rows += batch.numRows;
       bytes += batch.data.byteLength;
       if (kept !== undefined) {
-        if (bytes > (keep as Keep).limit) kept = undefined;
+        if (bytes > limit) kept = undefined;
         else kept.push(batch);
       }
       yield batch;
