@@ -272,3 +272,23 @@ export function batchText(batch: arrow.RecordBatch): ColumnText[] {
     return columnText(data, field.metadata.get(JSON_FORM_METADATA));
   });
 }
+
+/**
+ * Each row of `batch` as a JSON object text, `{"a":1,"b":"x"}`: its columns in field order, by
+ * their names. `columns` are the batch's {@link batchText} (passed when already made).
+ */
+export function batchObjects(
+  batch: arrow.RecordBatch,
+  columns: readonly ColumnText[] = batchText(batch),
+): string[] {
+  const keys = batch.schema.fields.map((field) => `${JSON.stringify(field.name)}:`);
+  const lines = new Array<string>(batch.numRows);
+  for (let row = 0; row < batch.numRows; row++) {
+    let text = '{';
+    for (let index = 0; index < columns.length; index++) {
+      text += `${index === 0 ? '' : ','}${keys[index]}${(columns[index] as ColumnText).json(row)}`;
+    }
+    lines[row] = `${text}}`;
+  }
+  return lines;
+}

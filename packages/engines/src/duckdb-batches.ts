@@ -54,12 +54,13 @@ export async function sendDuckDbBatches(
   let bytes = 0;
   const send = async (full: DuckDbBatchBuilder): Promise<'rows' | 'bytes' | undefined> => {
     const count = full.rows;
-    const ipc = batchToIpc(full.schema, full.flush());
+    const built = full.flush();
+    const ipc = batchToIpc(full.schema, built);
     rows += count;
     bytes += ipc.byteLength;
     const limit = capExceeded(rows, bytes, control);
     if (limit !== undefined) return limit;
-    await sink.batch(ipc, count);
+    await sink.batch(ipc, count, built);
     return undefined;
   };
   for (;;) {

@@ -4,7 +4,7 @@
  * now — what a query read, and how a query is bounded. Plain data: the catalog crosses threads.
  */
 import type { ArrowSchema, FileFormat, JsonValue } from '@ferry/core';
-import type { Schema } from 'apache-arrow';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import type { DuckDbStatement } from './statement-check.js';
 
 /** One snapshot of a dataset as a file that never changes (a hard link of the live file). */
@@ -180,8 +180,11 @@ export interface BatchSink {
    * stream carries the schema too: a sink encodes this one only if it needs it alone).
    */
   schema(schema: Schema, read: readonly DatasetRead[]): void;
-  /** Resolves when the consumer can take another batch (back-pressure); rejects to stop the query. */
-  batch(ipc: Uint8Array, rows: number): Promise<void>;
+  /**
+   * Resolves when the consumer can take another batch (back-pressure); rejects to stop the query.
+   * `built` is the batch `ipc` encodes, as built (a sink may keep it instead of decoding `ipc`).
+   */
+  batch(ipc: Uint8Array, rows: number, built: RecordBatch): Promise<void>;
 }
 
 export interface BatchControl extends NamespaceQueryControl {

@@ -5,7 +5,7 @@
  * apache-arrow.
  */
 
-export { batchText, type ColumnText } from './arrow-json.js';
+export { batchObjects, batchText, type ColumnText } from './arrow-json.js';
 export {
   type ArrowColumn,
   type ArrowValue,

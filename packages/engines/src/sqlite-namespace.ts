@@ -14,7 +14,7 @@
  */
 import type { JsonValue } from '@ferry/core';
 import { FerryError } from '@ferry/core';
-import type { Schema } from 'apache-arrow';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
@@ -69,7 +69,7 @@ export interface SyncBatchSink {
   /** The result's schema (see `BatchSink.schema`). */
   schema(schema: Schema, read: readonly DatasetRead[]): void;
   /** Returns when the consumer can take another batch; throws to stop the query. */
-  batch(ipc: Uint8Array, rows: number): void;
+  batch(ipc: Uint8Array, rows: number, built: RecordBatch): void;
 }
 
 interface Prepared {
@@ -483,12 +483,13 @@ export class SqliteNamespace {
           pendingBytes = 0;
           const count = builder.rows;
           if (count === 0) return undefined;
-          const ipc = batchToIpc(builder.schema, builder.flush());
+          const built = builder.flush();
+          const ipc = batchToIpc(builder.schema, built);
           rows += count;
           bytes += ipc.byteLength;
           const limit = capExceeded(rows, bytes, control);
           if (limit !== undefined) return limit;
-          sink.batch(ipc, count);
+          sink.batch(ipc, count, built);
           return undefined;
         };
         for (const row of iterator) {

@@ -17,6 +17,9 @@
  *     `streamIdleTimeoutMs` of consumer silence. At most two batches wait between the engine and
  *     the consumer: a consumer that stops reading stops the engine; leaving the loop early (or
  *     `cancel()`) cancels the query.
+ *   - `queryJson(sql, params?, options?)` → {@link RuntimeJsonAnswer}: for a caller that writes
+ *     JSON, a small result as its rows' JSON text (made where the query ran), a larger one as the
+ *     stream above.
  *
  * Every result says which datasets it read and at which snapshot (`datasets`); a query reads each
  * dataset at one snapshot from start to end, even across a swap. `options.signal` cancels a
@@ -183,6 +186,29 @@ export interface StreamOptions extends QueryOptions {
   /** Rows per batch at most; default 65 536 (batches are also cut at about 4 MiB). */
   readonly batchRows?: number;
 }
+
+export interface JsonOptions extends StreamOptions {
+  /**
+   * A result that ends within one batch whose JSON text is at most this many bytes is answered as
+   * that text ({@link RuntimeJsonRows}); default 64 KiB; 0: always a stream.
+   */
+  readonly inlineBytes?: number;
+}
+
+/**
+ * A small result as JSON text, made where the query ran (from the same Arrow batch a stream would
+ * carry, by the same code, so the text is the one a stream's batches give).
+ */
+export interface RuntimeJsonRows extends QueryProvenance {
+  /** Its rows as JSON object texts joined by commas: `[${json}]` is the JSON array of the rows. */
+  readonly json: string;
+  readonly rows: number;
+  /** The bytes of its Arrow batch's buffers (what a stream's byte caps count). */
+  readonly bytes: number;
+}
+
+/** `queryJson`'s answer: the rows as JSON text when the result is small, else the stream. */
+export type RuntimeJsonAnswer = RuntimeJsonRows | RuntimeQueryStream;
 
 /** A dataset a query read, and the snapshot it read it at. */
 export interface DatasetRead {
@@ -404,6 +430,12 @@ export interface Runtime {
     params?: readonly JsonValue[],
     options?: StreamOptions,
   ): Promise<RuntimeQueryStream>;
+  /**
+   * The same, for a caller that writes JSON: a small result comes back whole as its rows' JSON text
+   * (no batch crosses a thread; see {@link JsonOptions}), a larger one as the stream `queryStream`
+   * answers. What `POST /v1/sql` answers `application/json` from.
+   */
+  queryJson(sql: string, params?: readonly JsonValue[], options?: JsonOptions): Promise<RuntimeJsonAnswer>;
   datasets(): DatasetInfo[];
   /** The dataset's machine status; throws `ERR_UNKNOWN_DATASET` for a name not configured. */
   status(name: string): DatasetInfo;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DatasetConfig, type DatasetStatus, levelWanted, loadSpicepod } from '@ferry/core';
 import { batchesFromIpc, batchToIpc } from '@ferry/engines/namespaces';
-import { tableFromArrays } from 'apache-arrow';
+import { type RecordBatch, tableFromArrays } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import type { StateEvent, SwapEvent } from '../src/api.js';
 import { lowestLevel } from '../src/common/log-levels.js';
@@ -22,7 +22,7 @@ import { InspectionHub } from '../src/host/inspection-hub.js';
 import { redactingLogger } from '../src/host/redaction.js';
 import { RuntimeMetricsCounter } from '../src/host/runtime-metrics.js';
 import { sdkNoticeOnce } from '../src/host/sdk-notice.js';
-import { SchemaWithFirstBatch } from '../src/query/query-protocol.js';
+import { InlineResult, SchemaWithFirstBatch } from '../src/query/query-protocol.js';
 import { podYaml } from './support.js';
 
 function configs(names: readonly string[]): readonly DatasetConfig[] {
@@ -327,5 +327,82 @@ describe('SchemaWithFirstBatch (a stream producer sends its schema with its firs
     const alone = batchesFromIpc(empty.posted[0]?.ipc as Uint8Array);
     expect(alone.schema.fields.map((field) => field.name)).toEqual(['id']);
     expect(alone.batches.reduce((rows, batch) => rows + batch.numRows, 0)).toBe(0);
+  });
+});
+
+describe("InlineResult (a small result answered as its rows' JSON text)", () => {
+  const table = tableFromArrays({ id: Int32Array.from([1, 2, 3]), name: ['a', 'b "quoted"', 'c'] });
+  const built = table.batches[0] as RecordBatch;
+  const ipc = batchToIpc(table.schema, built);
+  const read = [{ name: 'users', snapshotId: 7 }];
+  const done = { kind: 'done', read, rows: 3, bytes: ipc.byteLength } as const;
+
+  it("answers one batch as its rows' JSON objects, in column order", () => {
+    const result = new InlineResult(1024);
+    result.schema(table.schema, read);
+    result.batch(ipc, 3, built);
+    expect(result.answer(done)).toEqual({
+      kind: 'inline',
+      read,
+      json: '{"id":1,"name":"a"},{"id":2,"name":"b \\"quoted\\""},{"id":3,"name":"c"}',
+      rows: 3,
+      bytes: built.data.byteLength,
+    });
+    expect(JSON.parse(`[${(result.answer(done, true) as { json: string }).json}]`)).toEqual([
+      { id: 1, name: 'a' },
+      { id: 2, name: 'b "quoted"' },
+      { id: 3, name: 'c' },
+    ]);
+    expect(result.answer(done, true)).toMatchObject({ kind: 'inline', shared: true });
+  });
+
+  it('answers no row as an empty text', () => {
+    const result = new InlineResult(1024);
+    result.schema(table.schema, read);
+    expect(result.answer({ ...done, rows: 0 })).toEqual({
+      kind: 'inline',
+      read,
+      json: '',
+      rows: 0,
+      bytes: 0,
+    });
+  });
+
+  it('stops at a second batch, or a batch or text past its bound: the answer is `larger`', () => {
+    const two = new InlineResult(1024);
+    two.schema(table.schema, read);
+    two.batch(ipc, 3, built);
+    let thrown: unknown;
+    try {
+      two.batch(ipc, 3, built);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(Error);
+    // As an engine hands it back: itself, or wrapped as the cause of the engine's error.
+    expect(two.answer({ error: thrown })).toEqual({ kind: 'larger', read });
+    expect(two.answer({ error: new Error('query failed', { cause: thrown }) })).toEqual({
+      kind: 'larger',
+      read,
+    });
+    // Its buffers (ten bytes) within 50 bytes, its text (ten times `{"id":1}` and commas) not.
+    const narrow = tableFromArrays({ id: Int8Array.from({ length: 10 }, () => 1) });
+    const one = narrow.batches[0] as RecordBatch;
+    const long = new InlineResult(50);
+    long.schema(narrow.schema, read);
+    expect(one.data.byteLength).toBeLessThanOrEqual(50);
+    long.batch(batchToIpc(narrow.schema, one), 10, one);
+    expect(long.answer(done)).toEqual({ kind: 'larger', read });
+    const wide = new InlineResult(8);
+    wide.schema(table.schema, read);
+    expect(() => wide.batch(ipc, 3, built)).toThrow();
+  });
+
+  it('rethrows any other failure, and passes on a cap the engine reached', () => {
+    const result = new InlineResult(1024);
+    const failure = new Error('no such column');
+    expect(() => result.answer({ error: failure })).toThrow(failure);
+    const capped = { kind: 'too-large', limit: 'bytes', read } as const;
+    expect(result.answer(capped)).toBe(capped);
   });
 });

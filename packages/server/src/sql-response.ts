@@ -26,6 +26,7 @@ import type { JsonValue } from '@ferry/core';
 import {
   arrowJsonSchema,
   batchIpcMessages,
+  batchObjects,
   batchText,
   type ColumnText,
   IPC_END_OF_STREAM,
@@ -122,10 +123,17 @@ export async function answerSql(
       bytes: () => 0,
     };
   }
-  const stream = await runtime.queryStream(sql, params, {
-    ...options,
-    ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }),
-  });
+  const asked = { ...options, ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }) };
+  const stream =
+    type === 'application/json'
+      ? await runtime.queryJson(sql, params, { ...asked, inlineBytes: WHOLE_ANSWER_BYTES })
+      : await runtime.queryStream(sql, params, asked);
+  if ('json' in stream) {
+    // Small: its text came whole from where it ran (the text its batches would have given).
+    withinLimits(stream, limits, stream.rows, stream.bytes);
+    const body = Buffer.from(`[${stream.json}]`);
+    return { contentType: CONTENT_TYPES[type], body, provenance: stream, bytes: () => body.byteLength };
+  }
   const read = { bytes: 0 };
   const batches = limited(stream, limits, read);
   const chunks: AsyncGenerator<Uint8Array> =
@@ -171,6 +179,19 @@ async function* startedAt<T>(head: readonly T[], rest: AsyncGenerator<T>, cut: C
   }
 }
 
+/** Throws `ERR_RESULT_TOO_LARGE` when `rows` rows of `bytes` Arrow bytes are past a cap. */
+function withinLimits(answer: QueryProvenance, limits: SqlLimits, rows: number, bytes: number): void {
+  const maxRows = limits.maxRows ?? 0;
+  const maxBytes = limits.maxBytes ?? 0;
+  const names = (): string[] => answer.datasets.map((dataset) => dataset.name);
+  if (maxRows > 0 && rows > maxRows) {
+    throw new ResultTooLargeError(names(), maxRows, 'rows', 'the HTTP server’s maxResultRows');
+  }
+  if (maxBytes > 0 && bytes > maxBytes) {
+    throw new ResultTooLargeError(names(), maxBytes, 'bytes', 'the HTTP server’s maxResultBytes');
+  }
+}
+
 /**
  * The stream's batches, ending it with `ERR_RESULT_TOO_LARGE` past a cap (and cancelling the
  * query); `read.bytes` counts their bytes.
@@ -180,21 +201,15 @@ async function* limited(
   limits: SqlLimits,
   read: { bytes: number },
 ): AsyncGenerator<RecordBatch> {
-  const maxRows = limits.maxRows ?? 0;
-  const maxBytes = limits.maxBytes ?? 0;
-  const names = stream.datasets.map((dataset) => dataset.name);
   let rows = 0;
   for await (const batch of stream.batches) {
     rows += batch.numRows;
     read.bytes += batch.data.byteLength;
-    const bytes = read.bytes;
-    if (maxRows > 0 && rows > maxRows) {
+    try {
+      withinLimits(stream, limits, rows, read.bytes);
+    } catch (error) {
       stream.cancel();
-      throw new ResultTooLargeError(names, maxRows, 'rows', 'the HTTP server’s maxResultRows');
-    }
-    if (maxBytes > 0 && bytes > maxBytes) {
-      stream.cancel();
-      throw new ResultTooLargeError(names, maxBytes, 'bytes', 'the HTTP server’s maxResultBytes');
+      throw error;
     }
     yield batch;
   }
@@ -205,29 +220,14 @@ interface TextFormat {
   /** Text before the first row (given the schema). */
   head(schema: Schema): string;
   /** The text of rows `0 … numRows − 1`, `first` when no row came before. */
-  rows(batch: RecordBatch, columns: readonly ColumnText[], keys: readonly string[], first: boolean): string;
+  rows(batch: RecordBatch, columns: readonly ColumnText[], first: boolean): string;
   /** Text after the last row, given how many there were. */
   tail(rows: number): string;
 }
 
-/** `{"a":1,"b":"x"}` for row `row`; `keys` are the JSON-quoted names with their colon. */
-function objectJson(columns: readonly ColumnText[], keys: readonly string[], row: number): string {
-  let text = '{';
-  for (let index = 0; index < columns.length; index++) {
-    text += `${index === 0 ? '' : ','}${keys[index]}${(columns[index] as ColumnText).json(row)}`;
-  }
-  return `${text}}`;
-}
-
-function objects(batch: RecordBatch, columns: readonly ColumnText[], keys: readonly string[]): string[] {
-  const lines = new Array<string>(batch.numRows);
-  for (let row = 0; row < batch.numRows; row++) lines[row] = objectJson(columns, keys, row);
-  return lines;
-}
-
 const JSON_ARRAY: TextFormat = {
   head: () => '[',
-  rows: (batch, columns, keys, first) => `${first ? '' : ','}${objects(batch, columns, keys).join(',')}`,
+  rows: (batch, columns, first) => `${first ? '' : ','}${batchObjects(batch, columns).join(',')}`,
   tail: () => ']',
 };
 
@@ -242,7 +242,7 @@ const TEXT_FORMATS: Readonly<
   },
   [JSON_LINES_TYPE]: {
     head: () => '',
-    rows: (batch, columns, keys) => `${objects(batch, columns, keys).join('\n')}\n`,
+    rows: (batch, columns) => `${batchObjects(batch, columns).join('\n')}\n`,
     tail: () => '',
   },
   'text/csv': {
@@ -273,13 +273,12 @@ async function* textChunks(
   batches: AsyncIterable<RecordBatch>,
   format: TextFormat,
 ): AsyncGenerator<Buffer> {
-  const keys = schema.fields.map((field) => `${JSON.stringify(field.name)}:`);
   let head: string | undefined = format.head(schema);
   let rows = 0;
   for await (const batch of batches) {
     if (batch.numRows === 0) continue;
     await hostTurn();
-    const text = format.rows(batch, batchText(batch), keys, rows === 0);
+    const text = format.rows(batch, batchText(batch), rows === 0);
     rows += batch.numRows;
     yield Buffer.from(head === undefined ? text : head + text);
     head = undefined;

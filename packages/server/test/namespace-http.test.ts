@@ -109,6 +109,67 @@ describe('one namespace over HTTP', () => {
     ]);
   });
 
+  it('a small JSON answer is made where it ran, byte for byte the text its batches give', async () => {
+    const statements = [
+      // DuckDB: the value kinds its JSON writes differently, and names a JS object would reorder.
+      `SELECT 1::TINYINT AS "1", 9007199254740993::BIGINT AS "0", 170141183460469231731687303715884105727::HUGEINT AS huge,
+         'NaN'::DOUBLE AS nan, '-Infinity'::FLOAT AS ninf, 1.5e300 AS big, -0.0 AS nzero, 12.340::DECIMAL(10,3) AS dec,
+         DATE '2026-12-04' AS d, TIMESTAMP '2026-12-04 01:02:03.456789' AS ts, TIMESTAMPTZ '2026-12-04 01:02:03+05' AS tz,
+         TIME '01:02:03' AS t, INTERVAL 3 DAY AS iv, '\\x00\\xff'::BLOB AS b, [1, NULL, 3] AS l,
+         {'a': 1, 'b': [true]} AS st, MAP {'k': 2} AS m, 'quote " back \\ slash ✓ \n' AS s,
+         NULL AS nothing, uuid '00000000-0000-0000-0000-000000000001' AS u, 1 AS "__proto__"`,
+      'SELECT * FROM orders ORDER BY id',
+      'SELECT id, customer FROM orders WHERE id < 0',
+      // SQLite: its dynamic types, blobs, large integers and names of its own.
+      'SELECT *, x\'00ff\' AS b, 4611686018427387904 AS big, 1.0 / 3 AS third, NULL AS nil, 2 AS "1", 1 AS "0" FROM users ORDER BY id',
+      'SELECT name FROM users WHERE id = -1',
+    ];
+    for (const statement of statements) {
+      // What the runtime answers for a writer of JSON: the text, not a stream.
+      const answer = await served.runtime.queryJson(statement, [], { noCache: true });
+      expect('json' in answer, statement).toBe(true);
+      const whole = await sql(base, statement, { 'cache-control': 'no-cache' });
+      expect(whole.status, statement).toBe(200);
+      expect(whole.headers.get('content-length'), statement).toBe(String(Buffer.byteLength(whole.text)));
+      // The same rows streamed as batches and written at the edge (JSON Lines: one object a line).
+      const lines = await sql(base, statement, { accept: JSON_LINES_TYPE, 'cache-control': 'no-cache' });
+      const objects = lines.text === '' ? [] : lines.text.trimEnd().split('\n');
+      expect(whole.text, statement).toBe(`[${objects.join(',')}]`);
+    }
+  });
+
+  it('a JSON answer past one batch is streamed: the same text as its JSON Lines, and a stream to the runtime', async () => {
+    for (const statement of [
+      "SELECT i, 'row ' || i AS label FROM range(20000) t(i) ORDER BY i",
+      'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 20000) SELECT c.i, u.name FROM c, users u WHERE u.id = 1 ORDER BY c.i',
+    ]) {
+      const first = await sql(base, statement, { 'cache-control': 'no-cache' });
+      const again = await sql(base, statement, { 'cache-control': 'no-cache' });
+      expect([first.status, again.status], statement).toEqual([200, 200]);
+      expect(first.headers.get('transfer-encoding'), statement).toBe('chunked');
+      expect(again.text, statement).toBe(first.text);
+      const lines = await sql(base, statement, { accept: JSON_LINES_TYPE, 'cache-control': 'no-cache' });
+      expect(first.text, statement).toBe(`[${lines.text.trimEnd().split('\n').join(',')}]`);
+      expect(first.json<unknown[]>().length, statement).toBeGreaterThan(1_000);
+      const answer = await served.runtime.queryJson(statement, [], { noCache: true });
+      expect('json' in answer, statement).toBe(false);
+      if (!('json' in answer)) answer.cancel();
+    }
+    await drained();
+  });
+
+  it('a small JSON answer is cached as its text: the hit answers the same bytes', async () => {
+    const statement = 'SELECT id, name FROM users WHERE id BETWEEN 1 AND 3 ORDER BY id';
+    const miss = await sql(base, statement);
+    const hit = await sql(base, statement);
+    expect([miss.headers.get('results-cache-status'), hit.headers.get('results-cache-status')]).toEqual([
+      'MISS',
+      'HIT',
+    ]);
+    expect(hit.text).toBe(miss.text);
+    expect(hit.json<unknown[]>().length).toBe(3);
+  });
+
   it('a million rows arrive by default in every format, streamed (no row cap)', async () => {
     const statement = "SELECT i, i % 7 = 0 AS sevens, 'row ' || i AS label FROM range(1000000) t(i)";
     const { status, body, headers } = await arrow(statement);

@@ -25,11 +25,13 @@ import type {
   DatasetInfo,
   InspectionEvent,
   InspectOptions,
+  JsonOptions,
   QueryOptions,
   QueryProvenance,
   Runtime,
   RuntimeArrowResult,
   RuntimeEvents,
+  RuntimeJsonAnswer,
   RuntimeMetrics,
   RuntimeOptions,
   RuntimeQueryResult,
@@ -498,6 +500,22 @@ class HostRuntime implements Runtime {
       throw error;
     }
     return stream;
+  }
+
+  async queryJson(
+    sql: string,
+    params: readonly JsonValue[] = [],
+    options: JsonOptions = {},
+  ): Promise<RuntimeJsonAnswer> {
+    if (this.#closing !== undefined) throw new RuntimeClosedError();
+    const answer = await this.#front.queryJson(sql, params, options);
+    try {
+      this.#holdToBound(answer, options);
+    } catch (error) {
+      if (!('json' in answer)) answer.cancel();
+      throw error;
+    }
+    return answer;
   }
 
   /** The client's staleness bound (`maxStalenessMs`), judged on the datasets the answer read. */

@@ -23,6 +23,7 @@ import {
   answerOf,
   errorRecord,
   type HostToQueryWorker,
+  InlineResult,
   type QueryAnswer,
   type QueryWorkerToHost,
   SchemaWithFirstBatch,
@@ -121,14 +122,20 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
   if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
   const { stop } = state;
   let sent = 0;
-  if (message.mode === 'rows') {
-    return ns.rows(sql, params, route, {
-      signal: stop,
-      maxRows,
-      maxBytes,
-      ...(pins === undefined ? {} : { pins }),
-    });
+  const control = { signal: stop, maxRows, maxBytes, ...(pins === undefined ? {} : { pins }) };
+  if (message.mode === 'rows' && message.request.inline !== undefined) {
+    const bound = message.request.inline;
+    const inline = new InlineResult(bound);
+    const sink: BatchSink = {
+      schema: (schema, read) => inline.schema(schema, read),
+      batch: async (ipc, rows, built) => inline.batch(ipc, rows, built),
+    };
+    const outcome = await ns
+      .batches(sql, params, route, sink, { ...control, batchBytes: bound })
+      .catch((error: unknown) => ({ error }));
+    return inline.answer(outcome, shared);
   }
+  if (message.mode === 'rows') return ns.rows(sql, params, route, control);
   const out = new SchemaWithFirstBatch((ipc, first, rows) => {
     const transfer = [ipc.buffer as ArrayBuffer];
     if (first === undefined) post({ type: 'batch', id: message.id, ipc, rows }, transfer);
@@ -144,10 +151,7 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
   };
   try {
     const outcome = await ns.batches(sql, params, route, sink, {
-      signal: stop,
-      maxRows,
-      maxBytes,
-      ...(pins === undefined ? {} : { pins }),
+      ...control,
       ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
     });
     return { ...outcome, shared };

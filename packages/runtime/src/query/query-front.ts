@@ -9,9 +9,12 @@
 import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
 import type {
+  JsonOptions,
   QueryOptions,
   QueryProvenance,
   RuntimeArrowResult,
+  RuntimeJsonAnswer,
+  RuntimeJsonRows,
   RuntimeQueryResult,
   RuntimeQueryStream,
   StreamOptions,
@@ -44,6 +47,9 @@ function turn(): Promise<void> {
  * result larger than memory, holds no more than this beside what is in flight.
  */
 export const STREAM_ENTRY_MAX_BYTES = 4 * 2 ** 20;
+
+/** `queryJson`'s default `inlineBytes`: a result whose rows' JSON text is within this comes back as it. */
+export const INLINE_JSON_BYTES = 64 * 1024;
 
 /** The memory the buffers of `batches` keep (each distinct ArrayBuffer once: views share them). */
 function retainedBytes(batches: readonly RecordBatch[]): number {
@@ -265,20 +271,40 @@ export class QueryFront {
       () => this.#queryStream(sql, params, options),
       (stream, record) => ({ ...stream, record }),
     ).then(
-      (stream) => {
-        // A limit after the start stops the stream whether or not anyone reads it (an HTTP client
-        // that stopped reading): its line is logged then, not when (or if) the error is read. An
-        // answer from the cache never stops.
-        if (stream.cache !== 'hit') {
-          stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
-            once: true,
-          });
-        }
-        const { keep, record, ...answer } = stream;
-        return { ...answer, batches: watched(answer.batches, keep, record) };
-      },
+      (stream) => this.#handOn(id, stream),
       (error: unknown) => this.#failed(id, error),
     );
+  }
+
+  /** Rows as JSON text are recorded at once; a stream when it ends (see `queryStream`). */
+  queryJson(sql: string, params: readonly JsonValue[], options: JsonOptions): Promise<RuntimeJsonAnswer> {
+    const id = ++this.#queryIds;
+    return this.#recorded<RuntimeJsonRows | FrontStream>(
+      sql,
+      () => this.#queryJson(sql, params, options),
+      (answer, record) => {
+        if (!('json' in answer)) return { ...answer, record };
+        record(answer.rows);
+        return answer;
+      },
+    ).then(
+      (answer) => ('json' in answer ? answer : this.#handOn(id, answer)),
+      (error: unknown) => this.#failed(id, error),
+    );
+  }
+
+  /** A stream as the caller gets it: its batches watched as they are read, its limits logged. */
+  #handOn(id: number, stream: FrontStream): RuntimeQueryStream {
+    // A limit after the start stops the stream whether or not anyone reads it (an HTTP client
+    // that stopped reading): its line is logged then, not when (or if) the error is read. An
+    // answer from the cache never stops.
+    if (stream.cache !== 'hit') {
+      stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
+        once: true,
+      });
+    }
+    const { keep, record, ...answer } = stream;
+    return { ...answer, batches: watched(answer.batches, keep, record) };
   }
 
   /**
@@ -349,20 +375,40 @@ export class QueryFront {
     const hit = this.#cached<CachedArrow>(kind, sql, params, options);
     if (hit !== undefined) {
       await turn();
-      const { schema, batches, ...provenance } = hit;
-      return {
-        ...provenance,
-        schema,
-        batches: (async function* () {
-          yield* batches;
-        })(),
-        cancel: () => undefined,
-        // Never stops on its own; a signal of its own, so what a consumer adds to it goes with it.
-        stopped: new AbortController().signal,
-        cache: 'hit',
-      };
+      return cachedStream(hit);
     }
-    const stream = await this.#queries.queryStream(sql, params, options);
+    return this.#kept(kind, sql, params, options, await this.#queries.queryStream(sql, params, options));
+  }
+
+  async #queryJson(
+    sql: string,
+    params: readonly JsonValue[],
+    options: JsonOptions,
+  ): Promise<RuntimeJsonRows | FrontStream> {
+    const inline = options.inlineBytes ?? INLINE_JSON_BYTES;
+    // One entry per statement and stream shape: the rows' text, or the batches of a larger result.
+    const kind = `json/${inline}/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
+    const hit = this.#cached<RuntimeJsonRows | CachedArrow>(kind, sql, params, options);
+    if (hit !== undefined) {
+      await turn();
+      return 'json' in hit ? { ...hit, cache: 'hit' } : cachedStream(hit);
+    }
+    const answer = await this.#queries.queryJson(sql, params, options, inline);
+    if (!('json' in answer)) return this.#kept(kind, sql, params, options, answer);
+    const status = this.#ran(sql, options, answer.datasets);
+    if (status === undefined) return answer;
+    this.#offer(kind, sql, params, answer, answer, () => 2 * answer.json.length + 256);
+    return { ...answer, cache: status };
+  }
+
+  /** A stream from its engine, kept by the cache (under `kind`) as it is read. */
+  #kept(
+    kind: string,
+    sql: string,
+    params: readonly JsonValue[],
+    options: QueryOptions,
+    stream: RuntimeQueryStream,
+  ): FrontStream {
     const status = this.#ran(sql, options, stream.datasets);
     if (status === undefined) return stream;
     const { schema, batches, cancel, stopped, ...provenance } = stream;
@@ -374,6 +420,22 @@ export class QueryFront {
       );
     return { ...provenance, schema, cancel, stopped, cache: status, batches, keep: { limit, offer } };
   }
+}
+
+/** A cached stream's answer, read again. */
+function cachedStream(hit: CachedArrow): FrontStream {
+  const { schema, batches, ...provenance } = hit;
+  return {
+    ...provenance,
+    schema,
+    batches: (async function* () {
+      yield* batches;
+    })(),
+    cancel: () => undefined,
+    // Never stops on its own; a signal of its own, so what a consumer adds to it goes with it.
+    stopped: new AbortController().signal,
+    cache: 'hit',
+  };
 }
 
 /** The codes of the limits a query can reach (each logged once, at warn). */

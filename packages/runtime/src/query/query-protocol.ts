@@ -15,8 +15,8 @@ import {
   type PinnedGeneration,
   type RowsOutcome,
 } from '@ferry/engines';
-import { batchToIpc } from '@ferry/engines/namespaces';
-import type { Schema } from 'apache-arrow';
+import { batchObjects, batchToIpc } from '@ferry/engines/namespaces';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import type { LogRecord } from '../common/logging.js';
 
 /** One query as a pool runs it. */
@@ -30,6 +30,11 @@ export interface QueryRequest {
   readonly shape?: string;
   /** Datasets read at pinned generations (a client's `X-Ferry-Snapshot`), resolved by the host. */
   readonly pins?: readonly PinnedGeneration[];
+  /**
+   * Rows mode: answer the result as its rows' JSON text when it is one batch within this many bytes,
+   * else `larger` ({@link InlineResult}).
+   */
+  readonly inline?: number;
 }
 
 /**
@@ -40,6 +45,10 @@ export type QueryAnswer = (
   | RowsOutcome
   /** A batch stream ended (`done`: every batch was sent), or a cap was exceeded. */
   | BatchOutcome
+  /** Asked `inline`: the result was one small batch, answered as its rows' JSON text ({@link InlineResult}). */
+  | ({ readonly kind: 'inline'; readonly read: readonly DatasetRead[] } & InlineJson)
+  /** Asked `inline`: the result was larger; stream it. */
+  | { readonly kind: 'larger'; readonly read: readonly DatasetRead[] }
   /** Run it in SQLite (it reads only SQLite datasets, or it is SQLite's dialect). */
   | { readonly kind: 'reroute'; readonly datasets: readonly string[] | undefined }
   | { readonly kind: 'table'; readonly table: string; readonly reason: NamespaceTableError['reason'] }
@@ -123,6 +132,76 @@ export function errorRecord(
 /** `bytes` in a buffer of its own, so transferring it detaches nothing else. */
 export function transferable(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+}
+
+/** A small result answered whole, as JSON text, instead of as batches ({@link InlineResult}). */
+export interface InlineJson {
+  /** Its rows as JSON object texts joined by `,` (`batchObjects`); empty for no row. */
+  readonly json: string;
+  readonly rows: number;
+  /** The bytes of its Arrow batch's buffers (what a cap on batch bytes counts). */
+  readonly bytes: number;
+}
+
+/** What an {@link InlineResult} throws at a batch it cannot answer inline: reading stops there. */
+class LargerThanInline extends Error {}
+
+/**
+ * The sink of a query asked `inline` on a path that answers in one message (a batch of SQLite
+ * reads, a DuckDB query in `rows` mode): it keeps the result's one batch, built as a stream's
+ * would be, and answers it as its rows' JSON text (`batchObjects`, the code that writes a stream's
+ * batches as JSON at the edge: the same text). A second batch, or one whose buffers or text pass
+ * `bound` bytes, stops the query (the sink throws) and the answer is `larger`: the host then
+ * streams it. The engine cuts batches at about `bound` bytes (`batchBytes`), so little is read
+ * before that.
+ */
+export class InlineResult {
+  readonly #bound: number;
+  #read: readonly DatasetRead[] = [];
+  #batch: RecordBatch | undefined;
+
+  constructor(bound: number) {
+    this.#bound = bound;
+  }
+
+  schema(_schema: Schema, read: readonly DatasetRead[]): void {
+    this.#read = read;
+  }
+
+  batch(_ipc: Uint8Array, _rows: number, built: RecordBatch): void {
+    if (this.#batch !== undefined || built.data.byteLength > this.#bound) throw new LargerThanInline();
+    this.#batch = built;
+  }
+
+  /**
+   * The answer of a query that ended with `outcome`, or threw `error` (rethrown unless it is the
+   * sink's); `shared` as the route said (else as the outcome says).
+   */
+  answer(outcome: BatchOutcome | { readonly error: unknown }, shared = false): QueryAnswer {
+    const larger = { kind: 'larger', read: this.#read } as const;
+    if ('error' in outcome) {
+      const { error } = outcome;
+      if (
+        error instanceof LargerThanInline ||
+        (error as { cause?: unknown }).cause instanceof LargerThanInline
+      ) {
+        return larger;
+      }
+      throw error;
+    }
+    if (outcome.kind !== 'done') return outcome;
+    const batch = this.#batch;
+    const json = batch === undefined ? '' : batchObjects(batch).join(',');
+    if (json.length > this.#bound) return larger;
+    const answer = {
+      kind: 'inline',
+      read: outcome.read,
+      json,
+      rows: batch?.numRows ?? 0,
+      bytes: batch?.data.byteLength ?? 0,
+    } as const;
+    return shared || outcome.shared === true ? { ...answer, shared: true } : answer;
+  }
 }
 
 /**

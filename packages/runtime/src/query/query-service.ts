@@ -34,6 +34,7 @@ import type {
   QueryOptions,
   QueryProvenance,
   RuntimeArrowResult,
+  RuntimeJsonRows,
   RuntimeQueryResult,
   RuntimeQueryStream,
   StreamOptions,
@@ -101,6 +102,12 @@ function provenance(read: readonly DatasetRead[], engine: 'duckdb' | 'sqlite'): 
   };
 }
 
+/** `answer`, which is a stream: it was asked for without `inline`. */
+function streamed(answer: RuntimeQueryStream | RuntimeJsonRows): RuntimeQueryStream {
+  if ('json' in answer) throw new Error('A stream asked for without inline answered inline');
+  return answer;
+}
+
 /** Bytes a remembered plan is charged: its key and what it names. */
 function planBytes(key: string, plan: Plan): number {
   return 2 * key.length + 96 + (plan.datasets ?? []).reduce((sum, name) => sum + 2 * name.length + 32, 0);
@@ -136,6 +143,8 @@ export class QueryService {
   /** Plans by statement text and by shape key, each bounded by entries and bytes. */
   readonly #plans = new BoundedCache<string, Plan>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
   readonly #shapePlans = new BoundedCache<string, Plan>({ entries: 1_024, bytes: 8 * 1024 * 1024 });
+  /** Statements (by shape, else text) whose result was too large to answer inline. */
+  readonly #largerResults = new BoundedCache<string, true>({ entries: 1_024, bytes: 1024 * 1024 });
   #prepared: Promise<void> | undefined;
   #ready = false;
   #duckdb: DuckDbQueryPool | undefined;
@@ -469,10 +478,12 @@ export class QueryService {
     this.#admission.admit();
     try {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
-      const stream = await this.#stream(sql, params, options, maxRows, maxBytes, {
-        rows: 'maxResultRows',
-        bytes: 'maxResultBytes',
-      });
+      const stream = streamed(
+        await this.#stream(sql, params, options, maxRows, maxBytes, {
+          rows: 'maxResultRows',
+          bytes: 'maxResultBytes',
+        }),
+      );
       const batches = [];
       for await (const batch of stream.batches) batches.push(batch);
       const { datasets, dataset, snapshotId, engine } = stream;
@@ -487,6 +498,16 @@ export class QueryService {
     params: readonly JsonValue[],
     options: StreamOptions,
   ): Promise<RuntimeQueryStream> {
+    return streamed(await this.queryJson(sql, params, options, 0));
+  }
+
+  /** A stream, or (`inline` > 0) a result of one batch whose JSON text is within `inline` bytes, as that text. */
+  async queryJson(
+    sql: string,
+    params: readonly JsonValue[],
+    options: StreamOptions,
+    inline: number,
+  ): Promise<RuntimeQueryStream | RuntimeJsonRows> {
     this.#admission.admit();
     let released = false;
     const release = (): void => {
@@ -497,7 +518,7 @@ export class QueryService {
     try {
       const maxBytes = options.maxBytes ?? this.#options.maxStreamBytes;
       // Admitted until the stream ends, fails or is left: it holds its engine's connection so long.
-      return await this.#stream(
+      const answer = await this.#stream(
         sql,
         params,
         options,
@@ -508,7 +529,10 @@ export class QueryService {
           bytes: options.maxBytes === undefined ? 'maxStreamBytes' : 'the maxBytes of queryStream',
         },
         release,
+        inline,
       );
+      if ('json' in answer) release();
+      return answer;
     } catch (error) {
       release();
       throw error;
@@ -523,9 +547,23 @@ export class QueryService {
     maxBytes: number,
     settings: { readonly rows: string; readonly bytes: string },
     onFinished?: () => void,
-  ): Promise<RuntimeQueryStream> {
+    inline = 0,
+  ): Promise<RuntimeQueryStream | RuntimeJsonRows> {
     const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape, pins) => {
       const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
+      // Asked inline, a query first runs as one message (a small result's JSON text comes back
+      // whole, no stream is set up); a result larger than that is streamed, and its statement
+      // (by shape, else text) is streamed at once from then on.
+      const larger = shape ?? sql;
+      if (inline > 0 && this.#largerResults.get(larger) === undefined) {
+        const asked = { ...request, inline };
+        const answer =
+          where === 'duckdb'
+            ? await this.#duckdbRows(asked, options, plan?.datasets)
+            : await this.#sqlitePool().run(plan?.datasets ?? [], asked, options.signal);
+        if (answer.kind !== 'larger') return answer;
+        this.#largerResults.set(larger, true, 2 * larger.length + 64);
+      }
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,
@@ -570,6 +608,10 @@ export class QueryService {
       });
       return { kind: 'started' as const, value: { stream, schema: first }, read: stream.read };
     });
+    if (answer.kind === 'inline') {
+      const { json, rows, bytes } = answer;
+      return { json, rows, bytes, ...provenance(answer.read, engine) };
+    }
     if (answer.kind !== 'started') {
       throw this.#failure(answer, settings.rows, settings.bytes, maxRows, maxBytes);
     }

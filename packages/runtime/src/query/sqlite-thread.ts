@@ -12,13 +12,25 @@
  * current catalog with those datasets attached at their pinned generations.
  */
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
-import { type DatasetRead, type NamespaceCatalog, pinnedCatalog, pinsOf } from '@ferry/engines';
+import {
+  type BatchOutcome,
+  type DatasetRead,
+  type NamespaceCatalog,
+  pinnedCatalog,
+  pinsOf,
+} from '@ferry/engines';
 import type { InterruptRegion } from '@ferry/engines/namespaces';
 import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
 import { memoryReturn } from './memory-return.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
-import { answerOf, type QueryAnswer, type QueryRequest, SchemaWithFirstBatch } from './query-protocol.js';
+import {
+  answerOf,
+  InlineResult,
+  type QueryAnswer,
+  type QueryRequest,
+  SchemaWithFirstBatch,
+} from './query-protocol.js';
 import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
 import { takeCreditSync } from './stream-credits.js';
 import { lowerThreadPriority } from './thread-priority.js';
@@ -148,6 +160,7 @@ function runOne(
   try {
     const ns = namespaceAt(catalog, query);
     ns.interruptOn(region);
+    if (query.inline !== undefined && query.inline > 0) return inline(ns, query, query.inline);
     return ns.rows(
       query.sql,
       query.params,
@@ -157,6 +170,19 @@ function runOne(
   } catch (error) {
     return answerOf(error);
   }
+}
+
+/** A query asked `inline`, in a batch of reads (no port to stream on): see `InlineResult`. */
+function inline(ns: SqliteNamespace, query: QueryRequest, bound: number): QueryAnswer {
+  const result = new InlineResult(bound);
+  const { sql, params, maxRows, maxBytes, shape } = query;
+  let outcome: BatchOutcome | { error: unknown };
+  try {
+    outcome = ns.batches(sql, params, result, { maxRows, maxBytes, batchBytes: bound }, shape);
+  } catch (error) {
+    outcome = { error };
+  }
+  return result.answer(outcome);
 }
 
 /** What a query stopped before it started answers (the host answers its caller with why). */
