@@ -55,12 +55,19 @@ export async function sendDuckDbBatches(
   const send = async (full: DuckDbBatchBuilder): Promise<'rows' | 'bytes' | undefined> => {
     const count = full.rows;
     const built = full.flush();
-    const ipc = batchToIpc(full.schema, built);
+    const ipc = 'batch' in sink ? batchToIpc(full.schema, built) : undefined;
     rows += count;
-    bytes += ipc.byteLength;
+    bytes += ipc?.byteLength ?? built.data.byteLength;
     const limit = capExceeded(rows, bytes, control);
     if (limit !== undefined) return limit;
-    await sink.batch(ipc, count, built);
+    try {
+      if ('batch' in sink) await sink.batch(ipc as Uint8Array, count);
+      else await sink.built(built, count);
+    } catch (error) {
+      // The sink stops the query (it is cancelled, or wants no more): nothing more is computed.
+      stop();
+      throw error;
+    }
     return undefined;
   };
   for (;;) {

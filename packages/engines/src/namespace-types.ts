@@ -173,19 +173,27 @@ export type RowsOutcome =
     }
   | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
 
-/** How a query streams Arrow batches: each is handed over as a self-contained IPC stream. */
-export interface BatchSink {
+/**
+ * How a query streams Arrow batches: each is handed over as a self-contained IPC stream (`batch`),
+ * or, to a sink that keeps them where they were made (`built`), as built: not encoded, and the
+ * caps then count the bytes of its buffers instead of its IPC bytes.
+ */
+export type BatchSink = {
   /**
    * Called once, before any batch, with the result's schema and what it reads (each batch's IPC
    * stream carries the schema too: a sink encodes this one only if it needs it alone).
    */
   schema(schema: Schema, read: readonly DatasetRead[]): void;
-  /**
-   * Resolves when the consumer can take another batch (back-pressure); rejects to stop the query.
-   * `built` is the batch `ipc` encodes, as built (a sink may keep it instead of decoding `ipc`).
-   */
-  batch(ipc: Uint8Array, rows: number, built: RecordBatch): Promise<void>;
-}
+} & (
+  | {
+      /** Resolves when the consumer can take another batch (back-pressure); rejects to stop the query. */
+      batch(ipc: Uint8Array, rows: number): Promise<void>;
+    }
+  | {
+      /** The batch as built; rejects to stop the query. */
+      built(batch: RecordBatch, rows: number): Promise<void>;
+    }
+);
 
 export interface BatchControl extends NamespaceQueryControl {
   /** Rows per batch at most (default 65 536). */

@@ -64,13 +64,23 @@ export interface SqliteNamespaceOptions {
   readonly privateRoots?: readonly string[];
 }
 
-/** How a statement's result is handed over as Arrow, synchronously (the worker blocks meanwhile). */
-export interface SyncBatchSink {
+/**
+ * How a statement's result is handed over as Arrow, synchronously (the worker blocks meanwhile):
+ * as IPC bytes, or as built (see `BatchSink`).
+ */
+export type SyncBatchSink = {
   /** The result's schema (see `BatchSink.schema`). */
   schema(schema: Schema, read: readonly DatasetRead[]): void;
-  /** Returns when the consumer can take another batch; throws to stop the query. */
-  batch(ipc: Uint8Array, rows: number, built: RecordBatch): void;
-}
+} & (
+  | {
+      /** Returns when the consumer can take another batch; throws to stop the query. */
+      batch(ipc: Uint8Array, rows: number): void;
+    }
+  | {
+      /** The batch as built; throws to stop the query. */
+      built(batch: RecordBatch, rows: number): void;
+    }
+);
 
 interface Prepared {
   readonly statement: Database.Statement;
@@ -484,12 +494,13 @@ export class SqliteNamespace {
           const count = builder.rows;
           if (count === 0) return undefined;
           const built = builder.flush();
-          const ipc = batchToIpc(builder.schema, built);
+          const ipc = 'batch' in sink ? batchToIpc(builder.schema, built) : undefined;
           rows += count;
-          bytes += ipc.byteLength;
+          bytes += ipc?.byteLength ?? built.data.byteLength;
           const limit = capExceeded(rows, bytes, control);
           if (limit !== undefined) return limit;
-          sink.batch(ipc, count, built);
+          if ('batch' in sink) sink.batch(ipc as Uint8Array, count);
+          else sink.built(built, count);
           return undefined;
         };
         for (const row of iterator) {

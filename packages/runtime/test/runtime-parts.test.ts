@@ -340,7 +340,7 @@ describe("InlineResult (a small result answered as its rows' JSON text)", () => 
   it("answers one batch as its rows' JSON objects, in column order", () => {
     const result = new InlineResult(1024);
     result.schema(table.schema, read);
-    result.batch(ipc, 3, built);
+    result.built(built);
     expect(result.answer(done)).toEqual({
       kind: 'inline',
       read,
@@ -371,10 +371,10 @@ describe("InlineResult (a small result answered as its rows' JSON text)", () => 
   it('stops at a second batch, or a batch or text past its bound: the answer is `larger`', () => {
     const two = new InlineResult(1024);
     two.schema(table.schema, read);
-    two.batch(ipc, 3, built);
+    two.built(built);
     let thrown: unknown;
     try {
-      two.batch(ipc, 3, built);
+      two.built(built);
     } catch (error) {
       thrown = error;
     }
@@ -391,11 +391,11 @@ describe("InlineResult (a small result answered as its rows' JSON text)", () => 
     const long = new InlineResult(50);
     long.schema(narrow.schema, read);
     expect(one.data.byteLength).toBeLessThanOrEqual(50);
-    long.batch(batchToIpc(narrow.schema, one), 10, one);
+    long.built(one);
     expect(long.answer(done)).toEqual({ kind: 'larger', read });
     const wide = new InlineResult(8);
     wide.schema(table.schema, read);
-    expect(() => wide.batch(ipc, 3, built)).toThrow();
+    expect(() => wide.built(built)).toThrow();
   });
 
   it('rethrows any other failure, and passes on a cap the engine reached', () => {

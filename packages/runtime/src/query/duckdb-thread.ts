@@ -128,7 +128,7 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
     const inline = new InlineResult(bound);
     const sink: BatchSink = {
       schema: (schema, read) => inline.schema(schema, read),
-      batch: async (ipc, rows, built) => inline.batch(ipc, rows, built),
+      built: async (batch) => inline.built(batch),
     };
     const outcome = await ns
       .batches(sql, params, route, sink, { ...control, batchBytes: bound })

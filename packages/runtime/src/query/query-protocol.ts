@@ -149,7 +149,8 @@ class LargerThanInline extends Error {}
 /**
  * The sink of a query asked `inline` on a path that answers in one message (a batch of SQLite
  * reads, a DuckDB query in `rows` mode): it keeps the result's one batch, built as a stream's
- * would be, and answers it as its rows' JSON text (`batchObjects`, the code that writes a stream's
+ * would be (and not encoded: the caps count its buffers, see `BatchSink`; the host asks inline only
+ * when no byte cap can be reached within `bound`), and answers it as its rows' JSON text (`batchObjects`, the code that writes a stream's
  * batches as JSON at the edge: the same text). A second batch, or one whose buffers or text pass
  * `bound` bytes, stops the query (the sink throws) and the answer is `larger`: the host then
  * streams it. The engine cuts batches at about `bound` bytes (`batchBytes`), so little is read
@@ -168,9 +169,9 @@ export class InlineResult {
     this.#read = read;
   }
 
-  batch(_ipc: Uint8Array, _rows: number, built: RecordBatch): void {
-    if (this.#batch !== undefined || built.data.byteLength > this.#bound) throw new LargerThanInline();
-    this.#batch = built;
+  built(batch: RecordBatch): void {
+    if (this.#batch !== undefined || batch.data.byteLength > this.#bound) throw new LargerThanInline();
+    this.#batch = batch;
   }
 
   /**

@@ -553,9 +553,11 @@ export class QueryService {
       const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
       // Asked inline, a query first runs as one message (a small result's JSON text comes back
       // whole, no stream is set up); a result larger than that is streamed, and its statement
-      // (by shape, else text) is streamed at once from then on.
+      // (by shape, else text) is streamed at once from then on. Not under a byte cap a small
+      // result could reach: an inline batch is not encoded, and a stream's cap counts IPC bytes.
       const larger = shape ?? sql;
-      if (inline > 0 && this.#largerResults.get(larger) === undefined) {
+      const capped = maxBytes > 0 && maxBytes < 2 * inline;
+      if (inline > 0 && !capped && this.#largerResults.get(larger) === undefined) {
         const asked = { ...request, inline };
         const answer =
           where === 'duckdb'
