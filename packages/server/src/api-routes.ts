@@ -213,7 +213,10 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       reply.header('vary', 'Accept');
       const pins = snapshotPinsOption(headerText(request.headers[SNAPSHOT_HEADER]));
       // A client holding the answer as it is now is told so, and the query does not run.
-      const version = runtime.resultVersion(sql, params as JsonValue[], pins);
+      const version =
+        request.headers['if-none-match'] === undefined
+          ? undefined
+          : runtime.resultVersion(sql, params as JsonValue[], pins);
       if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
         return reply.code(304).header('etag', entityTag(version, type)).send();
       }
