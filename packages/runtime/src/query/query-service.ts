@@ -555,16 +555,18 @@ export class QueryService {
       // whole, no stream is set up); a result larger than that is streamed, and its statement
       // (by shape, else text) is streamed at once from then on. Not under a byte cap a small
       // result could reach: an inline batch is not encoded, and a stream's cap counts IPC bytes.
-      const larger = shape ?? sql;
+      // (The shape is known here only when the text's own plan is not: both keys are kept.)
       const capped = maxBytes > 0 && maxBytes < 2 * inline;
-      if (inline > 0 && !capped && this.#largerResults.get(larger) === undefined) {
+      if (inline > 0 && !capped && this.#largerResults.get(shape ?? sql) === undefined) {
         const asked = { ...request, inline };
         const answer =
           where === 'duckdb'
             ? await this.#duckdbRows(asked, options, plan?.datasets)
             : await this.#sqlitePool().run(plan?.datasets ?? [], asked, options.signal);
         if (answer.kind !== 'larger') return answer;
-        this.#largerResults.set(larger, true, 2 * larger.length + 64);
+        for (const key of shape === undefined ? [sql] : [sql, shape]) {
+          this.#largerResults.set(key, true, 2 * key.length + 64);
+        }
       }
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
