@@ -22,7 +22,7 @@ import type {
 import type { Logger } from '../common/logging.js';
 import { type MemoryReturn, memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
-import type { QueryService } from './query-service.js';
+import { type QueryService, streamed } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
 import { TaskHistory } from './task-history.js';
 
@@ -260,20 +260,12 @@ export class QueryFront {
   }
 
   /** A stream is recorded when it ends (every batch read, left early, or failed). */
-  queryStream(
+  async queryStream(
     sql: string,
     params: readonly JsonValue[],
     options: StreamOptions,
   ): Promise<RuntimeQueryStream> {
-    const id = ++this.#queryIds;
-    return this.#recorded(
-      sql,
-      () => this.#queryStream(sql, params, options),
-      (stream, record) => ({ ...stream, record }),
-    ).then(
-      (stream) => this.#handOn(id, stream),
-      (error: unknown) => this.#failed(id, error),
-    );
+    return streamed(await this.queryJson(sql, params, { ...options, inlineBytes: 0 }));
   }
 
   /** Rows as JSON text are recorded at once; a stream when it ends (see `queryStream`). */
@@ -366,27 +358,14 @@ export class QueryFront {
     return Object.assign(result, { cache: status });
   }
 
-  async #queryStream(
-    sql: string,
-    params: readonly JsonValue[],
-    options: StreamOptions,
-  ): Promise<FrontStream> {
-    const kind = `stream/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
-    const hit = this.#cached<CachedArrow>(kind, sql, params, options);
-    if (hit !== undefined) {
-      await turn();
-      return cachedStream(hit);
-    }
-    return this.#kept(kind, sql, params, options, await this.#queries.queryStream(sql, params, options));
-  }
-
   async #queryJson(
     sql: string,
     params: readonly JsonValue[],
     options: JsonOptions,
   ): Promise<RuntimeJsonRows | FrontStream> {
     const inline = options.inlineBytes ?? INLINE_JSON_BYTES;
-    // One entry per statement and stream shape: the rows' text, or the batches of a larger result.
+    // One entry per statement and stream shape: the rows' text, or the batches of a larger result
+    // (`queryStream` asks with no inline answer: its entries are batches only).
     const kind = `json/${inline}/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
     const hit = this.#cached<RuntimeJsonRows | CachedArrow>(kind, sql, params, options);
     if (hit !== undefined) {

@@ -103,7 +103,7 @@ function provenance(read: readonly DatasetRead[], engine: 'duckdb' | 'sqlite'): 
 }
 
 /** `answer`, which is a stream: it was asked for without `inline`. */
-function streamed(answer: RuntimeQueryStream | RuntimeJsonRows): RuntimeQueryStream {
+export function streamed(answer: RuntimeQueryStream | RuntimeJsonRows): RuntimeQueryStream {
   if ('json' in answer) throw new Error('A stream asked for without inline answered inline');
   return answer;
 }
@@ -493,15 +493,10 @@ export class QueryService {
     }
   }
 
-  async queryStream(
-    sql: string,
-    params: readonly JsonValue[],
-    options: StreamOptions,
-  ): Promise<RuntimeQueryStream> {
-    return streamed(await this.queryJson(sql, params, options, 0));
-  }
-
-  /** A stream, or (`inline` > 0) a result of one batch whose JSON text is within `inline` bytes, as that text. */
+  /**
+   * A stream, or (`inline` > 0) a result of one batch whose JSON text is within `inline` bytes, as
+   * that text (what the front's `queryStream` and `queryJson` ask).
+   */
   async queryJson(
     sql: string,
     params: readonly JsonValue[],
