@@ -149,12 +149,12 @@ class LargerThanInline extends Error {}
 /**
  * The sink of a query asked `inline` on a path that answers in one message (a batch of SQLite
  * reads, a DuckDB query in `rows` mode): it keeps the result's one batch, built as a stream's
- * would be (and not encoded: the caps count its buffers, see `BatchSink`; the host asks inline only
- * when no byte cap can be reached within `bound`), and answers it as its rows' JSON text (`batchObjects`, the code that writes a stream's
- * batches as JSON at the edge: the same text). A second batch, or one whose buffers or text pass
- * `bound` bytes, stops the query (the sink throws) and the answer is `larger`: the host then
- * streams it. The engine cuts batches at about `bound` bytes (`batchBytes`), so little is read
- * before that.
+ * would be, and answers it as its rows' JSON text (`batchObjects`, the code that writes a stream's
+ * batches as JSON at the edge: the same text). The batch is not encoded, so the caps count its
+ * buffers (`BatchSink`); the host asks inline only when no byte cap can be reached within `bound`.
+ * A second batch, or one whose buffers or text pass `bound` bytes, stops the query (the sink
+ * throws) and the answer is `larger`: the host then streams it. The engine cuts batches at about
+ * `bound` bytes (`batchBytes`), so little is read before that.
  */
 export class InlineResult {
   readonly #bound: number;
