@@ -70,7 +70,7 @@ import {
 import { DatasetFailedError, DatasetNotReadyError, RuntimeClosedError } from '../errors.js';
 import { QueryCatalog } from '../query/query-catalog.js';
 import { QueryFront } from '../query/query-front.js';
-import { QueryService, type QueryServiceOptions } from '../query/query-service.js';
+import { QueryService, type QueryServiceOptions, streamed } from '../query/query-service.js';
 import { lowerThreadpoolPriority } from '../query/thread-priority.js';
 import { type DatasetEntry, DatasetRegistry } from './dataset-registry.js';
 import { RuntimeEventEmitter } from './events.js';
@@ -491,15 +491,8 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
-    if (this.#closing !== undefined) throw new RuntimeClosedError();
-    const stream = await this.#front.queryStream(sql, params, options);
-    try {
-      this.#holdToBound(stream, options);
-    } catch (error) {
-      stream.cancel();
-      throw error;
-    }
-    return stream;
+    // A stream is a JSON answer asked with no inline text: one path for both.
+    return streamed(await this.queryJson(sql, params, { ...options, inlineBytes: 0 }));
   }
 
   async queryJson(

@@ -17,12 +17,11 @@ import type {
   RuntimeJsonRows,
   RuntimeQueryResult,
   RuntimeQueryStream,
-  StreamOptions,
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
 import { type MemoryReturn, memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
-import { type QueryService, streamed } from './query-service.js';
+import type { QueryService } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
 import { TaskHistory } from './task-history.js';
 
@@ -259,16 +258,10 @@ export class QueryFront {
     ).catch((error: unknown) => this.#failed(id, error));
   }
 
-  /** A stream is recorded when it ends (every batch read, left early, or failed). */
-  async queryStream(
-    sql: string,
-    params: readonly JsonValue[],
-    options: StreamOptions,
-  ): Promise<RuntimeQueryStream> {
-    return streamed(await this.queryJson(sql, params, { ...options, inlineBytes: 0 }));
-  }
-
-  /** Rows as JSON text are recorded at once; a stream when it ends (see `queryStream`). */
+  /**
+   * Rows as JSON text are recorded at once; a stream when it ends (every batch read, left early,
+   * or failed). `inlineBytes: 0` asks for a stream (the runtime's `queryStream`).
+   */
   queryJson(sql: string, params: readonly JsonValue[], options: JsonOptions): Promise<RuntimeJsonAnswer> {
     const id = ++this.#queryIds;
     return this.#recorded<RuntimeJsonRows | FrontStream>(
