@@ -13,36 +13,10 @@
 import { type DuckDBConnection, StatementType } from '@duckdb/node-api';
 import { setViewNames, spiceTable } from './duckdb-catalog.js';
 import type { NamespaceCatalog, NamespaceView } from './namespace-types.js';
-import { checkDuckDbStatement } from './statement-check.js';
-
-/** A table reference as DuckDB's parse tree names it. */
-export interface TableRef {
-  readonly catalog: string;
-  readonly schema: string;
-  readonly table: string;
-}
-
-export function collectTables(node: unknown, out: TableRef[], ctes: Set<string>): void {
-  if (Array.isArray(node)) {
-    for (const item of node) collectTables(item, out, ctes);
-    return;
-  }
-  if (node === null || typeof node !== 'object') return;
-  const record = node as Record<string, unknown>;
-  const cteMap = (record.cte_map as { map?: { key: string }[] } | undefined)?.map;
-  for (const entry of cteMap ?? []) ctes.add(entry.key.toLowerCase());
-  if (record.type === 'BASE_TABLE') {
-    out.push({
-      catalog: String(record.catalog_name ?? ''),
-      schema: String(record.schema_name ?? ''),
-      table: String(record.table_name ?? ''),
-    });
-  }
-  for (const value of Object.values(record)) collectTables(value, out, ctes);
-}
+import { checkDuckDbStatement, namesIn, type TableReference } from './statement-check.js';
 
 /** Whether `ref` names a table of `spice.public` (`x`, `public.x`, `spice.public.x`, `spice.x`). */
-export function spiceName(ref: TableRef, ctes: ReadonlySet<string>): string | undefined {
+export function spiceName(ref: TableReference, ctes: ReadonlySet<string>): string | undefined {
   const catalog = ref.catalog.toLowerCase();
   const schema = ref.schema.toLowerCase();
   if (catalog === '' && schema === '') return ctes.has(ref.table.toLowerCase()) ? undefined : ref.table;
@@ -63,11 +37,9 @@ export async function namesRead(
     statements?: unknown[];
   };
   if (tree.error === true) return { problem: tree.error_message ?? 'DuckDB cannot parse it as one SELECT' };
-  const refs: TableRef[] = [];
-  const ctes = new Set<string>();
-  collectTables(tree.statements, refs, ctes);
+  const { tables, ctes } = namesIn(tree.statements ?? []);
   const names: string[] = [];
-  for (const ref of refs) {
+  for (const ref of tables) {
     const name = spiceName(ref, ctes);
     if (name !== undefined && !names.some((known) => known.toLowerCase() === name.toLowerCase()))
       names.push(name);

@@ -254,7 +254,7 @@ interface TreeNames {
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /** Every table function, function, table reference, CTE and constant anywhere in DuckDB parse trees. */
-function namesIn(trees: readonly unknown[]): TreeNames {
+export function namesIn(trees: readonly unknown[]): TreeNames {
   const names: TreeNames = {
     tableFunctions: [],
     functions: [],
