@@ -28,7 +28,7 @@ export function missingDuckDbTable(error: unknown): string | undefined {
   return /^Catalog Error: Table with name (.+?) does not exist/.exec(message)?.[1];
 }
 
-export function escapeRegExp(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 

@@ -18,7 +18,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
-import { datasetsPhrase, escapeRegExp } from './duckdb-errors.js';
+import { datasetsPhrase, redactDuckDbMessage } from './duckdb-errors.js';
 import { scalarParams, uniqueColumnNames } from './encode.js';
 import { NamespaceTableError, QueryFailedError } from './errors.js';
 import {
@@ -534,18 +534,8 @@ export class SqliteNamespace {
 
   /** `message` with generation paths named by dataset and other local paths hidden. */
   redact(message: string): string {
-    let text = message;
-    for (const dataset of this.#catalog.datasets) {
-      if (dataset.generation !== null)
-        text = text.replaceAll(dataset.generation.path, `<dataset ${dataset.name}>`);
-    }
-    for (const root of [...(this.#options.privateRoots ?? []), this.#options.mainPath]) {
-      text = text.replace(
-        new RegExp(`${escapeRegExp(root.replace(/\/+$/, ''))}[^\\s'"]*`, 'g'),
-        '<data dir>',
-      );
-    }
-    return text;
+    const roots = [...(this.#options.privateRoots ?? []), this.#options.mainPath];
+    return redactDuckDbMessage(message, this.#catalog, { roots, tablePrefixes: [] });
   }
 
   close(): void {
