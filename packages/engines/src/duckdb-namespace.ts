@@ -266,16 +266,7 @@ export class DuckDbNamespace {
     const key = `${resourceKey(resources)}|${pinsKey(pins)}`;
     let pinned = this.#pinned.get(key);
     if (pinned === undefined) {
-      const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
-      const instance = DuckDbClassInstance.create(
-        resources,
-        DuckDbNamespace.#instanceOptions(this.#options),
-        temp,
-      ).then(async (created) => {
-        await created.apply(pinnedCatalog(this.#catalog, pins));
-        await created.applyTaskHistory(this.#taskHistory);
-        return created;
-      });
+      const instance = this.#newInstance(resources, () => pinnedCatalog(this.#catalog, pins));
       pinned = { pins, instance, users: 0 };
       instance.catch(() => this.#pinned.delete(key));
       this.#pinned.set(key, pinned);
@@ -436,18 +427,27 @@ export class DuckDbNamespace {
     return { describe, sql: String(back.getRows()[0]?.[0] ?? sql) };
   }
 
+  /** A new instance of class `resources`, with `catalog()` as it is once made and the task history. */
+  async #newInstance(
+    resources: ResourceClass,
+    catalog: () => NamespaceCatalog,
+  ): Promise<DuckDbClassInstance> {
+    const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
+    const created = await DuckDbClassInstance.create(
+      resources,
+      DuckDbNamespace.#instanceOptions(this.#options),
+      temp,
+    );
+    await created.apply(catalog());
+    await created.applyTaskHistory(this.#taskHistory);
+    return created;
+  }
+
   async #instanceFor(resources: ResourceClass): Promise<DuckDbClassInstance> {
     const key = resourceKey(resources);
     let instance = this.#instances.get(key);
     if (instance === undefined) {
-      const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
-      instance = DuckDbClassInstance.create(
-        resources,
-        DuckDbNamespace.#instanceOptions(this.#options),
-        temp,
-      ).then(async (created) => {
-        await created.apply(this.#catalog);
-        await created.applyTaskHistory(this.#taskHistory);
+      instance = this.#newInstance(resources, () => this.#catalog).then((created) => {
         this.#created.set(key, created);
         return created;
       });
