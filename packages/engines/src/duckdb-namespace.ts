@@ -7,16 +7,12 @@
  * pooled connection of its class, answers JSON-safe rows or Arrow batches (duckdb-batches.ts), and
  * runs a query once more when it ran out of memory beside others.
  *
- * Swaps: `setCatalog()` attaches the new generation, replaces the view and detaches the old
- * generation. A query binds its views when it starts (`startStream()`, synchronous), and queries
- * start only while no catalog change is in flight, so every dataset in a query is read at one
- * generation from start to end; DuckDB keeps a detached generation alive for the queries that
- * bound it. The generation each query read is reported with its result.
- *
- * SQLite datasets joined with DuckDB ones are read into DuckDB once per generation (bounded in rows
- * and bytes, duckdb-import.ts); queries that read only SQLite datasets (or that DuckDB cannot parse:
- * SQLite's `[name]` quoting) are routed to SQLite. Prepared statements are kept per connection and
- * prepared again after a catalog change.
+ * Swaps: `setCatalog()` applies the new catalog to every instance, where a query reads each
+ * dataset at one generation from start to end (duckdb-instance.ts); the generation each query read
+ * is reported with its result. SQLite datasets joined with DuckDB ones are read in
+ * (duckdb-import.ts); queries that read only SQLite datasets (or that DuckDB cannot parse: SQLite's
+ * `[name]` quoting) are routed to SQLite. A connection's statements are prepared again after a
+ * catalog change.
  *
  * Spice's names: every dataset and spicepod view is `spice.public.<name>` (duckdb-catalog.ts); a
  * listing text (`SHOW TABLES`, `information_schema`, `duckdb_tables()`…) runs as rewritten on its
