@@ -33,7 +33,7 @@ export { DuckDbBatchBuilder, duckDbJsonForm, duckDbResultSchema } from './duckdb
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';
-export { INTERRUPT_EVERY, type InterruptRegion, isSqliteInterrupt } from './sqlite-interrupt.js';
+export { INTERRUPT_EVERY, type InterruptRegion } from './sqlite-interrupt.js';
 export {
   SQLITE_MAX_ATTACHED,
   SqliteNamespace,

@@ -35,8 +35,3 @@ export function watchInterrupts(db: Database.Database, region: InterruptRegion |
   if (region === undefined) native.interruptOn();
   else native.interruptOn(region.buffer, region.offset, region.stops, INTERRUPT_EVERY);
 }
-
-/** Whether `error` is SQLite's answer to a stop (`SQLITE_INTERRUPT`). */
-export function isSqliteInterrupt(error: unknown): boolean {
-  return (error as { code?: unknown } | undefined)?.code === 'SQLITE_INTERRUPT';
-}
