@@ -60,6 +60,7 @@ import {
   type NamespaceTaskHistory,
   type PinnedGeneration,
   pinnedCatalog,
+  pinsKey,
   pinsOf,
   type QueryRoute,
   type RowsOutcome,
@@ -140,11 +141,6 @@ interface PinnedInstance {
   users: number;
   /** Closes it once idle for `pinnedIdleMs` (set while no query uses it). */
   idle?: NodeJS.Timeout;
-}
-
-/** The key of a set of pins (each dataset at its generation id). */
-function pinsKey(pins: readonly PinnedGeneration[]): string {
-  return pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',');
 }
 
 /** Times a query is prepared again because the catalog moved meanwhile, before it gives up. */

@@ -110,6 +110,11 @@ export function pinsOf(
   return read.sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** The key of a set of pins (each dataset at its generation id), for what is kept per set. */
+export function pinsKey(pins: readonly PinnedGeneration[]): string {
+  return pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',');
+}
+
 /** A dataset a query read, and the snapshot it read it at. */
 export interface DatasetRead {
   readonly name: string;
