@@ -17,7 +17,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { SqliteColumnInDuckDb } from './duckdb-import.js';
-import { quoteIdentifier } from './engine.js';
+import { quoteIdentifier, quoteLiteral } from './engine.js';
 import type { TaskHistoryRow } from './namespace-types.js';
 
 export const SPICE_CATALOG = 'spice';
@@ -104,7 +104,7 @@ const TASK_ROW_JSON = JSON.stringify([
     error_message: 'VARCHAR',
     labels: 'MAP(VARCHAR, VARCHAR)',
   },
-]).replaceAll("'", "''");
+]);
 
 /** Makes `spice.runtime.task_history` hold exactly `rows` (one statement, the rows as JSON). */
 export async function replaceTaskHistory(
@@ -114,7 +114,7 @@ export async function replaceTaskHistory(
   await admin.run(`DELETE FROM ${TASK_HISTORY}`);
   if (rows.length === 0) return;
   await admin.run(
-    `INSERT INTO ${TASK_HISTORY} SELECT r.trace_id, r.span_id, r.parent_span_id, r.task, r.input, r.captured_output, make_timestamp(r.start_us), make_timestamp(r.end_us), r.execution_duration_ms, r.error_message, r.labels FROM (SELECT unnest(from_json($1::JSON, '${TASK_ROW_JSON}')) AS r)`,
+    `INSERT INTO ${TASK_HISTORY} SELECT r.trace_id, r.span_id, r.parent_span_id, r.task, r.input, r.captured_output, make_timestamp(r.start_us), make_timestamp(r.end_us), r.execution_duration_ms, r.error_message, r.labels FROM (SELECT unnest(from_json($1::JSON, ${quoteLiteral(TASK_ROW_JSON)})) AS r)`,
     [JSON.stringify(rows)],
   );
 }
@@ -123,7 +123,7 @@ export async function replaceTaskHistory(
 export async function setViewNames(admin: DuckDBConnection, names: readonly string[]): Promise<void> {
   await admin.run(`DELETE FROM ${VIEW_NAMES}`);
   if (names.length === 0) return;
-  const values = names.map((name) => `('${name.replaceAll("'", "''")}')`).join(', ');
+  const values = names.map((name) => `(${quoteLiteral(name)})`).join(', ');
   await admin.run(`INSERT INTO ${VIEW_NAMES} VALUES ${values}`);
 }
 
@@ -229,8 +229,8 @@ export function placeholderViewSql(name: string, columns: readonly SqliteColumnI
   const list = columns
     .map((column) => `CAST(NULL AS ${column.type}) AS ${quoteIdentifier(column.name)}`)
     .join(', ');
-  const marker = `${PLACEHOLDER}${name}`.replaceAll("'", "''");
-  return `CREATE OR REPLACE VIEW ${spiceTable(name)} AS SELECT ${list} FROM (SELECT 1) AS ferry_placeholder WHERE error('${marker}')`;
+  const marker = quoteLiteral(`${PLACEHOLDER}${name}`);
+  return `CREATE OR REPLACE VIEW ${spiceTable(name)} AS SELECT ${list} FROM (SELECT 1) AS ferry_placeholder WHERE error(${marker})`;
 }
 
 /** The SQLite dataset whose placeholder a DuckDB error says was read, if any. */

@@ -42,7 +42,7 @@ import { DUCKDB_EXTENSIONS_OFF, duckDbSize, lockDownDuckDb } from './duckdb-lock
 import type { ResourceClass } from './duckdb-resources.js';
 import { DuckDbViews } from './duckdb-views.js';
 import { uniqueColumnNames } from './encode.js';
-import { quoteIdentifier } from './engine.js';
+import { quoteIdentifier, quoteLiteral } from './engine.js';
 import { NamespaceTableError } from './errors.js';
 import {
   datasetByName,
@@ -213,9 +213,7 @@ export class DuckDbClassInstance {
         const { id, path } = dataset.generation;
         current.set(dataset.name, id);
         if (!this.#attached.has(id)) {
-          await this.#admin.run(
-            `ATTACH '${path.replaceAll("'", "''")}' AS ${GENERATION_ALIAS}${id} (READ_ONLY)`,
-          );
+          await this.#admin.run(`ATTACH ${quoteLiteral(path)} AS ${GENERATION_ALIAS}${id} (READ_ONLY)`);
           this.#attached.add(id);
         }
         if (this.#views.get(dataset.name) !== id) {

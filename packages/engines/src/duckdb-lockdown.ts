@@ -8,6 +8,7 @@
  * the temporary-space cap cannot be given at creation.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { quoteLiteral } from './engine.js';
 
 /** Creation options that keep DuckDB from installing or loading any extension by itself. */
 export const DUCKDB_EXTENSIONS_OFF: Readonly<Record<string, string>> = {
@@ -33,8 +34,6 @@ export function duckDbSize(bytes: number): string {
   return `${Math.max(1, Math.floor(bytes / 1024))}KiB`;
 }
 
-const sqlString = (text: string): string => `'${text.replaceAll("'", "''")}'`;
-
 export interface DuckDbLockDown {
   /** The only directories queries may read files from (the generations, a download directory). */
   readonly allowedDirectories: readonly string[];
@@ -48,7 +47,7 @@ export interface DuckDbLockDown {
  * only enforced when set after creation, and the lock comes last.
  */
 export async function lockDownDuckDb(connection: DuckDBConnection, lock: DuckDbLockDown): Promise<void> {
-  await connection.run(`SET allowed_directories = [${lock.allowedDirectories.map(sqlString).join(', ')}]`);
+  await connection.run(`SET allowed_directories = [${lock.allowedDirectories.map(quoteLiteral).join(', ')}]`);
   if (lock.maxTempBytes !== undefined) {
     await connection.run(`SET max_temp_directory_size = '${duckDbSize(lock.maxTempBytes)}'`);
   }

@@ -85,3 +85,8 @@ export function schemaOfColumns(
 export function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
+
+/** Quote a string literal for both engines (`'a''b'`). */
+export function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}

@@ -13,7 +13,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import type { ArrowSchema, EngineName, FileFormat } from '@ferry/core';
 import { duckDbOpenFailure, readDuckDbColumns } from './duckdb-engine.js';
 import { DUCKDB_EXTENSIONS_OFF, lockDownDuckDb } from './duckdb-lockdown.js';
-import { missingTable } from './engine.js';
+import { missingTable, quoteLiteral } from './engine.js';
 import { assertDuckDbFile } from './file-header.js';
 import { checkSnapshotFile } from './open-engine.js';
 import { checkTableSchema } from './schema-check.js';
@@ -30,8 +30,6 @@ export interface SnapshotChecker {
   /** Releases the checker (idempotent); a check in progress finishes first. */
   close(): Promise<void>;
 }
-
-const sqlString = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 
 class DuckDbChecker implements SnapshotChecker {
   readonly kind = 'duckdb' as const;
@@ -58,7 +56,7 @@ class DuckDbChecker implements SnapshotChecker {
     assertDuckDbFile(path);
     const alias = `ferry_check_${++this.#checks}`;
     try {
-      await this.#connection.run(`ATTACH ${sqlString(path)} AS ${alias} (READ_ONLY)`);
+      await this.#connection.run(`ATTACH ${quoteLiteral(path)} AS ${alias} (READ_ONLY)`);
     } catch (error) {
       throw duckDbOpenFailure(path, error);
     }

@@ -20,6 +20,7 @@ import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
 import { datasetsPhrase, redactDuckDbMessage } from './duckdb-errors.js';
 import { scalarParams, uniqueColumnNames } from './encode.js';
+import { quoteLiteral } from './engine.js';
 import { NamespaceTableError, QueryFailedError } from './errors.js';
 import {
   type BatchControl,
@@ -143,7 +144,7 @@ export class SqliteNamespace {
     // Temporary files in Ferry's directory, never beside a live file. (Not temp_store=MEMORY: it
     // made a GROUP BY over 200,000 rows three times slower, measured.)
     if (options.tempDirectory !== undefined) {
-      this.#db.pragma(`temp_store_directory = '${options.tempDirectory.replaceAll("'", "''")}'`);
+      this.#db.pragma(`temp_store_directory = ${quoteLiteral(options.tempDirectory)}`);
     }
     // Prepared statements kept: at most 128, and at most 16 MiB of texts and columns.
     this.#statements = new BoundedCache<string, Prepared>({ entries: 128, bytes: 16 * MIB });

@@ -28,6 +28,7 @@ import {
   DUCKDB_REFUSED_TABLE_FUNCTIONS,
   DUCKDB_TABLE_FUNCTIONS,
 } from './duckdb-functions.js';
+import { quoteLiteral } from './engine.js';
 import { NamespaceTableError, StatementRejectedError } from './errors.js';
 import {
   classifyStatement,
@@ -447,7 +448,7 @@ function tableInfoSelect(sql: string): string | undefined {
         : token.kind === 'symbol' && token.text === '.',
     );
     if (!dotted || inner.length % 2 === 0) return undefined;
-    argument = `'${sql.slice(first.start, last.end).replaceAll("'", "''")}'`;
+    argument = quoteLiteral(sql.slice(first.start, last.end));
   }
   return `SELECT * FROM pragma_table_info(${argument})`;
 }
