@@ -110,14 +110,22 @@ describe('one namespace over HTTP', () => {
   });
 
   it('a small JSON answer is made where it ran, byte for byte the text its batches give', async () => {
-    const statements = [
-      // DuckDB: the value kinds its JSON writes differently, and names a JS object would reorder.
-      `SELECT 1::TINYINT AS "1", 9007199254740993::BIGINT AS "0", 170141183460469231731687303715884105727::HUGEINT AS huge,
+    // DuckDB: the value kinds its JSON writes differently, and names a JS object would reorder. Its
+    // small answers are written from its rows; a column named `__proto__` (no row object holds it)
+    // is built as a batch first: both ways are checked.
+    const kinds = `SELECT 1::TINYINT AS "1", 9007199254740993::BIGINT AS "0", 170141183460469231731687303715884105727::HUGEINT AS huge,
          'NaN'::DOUBLE AS nan, '-Infinity'::FLOAT AS ninf, 1.5e300 AS big, -0.0 AS nzero, 12.340::DECIMAL(10,3) AS dec,
          DATE '2026-12-04' AS d, TIMESTAMP '2026-12-04 01:02:03.456789' AS ts, TIMESTAMPTZ '2026-12-04 01:02:03+05' AS tz,
          TIME '01:02:03' AS t, INTERVAL 3 DAY AS iv, '\\x00\\xff'::BLOB AS b, [1, NULL, 3] AS l,
          {'a': 1, 'b': [true]} AS st, MAP {'k': 2} AS m, 'quote " back \\ slash ✓ \n' AS s,
-         NULL AS nothing, uuid '00000000-0000-0000-0000-000000000001' AS u, 1 AS "__proto__"`,
+         NULL AS nothing, uuid '00000000-0000-0000-0000-000000000001' AS u, 'a'::ENUM('a', 'b') AS en,
+         '101'::BIT AS bit, union_value(k := 2)::UNION(k INT, s VARCHAR) AS un, [1, 2]::INT[2] AS arr,
+         TIMETZ '01:02:03+05' AS ttz, TIMESTAMP_NS '2026-01-01 00:00:00.123456789' AS tns,
+         340282366920938463463374607431768211455::UHUGEINT AS uh, '{"a":[1,2]}'::JSON AS js,
+         'infinity'::DATE AS dinf, 0.1::FLOAT AS f, 1e21::DOUBLE AS e21, 1 AS x, 2 AS x`;
+    const statements = [
+      kinds,
+      `${kinds}, 1 AS "__proto__"`,
       'SELECT * FROM orders ORDER BY id',
       'SELECT id, customer FROM orders WHERE id < 0',
       // SQLite: its dynamic types, blobs, large integers and names of its own.

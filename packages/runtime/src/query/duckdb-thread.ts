@@ -24,6 +24,7 @@ import {
   errorRecord,
   type HostToQueryWorker,
   InlineResult,
+  inlineRows,
   type QueryAnswer,
   type QueryWorkerToHost,
   SchemaWithFirstBatch,
@@ -125,6 +126,12 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
   const control = { signal: stop, maxRows, maxBytes, ...(pins === undefined ? {} : { pins }) };
   if (message.mode === 'rows' && message.request.inline !== undefined) {
     const bound = message.request.inline;
+    const rows = await ns.rows(sql, params, route, {
+      ...control,
+      maxBytes: maxBytes > 0 && maxBytes <= bound ? maxBytes : bound,
+    });
+    const answered = inlineRows(rows, bound, maxBytes, shared);
+    if (answered !== undefined) return answered;
     const inline = new InlineResult(bound);
     const sink: BatchSink = {
       schema: (schema, read) => inline.schema(schema, read),
