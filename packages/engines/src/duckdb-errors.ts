@@ -15,7 +15,7 @@ import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
 export const GENERATION_ALIAS = 'ferry_g';
 
 /** What a message may not show: the directories behind the namespace. */
-export interface RedactionRoots {
+interface RedactionRoots {
   /** Replaced by `<data dir>` with whatever path follows them. */
   readonly roots: readonly string[];
   /** Internal table names of a generation (the SQLite import's `ferry_sqlite_<id>`), named by dataset. */

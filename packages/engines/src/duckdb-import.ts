@@ -27,7 +27,7 @@ export interface CrossEngineLimits {
 }
 
 /** The DuckDB type an SQLite column takes in DuckDB: its recorded Arrow type's DuckDB form. */
-export function duckDbTypeNameOf(type: ArrowDataType): string {
+function duckDbTypeNameOf(type: ArrowDataType): string {
   if (typeof type === 'string') {
     const names: Readonly<Record<string, string>> = {
       Boolean: 'BOOLEAN',
@@ -59,7 +59,7 @@ export function duckDbTypeNameOf(type: ArrowDataType): string {
 }
 
 /** How an SQLite value lands in a staging column: by the column's affinity. */
-export type Staging = 'BIGINT' | 'DOUBLE' | 'VARCHAR' | 'BLOB';
+type Staging = 'BIGINT' | 'DOUBLE' | 'VARCHAR' | 'BLOB';
 
 /** An SQLite column as DuckDB holds it. */
 export interface SqliteColumnInDuckDb {

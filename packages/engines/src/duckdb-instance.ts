@@ -59,7 +59,7 @@ export interface ResultColumns {
 }
 
 /** A prepared statement and the catalog version it was bound against. */
-export interface CachedStatement {
+interface CachedStatement {
   readonly statement: DuckDBPreparedStatement;
   readonly version: number;
   /** Its result's columns (the same for every run of it), once read. */
@@ -72,7 +72,7 @@ export interface PooledConnection {
   readonly statements: BoundedCache<string, CachedStatement>;
 }
 
-export interface InstanceOptions {
+interface InstanceOptions {
   readonly allowedDirectories: readonly string[];
   readonly maxTempBytes: number;
   /** Connections (concurrent queries of the class). */

@@ -39,7 +39,7 @@ export interface ViewContext {
 }
 
 /** The spicepod view a table reference names, if any. */
-export function viewOfReference(
+function viewOfReference(
   ref: TableReference,
   ctes: ReadonlySet<string>,
   catalog: NamespaceCatalog,
@@ -53,7 +53,7 @@ export function viewOfReference(
 export const viewsOfRoute = new WeakMap<QueryRoute, readonly string[]>();
 
 /** The configured dataset a table reference names, if any. */
-export function datasetOfReference(
+function datasetOfReference(
   ref: TableReference,
   ctes: ReadonlySet<string>,
   catalog: NamespaceCatalog,

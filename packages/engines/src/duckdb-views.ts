@@ -26,7 +26,7 @@ export function spiceName(ref: TableReference, ctes: ReadonlySet<string>): strin
 }
 
 /** The names (datasets or views) a statement's parse tree reads from `spice.public`. */
-export async function namesRead(
+async function namesRead(
   connection: DuckDBConnection,
   sql: string,
 ): Promise<string[] | { readonly problem: string }> {

@@ -446,7 +446,7 @@ export function splitStatements(tokens: readonly SqlToken[]): SqlToken[][] {
 }
 
 /** The class of each statement in `sql`, in order (none for an empty string). */
-export function classifyEach(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass[] {
+function classifyEach(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass[] {
   return splitStatements(tokenizeSql(sql, dialect)).map((statement) => classifyTokens(statement, 0));
 }
 

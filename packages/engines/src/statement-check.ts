@@ -50,7 +50,7 @@ import { type StatementShape, statementShape } from './sql-shape.js';
  * catalog views as DuckDB offers them: `sqlite_master`, `pg_tables`, …). `SHOW TABLES` and
  * `information_schema` list the datasets and views.
  */
-export const DUCKDB_REFUSED_VIEWS: ReadonlySet<string> = new Set([
+const DUCKDB_REFUSED_VIEWS: ReadonlySet<string> = new Set([
   'duckdb_databases',
   'pragma_database_list',
   'pg_settings',
