@@ -69,6 +69,30 @@ export function uniqueColumnNames(names: readonly string[]): string[] {
   });
 }
 
+/**
+ * Rows as JSON object texts joined by `,` (`{"a":1,"b":"x"}`, the columns in order, by name): the
+ * text `batchObjects` (arrow-json.ts) writes for a batch holding the same JSON values. Undefined
+ * once the text passes `bound` characters.
+ */
+export function jsonObjects(
+  names: readonly string[],
+  rows: number,
+  valueAt: (row: number, column: number) => JsonValue,
+  bound = Number.POSITIVE_INFINITY,
+): string | undefined {
+  const keys = names.map((name) => `${JSON.stringify(name)}:`);
+  let json = '';
+  for (let row = 0; row < rows; row++) {
+    let text = row === 0 ? '{' : ',{';
+    for (let column = 0; column < keys.length; column++) {
+      text += `${column === 0 ? '' : ','}${keys[column]}${JSON.stringify(valueAt(row, column))}`;
+    }
+    json += `${text}}`;
+    if (json.length > bound) return undefined;
+  }
+  return json;
+}
+
 export type ScalarParam = null | boolean | number | string;
 
 /** Only scalars bind the same way in both engines; anything else is refused with its position. */

@@ -31,6 +31,7 @@ export {
 } from './arrow-results.js';
 export { DuckDbBatchBuilder, duckDbJsonForm, duckDbResultSchema } from './duckdb-chunk-arrow.js';
 export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
+export { jsonObjects } from './encode.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';
 export { INTERRUPT_EVERY, type InterruptRegion } from './sqlite-interrupt.js';

@@ -115,6 +115,13 @@ function converterOf(type: ArrowDataType): Converter {
   return 'Timestamp' in type ? timestamp : utf8;
 }
 
+/** The Arrow type a value is of itself (what {@link planColumn} gives a column of that one kind). */
+function ownType(value: Exclude<SqliteValue, null>): ArrowDataType {
+  if (typeof value === 'bigint') return 'Int64';
+  if (typeof value === 'number') return 'Float64';
+  return typeof value === 'string' ? 'Utf8' : 'Binary';
+}
+
 /** The storage class a value type is named by (the type name of an expression column). */
 const CLASS_OF_TYPE: Readonly<Record<string, string>> = {
   Int64: 'INTEGER',
@@ -180,6 +187,12 @@ export class SqliteBatchBuilder {
   readonly #builder: RecordBatchBuilder;
   /** Rows appended so far, over every batch (the row number errors name). */
   #row = 0;
+  /**
+   * Whether every value of `sample` is of its column's type itself (no declared type converts it,
+   * no column mixes kinds): the sample's rows, each value as its own JSON form
+   * (`encodeSqliteValue`), are then the JSON text of their batch.
+   */
+  readonly natural: boolean;
 
   constructor(
     names: readonly string[],
@@ -196,6 +209,12 @@ export class SqliteBatchBuilder {
       })),
     );
     this.#builder = new RecordBatchBuilder(this.schema);
+    this.natural = this.#plans.every((plan, index) =>
+      sample.every((row) => {
+        const value = row[index] ?? null;
+        return value === null || ownType(value) === plan.type;
+      }),
+    );
   }
 
   get rows(): number {

@@ -19,7 +19,7 @@ import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
 import { datasetsPhrase, redactDuckDbMessage } from './duckdb-errors.js';
-import { scalarParams, uniqueColumnNames } from './encode.js';
+import { jsonObjects, scalarParams, uniqueColumnNames } from './encode.js';
 import { quoteLiteral } from './engine.js';
 import { NamespaceTableError, QueryFailedError } from './errors.js';
 import {
@@ -80,6 +80,12 @@ export type SyncBatchSink = {
   | {
       /** The batch as built; throws to stop the query. */
       built(batch: RecordBatch, rows: number): void;
+      /**
+       * Optional: the first batch as its rows' JSON text instead (`jsonObjects`), when its values
+       * are their columns' types themselves (`SqliteBatchBuilder.natural`), so that is the batch's
+       * text; throws to stop the query.
+       */
+      text?(json: string, rows: number): void;
     }
 );
 
@@ -488,7 +494,23 @@ export class SqliteNamespace {
           return started;
         };
         const send = (): 'rows' | 'bytes' | undefined => {
+          const first = builder === undefined;
           builder ??= start();
+          if (first && builder.natural && 'text' in sink && sink.text !== undefined && pending.length > 0) {
+            const taken = pending;
+            const { names } = this.#described(sql, prepared);
+            const json = jsonObjects(names, taken.length, (row, column) =>
+              encodeSqliteValue(taken[row]?.[column] ?? null),
+            ) as string;
+            pending = [];
+            pendingBytes = 0;
+            rows += taken.length;
+            bytes += json.length;
+            const limit = capExceeded(rows, bytes, control);
+            if (limit !== undefined) return limit;
+            sink.text(json, taken.length);
+            return undefined;
+          }
           for (const row of pending) builder.append(row);
           pending = [];
           pendingBytes = 0;

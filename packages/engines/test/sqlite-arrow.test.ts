@@ -9,9 +9,11 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchObjects } from '../src/arrow-json.js';
 import { batchesFromIpc, batchToIpc } from '../src/arrow-results.js';
+import { jsonObjects } from '../src/encode.js';
 import { SqliteBatchBuilder } from '../src/sqlite-arrow.js';
-import type { SqliteValue } from '../src/sqlite-engine.js';
+import { encodeSqliteValue, type SqliteValue } from '../src/sqlite-engine.js';
 import { makeSqliteFile, makeTempDir } from './files.js';
 
 let remove: () => Promise<void>;
@@ -136,5 +138,30 @@ describe('SQLite results as Arrow', () => {
     expect(() => arrowOf("SELECT CASE WHEN x = 'eleven' THEN 0.5 ELSE x END AS y FROM later")).toThrow(
       /column 'y' row 12 holds INTEGER 9007199254740993, which its Arrow Float64 column/,
     );
+  });
+
+  it('says when its rows, each value as its own JSON form, are the batch’s JSON text (`natural`)', () => {
+    const natural = (sql: string): boolean => {
+      const { names, declared, rows } = read(sql);
+      const builder = new SqliteBatchBuilder(names, declared, rows);
+      for (const row of rows) builder.append(row);
+      const batchText = batchObjects(builder.flush()).join(',');
+      const rowsText = jsonObjects(names, rows.length, (row, column) =>
+        encodeSqliteValue(rows[row]?.[column] ?? null),
+      );
+      // The flag is what a writer of JSON relies on: where it says so, the texts are the same.
+      if (builder.natural) expect(rowsText, sql).toBe(batchText);
+      return builder.natural;
+    };
+    expect(natural('SELECT i, r, s, b, n, untyped, NULL AS nil FROM fits')).toBe(true);
+    expect(natural("SELECT x FROM later WHERE typeof(x) = 'integer'")).toBe(true);
+    expect(natural('SELECT i FROM fits WHERE i IS NULL')).toBe(true);
+    // A declared type that converts its values (BOOLEAN, DECIMAL, DATE, DATETIME) ...
+    for (const column of ['flag', 'amount', 'd', 'ts'])
+      expect(natural(`SELECT ${column} FROM fits`)).toBe(false);
+    // ... and a column mixing kinds (its numbers as text, or its integers as reals) are not.
+    expect(natural('SELECT x FROM later')).toBe(false);
+    expect(natural('SELECT mixed FROM widened')).toBe(false);
+    expect(natural('SELECT CASE WHEN i = 1 THEN 1 ELSE 0.5 END AS m FROM widened')).toBe(false);
   });
 });

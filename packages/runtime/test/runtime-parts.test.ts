@@ -22,7 +22,7 @@ import { InspectionHub } from '../src/host/inspection-hub.js';
 import { redactingLogger } from '../src/host/redaction.js';
 import { RuntimeMetricsCounter } from '../src/host/runtime-metrics.js';
 import { sdkNoticeOnce } from '../src/host/sdk-notice.js';
-import { InlineResult, SchemaWithFirstBatch } from '../src/query/query-protocol.js';
+import { InlineResult, inlineRows, SchemaWithFirstBatch } from '../src/query/query-protocol.js';
 import { podYaml } from './support.js';
 
 function configs(names: readonly string[]): readonly DatasetConfig[] {
@@ -354,6 +354,52 @@ describe("InlineResult (a small result answered as its rows' JSON text)", () => 
       { id: 3, name: 'c' },
     ]);
     expect(result.answer(done, true)).toMatchObject({ kind: 'inline', shared: true });
+  });
+
+  it("takes the batch as its rows' text when the engine wrote it so (one batch, within its bound)", () => {
+    const json = '{"id":1,"name":"a"}';
+    const result = new InlineResult(1024);
+    result.schema(table.schema, read);
+    result.text(json, 1);
+    expect(result.answer(done)).toEqual({ kind: 'inline', read, json, rows: 1, bytes: json.length });
+    // A second batch, as text or built, and a text past the bound stop the query.
+    expect(() => result.built(built)).toThrow();
+    expect(() => result.text(json, 1)).toThrow();
+    const narrow = new InlineResult(json.length - 1);
+    narrow.schema(table.schema, read);
+    expect(() => narrow.text(json, 1)).toThrow();
+  });
+
+  it("writes DuckDB's rows as their text, in column order by name, or says `larger`", () => {
+    const columns = [
+      { name: '2', type: 'INTEGER' },
+      { name: '1', type: 'VARCHAR' },
+    ];
+    const rows = [
+      { '1': 'a', '2': 1 },
+      { '1': null, '2': 2 },
+    ];
+    const outcome = { kind: 'rows', columns, rows, read } as const;
+    const json = '{"2":1,"1":"a"},{"2":2,"1":null}';
+    expect(inlineRows(outcome, 1024, 0, false)).toEqual({
+      kind: 'inline',
+      read,
+      json,
+      rows: 2,
+      bytes: json.length,
+    });
+    expect(inlineRows({ ...outcome, shared: true }, 1024, 0, false)).toMatchObject({ shared: true });
+    expect(inlineRows(outcome, json.length - 1, 0, false)).toEqual({ kind: 'larger', read });
+    // A byte cap cut to the bound is `larger`; the query's own cap (rows, or bytes within the bound) is its error.
+    const bytes = { kind: 'too-large', limit: 'bytes', read } as const;
+    expect(inlineRows(bytes, 1024, 0, false)).toEqual({ kind: 'larger', read });
+    expect(inlineRows(bytes, 1024, 4096, false)).toEqual({ kind: 'larger', read });
+    expect(inlineRows(bytes, 1024, 512, false)).toEqual(bytes);
+    expect(inlineRows({ ...bytes, limit: 'rows' }, 1024, 0, false)).toEqual({ ...bytes, limit: 'rows' });
+    // No row object holds a column named __proto__: the caller builds the batch instead.
+    expect(
+      inlineRows({ ...outcome, columns: [{ name: '__proto__', type: 'INTEGER' }] }, 1024, 0, false),
+    ).toBe(undefined);
   });
 
   it('answers no row as an empty text', () => {

@@ -128,8 +128,11 @@ describe('one namespace over HTTP', () => {
       `${kinds}, 1 AS "__proto__"`,
       'SELECT * FROM orders ORDER BY id',
       'SELECT id, customer FROM orders WHERE id < 0',
-      // SQLite: its dynamic types, blobs, large integers and names of its own.
+      // SQLite: its dynamic types, blobs, large integers and names of its own (written from its
+      // rows: every value is its column's type itself), and columns mixing kinds, which the batch
+      // types as text or reals (built as a batch first).
       'SELECT *, x\'00ff\' AS b, 4611686018427387904 AS big, 1.0 / 3 AS third, NULL AS nil, 2 AS "1", 1 AS "0" FROM users ORDER BY id',
+      'SELECT id, CASE WHEN id % 2 = 0 THEN name ELSE id END AS mixed, CASE WHEN id % 2 = 0 THEN 1.5 ELSE id END AS num FROM users ORDER BY id',
       'SELECT name FROM users WHERE id = -1',
     ];
     for (const statement of statements) {

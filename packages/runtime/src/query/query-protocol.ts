@@ -15,7 +15,7 @@ import {
   type PinnedGeneration,
   type RowsOutcome,
 } from '@ferry/engines';
-import { batchObjects, batchToIpc } from '@ferry/engines/namespaces';
+import { batchObjects, batchToIpc, jsonObjects } from '@ferry/engines/namespaces';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { LogRecord } from '../common/logging.js';
 
@@ -139,17 +139,17 @@ export interface InlineJson {
   /** Its rows as JSON object texts joined by `,` (`batchObjects`); empty for no row. */
   readonly json: string;
   readonly rows: number;
-  /** The bytes of its Arrow batch's buffers (what a cap on batch bytes counts); for rows written as text ({@link inlineRows}), the text's length. */
+  /** The bytes of its Arrow batch's buffers (what a cap on batch bytes counts), or of its text when it was written from its rows. */
   readonly bytes: number;
 }
 
 /**
  * The inline answer of a DuckDB query read as rows (its `rows` outcome, read with its byte cap cut
- * to `bound`), written as the JSON text `batchObjects` writes for the same result (the values'
- * JSON forms are the engine's one encoding: namespace-http.test.ts checks the two texts byte for
- * byte); `larger` when it passed `bound`. A one-row answer costs ~150 µs less of the worker's CPU
- * this way than built as an Arrow batch first (docs/queries.md, "What it costs"). Undefined when a
- * column is named `__proto__`, which a row object cannot hold: build it as a batch ({@link InlineResult}).
+ * to `bound`), written by `jsonObjects`: the text `batchObjects` writes for the same result (the
+ * values' JSON forms are the engine's one encoding; namespace-http.test.ts checks the two texts
+ * byte for byte); `larger` past `bound`. A one-row answer costs the worker ~150 µs less CPU this
+ * way than built as an Arrow batch first (docs/queries.md). Undefined when a column is named
+ * `__proto__`, which a row object cannot hold: build it as a batch ({@link InlineResult}).
  */
 export function inlineRows(
   outcome: RowsOutcome,
@@ -165,23 +165,15 @@ export function inlineRows(
   }
   const names = outcome.columns.map((column) => column.name);
   if (names.includes('__proto__')) return undefined;
-  const keys = names.map((name) => `${JSON.stringify(name)}:`);
-  let json = '';
-  for (const [row, record] of outcome.rows.entries()) {
-    let text = row === 0 ? '{' : ',{';
-    for (let index = 0; index < names.length; index++) {
-      text += `${index === 0 ? '' : ','}${keys[index]}${JSON.stringify(record[names[index] as string] ?? null)}`;
-    }
-    json += `${text}}`;
-    if (json.length > bound) return { kind: 'larger', read: outcome.read };
-  }
-  const answer = {
-    kind: 'inline',
-    read: outcome.read,
-    json,
-    rows: outcome.rows.length,
-    bytes: json.length,
-  } as const;
+  const { rows } = outcome;
+  const json = jsonObjects(
+    names,
+    rows.length,
+    (row, column) => rows[row]?.[names[column] as string] ?? null,
+    bound,
+  );
+  if (json === undefined) return { kind: 'larger', read: outcome.read };
+  const answer = { kind: 'inline', read: outcome.read, json, rows: rows.length, bytes: json.length } as const;
   return shared || outcome.shared === true ? { ...answer, shared: true } : answer;
 }
 
@@ -192,7 +184,9 @@ class LargerThanInline extends Error {}
  * The sink of a query asked `inline` on a path that answers in one message (a batch of SQLite
  * reads, a DuckDB query in `rows` mode): it keeps the result's one batch, built as a stream's
  * would be, and answers it as its rows' JSON text (`batchObjects`, the code that writes a stream's
- * batches as JSON at the edge: the same text). The batch is not encoded, so the caps count its
+ * batches as JSON at the edge: the same text), or takes that text as the engine wrote it from the
+ * rows when their values are their columns' types themselves (SQLite's `text`, which skips building
+ * the batch). The batch is not encoded, so the caps count its
  * buffers (`BatchSink`); the host asks inline only when no byte cap can be reached within `bound`.
  * A second batch, or one whose buffers or text pass `bound` bytes, stops the query (the sink
  * throws) and the answer is `larger`: the host then streams it. The engine cuts batches at about
@@ -202,6 +196,8 @@ export class InlineResult {
   readonly #bound: number;
   #read: readonly DatasetRead[] = [];
   #batch: RecordBatch | undefined;
+  /** The batch as its rows' JSON text, when the engine wrote it so (SQLite's `text`). */
+  #text: { readonly json: string; readonly rows: number } | undefined;
 
   constructor(bound: number) {
     this.#bound = bound;
@@ -212,8 +208,16 @@ export class InlineResult {
   }
 
   built(batch: RecordBatch): void {
-    if (this.#batch !== undefined || batch.data.byteLength > this.#bound) throw new LargerThanInline();
+    if (this.#batch !== undefined || this.#text !== undefined || batch.data.byteLength > this.#bound)
+      throw new LargerThanInline();
     this.#batch = batch;
+  }
+
+  /** The batch as its rows' JSON text (`SyncBatchSink.text`). */
+  text(json: string, rows: number): void {
+    if (this.#batch !== undefined || this.#text !== undefined || json.length > this.#bound)
+      throw new LargerThanInline();
+    this.#text = { json, rows };
   }
 
   /**
@@ -234,14 +238,15 @@ export class InlineResult {
     }
     if (outcome.kind !== 'done') return outcome;
     const batch = this.#batch;
-    const json = batch === undefined ? '' : batchObjects(batch).join(',');
+    const text = this.#text;
+    const json = text?.json ?? (batch === undefined ? '' : batchObjects(batch).join(','));
     if (json.length > this.#bound) return larger;
     const answer = {
       kind: 'inline',
       read: outcome.read,
       json,
-      rows: batch?.numRows ?? 0,
-      bytes: batch?.data.byteLength ?? 0,
+      rows: text?.rows ?? batch?.numRows ?? 0,
+      bytes: text === undefined ? (batch?.data.byteLength ?? 0) : json.length,
     } as const;
     return shared || outcome.shared === true ? { ...answer, shared: true } : answer;
   }
