@@ -124,6 +124,11 @@ export class DatasetRegistry {
     return entry;
   }
 
+  /** The error a failed dataset answers with (its reason, or its refused configuration). */
+  failure(entry: DatasetEntry): DatasetFailedError {
+    return new DatasetFailedError(entry.name, entry.error ?? 'its configuration was refused');
+  }
+
   info(entry: DatasetEntry): DatasetInfo {
     const status = this.status(entry);
     const staleness =
@@ -187,11 +192,7 @@ export class DatasetRegistry {
       return Promise.reject(error);
     }
     const failed = entries.find((entry) => entry.state === 'failed');
-    if (failed !== undefined) {
-      return Promise.reject(
-        new DatasetFailedError(failed.name, failed.error ?? 'its configuration was refused'),
-      );
-    }
+    if (failed !== undefined) return Promise.reject(this.failure(failed));
     return new Promise<void>((resolve, reject) => {
       const finish = (): void => {
         clearTimeout(timer);

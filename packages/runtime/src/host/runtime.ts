@@ -67,7 +67,7 @@ import {
   SMALL_THREAD_LIMITS,
   SMALL_THREAD_YOUNG_GENERATION_MB,
 } from '../common/thread-limits.js';
-import { DatasetFailedError, DatasetNotReadyError, RuntimeClosedError } from '../errors.js';
+import { DatasetNotReadyError, RuntimeClosedError } from '../errors.js';
 import { QueryCatalog } from '../query/query-catalog.js';
 import { QueryFront } from '../query/query-front.js';
 import { QueryService, type QueryServiceOptions, streamed } from '../query/query-service.js';
@@ -562,9 +562,7 @@ class HostRuntime implements Runtime {
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     const entry = this.#registry.get(name);
-    if (entry.config === undefined) {
-      throw new DatasetFailedError(name, entry.error ?? 'its configuration was refused');
-    }
+    if (entry.config === undefined) throw this.#registry.failure(entry);
     const limit = options.limit;
     if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
       throw new RangeError(`snapshots('${name}'): limit must be a positive integer, got ${limit}.`);

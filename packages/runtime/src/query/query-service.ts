@@ -44,7 +44,6 @@ import type { ThreadYoungGeneration } from '../common/test-hooks.js';
 import { threadFile } from '../common/thread-files.js';
 import {
   CrossDialectError,
-  DatasetFailedError,
   DatasetNotReadyError,
   PinnedSnapshotUnknownError,
   QueryCancelledError,
@@ -240,11 +239,8 @@ export class QueryService {
   ): Promise<void> | undefined {
     const waits: Promise<void>[] = [];
     for (const name of names) {
-      const entry = this.#registry.find(name);
-      if (entry === undefined) throw new UnknownDatasetError(name, this.#registry.names());
-      if (entry.state === 'failed') {
-        throw new DatasetFailedError(name, entry.error ?? 'its configuration was refused');
-      }
+      const entry = this.#registry.get(name);
+      if (entry.state === 'failed') throw this.#registry.failure(entry);
       if (this.#registry.serving(entry)) continue;
       if (options.waitForReady !== true) throw new DatasetNotReadyError(name, asked.get(name) ?? entry.state);
       waits.push(this.#registry.ready(name, options.readyTimeoutMs ?? 30_000));

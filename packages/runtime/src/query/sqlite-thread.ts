@@ -19,8 +19,12 @@ import {
   pinnedCatalog,
   pinsOf,
 } from '@ferry/engines';
-import type { InterruptRegion } from '@ferry/engines/namespaces';
-import { SqliteNamespace, type SyncBatchSink } from '@ferry/engines/namespaces';
+import {
+  type InterruptRegion,
+  pinsKey,
+  SqliteNamespace,
+  type SyncBatchSink,
+} from '@ferry/engines/namespaces';
 import { readCatalogBoard } from './catalog-board.js';
 import { memoryReturn } from './memory-return.js';
 import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
@@ -127,7 +131,7 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
     if (namespace.catalog.version !== current.version) namespace.setCatalog(current);
     return namespace;
   }
-  const key = pins.map((pin) => `${pin.name}@${pin.generation.id}`).join(',');
+  const key = pinsKey(pins);
   let pinned = pinnedSpaces.get(key);
   if (pinned === undefined) {
     pinned = { space: newNamespace(), base: undefined, version: 0 };
