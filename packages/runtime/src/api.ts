@@ -189,21 +189,25 @@ export interface StreamOptions extends QueryOptions {
 
 export interface JsonOptions extends StreamOptions {
   /**
-   * A result that ends within one batch whose JSON text is at most this many bytes is answered as
-   * that text ({@link RuntimeJsonRows}); default 64 KiB; 0: always a stream.
+   * A result whose JSON text is at most this many bytes (and which ends within one batch) is
+   * answered as that text ({@link RuntimeJsonRows}); default 64 KiB; 0: always a stream.
    */
   readonly inlineBytes?: number;
 }
 
 /**
- * A small result as JSON text, made where the query ran (from the same Arrow batch a stream would
- * carry, by the same code, so the text is the one a stream's batches give).
+ * A small result as JSON text, made where the query ran: from its rows, each value in the JSON form
+ * a stream's batch gives it, or (where the batch's types would convert values) from that batch by
+ * the code that writes a stream's batches. Either way the text is the one a stream's batches give.
  */
 export interface RuntimeJsonRows extends QueryProvenance {
   /** Its rows as JSON object texts joined by commas: `[${json}]` is the JSON array of the rows. */
   readonly json: string;
   readonly rows: number;
-  /** The bytes of its Arrow batch's buffers (what a stream's byte caps count). */
+  /**
+   * Its size: its Arrow batch's buffers when it was built as one, else its text's length. A byte cap
+   * that must count Arrow bytes asks `inlineBytes: 0` (a stream's batches are counted as IPC bytes).
+   */
   readonly bytes: number;
 }
 

@@ -124,9 +124,11 @@ export async function answerSql(
     };
   }
   const asked = { ...options, ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }) };
+  // The server's byte cap counts Arrow bytes: with one, the answer is a stream's batches.
+  const inlineBytes = (limits.maxBytes ?? 0) > 0 ? 0 : WHOLE_ANSWER_BYTES;
   const stream =
     type === 'application/json'
-      ? await runtime.queryJson(sql, params, { ...asked, inlineBytes: WHOLE_ANSWER_BYTES })
+      ? await runtime.queryJson(sql, params, { ...asked, inlineBytes })
       : await runtime.queryStream(sql, params, asked);
   if ('json' in stream) {
     // Small: its text came whole from where it ran (the text its batches would have given).

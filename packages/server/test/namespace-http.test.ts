@@ -227,6 +227,23 @@ describe('one namespace over HTTP', () => {
     ]);
   });
 
+  it('the server’s byte cap counts an answer’s Arrow bytes, small JSON answers too', async () => {
+    const capped = await startServer(served.runtime, { port: 0, maxResultBytes: 4_096 });
+    try {
+      // 200 INTEGERs: ~1 KiB as Arrow, ~7 KiB as JSON text. Within the cap.
+      const narrow = await sql(capped.url, 'SELECT 1 AS a_rather_long_column_name_here FROM range(200)');
+      expect([narrow.status, narrow.json<unknown[]>().length]).toEqual([200, 200]);
+      const wide = await sql(capped.url, 'SELECT i FROM range(1000) t(i)');
+      expect(wide.status).toBe(400);
+      expect(wide.json()).toMatchObject({
+        code: 'ERR_RESULT_TOO_LARGE',
+        error: expect.stringContaining('raise the HTTP server’s maxResultBytes'),
+      });
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('the server’s row cap refuses a result over it before any row, and cuts one that passes it later', async () => {
     const capped = await startServer(served.runtime, { port: 0, maxResultRows: 1_000 });
     const later = await startServer(served.runtime, { port: 0, maxResultRows: 100_000 });
