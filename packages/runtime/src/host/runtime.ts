@@ -104,14 +104,15 @@ export async function createRuntime(
     );
   }
   // Before any thread of the runtime starts (they would look like pool threads busy): DuckDB's
-  // statements run on libuv's threadpool, which must yield to the host thread as the query threads do.
+  // statements run on libuv's threadpool, which yields to the host thread as the query threads do
+  // (with a nice value set).
   await lowerThreadpoolPriority(queryThreadNiceness(options));
   return new HostRuntime(pod, safe, options);
 }
 
-/** `queryThreadNiceness`, whole and within 0–19; default 10. */
+/** `queryThreadNiceness`, whole and within 0–19; default 0 (docs/reliability.md says why). */
 function queryThreadNiceness(options: RuntimeOptions): number {
-  return Math.max(0, Math.min(19, Math.floor(options.queryThreadNiceness ?? 10)));
+  return Math.max(0, Math.min(19, Math.floor(options.queryThreadNiceness ?? 0)));
 }
 
 class HostRuntime implements Runtime {
