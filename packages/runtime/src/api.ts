@@ -79,10 +79,10 @@ export interface RuntimeOptions {
    * Nice value the query threads (DuckDB workers and DuckDB's threads, SQLite read threads, and
    * libuv's threadpool, where DuckDB's statements run: shared by the whole process, so its file
    * system calls too) add to their own on Linux, so the host thread — probes, new connections,
-   * refusals, answers — is scheduled first when cores are short. Default 0: the process's priority
-   * (a nice value also yields to every other process on the machine: at 10, B9's cheap load served
-   * 0.82–0.87× a plain server beside its clients, at 0 1.10–1.17×; B15's probes stay within their
-   * goal either way, docs/reliability.md).
+   * refusals, answers — is scheduled first when cores are short. Default 2; 0 keeps the process's
+   * priority. A nice value also yields the engines to every other process on the machine: at 10,
+   * B9's cheap load served 0.82–0.87× a plain server beside its clients, at 2 1.11×; B15's probes
+   * 30 ms and 56–67 ms (docs/reliability.md).
    */
   readonly queryThreadNiceness?: number;
   /** Largest number of rows `query` / `queryArrow` may return; default 100 000; 0 disables it. */

@@ -104,15 +104,14 @@ export async function createRuntime(
     );
   }
   // Before any thread of the runtime starts (they would look like pool threads busy): DuckDB's
-  // statements run on libuv's threadpool, which yields to the host thread as the query threads do
-  // (with a nice value set).
+  // statements run on libuv's threadpool, which must yield to the host thread as the query threads do.
   await lowerThreadpoolPriority(queryThreadNiceness(options));
   return new HostRuntime(pod, safe, options);
 }
 
-/** `queryThreadNiceness`, whole and within 0–19; default 0 (docs/reliability.md says why). */
+/** `queryThreadNiceness`, whole and within 0–19; default 2 (docs/reliability.md says why). */
 function queryThreadNiceness(options: RuntimeOptions): number {
-  return Math.max(0, Math.min(19, Math.floor(options.queryThreadNiceness ?? 0)));
+  return Math.max(0, Math.min(19, Math.floor(options.queryThreadNiceness ?? 2)));
 }
 
 class HostRuntime implements Runtime {

@@ -6,11 +6,10 @@
  * equal share left the host thread one runnable thread among many, and a probe waited seconds
  * (B15). On Linux, where a thread's nice value is its own and inherited by the threads it starts,
  * each query thread raises its own nice value by `queryThreadNiceness` when it starts; elsewhere
- * threads keep the process's priority. It is 0 by default (nothing lowered): since admission bounds
- * the queries running at once, B15's probes stay within their goal at 0 (72–161 ms against 30 at
- * 10), while a nice value also yields the engines to every other process on the machine (B9's
- * cheap load beside its clients: 0.82–0.87× a plain server at 10, 1.10–1.17× at 0;
- * docs/reliability.md).
+ * threads keep the process's priority. It is 2 by default: a nice value also yields the engines to
+ * every other process on the machine, and at 10 (the default before) B9's cheap load beside its
+ * clients served 0.82–0.87× a plain server, at 2 1.11×, while B15's probes took 56–67 ms at 2
+ * against 30 at 10 (goal 500; docs/reliability.md).
  *
  * DuckDB's statements do not run on its worker threads, though: @duckdb/node-api runs them as
  * Node-API async work, on libuv's threadpool, which the whole process shares (its threads start
