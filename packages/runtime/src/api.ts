@@ -81,7 +81,7 @@ export interface RuntimeOptions {
    * system calls too) add to their own on Linux, so the host thread — probes, new connections,
    * refusals, answers — is scheduled first when cores are short. Default 2; 0 keeps the process's
    * priority. A nice value also yields the engines to every other process on the machine: at 10,
-   * B9's cheap load served 0.82–0.87× a plain server beside its clients, at 2 1.11×; B15's probes
+   * B9's cheap load served 0.82–0.87× a plain server beside its clients, at 2 1.07–1.11×; B15's probes
    * 30 ms and 56–67 ms (docs/reliability.md).
    */
   readonly queryThreadNiceness?: number;

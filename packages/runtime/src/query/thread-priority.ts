@@ -8,7 +8,7 @@
  * each query thread raises its own nice value by `queryThreadNiceness` when it starts; elsewhere
  * threads keep the process's priority. It is 2 by default: a nice value also yields the engines to
  * every other process on the machine, and at 10 (the default before) B9's cheap load beside its
- * clients served 0.82–0.87× a plain server, at 2 1.11×, while B15's probes took 56–67 ms at 2
+ * clients served 0.82–0.87× a plain server, at 2 1.07–1.11×, while B15's probes took 56–67 ms at 2
  * against 30 at 10 (goal 500; docs/reliability.md).
  *
  * DuckDB's statements do not run on its worker threads, though: @duckdb/node-api runs them as
