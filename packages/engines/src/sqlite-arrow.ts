@@ -187,12 +187,6 @@ export class SqliteBatchBuilder {
   readonly #builder: RecordBatchBuilder;
   /** Rows appended so far, over every batch (the row number errors name). */
   #row = 0;
-  /**
-   * Whether every value of `sample` is of its column's type itself (no declared type converts it,
-   * no column mixes kinds): the sample's rows, each value as its own JSON form
-   * (`encodeSqliteValue`), are then the JSON text of their batch.
-   */
-  readonly natural: boolean;
 
   constructor(
     names: readonly string[],
@@ -209,8 +203,16 @@ export class SqliteBatchBuilder {
       })),
     );
     this.#builder = new RecordBatchBuilder(this.schema);
-    this.natural = this.#plans.every((plan, index) =>
-      sample.every((row) => {
+  }
+
+  /**
+   * Whether every value of `rows` is of its column's type itself (no declared type converts it, no
+   * column mixes kinds): those rows, each value as its own JSON form (`encodeSqliteValue`), are then
+   * the JSON text of their batch. Asked only by a sink that takes text, so a stream pays nothing.
+   */
+  natural(rows: readonly SqliteValue[][]): boolean {
+    return this.#plans.every((plan, index) =>
+      rows.every((row) => {
         const value = row[index] ?? null;
         return value === null || ownType(value) === plan.type;
       }),

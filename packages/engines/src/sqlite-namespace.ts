@@ -496,7 +496,13 @@ export class SqliteNamespace {
         const send = (): 'rows' | 'bytes' | undefined => {
           const first = builder === undefined;
           builder ??= start();
-          if (first && builder.natural && 'text' in sink && sink.text !== undefined && pending.length > 0) {
+          if (
+            first &&
+            'text' in sink &&
+            sink.text !== undefined &&
+            pending.length > 0 &&
+            builder.natural(pending)
+          ) {
             const taken = pending;
             const { names } = this.#described(sql, prepared);
             const json = jsonObjects(names, taken.length, (row, column) =>
