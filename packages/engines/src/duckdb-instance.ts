@@ -68,8 +68,18 @@ interface CachedStatement {
 
 export interface PooledConnection {
   readonly connection: DuckDBConnection;
-  /** Prepared statements by text, bounded by entries and bytes; a statement leaving is destroyed. */
+  /** Prepared statements by text, bounded by entries and bytes; a statement leaving is retired. */
   readonly statements: BoundedCache<string, CachedStatement>;
+  /**
+   * Statements that left `statements`, destroyed once the connection is released (a statement
+   * may leave while its own query runs), and then after the answer when no query waits.
+   */
+  readonly retired: DuckDBPreparedStatement[];
+}
+
+/** Destroys the statements `pooled` retired. */
+function destroyRetired(pooled: PooledConnection): void {
+  for (const statement of pooled.retired.splice(0)) statement.destroySync();
 }
 
 interface InstanceOptions {
@@ -332,14 +342,16 @@ export class DuckDbClassInstance {
         const connection = await this.#instance.connect();
         // Unqualified names resolve in spice.public, as in Spice.
         await connection.run(USE_SPICE);
+        const retired: DuckDBPreparedStatement[] = [];
         pooled = {
           connection,
           statements: new BoundedCache<string, CachedStatement>({
             // Prepared statements kept per connection.
             entries: 64,
             bytes: 16 * 1024 * 1024,
-            dispose: (cached) => cached.statement.destroySync(),
+            dispose: (cached) => retired.push(cached.statement),
           }),
+          retired,
         };
       } catch (error) {
         this.#opened--;
@@ -371,8 +383,17 @@ export class DuckDbClassInstance {
     this.#inFlight--;
     this.#finishedCount++;
     const waiter = this.#waiters.shift();
-    if (waiter === undefined) this.#idle.push(pooled);
-    else {
+    if (waiter === undefined) {
+      this.#idle.push(pooled);
+      // Off the answer's path (a destroy costs ~100 µs); a connection taken meanwhile destroys
+      // them at its own release.
+      if (pooled.retired.length > 0) {
+        setImmediate(() => {
+          if (!this.#busy.has(pooled)) destroyRetired(pooled);
+        });
+      }
+    } else {
+      destroyRetired(pooled);
       this.#busy.add(pooled);
       this.#inFlight++;
       waiter(pooled);
@@ -391,6 +412,7 @@ export class DuckDbClassInstance {
   close(): void {
     for (const pooled of this.#idle.splice(0)) {
       pooled.statements.clear();
+      destroyRetired(pooled);
       pooled.connection.closeSync();
     }
     this.#admin.closeSync();

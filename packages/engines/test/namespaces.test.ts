@@ -318,6 +318,17 @@ describe('DuckDbNamespace', () => {
     });
   });
 
+  it('runs a text too large to keep prepared, and runs it again', async () => {
+    // Over the prepared statements' per-entry bound (1 MiB charged as two bytes a character):
+    // such a statement is not kept, and it must not be destroyed before its own query has run.
+    const ids = Array.from({ length: 100_000 }, (_, index) => index).join(',');
+    const sql = `SELECT count(*) AS n FROM orders WHERE id IN (${ids})`;
+    expect(sql.length).toBeGreaterThan(512 * 1024);
+    const all = await rows('SELECT count(*) AS n FROM orders');
+    expect(all).toMatchObject({ kind: 'rows' });
+    for (let run = 0; run < 2; run++) expect(await rows(sql)).toMatchObject({ kind: 'rows', rows: all.kind === 'rows' ? all.rows : [] });
+  });
+
   it('keeps local paths out of engine messages', async () => {
     // DuckDB repeats a column it cannot bind, here one spelled as a path under the data directory.
     const sql = `SELECT "${generations}/nothing-here" FROM orders`;
