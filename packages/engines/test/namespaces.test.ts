@@ -326,7 +326,8 @@ describe('DuckDbNamespace', () => {
     expect(sql.length).toBeGreaterThan(512 * 1024);
     const all = await rows('SELECT count(*) AS n FROM orders');
     expect(all).toMatchObject({ kind: 'rows' });
-    for (let run = 0; run < 2; run++) expect(await rows(sql)).toMatchObject({ kind: 'rows', rows: all.kind === 'rows' ? all.rows : [] });
+    for (let run = 0; run < 2; run++)
+      expect(await rows(sql)).toMatchObject({ kind: 'rows', rows: all.kind === 'rows' ? all.rows : [] });
   });
 
   it('keeps local paths out of engine messages', async () => {
