@@ -3,8 +3,8 @@
  * walked on the sources as TypeScript emits them (`import type` is erased; with
  * `verbatimModuleSyntax`, every other import stays, `import { type X }` included), must not reach
  * the S3 SDK, an engine, the YAML parser or Arrow. One thread per dataset: each module it loads costs
- * memory in every one of them (docs/threads.md). Packages outside the repository are followed
- * through their declared dependencies.
+ * memory in every one of them (docs/threads.md). Nor may a query thread's (one per core) reach the
+ * AWS SDK. Packages outside the repository are followed through their declared dependencies.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -143,6 +143,19 @@ describe('a dataset thread loads only its actor', () => {
     // What it does load: the machine's library (and comlink for the control plane, if used).
     expect([...packages.keys()]).toContain('xstate');
   });
+
+  it.each(['query/sqlite-thread.ts', 'query/duckdb-thread.ts'])(
+    "the query thread %s reaches no AWS SDK (the store is the dataset side's)",
+    (entry) => {
+      const packages = externalPackages(join(ROOT, 'packages/runtime/src', entry));
+      const sdk = [...packages].filter(([name]) => /^@aws-sdk\/|^@smithy\//.test(name));
+      expect(
+        sdk.map(([, chain]) => chain.join(' → ')),
+        'a module a query thread loads imports the AWS SDK (~100 ms and ~8 MB of heap per thread)',
+      ).toEqual([]);
+      expect([...packages.keys()]).toContain('better-sqlite3');
+    },
+  );
 
   it('the check can fail: the snapshot pool worker reaches the SDK and the engines', () => {
     const packages = externalPackages(join(ROOT, 'packages/runtime/src/snapshot-pool/thread.ts'));

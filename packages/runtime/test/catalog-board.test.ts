@@ -6,8 +6,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { CatalogBoard, readCatalogBoard } from '../src/query/catalog-board.js';
-import { shareCatalog } from '../src/query/query-catalog.js';
+import { CatalogBoard, readCatalogBoard, shareCatalog } from '../src/query/catalog-board.js';
 
 const catalog = (version: number) => ({
   version,

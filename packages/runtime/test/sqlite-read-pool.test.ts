@@ -10,9 +10,9 @@ import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { threadFile } from '../src/common/thread-files.js';
+import { shareCatalog } from '../src/query/catalog-board.js';
 import type { PoolQuery } from '../src/query/duckdb-query-pool.js';
 import { LARGE_ANSWER_BYTES } from '../src/query/memory-return.js';
-import { shareCatalog } from '../src/query/query-catalog.js';
 import type { QueryAnswer, QueryRequest } from '../src/query/query-protocol.js';
 import { SqliteReadPool } from '../src/query/sqlite-read-pool.js';
 

@@ -1,6 +1,9 @@
 /**
+ * A catalog version as SQLite workers read it (UTF-8 JSON in shared memory: {@link shareCatalog}),
+ * here and not beside the host's catalog, whose imports a worker need not load.
+ *
  * The catalog board of the SQLite read pool: one SharedArrayBuffer, given to every worker when it
- * starts, on which the host writes each catalog version (the UTF-8 JSON `shareCatalog` made) before
+ * starts, on which the host writes each catalog version (the JSON {@link shareCatalog} makes) before
  * it sends a batch that needs it. A batch then carries no catalog at all: posting a message with a
  * SharedArrayBuffer in it costs the host about as much as the rest of the message (measured), and
  * every batch carried one. A catalog too large for the board travels with each task as before.
@@ -12,7 +15,6 @@
  * than the batch it runs was sent with (the host writes before it sends).
  */
 import type { NamespaceCatalog } from '@ferry/engines';
-import type { SharedCatalog } from './query-catalog.js';
 
 const SEQ = 0;
 const VERSION = 1;
@@ -22,7 +24,29 @@ const HEADER_BYTES = 16;
 /** Bytes the board holds; larger catalogs go with each task. */
 export const BOARD_BYTES = 8 * 1024 * 1024;
 
+const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** A catalog version as SQLite tasks carry it. */
+export interface SharedCatalog {
+  readonly version: number;
+  /** UTF-8 JSON of the {@link NamespaceCatalog}; never written after it is made. */
+  readonly buffer: SharedArrayBuffer;
+}
+
+/** Encodes a catalog for SQLite tasks. */
+export function shareCatalog(catalog: NamespaceCatalog): SharedCatalog {
+  const bytes = encoder.encode(JSON.stringify(catalog));
+  const buffer = new SharedArrayBuffer(bytes.byteLength);
+  new Uint8Array(buffer).set(bytes);
+  return { version: catalog.version, buffer };
+}
+
+/** Decodes what {@link shareCatalog} encoded. */
+export function readSharedCatalog(shared: SharedCatalog): NamespaceCatalog {
+  // TextDecoder does not read shared memory: copy it out first.
+  return JSON.parse(decoder.decode(new Uint8Array(shared.buffer).slice())) as NamespaceCatalog;
+}
 
 export class CatalogBoard {
   readonly buffer: SharedArrayBuffer;

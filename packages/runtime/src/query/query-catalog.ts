@@ -16,30 +16,7 @@ import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, Namespace
 import { type GenerationFile, generationFile, heldGenerations } from '@ferry/snapshots';
 import type { AnnouncedGeneration } from '../common/protocol.js';
 import type { DatasetEntry, DatasetRegistry } from '../host/dataset-registry.js';
-
-/** A catalog version as SQLite tasks carry it. */
-export interface SharedCatalog {
-  readonly version: number;
-  /** UTF-8 JSON of the {@link NamespaceCatalog}; never written after it is made. */
-  readonly buffer: SharedArrayBuffer;
-}
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-/** Encodes a catalog for SQLite tasks. */
-export function shareCatalog(catalog: NamespaceCatalog): SharedCatalog {
-  const bytes = encoder.encode(JSON.stringify(catalog));
-  const buffer = new SharedArrayBuffer(bytes.byteLength);
-  new Uint8Array(buffer).set(bytes);
-  return { version: catalog.version, buffer };
-}
-
-/** Decodes what {@link shareCatalog} encoded. */
-export function readSharedCatalog(shared: SharedCatalog): NamespaceCatalog {
-  // TextDecoder does not read shared memory: copy it out first.
-  return JSON.parse(decoder.decode(new Uint8Array(shared.buffer).slice())) as NamespaceCatalog;
-}
+import { type SharedCatalog, shareCatalog } from './catalog-board.js';
 
 /** Generations remembered per dataset (current included), newest first: as many as may be held. */
 const REMEMBERED = MAX_RETAIN_SNAPSHOTS;

@@ -25,9 +25,8 @@ import {
   SqliteNamespace,
   type SyncBatchSink,
 } from '@ferry/engines/namespaces';
-import { readCatalogBoard } from './catalog-board.js';
+import { readCatalogBoard, readSharedCatalog, type SharedCatalog } from './catalog-board.js';
 import { memoryReturn } from './memory-return.js';
-import { readSharedCatalog, type SharedCatalog } from './query-catalog.js';
 import {
   answerOf,
   InlineResult,
