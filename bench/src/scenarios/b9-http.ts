@@ -65,7 +65,7 @@ const randomId = (rows: number) => Math.floor(Math.random() * rows);
 const CHEAP: readonly Kind[] = [
   {
     label: 'DuckDB single-table aggregate',
-    sql: (_n, rows) =>
+    sql: () =>
       `SELECT count(*) AS n, sum(amount) AS s FROM ${DUCK} WHERE amount > ${(Math.random() * 1000).toFixed(6)}`,
   },
   {
