@@ -122,6 +122,35 @@ describe('ResultsCache', () => {
     );
   });
 
+  it('lets an identical request wait for a run in flight, and counts what it got', async () => {
+    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
+    const sql = 'SELECT count(*) AS n FROM orders WHERE id > ?';
+    const first = cache.find<string>('rows', lookup(sql, ['orders'], [1]));
+    expect(first).toEqual({ key: expect.any(String) });
+    let answer: (value: string) => void = () => undefined;
+    cache.share(first?.key as string, new Promise<string>((resolve) => (answer = resolve)));
+    const waiting = cache.find<string>('rows', lookup(sql, ['orders'], [1]));
+    expect(waiting?.key).toBe(first?.key);
+    // Another kind, other parameters, another snapshot: each runs on its own.
+    expect(cache.find('table', lookup(sql, ['orders'], [1]))?.running).toBeUndefined();
+    expect(cache.find('rows', lookup(sql, ['orders'], [2]))?.running).toBeUndefined();
+    serving.set('orders', 2);
+    expect(cache.find('rows', lookup(sql, ['orders'], [1]))?.running).toBeUndefined();
+    serving.set('orders', 1);
+    answer('shared');
+    await expect(waiting?.running).resolves.toBe('shared');
+    cache.countJoined(true);
+    // Settled: the next one is a miss of its own (its answer is offered to the cache by then).
+    expect(cache.find('rows', lookup(sql, ['orders'], [1]))).toEqual({ key: first?.key });
+
+    // A run that fails, or has nothing to share, sends its waiters to run their own.
+    const failed = cache.find<string>('rows', lookup(sql, ['orders'], [3]));
+    cache.share(failed?.key as string, Promise.reject(new Error('interrupted')));
+    await expect(cache.find('rows', lookup(sql, ['orders'], [3]))?.running).resolves.toBeUndefined();
+    cache.countJoined(false);
+    expect(cache.counters()).toMatchObject({ hits: 1, misses: 7 });
+  });
+
   it('holds nothing when disabled', () => {
     const cache = new ResultsCache({ enabled: false, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
     expect(
@@ -224,6 +253,38 @@ runtime:
     expect(table.table.numRows).toBe(3);
   });
 
+  it('runs identical requests arriving together once, each waiter free to give up', async () => {
+    const sql = 'SELECT max(version) AS v, count(*) AS n, sum(id) AS s FROM orders WHERE id >= ?';
+    // The statement's shape has run: its datasets are known, so the requests below can be keyed.
+    expect((await runtime.query(sql, [0])).cache).toBe('miss');
+    const before = runtime.metrics().resultsCache;
+    const gaveUp = new AbortController();
+    const answers = Array.from({ length: 12 }, (_, n) =>
+      runtime.query(sql, [2], n === 5 ? { signal: gaveUp.signal } : {}),
+    );
+    const bypass = runtime.query(sql, [2], { noCache: true });
+    gaveUp.abort(new Error('the client left'));
+    const settled = await Promise.allSettled(answers);
+    expect(settled[5]).toMatchObject({ status: 'rejected', reason: { code: 'ERR_QUERY_CANCELLED' } });
+    const rows = settled.filter((each) => each.status === 'fulfilled').map((each) => each.value);
+    expect(rows).toHaveLength(11);
+    expect(rows.map((each) => each.cache)).toEqual(['miss', ...Array(10).fill('hit')]);
+    const ran = await bypass;
+    expect(ran.cache).toBe('bypass');
+    expect(ran.rows).toHaveLength(1);
+    for (const each of rows) expect(each.rows).toEqual(ran.rows);
+    const after = runtime.metrics().resultsCache;
+    expect(after.hits - before.hits).toBe(10);
+    expect(after.misses - before.misses).toBe(1);
+    // Arrow tables and JSON answers share their runs the same way; a stream is its caller's.
+    const tables = await Promise.all([0, 1, 2].map(() => runtime.queryArrow(sql, [3])));
+    expect(tables.map((each) => each.cache)).toEqual(['miss', 'hit', 'hit']);
+    expect(tables.map((each) => each.table.numRows)).toEqual([1, 1, 1]);
+    const json = await Promise.all([0, 1, 2].map(() => runtime.queryJson(sql, [4])));
+    expect(json.map((each) => each.cache)).toEqual(['miss', 'hit', 'hit']);
+    expect(new Set(json.map((each) => ('json' in each ? each.json : undefined))).size).toBe(1);
+  });
+
   it('does not cache a clock or a statement that reads no dataset', async () => {
     expect((await runtime.query('SELECT now() AS t, count(*) AS n FROM orders')).cache).toBeUndefined();
     expect(
@@ -240,7 +301,7 @@ runtime:
     const counters = runtime.metrics().resultsCache;
     expect(counters.hits).toBeGreaterThanOrEqual(4);
     expect(counters.misses).toBeGreaterThanOrEqual(5);
-    expect(counters.bypasses).toBe(1);
+    expect(counters.bypasses).toBe(2);
     expect(counters.entries).toBeGreaterThan(0);
     expect(counters.bytes).toBeGreaterThan(0);
     expect(counters.maxBytes).toBe(128 * 2 ** 20);

@@ -19,6 +19,7 @@ import type {
   RuntimeQueryStream,
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
+import { QueryCancelledError } from '../errors.js';
 import { type MemoryReturn, memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryService } from './query-service.js';
@@ -190,14 +191,39 @@ export class QueryFront {
     return options.noCache === true ? 'bypass' : 'miss';
   }
 
-  /** A cached answer, unless the caller bypasses the cache (counted). */
-  #cached<V>(kind: string, sql: string, params: readonly JsonValue[], options: QueryOptions): V | undefined {
-    if (!this.#cache.enabled) return undefined;
+  /**
+   * A request's answer when the cache may give one: a cached answer (a hit); else the answer of an
+   * identical request running now, waited for (a hit too; the requests a dashboard's clients send
+   * at once run once); else `run()`'s, which identical requests arriving while it runs share
+   * (`shared`: what of it they get; undefined, or a failure, and they run their own). A caller that
+   * bypasses the cache (counted) neither waits nor is waited for.
+   */
+  async #cachedOr<A, V>(
+    kind: string,
+    sql: string,
+    params: readonly JsonValue[],
+    options: QueryOptions,
+    run: () => Promise<A>,
+    shared: (answer: A) => V | undefined,
+  ): Promise<{ readonly hit: V } | { readonly ran: A }> {
+    if (!this.#cache.enabled) return { ran: await run() };
     if (options.noCache === true) {
       if (this.#cache.cacheable(sql)) this.#cache.countBypass();
-      return undefined;
+      return { ran: await run() };
     }
-    return this.#cache.get<V>(kind, this.#lookup(sql, params, options));
+    const found = this.#cache.find<V>(kind, this.#lookup(sql, params, options));
+    if (found?.value !== undefined) {
+      await turn();
+      return { hit: found.value };
+    }
+    if (found?.running !== undefined) {
+      const answer = await untilAborted(found.running, options.signal);
+      this.#cache.countJoined(answer !== undefined);
+      if (answer !== undefined) return { hit: answer };
+    }
+    const ran = run();
+    if (found?.key !== undefined) this.#cache.share(found.key, ran.then(shared));
+    return { ran: await ran };
   }
 
   /** Offers a result to the cache after the current turn: never on the answer's path. */
@@ -316,12 +342,16 @@ export class QueryFront {
     params: readonly JsonValue[],
     options: QueryOptions,
   ): Promise<RuntimeQueryResult> {
-    const hit = this.#cached<RuntimeQueryResult>('rows', sql, params, options);
-    if (hit !== undefined) {
-      await turn();
-      return { ...hit, cache: 'hit' };
-    }
-    const result = await this.#queries.query(sql, params, options);
+    const found = await this.#cachedOr(
+      'rows',
+      sql,
+      params,
+      options,
+      () => this.#queries.query(sql, params, options),
+      (result) => result,
+    );
+    if ('hit' in found) return { ...found.hit, cache: 'hit' };
+    const result = found.ran;
     const status = this.#ran(sql, options, result.datasets);
     if (status === undefined) return result;
     // The service made this object for this call: it is the answer, and the entry (a hit is a copy).
@@ -335,19 +365,23 @@ export class QueryFront {
     params: readonly JsonValue[],
     options: QueryOptions,
   ): Promise<RuntimeArrowResult> {
-    const hit = this.#cached<CachedArrow>('table', sql, params, options);
-    if (hit !== undefined) {
-      await turn();
-      const { schema, batches, ...provenance } = hit;
+    const found = await this.#cachedOr(
+      'table',
+      sql,
+      params,
+      options,
+      () => this.#queries.queryArrow(sql, params, options),
+      cachedArrow,
+    );
+    if ('hit' in found) {
+      const { schema, batches, ...provenance } = found.hit;
       return { ...provenance, table: new Table(schema, [...batches]), cache: 'hit' };
     }
-    const result = await this.#queries.queryArrow(sql, params, options);
+    const result = found.ran;
     const status = this.#ran(sql, options, result.datasets);
     if (status === undefined) return result;
-    const { table, ...provenance } = result;
-    const batches = table.batches;
-    const cached = { ...provenance, schema: table.schema, batches };
-    this.#offer('table', sql, params, result, cached, () => retainedBytes(batches));
+    const cached = cachedArrow(result);
+    this.#offer('table', sql, params, result, cached, () => retainedBytes(cached.batches));
     return Object.assign(result, { cache: status });
   }
 
@@ -360,12 +394,17 @@ export class QueryFront {
     // One entry per statement and stream shape: the rows' text, or the batches of a larger result
     // (`queryStream` asks with no inline answer: its entries are batches only).
     const kind = `json/${inline}/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
-    const hit = this.#cached<RuntimeJsonRows | CachedArrow>(kind, sql, params, options);
-    if (hit !== undefined) {
-      await turn();
-      return 'json' in hit ? { ...hit, cache: 'hit' } : cachedStream(hit);
-    }
-    const answer = await this.#queries.queryJson(sql, params, options, inline);
+    const found = await this.#cachedOr<RuntimeJsonRows | FrontStream, RuntimeJsonRows | CachedArrow>(
+      kind,
+      sql,
+      params,
+      options,
+      () => this.#queries.queryJson(sql, params, options, inline),
+      // A stream is read once, by its caller: only an answer in one piece is shared.
+      (answer) => ('json' in answer ? answer : undefined),
+    );
+    if ('hit' in found) return 'json' in found.hit ? { ...found.hit, cache: 'hit' } : cachedStream(found.hit);
+    const answer = found.ran;
     if (!('json' in answer)) return this.#kept(kind, sql, params, options, answer);
     const status = this.#ran(sql, options, answer.datasets);
     if (status === undefined) return answer;
@@ -392,6 +431,28 @@ export class QueryFront {
       );
     return { ...provenance, schema, cancel, stopped, cache: status, batches, keep: { limit, offer } };
   }
+}
+
+/** What the cache keeps of a table answer: its schema and batches, and where they were read. */
+function cachedArrow(result: RuntimeArrowResult): CachedArrow {
+  const { table, cache: _cache, ...provenance } = result;
+  return { ...provenance, schema: table.schema, batches: table.batches };
+}
+
+/**
+ * `answer`, or a rejection with `ERR_QUERY_CANCELLED` once `signal` aborts first (a request waiting
+ * for another's run stops waiting; the run goes on for the others).
+ */
+function untilAborted<T>(answer: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return answer;
+  if (signal.aborted) return Promise.reject(new QueryCancelledError(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new QueryCancelledError(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    const settled = (): void => signal.removeEventListener('abort', onAbort);
+    answer.then(settled, settled);
+    answer.then(resolve, reject);
+  });
 }
 
 /** A cached stream's answer, read again. */

@@ -10,7 +10,8 @@
  * memory its value keeps: the Arrow IPC buffers of its batches, or the size of its rows) and by
  * `item_ttl`. Only statements that read at least one dataset and have no clock, random source or
  * listing in them are cached (`isCacheableStatement`). The same key, hashed (64 bits), is the
- * result's `version`: the `/v1/sql` ETag.
+ * result's `version`: the `/v1/sql` ETag. Identical requests arriving while one runs wait for its
+ * answer (`find` → `running`, `share`): a stampede on one statement runs it once.
  */
 import type { JsonValue, ResultsCacheConfig } from '@ferry/core';
 import { isCacheableStatement } from '@ferry/engines';
@@ -133,6 +134,8 @@ export class ResultsCache {
   /** Each dataset's entries (by key), to retire them when it swaps. */
   readonly #byDataset = new Map<string, Set<string>>();
   readonly #cacheable = new LRUCache<string, boolean>({ max: CLASSIFIED });
+  /** Runs whose answers identical requests wait for, by key ({@link share}). */
+  readonly #running = new Map<string, Promise<unknown>>();
   #hits = 0;
   #misses = 0;
   #bypasses = 0;
@@ -200,15 +203,60 @@ export class ResultsCache {
 
   /** The cached answer, or undefined (a miss, counted, when the statement could have been answered). */
   get<V>(kind: CachedKind, lookup: CacheLookup): V | undefined {
+    return this.find<V>(kind, lookup)?.value;
+  }
+
+  /**
+   * What the cache has for a request: its answer (`value`, a hit); else the run of an identical
+   * request still in flight (`running`: resolves with the answer it shares, undefined when it has
+   * none to share), not counted until {@link countJoined}; else a miss, counted. `key` is what a run
+   * of this request shares its answer under ({@link share}); undefined when the statement's
+   * datasets or their snapshots are not known, or it is not cacheable.
+   */
+  find<V>(
+    kind: CachedKind,
+    lookup: CacheLookup,
+  ): { readonly value?: V; readonly running?: Promise<V | undefined>; readonly key?: string } | undefined {
     const entries = this.#entries;
     if (entries === undefined || !this.cacheable(lookup.sql) || lookup.datasets?.length === 0)
       return undefined;
     const snapshots = this.#snapshots(lookup);
-    const entry =
-      snapshots === undefined ? undefined : entries.get(keyOf(kind, lookup.sql, lookup.params, snapshots));
-    if (entry !== undefined) this.#hits++;
+    if (snapshots === undefined) {
+      this.#misses++;
+      return {};
+    }
+    const key = keyOf(kind, lookup.sql, lookup.params, snapshots);
+    const entry = entries.get(key);
+    if (entry !== undefined) {
+      this.#hits++;
+      return { value: entry.value as V, key };
+    }
+    const running = this.#running.get(key) as Promise<V | undefined> | undefined;
+    if (running !== undefined) return { running, key };
+    this.#misses++;
+    return { key };
+  }
+
+  /**
+   * Identical requests that come while `answer` runs wait for it instead of running too (64
+   * clients asking a dashboard's statement at once run it once); `answer` resolves with what they
+   * get, or undefined (or rejects) when they must run their own. Under the key {@link find} gave.
+   */
+  share(key: string, answer: Promise<unknown>): void {
+    const shared = answer.then(
+      (value) => value,
+      () => undefined,
+    );
+    this.#running.set(key, shared);
+    void shared.then(() => {
+      if (this.#running.get(key) === shared) this.#running.delete(key);
+    });
+  }
+
+  /** A request that waited for an identical one's run: a hit when it got its answer, else a miss. */
+  countJoined(answered: boolean): void {
+    if (answered) this.#hits++;
     else this.#misses++;
-    return entry?.value as V | undefined;
   }
 
   /** A request that asked not to be answered from the cache (`Cache-Control: no-cache`). */
