@@ -128,7 +128,8 @@ describe('ResultsCache', () => {
     const first = cache.find<string>('rows', lookup(sql, ['orders'], [1]));
     expect(first).toEqual({ key: expect.any(String) });
     let answer: (value: string) => void = () => undefined;
-    cache.share(first?.key as string, new Promise<string>((resolve) => (answer = resolve)));
+    const running = new Promise<string>((resolve) => (answer = resolve));
+    const landed = cache.share(first?.key as string, running, (value) => `${value}, shared`);
     const waiting = cache.find<string>('rows', lookup(sql, ['orders'], [1]));
     expect(waiting?.key).toBe(first?.key);
     // Another kind, other parameters, another snapshot: each runs on its own.
@@ -137,18 +138,22 @@ describe('ResultsCache', () => {
     serving.set('orders', 2);
     expect(cache.find('rows', lookup(sql, ['orders'], [1]))?.running).toBeUndefined();
     serving.set('orders', 1);
-    answer('shared');
-    await expect(waiting?.running).resolves.toBe('shared');
+    answer('the answer');
+    await expect(waiting?.running).resolves.toBe('the answer, shared');
     cache.countJoined(true);
+    landed();
     // Settled: the next one is a miss of its own (its answer is offered to the cache by then).
     expect(cache.find('rows', lookup(sql, ['orders'], [1]))).toEqual({ key: first?.key });
 
     // A run that fails, or has nothing to share, sends its waiters to run their own.
     const failed = cache.find<string>('rows', lookup(sql, ['orders'], [3]));
-    cache.share(failed?.key as string, Promise.reject(new Error('interrupted')));
+    cache.share(failed?.key as string, Promise.reject(new Error('interrupted')), (value) => value);
     await expect(cache.find('rows', lookup(sql, ['orders'], [3]))?.running).resolves.toBeUndefined();
+    const streamed = cache.find<string>('rows', lookup(sql, ['orders'], [4]));
+    cache.share(streamed?.key as string, Promise.resolve('a stream'), () => undefined);
+    await expect(cache.find('rows', lookup(sql, ['orders'], [4]))?.running).resolves.toBeUndefined();
     cache.countJoined(false);
-    expect(cache.counters()).toMatchObject({ hits: 1, misses: 7 });
+    expect(cache.counters()).toMatchObject({ hits: 1, misses: 8 });
   });
 
   it('holds nothing when disabled', () => {

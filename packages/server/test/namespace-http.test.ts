@@ -181,6 +181,37 @@ describe('one namespace over HTTP', () => {
     expect(hit.json<unknown[]>().length).toBe(3);
   });
 
+  it('identical requests arriving together run once: one MISS, the others HIT with its bytes', async () => {
+    const shape = (id: number) => `SELECT id, name FROM users WHERE id BETWEEN 1 AND ${id} ORDER BY id`;
+    // The shape ran: the datasets its texts read are known before they run.
+    expect((await sql(base, shape(2))).status).toBe(200);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => sql(base, shape(4))));
+    expect(answers.map((answer) => answer.headers.get('results-cache-status')).sort()).toEqual([
+      ...Array(7).fill('HIT'),
+      'MISS',
+    ]);
+    expect(new Set(answers.map((answer) => answer.text)).size).toBe(1);
+    const ran = await sql(base, shape(4), { 'cache-control': 'no-cache' });
+    expect([ran.headers.get('results-cache-status'), answers[0]?.text]).toEqual(['BYPASS', ran.text]);
+    expect(ran.json<unknown[]>().length).toBeGreaterThan(1);
+    // An answer streamed (past one batch) is its request's own: each runs.
+    const large = (n: number) =>
+      `SELECT t.i, o.n FROM range(${n}) t(i), (SELECT count(*) AS n FROM orders) o`;
+    expect((await sql(base, large(30_000))).status).toBe(200);
+    const streams = await Promise.all([0, 1, 2].map(() => sql(base, large(20_000))));
+    expect(streams.map((answer) => answer.headers.get('results-cache-status'))).toEqual([
+      'MISS',
+      'MISS',
+      'MISS',
+    ]);
+    expect(streams.map((answer) => answer.headers.get('transfer-encoding'))).toEqual(
+      Array(3).fill('chunked'),
+    );
+    expect(streams.map((answer) => answer.json<unknown[]>().length)).toEqual([20_000, 20_000, 20_000]);
+    // Its text can be keyed (the next one is answered from the stream kept once read through).
+    expect((await sql(base, large(20_000))).headers.get('results-cache-status')).toBe('HIT');
+  });
+
   it('a million rows arrive by default in every format, streamed (no row cap)', async () => {
     const statement = "SELECT i, i % 7 = 0 AS sevens, 'row ' || i AS label FROM range(1000000) t(i)";
     const { status, body, headers } = await arrow(statement);

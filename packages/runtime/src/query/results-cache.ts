@@ -48,6 +48,12 @@ export interface CacheCounters {
   readonly maxBytes: number;
 }
 
+/** A run identical requests may wait for: its answer, and what of it they get. */
+interface Flight {
+  readonly answer: Promise<unknown>;
+  readonly shared: (answer: unknown) => unknown;
+}
+
 interface Entry<V> {
   readonly value: V;
   readonly bytes: number;
@@ -135,7 +141,7 @@ export class ResultsCache {
   readonly #byDataset = new Map<string, Set<string>>();
   readonly #cacheable = new LRUCache<string, boolean>({ max: CLASSIFIED });
   /** Runs whose answers identical requests wait for, by key ({@link share}). */
-  readonly #running = new Map<string, Promise<unknown>>();
+  readonly #running = new Map<string, Flight>();
   #hits = 0;
   #misses = 0;
   #bypasses = 0;
@@ -231,26 +237,28 @@ export class ResultsCache {
       this.#hits++;
       return { value: entry.value as V, key };
     }
-    const running = this.#running.get(key) as Promise<V | undefined> | undefined;
-    if (running !== undefined) return { running, key };
+    const flight = this.#running.get(key);
+    if (flight !== undefined) {
+      const running = flight.answer.then(flight.shared, () => undefined) as Promise<V | undefined>;
+      return { running, key };
+    }
     this.#misses++;
     return { key };
   }
 
   /**
    * Identical requests that come while `answer` runs wait for it instead of running too (64
-   * clients asking a dashboard's statement at once run it once); `answer` resolves with what they
-   * get, or undefined (or rejects) when they must run their own. Under the key {@link find} gave.
+   * clients asking a dashboard's statement at once run it once), and get `shared(answer)`: undefined
+   * (or a failure) sends them to run their own. Under the key {@link find} gave; returns what ends
+   * it, called once `answer` settles (nothing is chained to `answer` until a request waits for it:
+   * a miss nobody shares costs a map entry).
    */
-  share(key: string, answer: Promise<unknown>): void {
-    const shared = answer.then(
-      (value) => value,
-      () => undefined,
-    );
-    this.#running.set(key, shared);
-    void shared.then(() => {
-      if (this.#running.get(key) === shared) this.#running.delete(key);
-    });
+  share<A>(key: string, answer: Promise<A>, shared: (answer: A) => unknown): () => void {
+    const flight: Flight = { answer, shared: shared as Flight['shared'] };
+    this.#running.set(key, flight);
+    return () => {
+      if (this.#running.get(key) === flight) this.#running.delete(key);
+    };
   }
 
   /** A request that waited for an identical one's run: a hit when it got its answer, else a miss. */
