@@ -39,8 +39,9 @@ const aggregate = (table: string, n: number) =>
 
 /**
  * The mixed load, in turn: each client's n-th request is kind n % 4, with new literals every time.
- * Its aggregates' literal is the request's number, so the 64 clients send the same texts at about
- * the same time (they miss Ferry's results cache together: cache on and off measure alike).
+ * Its aggregates' literal is the request's number, counted over all 64 clients of a window: every
+ * text is new, so Ferry's results cache misses (cache on and off measure alike). (Until 2026-12-05
+ * these notes said the clients sent the same texts at once; `/metrics` showed no hit in a window.)
  */
 const MIXED: readonly Kind[] = [
   {
@@ -194,7 +195,7 @@ export const b9: Scenario = {
     const goals: GoalCheck[] = [];
     const latencies: LatencyPlot[] = [];
     const notes = [
-      `Tables: ${rows.toLocaleString('en-US')} rows each (the B1 columns); every request a new text (its id or its WHERE literal), but the 64 clients of the mixed load send the same aggregate texts (the request's number) at about the same time; the cheap load's texts are all new (its aggregate's literal has six decimals), so its results cache misses.`,
+      `Tables: ${rows.toLocaleString('en-US')} rows each (the B1 columns); every request a new text (its id or its WHERE literal: the mixed load's aggregates take the request's number, counted over all clients; the cheap load's aggregate a literal with six decimals), so the results cache misses.`,
       `${rounds} round(s) of a ${window.durationMs / 1000} s window per server and load after ${window.warmupMs / 1000} s of warm-up, alternating; ${CLIENTS} closed-loop clients in this process, one keep-alive connection each, reading every body whole.`,
       "The plain server runs DuckDB statements on 4 connections of one instance and SQLite statements on its event loop; the plain server in Ferry's threads runs them in worker threads as Ferry does (one DuckDB worker with 4 connections, a piscina pool of one better-sqlite3 worker per core), each answering its rows' JSON text: the floor of Ferry's thread shape. Ferry is `ferry serve` with the spicepod a user writes (nothing under `runtime`: the results cache on, as in Spice; the goals are judged on it); a second `ferry serve` has `runtime.caching.sql_results.enabled: false`.",
     ];
