@@ -288,6 +288,10 @@ runtime:
     const json = await Promise.all([0, 1, 2].map(() => runtime.queryJson(sql, [4])));
     expect(json.map((each) => each.cache)).toEqual(['miss', 'hit', 'hit']);
     expect(new Set(json.map((each) => ('json' in each ? each.json : undefined))).size).toBe(1);
+    // A stream is its caller's: identical ones each run (and none waits for another to start).
+    const streams = await Promise.all([0, 1, 2].map(() => runtime.queryStream(sql, [5])));
+    expect(streams.map((each) => each.cache)).toEqual(['miss', 'miss', 'miss']);
+    for (const stream of streams) for await (const _ of stream.batches);
   });
 
   it('does not cache a clock or a statement that reads no dataset', async () => {

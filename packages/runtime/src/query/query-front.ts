@@ -195,9 +195,10 @@ export class QueryFront {
    * A request's answer when the cache may give one: a cached answer (a hit); else the answer of an
    * identical request running now, waited for (a hit too; the requests a dashboard's clients send
    * at once run once); else `run()` started, which identical requests arriving while it runs share
-   * (`shared`: what of it they get; undefined, or a failure, and they run their own). A caller that
-   * bypasses the cache (counted) neither waits nor is waited for. A miss gets its run at once (no
-   * promise in between: it costs what a query without the cache costs, measured in B11).
+   * (`shared`: what of it they get; undefined, or a failure, and they run their own; no `shared`:
+   * a request that only streams, neither waiting nor waited for). A caller that bypasses the cache
+   * (counted) neither waits nor is waited for. A miss gets its run at once (no promise in between:
+   * it costs what a query without the cache costs, measured in B11).
    */
   #cachedOr<A, V>(
     kind: string,
@@ -205,7 +206,7 @@ export class QueryFront {
     params: readonly JsonValue[],
     options: QueryOptions,
     run: () => Promise<A>,
-    shared: (answer: A) => V | undefined,
+    shared: ((answer: A) => V | undefined) | undefined,
   ): Ran<A> | Promise<Ran<A> | { readonly hit: V }> {
     if (!this.#cache.enabled) return { ran: run() };
     if (options.noCache === true) {
@@ -215,6 +216,7 @@ export class QueryFront {
     const found = this.#cache.find<V>(kind, this.#lookup(sql, params, options));
     const { value, running, key } = found ?? {};
     if (value !== undefined) return turn().then(() => ({ hit: value }));
+    if (shared === undefined) return { ran: run() };
     if (running === undefined) return this.#shared(key, run, shared);
     return untilAborted(running, options.signal).then((answer) => {
       this.#cache.countJoined(answer !== undefined);
@@ -408,8 +410,9 @@ export class QueryFront {
       params,
       options,
       () => this.#queries.queryJson(sql, params, options, inline),
-      // A stream is read once, by its caller: only an answer in one piece is shared.
-      (answer) => ('json' in answer ? answer : undefined),
+      // A stream is read once, by its caller: only an answer in one piece is shared (`queryStream`,
+      // asking for no inline answer, neither waits nor is waited for).
+      inline === 0 ? undefined : (answer) => ('json' in answer ? answer : undefined),
     );
     const got = 'ran' in found ? found : await found;
     if ('hit' in got) return 'json' in got.hit ? { ...got.hit, cache: 'hit' } : cachedStream(got.hit);
