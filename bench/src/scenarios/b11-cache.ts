@@ -22,7 +22,7 @@ const ENGINES: readonly { engine: FileFormat; label: string; dataset: string }[]
   { engine: 'sqlite', label: 'SQLite', dataset: 'c_lite' },
 ];
 
-/** Clients of the stampede, and how long each runtime takes it. */
+/** Clients of the stampede: as many as B9 sends. */
 const STAMPEDE_CLIENTS = 64;
 
 interface Stampede {
