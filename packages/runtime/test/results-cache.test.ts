@@ -33,15 +33,25 @@ describe('ResultsCache', () => {
   it('answers a result stored under the snapshots it read, by statement, parameters and kind', () => {
     const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
     const read = [{ name: 'orders', snapshotId: 1 }];
-    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBeUndefined();
+    expect(
+      cache.find('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))?.value,
+    ).toBeUndefined();
     expect(cache.set('rows', 'SELECT * FROM orders WHERE id = ?', [1], read, 'one', 10, snapshotOf)).toBe(
       true,
     );
-    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBe('one');
-    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [2]))).toBeUndefined();
-    expect(cache.get('table', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBeUndefined();
+    expect(cache.find('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))?.value).toBe(
+      'one',
+    );
+    expect(
+      cache.find('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [2]))?.value,
+    ).toBeUndefined();
+    expect(
+      cache.find('table', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))?.value,
+    ).toBeUndefined();
     // The datasets a statement reads are not known before it first ran: no lookup can hit.
-    expect(cache.get('rows', lookup('SELECT * FROM orders WHERE id = ?', undefined, [1]))).toBeUndefined();
+    expect(
+      cache.find('rows', lookup('SELECT * FROM orders WHERE id = ?', undefined, [1]))?.value,
+    ).toBeUndefined();
     expect(cache.counters()).toMatchObject({ hits: 1, misses: 4, entries: 1 });
     expect(cache.versionNow(lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))).toBe(
       resultVersion('SELECT * FROM orders WHERE id = ?', [1], read),
@@ -58,9 +68,9 @@ describe('ResultsCache', () => {
     const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 1_000 }, clock);
     cache.set('rows', 'SELECT 1 FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'v', 10, snapshotOf);
     now += 999;
-    expect(cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']))).toBe('v');
+    expect(cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']))?.value).toBe('v');
     now += 2;
-    expect(cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']))).toBeUndefined();
+    expect(cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']))?.value).toBeUndefined();
   });
 
   it('keeps within max_size, least recently used out, counting evictions; a result larger than the cache is not kept', () => {
@@ -69,10 +79,10 @@ describe('ResultsCache', () => {
     // Each entry weighs its value (2 500 bytes) and its bookkeeping: three fit, a fourth does not.
     for (const n of [1, 2, 3]) cache.set('rows', `SELECT ${n} FROM orders`, [], read, n, 2_500, snapshotOf);
     expect(cache.counters().evictions).toBe(0);
-    cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']));
+    cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']));
     cache.set('rows', 'SELECT 4 FROM orders', [], read, 4, 2_500, snapshotOf);
-    expect(cache.get('rows', lookup('SELECT 2 FROM orders', ['orders']))).toBeUndefined();
-    expect(cache.get('rows', lookup('SELECT 1 FROM orders', ['orders']))).toBe(1);
+    expect(cache.find('rows', lookup('SELECT 2 FROM orders', ['orders']))?.value).toBeUndefined();
+    expect(cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']))?.value).toBe(1);
     expect(cache.counters()).toMatchObject({ evictions: 1, entries: 3 });
     expect(cache.counters().bytes).toBeLessThanOrEqual(10_000);
     expect(cache.set('rows', 'SELECT 5 FROM orders', [], read, 5, 20_000, snapshotOf)).toBe(false);
@@ -96,7 +106,7 @@ describe('ResultsCache', () => {
     serving.set('orders', 2);
     cache.retire('orders', 2);
     expect(cache.counters().entries).toBe(1);
-    expect(cache.get('rows', lookup('SELECT * FROM users', ['users']))).toBe('u');
+    expect(cache.find('rows', lookup('SELECT * FROM users', ['users']))?.value).toBe('u');
     // A result read at snapshot 1 but offered after the swap is not kept.
     expect(cache.set('rows', 'SELECT * FROM orders', [], orders, 'late', 10, snapshotOf)).toBe(false);
     serving.set('orders', 1);
@@ -161,7 +171,7 @@ describe('ResultsCache', () => {
     expect(
       cache.set('rows', 'SELECT * FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'x', 10, snapshotOf),
     ).toBe(false);
-    expect(cache.get('rows', lookup('SELECT * FROM orders', ['orders']))).toBeUndefined();
+    expect(cache.find('rows', lookup('SELECT * FROM orders', ['orders']))?.value).toBeUndefined();
     expect(cache.counters()).toMatchObject({ hits: 0, misses: 0, maxBytes: 0 });
   });
 });

@@ -207,11 +207,6 @@ export class ResultsCache {
     return snapshots === undefined ? undefined : versionOf(lookup.sql, lookup.params, snapshots);
   }
 
-  /** The cached answer, or undefined (a miss, counted, when the statement could have been answered). */
-  get<V>(kind: CachedKind, lookup: CacheLookup): V | undefined {
-    return this.find<V>(kind, lookup)?.value;
-  }
-
   /**
    * What the cache has for a request: its answer (`value`, a hit); else the run of an identical
    * request still in flight (`running`: resolves with the answer it shares, undefined when it has
