@@ -21,13 +21,7 @@
  * views are read as the datasets under them (duckdb-routing.ts); `setTaskHistory()` fills
  * `spice.runtime.task_history`.
  */
-import {
-  type DuckDBConnection,
-  type DuckDBDataChunk,
-  DuckDBMaterializedResult,
-  type DuckDBPreparedStatement,
-  type DuckDBResult,
-} from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core';
 import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
@@ -111,23 +105,6 @@ interface StartedQuery {
   readonly read: readonly DatasetRead[];
   /** The result's columns (read once per prepared statement). */
   columns(): ResultColumns;
-  /** The result's next chunk (null at its end): fetched from DuckDB, or taken from a materialized result. */
-  next(): Promise<DuckDBDataChunk | null> | DuckDBDataChunk | null;
-}
-
-/**
- * Rows and values' bytes under which a run of a statement counts as small: its rows are then
- * materialized by DuckDB on later runs (see {@link DuckDbNamespace.rows}).
- */
-const SMALL_ROWS = 2_048;
-const SMALL_BYTES = 64 * 1024;
-
-/** The chunks of a result: a materialized one's are read in this thread, without a call into DuckDB's threads. */
-function chunksOf(result: DuckDBResult): StartedQuery['next'] {
-  if (!(result instanceof DuckDBMaterializedResult)) return () => result.fetchChunk();
-  const count = result.chunkCount;
-  let index = 0;
-  return () => (index < count ? result.getChunk(index++) : null);
 }
 
 /** Whether the query was cancelled (read anew after an await: the signal may have fired meanwhile). */
@@ -185,11 +162,6 @@ export class DuckDbNamespace {
   /** Each checked statement's route at the catalog version it was made for. */
   readonly #routes = new WeakMap<DuckDbStatement, { readonly version: number; readonly route: QueryRoute }>();
   readonly #plans = new WeakMap<QueryRoute, RoutePlan>();
-  /**
-   * Whether every run of a statement (of its shape, when shared) answered rows in this worker was
-   * small (true), or one was not (false: it streams from then on); absent until it ran once.
-   */
-  readonly #small = new WeakMap<DuckDbStatement, boolean>();
   /** A connection for the full parse trees a listing's rewrite needs (json_deserialize_sql's). */
   readonly #treeParser: DuckDBConnection;
   /** What each text that may name a listing runs as (per text: the rewrite keeps its literals). */
@@ -478,30 +450,20 @@ export class DuckDbNamespace {
     return instance;
   }
 
-  /**
-   * Runs `sql` and answers JSON-safe rows (route it first; a route to SQLite is not run here). A
-   * statement whose runs were all small (at most 2,048 rows and 64 KiB of values) is materialized
-   * by DuckDB and its chunks read here: one call into DuckDB's threads, where a stream takes one
-   * per chunk and one more for its end (measured in docs/queries.md, "Small DuckDB answers").
-   * Its first run streams, and so does every run after one that was not small; a materialized
-   * run larger than expected still stops at the caps, having cost DuckDB the rows it computed
-   * (within its memory limit and temporary space).
-   */
+  /** Runs `sql` and answers JSON-safe rows (route it first; a route to SQLite is not run here). */
   rows(
     sql: string,
     params: readonly JsonValue[],
     route: QueryRoute,
     control: NamespaceQueryControl = {},
   ): Promise<RowsOutcome> {
-    const statement = route.engine === 'duckdb' ? route.statement : undefined;
-    const materialize = statement !== undefined && this.#small.get(statement) === true;
-    return this.#run(sql, params, route, control, materialize, async (started, stop) => {
-      const { read, next } = started;
+    return this.#run(sql, params, route, control, async (started, stop) => {
+      const { result, read } = started;
       const { names, columns } = started.columns();
       const rows: Record<string, JsonValue>[] = [];
       let bytes = 0;
       for (;;) {
-        const chunk = await next();
+        const chunk = await result.fetchChunk();
         if (chunk === null || chunk.rowCount === 0) break;
         for (const values of chunk.getRows()) {
           const record: Record<string, JsonValue> = {};
@@ -515,12 +477,9 @@ export class DuckDbNamespace {
         const limit = capExceeded(rows.length, bytes, control);
         if (limit !== undefined) {
           stop();
-          if (statement !== undefined) this.#small.set(statement, false);
           return { kind: 'too-large', limit, read };
         }
       }
-      if (statement !== undefined && this.#small.get(statement) !== false)
-        this.#small.set(statement, rows.length <= SMALL_ROWS && bytes <= SMALL_BYTES);
       return route.engine === 'duckdb' && route.statement?.shared === true
         ? { kind: 'rows', columns, rows, read, shared: true }
         : { kind: 'rows', columns, rows, read };
@@ -535,7 +494,7 @@ export class DuckDbNamespace {
     sink: BatchSink,
     control: BatchControl = {},
   ): Promise<BatchOutcome> {
-    return this.#run(sql, params, route, control, false, ({ result, read }, stop, emitted) =>
+    return this.#run(sql, params, route, control, ({ result, read }, stop, emitted) =>
       sendDuckDbBatches(result, read, sink, control, stop, emitted),
     );
   }
@@ -551,12 +510,11 @@ export class DuckDbNamespace {
     params: readonly JsonValue[],
     route: QueryRoute,
     control: NamespaceQueryControl,
-    materialize: boolean,
     consume: (started: StartedQuery, stop: () => void, emitted: () => void) => Promise<T>,
   ): Promise<T> {
     let emitted = false;
     for (let attempt = 0; ; attempt++) {
-      const outcome = await this.#attempt(sql, params, route, control, materialize, (started, stop) =>
+      const outcome = await this.#attempt(sql, params, route, control, (started, stop) =>
         consume(started, stop, () => {
           emitted = true;
         }),
@@ -572,7 +530,6 @@ export class DuckDbNamespace {
     params: readonly JsonValue[],
     route: QueryRoute,
     control: NamespaceQueryControl,
-    materialize: boolean,
     consume: (started: StartedQuery, stop: () => void) => Promise<T>,
   ): Promise<{ readonly value: T } | { readonly retry: Promise<void>; readonly error: unknown }> {
     // A listing runs as rewritten to Spice's names (duckdb-catalog.ts).
@@ -650,7 +607,7 @@ export class DuckDbNamespace {
           continue;
         }
         const prepared = cached.statement;
-        // From here to the start nothing awaits: no catalog change can slip in, so the views
+        // From here to startStream() nothing awaits: no catalog change can slip in, so the views
         // it binds are the generations of `instance.applied`.
         const applied = instance.applied;
         const read: DatasetRead[] = [];
@@ -664,7 +621,7 @@ export class DuckDbNamespace {
         bindDuckDbParams(prepared, values);
         let result: DuckDBResult;
         try {
-          const pending = materialize ? prepared.start() : prepared.startStream();
+          const pending = prepared.startStream();
           result = await pending.getResult();
         } catch (error) {
           // An SQLite table of a join was dropped by a swap between its import and the start.
@@ -681,7 +638,7 @@ export class DuckDbNamespace {
           }
           return known.columns;
         };
-        return { value: await consume({ result, read, columns, next: chunksOf(result) }, interrupt) };
+        return { value: await consume({ result, read, columns }, interrupt) };
       }
     } catch (error) {
       if (isAborted(signal)) throw signal?.reason;

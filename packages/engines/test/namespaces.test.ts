@@ -6,9 +6,8 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { Schema } from 'apache-arrow';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchesFromIpc } from '../src/arrow-results.js';
 import { DuckDbNamespace } from '../src/duckdb-namespace.js';
 import type { DuckDbNamespaceOptions, NamespaceCatalog, NamespaceDataset } from '../src/index.js';
@@ -317,41 +316,6 @@ describe('DuckDbNamespace', () => {
       kind: 'too-large',
       limit: 'bytes',
     });
-  });
-
-  it('materializes a statement whose runs were all small, reads every chunk of it, and streams it again after one that was not', async () => {
-    const start = vi.spyOn(DuckDBPreparedStatement.prototype, 'start');
-    const startStream = vi.spyOn(DuckDBPreparedStatement.prototype, 'startStream');
-    const ran = () => ({ materialized: start.mock.calls.length, streamed: startStream.mock.calls.length });
-    const ids = (n: number) => Array.from({ length: n }, (_, i) => ({ i }));
-    try {
-      // One shape, a new text each time: its first run streams, the next (small so far) materializes.
-      expect(await rows('SELECT i FROM range(10) t(i) ORDER BY i')).toMatchObject({ rows: ids(10) });
-      expect(ran()).toEqual({ materialized: 0, streamed: 1 });
-      expect(await rows('SELECT i FROM range(12) t(i) ORDER BY i')).toMatchObject({ rows: ids(12) });
-      expect(ran()).toEqual({ materialized: 1, streamed: 1 });
-      // Materialized larger than expected: every chunk read, in order; not small, so streamed from now on.
-      expect(await rows('SELECT i FROM range(5000) t(i) ORDER BY i')).toMatchObject({ rows: ids(5000) });
-      expect(ran()).toEqual({ materialized: 2, streamed: 1 });
-      expect(await rows('SELECT i FROM range(14) t(i) ORDER BY i')).toMatchObject({ rows: ids(14) });
-      expect(ran()).toEqual({ materialized: 2, streamed: 2 });
-      // A cap passed (here while materialized) also sends the statement back to streaming.
-      const sql = 'SELECT id FROM orders WHERE id < 3';
-      expect(await rows(sql)).toMatchObject({ rows: [{ id: 0 }, { id: 1 }, { id: 2 }] });
-      expect(await rows(sql)).toMatchObject({ rows: [{ id: 0 }, { id: 1 }, { id: 2 }] });
-      expect(ran()).toEqual({ materialized: 3, streamed: 3 });
-      const over = 'SELECT id FROM orders WHERE id < 50';
-      expect(await namespace.rows(over, [], await namespace.route(over), { maxRows: 20 })).toMatchObject({
-        kind: 'too-large',
-        limit: 'rows',
-      });
-      expect(ran()).toEqual({ materialized: 4, streamed: 3 });
-      expect(await rows(sql)).toMatchObject({ rows: [{ id: 0 }, { id: 1 }, { id: 2 }] });
-      expect(ran()).toEqual({ materialized: 4, streamed: 4 });
-    } finally {
-      start.mockRestore();
-      startStream.mockRestore();
-    }
   });
 
   it('runs a text too large to keep prepared, and runs it again', async () => {
