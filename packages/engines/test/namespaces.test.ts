@@ -618,7 +618,9 @@ describe('DuckDbNamespace pinned reads', () => {
   });
 
   it('closes a pinned instance no query used for pinnedIdleMs; its next query opens it again', async () => {
-    const idle = await DuckDbNamespace.create({ ...duckdbOptions(), pinnedIdleMs: 200 });
+    // 1.5 s idle: long enough that the first instance is still open when the second query ends on a
+    // loaded machine (200 ms was not, under CI's other processes).
+    const idle = await DuckDbNamespace.create({ ...duckdbOptions(), pinnedIdleMs: 1_500 });
     try {
       await idle.setCatalog(catalog([generationsOf[5] as NamespaceDataset]));
       const sql = 'SELECT max(version) AS v FROM orders';
@@ -630,7 +632,7 @@ describe('DuckDbNamespace pinned reads', () => {
       expect(await pinned(1)).toEqual([{ v: 2 }]);
       expect(await pinned(2)).toEqual([{ v: 3 }]);
       expect(idle.pinnedInstances).toBe(2);
-      await expect.poll(() => idle.pinnedInstances, { timeout: 5_000 }).toBe(0);
+      await expect.poll(() => idle.pinnedInstances, { timeout: 15_000 }).toBe(0);
       expect(await pinned(1)).toEqual([{ v: 2 }]);
       expect(idle.pinnedInstances).toBe(1);
     } finally {
