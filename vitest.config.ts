@@ -29,6 +29,7 @@ const UNIT = [
   'packages/store/test/read-parallel.test.ts',
   'packages/store/test/block-digests.test.ts',
   'packages/test-support/test/fixture-store.test.ts',
+  'packages/test-support/test/waiting.test.ts',
   'packages/writer/test/build.test.ts',
   'test/architecture/**/*.test.ts',
   'bench/test/**/*.test.ts',

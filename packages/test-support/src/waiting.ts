@@ -54,7 +54,10 @@ export interface WatchedLogger {
   log(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
   /** Lines logged since `mark` (a previous `records.length`). */
   since(mark: number): LoggedRecord[];
-  /** Resolves with the matching lines logged since `since` (default: ever) once `count` (default 1) have been. */
+  /**
+   * Resolves with the first `count` (default 1) matching lines logged since `since` (default: ever),
+   * once that many have been: exactly `count`, even when more were logged before the call.
+   */
   waitFor(
     predicate: (record: LoggedRecord) => boolean,
     options?: { readonly count?: number; readonly since?: number; readonly timeoutMs?: number },
@@ -90,7 +93,7 @@ export function watchedLogger(): WatchedLogger {
           if (matched.length < count) return;
           clearTimeout(timer);
           waiters.delete(check);
-          resolve(matched);
+          resolve(matched.slice(0, count));
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
