@@ -4,7 +4,8 @@
  * `integration`: everything else under packages/*\/test (local S3 + SQS, worker threads, the built
  * CLI). `reliability`: test/reliability (faults, hostile input). `integration-alone` and
  * `reliability-alone`: the files of each that measure
- * memory, thread priority, back-pressure or admission bounds, the browser test and the crash loop,
+ * memory, thread priority, back-pressure or admission bounds, the browser test, the protocol
+ * differential (its first HTTP answers failed twice under load) and the crash loop,
  * which must not share the machine with another file. All but `unit` build the packages first
  * (test/support/build-packages.ts), since threads and child processes run `dist/`.
  * `unit` runs its files in shared worker threads (no per-file isolation): its tests keep no global
@@ -40,6 +41,7 @@ const ALONE = {
     'packages/runtime/test/thread-priority.test.ts',
     'packages/runtime/test/thread-heaps.test.ts',
     'packages/flight/test/stream.test.ts',
+    'packages/flight/test/differential.test.ts',
     'packages/server/test/inspector-page.test.ts',
   ],
   reliability: [
