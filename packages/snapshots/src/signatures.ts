@@ -23,7 +23,7 @@ import {
   signatureKeyOf,
   snapshotStatementDifference,
 } from '@ferry/core';
-import { schemaSha256, type TrustedKeySet } from '@ferry/store';
+import { schemaSha256, type TrustedKeySet } from '@ferry/store/signing';
 
 /** A signature object is a few hundred bytes; anything far larger is not one. */
 const MAX_SIGNATURE_BYTES = 64 * 1024;

@@ -13,7 +13,6 @@ import {
   ListObjectsV2Command,
   type ListObjectsV2CommandOutput,
   S3Client,
-  type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import {
   assertKey,
@@ -25,49 +24,21 @@ import {
   type ObjectInfo,
   type ObjectStore,
   type PutOptions,
-  parseLocation,
   type ReadOptions,
 } from '@ferry/core';
 import {
   ObjectNotFoundError,
   ObjectTooLargeError,
   PreconditionFailedError,
-  StoreConfigError,
   StoreError,
   type StoreOperation,
 } from './errors.js';
+import { checkS3Options, type S3StoreOptions } from './s3-config.js';
 
-/** Part size of multipart uploads (and the single-PUT limit), 8 MiB. */
-export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+export * from './s3-config.js';
+
 const MAX_PARTS = 10_000;
 const UPLOAD_CONCURRENCY = 4;
-
-export interface S3StoreOptions {
-  /** `s3://bucket/prefix/`. */
-  readonly location: string;
-  /** Default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`. */
-  readonly region?: string;
-  /** An S3-compatible endpoint (`https://minio.local:9000`); implies path-style addressing. */
-  readonly endpoint?: string;
-  /** `key`: static credentials (required); `iam_role`: the SDK default chain. Default: `key` when both are given. */
-  readonly auth?: 'iam_role' | 'key';
-  readonly accessKeyId?: string;
-  readonly secretAccessKey?: string;
-  readonly sessionToken?: string;
-  /** Permit an `http://` endpoint. */
-  readonly allowHttp?: boolean;
-  /**
-   * Bounds connecting, the wait for an answer and a stalled body (socket inactivity), each; a long
-   * download that keeps moving is not cut. Default {@link DEFAULT_CLIENT_TIMEOUT_MS}.
-   */
-  readonly clientTimeoutMs?: number;
-  /** Default: true when `endpoint` is set. */
-  readonly forcePathStyle?: boolean;
-  /** SDK attempts per request (retries on throttling, 5xx, network errors). Default: the SDK's (3). */
-  readonly maxAttempts?: number;
-  /** Multipart part size, at least 5 MiB. Default 8 MiB. */
-  readonly partSize?: number;
-}
 
 export interface S3ObjectStore extends ObjectStore {
   readonly bucket: string;
@@ -156,98 +127,10 @@ async function readWhole(
   return total === out.byteLength ? out : out.slice(0, total);
 }
 
-function resolveCredentials(
-  options: S3StoreOptions,
-): Pick<S3ClientConfig, 'credentials'> | Record<string, never> {
-  const hasKey = options.accessKeyId !== undefined && options.accessKeyId !== '';
-  const hasSecret = options.secretAccessKey !== undefined && options.secretAccessKey !== '';
-  if (options.auth === 'iam_role') return {};
-  if (hasKey !== hasSecret || (options.auth === 'key' && !(hasKey && hasSecret))) {
-    throw new StoreConfigError(
-      hasKey ? 's3_secret' : 's3_key',
-      `S3 location ${options.location} has ${hasKey ? 's3_key without s3_secret' : 's3_auth: key without s3_key'}; set both s3_key and s3_secret, or use s3_auth: iam_role for the default credential chain.`,
-    );
-  }
-  if (!hasKey || options.accessKeyId === undefined || options.secretAccessKey === undefined) return {};
-  return {
-    credentials: {
-      accessKeyId: options.accessKeyId,
-      secretAccessKey: options.secretAccessKey,
-      ...(options.sessionToken === undefined || options.sessionToken === ''
-        ? {}
-        : { sessionToken: options.sessionToken }),
-    },
-  };
-}
-
-/** Build the SDK client config for these options, refusing unusable ones. */
-export function s3ClientConfig(options: S3StoreOptions): S3ClientConfig {
-  const endpoint = options.endpoint === '' ? undefined : options.endpoint;
-  if (endpoint !== undefined) {
-    let url: URL;
-    try {
-      url = new URL(endpoint);
-    } catch (cause) {
-      throw new StoreConfigError(
-        's3_endpoint',
-        `s3_endpoint '${endpoint}' is not a URL; give it as https://host[:port].`,
-        { cause },
-      );
-    }
-    if (url.protocol === 'http:' && options.allowHttp !== true) {
-      throw new StoreConfigError(
-        'allow_http',
-        `s3_endpoint '${endpoint}' uses plain http; use https, or set allow_http: true to accept an unencrypted connection.`,
-      );
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new StoreConfigError('s3_endpoint', `s3_endpoint '${endpoint}' must be an http(s):// URL.`);
-    }
-  }
-  const timeout = options.clientTimeoutMs ?? DEFAULT_CLIENT_TIMEOUT_MS;
-  return {
-    region: options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
-    ...resolveCredentials(options),
-    ...(endpoint === undefined
-      ? {}
-      : {
-          endpoint,
-          // S3-compatible stores commonly reject the SDK's default flexible checksums.
-          requestChecksumCalculation: 'WHEN_REQUIRED' as const,
-          responseChecksumValidation: 'WHEN_REQUIRED' as const,
-        }),
-    forcePathStyle: options.forcePathStyle ?? endpoint !== undefined,
-    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
-    // requestTimeout bounds the wait for an answer (the SDK only warns unless told to throw);
-    // socketTimeout bounds a body that stalls mid-download.
-    requestHandler: {
-      connectionTimeout: timeout,
-      requestTimeout: timeout,
-      throwOnRequestTimeout: true,
-      socketTimeout: timeout,
-    },
-  };
-}
-
-/** `client_timeout` when a spicepod does not set it. */
-export const DEFAULT_CLIENT_TIMEOUT_MS = 30_000;
-
 /** An `ObjectStore` on `s3://bucket/prefix/`. */
 export function createS3Store(options: S3StoreOptions): S3ObjectStore {
-  const parsed = parseLocation(options.location);
-  if ('problem' in parsed || parsed.scheme !== 's3') {
-    const why = 'problem' in parsed ? ` (${parsed.problem})` : '';
-    throw new StoreConfigError(
-      'location',
-      `Store location '${options.location}' is not an s3://bucket/prefix/ URI${why}; give the bucket and an optional prefix.`,
-    );
-  }
-  const partSize = options.partSize ?? DEFAULT_PART_SIZE;
-  if (partSize < 5 * 1024 * 1024) {
-    throw new StoreConfigError('partSize', `S3 part size ${partSize} is below S3's 5 MiB minimum; raise it.`);
-  }
-  const { bucket, prefix, uri: location } = parsed;
-  const client = new S3Client(s3ClientConfig(options));
+  const { bucket, prefix, location, partSize, config } = checkS3Options(options);
+  const client = new S3Client(config);
   const uriOf = (key: string): string => `${location}${key}`;
 
   function fail(error: unknown, operation: StoreOperation, key: string, signal?: AbortSignal): Error {

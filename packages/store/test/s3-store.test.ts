@@ -123,14 +123,44 @@ describe('createS3Store configuration', () => {
       secretAccessKey: 'test',
       allowHttp: true,
     });
+    // Its client loads on the first request; every operation goes through it.
+    expect(store.location).toBe(`s3://${bucket}/via-factory/`);
     try {
-      await store.put('x.json', new TextEncoder().encode('{}'));
+      const { etag } = await store.put('x.json', new TextEncoder().encode('{}'));
       expect(await aws.getObject(bucket, 'via-factory/x.json')).toEqual(new TextEncoder().encode('{}'));
+      const got = await store.get('x.json');
+      expect(got).toEqual({ status: 'ok', body: new TextEncoder().encode('{}'), etag });
+      expect(await store.get('x.json', { ifNoneMatch: etag })).toEqual({ status: 'unchanged', etag });
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of store.read('x.json', { start: 1 })) chunks.push(chunk);
+      expect(Buffer.concat(chunks).toString()).toBe('}');
+      expect(await store.head('x.json')).toEqual({ key: 'x.json', size: 2, etag });
+      const listed: string[] = [];
+      for await (const info of store.list()) listed.push(info.key);
+      expect(listed).toEqual(['x.json']);
+      await store.delete('x.json');
+      expect(await store.head('x.json')).toBeUndefined();
     } finally {
       await store.close();
     }
     expect(() => createObjectStore('gs://bucket/p/')).toThrow(/unsupported scheme 'gs:'/);
     expect(() => createObjectStore('/no/scheme')).toThrow(/no scheme/);
+  });
+
+  it('through createObjectStore, refuses unusable S3 settings when configured, not at the first request', async () => {
+    expect(() =>
+      createObjectStore(`s3://${bucket}/p/`, {
+        endpoint: 'http://127.0.0.1:1',
+        accessKeyId: 'k',
+        secretAccessKey: 's',
+      }),
+    ).toThrow(/allow_http: true/);
+    expect(() => createObjectStore(`s3://${bucket}/p/`, { accessKeyId: 'k' })).toThrow(
+      /s3_key without s3_secret/,
+    );
+    expect(() => createObjectStore('s3:///p/')).toThrow(/not an s3:\/\/bucket\/prefix\/ URI/);
+    // A store that never made a request closes without loading its client.
+    await createObjectStore(`s3://${bucket}/p/`, localStoreParams(aws)).close();
   });
 });
 

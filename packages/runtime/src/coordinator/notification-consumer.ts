@@ -43,7 +43,7 @@ import {
   SQS_OUTAGE_BACKOFF,
   settleCommits,
 } from '@ferry/core';
-import { createReaderQueue, createSqsQueue, type ReaderQueue } from '@ferry/store';
+import { createReaderQueue, createSqsQueue, type ReaderQueue } from '@ferry/store/queues';
 import type { LogLevel } from '../common/logging.js';
 import type { LocationMetadataReader } from './metadata-reader.js';
 

@@ -41,7 +41,7 @@ import {
 import { checkBuildId, threadExecArgv, threadFile } from '../common/thread-files.js';
 import { within } from '../common/within.js';
 import { LocationMetadataReader } from './metadata-reader.js';
-import { NotificationConsumer } from './notification-consumer.js';
+import type { NotificationConsumer } from './notification-consumer.js';
 import { ParkedChecks } from './parked-checks.js';
 import { SnapshotPool } from './snapshot-pool.js';
 
@@ -335,10 +335,11 @@ class DatasetSlot {
 const slots = new Map<string, DatasetSlot>();
 for (const [index, config] of data.datasets.entries()) slots.set(config.name, new DatasetSlot(config, index));
 
-const consumer =
+// Loaded only for a spicepod with notifications: it brings the SQS and SNS clients.
+const consumer: NotificationConsumer | undefined =
   data.config.notifications === undefined
     ? undefined
-    : new NotificationConsumer({
+    : new (await import('./notification-consumer.js')).NotificationConsumer({
         notifications: data.config.notifications,
         datasets: data.datasets,
         readerFor,

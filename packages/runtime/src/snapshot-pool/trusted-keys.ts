@@ -2,7 +2,7 @@
  * The trusted key sets of a snapshot pool worker, parsed once per list: every signature check of a
  * dataset reuses the `KeyObject`s of its `ferry_trusted_keys` instead of parsing PEM per swap.
  */
-import { TrustedKeySet } from '@ferry/store';
+import { TrustedKeySet } from '@ferry/store/signing';
 
 const sets = new Map<string, TrustedKeySet>();
 

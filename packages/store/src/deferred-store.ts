@@ -1,0 +1,31 @@
+/**
+ * An `ObjectStore` whose adapter is made on its first request: `createObjectStore` hands one out for
+ * an `s3://` location so that a thread which never reads S3 (a `file://` store, a thread that only
+ * holds the store) does not load the SDK. Each request awaits the one load; `close()` closes the
+ * adapter if it was made.
+ */
+import type { ObjectStore } from '@ferry/core';
+
+export function deferredStore(location: string, load: () => Promise<ObjectStore>): ObjectStore {
+  let loaded: Promise<ObjectStore> | undefined;
+  const store = (): Promise<ObjectStore> => {
+    loaded ??= load();
+    return loaded;
+  };
+  return {
+    location,
+    get: async (key, options) => (await store()).get(key, options),
+    async *read(key, options) {
+      yield* (await store()).read(key, options);
+    },
+    head: async (key) => (await store()).head(key),
+    put: async (key, body, options) => (await store()).put(key, body, options),
+    async *list(prefix) {
+      yield* (await store()).list(prefix);
+    },
+    delete: async (key) => (await store()).delete(key),
+    async close() {
+      if (loaded !== undefined) await (await loaded).close();
+    },
+  };
+}
