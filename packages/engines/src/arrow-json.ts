@@ -14,20 +14,10 @@
  * anything else as its JSON text.
  */
 import { isAscii } from 'node:buffer';
-import {
-  DuckDBDateValue,
-  DuckDBDecimalValue,
-  DuckDBIntervalValue,
-  DuckDBTimeNSValue,
-  DuckDBTimestampMillisecondsValue,
-  DuckDBTimestampNanosecondsValue,
-  DuckDBTimestampSecondsValue,
-  DuckDBTimestampTZValue,
-  DuckDBTimestampValue,
-  DuckDBTimeValue,
-} from '@duckdb/node-api';
+import type { DuckDBTimestampValue } from '@duckdb/node-api';
 import * as arrow from 'apache-arrow';
 import { JSON_FORM_METADATA } from './arrow-results.js';
+import { duckDbApi } from './duckdb-api.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
 import { base64 } from './encode.js';
 
@@ -155,15 +145,18 @@ function decimalValue(words: Uint32Array, row: number): bigint {
   return BigInt.asIntN(128, (high << 64n) | low);
 }
 
-const timestampValue: Readonly<
-  Record<number, (value: bigint, zoned: boolean) => DuckDBTimestampValue | object>
-> = {
-  [arrow.TimeUnit.SECOND]: (value) => new DuckDBTimestampSecondsValue(value),
-  [arrow.TimeUnit.MILLISECOND]: (value) => new DuckDBTimestampMillisecondsValue(value),
-  [arrow.TimeUnit.MICROSECOND]: (value, zoned) =>
-    zoned ? new DuckDBTimestampTZValue(value) : new DuckDBTimestampValue(value),
-  [arrow.TimeUnit.NANOSECOND]: (value) => new DuckDBTimestampNanosecondsValue(value),
-};
+/** DuckDB's value of a timestamp in `unit` (`zoned`: with a time zone), to encode as DuckDB's rows are. */
+function timestampValue(unit: arrow.TimeUnit, zoned: boolean): (value: bigint) => DuckDBTimestampValue {
+  const api = duckDbApi();
+  const make: Readonly<Record<number, (value: bigint) => object>> = {
+    [arrow.TimeUnit.SECOND]: (value) => new api.DuckDBTimestampSecondsValue(value),
+    [arrow.TimeUnit.MILLISECOND]: (value) => new api.DuckDBTimestampMillisecondsValue(value),
+    [arrow.TimeUnit.MICROSECOND]: (value) =>
+      zoned ? new api.DuckDBTimestampTZValue(value) : new api.DuckDBTimestampValue(value),
+    [arrow.TimeUnit.NANOSECOND]: (value) => new api.DuckDBTimestampNanosecondsValue(value),
+  };
+  return make[unit] as (value: bigint) => DuckDBTimestampValue;
+}
 
 /** How column `data` reads as text; `form` is its field's {@link JSON_FORM_METADATA}. */
 function columnText(data: arrow.Data, form: string | undefined): ColumnText {
@@ -214,11 +207,13 @@ function columnText(data: arrow.Data, form: string | undefined): ColumnText {
     }
     case arrow.Type.Date: {
       const days = values as ArrayLike<number>;
+      const { DuckDBDateValue } = duckDbApi();
       return stringColumn(valid, (row) => new DuckDBDateValue(days[row] as number).toString());
     }
     case arrow.Type.Time: {
       const units = values as ArrayLike<bigint>;
       const nanos = (data.type as arrow.Time).unit === arrow.TimeUnit.NANOSECOND;
+      const { DuckDBTimeNSValue, DuckDBTimeValue } = duckDbApi();
       return stringColumn(valid, (row) => {
         const value = units[row] as bigint;
         return encodeDuckDbValue(nanos ? new DuckDBTimeNSValue(value) : new DuckDBTimeValue(value)) as string;
@@ -226,14 +221,14 @@ function columnText(data: arrow.Data, form: string | undefined): ColumnText {
     }
     case arrow.Type.Timestamp: {
       const type = data.type as arrow.Timestamp;
-      const make = timestampValue[type.unit] as (value: bigint, zoned: boolean) => DuckDBTimestampValue;
+      const make = timestampValue(type.unit, type.timezone !== null);
       const units = values as ArrayLike<bigint>;
-      const zoned = type.timezone !== null;
-      return stringColumn(valid, (row) => encodeDuckDbValue(make(units[row] as bigint, zoned)) as string);
+      return stringColumn(valid, (row) => encodeDuckDbValue(make(units[row] as bigint)) as string);
     }
     case arrow.Type.Decimal: {
       const { precision, scale } = data.type as arrow.Decimal;
       const words = values as Uint32Array;
+      const { DuckDBDecimalValue } = duckDbApi();
       return stringColumn(valid, (row) =>
         new DuckDBDecimalValue(decimalValue(words, row), precision, scale).toString(),
       );
@@ -241,6 +236,7 @@ function columnText(data: arrow.Data, form: string | undefined): ColumnText {
     case arrow.Type.Interval: {
       const parts = values as Int32Array;
       const nanos = new BigInt64Array(parts.buffer, parts.byteOffset, parts.length / 2);
+      const { DuckDBIntervalValue } = duckDbApi();
       return jsonColumn(valid, (row) =>
         JSON.stringify(
           encodeDuckDbValue(

@@ -6,25 +6,9 @@
  * `[{key, value}]` (keys need not be strings), UNION as `{tag, value}`, INTERVAL as
  * `{months, days, micros}`. Values are recognised by class, so nested values need no type.
  */
-import {
-  DuckDBArrayValue,
-  DuckDBBlobValue,
-  DuckDBIntervalValue,
-  DuckDBListValue,
-  DuckDBMapValue,
-  DuckDBStructValue,
-  DuckDBTimeNSValue,
-  DuckDBTimestampMillisecondsValue,
-  DuckDBTimestampNanosecondsValue,
-  DuckDBTimestampSecondsValue,
-  DuckDBTimestampTZValue,
-  DuckDBTimestampValue,
-  DuckDBTimeValue,
-  DuckDBUnionValue,
-  type DuckDBValue,
-  DuckDBVariantValue,
-} from '@duckdb/node-api';
+import type { DuckDBValue } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core';
+import { duckDbApi } from './duckdb-api.js';
 import { base64, isoTime, isoTimestamp, jsonFloat, jsonInteger } from './encode.js';
 
 const MICROS = 1_000_000n;
@@ -44,6 +28,23 @@ export function encodeDuckDbValue(value: DuckDBValue): JsonValue {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return value;
   if (typeof value === 'number') return jsonFloat(value);
   if (typeof value === 'bigint') return jsonInteger(value);
+  const {
+    DuckDBArrayValue,
+    DuckDBBlobValue,
+    DuckDBIntervalValue,
+    DuckDBListValue,
+    DuckDBMapValue,
+    DuckDBStructValue,
+    DuckDBTimeNSValue,
+    DuckDBTimestampMillisecondsValue,
+    DuckDBTimestampNanosecondsValue,
+    DuckDBTimestampSecondsValue,
+    DuckDBTimestampTZValue,
+    DuckDBTimestampValue,
+    DuckDBTimeValue,
+    DuckDBUnionValue,
+    DuckDBVariantValue,
+  } = duckDbApi();
   if (value instanceof DuckDBTimestampValue) return timestamp(value, value.micros, MICROS, 6, false);
   if (value instanceof DuckDBTimestampTZValue) return timestamp(value, value.micros, MICROS, 6, true);
   if (value instanceof DuckDBTimestampSecondsValue) {

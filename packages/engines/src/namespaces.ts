@@ -1,8 +1,10 @@
 /**
- * `@ferry/engines/namespaces`: the query namespaces (every dataset of an engine as a table of one
- * SQL namespace) and Arrow results, for the runtime's query workers and the HTTP server. A separate
- * entry from `@ferry/engines` so that threads which only open and check snapshot files do not load
- * apache-arrow.
+ * `@ferry/engines/namespaces`: the SQLite query namespace (every SQLite dataset as a table of one
+ * SQL namespace), the namespace types and Arrow results, for the runtime's query workers and the
+ * HTTP server. A separate entry from `@ferry/engines` so that threads which only open and check
+ * snapshot files do not load apache-arrow; the DuckDB namespace is `@ferry/engines/duckdb`, so
+ * that a SQLite query worker loads none of DuckDB (DuckDB's value classes, which format a DATE or
+ * DECIMAL column as DuckDB prints it, load on the first such column: `duckdb-api.ts`).
  */
 
 export { batchObjects, batchText, type ColumnText } from './arrow-json.js';
@@ -29,9 +31,8 @@ export {
   schemaIpcMessage,
   TYPE_NAME_METADATA,
 } from './arrow-results.js';
-export { DuckDbBatchBuilder, duckDbJsonForm, duckDbResultSchema } from './duckdb-chunk-arrow.js';
-export { DuckDbNamespace, type DuckDbNamespaceOptions } from './duckdb-namespace.js';
 export { jsonObjects } from './encode.js';
+export { NamespaceTableError } from './errors.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';
 export { INTERRUPT_EVERY, type InterruptRegion } from './sqlite-interrupt.js';

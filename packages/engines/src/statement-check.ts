@@ -17,7 +17,7 @@
  * A refused statement leaves nothing on the connection (it never runs), and the messages name the
  * statement or the function, never a local file.
  */
-import { type DuckDBConnection, type DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
 import { type FerryError, registerErrors } from '@ferry/core';
 import type Database from 'better-sqlite3';
 import { BoundedCache } from './bounded-cache.js';
@@ -42,6 +42,14 @@ import {
   tokenizeSql,
 } from './sql-guard.js';
 import { type StatementShape, statementShape } from './sql-shape.js';
+
+/**
+ * DuckDB's `StatementType.SELECT` and `.EXPLAIN` (duckdb.h), by value: this module also checks
+ * SQLite statements in the SQLite query workers, which load none of DuckDB. A test holds them equal
+ * to the enum's.
+ */
+export const DUCKDB_SELECT = 1 as StatementType;
+export const DUCKDB_EXPLAIN = 4 as StatementType;
 
 /**
  * System views refused when a query names them without a dataset's qualification: they show the
@@ -475,7 +483,7 @@ async function checkDuckDbText(
   if (parsed.kind === 'select') {
     const { names, refusal } = await readSelect(parser, sql, parsed.trees);
     return {
-      type: StatementType.SELECT,
+      type: DUCKDB_SELECT,
       rewrite: undefined,
       tables: names.tables,
       ctes: names.ctes,
@@ -495,7 +503,7 @@ async function checkDuckDbText(
     const { names } = await checkedSelect(parser, explained, inner.trees);
     const constants = new Set([...names.constants].map((offset) => offset + at));
     return {
-      type: StatementType.EXPLAIN,
+      type: DUCKDB_EXPLAIN,
       rewrite: undefined,
       tables: names.tables,
       ctes: names.ctes,
@@ -508,7 +516,7 @@ async function checkDuckDbText(
     const rewritten = await parseDuckDb(parser, select);
     if (rewritten.kind !== 'select') throw refusalOf(sql, 'duckdb');
     await checkedSelect(parser, select, rewritten.trees);
-    return { type: StatementType.SELECT, rewrite: select, tables: undefined, ctes: new Set(), shared: false };
+    return { type: DUCKDB_SELECT, rewrite: select, tables: undefined, ctes: new Set(), shared: false };
   }
   throw refusalOf(sql, 'duckdb');
 }

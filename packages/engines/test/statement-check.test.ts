@@ -15,7 +15,12 @@ import { FerryError } from '@ferry/core';
 import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DUCKDB_REFUSED_FUNCTIONS, DUCKDB_TABLE_FUNCTIONS } from '../src/duckdb-functions.js';
-import { checkDuckDbStatement, checkSqliteStatement } from '../src/statement-check.js';
+import {
+  checkDuckDbStatement,
+  checkSqliteStatement,
+  DUCKDB_EXPLAIN,
+  DUCKDB_SELECT,
+} from '../src/statement-check.js';
 import { CANARY, type CheckConnections, openCheckConnections } from './check-connections.js';
 import { makeTempDir } from './files.js';
 
@@ -616,5 +621,13 @@ describe('checkSqliteStatement', () => {
       message: expect.stringMatching(/holds 2;/),
     });
     expect(sqliteRefusal('SELECT 1; DELETE FROM users')).toMatchObject({ code: 'ERR_WRITE_REJECTED' });
+  });
+});
+
+describe('DuckDB statement types by value', () => {
+  it('are the enum values of @duckdb/node-api (the SQLite workers check statements without loading it)', async () => {
+    const { StatementType } = await import('@duckdb/node-api');
+    expect(DUCKDB_SELECT).toBe(StatementType.SELECT);
+    expect(DUCKDB_EXPLAIN).toBe(StatementType.EXPLAIN);
   });
 });

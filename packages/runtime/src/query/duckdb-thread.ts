@@ -9,14 +9,8 @@
  * their cause (the second ends the worker, once DuckDB runs nothing on its behalf).
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import {
-  type BatchSink,
-  DuckDbNamespace,
-  type DuckDbNamespaceOptions,
-  type NamespaceCatalog,
-  type QueryCancellation,
-  type QueryRoute,
-} from '@ferry/engines/namespaces';
+import { DuckDbNamespace, type DuckDbNamespaceOptions } from '@ferry/engines/duckdb';
+import type { BatchSink, NamespaceCatalog, QueryCancellation, QueryRoute } from '@ferry/engines/namespaces';
 import { within } from '../common/within.js';
 import { memoryReturn } from './memory-return.js';
 import {

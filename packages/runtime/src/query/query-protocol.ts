@@ -8,14 +8,16 @@
 import { type JsonValue, type SerializedError, serializeError } from '@ferry/core';
 import {
   type BatchOutcome,
+  batchObjects,
+  batchToIpc,
   type DatasetRead,
+  jsonObjects,
   type NamespaceCatalog,
   NamespaceTableError,
   type NamespaceTaskHistory,
   type PinnedGeneration,
   type RowsOutcome,
-} from '@ferry/engines';
-import { batchObjects, batchToIpc, jsonObjects } from '@ferry/engines/namespaces';
+} from '@ferry/engines/namespaces';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { LogRecord } from '../common/logging.js';
 

@@ -15,13 +15,11 @@ import { isMainThread, type MessagePort, workerData } from 'node:worker_threads'
 import {
   type BatchOutcome,
   type DatasetRead,
+  type InterruptRegion,
   type NamespaceCatalog,
   pinnedCatalog,
-  pinsOf,
-} from '@ferry/engines';
-import {
-  type InterruptRegion,
   pinsKey,
+  pinsOf,
   SqliteNamespace,
   type SyncBatchSink,
 } from '@ferry/engines/namespaces';

@@ -1,0 +1,17 @@
+/**
+ * `@duckdb/node-api`, loaded on first use. The Arrow-to-JSON writer (`arrow-json.ts`) and the value
+ * encoding (`duckdb-values.ts`) format DATE, DECIMAL and infinite timestamps with DuckDB's own value
+ * classes, and they also run in the SQLite query workers, which otherwise load none of DuckDB: those
+ * load it (~0.5 s of CPU) only when a result first holds such a column. The package is CommonJS, so
+ * this is the same module instance an `import` of it gives (the classes' `instanceof` agree).
+ */
+import { createRequire } from 'node:module';
+
+type DuckDbApi = typeof import('@duckdb/node-api');
+
+let api: DuckDbApi | undefined;
+
+export function duckDbApi(): DuckDbApi {
+  api ??= createRequire(import.meta.url)('@duckdb/node-api') as DuckDbApi;
+  return api;
+}
