@@ -157,6 +157,19 @@ describe('a dataset thread loads only its actor', () => {
     },
   );
 
+  it('the SQLite query thread reaches none of DuckDB (its node-api is ~0.5 s of CPU for each thread that loads it)', () => {
+    const packages = externalPackages(join(ROOT, 'packages/runtime/src/query/sqlite-thread.ts'));
+    const duckdb = [...packages].filter(([name]) => /^@duckdb\//.test(name));
+    expect(
+      duckdb.map(([, chain]) => chain.join(' → ')),
+      'a module the SQLite query thread loads imports DuckDB (engines/src/duckdb-api.ts loads it when needed)',
+    ).toEqual([]);
+    expect([...packages.keys()]).toContain('better-sqlite3');
+    expect([...externalPackages(join(ROOT, 'packages/runtime/src/query/duckdb-thread.ts')).keys()]).toContain(
+      '@duckdb/node-api',
+    );
+  });
+
   it('the check can fail: the snapshot pool worker reaches the SDK and the engines', () => {
     const packages = externalPackages(join(ROOT, 'packages/runtime/src/snapshot-pool/thread.ts'));
     expect([...packages.keys()]).toEqual(expect.arrayContaining(['@aws-sdk/client-s3', '@duckdb/node-api']));

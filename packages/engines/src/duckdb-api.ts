@@ -6,8 +6,9 @@
  * this is the same module instance an `import` of it gives (the classes' `instanceof` agree).
  */
 import { createRequire } from 'node:module';
+import type * as DuckDbApiModule from '@duckdb/node-api';
 
-type DuckDbApi = typeof import('@duckdb/node-api');
+type DuckDbApi = typeof DuckDbApiModule;
 
 let api: DuckDbApi | undefined;
 

@@ -49,7 +49,7 @@ export {
   StoreConfigError,
   StoreError,
   type StoreOperation,
-} from '@ferry/store';
+} from '@ferry/store/objects';
 // The errors a dataset thread may raise live apart: that thread loads none of the packages below.
 export { ChannelClosedError, StaleBuildError, ThreadFileMissingError } from './common/thread-errors.js';
 

@@ -6,7 +6,7 @@
  */
 import { chmod, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { generateSigningKeyPair } from '@ferry/store';
+import { generateSigningKeyPair } from '@ferry/store/signing';
 import { expectPositionals, type Parsed, stringOption } from '../args.js';
 import type { CliIo, Command } from '../command.js';
 import { KeyFileError, UsageError } from '../errors.js';
