@@ -19,6 +19,7 @@ export const SCENARIO_IDS = [
   'b16',
   'b17',
   'b18',
+  'b19',
   'soak',
 ] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
@@ -60,6 +61,8 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
   builders: 'b17',
   b18: 'b18',
   pipelines: 'b18',
+  b19: 'b19',
+  start: 'b19',
   soak: 'soak',
 };
 
@@ -70,7 +73,7 @@ export interface BenchArgs {
 }
 
 export const USAGE =
-  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b12|delta b13|signing b14|cancel b15|overload b16|pinned b17|builders b18|pipelines soak …] [--quick] [--minutes N]\n' +
+  'usage: pnpm bench [b1|query b2|swap b3|freshness b4|download b5|scale b6|flight b7|fleet b8|join b9|http b10|inspector b11|cache b12|delta b13|signing b14|cancel b15|overload b16|pinned b17|builders b18|pipelines b19|start soak …] [--quick] [--minutes N]\n' +
   'Without a scenario every scenario but soak runs; soak runs only when named (default 10 minutes).';
 
 export function parseArgs(argv: readonly string[]): BenchArgs {

@@ -29,6 +29,7 @@ import { b15 } from './scenarios/b15-overload.js';
 import { b16 } from './scenarios/b16-pinned.js';
 import { b17 } from './scenarios/b17-builders.js';
 import { b18 } from './scenarios/b18-pipelines.js';
+import { b19 } from './scenarios/b19-start.js';
 import { soak } from './scenarios/soak.js';
 
 export interface RunRequest {
@@ -58,6 +59,7 @@ const SCENARIOS: Readonly<Record<ScenarioId, Scenario>> = {
   b16,
   b17,
   b18,
+  b19,
   soak,
 };
 
