@@ -35,6 +35,7 @@ export { jsonObjects } from './encode.js';
 export { NamespaceTableError } from './errors.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';
+export { betterSqlite3Build } from './sqlite-build.js';
 export { INTERRUPT_EVERY, type InterruptRegion } from './sqlite-interrupt.js';
 export {
   SQLITE_MAX_ATTACHED,

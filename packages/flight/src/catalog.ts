@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SPICE_CATALOG, SPICE_SCHEMA } from '@ferry/engines';
 import { type ArrowValue, columnBuilder, recordBatchOf } from '@ferry/engines/namespaces';
+import { SPICE_CATALOG, SPICE_SCHEMA } from '@ferry/engines/sql';
 import {
   Binary,
   Bool,

@@ -5,7 +5,7 @@
  * streams. A dataset still waiting for its first snapshot has no schema yet and is listed with an
  * empty one; any other failure is the call's error, with its cause.
  */
-import { RUNTIME_SCHEMA } from '@ferry/engines';
+import { RUNTIME_SCHEMA } from '@ferry/engines/sql';
 import type { Runtime } from '@ferry/runtime';
 import { Schema } from 'apache-arrow';
 import * as catalog from './catalog.js';

@@ -6,7 +6,7 @@
  * both engines compare and cast), booleans, floats and text as they are.
  */
 import type { JsonValue } from '@ferry/core';
-import { tokenizeSql } from '@ferry/engines';
+import { tokenizeSql } from '@ferry/engines/sql';
 import {
   DataType,
   type Decimal,

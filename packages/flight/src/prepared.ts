@@ -4,7 +4,7 @@
  * of values to the handle, ClosePreparedStatement; ListActions lists the two actions. Statements
  * are checked read-only before a handle exists; a DoPut that would upload data is refused.
  */
-import { assertReadOnlySql } from '@ferry/engines';
+import { assertReadOnlySql } from '@ferry/engines/sql';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { Field, Null, Schema } from 'apache-arrow';
 import { authorized, clientStreamError, type FlightContext, report, serverStream } from './calls.js';

@@ -5,7 +5,7 @@
  * anything runs.
  */
 import type { JsonValue } from '@ferry/core';
-import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines';
+import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines/sql';
 import type { Runtime } from '@ferry/runtime';
 import type { Prepared } from './calls.js';
 import { FlightRequestError, FlightUnsupportedError } from './errors.js';

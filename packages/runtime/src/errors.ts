@@ -35,13 +35,13 @@ export {
   UnsupportedColumnTypeError,
   type WriteOperation,
   WriteRejectedError,
-} from '@ferry/engines';
+} from '@ferry/engines/sql';
 export {
   DiskFullError,
   InsufficientDiskSpaceError,
   PreparedSnapshotGoneError,
   TruncatedDownloadError,
-} from '@ferry/snapshots';
+} from '@ferry/snapshots/errors';
 export {
   ObjectNotFoundError,
   ObjectTooLargeError,

@@ -6,7 +6,7 @@
  * shape; this turns it into the statement and the values the runtime binds.
  */
 import type { JsonValue } from '@ferry/core';
-import { numberNamedParameters, type SqlDialect } from '@ferry/engines';
+import { numberNamedParameters, type SqlDialect } from '@ferry/engines/sql';
 import { BadRequestError } from './errors.js';
 
 /** How to send a `POST /v1/sql` body, for error messages. */

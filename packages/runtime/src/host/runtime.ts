@@ -18,8 +18,9 @@ import {
   retentionOf,
   type SpicepodConfig,
 } from '@ferry/core';
-import { betterSqlite3Build, type DuckDbNamespaceOptions } from '@ferry/engines';
-import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots';
+import type { DuckDbNamespaceOptions } from '@ferry/engines';
+import { betterSqlite3Build } from '@ferry/engines/namespaces';
+import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots/generations';
 import type {
   DatasetCommand,
   DatasetInfo,

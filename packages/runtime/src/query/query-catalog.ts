@@ -13,7 +13,7 @@
 import { statSync } from 'node:fs';
 import { MAX_RETAIN_SNAPSHOTS, type Retention } from '@ferry/core';
 import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, NamespaceView } from '@ferry/engines';
-import { type GenerationFile, generationFile, heldGenerations } from '@ferry/snapshots';
+import { type GenerationFile, generationFile, heldGenerations } from '@ferry/snapshots/generations';
 import type { AnnouncedGeneration } from '../common/protocol.js';
 import type { DatasetEntry, DatasetRegistry } from '../host/dataset-registry.js';
 import { type SharedCatalog, shareCatalog } from './catalog-board.js';

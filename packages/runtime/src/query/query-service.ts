@@ -18,16 +18,14 @@
  */
 import type { ResourceLimits } from 'node:worker_threads';
 import { deserializeError, type JsonValue, retentionOf } from '@ferry/core';
-import {
-  BoundedCache,
-  type DatasetRead,
-  type DuckDbNamespaceOptions,
-  type NamespaceCatalog,
-  type NamespaceTaskHistory,
-  needsDuckDb,
-  type PinnedGeneration,
-  statementShape,
+import type {
+  DatasetRead,
+  DuckDbNamespaceOptions,
+  NamespaceCatalog,
+  NamespaceTaskHistory,
+  PinnedGeneration,
 } from '@ferry/engines';
+import { BoundedCache, needsDuckDb, statementShape } from '@ferry/engines/sql';
 import { Table } from 'apache-arrow';
 import type {
   DatasetInfo,

@@ -14,7 +14,7 @@
  * answer (`find` → `running`, `share`): a stampede on one statement runs it once.
  */
 import type { JsonValue, ResultsCacheConfig } from '@ferry/core';
-import { isCacheableStatement } from '@ferry/engines';
+import { isCacheableStatement } from '@ferry/engines/sql';
 import { LRUCache } from 'lru-cache';
 import type { DatasetRead } from '../api.js';
 

@@ -25,7 +25,7 @@
  * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
-import { BoundedCache } from '@ferry/engines';
+import { BoundedCache } from '@ferry/engines/sql';
 import { Piscina } from 'piscina';
 import { threadExecArgv } from '../common/thread-files.js';
 import { youngGenerationOf } from '../common/thread-limits.js';
