@@ -15,7 +15,7 @@ import { post } from '../burst.js';
 import { formatRatio, formatValue } from '../format.js';
 import { publishQueryDatasets } from '../query-datasets.js';
 import { type Measurement, median, ratio, type Scenario } from '../scenario.js';
-import { cliPath, startServerProcess, stop } from '../serve-process.js';
+import { startFerryServe, startServerProcess, stop } from '../serve-process.js';
 
 const PREFIX = 'b19/';
 const DUCK = 's_duck';
@@ -49,13 +49,13 @@ interface Start {
   readonly cpuS: number;
 }
 
-/** Spawns a server with `args`, waits for its answers on both tables, and stops it. */
-async function timedStart(args: readonly string[], env: NodeJS.ProcessEnv): Promise<Start> {
+/** Spawns a server with `start`, waits for its answers on both tables, and stops it. */
+async function timedStart(start: () => Promise<{ url: string; child: ChildProcess }>): Promise<Start> {
   const began = performance.now();
   let child: ChildProcess | undefined;
   const agent = new Agent({ keepAlive: true });
   try {
-    const started = await startServerProcess(args, env);
+    const started = await start();
     child = started.child;
     const base = new URL(started.url);
     await firstAnswer(base, `SELECT count(*) AS n FROM ${DUCK}`, agent);
@@ -93,27 +93,10 @@ export const b19: Scenario = {
     const plain: Start[] = [];
     for (let round = 0; round < rounds; round++) {
       context.log(`round ${round + 1} of ${rounds}: the plain server, then ferry serve`);
-      plain.push(await timedStart(plainArgs, env));
+      plain.push(await timedStart(() => startServerProcess(plainArgs, env)));
       // A fresh data directory each time: every start bootstraps from the store, as a new replica does.
       const dataDir = join(context.workDir, `data-${round}`);
-      ferry.push(
-        await timedStart(
-          [
-            cliPath(),
-            'serve',
-            podPath,
-            '--http',
-            '127.0.0.1:0',
-            '--flight',
-            '127.0.0.1:0',
-            '--log-level',
-            'warn',
-            '--data-dir',
-            dataDir,
-          ],
-          env,
-        ),
-      );
+      ferry.push(await timedStart(() => startFerryServe(podPath, dataDir, env)));
       await rm(dataDir, { recursive: true, force: true });
     }
     const measurements: Measurement[] = [];
