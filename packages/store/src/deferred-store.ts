@@ -1,8 +1,9 @@
 /**
  * An `ObjectStore` whose adapter is made on its first request: `createObjectStore` hands one out for
- * an `s3://` location so that a thread which never reads S3 (a `file://` store, a thread that only
- * holds the store) does not load the SDK. Each request awaits the one load; `close()` closes the
- * adapter if it was made.
+ * an `s3://` location, so that its module imports the S3 adapter (and the SDK) only when an `s3://`
+ * store is used. A thread on a `file://` store never loads the SDK; one that holds an `s3://` store
+ * loads it on the first read. Each request awaits the one load; `close()` closes the adapter if it
+ * was made.
  */
 import type { ObjectStore } from '@ferry/core';
 
