@@ -179,6 +179,26 @@ describe('DuckDbQueryPool', () => {
       await pool.close();
     }
   });
+
+  it('started with a version whose generation is already gone (pruned while it started), serves the next one', async () => {
+    const sixth = await duckdbFile('started-late', 6);
+    const logger = memoryLogger();
+    const pool = new DuckDbQueryPool(
+      { workers: 1, namespace: options, logger },
+      catalog(5, join(generations, 'pruned.duckdb')),
+    );
+    try {
+      pool.setCatalog(catalog(6, sixth));
+      const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
+      expect(await pool.run(request, 'rows').answer).toMatchObject({
+        kind: 'rows',
+        rows: [{ v: 6 }],
+        read: [{ name: 'orders', snapshotId: 106 }],
+      });
+    } finally {
+      await pool.close();
+    }
+  });
 });
 
 describe('DuckDbQueryPool restarts', () => {

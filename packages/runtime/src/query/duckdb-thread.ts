@@ -47,26 +47,19 @@ function post(message: QueryWorkerToHost, transfer: ArrayBuffer[] = []): void {
 }
 
 let namespace: DuckDbNamespace | undefined;
-const ready = DuckDbNamespace.create(data.namespace).then(async (created) => {
-  await created.setCatalog(data.catalog);
+const ready = DuckDbNamespace.create(data.namespace).then((created) => {
   namespace = created;
   return created;
 });
 /**
  * Every catalog version received so far, applied in order — coalesced: a burst of versions (many
  * datasets swapping at once) is applied as the newest one. `pending` counts versions not applied
- * yet: with none, a query starts without waiting for the chain.
+ * yet: with none, a query starts without waiting for the chain. The version the worker was started
+ * with is the chain's first: a worker slow to start applies the newest version sent meanwhile, not
+ * one whose generations may already be pruned (which would fail, and so would every query after).
  */
 let catalogs: Promise<unknown> = ready;
-let pending = 1;
-void ready.then(
-  () => {
-    pending--;
-  },
-  () => {
-    pending--;
-  },
-);
+let pending = 0;
 let newest: NamespaceCatalog | undefined;
 let closing = false;
 
@@ -219,6 +212,8 @@ function applyCatalog(catalog: NamespaceCatalog): void {
       pending--;
     });
 }
+
+applyCatalog(data.catalog);
 
 port.on('message', (message: HostToQueryWorker) => {
   switch (message.type) {
