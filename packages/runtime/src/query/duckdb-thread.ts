@@ -268,6 +268,15 @@ async function crash(error: unknown): Promise<void> {
   crashing = true;
   for (const state of running.values()) state.stop.abort();
   const ns = await ready.catch(() => undefined);
+  // A catalog version being applied (an ATTACH running in DuckDB) ends first: exiting under it
+  // aborts the whole process (a C++ exception thrown where nothing catches it).
+  await within(
+    catalogs.then(
+      () => undefined,
+      () => undefined,
+    ),
+    10_000,
+  );
   await within(ns?.cancelAll() ?? Promise.resolve(), 10_000);
   process.exit(1);
 }
