@@ -108,8 +108,10 @@ describe('SqliteReadPool', () => {
       const ids = Array.from({ length: 40 }, (_, i) => i % (expected + 1));
       const results = await Promise.all(ids.map((id) => reads.run(['users'], lookup(id))));
       expect(results.map(rowsOf)).toEqual(ids.map((id) => [{ n: Math.min(id, expected) }]));
-      // Batched: far fewer hops than queries (a cold worker may answer its first batch early).
-      expect(reads.batches).toBeLessThanOrEqual(8);
+      // Batched: far fewer hops than queries. Not two: a batch answers early once it has run 4 ms
+      // of wall time (sqlite-thread.ts), and a cold worker on a loaded machine gets there in a few
+      // queries. One hop per query would be 40.
+      expect(reads.batches).toBeLessThan(ids.length / 2);
     } finally {
       await reads.close(new Error('closed'));
     }
@@ -153,10 +155,12 @@ describe('SqliteReadPool', () => {
         }),
       );
       expect((await Promise.all(runs)).map(rowsOf)).toEqual([0, 1, 2].map(() => [{ n: 400000 }]));
-      // One batch of three would answer all three at once; each answers when it is done.
+      // One batch of three would answer all three in one message, in one turn (well under 1 ms
+      // apart); each answers when it is done, at least one run of the count (~50 ms of CPU here,
+      // more under load) after the one before it.
       const [first, second, third] = answeredAt as [number, number, number];
-      expect(second - first).toBeGreaterThan(first / 3);
-      expect(third - second).toBeGreaterThan(first / 3);
+      expect(second - first).toBeGreaterThan(5);
+      expect(third - second).toBeGreaterThan(5);
     } finally {
       await reads.close(new Error('closed'));
     }
