@@ -20,8 +20,8 @@
  * writes, the host's few) then wait behind the host as well, which is the point.
  */
 
-import { pbkdf2 } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readlink } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 
 /** The calling thread's id: `/proc/thread-self` is `<pid>/task/<tid>` (Linux). */
@@ -43,29 +43,15 @@ export function lowerThreadPriority(niceness: number): boolean {
   }
 }
 
-/** Each of this process's threads and the CPU time it has used (ns), from `/proc/self/task`. */
-function threadCpuNs(): Map<number, number> {
-  const times = new Map<number, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      times.set(Number(tid), Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
-    } catch {
-      // The thread ended while listing.
-    }
-  }
-  return times;
-}
-
 /**
- * Some CPU work for one threadpool thread (~5 ms here): long enough that the tasks queued at once
- * mostly go to threads of their own (none is free again before the others have woken).
+ * The ids of the threadpool threads that answered one round of `count` reads of
+ * `/proc/thread-self`: an asynchronous `readlink` runs on a pool thread, so the link names that
+ * thread, exactly (never another thread busy at the same moment). Queued at once, the reads wake
+ * every idle pool thread.
  */
-function poolWork(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    pbkdf2('ferry', 'threadpool', 20_000, 32, 'sha256', (error) =>
-      error === null ? resolve() : reject(error),
-    );
-  });
+async function poolThreadsAnswering(count: number): Promise<Set<number>> {
+  const links = await Promise.all(Array.from({ length: count }, () => readlink('/proc/thread-self')));
+  return new Set(links.map((link) => Number(link.split('/').pop())));
 }
 
 /** libuv's name for its threadpool threads (libuv 1.50+, Node 22 and 24); older ones leave them unnamed. */
@@ -82,7 +68,11 @@ function threadName(tid: number): string | undefined {
 
 /** This process's threads that libuv named as its threadpool's (none where libuv names no thread). */
 function namedPoolThreads(): number[] {
-  return [...threadCpuNs().keys()].filter((tid) => threadName(tid) === POOL_THREAD_NAME);
+  const named: number[] = [];
+  for (const tid of readdirSync('/proc/self/task')) {
+    if (threadName(Number(tid)) === POOL_THREAD_NAME) named.push(Number(tid));
+  }
+  return named;
 }
 
 let lowered: Promise<number> | undefined;
@@ -90,33 +80,22 @@ let lowered: Promise<number> | undefined;
 /**
  * Raises the nice value of libuv's threadpool threads by `niceness` (once per process; Linux only).
  * Where libuv names them (`libuv-worker`, Node 22 and 24) they are found by name once the pool has
- * started; elsewhere (Node 20) as the threads that used CPU while the pool ran one task per thread,
- * in up to three rounds until every one is seen — there a V8 thread busy at the same moment could
- * be taken for one (seen on Node 24 under a loaded machine before names were used), so call it
- * before other threads start, as the runtime does. Resolves with how many were lowered (0 where it
- * cannot).
+ * started; elsewhere (Node 20) as the threads that answer reads of `/proc/thread-self`, in rounds
+ * until every one is seen (one round here; at most 50). Before, Node 20 took the threads that used
+ * CPU while the pool ran, and a V8 thread busy at that moment on a loaded machine was taken for a
+ * pool thread, which then ran DuckDB at the host's priority. Resolves with how many were lowered (0
+ * where it cannot).
  */
 export function lowerThreadpoolPriority(niceness: number): Promise<number> {
   if (niceness <= 0 || process.platform !== 'linux') return Promise.resolve(0);
   lowered ??= (async () => {
     const size = Math.max(1, Math.min(1_024, Number(process.env.UV_THREADPOOL_SIZE) || 4));
-    const self = currentThreadId();
-    const pool = new Set<number>();
-    for (let round = 0; round < 3 && pool.size < size; round++) {
-      const before = threadCpuNs();
-      // The first task starts every pool thread at once (libuv starts the whole pool).
-      await Promise.all(Array.from({ length: size }, poolWork));
-      const named = namedPoolThreads();
-      if (named.length > 0) {
-        pool.clear();
-        for (const tid of named) pool.add(tid);
-        continue;
-      }
-      for (const [tid, ns] of threadCpuNs()) {
-        // A task takes ~5 ms of CPU: a tenth of that tells its thread from an idle one (a thread
-        // not there before is one the pool just started); never the calling thread or the main one.
-        if (tid !== self && tid !== process.pid && ns - (before.get(tid) ?? 0) > 500_000) pool.add(tid);
-      }
+    // The first read starts the whole pool (libuv starts every thread at once).
+    let pool = await poolThreadsAnswering(8 * size);
+    const named = namedPoolThreads();
+    if (named.length > 0) pool = new Set(named);
+    for (let round = 1; round < 50 && pool.size < size; round++) {
+      for (const tid of await poolThreadsAnswering(8 * size)) pool.add(tid);
     }
     let count = 0;
     for (const tid of [...pool].slice(0, size)) {
