@@ -14,7 +14,13 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FORBIDDEN = [/^@aws-sdk\//, /^@smithy\//, /^@duckdb\//, /^better-sqlite3$/, /^yaml$/, /^apache-arrow$/];
 
-/** The specifiers a module imports at run time (static, re-exports, side-effect and dynamic imports). */
+/**
+ * The specifiers a module imports at run time: static, re-exports, side-effect and dynamic imports,
+ * and `require('x')` (how `engines/src/duckdb-node.ts` loads DuckDB's CommonJS packages at its top
+ * level). A loader that waits for first use calls `createRequire(…)('x')` inside a function
+ * (`engines/src/duckdb-api.ts`) and is not counted: `runtime/test/thread-modules.test.ts` checks at
+ * run time that the SQLite worker loads no DuckDB module.
+ */
 export function runtimeImports(source: string): string[] {
   const found: string[] = [];
   // Comments may mention imports; strip them first (line and block comments, not inside strings we care about).
@@ -23,6 +29,7 @@ export function runtimeImports(source: string): string[] {
     /(?:^|[;\s])import\s+(?!type\s)(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]/g,
     /(?:^|[;\s])export\s+(?!type\s)[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g,
     /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /(?:^|[^.\w])require\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
   ];
   for (const pattern of patterns) {
     for (const match of text.matchAll(pattern)) found.push(match[1] as string);
@@ -105,9 +112,11 @@ describe('a dataset thread loads only its actor', () => {
           "import 'side-effect';",
           "const g = await import('dynamic');",
           "// import { h } from 'in-a-comment';",
+          "export const i = require('required') as I;",
+          "api ??= createRequire(import.meta.url)('on-first-use');",
         ].join('\n'),
       ).sort(),
-    ).toEqual(['dynamic', 'kept', 'kept-empty', 're-exported', 'side-effect']);
+    ).toEqual(['dynamic', 'kept', 'kept-empty', 're-exported', 'required', 'side-effect']);
   });
 
   it('one naming rule for thread entries: each Worker starts a `thread.ts` (in query/, `<engine>-thread.ts`) in its thread folder', () => {

@@ -21,19 +21,16 @@
  * writer here copies what it reads before returning anyway, so a build that shares DuckDB's
  * memory instead is read correctly too: nothing outlives the chunk.
  */
-import {
-  type DuckDBDataChunk,
-  type DuckDBDecimalType,
-  type DuckDBListType,
-  type DuckDBMapType,
-  type DuckDBStructType,
-  type DuckDBType,
-  DuckDBTypeId,
-  type DuckDBValue,
-  DuckDBVariantValue,
-  DuckDBVector,
+import type {
+  DuckDBDataChunk,
+  DuckDBDecimalType,
+  DuckDBListType,
+  DuckDBMapType,
+  DuckDBStructType,
+  DuckDBType,
+  DuckDBValue,
 } from '@duckdb/node-api';
-import duckdb from '@duckdb/node-bindings';
+import type * as DuckDbBindings from '@duckdb/node-bindings';
 import * as arrow from 'apache-arrow';
 import {
   BitmapWriter,
@@ -48,11 +45,14 @@ import {
   setBit,
 } from './arrow-buffers.js';
 import { arrowSchemaOf, type ColumnBuilder, columnBuilder, recordBatchOf } from './arrow-results.js';
+import { duckdb as api, duckdbBindings as duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
 import { QueryFailedError } from './errors.js';
 
-type Vector = duckdb.Vector;
+const { DuckDBTypeId, DuckDBVariantValue, DuckDBVector } = api;
+
+type Vector = DuckDbBindings.Vector;
 
 // DuckDB's vectors are native-endian and Arrow's buffers little-endian: copied bytes would be wrong.
 if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {

@@ -5,9 +5,10 @@
  * pass the engine's statement check (statement-check.ts), then run on a small pool of connections (concurrently);
  * `close()` refuses new queries and waits for running ones before releasing the file.
  */
-import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
 import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
+import { duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
 import { type ScalarParam, scalarParams, uniqueColumnNames } from './encode.js';
@@ -23,6 +24,9 @@ import {
 import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
 import { assertDuckDbFile, notADatabase } from './file-header.js';
 import { checkDuckDbStatement } from './statement-check.js';
+
+const { DuckDBInstance } = duckdb;
+type DuckDBInstance = InstanceType<typeof DuckDBInstance>;
 
 export interface DuckDbOpenOptions extends OpenOptions {
   /** Connections queries run on concurrently (default 4). */

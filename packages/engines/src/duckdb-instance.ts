@@ -14,12 +14,7 @@
  * that bound it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  type DuckDBConnection,
-  DuckDBInstance,
-  type DuckDBPreparedStatement,
-  type DuckDBResult,
-} from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
 import Database from 'better-sqlite3';
 import { BoundedCache } from './bounded-cache.js';
 import {
@@ -39,6 +34,7 @@ import {
   sqliteColumnsInDuckDb,
 } from './duckdb-import.js';
 import { DUCKDB_EXTENSIONS_OFF, duckDbSize, lockDownDuckDb } from './duckdb-lockdown.js';
+import { duckdb } from './duckdb-node.js';
 import type { ResourceClass } from './duckdb-resources.js';
 import { DuckDbViews } from './duckdb-views.js';
 import { uniqueColumnNames } from './encode.js';
@@ -51,6 +47,9 @@ import {
   type NamespaceTaskHistory,
   type ResultColumn,
 } from './namespace-types.js';
+
+const { DuckDBInstance } = duckdb;
+type DuckDBInstance = InstanceType<typeof DuckDBInstance>;
 
 /** A result's column names (made unique) and types, as rows report them. */
 export interface ResultColumns {

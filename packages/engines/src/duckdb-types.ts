@@ -4,9 +4,14 @@
  * structs and maps need no type-string parsing). Anything outside the table (HUGEINT, UUID,
  * ENUM, UNION, ARRAY, TIME WITH TIME ZONE, …) maps to `undefined`: reported by name, never guessed.
  */
-import { type DuckDBType, DuckDBTypeId } from '@duckdb/node-api';
+import type * as DuckDbApi from '@duckdb/node-api';
 import type { ArrowDataType } from '@ferry/core';
 import { arrowList, arrowMap, arrowStruct, TIMESTAMPTZ_ZONE } from './arrow-types.js';
+import { duckdb } from './duckdb-node.js';
+
+const { DuckDBTypeId } = duckdb;
+type DuckDBTypeId = DuckDbApi.DuckDBTypeId;
+type DuckDBType = DuckDbApi.DuckDBType;
 
 const scalars: Partial<Record<DuckDBTypeId, ArrowDataType>> = {
   [DuckDBTypeId.BOOLEAN]: 'Boolean',

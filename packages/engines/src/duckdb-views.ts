@@ -10,10 +10,13 @@
  * own parse of its SQL: the namespace's routing expands a view into the datasets under it, so a
  * query of a view is bounded, pinned and reported by those datasets' snapshots.
  */
-import { type DuckDBConnection, StatementType } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { setViewNames, spiceTable } from './duckdb-catalog.js';
+import { duckdb } from './duckdb-node.js';
 import type { NamespaceCatalog, NamespaceView } from './namespace-types.js';
 import { checkDuckDbStatement, namesIn, type TableReference } from './statement-check.js';
+
+const { StatementType } = duckdb;
 
 /** Whether `ref` names a table of `spice.public` (`x`, `public.x`, `spice.public.x`, `spice.x`). */
 export function spiceName(ref: TableReference, ctes: ReadonlySet<string>): string | undefined {

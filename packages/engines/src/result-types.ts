@@ -8,12 +8,13 @@
  * there is one mapping per engine, the one `schema()` uses. `undefined` for anything outside the
  * type table (HUGEINT, UUID, ENUM, UNION, fixed-size ARRAY, …).
  */
-import * as duckdb from '@duckdb/node-api';
+import type * as DuckDbApi from '@duckdb/node-api';
 import type { ArrowDataType, FileFormat } from '@ferry/core';
+import { duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 
-type DuckDBType = duckdb.DuckDBType;
+type DuckDBType = DuckDbApi.DuckDBType;
 
 const isDuckDbType = (value: unknown): value is DuckDBType =>
   typeof value === 'object' &&

@@ -9,14 +9,17 @@
  * only under the directory the files are downloaded into, configuration locked. SQLite files open
  * in well under a millisecond and are checked by {@link checkSnapshotFile} as before.
  */
-import { DuckDBInstance } from '@duckdb/node-api';
 import type { ArrowSchema, EngineName, FileFormat } from '@ferry/core';
 import { duckDbOpenFailure, readDuckDbColumns } from './duckdb-engine.js';
 import { DUCKDB_EXTENSIONS_OFF, lockDownDuckDb } from './duckdb-lockdown.js';
+import { duckdb } from './duckdb-node.js';
 import { quoteLiteral } from './engine.js';
 import { assertDuckDbFile } from './file-header.js';
 import { checkSnapshotFile } from './open-engine.js';
 import { checkTableSchema } from './schema-check.js';
+
+const { DuckDBInstance } = duckdb;
+type DuckDBInstance = InstanceType<typeof DuckDBInstance>;
 
 export interface SnapshotChecker {
   readonly kind: FileFormat;

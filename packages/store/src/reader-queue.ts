@@ -11,15 +11,22 @@
  * its ARN (already in the spicepod), never the URL.
  */
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
-import {
-  ListSubscriptionsByTopicCommand,
-  SNSClient,
-  SubscribeCommand,
-  type Subscription,
-  UnsubscribeCommand,
-} from '@aws-sdk/client-sns';
-import {
+import type * as SnsSdk from '@aws-sdk/client-sns';
+import type { Subscription } from '@aws-sdk/client-sns';
+import type * as SqsSdk from '@aws-sdk/client-sqs';
+import { ReaderQueueError, ReaderQueueErrorCode } from './errors.js';
+import { type AwsClientOptions, awsClientConfig } from './sqs-queue.js';
+
+// CommonJS, loaded with `require`: an ESM `import` of them has Node's CommonJS lexer read the SDKs'
+// files first, ~40–90 ms of CPU in each thread that loads it (bench/RESULTS.md, "Start-up: CommonJS
+// packages loaded with require").
+const require = createRequire(import.meta.url);
+const { ListSubscriptionsByTopicCommand, SNSClient, SubscribeCommand, UnsubscribeCommand } =
+  require('@aws-sdk/client-sns') as typeof SnsSdk;
+type SNSClient = InstanceType<typeof SNSClient>;
+const {
   CreateQueueCommand,
   DeleteQueueCommand,
   GetQueueAttributesCommand,
@@ -29,9 +36,8 @@ import {
   SetQueueAttributesCommand,
   SQSClient,
   TagQueueCommand,
-} from '@aws-sdk/client-sqs';
-import { ReaderQueueError, ReaderQueueErrorCode } from './errors.js';
-import { type AwsClientOptions, awsClientConfig } from './sqs-queue.js';
+} = require('@aws-sdk/client-sqs') as typeof SqsSdk;
+type SQSClient = InstanceType<typeof SQSClient>;
 
 /** Every queue a reader makes is named this plus 24 random hex digits. */
 export const READER_QUEUE_PREFIX = 'ferry-reader-';

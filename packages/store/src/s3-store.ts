@@ -5,15 +5,10 @@
  * go up as a multipart upload (@aws-sdk/lib-storage's `Upload`), so a reader never sees a partial
  * object.
  */
+import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  type ListObjectsV2CommandOutput,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import type * as S3Sdk from '@aws-sdk/client-s3';
+import type { ListObjectsV2CommandOutput } from '@aws-sdk/client-s3';
 import {
   assertKey,
   assertPrefix,
@@ -34,6 +29,14 @@ import {
   type StoreOperation,
 } from './errors.js';
 import { checkS3Options, type S3StoreOptions } from './s3-config.js';
+
+// CommonJS, loaded with `require`: an ESM `import` of it has Node's CommonJS lexer read the SDK's
+// files first, ~40–90 ms of CPU in each thread that loads it (bench/RESULTS.md, "Start-up: CommonJS
+// packages loaded with require").
+const require = createRequire(import.meta.url);
+const { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } =
+  require('@aws-sdk/client-s3') as typeof S3Sdk;
+type S3Client = InstanceType<typeof S3Client>;
 
 export * from './s3-config.js';
 

@@ -4,13 +4,17 @@
  * runtime shuts down without waiting out the poll. The queue URL never appears in an error message
  * (it carries the account id); errors name "the SQS queue" and keep the SDK error as `cause`.
  */
-import {
-  DeleteMessageBatchCommand,
-  type DeleteMessageBatchRequestEntry,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { createRequire } from 'node:module';
+import type * as SqsSdk from '@aws-sdk/client-sqs';
+import type { DeleteMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import { FerryError, type NotificationQueue, type QueueMessage, registerErrors } from '@ferry/core';
+
+// CommonJS, loaded with `require`: an ESM `import` of it has Node's CommonJS lexer read the SDK's
+// files first, ~40–90 ms of CPU in each thread that loads it (bench/RESULTS.md, "Start-up: CommonJS
+// packages loaded with require").
+const require = createRequire(import.meta.url);
+const { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } =
+  require('@aws-sdk/client-sqs') as typeof SqsSdk;
 
 export const SqsErrorCode = {
   queueUrl: 'ERR_SQS_QUEUE_URL',
