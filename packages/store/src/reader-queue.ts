@@ -19,9 +19,7 @@ import type * as SqsSdk from '@aws-sdk/client-sqs';
 import { ReaderQueueError, ReaderQueueErrorCode } from './errors.js';
 import { type AwsClientOptions, awsClientConfig } from './sqs-queue.js';
 
-// CommonJS, loaded with `require`: an ESM `import` of them has Node's CommonJS lexer read the SDKs'
-// files first, ~40–90 ms of CPU in each thread that loads it (bench/RESULTS.md, "Start-up: CommonJS
-// packages loaded with require").
+// CommonJS, loaded with `require` for the reason given in s3-store.ts.
 const require = createRequire(import.meta.url);
 const { ListSubscriptionsByTopicCommand, SNSClient, SubscribeCommand, UnsubscribeCommand } =
   require('@aws-sdk/client-sns') as typeof SnsSdk;

@@ -9,9 +9,7 @@ import type * as SqsSdk from '@aws-sdk/client-sqs';
 import type { DeleteMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import { FerryError, type NotificationQueue, type QueueMessage, registerErrors } from '@ferry/core';
 
-// CommonJS, loaded with `require`: an ESM `import` of it has Node's CommonJS lexer read the SDK's
-// files first, ~40–90 ms of CPU in each thread that loads it (bench/RESULTS.md, "Start-up: CommonJS
-// packages loaded with require").
+// CommonJS, loaded with `require` for the reason given in s3-store.ts.
 const require = createRequire(import.meta.url);
 const { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } =
   require('@aws-sdk/client-sqs') as typeof SqsSdk;
