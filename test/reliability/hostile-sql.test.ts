@@ -588,15 +588,19 @@ describe('bombs: memory and disk', () => {
       for (const bomb of [STRING_BOMB, DATASETLESS_BOMB, DISK_BOMB]) answers.push(await post(bomb));
       running = false;
       await client;
-      expect(
-        await Promise.all(
-          answers.map(async (answer) => [answer.status, ((await answer.json()) as { code: string }).code]),
-        ),
-      ).toEqual([
+      const codes = await Promise.all(
+        answers.map(async (answer) => [answer.status, ((await answer.json()) as { code: string }).code]),
+      );
+      expect(codes.slice(0, 2)).toEqual([
         [400, 'ERR_QUERY_MEMORY'],
         [400, 'ERR_QUERY_MEMORY'],
-        [400, 'ERR_QUERY_TEMP_SPACE'],
       ]);
+      // The disk bomb alone always reaches the temporary-space cap first (the test above). Beside
+      // the client's queries on the same instance it may run twice (the runtime retries a query that
+      // exhausts an instance others share), and on a loaded machine DuckDB has been seen to run out
+      // of memory before the cap on one of those runs (a CI run on Node 24): either limit is its
+      // own, answered 400 with its code.
+      expect(codes[2]).toEqual([400, expect.stringMatching(/^ERR_QUERY_(TEMP_SPACE|MEMORY)$/)]);
       expect(problems).toEqual([]);
       expect(healthy).toBeGreaterThan(0);
     } finally {
