@@ -179,6 +179,28 @@ describe('a dataset thread loads only its actor', () => {
     },
   );
 
+  it.each([
+    'coordinator/thread.ts',
+    'query/duckdb-thread.ts',
+    'query/sqlite-thread.ts',
+    'snapshot-pool/thread.ts',
+  ])(
+    "%s reaches neither XState nor the YAML parser: the machine's chart is a dataset thread's, the spicepod loader the host's",
+    (entry) => {
+      const packages = externalPackages(join(ROOT, 'packages/runtime/src', entry));
+      const heavy = [...packages].filter(([name]) => name === 'xstate' || name === 'yaml');
+      expect(
+        heavy.map(([, chain]) => chain.join(' → ')),
+        'a module it loads imports `@ferry/core` or `@ferry/core/machine` (import `@ferry/core/base` or `/common`)',
+      ).toEqual([]);
+    },
+  );
+
+  it('the check can fail: the host reaches both (the spicepod loader is in `@ferry/core`, with the chart)', () => {
+    const packages = externalPackages(join(ROOT, 'packages/runtime/src/index.ts'));
+    expect([...packages.keys()]).toEqual(expect.arrayContaining(['xstate', 'yaml']));
+  });
+
   it('the check can fail: the DuckDB query thread reaches DuckDB', () => {
     const packages = externalPackages(join(ROOT, 'packages/runtime/src/query/duckdb-thread.ts'));
     expect([...packages.keys()]).toContain('@duckdb/node-api');

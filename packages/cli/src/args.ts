@@ -3,7 +3,7 @@
  * errors turned into {@link UsageError}s, plus the value parsers (`--http host:port`, choices).
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { parseDuration } from '@ferry/core';
+import { parseDuration } from '@ferry/core/base';
 import { UsageError } from './errors.js';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;

@@ -2,7 +2,7 @@
  * Errors of the `ferry` command. A {@link UsageError} (bad command line) exits with 2 and points at
  * `--help`; every other error exits with 1 after its one-sentence message.
  */
-import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 
 /** The command line is wrong: unknown command or flag, missing or extra argument, bad value. */
 export class UsageError extends FerryError {

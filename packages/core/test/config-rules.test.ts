@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadSpicepod } from '../src/config/index.js';
+import { loadSpicepod } from '../src/config/spicepod.js';
 
 /** A valid two-dataset pod that each case breaks in one way. */
 interface Pod {

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadSpicepod } from '../src/config/index.js';
 import { parseApiKey } from '../src/config/runtime-section.js';
+import { loadSpicepod } from '../src/config/spicepod.js';
 import { filesOf } from './config-files.js';
 
 function load(runtime: unknown, env: Record<string, string> = {}, files: Record<string, string> = {}) {

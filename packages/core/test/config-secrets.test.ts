@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadSpicepod } from '../src/config/index.js';
 import { parseDotenv, redactSecrets } from '../src/config/secrets.js';
+import { loadSpicepod } from '../src/config/spicepod.js';
 import { filesOf } from './config-files.js';
 
 function load(

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadSpicepod } from '../src/config/index.js';
+import { loadSpicepod } from '../src/config/spicepod.js';
 import { filesOf } from './config-files.js';
 
 function load(views: unknown, files: Record<string, string> = {}) {

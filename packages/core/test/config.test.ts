@@ -3,12 +3,10 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   type DatasetConfig,
-  loadSpicepod,
   type S3Settings,
   type SpicepodConfig,
-  throwIfFatal,
-  throwIfInvalid,
 } from '../src/config/index.js';
+import { loadSpicepod, throwIfFatal, throwIfInvalid } from '../src/config/spicepod.js';
 import { FerryError } from '../src/errors.js';
 
 const fixture = (name: string): string =>

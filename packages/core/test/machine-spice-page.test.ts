@@ -5,7 +5,7 @@
  * example (`my_table`, loaded from its spicepod), so the defaults are the page's too.
  */
 import { describe, expect, it } from 'vitest';
-import { loadSpicepod, throwIfInvalid } from '../src/config/index.js';
+import { loadSpicepod, throwIfInvalid } from '../src/config/spicepod.js';
 import type { DatasetMachineInput, ReadMetadataOutput, SnapshotsMode } from '../src/machine/index.js';
 import {
   checksumMismatch,

@@ -8,7 +8,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadSpicepod } from '../src/config/index.js';
+import { loadSpicepod } from '../src/config/spicepod.js';
 import type { DatasetMetadata, SnapshotEntry } from '../src/metadata/types.js';
 import {
   canonicalJson,

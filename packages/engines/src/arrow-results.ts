@@ -11,7 +11,7 @@
  * bigint, Interval as `{ months, days, nanos }`, lists as arrays, structs as objects, maps as
  * `[key, value]` pairs. The engines' adapters turn their own values into these.
  */
-import { type ArrowDataType, type ArrowField, registerErrors } from '@ferry/core';
+import { type ArrowDataType, type ArrowField, registerErrors } from '@ferry/core/base';
 import * as arrow from 'apache-arrow';
 import { Message as ArrowMessage, RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
 import { VectorAssembler } from 'apache-arrow/visitor/vectorassembler';

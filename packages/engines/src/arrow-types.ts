@@ -6,7 +6,7 @@
  * time zone → `"UTC"`, child names and nullability fixed). Types outside the table are reported
  * by name ({@link UnmappedArrowTypeError}), never guessed.
  */
-import { type ArrowDataType, type ArrowField, formatDataType, registerErrors } from '@ferry/core';
+import { type ArrowDataType, type ArrowField, formatDataType, registerErrors } from '@ferry/core/base';
 
 export function arrowField(name: string, dataType: ArrowDataType, nullable: boolean): ArrowField {
   return { name, data_type: dataType, nullable, dict_id: 0, dict_is_ordered: false, metadata: {} };

@@ -6,7 +6,7 @@
  * `close()` refuses new queries and waits for running ones before releasing the file.
  */
 import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
-import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
+import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core/base';
 import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
 import { duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';

@@ -5,7 +5,7 @@
  * path and internal name taken out (a generation's path and alias become its dataset's name, other
  * paths `<data dir>`). Pure.
  */
-import { FerryError } from '@ferry/core';
+import { FerryError } from '@ferry/core/base';
 import { placeholderRead } from './duckdb-catalog.js';
 import type { ResourceClass } from './duckdb-resources.js';
 import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';

@@ -9,7 +9,7 @@
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
-import type { ArrowDataType } from '@ferry/core';
+import type { ArrowDataType } from '@ferry/core/base';
 import Database from 'better-sqlite3';
 import { INTERNAL_SCHEMA, spiceTable } from './duckdb-catalog.js';
 import { quoteIdentifier } from './engine.js';

@@ -22,7 +22,7 @@
  * `spice.runtime.task_history`.
  */
 import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
 import { hasShow, isDescribe, rewriteListings, treeJson } from './duckdb-catalog.js';

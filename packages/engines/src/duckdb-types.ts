@@ -5,7 +5,7 @@
  * ENUM, UNION, ARRAY, TIME WITH TIME ZONE, …) maps to `undefined`: reported by name, never guessed.
  */
 import type * as DuckDbApi from '@duckdb/node-api';
-import type { ArrowDataType } from '@ferry/core';
+import type { ArrowDataType } from '@ferry/core/base';
 import { arrowList, arrowMap, arrowStruct, TIMESTAMPTZ_ZONE } from './arrow-types.js';
 import { duckdb } from './duckdb-node.js';
 

@@ -7,7 +7,7 @@
  * `{months, days, micros}`. Values are recognised by class, so nested values need no type.
  */
 import type { DuckDBValue } from '@duckdb/node-api';
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { duckDbApi } from './duckdb-api.js';
 import { base64, isoTime, isoTimestamp, jsonFloat, jsonInteger } from './encode.js';
 

@@ -5,7 +5,7 @@
  * `YYYY-MM-DDTHH:MM:SS.ffffff` (nanosecond types: 9 digits; `Z` appended for TIMESTAMPTZ).
  * Also the parameter check and the column-name de-duplication both engines apply.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { InvalidParameterError } from './errors.js';
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);

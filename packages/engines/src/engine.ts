@@ -12,7 +12,7 @@ import {
   type QueryResult,
   SnapshotRejectedError,
   SnapshotRejectionCode,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { arrowField } from './arrow-types.js';
 import { TableNotFoundError, UnsupportedColumnTypeError } from './errors.js';
 

@@ -3,7 +3,7 @@
  * one-sentence message naming the file, table or statement and the fix, and the engine's own
  * error as `cause`. Snapshot validation failures use `SnapshotRejectedError` from `@ferry/core`.
  */
-import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 
 /** The write a refused statement attempted, as Spice names it in its refusal messages. */
 export type WriteOperation = 'insert' | 'update' | 'delete' | 'truncate';

@@ -11,7 +11,7 @@ import {
   type FileFormat,
   SnapshotRejectedError,
   SnapshotRejectionCode,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { EngineOpenError } from './errors.js';
 
 export type DatabaseFormat = FileFormat | 'unknown';

@@ -5,7 +5,7 @@
  * markers are found by the guard's tokenizer, so a `$name` inside a string, a quoted identifier or
  * a comment is left alone.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { InvalidParameterError } from './errors.js';
 import { type SqlDialect, tokenizeSql } from './sql-guard.js';
 

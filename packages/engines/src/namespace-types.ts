@@ -3,7 +3,7 @@
  * every dataset, its engine and the generation (an immutable link to one snapshot file) it serves
  * now — what a query read, and how a query is bounded. Plain data: the catalog crosses threads.
  */
-import type { ArrowSchema, FileFormat, JsonValue } from '@ferry/core';
+import type { ArrowSchema, FileFormat, JsonValue } from '@ferry/core/base';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { DuckDbStatement } from './statement-check.js';
 

@@ -3,7 +3,7 @@
  * after-download validation of a file in one call. Turso snapshots are SQLite-format files and
  * use the SQLite adapter (their `kind` is therefore `sqlite`).
  */
-import type { ArrowSchema, EngineName } from '@ferry/core';
+import type { ArrowSchema, EngineName } from '@ferry/core/base';
 import { openDuckDb } from './duckdb-engine.js';
 import type { OpenOptions, SnapshotEngine } from './engine.js';
 import { checkTableSchema } from './schema-check.js';

@@ -9,7 +9,7 @@
  * type table (HUGEINT, UUID, ENUM, UNION, fixed-size ARRAY, …).
  */
 import type * as DuckDbApi from '@duckdb/node-api';
-import type { ArrowDataType, FileFormat } from '@ferry/core';
+import type { ArrowDataType, FileFormat } from '@ferry/core/base';
 import { duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';

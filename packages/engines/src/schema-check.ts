@@ -5,7 +5,12 @@
  * DuckDB columns compare by canonical Arrow form (so `LargeUtf8` fits VARCHAR, any time zone fits
  * TIMESTAMPTZ); SQLite columns by affinity (INTEGER stores Int64, Boolean, Date32, …).
  */
-import { type ArrowSchema, formatDataType, SnapshotRejectedError, SnapshotRejectionCode } from '@ferry/core';
+import {
+  type ArrowSchema,
+  formatDataType,
+  SnapshotRejectedError,
+  SnapshotRejectionCode,
+} from '@ferry/core/base';
 import { canonicalArrowType, UnmappedArrowTypeError } from './arrow-types.js';
 import { missingTable, type SnapshotEngine, type TableColumn } from './engine.js';
 

@@ -9,7 +9,7 @@
  * only under the directory the files are downloaded into, configuration locked. SQLite files open
  * in well under a millisecond and are checked by {@link checkSnapshotFile} as before.
  */
-import type { ArrowSchema, EngineName, FileFormat } from '@ferry/core';
+import type { ArrowSchema, EngineName, FileFormat } from '@ferry/core/base';
 import { duckDbOpenFailure, readDuckDbColumns } from './duckdb-engine.js';
 import { DUCKDB_EXTENSIONS_OFF, lockDownDuckDb } from './duckdb-lockdown.js';
 import { duckdb } from './duckdb-node.js';

@@ -7,7 +7,7 @@
  * {@link StatementRejectedError}), finds what an EXPLAIN explains and names a PRAGMA.
  * `assertReadOnlySql` stays as a cheap early refusal for callers that have no connection yet.
  */
-import { closest, type FileFormat } from '@ferry/core';
+import { closest, type FileFormat } from '@ferry/core/base';
 import { SqlSyntaxError, StatementRejectedError, type WriteOperation, WriteRejectedError } from './errors.js';
 
 /**

@@ -15,7 +15,7 @@
  * column, a later batch's value of a kind the first batch did not have) is never turned into null:
  * the query fails with an error naming the column, the row and the cast that answers it.
  */
-import type { ArrowDataType } from '@ferry/core';
+import type { ArrowDataType } from '@ferry/core/base';
 import type * as arrow from 'apache-arrow';
 import { type ArrowValue, arrowSchemaOf, RecordBatchBuilder } from './arrow-results.js';
 import { QueryFailedError } from './errors.js';

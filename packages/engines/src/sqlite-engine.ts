@@ -7,7 +7,7 @@
  * is what a worker pool calls; `query` wraps it in a promise.
  */
 
-import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core';
+import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core/base';
 import Database from 'better-sqlite3';
 import {
   base64,

@@ -12,8 +12,8 @@
  * statement; statements are prepared once and kept (an LRU). Everything here is synchronous: it
  * runs in the read pool's workers.
  */
-import type { JsonValue } from '@ferry/core';
-import { FerryError } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
+import { FerryError } from '@ferry/core/base';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';

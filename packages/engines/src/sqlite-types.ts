@@ -5,7 +5,7 @@
  * what they say (BOOLEAN, DECIMAL(p,s), DATE, DATETIME/TIMESTAMP). Anything else is reported by
  * name, never guessed.
  */
-import type { ArrowDataType } from '@ferry/core';
+import type { ArrowDataType } from '@ferry/core/base';
 import { arrowTypeName, canonicalArrowType } from './arrow-types.js';
 
 export type SqliteAffinity = 'INTEGER' | 'TEXT' | 'BLOB' | 'REAL' | 'NUMERIC';

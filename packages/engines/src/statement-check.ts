@@ -18,7 +18,7 @@
  * statement or the function, never a local file.
  */
 import type { DuckDBConnection, DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
-import { type FerryError, registerErrors } from '@ferry/core';
+import { type FerryError, registerErrors } from '@ferry/core/base';
 import type Database from 'better-sqlite3';
 import { BoundedCache } from './bounded-cache.js';
 import {

@@ -5,7 +5,7 @@
  * streams. A stream whose client went away (cancelled) ends quietly: the client is gone, there is
  * no one to tell; the failure is logged at debug with its cause.
  */
-import { type JsonValue, redactSecrets } from '@ferry/core';
+import { type JsonValue, redactSecrets } from '@ferry/core/base';
 import type { Logger, Runtime } from '@ferry/runtime';
 import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
 import type { KeyCheck } from './auth.js';

@@ -5,7 +5,7 @@
  * trailer. Local file paths never reach a client: {@link publicMessage} replaces them before
  * anything is sent.
  */
-import { errorCode, errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { errorCode, errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 import { Metadata, status } from '@grpc/grpc-js';
 
 /** The request itself is malformed: an unknown command, a ticket or handle this server never issued. */

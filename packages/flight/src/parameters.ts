@@ -5,7 +5,7 @@
  * integers beyond 2^53 and decimals as exact strings, dates and timestamps as ISO text (which
  * both engines compare and cast), booleans, floats and text as they are.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { tokenizeSql } from '@ferry/engines/sql';
 import {
   DataType,

@@ -4,7 +4,7 @@
  * uploads are refused here with the runtime guard's wording (Spice's text for writes), before
  * anything runs.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines/sql';
 import type { Runtime } from '@ferry/runtime';
 import type { Prepared } from './calls.js';

@@ -9,7 +9,7 @@
  * from `ARROW:FLIGHT:SQL:TYPE_NAME`), and only as the consumer takes them, so a result larger than
  * memory streams; this file only keeps each batch under gRPC's message limit.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import type { CacheStatus, DatasetRead, Runtime } from '@ferry/runtime';
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 

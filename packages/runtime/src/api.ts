@@ -36,7 +36,7 @@ import type {
   QueryResult,
   SnapshotEntry,
   SpicepodConfig,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import type { Logger, LogLevel } from './common/logging.js';
 import type { DatasetCommand, InspectionEvent } from './common/protocol.js';

@@ -6,7 +6,7 @@
  * embedder can `instanceof` them without depending on the inner packages; an error thrown in a worker
  * thread arrives as an instance of its own class (see `serializeError` in `@ferry/core`).
  */
-import { FerryError, formatStaleness, registerErrors } from '@ferry/core';
+import { FerryError, formatStaleness, registerErrors } from '@ferry/core/base';
 
 export {
   ConfigError,
@@ -19,7 +19,7 @@ export {
   SnapshotRejectedError,
   SnapshotRejectionCode,
   UnsupportedFormatVersionError,
-} from '@ferry/core';
+} from '@ferry/core/base';
 export {
   CrossEngineLimitError,
   EngineClosedError,

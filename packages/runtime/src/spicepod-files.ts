@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { FileRead } from '@ferry/core';
+import type { FileRead } from '@ferry/core/base';
 
 export function spicepodFileReader(baseDir: string): (path: string) => FileRead {
   return (path) => {

@@ -6,7 +6,7 @@
  * first client connects. Imports nothing but node:tls, so `ferry validate` can use it.
  */
 import { createSecureContext } from 'node:tls';
-import { ConfigError, type SpicepodConfig } from '@ferry/core';
+import { ConfigError, type SpicepodConfig } from '@ferry/core/base';
 
 /** What a server serves TLS with: the PEM certificate chain and private key. */
 export interface RuntimeTls {

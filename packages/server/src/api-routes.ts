@@ -16,7 +16,7 @@
  *   GET  /v1/status                                  the endpoints served; ?format=csv
  *   GET  /metrics                                    Prometheus text format
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import type { SqlDialect } from '@ferry/engines';
 import {
   type DatasetInfo,

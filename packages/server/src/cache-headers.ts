@@ -7,7 +7,7 @@
  * while no dataset it read has swapped.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { asksNoCache, cacheStatusFields, type QueryProvenance, resultVersion } from '@ferry/runtime';
 import type { FastifyReply } from 'fastify';
 

@@ -6,7 +6,7 @@
  * that follows still needs one). An origin not allowed gets no CORS header, so its browser refuses
  * the answer.
  */
-import type { CorsConfig } from '@ferry/core';
+import type { CorsConfig } from '@ferry/core/base';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 const METHODS = 'GET, POST, OPTIONS';

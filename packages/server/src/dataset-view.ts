@@ -4,7 +4,7 @@
  * `?status=true` a Spice `status`), then Ferry's (times as ISO-8601 strings, `null` where there is
  * nothing to report). `ferry status` reads it.
  */
-import { formatStaleness, isStalerThan, redactSecrets, type SecretReference } from '@ferry/core';
+import { formatStaleness, isStalerThan, redactSecrets, type SecretReference } from '@ferry/core/base';
 import type { DatasetInfo } from '@ferry/runtime';
 
 /** Spice's dataset status values (`Disabled` never applies: every Ferry dataset is accelerated). */

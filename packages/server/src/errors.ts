@@ -3,7 +3,7 @@
  * `@ferry/core`'s `ERROR_STATUS` table (one table for the HTTP and the Flight server). Clients see
  * the code and the one-sentence message as `{ "error": "<message>", "code": "ERR_..." }`.
  */
-import { errorCode, errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { errorCode, errorStatus, FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 
 export { errorCode };
 

@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import fastifyAccepts from '@fastify/accepts';
-import { redactSecrets } from '@ferry/core';
+import { redactSecrets } from '@ferry/core/base';
 import { apiKeyCheck, type Logger, type Runtime } from '@ferry/runtime';
 import { Ajv } from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';

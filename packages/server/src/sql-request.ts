@@ -5,7 +5,7 @@
  * `numberNamedParameters`). Ferry's `params` (a list) stays as an alias. The JSON schema checks the
  * shape; this turns it into the statement and the values the runtime binds.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { numberNamedParameters, type SqlDialect } from '@ferry/engines/sql';
 import { BadRequestError } from './errors.js';
 

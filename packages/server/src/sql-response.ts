@@ -22,7 +22,7 @@
  * many answers at once never hold the event loop from probes, new connections and refusals.
  */
 import { Readable } from 'node:stream';
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import {
   arrowJsonSchema,
   batchIpcMessages,

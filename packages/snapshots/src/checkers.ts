@@ -5,7 +5,7 @@
  * (`warm`, while a download runs) and closed after `idleMs` without use, so an idle thread holds no
  * DuckDB instance (and can end without one), and `close()` releases them all.
  */
-import type { EngineName } from '@ferry/core';
+import type { EngineName } from '@ferry/core/base';
 import { createSnapshotChecker, type SnapshotChecker } from '@ferry/engines';
 
 interface Kept {

@@ -28,7 +28,7 @@ import {
   planDelta,
   sameLayout,
   serializeBlockManifest,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { digestFileBlocks, readRange } from '@ferry/store/objects';
 
 /** How a snapshot's bytes reached the temporary file. */
@@ -54,7 +54,7 @@ export interface HeldFile {
 }
 
 export interface DeltaContext {
-  readonly store: import('@ferry/core').ObjectStore;
+  readonly store: import('@ferry/core/base').ObjectStore;
   readonly key: string;
   readonly uri: string;
   readonly size: number;

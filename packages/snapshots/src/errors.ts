@@ -10,7 +10,7 @@ import {
   registerErrors,
   SnapshotRejectedError,
   SnapshotRejectionCode,
-} from '@ferry/core';
+} from '@ferry/core/base';
 
 export function sizeMismatch(uri: string, expected: number, actual: number): SnapshotRejectedError {
   return new SnapshotRejectedError(

@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import type { Retention } from '@ferry/core';
+import type { Retention } from '@ferry/core/base';
 
 /** Generations kept per dataset: the current one and a few before it. */
 export const GENERATIONS_KEPT = 3;

@@ -22,7 +22,7 @@ import {
   SnapshotRejectionCode,
   signatureKeyOf,
   snapshotStatementDifference,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { schemaSha256, type TrustedKeySet } from '@ferry/store/signing';
 
 /** A signature object is a few hundred bytes; anything far larger is not one. */

@@ -26,8 +26,8 @@ import type {
   ObjectStore,
   SchemaEntry,
   SnapshotEntry,
-} from '@ferry/core';
-import { SnapshotRejectedError } from '@ferry/core';
+} from '@ferry/core/base';
+import { SnapshotRejectedError } from '@ferry/core/base';
 import { createSnapshotChecker, type SnapshotChecker } from '@ferry/engines';
 import { readParallelParts } from '@ferry/store/objects';
 import {

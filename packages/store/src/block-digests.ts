@@ -7,7 +7,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { open } from 'node:fs/promises';
-import type { BlockLayout } from '@ferry/core';
+import type { BlockLayout } from '@ferry/core/base';
 
 export class BlockDigester {
   readonly #layout: BlockLayout;

@@ -5,7 +5,7 @@
  * loads it on the first read. Each request awaits the one load; `close()` closes the adapter if it
  * was made.
  */
-import type { ObjectStore } from '@ferry/core';
+import type { ObjectStore } from '@ferry/core/base';
 
 export function deferredStore(location: string, load: () => Promise<ObjectStore>): ObjectStore {
   let loaded: Promise<ObjectStore> | undefined;

@@ -3,7 +3,7 @@
  * conditional write (`ERR_PRECONDITION_FAILED`) means "read again and retry", a `StoreError`
  * carries the HTTP status and whether trying again can help.
  */
-import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 
 export type StoreOperation = 'get' | 'read' | 'head' | 'put' | 'list' | 'delete';
 

@@ -29,7 +29,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { link, lstat, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { registerErrors } from '@ferry/core';
+import { registerErrors } from '@ferry/core/base';
 
 export interface LockOptions {
   /** Give up (retryable error) after waiting this long. */

@@ -21,7 +21,7 @@ import {
   type ObjectStore,
   type PutOptions,
   type ReadOptions,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import {
   ObjectNotFoundError,
   ObjectTooLargeError,

@@ -1,5 +1,5 @@
 /** Choose the `ObjectStore` adapter for a location by its scheme (`s3://` or `file://`). */
-import type { ObjectStore } from '@ferry/core';
+import type { ObjectStore } from '@ferry/core/base';
 import { deferredStore } from './deferred-store.js';
 import { StoreConfigError } from './errors.js';
 import { createFileStore, type FileStoreOptions } from './file-store.js';

@@ -9,7 +9,7 @@
  * memory (together more CPU than hashing the bytes, on a machine whose cores also serve them).
  * `readParallel` yields one buffer per part.
  */
-import type { ObjectStore } from '@ferry/core';
+import type { ObjectStore } from '@ferry/core/base';
 import { StoreError } from './errors.js';
 
 export interface ReadParallelOptions {

@@ -4,7 +4,7 @@
  * client on the store's first request.
  */
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import { parseLocation } from '@ferry/core';
+import { parseLocation } from '@ferry/core/base';
 import { StoreConfigError } from './errors.js';
 
 /** Part size of multipart uploads (and the single-PUT limit), 8 MiB. */

@@ -20,7 +20,7 @@ import {
   parsePublicKeyPem,
   type SignedEnvelope,
   schemaCanonicalText,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { SigningKeyError } from './errors.js';
 
 /** A writer's private key, ready to sign. */

@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import type * as SqsSdk from '@aws-sdk/client-sqs';
 import type { DeleteMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
-import { FerryError, type NotificationQueue, type QueueMessage, registerErrors } from '@ferry/core';
+import { FerryError, type NotificationQueue, type QueueMessage, registerErrors } from '@ferry/core/base';
 
 // CommonJS, loaded with `require` for the reason given in s3-store.ts.
 const require = createRequire(import.meta.url);

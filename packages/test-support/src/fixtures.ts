@@ -8,7 +8,7 @@
 import { chmod, copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseLocation } from '@ferry/core';
+import { parseLocation } from '@ferry/core/base';
 import type { LocalAws } from '@ferry/local-aws';
 
 /** The location the fixture's metadata.json records. */

@@ -3,7 +3,7 @@
  * (`refresh_mode: snapshot`), so a test states only what it is about. `localS3Params` gives the
  * params that reach the local S3 (fauxqs) with its static credentials.
  */
-import type { BootstrapOnFailure, EngineName } from '@ferry/core';
+import type { BootstrapOnFailure, EngineName } from '@ferry/core/base';
 import type { LocalAws } from '@ferry/local-aws';
 
 export interface SpicepodDatasetSpec {

@@ -3,7 +3,7 @@
  * emitter, and log lines written to a logger that keeps them. Typed by shape only (and core's log
  * levels), so this module loads none of Ferry's packages.
  */
-import type { LogLevel } from '@ferry/core';
+import type { LogLevel } from '@ferry/core/base';
 
 /** Anything with `on(kind, listener)` returning an unsubscribe function (the runtime is one). */
 export interface EventSource<E> {

@@ -5,7 +5,12 @@
  * readers never read it.
  */
 import { createHash } from 'node:crypto';
-import { blockManifestKey, type FileFormat, type ObjectStore, serializeBlockManifest } from '@ferry/core';
+import {
+  blockManifestKey,
+  type FileFormat,
+  type ObjectStore,
+  serializeBlockManifest,
+} from '@ferry/core/base';
 import type { UploadedSnapshot } from './upload.js';
 import { deleteUnreferenced } from './upload.js';
 

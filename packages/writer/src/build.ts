@@ -14,7 +14,7 @@ import {
   FILE_FORMAT_NAMES,
   type FileFormat,
   isSafeDatasetName,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { openEngine, readDatabaseHeader, type SnapshotEngine } from '@ferry/engines';
 import { createDuckDbTable, quoteIdentifier } from './build-duckdb.js';
 import { copyDuckDbTableToSqlite, copySqliteFile } from './build-sqlite.js';

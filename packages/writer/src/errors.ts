@@ -4,7 +4,7 @@
  * error as `cause`. Errors of the packages below (store, engines, core metadata) that already
  * name what failed are passed through unchanged.
  */
-import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 
 /** A publish or build option is missing, contradictory or unusable. */
 export class WriterOptionsError extends FerryError {

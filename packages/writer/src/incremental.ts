@@ -22,7 +22,7 @@ import {
   parseMetadata,
   resolveSnapshotKey,
   type SnapshotEntry,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { readDatabaseHeader } from '@ferry/engines';
 import { createObjectStore, readParallelParts } from '@ferry/store';
 import Database from 'better-sqlite3';

@@ -18,7 +18,7 @@ import {
   maxMetadataBytes,
   type ObjectStore,
   parseMetadata,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { EngineMismatchError, MetadataConflictError, SchemaRefusedError } from './errors.js';
 
 export const METADATA_KEY = 'metadata.json';

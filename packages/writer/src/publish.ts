@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FileFormat, ObjectStore } from '@ferry/core';
+import type { FileFormat, ObjectStore } from '@ferry/core/base';
 import { createObjectStore, type ObjectStoreParams, type SigningKey } from '@ferry/store';
 import { putBlockManifest } from './block-sidecar.js';
 import {

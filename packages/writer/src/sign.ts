@@ -20,7 +20,7 @@ import {
   parseMetadata,
   signatureKeyOf,
   snapshotStatementText,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import {
   createObjectStore,
   type ObjectStoreParams,

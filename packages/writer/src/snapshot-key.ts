@@ -3,7 +3,7 @@
  * `month=YYYY-MM/day=YYYY-MM-DD/dataset=<name>/<name>_<YYYYMMDDTHHMMSSZ>.<ext>`, in UTC at second
  * resolution. Pure functions, so tests and tools can compute the key a publish will use.
  */
-import type { FileFormat } from '@ferry/core';
+import type { FileFormat } from '@ferry/core/base';
 
 const pad = (value: number, width = 2): string => String(value).padStart(width, '0');
 

@@ -16,7 +16,7 @@ import {
   FerryError,
   type FileFormat,
   type ObjectStore,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { BlockDigester } from '@ferry/store';
 import { SnapshotFileError, SnapshotKeyTakenError } from './errors.js';
 import { snapshotKey } from './snapshot-key.js';

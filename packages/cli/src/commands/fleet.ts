@@ -5,7 +5,7 @@
  * than three of those intervals (or `--stale-after`) is abandoned. Live queues, other topics' queues
  * and queues it cannot judge are kept. Run it from cron or a Kubernetes CronJob.
  */
-import { parseTopicArn } from '@ferry/core';
+import { parseTopicArn } from '@ferry/core/base';
 import type { CollectReport } from '@ferry/store';
 import { durationOption, expectPositionals, type Parsed, stringOption } from '../args.js';
 import type { CliIo, Command } from '../command.js';

@@ -7,7 +7,7 @@
 
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { type FileFormat, parseDuration } from '@ferry/core';
+import { type FileFormat, parseDuration } from '@ferry/core/base';
 import type { PublishResult, SnapshotSource } from '@ferry/writer';
 import { choiceOption, expectPositionals, type Parsed, stringOption } from '../args.js';
 import type { CliIo, Command } from '../command.js';

@@ -8,7 +8,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { LOG_LEVELS } from '@ferry/core';
+import { LOG_LEVELS } from '@ferry/core/base';
 import type { RunningFlightServer } from '@ferry/flight';
 import type { Runtime } from '@ferry/runtime';
 import type { Route, RunningServer, StatelyBridge } from '@ferry/server';

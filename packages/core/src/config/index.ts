@@ -1,4 +1,7 @@
-/** The spicepod configuration model: load and validate a Spice-style spicepod into typed config. */
+/**
+ * The spicepod configuration model: the values a spicepod holds and the rules for them. The loader
+ * (`loadSpicepod`, which parses YAML) is the main entry's alone (`../index.ts`).
+ */
 export { parseByteSize } from './byte-size.js';
 export {
   DEFAULT_REFRESH_CHECK_INTERVAL_MS,
@@ -16,6 +19,5 @@ export { DEFAULT_RESULTS_CACHE, DEFAULT_TASK_HISTORY, pemProblem } from './runti
 export { S3_PARAM_KEYS } from './s3-params.js';
 export { parseDotenv, redactSecrets } from './secrets.js';
 export { MAX_TAG_VALUE_LENGTH, type ParsedTopicArn, parseTopicArn, TOPIC_ARN_FORM } from './sns-topic.js';
-export { loadSpicepod, throwIfFatal, throwIfInvalid } from './spicepod.js';
 export { TRUSTED_KEYS_PARAM } from './trusted-keys.js';
 export type * from './types.js';

@@ -2,7 +2,7 @@
  * Which log records a thread posts at all: the level the host hands each thread, which compares
  * against it with core's `levelWanted` (threads import core, not this file or pino's `logging.ts`).
  */
-import { LOG_LEVELS, type LogLevel } from '@ferry/core/machine';
+import { LOG_LEVELS, type LogLevel } from '@ferry/core/common';
 import type { Logger } from './logging.js';
 
 /**

@@ -5,7 +5,7 @@
  * Every record carries `component` and, where it has one, `dataset`; messages the spec quotes are
  * passed through untouched so operators can grep for them.
  */
-import type { LogLevel } from '@ferry/core';
+import type { LogLevel } from '@ferry/core/base';
 import { pino } from 'pino';
 
 export type { LogLevel };

@@ -29,7 +29,7 @@ import type {
   SerializedError,
   SnapshotEntry,
   SpicepodConfig,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import type { Authenticated, LocalSnapshot, SnapshotTransfer } from '@ferry/snapshots';
 import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';

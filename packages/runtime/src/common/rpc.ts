@@ -11,8 +11,8 @@
  * never rejects a call whose thread died (docs/threads.md).
  */
 import type { TransferListItem } from 'node:worker_threads';
-import type { SerializedError } from '@ferry/core/machine';
-import { deserializeError } from '@ferry/core/machine';
+import type { SerializedError } from '@ferry/core/common';
+import { deserializeError } from '@ferry/core/common';
 import { ChannelClosedError } from './thread-errors.js';
 
 /** A response on the wire. */

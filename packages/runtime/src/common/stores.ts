@@ -3,7 +3,7 @@
  * per location and credentials, shared by the datasets on it) and where its live file goes.
  */
 import { isAbsolute, join, resolve } from 'node:path';
-import type { DatasetConfig, ObjectStore, S3Settings } from '@ferry/core';
+import type { DatasetConfig, ObjectStore, S3Settings } from '@ferry/core/base';
 import { createObjectStore, type ObjectStoreParams } from '@ferry/store/objects';
 
 export function storeParams(s3: S3Settings | undefined): ObjectStoreParams {

@@ -3,7 +3,7 @@
  * each dataset thread (by the coordinator) and each DuckDB query worker (by its pool). The delays
  * and their reset window are {@link RestartBackoff}'s; this adds the one timer, and close.
  */
-import { RestartBackoff } from '@ferry/core';
+import { RestartBackoff } from '@ferry/core/base';
 
 export interface SupervisorOptions {
   /** The delay before restart k (ms), by deaths in a row; the last repeats. */

@@ -3,7 +3,7 @@
  * file missing or built from other sources). Apart from `errors.ts`, which re-exports the error
  * classes of every package below the runtime: a dataset thread loads this module, and none of those.
  */
-import { FerryError, registerErrors } from '@ferry/core/machine';
+import { FerryError, registerErrors } from '@ferry/core/common';
 
 /** The other end of a thread channel went away while requests were pending. */
 export class ChannelClosedError extends FerryError {

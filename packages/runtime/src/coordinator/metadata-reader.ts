@@ -8,8 +8,8 @@
  * The coordinator's checks of parked datasets ({@link ParkedChecks}) read through it too
  * (`document`), so a parked dataset's check and a polling dataset's share one GET (docs/threads.md).
  */
-import type { ObjectStore } from '@ferry/core';
-import { getDataset, maxMetadataBytes, type ParsedMetadata, parseMetadata } from '@ferry/core';
+import type { ObjectStore } from '@ferry/core/base';
+import { getDataset, maxMetadataBytes, type ParsedMetadata, parseMetadata } from '@ferry/core/base';
 import type { MetadataReply } from '../common/protocol.js';
 
 const METADATA_KEY = 'metadata.json';

@@ -21,7 +21,7 @@ import type {
   NotificationsConfig,
   QueueMessage,
   TopicQueueConfig,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import {
   announcedCommits,
   backoffDelayMs,
@@ -42,7 +42,7 @@ import {
   requireLocation,
   SQS_OUTAGE_BACKOFF,
   settleCommits,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import { createReaderQueue, createSqsQueue, type ReaderQueue } from '@ferry/store/queues';
 import type { LogLevel } from '../common/logging.js';
 import type { LocationMetadataReader } from './metadata-reader.js';

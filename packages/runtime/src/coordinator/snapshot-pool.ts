@@ -10,7 +10,7 @@
  */
 import { cpus } from 'node:os';
 import type { TransferListItem } from 'node:worker_threads';
-import { deserializeError } from '@ferry/core';
+import { deserializeError } from '@ferry/core/base';
 import { Piscina } from 'piscina';
 import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from '../common/protocol.js';
 import { threadExecArgv, threadFile } from '../common/thread-files.js';

@@ -14,9 +14,9 @@ import {
   Worker,
   workerData,
 } from 'node:worker_threads';
-import type { DatasetConfig } from '@ferry/core';
-import { getDataset, OutsideLocationError, resolveSnapshotKey, serializeError } from '@ferry/core';
-import { levelWanted } from '@ferry/core/machine';
+import type { DatasetConfig } from '@ferry/core/base';
+import { getDataset, OutsideLocationError, resolveSnapshotKey, serializeError } from '@ferry/core/base';
+import { levelWanted } from '@ferry/core/common';
 import type { SnapshotInfo, SnapshotListing } from '../api.js';
 import type { LogRecord } from '../common/logging.js';
 import type {

@@ -18,7 +18,7 @@ import {
   receiveMessageOnPort,
   type TransferListItem,
 } from 'node:worker_threads';
-import type { ObjectInfo } from '@ferry/core';
+import type { ObjectInfo } from '@ferry/core/base';
 import type {
   AuthenticateSnapshotInput,
   DatasetEmitted,

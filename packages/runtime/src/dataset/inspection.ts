@@ -3,7 +3,7 @@
  * handles, errors reduced to `{ name, code, message }`. Session ids are prefixed with the dataset
  * name, so the machines of different threads never collide in one inspector.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 import { type DatasetSnapshot, datasetStateName, datasetStatus } from '@ferry/core/machine';
 import type { InspectionEvent as XStateInspectionEvent } from 'xstate';
 import type { InspectionEvent } from '../common/protocol.js';

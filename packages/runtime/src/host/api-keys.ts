@@ -7,7 +7,7 @@
  * key matched leaks through timing.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { SpicepodConfig } from '@ferry/core';
+import type { SpicepodConfig } from '@ferry/core/base';
 
 export interface ApiKeyCheck {
   /** False when no key is configured: every request is let in. */

@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { MessagePort } from 'node:worker_threads';
-import { type ConfigIssue, type DatasetConfig, type DatasetStatus, datasetStaleness } from '@ferry/core';
+import { type ConfigIssue, type DatasetConfig, type DatasetStatus, datasetStaleness } from '@ferry/core/base';
 import type { DatasetInfo, StateEvent } from '../api.js';
 import type { DatasetDescriptor, HostToDataset } from '../common/protocol.js';
 import type { RpcClient } from '../common/rpc.js';

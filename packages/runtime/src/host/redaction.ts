@@ -3,7 +3,7 @@
  * resolved to by the reference itself, in the message, in string fields and in logged errors. The
  * runtime logs through it (its threads' records included); `ferry serve` gives the servers one too.
  */
-import { redactSecrets, type SecretReference } from '@ferry/core';
+import { redactSecrets, type SecretReference } from '@ferry/core/base';
 import type { Logger } from '../common/logging.js';
 
 function redactValue(value: unknown, references: readonly SecretReference[]): unknown {

@@ -4,7 +4,7 @@
  * downloaded, bootstraps, SQS message outcomes. Fed by the dataset threads' and the coordinator's
  * messages; read as a copy.
  */
-import { type DatasetEmitted, type PollResult, SIGNATURE_REFUSAL_CODES } from '@ferry/core';
+import { type DatasetEmitted, type PollResult, SIGNATURE_REFUSAL_CODES } from '@ferry/core/base';
 import type { BootstrapMetrics, NotificationEvent, RuntimeMetrics } from '../api.js';
 
 /** Every poll result, in the order `/metrics` lists them. */

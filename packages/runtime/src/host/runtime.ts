@@ -17,7 +17,7 @@ import {
   parseByteSize,
   retentionOf,
   type SpicepodConfig,
-} from '@ferry/core';
+} from '@ferry/core/base';
 import type { DuckDbNamespaceOptions } from '@ferry/engines';
 import { betterSqlite3Build } from '@ferry/engines/namespaces';
 import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots/generations';

@@ -6,7 +6,7 @@
  * that names a stale dataset only in a branch it did not read is not refused. Without a bound, no
  * check (the default).
  */
-import { datasetStaleness, durationOrProblem, isStalerThan, parseSnapshotPins } from '@ferry/core';
+import { datasetStaleness, durationOrProblem, isStalerThan, parseSnapshotPins } from '@ferry/core/base';
 import type { DatasetInfo, QueryProvenance } from '../api.js';
 import { FreshnessHeaderError, StaleReadError } from '../errors.js';
 

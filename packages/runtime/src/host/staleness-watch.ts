@@ -6,7 +6,7 @@
  * (a check answered inside a dataset thread changes no posted status). The judgement is core's
  * `staleCrossings`; this module only schedules it and logs.
  */
-import { nextStaleCrossingMs, staleCrossingMessage, staleCrossings } from '@ferry/core';
+import { nextStaleCrossingMs, staleCrossingMessage, staleCrossings } from '@ferry/core/base';
 import type { DatasetInfo } from '../api.js';
 import type { Logger } from '../common/logging.js';
 

@@ -4,7 +4,7 @@
  * line for each kind, whatever the number of datasets, so an operator reading the start of the log
  * sees at once that a dataset is not verified.
  */
-import type { DatasetConfig } from '@ferry/core';
+import type { DatasetConfig } from '@ferry/core/base';
 
 export interface NoticeLine {
   readonly message: string;

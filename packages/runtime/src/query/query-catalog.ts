@@ -11,7 +11,7 @@
  * link for as long as it exists (`held`).
  */
 import { statSync } from 'node:fs';
-import { MAX_RETAIN_SNAPSHOTS, type Retention } from '@ferry/core';
+import { MAX_RETAIN_SNAPSHOTS, type Retention } from '@ferry/core/base';
 import type { NamespaceCatalog, NamespaceDataset, NamespaceGeneration, NamespaceView } from '@ferry/engines';
 import { type GenerationFile, generationFile, heldGenerations } from '@ferry/snapshots/generations';
 import type { AnnouncedGeneration } from '../common/protocol.js';

@@ -6,7 +6,7 @@
  * goes straight to the service. A large streamed answer is followed by a full collection
  * (memory-return.ts).
  */
-import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core';
+import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core/base';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
 import type {
   JsonOptions,

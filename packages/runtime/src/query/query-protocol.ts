@@ -5,7 +5,7 @@
  * not serving yet, or names the datasets in a "too large" error. Arrow batches travel as IPC bytes
  * (transferred, not copied), at most `window` of them ahead of what the host's consumer took.
  */
-import { type JsonValue, type SerializedError, serializeError } from '@ferry/core';
+import { type JsonValue, type SerializedError, serializeError } from '@ferry/core/base';
 import {
   type BatchOutcome,
   batchObjects,

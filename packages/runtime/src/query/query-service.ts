@@ -17,7 +17,7 @@
  * per batch and the consumer's idleness (`result-stream.ts`).
  */
 import type { ResourceLimits } from 'node:worker_threads';
-import { deserializeError, type JsonValue, retentionOf } from '@ferry/core';
+import { deserializeError, type JsonValue, retentionOf } from '@ferry/core/base';
 import type {
   DatasetRead,
   DuckDbNamespaceOptions,

@@ -13,7 +13,7 @@
  * result's `version`: the `/v1/sql` ETag. Identical requests arriving while one runs wait for its
  * answer (`find` → `running`, `share`): a stampede on one statement runs it once.
  */
-import type { JsonValue, ResultsCacheConfig } from '@ferry/core';
+import type { JsonValue, ResultsCacheConfig } from '@ferry/core/base';
 import { isCacheableStatement } from '@ferry/engines/sql';
 import { LRUCache } from 'lru-cache';
 import type { DatasetRead } from '../api.js';

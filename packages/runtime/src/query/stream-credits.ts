@@ -7,7 +7,7 @@
  * `Atomics.waitAsync`, serving its other queries meanwhile. Cancelling sets the flag and wakes the
  * producer; the DuckDB pool also interrupts the query in its engine.
  */
-import { registerErrors } from '@ferry/core';
+import { registerErrors } from '@ferry/core/base';
 import { STREAM_WINDOW } from './query-protocol.js';
 
 const CREDITS = 0;

@@ -9,7 +9,7 @@
  * so the table is queried like any other (DuckDB's SQL, any client). Time is injected.
  */
 import { randomBytes } from 'node:crypto';
-import type { TaskHistoryConfig } from '@ferry/core';
+import type { TaskHistoryConfig } from '@ferry/core/base';
 import type { NamespaceTaskHistory, TaskHistoryRow } from '@ferry/engines';
 
 /** Rows kept at most, whatever the retention (the oldest go first). */

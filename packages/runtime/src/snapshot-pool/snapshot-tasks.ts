@@ -9,7 +9,13 @@
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
-import { fileFormatOf, type ObjectStore, resolveSnapshotKey, retentionOf, serializeError } from '@ferry/core';
+import {
+  fileFormatOf,
+  type ObjectStore,
+  resolveSnapshotKey,
+  retentionOf,
+  serializeError,
+} from '@ferry/core/base';
 import {
   authenticateSnapshot,
   checkLiveFile,

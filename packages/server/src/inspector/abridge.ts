@@ -4,7 +4,7 @@
  * not megabytes per poll. `abridge` keeps a value whole when its JSON fits the budget and
  * otherwise keeps its small fields and replaces the large ones with a note of their size.
  */
-import type { JsonValue } from '@ferry/core';
+import type { JsonValue } from '@ferry/core/base';
 
 /** Below this budget a large object is not opened up: it becomes a size note. */
 const MIN_OPENED_BUDGET = 128;

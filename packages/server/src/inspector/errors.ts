@@ -3,7 +3,7 @@
  * Stately bridge given something that is not a WebSocket URL, a request without a key or session,
  * and an asset that does not exist.
  */
-import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core';
+import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 
 /** The inspector page's static files are missing from the installed package. */
 export class InspectorAssetsMissingError extends FerryError {

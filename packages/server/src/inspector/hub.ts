@@ -20,7 +20,7 @@
  * Nothing here holds more than a bounded amount per dataset, and nothing is sent to a page but
  * through its listener: the stream decides what a slow page gets (see `stream.ts`).
  */
-import type { DatasetStatus } from '@ferry/core';
+import type { DatasetStatus } from '@ferry/core/base';
 import type { DatasetInfo, InspectionEvent, Runtime } from '@ferry/runtime';
 import { abridge } from './abridge.js';
 import { datasetMachineGraph, type MachineGraph } from './machine-graph.js';

@@ -5,7 +5,7 @@
  * than `toJSON()`, because the JSON form leaves out eventless (`always`) transitions, which are
  * how a check ends (`polling.metadataUnchanged` → `serving`, and every other outcome state).
  */
-import { datasetMachine } from '@ferry/core';
+import { datasetMachine } from '@ferry/core/machine';
 
 /** The parts of an XState state node the graph reads (`machine.root` fits). */
 export interface StateNodeLike {

@@ -6,7 +6,7 @@
  * of metadata.json named (`storeSnapshotId`, kept by a 304, including the checks the runtime made
  * while the dataset was parked); `waiting` means the store has none.
  */
-import { type DatasetStatus, datasetStaleness, type PollResult } from '@ferry/core';
+import { type DatasetStatus, datasetStaleness, type PollResult } from '@ferry/core/base';
 import type { DatasetInfo } from '@ferry/runtime';
 import { isServing } from '../dataset-view.js';
 

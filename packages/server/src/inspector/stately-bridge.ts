@@ -10,8 +10,8 @@
  * gets every dataset's actor: it is announced on the first snapshot seen, and again, with its last
  * snapshot, on every (re)connection.
  */
-import type { DatasetStatus, JsonValue } from '@ferry/core';
-import { datasetMachine } from '@ferry/core';
+import type { DatasetStatus, JsonValue } from '@ferry/core/base';
+import { datasetMachine } from '@ferry/core/machine';
 import type { InspectionEvent, Logger, Runtime } from '@ferry/runtime';
 import { createInspector } from '@statelyai/inspect';
 import { abridge } from './abridge.js';

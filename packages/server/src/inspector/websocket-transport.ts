@@ -6,7 +6,7 @@
  * and keeps retrying after `stop()`. This one reconnects after any close with a backoff, sends a
  * bounded backlog once, lets the owner re-announce its actors first (`onOpen`), and stops for good.
  */
-import { backoffDelayMs } from '@ferry/core';
+import { backoffDelayMs } from '@ferry/core/base';
 import { WebSocket } from 'ws';
 
 export interface WebSocketTransportOptions {
