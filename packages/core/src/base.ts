@@ -17,28 +17,7 @@ export * from './error-status.js';
 export * from './errors.js';
 export * from './location.js';
 export * from './log-levels.js';
-export type { DatasetMachine, DatasetSnapshot, PollTimerInput } from './machine/dataset-machine.js';
-export { ActorNotProvidedError, CurrentSnapshotMissingError } from './machine/errors.js';
-export {
-  type BoundedStaleness,
-  datasetStaleness,
-  formatStaleness,
-  isStalerThan,
-  nextStaleCrossingMs,
-  type StaleCrossing,
-  type Staleness,
-  type StalenessFacts,
-  staleCrossingMessage,
-  staleCrossings,
-} from './machine/staleness.js';
-export {
-  type DatasetSnapshotLike,
-  type DatasetStateName,
-  type DatasetStatus,
-  datasetStateName,
-  datasetStatus,
-} from './machine/status.js';
-export type * from './machine/types.js';
+export * from './machine/views.js';
 export * from './metadata/index.js';
 export * from './notifications/index.js';
 export * from './ports.js';
