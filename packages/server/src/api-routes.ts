@@ -45,7 +45,7 @@ import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotEntry, snapshotSummary } from './snapshot-view.js';
 import { parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
-import { answerSql, SQL_MEDIA_TYPES, type SqlLimits, type SqlMediaType } from './sql-response.js';
+import { answerSql, SQL_MEDIA_TYPES, type SqlLimits, sqlMediaType } from './sql-response.js';
 
 export interface ApiRoutesOptions {
   readonly runtime: Runtime;
@@ -207,9 +207,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     config: { hint: SQL_BODY_HINT },
     handler: async (request, reply) => {
       const { sql, params } = parseSqlRequest(request.body, dialect);
-      const accepted = request.accepts().type([...SQL_MEDIA_TYPES]);
-      const type: SqlMediaType =
-        typeof accepted === 'string' ? (accepted as SqlMediaType) : 'application/json';
+      const type = sqlMediaType(request.headers.accept, () => request.accepts().type([...SQL_MEDIA_TYPES]));
       reply.header('vary', 'Accept');
       const pins = snapshotPinsOption(headerText(request.headers[SNAPSHOT_HEADER]));
       // A client holding the answer as it is now is told so, and the query does not run.
