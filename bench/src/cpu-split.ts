@@ -25,9 +25,12 @@ import { parseArgs } from 'node:util';
 import { publishSnapshot } from '@ferry/writer';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
 import { runLoad } from './load.js';
+import { kindsOfReport, type ThreadSplit, threadsOfScript } from './perf-samples.js';
 import { startFerryServe, startServerProcess, stop, waitReady } from './serve-process.js';
 
 const CLIENTS = 64;
+/** perf's sampling rate (per second), odd so as not to beat with timers. */
+const HZ = 1999;
 const DUCK = 'orders';
 const LITE = 'users';
 
@@ -79,32 +82,11 @@ function hasPerf(): boolean {
   }
 }
 
-/** The kind of code a `perf report` symbol line belongs to. */
-function kindOf(dso: string, symbol: string): string {
-  if (dso === 'libduckdb.so') {
-    return /GreaterThan|ColumnSegment|ColumnData|RowGroup|alp::|Alp|Bitpacking|fastunpack|FilterSelection|IsNan|AggregateFunction|TableScan/.test(
-      symbol,
-    )
-      ? 'DuckDB: the scan'
-      : 'DuckDB: the rest (parse, plan, executor, results)';
-  }
-  if (/better_sqlite3/.test(dso)) return 'SQLite';
-  if (/kernel/.test(dso)) return 'kernel';
-  if (/^libc/.test(dso))
-    return /malloc|free|unlink_chunk|consolidate/.test(symbol) ? 'malloc' : 'libc (locks, copies)';
-  if (/^\[JIT\]/.test(dso) || /^Builtins_/.test(symbol)) return 'JavaScript (JIT code, builtins)';
-  if (/Scaveng|MarkCompact|Sweeper|Marking|Evacuat|cppgc|Heap::|GCTracer/.test(symbol))
-    return 'V8: garbage collector';
-  if (/compiler::|maglev|Compiler|Compilation/.test(symbol)) return 'V8: compiler';
-  if (dso === 'node') return "V8 and Node's C++ (lookups, maps, JSON, messages)";
-  return 'other';
-}
-
 /** `perf record` on `pid` for `ms`; resolves with the data file, or undefined when perf failed. */
 async function perfRecord(pid: number, ms: number, file: string): Promise<string | undefined> {
   const child = spawn(
     'perf',
-    ['record', '-F', '1999', '-g', '-p', String(pid), '-o', file, '--', 'sleep', String(ms / 1000)],
+    ['record', '-F', String(HZ), '-g', '-p', String(pid), '-o', file, '--', 'sleep', String(ms / 1000)],
     {
       stdio: 'ignore',
     },
@@ -113,50 +95,25 @@ async function perfRecord(pid: number, ms: number, file: string): Promise<string
   return code === 0 ? file : undefined;
 }
 
-/** The samples of a `perf record` file per kind of code, and the main thread's per innermost JS function, in µs per query. */
+/** A `perf record` file's samples per kind of code and per thread, in µs per query (perf-samples.ts). */
 function perfSplit(
   file: string,
   mainTid: number,
   queries: number,
-): { kinds: Map<string, number>; main: Map<string, number> } {
-  const report = execFileSync(
-    'perf',
-    ['report', '-i', file, '--no-children', '-g', 'none', '--sort', 'dso,sym', '--stdio'],
-    {
+): { kinds: Map<string, number>; threads: ThreadSplit[] } {
+  const run = (args: readonly string[]): string =>
+    execFileSync('perf', [...args], {
       encoding: 'utf8',
-      maxBuffer: 256 * 1024 * 1024,
+      maxBuffer: 2 * 1024 * 1024 * 1024,
       stdio: ['ignore', 'pipe', 'ignore'],
-    },
-  );
-  const total = Number(/Event count \(approx\.\): (\d+)/.exec(report)?.[1] ?? 0) / 1000; // ns → µs
-  const kinds = new Map<string, number>();
-  for (const line of report.split('\n')) {
-    const match = /^\s*([\d.]+)%\s+(\S+(?: tid \d+)?)\s+\[.\]\s+(.*)$/.exec(line);
-    if (match === null) continue;
-    const kind = kindOf(match[2] ?? '', match[3] ?? '');
-    kinds.set(kind, (kinds.get(kind) ?? 0) + (Number(match[1]) / 100) * (total / queries));
-  }
-  const script = execFileSync('perf', ['script', '-i', file, '--tid', String(mainTid)], {
-    encoding: 'utf8',
-    maxBuffer: 1024 * 1024 * 1024,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  const main = new Map<string, number>();
-  const period = 1e6 / 1999; // µs per sample
-  for (const sample of script.split('\n\n')) {
-    const frames = sample.split('\n').filter((line) => /^\s+[0-9a-f]+ /.test(line));
-    if (frames.length === 0) continue;
-    let owner = '(no JavaScript frame: native)';
-    for (const frame of frames) {
-      const js = /JS:\*?(\S*) (\S+?)(?:\+0x[0-9a-f]+)? /.exec(`${frame} `);
-      if (js === null) continue;
-      const where = (js[2] ?? '').replace(/.*\/(?:packages|node_modules\/\.pnpm\/[^/]+\/node_modules)\//, '');
-      owner = `${js[1] || '(anonymous)'} ${where}`;
-      break;
-    }
-    main.set(owner, (main.get(owner) ?? 0) + period / queries);
-  }
-  return { kinds, main };
+    });
+  return {
+    kinds: kindsOfReport(
+      run(['report', '-i', file, '--no-children', '-g', 'none', '--sort', 'dso,sym', '--stdio']),
+      queries,
+    ),
+    threads: threadsOfScript(run(['script', '-i', file]), mainTid, queries, HZ),
+  };
 }
 
 const top = (map: Map<string, number>, n: number): [string, number][] =>
@@ -262,9 +219,17 @@ try {
       const split = perfSplit(recorded, server.pid, (result.throughput * seconds * 1000) / 1000);
       console.log(`  on the CPU (perf), µs per query:`);
       for (const [kind, us] of top(split.kinds, 20)) console.log(`    ${us.toFixed(0).padStart(6)}  ${kind}`);
-      console.log('  main thread, by the innermost JavaScript function on the stack, µs per query:');
-      for (const [owner, us] of top(split.main, 25))
-        console.log(`    ${us.toFixed(1).padStart(6)}  ${owner}`);
+      console.log(
+        '  by thread, µs per query, and its top functions (innermost JavaScript frame on the stack):',
+      );
+      for (const thread of split.threads.filter((each) => each.total >= 5)) {
+        const owners = top(thread.owners, thread.label === 'main thread' ? 25 : 8).filter(
+          ([, us]) => us >= 1,
+        );
+        console.log(`    ${thread.total.toFixed(0).padStart(6)}  ${thread.label}`);
+        if (thread.label.endsWith('.so thread') || thread.label === 'node thread') continue;
+        for (const [owner, us] of owners) console.log(`      ${us.toFixed(1).padStart(6)}  ${owner}`);
+      }
     }
   }
 } finally {
