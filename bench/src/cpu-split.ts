@@ -9,30 +9,31 @@
  * sampled on the CPU (`perf record -F 1999 -g`, the servers run with `--perf-basic-prof` so
  * JavaScript frames are named), and the samples are summed per query: by kind of code (DuckDB's scan
  * and the rest of DuckDB, JavaScript, V8 and Node's C++, the garbage collector, malloc, the kernel),
- * and, for the main thread, by the innermost JavaScript function of the server's own code or of a
- * package on the stack. Unlike a V8 CPU profile, which samples a thread whether it runs or waits
+ * and per thread (named by the server's own code that runs on it) by the innermost JavaScript
+ * function on the stack. Unlike a V8 CPU profile, which samples a thread whether it runs or waits
  * for a core, `perf` counts only time on a CPU: on a saturated machine the two differ a lot.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { publishSnapshot } from '@ferry/writer';
+import { post } from './burst.js';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
 import { runLoad } from './load.js';
 import { kindsOfReport, type ThreadSplit, threadsOfScript } from './perf-samples.js';
+import { B9_TABLES, CHEAP, type Kind } from './scenarios/b9-http.js';
 import { startFerryServe, startServerProcess, stop, waitReady } from './serve-process.js';
 
 const CLIENTS = 64;
 /** perf's sampling rate (per second), odd so as not to beat with timers. */
 const HZ = 1999;
-const DUCK = 'orders';
-const LITE = 'users';
+const { duckdb: DUCK, sqlite: LITE } = B9_TABLES;
 
 const { values } = parseArgs({
   options: {
@@ -41,22 +42,16 @@ const { values } = parseArgs({
     rows: { type: 'string', default: '200000' },
   },
 });
-const seconds = Number(values.seconds);
-const rounds = Math.max(1, Number(values.rounds));
-const rows = Number(values.rows);
-
-/** B9's cheap load (scenarios/b9-http.ts), every text new. */
-const randomId = (): number => Math.floor(Math.random() * rows);
-const CHEAP: readonly (() => string)[] = [
-  () =>
-    `SELECT count(*) AS n, sum(amount) AS s FROM ${DUCK} WHERE amount > ${(Math.random() * 1000).toFixed(6)}`,
-  () => `SELECT note FROM ${LITE} WHERE id = ${randomId()}`,
-  () => `SELECT category, amount FROM ${DUCK} WHERE id = ${randomId()}`,
-  () => {
-    const k = randomId();
-    return `SELECT id, note FROM ${LITE} WHERE id BETWEEN ${k} AND ${k + 20}`;
-  },
-];
+/** A whole number of at least 1 from option `--name`, or a thrown error naming it. */
+function count(name: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${name} wants a whole number of at least 1, not ${text}`);
+  return value;
+}
+const seconds = count('seconds', values.seconds);
+const rounds = count('rounds', values.rounds);
+const rows = count('rows', values.rows);
 
 /** CPU time (µs) of each thread of `pid`. */
 function threadCpu(pid: number): Map<string, number> {
@@ -158,30 +153,15 @@ try {
     { name: 'threaded server', url: new URL(threaded.url), pid: threaded.child.pid ?? 0 },
   ];
   await waitReady(agent, servers[0]?.url as URL);
-  const post = (base: URL, sql: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        {
-          agent,
-          host: base.hostname,
-          port: base.port,
-          path: '/v1/sql',
-          method: 'POST',
-          headers: { 'content-type': 'text/plain' },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () =>
-            res.statusCode === 200 ? resolve() : reject(new Error(`answered ${res.statusCode}`)),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(sql);
-    });
+  // B9's cheap load (scenarios/b9-http.ts): each client's n-th request is kind n % 4, every text new.
   const operation = (base: URL) => {
     let n = 0;
-    return () => post(base, (CHEAP[n++ % CHEAP.length] as () => string)());
+    return async () => {
+      const kind = CHEAP[n % CHEAP.length] as Kind;
+      const answer = await post(base, kind.sql(n++, rows), agent);
+      if (answer.status !== 200)
+        throw new Error(`${kind.label} answered ${answer.status} ${answer.error ?? ''}`);
+    };
   };
   for (const server of servers)
     await runLoad({ clients: CLIENTS, warmupMs: 0, durationMs: 3_000, operation: operation(server.url) });

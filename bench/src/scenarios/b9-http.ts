@@ -27,9 +27,11 @@ import { startFerryServe, startServerProcess, stop, waitReady } from '../serve-p
 const PREFIX = 'b9/';
 const DUCK = 'h_duck';
 const LITE = 'h_lite';
+/** B9's tables: the DuckDB and the SQLite dataset (each file's table has the dataset's name). */
+export const B9_TABLES = { duckdb: DUCK, sqlite: LITE } as const;
 const CLIENTS = 64;
 
-interface Kind {
+export interface Kind {
   readonly label: string;
   sql(n: number, rows: number): string;
 }
@@ -63,7 +65,7 @@ const randomId = (rows: number) => Math.floor(Math.random() * rows);
  * a query costs around its engine decides the throughput. Every text is new (the aggregate's
  * literal has six decimals), so the results cache misses as it would on a miss-heavy load.
  */
-const CHEAP: readonly Kind[] = [
+export const CHEAP: readonly Kind[] = [
   {
     label: 'DuckDB single-table aggregate',
     sql: () =>
