@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { publishSnapshot } from '@ferry/writer';
 import { post } from './burst.js';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
-import { runLoad } from './load.js';
+import { failureNote, runLoad } from './load.js';
 import { kindsOfReport, type ThreadSplit, threadsOfScript } from './perf-samples.js';
 import { B9_TABLES, CHEAP, type Kind } from './scenarios/b9-http.js';
 import { startFerryServe, startServerProcess, stop, waitReady } from './serve-process.js';
@@ -59,7 +59,7 @@ function threadCpu(pid: number): Map<string, number> {
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const fields = (readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-      // utime and stime (fields 14 and 15 of stat), in clock ticks of 10 ms.
+      // utime and stime (fields 14 and 15 of stat), in clock ticks (USER_HZ, 100 a second on Linux).
       cpu.set(tid, (Number(fields[11]) + Number(fields[12])) * 10_000);
     } catch {
       // The thread ended between the listing and the read.
@@ -195,6 +195,11 @@ try {
           .map((thread) => thread.perQuery.toFixed(0))
           .join(' ')}), load ${load}`,
       );
+      const failed = failureNote(`  ${server.name}`, result);
+      if (failed !== undefined) console.log(failed);
+      if (sampled && recorded === undefined) {
+        console.log('  perf could not record this window (permission to attach?): the /proc figures only');
+      }
       if (recorded === undefined) continue;
       const split = perfSplit(recorded, server.pid, (result.throughput * seconds * 1000) / 1000);
       console.log(`  on the CPU (perf), µs per query:`);
