@@ -15,7 +15,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -27,6 +27,7 @@ import { post } from './burst.js';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
 import { failureNote, runLoad } from './load.js';
 import { kindsOfReport, type ThreadSplit, threadsOfScript } from './perf-samples.js';
+import { threadCpuSeconds } from './proc-cpu.js';
 import { B9_TABLES, CHEAP, type Kind } from './scenarios/b9-http.js';
 import { startFerryServe, startServerProcess, stop, waitReady } from './serve-process.js';
 
@@ -52,21 +53,6 @@ function count(name: string, text: string): number {
 const seconds = count('seconds', values.seconds);
 const rounds = count('rounds', values.rounds);
 const rows = count('rows', values.rows);
-
-/** CPU time (µs) of each thread of `pid`. */
-function threadCpu(pid: number): Map<string, number> {
-  const cpu = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const fields = (readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-      // utime and stime (fields 14 and 15 of stat), in clock ticks (USER_HZ, 100 a second on Linux).
-      cpu.set(tid, (Number(fields[11]) + Number(fields[12])) * 10_000);
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return cpu;
-}
 
 function hasPerf(): boolean {
   try {
@@ -168,7 +154,7 @@ try {
   for (let round = 0; round < rounds; round++) {
     for (const server of servers) {
       const sampled = perf && round === rounds - 1;
-      const before = threadCpu(server.pid);
+      const before = threadCpuSeconds(server.pid);
       const began = performance.now();
       const recording = sampled
         ? perfRecord(server.pid, seconds * 1000, join(workDir, `${server.pid}.perf`))
@@ -180,10 +166,10 @@ try {
         operation: operation(server.url),
       });
       const recorded = await recording;
-      const after = threadCpu(server.pid);
+      const after = threadCpuSeconds(server.pid);
       const queries = (result.throughput * (performance.now() - began)) / 1000;
       const threads = [...after]
-        .map(([tid, us]) => ({ tid, perQuery: (us - (before.get(tid) ?? 0)) / queries }))
+        .map(([tid, cpuS]) => ({ tid, perQuery: ((cpuS - (before.get(tid) ?? 0)) * 1e6) / queries }))
         .filter((thread) => thread.perQuery >= 5)
         .sort((a, b) => b.perQuery - a.perQuery);
       const all = threads.reduce((sum, thread) => sum + thread.perQuery, 0);

@@ -7,12 +7,13 @@
  * from `/proc/<pid>/stat`) until those answers. Starts alternate between the two.
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { post } from '../burst.js';
 import { formatRatio, formatValue } from '../format.js';
+import { processCpuSeconds } from '../proc-cpu.js';
 import { publishQueryDatasets } from '../query-datasets.js';
 import { type Measurement, median, ratio, type Scenario } from '../scenario.js';
 import { startFerryServe, startServerProcess, stop } from '../serve-process.js';
@@ -20,17 +21,6 @@ import { startFerryServe, startServerProcess, stop } from '../serve-process.js';
 const PREFIX = 'b19/';
 const DUCK = 's_duck';
 const LITE = 's_lite';
-/** Clock ticks per second of `/proc/<pid>/stat` (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-
-/** CPU seconds the process `pid` has used so far, every thread (utime + stime). */
-async function processCpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command (which may hold spaces) start after its closing parenthesis.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-}
-
 /** Posts `sql` until it answers 200 (a server still bootstrapping answers 503), every 10 ms. */
 async function firstAnswer(base: URL, sql: string, agent: Agent): Promise<void> {
   const started = Date.now();
