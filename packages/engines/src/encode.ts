@@ -95,8 +95,17 @@ export function jsonObjects(
 
 export type ScalarParam = null | boolean | number | string;
 
-/** Only scalars bind the same way in both engines; anything else is refused with its position. */
+/**
+ * Only scalars bind the same way in both engines; anything else is refused with its position. The
+ * list itself must be an array (a JavaScript caller may pass an options object in its place).
+ */
 export function scalarParams(params: readonly JsonValue[]): readonly ScalarParam[] {
+  if (!Array.isArray(params)) {
+    const got = params === null ? 'null' : typeof params === 'object' ? 'an object' : typeof params;
+    throw new InvalidParameterError(
+      `Query parameters are ${got}, not an array; pass one value per placeholder as an array (query(sql, [value, …], options)), or [] for none.`,
+    );
+  }
   return params.map((param, index) => {
     if (param === null || typeof param === 'boolean' || typeof param === 'string') return param;
     if (typeof param === 'number') {

@@ -96,6 +96,21 @@ describe('errors thrown in the query pools', () => {
       expect(error).toBeInstanceOf(InvalidParameterError);
       expect((error as InvalidParameterError).code).toBe('ERR_INVALID_PARAMETER');
     });
+
+    it(`parameters passed to ${pool} as an options object, not an array, are an InvalidParameterError naming the fix`, async () => {
+      // A JavaScript caller's mistake TypeScript would catch: `query(sql, { params: [1] })`.
+      const asked = { params: [1] } as unknown as [];
+      for (const query of [
+        () => runtime.query(`SELECT id FROM ${table} WHERE id = ?`, asked),
+        () => runtime.queryArrow(`SELECT id FROM ${table} WHERE id = ?`, asked),
+      ]) {
+        const error = await rejectionOf(query());
+        expect(error).toBeInstanceOf(InvalidParameterError);
+        expect((error as InvalidParameterError).message).toMatch(
+          /are an object, not an array; pass one value per placeholder as an array/,
+        );
+      }
+    });
   }
 });
 
