@@ -8,11 +8,17 @@
 import { FerryError } from '@ferry/core/base';
 import { placeholderRead } from './duckdb-catalog.js';
 import type { ResourceClass } from './duckdb-resources.js';
+import { quoteIdentifier } from './engine.js';
 import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
 import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
 
 /** The alias a generation is attached under: this prefix and the generation id. */
 export const GENERATION_ALIAS = 'ferry_g';
+
+/** The table of generation `id` of dataset `name`: the file's table, under its attachment. */
+export function generationTable(id: number, name: string): string {
+  return `${GENERATION_ALIAS}${id}.main.${quoteIdentifier(name)}`;
+}
 
 /** What a message may not show: the directories behind the namespace. */
 interface RedactionRoots {

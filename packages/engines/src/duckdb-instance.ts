@@ -1,7 +1,8 @@
 /**
  * One in-memory DuckDB instance of the namespace (one per resource class): locked down
  * (duckdb-lockdown.ts), with the catalog applied to it — each DuckDB dataset's current generation
- * ATTACHed read-only behind a view named after the dataset, SQLite datasets a join needs read in
+ * ATTACHed read-only behind a view named after the dataset (the text a query prepares names the
+ * generation itself where it can: duckdb-direct.ts), SQLite datasets a join needs read in
  * (duckdb-import.ts) — and a pool of connections, each keeping its prepared statements. Every view
  * lives in Spice's `spice.public` (duckdb-catalog.ts), every connection uses it; an SQLite dataset
  * not read in stands there as a placeholder with its columns; the spicepod's views are created once
@@ -26,7 +27,8 @@ import {
   TASK_HISTORY,
   USE_SPICE,
 } from './duckdb-catalog.js';
-import { GENERATION_ALIAS } from './duckdb-errors.js';
+import type { DirectText } from './duckdb-direct.js';
+import { GENERATION_ALIAS, generationTable } from './duckdb-errors.js';
 import {
   type CrossEngineLimits,
   IMPORT_TABLE,
@@ -38,7 +40,7 @@ import { duckdb } from './duckdb-node.js';
 import type { ResourceClass } from './duckdb-resources.js';
 import { DuckDbViews } from './duckdb-views.js';
 import { uniqueColumnNames } from './encode.js';
-import { quoteIdentifier, quoteLiteral } from './engine.js';
+import { quoteLiteral } from './engine.js';
 import { NamespaceTableError } from './errors.js';
 import {
   datasetByName,
@@ -61,6 +63,8 @@ export interface ResultColumns {
 interface CachedStatement {
   readonly statement: DuckDBPreparedStatement;
   readonly version: number;
+  /** Its text as written and as prepared, when it was prepared naming its generations (duckdb-direct.ts). */
+  readonly direct?: DirectText;
   /** Its result's columns (the same for every run of it), once read. */
   columns?: ResultColumns;
 }
@@ -227,7 +231,7 @@ export class DuckDbClassInstance {
         }
         if (this.#views.get(dataset.name) !== id) {
           await this.#admin.run(
-            `CREATE OR REPLACE VIEW ${spiceTable(dataset.name)} AS SELECT * FROM ${GENERATION_ALIAS}${id}.main.${quoteIdentifier(dataset.name)}`,
+            `CREATE OR REPLACE VIEW ${spiceTable(dataset.name)} AS SELECT * FROM ${generationTable(id, dataset.name)}`,
           );
           this.#views.set(dataset.name, id);
         }

@@ -26,8 +26,9 @@ import type { JsonValue } from '@ferry/core/base';
 import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
 import { hasShow, isDescribe, rewriteListings, treeJson } from './duckdb-catalog.js';
+import { asWritten, type DirectText, directText } from './duckdb-direct.js';
 import { bindDuckDbParams } from './duckdb-engine.js';
-import { datasetsPhrase, duckDbQueryError, missingDuckDbTable } from './duckdb-errors.js';
+import { datasetsPhrase, duckDbQueryError, generationTable, missingDuckDbTable } from './duckdb-errors.js';
 import { IMPORT_TABLE } from './duckdb-import.js';
 import {
   columnsOf,
@@ -557,6 +558,8 @@ export class DuckDbNamespace {
     const { connection, statements } = pooled;
     // Others that finish while this runs may be what exhausted the instance (see the retry below).
     const finishedBefore = instance.finishedCount;
+    // The text as written and as prepared, when it names its datasets' generations.
+    let prepared: DirectText | undefined;
     const interrupt = (): void => connection.interrupt();
     signal?.addEventListener('abort', interrupt, { once: true });
     try {
@@ -579,11 +582,23 @@ export class DuckDbNamespace {
         if (cached === undefined) {
           const version = instance.applied.version;
           let statement: DuckDBPreparedStatement;
+          let direct: DirectText | undefined;
           try {
             const checked =
               (route.engine === 'duckdb' ? route.statement : undefined) ??
               (await checkDuckDbSql(this.#parser, sql));
-            statement = await prepareCheckedDuckDb(connection, sql, checked);
+            // The datasets named by their generations, not through their views (duckdb-direct.ts);
+            // a text so rewritten that DuckDB refuses is prepared as written.
+            direct =
+              route.engine === 'duckdb' && route.sql === undefined
+                ? directText(sql, checked, instance.applied, generationTable)
+                : undefined;
+            const named =
+              direct === undefined
+                ? undefined
+                : await prepareCheckedDuckDb(connection, direct.sql, checked).catch(() => undefined);
+            if (named === undefined) direct = undefined;
+            statement = named ?? (await prepareCheckedDuckDb(connection, sql, checked));
           } catch (error) {
             // A swap dropped an SQLite dataset's import between its import and the prepare: import
             // it again (its new generation) rather than take the query for SQLite's.
@@ -592,7 +607,7 @@ export class DuckDbNamespace {
               continue;
             throw error;
           }
-          cached = { statement, version };
+          cached = direct === undefined ? { statement, version } : { statement, version, direct };
           statements.set(sql, cached, statementBytes(sql, undefined));
         }
         if (instance.changing) await instance.settled();
@@ -606,9 +621,10 @@ export class DuckDbNamespace {
             );
           continue;
         }
-        const prepared = cached.statement;
+        prepared = cached.direct;
+        const statement = cached.statement;
         // From here to startStream() nothing awaits: no catalog change can slip in, so the views
-        // it binds are the generations of `instance.applied`.
+        // it binds (or the generations it names) are the generations of `instance.applied`.
         const applied = instance.applied;
         const read: DatasetRead[] = [];
         for (const name of datasets) {
@@ -618,10 +634,10 @@ export class DuckDbNamespace {
             throw new NamespaceTableError(name, 'not-serving');
           read.push({ name: dataset?.name ?? name, snapshotId: generation.snapshotId });
         }
-        bindDuckDbParams(prepared, values);
+        bindDuckDbParams(statement, values);
         let result: DuckDBResult;
         try {
-          const pending = prepared.startStream();
+          const pending = statement.startStream();
           result = await pending.getResult();
         } catch (error) {
           // An SQLite table of a join was dropped by a swap between its import and the start.
@@ -640,8 +656,9 @@ export class DuckDbNamespace {
         };
         return { value: await consume({ result, read, columns }, interrupt) };
       }
-    } catch (error) {
+    } catch (thrown) {
       if (isAborted(signal)) throw signal?.reason;
+      const error = prepared === undefined ? thrown : asWritten(thrown, prepared);
       const failure = duckDbQueryError(error, {
         subject,
         resources: instance.resources,

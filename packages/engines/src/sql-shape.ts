@@ -202,3 +202,28 @@ function plainDecimal(sql: string, start: number, end: number): boolean {
   }
   return true;
 }
+
+/**
+ * An offset in a text, as an offset in its shape's key (every literal one character): the same
+ * for every text of the shape, since they differ only inside their literals.
+ */
+export function offsetInShape(offset: number, shape: StatementShape | undefined): number {
+  if (shape === undefined) return offset;
+  let shift = 0;
+  for (const literal of shape.literals) {
+    if (literal.start >= offset) break;
+    shift += literal.end - literal.start - 1;
+  }
+  return offset - shift;
+}
+
+/** An offset in a shape's key, as an offset in the text of that shape whose literals `shape` has. */
+export function offsetInText(offset: number, shape: StatementShape | undefined): number {
+  if (shape === undefined) return offset;
+  let shift = 0;
+  for (const literal of shape.literals) {
+    if (literal.start - shift >= offset) break;
+    shift += literal.end - literal.start - 1;
+  }
+  return offset + shift;
+}

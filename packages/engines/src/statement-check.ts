@@ -41,7 +41,7 @@ import {
   syntaxErrorOf,
   tokenizeSql,
 } from './sql-guard.js';
-import { type StatementShape, statementShape } from './sql-shape.js';
+import { offsetInShape, type StatementShape, statementShape } from './sql-shape.js';
 
 /**
  * DuckDB's `StatementType.SELECT` and `.EXPLAIN` (duckdb.h), by value: this module also checks
@@ -166,6 +166,13 @@ export interface TableReference {
   readonly catalog: string;
   readonly schema: string;
   readonly table: string;
+  /**
+   * Where its name is written: an offset in the text DuckDB parsed (in a statement's `tables`, in
+   * its shape's key: duckdb-direct.ts); undefined when the parser gave none.
+   */
+  readonly at?: number;
+  /** Whether it is written with an alias of its own (`orders o`). */
+  readonly aliased?: boolean;
 }
 
 /**
@@ -193,6 +200,8 @@ export interface DuckDbStatement {
    * `query()`; there `query` is a table name). {@link checkDuckDbSql} throws it.
    */
   readonly refusal?: (() => FerryError) | undefined;
+  /** Whether it calls `current_query()`: its text must run as written (duckdb-direct.ts). */
+  readonly showsText?: boolean;
 }
 
 /** How a check asks DuckDB's parser and catalog (one connection, or a parser of a namespace). */
@@ -288,6 +297,8 @@ export function namesIn(trees: readonly unknown[]): TreeNames {
         catalog: text(record.catalog_name),
         schema: text(record.schema_name),
         table: text(record.table_name),
+        ...(typeof record.query_location === 'number' ? { at: record.query_location } : {}),
+        aliased: text(record.alias) !== '',
       });
     }
     if (record.type === 'TABLE_FUNCTION') {
@@ -485,10 +496,14 @@ async function checkDuckDbText(
     return {
       type: DUCKDB_SELECT,
       rewrite: undefined,
-      tables: names.tables,
+      // Where each name is, for every text of the shape (duckdb-direct.ts).
+      tables: names.tables.map((ref) =>
+        ref.at === undefined ? ref : { ...ref, at: offsetInShape(ref.at, shape) },
+      ),
       ctes: names.ctes,
       shared: shape !== undefined && literalsAreConstants(shape, names.constants, sql),
       refusal,
+      showsText: names.functions.some((fn) => fn.name === 'current_query'),
     };
   }
   if (parsed.kind === 'invalid') throw new DuckDbParseError(parsed.message);
