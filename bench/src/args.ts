@@ -1,4 +1,5 @@
 /** The command line: `pnpm bench [scenario…] [--quick] [--minutes N]`. */
+import { parseArgs as parseOptions } from 'node:util';
 
 export const SCENARIO_IDS = [
   'b1',
@@ -100,4 +101,34 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   }
   const chosen = scenarios.length > 0 ? scenarios : SCENARIO_IDS.filter((id) => id !== 'soak');
   return { scenarios: chosen, quick, minutes };
+}
+
+/** What a measuring tool (cpu-split.js, duckdb-calls.js) runs: seconds per window, rounds, table rows. */
+export interface ToolOptions {
+  readonly seconds: number;
+  readonly rounds: number;
+  readonly rows: number;
+}
+
+/**
+ * A measuring tool's `--seconds`, `--rounds` and `--rows` from `argv`, each a whole number of at
+ * least 1 (`defaults` when not given), or a thrown error naming the option.
+ */
+export function toolOptions(argv: readonly string[], defaults: ToolOptions): ToolOptions {
+  const { values } = parseOptions({
+    args: [...argv],
+    options: {
+      seconds: { type: 'string', default: String(defaults.seconds) },
+      rounds: { type: 'string', default: String(defaults.rounds) },
+      rows: { type: 'string', default: String(defaults.rows) },
+    },
+  });
+  const count = (name: keyof ToolOptions): number => {
+    const text = values[name];
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`--${name} wants a whole number of at least 1, not ${text}`);
+    return value;
+  };
+  return { seconds: count('seconds'), rounds: count('rounds'), rows: count('rows') };
 }

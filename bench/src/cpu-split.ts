@@ -21,8 +21,8 @@ import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { publishSnapshot } from '@ferry/writer';
+import { toolOptions } from './args.js';
 import { post } from './burst.js';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
 import { failureNote, runLoad } from './load.js';
@@ -36,23 +36,11 @@ const CLIENTS = 64;
 const HZ = 1999;
 const { duckdb: DUCK, sqlite: LITE } = B9_TABLES;
 
-const { values } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '8' },
-    rounds: { type: 'string', default: '3' },
-    rows: { type: 'string', default: '200000' },
-  },
+const { seconds, rounds, rows } = toolOptions(process.argv.slice(2), {
+  seconds: 8,
+  rounds: 3,
+  rows: 200_000,
 });
-/** A whole number of at least 1 from option `--name`, or a thrown error naming it. */
-function count(name: string, text: string): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1)
-    throw new Error(`--${name} wants a whole number of at least 1, not ${text}`);
-  return value;
-}
-const seconds = count('seconds', values.seconds);
-const rounds = count('rounds', values.rounds);
-const rows = count('rows', values.rows);
 
 function hasPerf(): boolean {
   try {
