@@ -222,6 +222,16 @@ export function writtenMessage(message: string, direct: DirectText): string {
   for (let n = 1; n < lineNumber; n++) lineStart = direct.sql.indexOf('\n', lineStart) + 1;
   const lineEnd = direct.sql.indexOf('\n', lineStart);
   const preparedLine = direct.sql.slice(lineStart, lineEnd < 0 ? undefined : lineEnd);
+  // A line with no rewritten name is as written, and DuckDB's excerpt of it stands.
+  const lineEndAt = lineStart + preparedLine.length;
+  let shift = 0;
+  let rewritten = false;
+  for (const swap of direct.swaps) {
+    const at = swap.start + shift;
+    if (at >= lineStart && at < lineEndAt) rewritten = true;
+    shift += swap.prepared.length - (swap.end - swap.start);
+  }
+  if (!rewritten) return message;
   const first = preparedLine.indexOf(content);
   const once = first >= 0 && preparedLine.indexOf(content, first + 1) < 0;
   const rendered =

@@ -172,6 +172,19 @@ describe('errors of a rewritten text', () => {
     expect(excerptAt('SELECT \u00e9t\u00e9 FROM t', 7)).toBeUndefined();
   });
 
+  it("leaves DuckDB's excerpt of a line with no rewritten name as it is, however long", async () => {
+    const sql = `SELECT id FROM orders\nWHERE ${'id > 0 AND '.repeat(12)}category::INT > 1 AND ${'id < 9 AND '.repeat(12)}true`;
+    const rewritten = directText(
+      sql,
+      await checkDuckDbSql(parserOn(connection), sql),
+      CATALOG,
+      generationTable,
+    );
+    const throughView = await messageOf(sql);
+    expect(throughView).toMatch(/\nLINE 2: \.\.\./);
+    expect(writtenMessage(await messageOf(rewritten?.sql as string), rewritten as never)).toBe(throughView);
+  });
+
   it('leaves out an excerpt whose place it cannot tell, and a message without one as it is', () => {
     const direct = {
       written: 'SELECT x FROM orders',
