@@ -3,7 +3,7 @@
  * (`orders`, `public.orders`, `spice.public.orders`) is rewritten, in the text DuckDB prepares, to
  * the table of the generation attached for it (`ferry_g7.main."orders" AS "orders"`), so DuckDB
  * binds the table itself rather than the dataset's view over it. Binding through a view costs
- * DuckDB ~85–180 µs per run, and DuckDB binds a statement with parameters again on every run
+ * DuckDB ~80–230 µs per run, and DuckDB binds a statement with parameters again on every run
  * (bench `duckdb-calls.js`, bench/RESULTS.md).
  *
  * The rewrite keeps what the statement means: the reference keeps the name it was written with as
