@@ -92,10 +92,16 @@ interface InstanceOptions {
   readonly connections: number;
 }
 
-/** Bytes a cached prepared statement is charged: its text, its columns, and DuckDB's plan (a guess). */
-export function statementBytes(sql: string, columns: ResultColumns | undefined): number {
+/** Bytes a cached prepared statement is charged: its text (and the text it was prepared as), its columns, and DuckDB's plan (a guess). */
+export function statementBytes(
+  sql: string,
+  known: { readonly columns?: ResultColumns; readonly direct?: DirectText },
+): number {
   let bytes = 2 * sql.length + 4_096;
-  for (const column of columns?.columns ?? []) bytes += 2 * (column.name.length + column.type.length) + 64;
+  // The text it was prepared as, when that names its generations (its written text is `sql`).
+  if (known.direct !== undefined) bytes += 2 * known.direct.sql.length + 64 * known.direct.swaps.length;
+  for (const column of known.columns?.columns ?? [])
+    bytes += 2 * (column.name.length + column.type.length) + 64;
   return bytes;
 }
 

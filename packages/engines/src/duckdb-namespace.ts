@@ -608,7 +608,7 @@ export class DuckDbNamespace {
             throw error;
           }
           cached = direct === undefined ? { statement, version } : { statement, version, direct };
-          statements.set(sql, cached, statementBytes(sql, undefined));
+          statements.set(sql, cached, statementBytes(sql, cached));
         }
         if (instance.changing) await instance.settled();
         if (isAborted(signal)) throw signal?.reason;
@@ -650,7 +650,7 @@ export class DuckDbNamespace {
           if (known.columns === undefined) {
             known.columns = columnsOf(result);
             // Charged again with its columns (a statement's column names may be long).
-            if (statements.get(sql) === known) statements.set(sql, known, statementBytes(sql, known.columns));
+            if (statements.get(sql) === known) statements.set(sql, known, statementBytes(sql, known));
           }
           return known.columns;
         };
