@@ -117,6 +117,18 @@ describe('DuckDbNamespace: Spice names, listings and views', () => {
     return { route, rows: outcome.rows, read: outcome.read };
   }
 
+  it('answers a column qualified by the full Spice name, which only the view binds (the text is prepared as written)', async () => {
+    // Prepared naming the generation, the reference is aliased `orders`: `spice.public.orders.id`
+    // binds only through the view, so the namespace prepares the text as written.
+    const { rows: found } = await rows(
+      'SELECT spice.public.orders.id AS id, o.id AS same FROM spice.public.orders JOIN orders o USING (id) ORDER BY id LIMIT 2',
+    );
+    expect(found).toEqual([
+      { id: 0, same: 0 },
+      { id: 1, same: 1 },
+    ]);
+  });
+
   it('resolves <name>, public.<name>, spice.public.<name> and spice.<name>', async () => {
     for (const name of [
       'orders',
