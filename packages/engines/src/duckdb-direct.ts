@@ -33,6 +33,8 @@ export interface DirectText {
   readonly sql: string;
   /** In the order of the text. */
   readonly swaps: readonly Swap[];
+  /** Every table the statement reads is named by its generation: the text binds no view. */
+  readonly whole: boolean;
 }
 
 const isNameStart = (c: number): boolean =>
@@ -149,7 +151,7 @@ export function directText(
     out += sql.slice(from, swap.start) + swap.prepared;
     from = swap.end;
   }
-  return { written: sql, sql: out + sql.slice(from), swaps };
+  return { written: sql, sql: out + sql.slice(from), swaps, whole: swaps.length === statement.tables.length };
 }
 
 /** Where in `direct.written` an offset of `direct.sql` is (a rewritten name: where it is written). */

@@ -10,9 +10,10 @@
  *
  * Catalog changes (attach, replace views, detach; imports) run one at a time, and while one is
  * queued or running {@link DuckDbClassInstance.changing} is true: a query starts only once it is
- * false, synchronously after checking, so the views it binds are the generations of
- * {@link DuckDbClassInstance.applied}. DuckDB keeps a detached generation alive for the queries
- * that bound it.
+ * false, right after checking, so what it binds is the generations of
+ * {@link DuckDbClassInstance.applied} (a text that names only generations is bound on DuckDB's
+ * threads; a change queued meanwhile may have detached one: duckdb-namespace.ts prepares it again).
+ * DuckDB keeps a detached generation alive for the queries that bound it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
@@ -141,6 +142,8 @@ export class DuckDbClassInstance {
   #changing: Promise<void> = Promise.resolve();
   /** Catalog changes queued or running (none: a query may start without waiting). */
   #changes = 0;
+  /** Catalog changes queued so far (a query started in one call tells from it whether one came meanwhile). */
+  #queued = 0;
   #inFlight = 0;
   #finishedCount = 0;
   readonly #finished = new Set<() => void>();
@@ -197,6 +200,7 @@ export class DuckDbClassInstance {
   /** Runs `change` once the previous catalog change is done; queries do not start meanwhile. */
   #serialize(change: () => Promise<void>): Promise<void> {
     this.#changes++;
+    this.#queued++;
     const next = this.#changing.then(change).finally(() => {
       this.#changes--;
     });
@@ -212,6 +216,11 @@ export class DuckDbClassInstance {
   /** Whether a catalog change is queued or running (then queries wait for {@link settled}). */
   get changing(): boolean {
     return this.#changes > 0;
+  }
+
+  /** Catalog changes queued since the instance was made: a query compares it before and after it starts. */
+  get changesQueued(): number {
+    return this.#queued;
   }
 
   /** Resolves once no catalog change is in flight. */

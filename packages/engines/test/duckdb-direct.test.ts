@@ -90,6 +90,18 @@ describe('directText', () => {
     );
   });
 
+  it('says whether the text binds no view at all: every table it reads named by its generation', async () => {
+    const whole = async (sql: string) =>
+      directText(sql, await checkDuckDbSql(parserOn(connection), sql), CATALOG, generationTable)?.whole;
+    expect(await whole('SELECT o.id FROM orders o WHERE o.id IN (SELECT id FROM spice.public.orders)')).toBe(
+      true,
+    );
+    expect(await whole('SELECT * FROM orders, range(3) r')).toBe(true);
+    // The SQLite dataset and the spicepod view stay views.
+    expect(await whole('SELECT * FROM orders JOIN users ON true')).toBe(false);
+    expect(await whole('SELECT * FROM orders WHERE id IN (SELECT id FROM big_orders)')).toBe(false);
+  });
+
   it('rewrites nothing in a text that shows itself, or whose name is written over a comment', async () => {
     expect(await direct('SELECT current_query() AS q FROM orders LIMIT 1')).toBeUndefined();
     expect(await direct('EXPLAIN SELECT * FROM orders')).toBeUndefined();
@@ -190,6 +202,7 @@ describe('errors of a rewritten text', () => {
       written: 'SELECT x FROM orders',
       sql: 'SELECT x FROM ferry_g7.main."orders" AS "orders"',
       swaps: [{ start: 14, end: 20, prepared: 'ferry_g7.main."orders" AS "orders"' }],
+      whole: true,
     };
     expect(
       writtenMessage('Conversion Error: nope\n\nLINE 1: ...not in the text...\n                ^', direct),

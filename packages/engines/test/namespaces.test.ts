@@ -6,6 +6,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { Schema } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchesFromIpc } from '../src/arrow-results.js';
@@ -337,6 +338,39 @@ describe('DuckDbNamespace', () => {
     expect(error.message).toMatch(/^Query on dataset 'orders' failed: Binder Error/);
     expect(error.message).not.toContain(dir);
     expect(error.message).toContain('<data dir>');
+  });
+});
+
+describe('DuckDbNamespace, a text that names only generations', () => {
+  it('started in one call while a swap detaches its generation: prepared again, it reads the new one', async () => {
+    const first = await duckdbFile('race-1', 'orders', 1);
+    const second = await duckdbFile('race-2', 'orders', 2);
+    const ns = await DuckDbNamespace.create(duckdbOptions());
+    const stream = DuckDBPreparedStatement.prototype.stream;
+    try {
+      await ns.setCatalog(catalog([dataset('orders', 'duckdb', first, 11)]));
+      const sql = 'SELECT max(version) AS v FROM orders';
+      const route = await ns.route(sql);
+      expect(await ns.rows(sql, [], route)).toMatchObject({ rows: [{ v: 1 }], read: [{ snapshotId: 11 }] });
+      // The swap lands after the query was started and before DuckDB binds it: the generation its
+      // prepared text names is detached by then.
+      let swapped = false;
+      DuckDBPreparedStatement.prototype.stream = async function (this: DuckDBPreparedStatement) {
+        if (!swapped) {
+          swapped = true;
+          await ns.setCatalog(catalog([dataset('orders', 'duckdb', second, 12)]));
+        }
+        return stream.call(this);
+      };
+      expect(await ns.rows(sql, [], route)).toMatchObject({
+        rows: [{ v: 2 }],
+        read: [{ name: 'orders', snapshotId: 12 }],
+      });
+      expect(swapped).toBe(true);
+    } finally {
+      DuckDBPreparedStatement.prototype.stream = stream;
+      await ns.close();
+    }
   });
 });
 
