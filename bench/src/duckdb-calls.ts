@@ -7,7 +7,9 @@
  * - `stream`: Ferry's calls on the generation's attachment (`prepare` a new text, `startStream`,
  *   `getResult`, `fetchChunk` until it is empty, `destroySync`);
  * - `stream + view`: the same through the dataset's view over that attachment, which is what Ferry
- *   runs (duckdb-instance.ts).
+ *   runs for a text it cannot name by generations (duckdb-instance.ts);
+ * - `stream, one call`: `stream` started with one call (`stream()`: bound and run on DuckDB's
+ *   threads), which is what Ferry runs for a text that names only generations (duckdb-namespace.ts).
  *
  * Then the thread hop: a bare worker echo in a tight loop (B1's hop floor) and after both threads
  * slept 1 ms, as they do while an engine runs a query.
@@ -31,9 +33,13 @@ const { seconds, rounds, rows } = toolOptions(process.argv.slice(2), {
 
 const TABLE = 'orders';
 
-/** Ferry's calls for one statement: stream it and read every chunk until the empty one. */
-async function streamed(statement: DuckDBPreparedStatement): Promise<number> {
-  const result = await statement.startStream().getResult();
+/**
+ * Ferry's calls for one statement: stream it and read every chunk until the empty one. Started
+ * with `startStream()` (bound on this thread) and `getResult()`, or, `inOneCall`, with `stream()`
+ * (bound and run on DuckDB's threads: how Ferry starts a text that names only generations).
+ */
+async function streamed(statement: DuckDBPreparedStatement, inOneCall = false): Promise<number> {
+  const result = inOneCall ? await statement.stream() : await statement.startStream().getResult();
   let read = 0;
   for (;;) {
     const chunk = await result.fetchChunk();
@@ -43,10 +49,10 @@ async function streamed(statement: DuckDBPreparedStatement): Promise<number> {
 }
 
 /** Ferry's calls for a new text: prepared, streamed, destroyed. */
-async function streamedText(connection: DuckDBConnection, sql: string): Promise<number> {
+async function streamedText(connection: DuckDBConnection, sql: string, inOneCall = false): Promise<number> {
   const statement = await connection.prepare(sql);
   try {
-    return await streamed(statement);
+    return await streamed(statement, inOneCall);
   } finally {
     statement.destroySync();
   }
@@ -121,6 +127,7 @@ try {
       direct: () => run(bound.direct, async (s) => (await s.runAndReadAll()).getRows()),
       stream: () => run(bound.stream, streamed),
       'stream + view': () => run(bound.view, streamed),
+      'stream, one call': () => run(bound.stream, (statement) => streamed(statement, true)),
     }),
     'direct',
   );
@@ -133,6 +140,7 @@ try {
       direct: async () => (await direct.runAndReadAll(aggregate(TABLE))).getRows(),
       stream: () => streamedText(attached, aggregate(generation)),
       'stream + view': () => streamedText(attached, aggregate(TABLE)),
+      'stream, one call': () => streamedText(attached, aggregate(generation), true),
     }),
     'direct',
   );
