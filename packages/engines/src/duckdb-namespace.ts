@@ -480,7 +480,7 @@ export class DuckDbNamespace {
         const limit = capExceeded(rows.length, bytes, control);
         if (limit !== undefined) {
           stop();
-          return { kind: 'too-large', limit, read };
+          return { kind: 'too-large', limit, read, bytes };
         }
       }
       return route.engine === 'duckdb' && route.statement?.shared === true

@@ -176,7 +176,13 @@ export type RowsOutcome =
       /** What it read holds for every text of the statement's shape (a router may keep it by shape). */
       readonly shared?: boolean;
     }
-  | { readonly kind: 'too-large'; readonly limit: 'rows' | 'bytes'; readonly read: readonly DatasetRead[] };
+  | {
+      readonly kind: 'too-large';
+      readonly limit: 'rows' | 'bytes';
+      readonly read: readonly DatasetRead[];
+      /** The bytes of the values read before the cap stopped it (garbage in the reader's heap). */
+      readonly bytes?: number;
+    };
 
 /**
  * How a query streams Arrow batches: each is handed over as a self-contained IPC stream (`batch`),
