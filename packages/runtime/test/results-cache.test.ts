@@ -73,6 +73,43 @@ describe('ResultsCache', () => {
     expect(cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']))?.value).toBeUndefined();
   });
 
+  it('sweeps the expired entries nobody looks up, every item_ttl while it holds any', () => {
+    const scheduled: { run: () => void; ms: number; cancelled: boolean }[] = [];
+    const timer = (run: () => void, ms: number) => {
+      const each = { run, ms, cancelled: false };
+      scheduled.push(each);
+      return {
+        cancel: () => {
+          each.cancelled = true;
+        },
+      };
+    };
+    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 1_000 }, clock, timer);
+    const read = [{ name: 'orders', snapshotId: 1 }];
+    // A load of new statements: every answer is stored, none is asked for again.
+    for (let k = 0; k < 50; k++) cache.set('rows', `SELECT ${k} FROM orders`, [], read, 'v', 10, snapshotOf);
+    expect(scheduled.map((each) => each.ms)).toEqual([1_000]);
+    now += 600;
+    cache.set('rows', 'SELECT 50 FROM orders', [], read, 'v', 10, snapshotOf);
+    now += 500;
+    scheduled[0]?.run();
+    // The 50 expired entries are gone (and their bytes); the one still fresh stays and is swept later.
+    expect(cache.counters()).toMatchObject({ entries: 1, bytes: 10 + 512, evictions: 0 });
+    expect(cache.find('rows', lookup('SELECT 50 FROM orders', ['orders']))?.value).toBe('v');
+    expect(scheduled.map((each) => each.ms)).toEqual([1_000, 1_000]);
+    now += 1_000;
+    scheduled[1]?.run();
+    expect(cache.counters()).toMatchObject({ entries: 0, bytes: 0 });
+    // An empty cache schedules nothing; the next stored answer starts the sweep again.
+    expect(scheduled).toHaveLength(2);
+    cache.set('rows', 'SELECT 51 FROM orders', [], read, 'v', 10, snapshotOf);
+    expect(scheduled).toHaveLength(3);
+    // A swap's retire still finds nothing stale left behind in its index.
+    cache.retire('orders', 2);
+    expect(cache.counters().entries).toBe(0);
+    cache.close();
+    expect(scheduled[2]?.cancelled).toBe(true);
+  });
   it('keeps within max_size, least recently used out, counting evictions; a result larger than the cache is not kept', () => {
     const cache = new ResultsCache({ enabled: true, maxSizeBytes: 10_000, itemTtlMs: 60_000 }, clock);
     const read = [{ name: 'orders', snapshotId: 1 }];

@@ -160,6 +160,7 @@ export class QueryFront {
 
   close(): void {
     this.#history.close();
+    this.#cache.close();
   }
 
   /**

@@ -84,6 +84,15 @@ export function cacheStatusFields(status: CacheStatus): Readonly<Record<string, 
 
 /** Bookkeeping an entry costs beyond its value (Spice's sizing charges about 500 bytes). */
 const ENTRY_OVERHEAD_BYTES = 512;
+/** The longest wait between two sweeps of expired entries ({@link ResultsCache}'s purge). */
+const MAX_PURGE_INTERVAL_MS = 60_000;
+/** Runs `run` once after `ms` without keeping the process alive; `cancel` stops it. */
+export type PurgeTimer = (run: () => void, ms: number) => { cancel(): void };
+const unrefTimer: PurgeTimer = (run, ms) => {
+  const timer = setTimeout(run, ms);
+  timer.unref();
+  return { cancel: () => clearTimeout(timer) };
+};
 /** Statements whose cacheability is remembered, and the longest one remembered. */
 const CLASSIFIED = 4_096;
 const CLASSIFIED_MAX_SQL = 8_192;
@@ -142,13 +151,18 @@ export class ResultsCache {
   readonly #cacheable = new LRUCache<string, boolean>({ max: CLASSIFIED });
   /** Runs whose answers identical requests wait for, by key ({@link share}). */
   readonly #running = new Map<string, Flight>();
+  readonly #timer: PurgeTimer;
+  /** The next sweep of expired entries, while the cache holds any. */
+  #purge: { cancel(): void } | undefined;
+  #closed = false;
   #hits = 0;
   #misses = 0;
   #bypasses = 0;
   #evictions = 0;
 
-  constructor(config: ResultsCacheConfig, now?: () => number) {
+  constructor(config: ResultsCacheConfig, now?: () => number, timer: PurgeTimer = unrefTimer) {
     this.#config = config;
+    this.#timer = timer;
     if (!config.enabled) return;
     this.#entries = new LRUCache<string, Entry<unknown>>({
       max: 100_000,
@@ -288,6 +302,7 @@ export class ResultsCache {
     const key = keyOf(kind, sql, params, snapshotsPart(read));
     entries.set(key, { value, bytes: size, read });
     if (!entries.has(key)) return false;
+    this.#schedulePurge();
     for (const dataset of new Set(read.map((each) => each.name))) {
       const keys = this.#byDataset.get(dataset) ?? new Set<string>();
       this.#byDataset.set(dataset, keys);
@@ -308,6 +323,40 @@ export class ResultsCache {
       const read = entry?.read.find((each) => each.name === dataset);
       if (entry === undefined || read?.snapshotId !== snapshotId) this.#entries?.delete(key);
     }
+  }
+
+  /**
+   * Drops every entry past its `item_ttl`. lru-cache drops an expired entry only when it is looked
+   * up or evicted; under a load of new statements nothing looks them up, so without this sweep the
+   * cache fills with dead entries up to its bounds (`max_size`, or 100,000 entries: 64 MiB of heap
+   * for small answers), which the garbage collector marks again and again. Runs every `item_ttl`
+   * (at most every minute) while the cache holds anything.
+   */
+  purgeStale(): void {
+    this.#purge = undefined;
+    this.#entries?.purgeStale();
+    this.#schedulePurge();
+  }
+
+  #schedulePurge(): void {
+    const entries = this.#entries;
+    const ttl = this.#config.itemTtlMs;
+    if (
+      this.#closed ||
+      this.#purge !== undefined ||
+      entries === undefined ||
+      entries.size === 0 ||
+      !(ttl > 0)
+    )
+      return;
+    this.#purge = this.#timer(() => this.purgeStale(), Math.min(ttl, MAX_PURGE_INTERVAL_MS));
+  }
+
+  /** Stops the sweep (the runtime closes); the entries stay readable. */
+  close(): void {
+    this.#closed = true;
+    this.#purge?.cancel();
+    this.#purge = undefined;
   }
 
   counters(): CacheCounters {
