@@ -9,8 +9,7 @@
  * before is taken), so no layer holds the whole result; the runtime's `maxResultRows` (which caps
  * `query()` only) stays at its default.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { collectGarbage } from '@ferry/test-support';
 import { type ClientReadableStream, status } from '@grpc/grpc-js';
 import { type Int32, type Int64, RecordBatchReader } from 'apache-arrow';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -110,12 +109,6 @@ function firstMessages(
     stream.on('data', onData);
     stream.once('error', reject);
   });
-}
-
-/** A full garbage collection, so memory readings count live data only (V8's gc, exposed for the test). */
-function collectGarbage(): void {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
 }
 
 /**

@@ -3,7 +3,7 @@
  * for `retention_period` (and at most MAX_TASK_ROWS rows), queryable like any table — on a simulated
  * clock on its own, and in a real runtime (DuckDB and SQLite datasets, a failed query, a stream).
  */
-import { type LocalAws, startLocalAws } from '@ferry/test-support';
+import { collectGarbage, type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
 import { MAX_TASK_ROWS, TaskHistory } from '../src/query/task-history.js';
@@ -73,6 +73,36 @@ describe('TaskHistory', () => {
       const rows = history.changed()?.rows ?? [];
       expect(rows.length).toBe(MAX_TASK_ROWS);
       expect(rows[0]?.input).toBe('SELECT 5');
+    } finally {
+      history.close();
+    }
+  });
+
+  it('keeps the first 16 KiB of a long statement without the rest of it', () => {
+    const history = new TaskHistory(config, () => 5_000);
+    try {
+      // 200 statements of ~250 KB each (an IN list a BI tool generates); the rows keep 16 KiB of each.
+      const list = Array.from({ length: 40_000 }, (_, k) => k).join(',');
+      const statement = (i: number) => `SELECT * FROM orders WHERE id IN (${i},${list})`;
+      collectGarbage();
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < 200; i++) {
+        history.record({
+          sql: statement(i),
+          startMs: 5_000,
+          durationMs: 0,
+          labels: {},
+          rows: [{ list: statement(i) }],
+        });
+      }
+      collectGarbage();
+      const kept = process.memoryUsage().heapUsed - before;
+      const rows = history.changed()?.rows ?? [];
+      expect(rows.map((row) => row.input.length)).toEqual(Array(200).fill(16_384));
+      expect(rows[199]?.input).toBe(statement(199).slice(0, 16_384));
+      expect(rows[0]?.captured_output?.length).toBe(1_024);
+      // 200 × (16 KiB + 1 KiB) is ~3.4 MB; the whole statements (and answers) would be ~100 MB.
+      expect(kept).toBeLessThan(20 * 2 ** 20);
     } finally {
       history.close();
     }

@@ -5,6 +5,7 @@
 export * from '@ferry/local-aws';
 export * from './fault-proxy.js';
 export * from './fixtures.js';
+export * from './memory.js';
 export * from './s3-faults.js';
 export * from './spicepods.js';
 export * from './waiting.js';
