@@ -94,7 +94,8 @@ describe('ResultsCache', () => {
     now += 500;
     scheduled[0]?.run();
     // The 50 expired entries are gone (and their bytes); the one still fresh stays and is swept later.
-    expect(cache.counters()).toMatchObject({ entries: 1, bytes: 10 + 512, evictions: 0 });
+    const key = 'rows\u0000orders@1\u0000\u0000SELECT 50 FROM orders';
+    expect(cache.counters()).toMatchObject({ entries: 1, bytes: 10 + 512 + 2 * key.length, evictions: 0 });
     expect(cache.find('rows', lookup('SELECT 50 FROM orders', ['orders']))?.value).toBe('v');
     expect(scheduled.map((each) => each.ms)).toEqual([1_000, 1_000]);
     now += 1_000;
@@ -123,6 +124,10 @@ describe('ResultsCache', () => {
     expect(cache.counters()).toMatchObject({ evictions: 1, entries: 3 });
     expect(cache.counters().bytes).toBeLessThanOrEqual(10_000);
     expect(cache.set('rows', 'SELECT 5 FROM orders', [], read, 5, 20_000, snapshotOf)).toBe(false);
+    // A long statement weighs its text too (the key keeps it): 5,000 characters with a one-value
+    // answer do not fit in 10,000 bytes.
+    const long = `SELECT 6 FROM orders WHERE id IN (${'1,'.repeat(2_500)}1)`;
+    expect(cache.set('rows', long, [], read, 6, 8, snapshotOf)).toBe(false);
   });
 
   it('a swap retires exactly the entries that read the swapped dataset', () => {
