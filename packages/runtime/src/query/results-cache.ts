@@ -14,7 +14,7 @@
  * answer (`find` → `running`, `share`): a stampede on one statement runs it once.
  */
 import type { JsonValue, ResultsCacheConfig } from '@ferry/core/base';
-import { isCacheableStatement } from '@ferry/engines/sql';
+import { BoundedCache, isCacheableStatement, textBytes } from '@ferry/engines/sql';
 import { LRUCache } from 'lru-cache';
 import type { DatasetRead } from '../api.js';
 
@@ -93,9 +93,9 @@ const unrefTimer: PurgeTimer = (run, ms) => {
   timer.unref();
   return { cancel: () => clearTimeout(timer) };
 };
-/** Statements whose cacheability is remembered, and the longest one remembered. */
+/** Statements whose cacheability is remembered: how many, and the memory their texts may take. */
 const CLASSIFIED = 4_096;
-const CLASSIFIED_MAX_SQL = 8_192;
+const CLASSIFIED_BYTES = 4 * 1024 * 1024;
 
 /** `name@snapshot` of each dataset read, sorted: the part of a key the snapshots make. */
 function snapshotsPart(read: readonly DatasetRead[]): string {
@@ -148,7 +148,7 @@ export class ResultsCache {
   readonly #entries: LRUCache<string, Entry<unknown>> | undefined;
   /** Each dataset's entries (by key), to retire them when it swaps. */
   readonly #byDataset = new Map<string, Set<string>>();
-  readonly #cacheable = new LRUCache<string, boolean>({ max: CLASSIFIED });
+  readonly #cacheable = new BoundedCache<string, boolean>({ entries: CLASSIFIED, bytes: CLASSIFIED_BYTES });
   /** Runs whose answers identical requests wait for, by key ({@link share}). */
   readonly #running = new Map<string, Flight>();
   readonly #timer: PurgeTimer;
@@ -194,7 +194,7 @@ export class ResultsCache {
     let known = this.#cacheable.get(sql);
     if (known === undefined) {
       known = isCacheableStatement(sql);
-      if (sql.length <= CLASSIFIED_MAX_SQL) this.#cacheable.set(sql, known);
+      this.#cacheable.set(sql, known, textBytes(sql));
     }
     return known;
   }
