@@ -6,7 +6,7 @@
 import { collectGarbage, type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { MAX_TASK_ROWS, TaskHistory } from '../src/query/task-history.js';
+import { MAX_TASK_BYTES, MAX_TASK_ROWS, TaskHistory } from '../src/query/task-history.js';
 import { BUCKET, publishVersion, spicepod, tempDir } from './support.js';
 
 describe('TaskHistory', () => {
@@ -103,6 +103,23 @@ describe('TaskHistory', () => {
       expect(rows[0]?.captured_output?.length).toBe(1_024);
       // 200 × (16 KiB + 1 KiB) is ~3.4 MB; the whole statements (and answers) would be ~100 MB.
       expect(kept).toBeLessThan(20 * 2 ** 20);
+    } finally {
+      history.close();
+    }
+  });
+
+  it(`keeps the newest rows within ${MAX_TASK_BYTES / 2 ** 20} MiB of texts`, () => {
+    const history = new TaskHistory({ ...config, capturedOutput: 'none' }, () => 5_000);
+    try {
+      const body = 'x'.repeat(16_384);
+      for (let i = 0; i < 3_000; i++)
+        history.record({ sql: `SELECT ${i} -- ${body}`, startMs: 5_000, durationMs: 0, labels: {} });
+      const rows = history.changed()?.rows ?? [];
+      const bytes = rows.reduce((sum, row) => sum + 512 + 2 * row.input.length, 0);
+      expect(bytes).toBeLessThanOrEqual(MAX_TASK_BYTES);
+      expect(bytes).toBeGreaterThan(MAX_TASK_BYTES - 2 * 33_000);
+      expect(rows.at(-1)?.input.startsWith('SELECT 2999 --')).toBe(true);
+      expect(rows[0]?.input.startsWith(`SELECT ${3_000 - rows.length} --`)).toBe(true);
     } finally {
       history.close();
     }

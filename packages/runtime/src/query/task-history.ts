@@ -5,8 +5,9 @@
  * a JSON answer, cut at 1 KiB), start and end times, `execution_duration_ms`, `error_message` and
  * `labels` (the datasets read, the engine, the cache's part, the rows answered). The host keeps the
  * rows — at most `retention_period` old, removed every `retention_check_interval`, and never more
- * than {@link MAX_TASK_ROWS} — and hands them to the DuckDB workers before a query that reads them,
- * so the table is queried like any other (DuckDB's SQL, any client). Time is injected.
+ * than {@link MAX_TASK_ROWS} nor {@link MAX_TASK_BYTES} — and hands them to the DuckDB workers
+ * before a query that reads them, so the table is queried like any other (DuckDB's SQL, any
+ * client). Time is injected.
  */
 import { randomBytes } from 'node:crypto';
 import type { TaskHistoryConfig } from '@ferry/core/base';
@@ -14,8 +15,12 @@ import type { NamespaceTaskHistory, TaskHistoryRow } from '@ferry/engines';
 
 /** Rows kept at most, whatever the retention (the oldest go first). */
 export const MAX_TASK_ROWS = 10_000;
-/** The longest statement text kept in `input`. */
+/** The memory the rows' texts may take, whatever the retention (the oldest go first). */
+export const MAX_TASK_BYTES = 32 * 1024 * 1024;
+/** The longest statement text kept in `input`, and error text in `error_message`. */
 const MAX_INPUT_CHARS = 16_384;
+/** What a row costs beyond its texts (its object, labels and numbers). */
+const ROW_BYTES = 512;
 const MAX_CAPTURED_CHARS = 1_024;
 /** Rows of a JSON answer captured with `captured_output: truncated`. */
 const CAPTURED_ROWS = 3;
@@ -42,11 +47,19 @@ function ownPrefix(text: string, max: number): string {
   return text.length > max ? structuredClone(text.slice(0, max)) : text;
 }
 
+/** The memory a row keeps: its texts (UTF-16 at most) and {@link ROW_BYTES}. */
+function weight(row: TaskHistoryRow): number {
+  const texts = row.input.length + (row.captured_output?.length ?? 0) + (row.error_message?.length ?? 0);
+  return ROW_BYTES + 2 * texts;
+}
+
 export class TaskHistory {
   readonly #config: TaskHistoryConfig;
   readonly #now: () => number;
   /** The rows, their ids made when first handed over (not on a query's path). */
   #rows: Mutable<TaskHistoryRow>[] = [];
+  /** What the rows weigh ({@link weight}), bounded by {@link MAX_TASK_BYTES}. */
+  #bytes = 0;
   #version = 1;
   #synced = 0;
   readonly #timer: NodeJS.Timeout | undefined;
@@ -73,7 +86,7 @@ export class TaskHistory {
       this.#config.capturedOutput === 'truncated' && task.rows !== undefined
         ? ownPrefix(JSON.stringify(task.rows.slice(0, CAPTURED_ROWS)), MAX_CAPTURED_CHARS)
         : null;
-    this.#rows.push({
+    const row: Mutable<TaskHistoryRow> = {
       trace_id: '',
       span_id: '',
       parent_span_id: null,
@@ -86,13 +99,15 @@ export class TaskHistory {
       error_message:
         task.error === undefined
           ? null
-          : task.error instanceof Error
-            ? task.error.message
-            : String(task.error),
+          : ownPrefix(task.error instanceof Error ? task.error.message : String(task.error), MAX_INPUT_CHARS),
       labels: task.labels,
-    });
+    };
+    this.#rows.push(row);
+    this.#bytes += weight(row);
     // The oldest out (V8 trims an array's front in place: no copy per query).
-    if (this.#rows.length > MAX_TASK_ROWS) this.#rows.shift();
+    while (this.#rows.length > MAX_TASK_ROWS || (this.#bytes > MAX_TASK_BYTES && this.#rows.length > 1)) {
+      this.#bytes -= weight(this.#rows.shift() as TaskHistoryRow);
+    }
     this.#version++;
   }
 
@@ -102,6 +117,7 @@ export class TaskHistory {
     const kept = this.#rows.filter((row) => row.start_us >= oldest);
     if (kept.length === this.#rows.length) return;
     this.#rows = kept;
+    this.#bytes = kept.reduce((sum, row) => sum + weight(row), 0);
     this.#version++;
   }
 
