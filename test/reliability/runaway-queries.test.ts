@@ -191,23 +191,27 @@ describe.skipIf(process.platform !== 'linux')('runaway statements', { timeout: P
     expect(exit.at - closedAt).toBeLessThan(3_000);
   });
 
-  it('a 200 MB answer: its memory is given back within seconds of its end, on every format', async () => {
-    const served = await serve('memory', '2m');
-    const pid = served.child.pid as number;
-    try {
-      // The threads and engines warmed first: the figure compared is the serving process's.
-      for (const name of ['orders', 'users'])
-        expect(
-          JSON.parse(
-            await (
-              await fetch(`${served.url}/v1/sql`, {
-                method: 'POST',
-                body: `SELECT count(*) AS n FROM ${name}`,
-              })
-            ).text(),
-          ),
-        ).toEqual([{ n: 100 }]);
-      for (const accept of ['text/csv', 'application/json']) {
+  // Each format in a process of its own: a process that has already answered one such answer
+  // keeps ~350–400 MiB more after the next (a plateau later answers reuse, docs/reliability.md), so
+  // a second answer's figure would measure the first one's allocator, not this return.
+  it.each(['text/csv', 'application/json'])(
+    'a 200 MB answer (%s): its memory is given back within seconds of its end',
+    async (accept) => {
+      const served = await serve(`memory-${accept.replace('/', '-')}`, '2m');
+      const pid = served.child.pid as number;
+      try {
+        // The threads and engines warmed first: the figure compared is the serving process's.
+        for (const name of ['orders', 'users'])
+          expect(
+            JSON.parse(
+              await (
+                await fetch(`${served.url}/v1/sql`, {
+                  method: 'POST',
+                  body: `SELECT count(*) AS n FROM ${name}`,
+                })
+              ).text(),
+            ),
+          ).toEqual([{ n: 100 }]);
         const before = await rssMiB(pid);
         const answer = await fetch(`${served.url}/v1/sql`, {
           method: 'POST',
@@ -220,10 +224,10 @@ describe.skipIf(process.platform !== 'linux')('runaway statements', { timeout: P
         expect(bytes).toBeGreaterThan(200_000_000);
         // V8's idle collection alone held 0.8–1.2 GB of it for about a minute.
         await expect.poll(() => rssMiB(pid), { timeout: 10_000, interval: 250 }).toBeLessThan(before + 256);
+      } finally {
+        served.child.kill('SIGKILL');
+        await served.exited;
       }
-    } finally {
-      served.child.kill('SIGKILL');
-      await served.exited;
-    }
-  });
+    },
+  );
 });
