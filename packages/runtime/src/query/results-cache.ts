@@ -7,9 +7,10 @@
  * answered by its engine) and their snapshots from the host's catalog; so a swap makes every entry
  * that read the swapped dataset unreachable at once, and `retire` drops them: a long `item_ttl`
  * never serves a stale answer. Bounded in bytes (lru-cache's `maxSize`, each entry weighed by the
- * memory its value keeps: the Arrow IPC buffers of its batches, or the size of its rows) and by
- * `item_ttl`. Only statements that read at least one dataset and have no clock, random source or
- * listing in them are cached (`isCacheableStatement`). The same key, hashed (64 bits), is the
+ * memory its value keeps — the Arrow IPC buffers of its batches, or the size of its rows — and by
+ * its key) and by `item_ttl` (expired entries swept every `item_ttl`: `purgeStale`). Only
+ * statements that read at least one dataset and have no clock, random source or listing in them
+ * are cached (`isCacheableStatement`). The same key, hashed (64 bits), is the
  * result's `version`: the `/v1/sql` ETag. Identical requests arriving while one runs wait for its
  * answer (`find` → `running`, `share`): a stampede on one statement runs it once.
  */
