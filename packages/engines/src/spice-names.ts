@@ -3,9 +3,8 @@
  * `spice.public.<name>` too; DuckDB resolves those names itself (duckdb-catalog.ts), SQLite cannot
  * (it knows two-part names only, `database.table`), so a statement SQLite runs has the qualifier
  * of each dataset it names taken off — on tokens, so text in literals, comments and quoted
- * identifiers that only look like a name is left alone. And a statement the host would send to
- * SQLite first (a pod of SQLite datasets only) goes to DuckDB when only DuckDB can answer it: a
- * listing (`SHOW TABLES`, `DESCRIBE`, `information_schema`), a view, the runtime's tables.
+ * identifiers that only look like a name is left alone. And which engine the host sends a statement
+ * to first (`firstEngine`): SQLite for one that reads SQLite datasets only, DuckDB for the rest.
  */
 import { type SqlToken, tokenizeSql } from './sql-guard.js';
 
@@ -57,19 +56,93 @@ const DUCKDB_NAMES = new Set([
   'duckdb_schemas',
   'task_history',
 ]);
+/** Words a table reference follows. */
+const TABLE_HEADS = new Set(['FROM', 'JOIN']);
+/** Qualifiers DuckDB resolves in its own catalog (`main.users` is its placeholder view, not SQLite's table). */
+const DUCKDB_QUALIFIERS = new Set(['main', 'memory']);
+/** Spice's qualifiers, which SQLite runs without (`withoutSpiceQualifiers`). */
+const SPICE_QUALIFIERS = new Set(['spice', 'public']);
 
 /**
- * Whether only the DuckDB namespace can answer `sql`: a listing of the catalog, or a statement
- * naming one of `names` (the spicepod's views) or the runtime's tables. Tokens only: a column that
- * happens to share a view's name sends the statement to DuckDB, whose parser routes it back.
+ * Where a new text goes first; for SQLite, the datasets its text names as tables (what a timeout's
+ * message names before SQLite has said what the statement reads).
  */
-export function needsDuckDb(sql: string, names: readonly string[]): boolean {
+export type FirstEngine =
+  | { readonly engine: 'duckdb' }
+  | { readonly engine: 'sqlite'; readonly tables: readonly string[] };
+
+const DUCKDB: FirstEngine = { engine: 'duckdb' };
+
+/** A dataset as the host knows it: its engine, undefined until its format is known. */
+export interface DatasetEngine {
+  readonly name: string;
+  readonly engine: 'duckdb' | 'sqlite' | undefined;
+}
+
+const isWord = (token: SqlToken | undefined, words: ReadonlySet<string>): boolean =>
+  token?.kind === 'word' && words.has(token.text.toUpperCase());
+
+/**
+ * Whether the name at `tokens[at]` is a table reference: it follows `FROM` or `JOIN`, after at
+ * most Spice's qualifiers (`spice.public.`, `public.`, `spice.`), and no `(` follows it (a
+ * table function). `users.t` (SQLite's `dataset.table`) counts, with the dataset first.
+ */
+function isTableReference(tokens: readonly SqlToken[], at: number): boolean {
+  if (tokens[at + 1]?.kind === 'symbol' && tokens[at + 1]?.text === '(') return false;
+  let first = at;
+  while (isDot(tokens[first - 1]) && SPICE_QUALIFIERS.has(nameText(tokens[first - 2])?.toLowerCase() ?? '')) {
+    first -= 2;
+  }
+  return isWord(tokens[first - 1], TABLE_HEADS);
+}
+
+/**
+ * The engine the host sends a statement it has no route for to — the one decision made before any
+ * engine saw the text; the engine's parser confirms it (a DuckDB text reading only SQLite
+ * datasets is answered "re-route", an SQLite text naming a DuckDB table "cross-dialect").
+ *
+ * SQLite when the runtime has SQLite datasets and the statement names none of: a DuckDB dataset
+ * (or one whose format is not known yet), a spicepod view (`views`), a catalog listing (`SHOW`,
+ * `DESCRIBE`, `information_schema`) or the runtime's tables — and, beside DuckDB datasets, when it
+ * reads an SQLite dataset as a table (`FROM users`, `JOIN spice.public.users`; a pod of SQLite
+ * datasets only runs every such statement in SQLite, even one that reads no table). DuckDB
+ * otherwise. Tokens only: a word that merely shares a DuckDB dataset's name (a column, an alias)
+ * sends the statement to DuckDB, whose parser routes it back; what DuckDB's parser would read as
+ * an SQLite-only statement is so read here, but for a common table expression named like an
+ * SQLite dataset (SQLite answers it alike).
+ */
+export function firstEngine(
+  sql: string,
+  datasets: readonly DatasetEngine[],
+  views: readonly string[],
+): FirstEngine {
+  const engines = new Map<string, DatasetEngine>();
+  let mixed = false;
+  for (const dataset of datasets) {
+    engines.set(dataset.name.toLowerCase(), dataset);
+    if (dataset.engine !== 'sqlite') mixed = true;
+  }
+  if (!datasets.some((dataset) => dataset.engine === 'sqlite')) return DUCKDB;
   const tokens = tokenizeSql(sql, 'sqlite');
   const head = tokens.find((token) => !(token.kind === 'symbol' && token.text === '('));
-  if (head?.kind === 'word' && DUCKDB_HEADS.has(head.text.toUpperCase())) return true;
-  const wanted = new Set([...DUCKDB_NAMES, ...names.map((name) => name.toLowerCase())]);
-  return tokens.some((token) => {
-    const text = nameText(token);
-    return text !== undefined && wanted.has(text.toLowerCase());
-  });
+  if (isWord(head, DUCKDB_HEADS)) return DUCKDB;
+  const duckdbNames = new Set([...DUCKDB_NAMES, ...views.map((name) => name.toLowerCase())]);
+  const tables: string[] = [];
+  for (let at = 0; at < tokens.length; at++) {
+    const name = nameText(tokens[at])?.toLowerCase();
+    if (name === undefined) continue;
+    if (duckdbNames.has(name)) return DUCKDB;
+    const dataset = engines.get(name);
+    if (dataset === undefined) continue;
+    if (dataset.engine !== 'sqlite') return DUCKDB;
+    if (
+      mixed &&
+      isDot(tokens[at - 1]) &&
+      DUCKDB_QUALIFIERS.has(nameText(tokens[at - 2])?.toLowerCase() ?? '')
+    ) {
+      return DUCKDB;
+    }
+    if (isTableReference(tokens, at) && !tables.includes(dataset.name)) tables.push(dataset.name);
+  }
+  return mixed && tables.length === 0 ? DUCKDB : { engine: 'sqlite', tables };
 }

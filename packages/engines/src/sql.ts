@@ -34,7 +34,7 @@ export {
   WriteRejectedError,
 } from './errors.js';
 export { type NumberedStatement, numberNamedParameters } from './named-parameters.js';
-export { needsDuckDb, withoutSpiceQualifiers } from './spice-names.js';
+export { type DatasetEngine, type FirstEngine, firstEngine, withoutSpiceQualifiers } from './spice-names.js';
 export {
   assertReadOnlySql,
   classifyStatement,

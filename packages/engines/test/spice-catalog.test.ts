@@ -16,7 +16,11 @@ import type {
   NamespaceDataset,
   NamespaceView,
 } from '../src/index.js';
-import { needsDuckDb, withoutSpiceQualifiers } from '../src/spice-names.js';
+import {
+  type DatasetEngine,
+  firstEngine as engineFirst,
+  withoutSpiceQualifiers,
+} from '../src/spice-names.js';
 import { SqliteNamespace } from '../src/sqlite-namespace.js';
 import { makeDuckDbFile, makeSqliteFile, makeTempDir } from './files.js';
 
@@ -339,12 +343,67 @@ describe('spice-names', () => {
   });
 
   it('sends listings, views and the runtime tables to DuckDB', () => {
-    expect(needsDuckDb('SHOW TABLES', [])).toBe(true);
-    expect(needsDuckDb('describe users', [])).toBe(true);
-    expect(needsDuckDb('SELECT * FROM information_schema.tables', [])).toBe(true);
-    expect(needsDuckDb('SELECT * FROM spice.runtime.task_history', [])).toBe(true);
-    expect(needsDuckDb('SELECT * FROM Big_Orders', ['big_orders'])).toBe(true);
-    expect(needsDuckDb("SELECT 'SHOW TABLES' FROM users", ['big_orders'])).toBe(false);
+    const sqliteOnly = [{ name: 'users', engine: 'sqlite' as const }];
+    const firstEngine = (sql: string, pod: readonly DatasetEngine[], views: readonly string[]) =>
+      engineFirst(sql, pod, views).engine;
+    expect(firstEngine('SHOW TABLES', sqliteOnly, [])).toBe('duckdb');
+    expect(firstEngine('describe users', sqliteOnly, [])).toBe('duckdb');
+    expect(firstEngine('SELECT * FROM information_schema.tables', sqliteOnly, [])).toBe('duckdb');
+    expect(firstEngine('SELECT * FROM spice.runtime.task_history', sqliteOnly, [])).toBe('duckdb');
+    expect(firstEngine('SELECT * FROM Big_Orders', sqliteOnly, ['big_orders'])).toBe('duckdb');
+    expect(firstEngine("SELECT 'SHOW TABLES' FROM users", sqliteOnly, ['big_orders'])).toBe('sqlite');
+    // A pod of SQLite datasets only runs what reads no table in SQLite too.
+    expect(firstEngine('SELECT 1', sqliteOnly, [])).toBe('sqlite');
+    expect(firstEngine('SELECT 1', [{ name: 'orders', engine: 'duckdb' }], [])).toBe('duckdb');
+    expect(firstEngine('SELECT 1', [], [])).toBe('duckdb');
+  });
+
+  it('sends what reads only SQLite datasets beside DuckDB ones to SQLite, the rest to DuckDB', () => {
+    const pod = [
+      { name: 'orders', engine: 'duckdb' as const },
+      { name: 'users', engine: 'sqlite' as const },
+      { name: 'accounts', engine: 'sqlite' as const },
+      { name: 'later', engine: undefined },
+    ];
+    const first = (sql: string) => engineFirst(sql, pod, ['big_orders']).engine;
+    for (const sql of [
+      'SELECT name FROM users WHERE id = 3',
+      'select * from [Users] u join "accounts" a on u.id = a.id',
+      'SELECT * FROM spice.public.users',
+      'SELECT * FROM public.users, accounts',
+      'SELECT * FROM users.users',
+      "SELECT 'orders' AS label FROM users -- orders\n",
+      'WITH recent AS (SELECT * FROM users) SELECT * FROM recent',
+    ]) {
+      expect(first(sql), sql).toBe('sqlite');
+    }
+    for (const sql of [
+      'SELECT * FROM orders',
+      'SELECT * FROM users JOIN orders USING (id)',
+      // a word shared with a DuckDB dataset, or one whose engine is not known yet
+      'SELECT orders FROM users',
+      'SELECT * FROM users JOIN later USING (id)',
+      // DuckDB's own names: `main.users` is its placeholder view
+      'SELECT * FROM main.users',
+      'SELECT * FROM users WHERE id IN (SELECT id FROM memory.main.users)',
+      // no SQLite table read: a name as a column or a table function
+      'SELECT 1 AS users',
+      'SELECT * FROM users(3)',
+      'SELECT 1',
+      'SELECT * FROM big_orders',
+      'SHOW TABLES',
+    ]) {
+      expect(first(sql), sql).toBe('duckdb');
+    }
+    // The datasets named as tables, as configured (what a timeout names before SQLite said what it read).
+    expect(engineFirst('select * from [Users] u join "accounts" a on u.id = a.id', pod, [])).toEqual({
+      engine: 'sqlite',
+      tables: ['users', 'accounts'],
+    });
+    expect(engineFirst('SELECT 1', [{ name: 'Users', engine: 'sqlite' }], [])).toEqual({
+      engine: 'sqlite',
+      tables: [],
+    });
   });
 });
 

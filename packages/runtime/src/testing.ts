@@ -36,6 +36,14 @@ export function queriesInFlight(runtime: Runtime): number {
   return hooksOf(runtime).queriesInFlight();
 }
 
+/**
+ * Statements the runtime handed to each engine's query pool so far: a statement the DuckDB worker
+ * re-routed to SQLite counts for both; an answer from the results cache for neither.
+ */
+export function queriesSent(runtime: Runtime): { readonly duckdb: number; readonly sqlite: number } {
+  return hooksOf(runtime).queriesSent();
+}
+
 /** Queries the runtime admitted and has not finished (an open stream counts), and those it refused so far. */
 export function queryAdmission(runtime: Runtime): { readonly inFlight: number; readonly rejected: number } {
   return hooksOf(runtime).admission();

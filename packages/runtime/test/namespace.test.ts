@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type PublishResult, publishSnapshot } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { queriesInFlight } from '../src/testing.js';
+import { queriesInFlight, queriesSent } from '../src/testing.js';
 import { nextEvent, podYaml, tempDir } from './support.js';
 
 let work: string;
@@ -131,6 +131,46 @@ describe('one namespace through the embed API', () => {
     const result = await runtime.query('SELECT count(*) AS n FROM users');
     expect(result).toMatchObject({ rows: [{ n: 101 }], dataset: 'users', engine: 'sqlite' });
     expect(snapshots.get('users')?.get(result.snapshotId as number)).toBe(1);
+  });
+
+  it('sends a statement it sees first to the engine that runs it: one reading only SQLite datasets never visits DuckDB', async () => {
+    const cases: { sql: string; engine: 'duckdb' | 'sqlite'; sent: { duckdb: number; sqlite: number } }[] = [
+      {
+        sql: 'SELECT count(*) AS first_n FROM users WHERE id < 10',
+        engine: 'sqlite',
+        sent: { duckdb: 0, sqlite: 1 },
+      },
+      {
+        sql: 'SELECT u.name AS first_name FROM spice.public.users u JOIN accounts a ON u.id = a.id WHERE a.id = 3',
+        engine: 'sqlite',
+        sent: { duckdb: 0, sqlite: 1 },
+      },
+      { sql: 'SELECT count(*) AS first_n FROM orders', engine: 'duckdb', sent: { duckdb: 1, sqlite: 0 } },
+      {
+        sql: 'SELECT count(*) AS first_n FROM orders o JOIN users u USING (id)',
+        engine: 'duckdb',
+        sent: { duckdb: 1, sqlite: 0 },
+      },
+      // A word that only shares a DuckDB dataset's name: DuckDB's parser finds the SQLite read and re-routes.
+      {
+        sql: 'SELECT count(*) AS orders FROM users WHERE id < 10',
+        engine: 'sqlite',
+        sent: { duckdb: 1, sqlite: 1 },
+      },
+    ];
+    for (const { sql, engine, sent } of cases) {
+      const before = queriesSent(runtime);
+      const result = await runtime.query(sql);
+      const after = queriesSent(runtime);
+      expect(result.engine, sql).toBe(engine);
+      expect({ duckdb: after.duckdb - before.duckdb, sqlite: after.sqlite - before.sqlite }, sql).toEqual(
+        sent,
+      );
+    }
+    // Its shape is known now: a new literal goes straight to SQLite too.
+    const before = queriesSent(runtime);
+    await runtime.query('SELECT count(*) AS orders FROM users WHERE id < 7');
+    expect(queriesSent(runtime).duckdb).toBe(before.duckdb);
   });
 
   it('a join naming a dataset that serves nothing yet fails naming it, or waits for it', async () => {

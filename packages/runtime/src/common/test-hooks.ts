@@ -14,6 +14,8 @@ export interface RuntimeTestHooks {
   terminateCoordinatorThread(): Promise<void>;
   /** Queries the query pools have not answered yet (a cancelled one counts until its engine stopped). */
   queriesInFlight(): number;
+  /** Statements handed to each engine's query pool so far (a re-routed one counts for both). */
+  queriesSent(): { readonly duckdb: number; readonly sqlite: number };
   /** Queries admitted now (running, queued, or an open stream) and refused so far. */
   admission(): { readonly inFlight: number; readonly rejected: number };
   /** The V8 young generation of each thread the coordinator runs (itself, dataset threads, snapshot workers). */

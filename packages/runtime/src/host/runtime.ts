@@ -238,6 +238,7 @@ class HostRuntime implements Runtime {
         await this.#coordinator.terminate();
       },
       queriesInFlight: () => this.#queries.inFlight,
+      queriesSent: () => this.#queries.sent,
       admission: () => this.#queries.admission,
     };
   }

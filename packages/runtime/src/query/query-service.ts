@@ -1,9 +1,10 @@
 /**
  * Where a query runs and how it is bounded. Every dataset is a table of one namespace; a
- * statement goes to the DuckDB pool when the runtime has (or may have) DuckDB datasets, and the
- * DuckDB worker's parser routes it: it runs there (DuckDB datasets, joins across engines, no
- * dataset at all), or it is re-routed to the SQLite pool (only SQLite datasets, or SQLite's
- * dialect). The route — engine and datasets read — is remembered per statement text and per shape
+ * statement seen for the first time goes where its tokens say (`firstEngine`: SQLite when it reads
+ * only SQLite datasets, DuckDB otherwise), and that engine's parser confirms it: DuckDB runs what
+ * reads DuckDB datasets, joins across engines or reads no dataset, and re-routes to SQLite what its
+ * parse finds reads only SQLite datasets (a text whose words merely share a DuckDB dataset's name,
+ * or SQLite's dialect). The route — engine and datasets read — is remembered per statement text and per shape
  * (its text with plain literals replaced, when the engines said what they learned holds for the
  * shape), so a repeated statement, or the same statement with new literals, goes straight to its
  * engine and its datasets' readiness is checked here. A dataset that serves nothing yet fails with
@@ -25,7 +26,7 @@ import type {
   NamespaceTaskHistory,
   PinnedGeneration,
 } from '@ferry/engines';
-import { BoundedCache, needsDuckDb, statementShape } from '@ferry/engines/sql';
+import { BoundedCache, type FirstEngine, firstEngine, statementShape } from '@ferry/engines/sql';
 import { Table } from 'apache-arrow';
 import type {
   DatasetInfo,
@@ -147,6 +148,7 @@ export class QueryService {
   #duckdb: DuckDbQueryPool | undefined;
   #sqlite: SqliteReadPool | undefined;
   #closed: Error | undefined;
+  readonly #sent = { duckdb: 0, sqlite: 0 };
 
   constructor(
     registry: DatasetRegistry,
@@ -211,19 +213,19 @@ export class QueryService {
   }
 
   /**
-   * Statements go to DuckDB first unless every dataset is known to be SQLite — and then too when
-   * only DuckDB can answer them (a listing, a view, the runtime's tables: spice-names.ts).
+   * The engine a statement with no plan yet goes to: SQLite when it reads SQLite datasets only as
+   * its tokens tell, DuckDB otherwise (spice-names.ts `firstEngine`); the engine's parser confirms.
    */
-  #firstEngine(sql: string): 'duckdb' | 'sqlite' {
-    const engines = [...this.#registry.entries()].map((entry) => this.#catalog.engineOf(entry));
-    const sqlite = engines.length > 0 && engines.every((engine) => engine === 'sqlite');
-    if (!sqlite) return 'duckdb';
-    return needsDuckDb(
+  #firstEngine(sql: string): FirstEngine {
+    const datasets = [...this.#registry.entries()].map((entry) => ({
+      name: entry.name,
+      engine: this.#catalog.engineOf(entry),
+    }));
+    return firstEngine(
       sql,
+      datasets,
       this.#catalog.views.map((view) => view.name),
-    )
-      ? 'duckdb'
-      : 'sqlite';
+    );
   }
 
   /**
@@ -316,6 +318,7 @@ export class QueryService {
       plan: Plan | undefined,
       shape: string | undefined,
       pins: readonly PinnedGeneration[] | undefined,
+      named: readonly string[],
     ) => Promise<QueryAnswer | Started<T>>,
   ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | Started<T> }> {
     const asked = this.#registry.states();
@@ -330,8 +333,12 @@ export class QueryService {
         const waiting = this.#ensureServing(plan.datasets, options, asked);
         if (waiting !== undefined) await waiting;
       }
-      const engine = plan?.engine ?? this.#firstEngine(sql);
-      const answer = await run(engine, plan, known.shape, pins);
+      // No plan yet: the text's tokens choose (the datasets it names as tables name a timeout).
+      const first = plan === undefined ? this.#firstEngine(sql) : undefined;
+      const engine = plan?.engine ?? first?.engine ?? 'duckdb';
+      const named = plan?.datasets ?? (first?.engine === 'sqlite' ? first.tables : []);
+      this.#sent[engine]++;
+      const answer = await run(engine, plan, known.shape, pins, named);
       const shared = answer.kind !== 'started' && answer.shared === true;
       if (answer.kind === 'reroute') {
         plan = { engine: 'sqlite', datasets: answer.datasets };
@@ -450,12 +457,16 @@ export class QueryService {
     this.#admission.admit();
     try {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
-      const { engine, answer } = await this.#execute<never>(sql, options, (where, plan, shape, pins) => {
-        const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
-        return where === 'duckdb'
-          ? this.#duckdbRows(request, options, plan?.datasets)
-          : this.#sqlitePool().run(plan?.datasets ?? [], request, options.signal);
-      });
+      const { engine, answer } = await this.#execute<never>(
+        sql,
+        options,
+        (where, plan, shape, pins, named) => {
+          const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
+          return where === 'duckdb'
+            ? this.#duckdbRows(request, options, plan?.datasets)
+            : this.#sqlitePool().run(named, request, options.signal);
+        },
+      );
       if (answer.kind !== 'rows')
         throw this.#failure(answer as Answered, 'maxResultRows', 'maxResultBytes', maxRows, maxBytes);
       return { columns: answer.columns, rows: answer.rows, ...provenance(answer.read, engine) };
@@ -538,7 +549,7 @@ export class QueryService {
     onFinished?: () => void,
     inline = 0,
   ): Promise<RuntimeQueryStream | RuntimeJsonRows> {
-    const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape, pins) => {
+    const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape, pins, named) => {
       const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
       // Asked inline, a query first runs as one message (a small result's JSON text comes back
       // whole, no stream is set up); a result larger than that is streamed, and its statement
@@ -551,7 +562,7 @@ export class QueryService {
         const answer =
           where === 'duckdb'
             ? await this.#duckdbRows(asked, options, plan?.datasets)
-            : await this.#sqlitePool().run(plan?.datasets ?? [], asked, options.signal);
+            : await this.#sqlitePool().run(named, asked, options.signal);
         if (answer.kind !== 'larger') return answer;
         for (const key of shape === undefined ? [sql] : [sql, shape]) {
           this.#largerResults.set(key, true, 2 * key.length + 64);
@@ -560,7 +571,7 @@ export class QueryService {
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,
-        datasets: plan?.datasets ?? [],
+        datasets: named,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       const query =
@@ -639,6 +650,11 @@ export class QueryService {
   }
 
   /** Queries the pools have not answered yet. */
+  /** Statements handed to each engine's pool so far, a re-routed one to both (a test hook's count). */
+  get sent(): { readonly duckdb: number; readonly sqlite: number } {
+    return { ...this.#sent };
+  }
+
   get inFlight(): number {
     return (this.#duckdb?.inFlight ?? 0) + (this.#sqlite?.inFlight ?? 0);
   }
