@@ -104,6 +104,17 @@ function sqliteRefusal(sql: string): FerryError {
   return refusal;
 }
 
+/** Counts the parses (`json_serialize_sql` queries) `connection` runs, until `restore()`. */
+function countParses(connection: DuckDBConnection): { counted: { n: number }; restore: () => void } {
+  const counted = { n: 0 };
+  const original = connection.run.bind(connection);
+  connection.run = ((sql: string, ...rest: never[]) => {
+    if (sql.includes('json_serialize_sql')) counted.n++;
+    return original(sql, ...rest);
+  }) as typeof connection.run;
+  return { counted, restore: () => Object.assign(connection, { run: original }) };
+}
+
 describe('checkDuckDbStatement: reads', () => {
   it('returns a prepared statement that can be bound and run again', async () => {
     const prepared = await checkDuckDbStatement(duckdb, 'SELECT name FROM orders WHERE id = ?');
@@ -122,16 +133,7 @@ describe('checkDuckDbStatement: reads', () => {
   });
 
   it('parses a text once: prepared again (on any connection, at any catalog version) it is not parsed anew; a new text is', async () => {
-    const parses = (connection: DuckDBConnection) => {
-      const counted = { n: 0 };
-      const original = connection.runAndReadAll.bind(connection);
-      connection.runAndReadAll = ((sql: string, ...rest: never[]) => {
-        if (sql.includes('json_serialize_sql')) counted.n++;
-        return original(sql, ...rest);
-      }) as typeof connection.runAndReadAll;
-      return { counted, restore: () => Object.assign(connection, { runAndReadAll: original }) };
-    };
-    const spy = parses(duckdb);
+    const spy = countParses(duckdb);
     try {
       const text = `SELECT name FROM orders WHERE id = ? -- ${Math.random()}`;
       for (let n = 0; n < 3; n++) (await checkDuckDbStatement(duckdb, text)).destroySync();
@@ -257,12 +259,7 @@ describe('checkDuckDbStatement: what reaches DuckDB', () => {
   });
 
   it('parses a statement once per shape: new literals reuse what its first text taught', async () => {
-    const counted = { n: 0 };
-    const original = duckdb.runAndReadAll.bind(duckdb);
-    duckdb.runAndReadAll = ((sql: string, ...rest: never[]) => {
-      if (sql.includes('json_serialize_sql')) counted.n++;
-      return original(sql, ...rest);
-    }) as typeof duckdb.runAndReadAll;
+    const { counted, restore } = countParses(duckdb);
     try {
       const tag = Math.random();
       for (const [id, name] of [
@@ -282,7 +279,7 @@ describe('checkDuckDbStatement: what reaches DuckDB', () => {
       });
       expect(counted.n).toBe(3);
     } finally {
-      Object.assign(duckdb, { runAndReadAll: original });
+      restore();
     }
   });
 });
