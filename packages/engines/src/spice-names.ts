@@ -106,10 +106,10 @@ function isTableReference(tokens: readonly SqlToken[], at: number): boolean {
  * `DESCRIBE`, `information_schema`) or the runtime's tables — and, beside DuckDB datasets, when it
  * reads an SQLite dataset as a table (`FROM users`, `JOIN spice.public.users`; a pod of SQLite
  * datasets only runs every such statement in SQLite, even one that reads no table). DuckDB
- * otherwise. Tokens only: a word that merely shares a DuckDB dataset's name (a column, an alias)
- * sends the statement to DuckDB, whose parser routes it back; what DuckDB's parser would read as
- * an SQLite-only statement is so read here, but for a common table expression named like an
- * SQLite dataset (SQLite answers it alike).
+ * otherwise. Tokens only, so the rule errs on one side: a word that merely shares a DuckDB
+ * dataset's name (a column, an alias) sends the statement to DuckDB, whose parser re-routes it (a
+ * detour, never a wrong answer); and a common table expression named like an SQLite dataset sends
+ * it to SQLite, which answers it alike.
  */
 export function firstEngine(
   sql: string,

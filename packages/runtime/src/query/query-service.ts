@@ -1,13 +1,13 @@
 /**
  * Where a query runs and how it is bounded. Every dataset is a table of one namespace; a
- * statement seen for the first time goes where its tokens say (`firstEngine`: SQLite when it reads
- * only SQLite datasets, DuckDB otherwise), and that engine's parser confirms it: DuckDB runs what
- * reads DuckDB datasets, joins across engines or reads no dataset, and re-routes to SQLite what its
- * parse finds reads only SQLite datasets (a text whose words merely share a DuckDB dataset's name,
- * or SQLite's dialect). The route — engine and datasets read — is remembered per statement text and per shape
- * (its text with plain literals replaced, when the engines said what they learned holds for the
- * shape), so a repeated statement, or the same statement with new literals, goes straight to its
- * engine and its datasets' readiness is checked here. A dataset that serves nothing yet fails with
+ * statement seen for the first time goes where its tokens say (`firstEngine`: SQLite when it
+ * reads only SQLite datasets, DuckDB otherwise), and that engine's parser confirms it: DuckDB runs
+ * what reads DuckDB datasets, joins across engines or reads no dataset, and re-routes to SQLite
+ * what its parse finds reads only SQLite datasets (a text whose words merely share a DuckDB
+ * dataset's name, or SQLite's dialect). The route — engine and datasets read — is remembered per
+ * statement text and per shape (its text with plain literals replaced, when the engines said what
+ * they learned holds for the shape), so a repeated statement, or the same statement with new
+ * literals, goes straight to its engine and its datasets' readiness is checked here. A dataset that serves nothing yet fails with
  * `ERR_DATASET_NOT_READY` (or is waited for), decided from the route or from the engine's own "no
  * such table" answer, never from a tokenizer.
  *
@@ -649,12 +649,12 @@ export class QueryService {
     ];
   }
 
-  /** Queries the pools have not answered yet. */
   /** Statements handed to each engine's pool so far, a re-routed one to both (a test hook's count). */
   get sent(): { readonly duckdb: number; readonly sqlite: number } {
     return { ...this.#sent };
   }
 
+  /** Queries the pools have not answered yet. */
   get inFlight(): number {
     return (this.#duckdb?.inFlight ?? 0) + (this.#sqlite?.inFlight ?? 0);
   }
