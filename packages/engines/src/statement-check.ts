@@ -234,8 +234,7 @@ function firstValue(result: DuckDBMaterializedResult): unknown {
 export function parserOn(connection: DuckDBConnection): DuckDbParser {
   return {
     serialize: async (sql) => String(firstValue(await connection.run(SERIALIZE, [sql]))),
-    hasFunction: async (name) =>
-      Number((await connection.runAndReadAll(HAS_FUNCTION, [name])).getRows()[0]?.[0]) > 0,
+    hasFunction: async (name) => Number(firstValue(await connection.run(HAS_FUNCTION, [name]))) > 0,
   };
 }
 

@@ -334,9 +334,9 @@ export class QueryService {
         if (waiting !== undefined) await waiting;
       }
       // No plan yet: the text's tokens choose (the datasets it names as tables name a timeout).
-      const first = plan === undefined ? this.#firstEngine(sql) : undefined;
-      const engine = plan?.engine ?? first?.engine ?? 'duckdb';
-      const named = plan?.datasets ?? (first?.engine === 'sqlite' ? first.tables : []);
+      const chosen = plan ?? this.#firstEngine(sql);
+      const { engine } = chosen;
+      const named = plan?.datasets ?? ('tables' in chosen ? chosen.tables : []);
       this.#sent[engine]++;
       const answer = await run(engine, plan, known.shape, pins, named);
       const shared = answer.kind !== 'started' && answer.shared === true;
