@@ -45,7 +45,14 @@ import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotEntry, snapshotSummary } from './snapshot-view.js';
 import { parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
-import { answerSql, SQL_MEDIA_TYPES, type SqlLimits, sqlMediaType } from './sql-response.js';
+import {
+  type AnswerOptions,
+  answerSql,
+  SQL_MEDIA_TYPES,
+  type SqlAnswer,
+  type SqlLimits,
+  sqlMediaType,
+} from './sql-response.js';
 
 export interface ApiRoutesOptions {
   readonly runtime: Runtime;
@@ -120,11 +127,15 @@ function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/** A signal that fires when the client goes away before its response is complete. */
-function clientGone(reply: FastifyReply): AbortSignal {
+/**
+ * A signal that fires when the client goes away before its response is complete. When the
+ * connection closes, `closed()` also runs (one listener per request, for both).
+ */
+function clientGone(reply: FastifyReply, closed: () => void): AbortSignal {
   const controller = new AbortController();
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) controller.abort(new Error('the HTTP client went away'));
+    closed();
   });
   return controller.signal;
 }
@@ -218,22 +229,23 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
         return reply.code(304).header('etag', entityTag(version, type)).send();
       }
-      const queryOptions = {
-        signal: clientGone(reply),
+      const staleness = request.headers[MAX_STALENESS_HEADER];
+      let answer: SqlAnswer | undefined;
+      const queryOptions: AnswerOptions = {
+        // Once the response has gone out (not when its last batch was taken: a large answer's text
+        // sits in the socket while the client reads), its garbage can be collected.
+        signal: clientGone(reply, () => answer !== undefined && memoryReturn.ended(answer.bytes())),
         noCache: bypassesCache(request.headers),
-        ...maxStalenessOption(headerText(request.headers[MAX_STALENESS_HEADER])),
+        ...(staleness === undefined ? undefined : maxStalenessOption(headerText(staleness))),
         ...pins,
       };
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
       try {
-        const answer = await answerSql(runtime, sql, params, type, queryOptions, options.sqlLimits, (error) =>
+        answer = await answerSql(runtime, sql, params, type, queryOptions, options.sqlLimits, (error) =>
           cutAnswer(request, reply, error, options.onServerError),
         );
         outcome = 'ok';
-        // Once the response has gone out (not when its last batch was taken: a large answer's text
-        // sits in the socket while the client reads), its garbage can be collected.
-        reply.raw.once('close', () => memoryReturn.ended(answer.bytes()));
         provenanceHeaders(reply, answer.provenance);
         cacheHeaders(reply, sql, params as JsonValue[], answer.provenance, type);
         return reply.type(answer.contentType).send(answer.body);

@@ -34,6 +34,7 @@ import {
   schemaIpcMessage,
 } from '@ferry/engines/namespaces';
 import {
+  type QueryOptions,
   type QueryProvenance,
   ResultTooLargeError,
   type Runtime,
@@ -113,6 +114,18 @@ export interface SqlAnswer {
   readonly bytes: () => number;
 }
 
+/** What `answerSql` passes on to the runtime's query: the request's signal, always. */
+export type AnswerOptions = QueryOptions & { readonly signal: AbortSignal };
+
+/** `[rows]` as UTF-8, written straight into one buffer (no joined string made first). */
+function bracketed(rows: string): Buffer {
+  const body = Buffer.allocUnsafe(Buffer.byteLength(rows) + 2);
+  body[0] = 0x5b;
+  body.write(rows, 1);
+  body[body.length - 1] = 0x5d;
+  return body;
+}
+
 /** What a streamed answer does when its query fails after the first chunk went out. */
 export type CutAnswer = (error: unknown) => void;
 
@@ -122,7 +135,7 @@ export async function answerSql(
   sql: string,
   params: readonly JsonValue[],
   type: SqlMediaType,
-  options: { readonly signal: AbortSignal; readonly noCache?: boolean },
+  options: AnswerOptions,
   limits: SqlLimits = {},
   cut: CutAnswer = () => undefined,
 ): Promise<SqlAnswer> {
@@ -136,17 +149,20 @@ export async function answerSql(
       bytes: () => 0,
     };
   }
-  const asked = { ...options, ...(type === ARROW_STREAM_TYPE ? {} : { batchRows: TEXT_BATCH_ROWS }) };
   // The server's byte cap counts Arrow bytes: with one, the answer is a stream's batches.
   const inlineBytes = (limits.maxBytes ?? 0) > 0 ? 0 : WHOLE_ANSWER_BYTES;
   const stream =
     type === 'application/json'
-      ? await runtime.queryJson(sql, params, { ...asked, inlineBytes })
-      : await runtime.queryStream(sql, params, asked);
+      ? await runtime.queryJson(sql, params, { ...options, batchRows: TEXT_BATCH_ROWS, inlineBytes })
+      : await runtime.queryStream(
+          sql,
+          params,
+          type === ARROW_STREAM_TYPE ? options : { ...options, batchRows: TEXT_BATCH_ROWS },
+        );
   if ('json' in stream) {
     // Small: its text came whole from where it ran (the text its batches would have given).
     withinLimits(stream, limits, stream.rows, stream.bytes);
-    const body = Buffer.from(`[${stream.json}]`);
+    const body = bracketed(stream.json);
     return { contentType: CONTENT_TYPES[type], body, provenance: stream, bytes: () => body.byteLength };
   }
   const read = { bytes: 0 };

@@ -122,7 +122,7 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
   const { stop } = state;
   let sent = 0;
   const control = { signal: stop, maxRows, maxBytes, ...(pins === undefined ? {} : { pins }) };
-  if (message.mode === 'rows' && message.request.inline !== undefined) {
+  if (message.mode === 'rows' && message.request.inline !== undefined && message.request.inline > 0) {
     const bound = message.request.inline;
     const rows = await rowsOf(ns, sql, params, route, {
       ...control,

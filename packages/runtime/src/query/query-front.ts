@@ -111,49 +111,55 @@ export class QueryFront {
     this.#history = new TaskHistory(history);
   }
 
-  /** A statement that reads `spice.runtime.task_history` sees every query recorded before it. */
-  async #syncHistory(sql: string): Promise<void> {
-    if (!this.#history.enabled || !/task_history/i.test(sql)) return;
+  /**
+   * A statement that reads `spice.runtime.task_history` sees every query recorded before it: the
+   * workers are handed the rows first (undefined when there is nothing to wait for).
+   */
+  #syncHistory(sql: string): Promise<void> | undefined {
+    if (!/task_history/i.test(sql)) return undefined;
     const history = this.#history.changed();
-    if (history === undefined) return;
-    await this.#queries.setTaskHistory(history);
-    this.#history.sent(history);
+    if (history === undefined) return undefined;
+    return this.#queries.setTaskHistory(history).then(() => this.#history.sent(history));
   }
 
-  /** Runs `answer` (a query), recording it in the task history when it settles. */
+  /**
+   * Runs `answer` (a query), recording it in the task history when it settles: `finish` gets the
+   * result and what records it (once its rows are known; a stream's when it ends).
+   */
   async #recorded<T extends QueryProvenance>(
     sql: string,
     answer: () => Promise<T>,
-    finish: (result: T, record: (rows: number, error?: unknown, captured?: readonly unknown[]) => void) => T,
+    finish: (result: T, record: TaskRecorder<T>) => T,
   ): Promise<T> {
     if (!this.#history.enabled) return answer();
     const startMs = Date.now();
     const started = performance.now();
-    const record =
-      (result: T | undefined) =>
-      (rows: number, error?: unknown, captured?: readonly unknown[]): void => {
-        const labels: Record<string, string> = { protocol: 'embed' };
-        if (result !== undefined) {
-          labels.datasets = result.datasets.map((read) => read.name).join(',');
-          labels.engine = result.engine;
-          labels.rows = String(rows);
-          if (result.cache !== undefined) labels.cache = result.cache;
-        }
-        this.#history.record({
-          sql,
-          startMs,
-          durationMs: performance.now() - started,
-          labels,
-          ...(error === undefined ? {} : { error }),
-          ...(captured === undefined ? {} : { rows: captured }),
-        });
-      };
+    const record: TaskRecorder<T> = (result, rows, error, captured) => {
+      const labels: { [label: string]: string } =
+        result === undefined
+          ? { protocol: 'embed' }
+          : {
+              protocol: 'embed',
+              datasets: result.datasets.map((read) => read.name).join(','),
+              engine: result.engine,
+              rows: String(rows),
+            };
+      if (result?.cache !== undefined) labels.cache = result.cache;
+      this.#history.record({
+        sql,
+        startMs,
+        durationMs: performance.now() - started,
+        labels,
+        error,
+        rows: captured,
+      });
+    };
     try {
-      await this.#syncHistory(sql);
-      const result = await answer();
-      return finish(result, record(result));
+      const syncing = this.#syncHistory(sql);
+      if (syncing !== undefined) await syncing;
+      return finish(await answer(), record);
     } catch (error) {
-      record(undefined)(0, error);
+      record(undefined, 0, error);
       throw error;
     }
   }
@@ -275,7 +281,7 @@ export class QueryFront {
       sql,
       () => this.#query(sql, params, options),
       (result, record) => {
-        record(result.rows.length, undefined, result.rows);
+        record(result, result.rows.length, undefined, result.rows);
         return result;
       },
     ).catch((error: unknown) => this.#failed(id, error));
@@ -287,7 +293,7 @@ export class QueryFront {
       sql,
       () => this.#queryArrow(sql, params, options),
       (result, record) => {
-        record(result.table.numRows);
+        record(result, result.table.numRows);
         return result;
       },
     ).catch((error: unknown) => this.#failed(id, error));
@@ -303,8 +309,8 @@ export class QueryFront {
       sql,
       () => this.#queryJson(sql, params, options),
       (answer, record) => {
-        if (!('json' in answer)) return { ...answer, record };
-        record(answer.rows);
+        if (!('json' in answer)) return { ...answer, record: (rows, error) => record(answer, rows, error) };
+        record(answer, answer.rows);
         return answer;
       },
     ).then(
@@ -445,6 +451,17 @@ export class QueryFront {
     return { ...provenance, schema, cancel, stopped, cache: status, batches, keep: { limit, offer } };
   }
 }
+
+/**
+ * Records a query in the task history: its result (undefined when it failed before one), the rows
+ * it answered, its error, and the rows captured for `captured_output`.
+ */
+type TaskRecorder<T> = (
+  result: T | undefined,
+  rows: number,
+  error?: unknown,
+  captured?: readonly unknown[],
+) => void;
 
 /** A query started: its engine's answer to come. */
 interface Ran<A> {

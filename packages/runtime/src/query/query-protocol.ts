@@ -34,7 +34,7 @@ export interface QueryRequest {
   readonly pins?: readonly PinnedGeneration[];
   /**
    * Rows mode: answer the result as its rows' JSON text when it is one batch within this many bytes,
-   * else `larger` ({@link InlineResult}).
+   * else `larger` ({@link InlineResult}); 0 or absent: rows (DuckDB) or a stream.
    */
   readonly inline?: number;
 }

@@ -149,6 +149,7 @@ export class QueryService {
   #sqlite: SqliteReadPool | undefined;
   #closed: Error | undefined;
   readonly #sent = { duckdb: 0, sqlite: 0 };
+  #lastShape: { readonly sql: string; readonly key: string | undefined } | undefined;
 
   constructor(
     registry: DatasetRegistry,
@@ -294,14 +295,23 @@ export class QueryService {
   #known(sql: string): Known {
     const plan = this.#plans.get(sql);
     if (plan !== undefined) return { plan, shape: undefined };
-    const shape = statementShape(sql)?.key;
+    const shape = this.#shapeOf(sql);
     return { plan: shape === undefined ? undefined : this.#shapePlans.get(shape), shape };
+  }
+
+  /**
+   * The shape key of `sql`. The last one is kept: a query's text is looked up twice in one turn
+   * (by the results cache, then to run it), and its shape is computed once.
+   */
+  #shapeOf(sql: string): string | undefined {
+    if (this.#lastShape?.sql !== sql) this.#lastShape = { sql, key: statementShape(sql)?.key };
+    return this.#lastShape.key;
   }
 
   #remember(sql: string, known: Known, plan: Plan, shared: boolean): void {
     this.#plans.set(sql, plan, planBytes(sql, plan));
     if (shared) {
-      const shape = known.shape ?? statementShape(sql)?.key;
+      const shape = known.shape ?? this.#shapeOf(sql);
       if (shape !== undefined) this.#shapePlans.set(shape, plan, planBytes(shape, plan));
     }
   }
@@ -447,9 +457,12 @@ export class QueryService {
     maxBytes: number,
     shape: string | undefined,
     pins: readonly PinnedGeneration[] | undefined,
+    inline = 0,
   ): QueryRequest {
     const request: QueryRequest =
-      shape === undefined ? { sql, params, maxRows, maxBytes } : { sql, params, maxRows, maxBytes, shape };
+      shape === undefined
+        ? { sql, params, maxRows, maxBytes, inline }
+        : { sql, params, maxRows, maxBytes, inline, shape };
     return pins === undefined ? request : { ...request, pins };
   }
 
@@ -550,7 +563,6 @@ export class QueryService {
     inline = 0,
   ): Promise<RuntimeQueryStream | RuntimeJsonRows> {
     const { engine, answer } = await this.#execute(sql, options, async (where, plan, shape, pins, named) => {
-      const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
       // Asked inline, a query first runs as one message (a small result's JSON text comes back
       // whole, no stream is set up); a result larger than that is streamed, and its statement
       // (by shape, else text) is streamed at once from then on. Not under a byte cap a small
@@ -558,7 +570,7 @@ export class QueryService {
       // (The shape is known here only when the text's own plan is not: both keys are kept.)
       const capped = maxBytes > 0 && maxBytes < 2 * inline;
       if (inline > 0 && !capped && this.#largerResults.get(shape ?? sql) === undefined) {
-        const asked = { ...request, inline };
+        const asked = this.#request(sql, params, maxRows, maxBytes, shape, pins, inline);
         const answer =
           where === 'duckdb'
             ? await this.#duckdbRows(asked, options, plan?.datasets)
@@ -568,6 +580,7 @@ export class QueryService {
           this.#largerResults.set(key, true, 2 * key.length + 64);
         }
       }
+      const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,

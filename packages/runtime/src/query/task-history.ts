@@ -33,7 +33,7 @@ export interface FinishedTask {
   readonly error?: unknown;
   readonly labels: Readonly<Record<string, string>>;
   /** The rows of a JSON answer, when there is one (for `captured_output: truncated`). */
-  readonly rows?: readonly unknown[];
+  readonly rows?: readonly unknown[] | undefined;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
