@@ -103,32 +103,28 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   return { scenarios: chosen, quick, minutes };
 }
 
-/** What a measuring tool (cpu-split.js, duckdb-calls.js) runs: seconds per window, rounds, table rows. */
-export interface ToolOptions {
-  readonly seconds: number;
-  readonly rounds: number;
-  readonly rows: number;
-}
-
 /**
- * A measuring tool's `--seconds`, `--rounds` and `--rows` from `argv`, each a whole number of at
- * least 1 (`defaults` when not given), or a thrown error naming the option.
+ * A measuring tool's (cpu-split.js, gc-split.js, duckdb-calls.js) whole-number options, as
+ * `--name N` from `argv`: each at least 1, its default when not given, or a thrown error naming it.
  */
-export function toolOptions(argv: readonly string[], defaults: ToolOptions): ToolOptions {
+export function toolOptions<K extends string>(
+  argv: readonly string[],
+  defaults: Readonly<Record<K, number>>,
+): Record<K, number> {
+  const names = Object.keys(defaults) as K[];
   const { values } = parseOptions({
     args: [...argv],
-    options: {
-      seconds: { type: 'string', default: String(defaults.seconds) },
-      rounds: { type: 'string', default: String(defaults.rounds) },
-      rows: { type: 'string', default: String(defaults.rows) },
-    },
+    options: Object.fromEntries(
+      names.map((name) => [name, { type: 'string', default: String(defaults[name]) }] as const),
+    ),
   });
-  const count = (name: keyof ToolOptions): number => {
+  const chosen = {} as Record<K, number>;
+  for (const name of names) {
     const text = values[name];
     const value = Number(text);
     if (!Number.isInteger(value) || value < 1)
       throw new Error(`--${name} wants a whole number of at least 1, not ${text}`);
-    return value;
-  };
-  return { seconds: count('seconds'), rounds: count('rounds'), rows: count('rows') };
+    chosen[name] = value;
+  }
+  return chosen;
 }

@@ -16,25 +16,19 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { publishSnapshot } from '@ferry/writer';
 import { toolOptions } from './args.js';
-import { post } from './burst.js';
-import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
+import { CHEAP_CLIENTS as CLIENTS, cheapOperation, prepareCheapLoad } from './cheap-load.js';
 import { failureNote, runLoad } from './load.js';
 import { kindsOfReport, type ThreadSplit, threadsOfScript } from './perf-samples.js';
 import { threadCpuSeconds } from './proc-cpu.js';
-import { B9_TABLES, CHEAP, type Kind } from './scenarios/b9-http.js';
 import { startFerryServe, startServerProcess, stop, waitReady } from './serve-process.js';
 
-const CLIENTS = 64;
 /** perf's sampling rate (per second), odd so as not to beat with timers. */
 const HZ = 1999;
-const { duckdb: DUCK, sqlite: LITE } = B9_TABLES;
 
 const { seconds, rounds, rows } = toolOptions(process.argv.slice(2), {
   seconds: 8,
@@ -94,49 +88,19 @@ const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
 const perf = hasPerf();
 try {
   console.log(`building ${rows.toLocaleString('en-US')}-row files in ${workDir}`);
-  const duck = await buildFile(workDir, 'duckdb', DUCK, rows, keyedColumns(1, QUERY_COLUMNS));
-  const lite = await buildFile(workDir, 'sqlite', LITE, rows, keyedColumns(1, QUERY_COLUMNS));
-  const location = pathToFileURL(join(workDir, 'store/')).href;
-  for (const file of [duck, lite]) {
-    await publishSnapshot({ dataset: file.dataset, location, source: { file: file.path }, workDir });
-  }
-  const dataset = (name: string, engine: string) =>
-    `  - from: postgres:public.${name}\n    name: ${name}\n    acceleration:\n      engine: ${engine}\n      mode: file\n      refresh_mode: snapshot\n      snapshots: enabled\n`;
-  const pod = join(workDir, 'spicepod.yaml');
-  await writeFile(
-    pod,
-    `version: v1\nkind: Spicepod\nname: cpu-split\nsnapshots:\n  enabled: true\n  location: ${location}\ndatasets:\n${dataset(DUCK, 'duckdb')}${dataset(LITE, 'sqlite')}`,
-  );
+  const { pod, threadedArgs } = await prepareCheapLoad(workDir, rows);
   const perfOption = perf ? ['--perf-basic-prof'] : [];
   if (perf) process.env.FERRY_BENCH_SERVE_NODE_OPTIONS = perfOption.join(' ');
   const ferry = await startFerryServe(pod, join(workDir, 'data'), process.env);
   children.push(ferry.child);
-  const threaded = await startServerProcess(
-    [
-      ...perfOption,
-      fileURLToPath(new URL('./threaded-server.js', import.meta.url)),
-      duck.path,
-      lite.path,
-      LITE,
-    ],
-    process.env,
-  );
+  const threaded = await startServerProcess([...perfOption, ...threadedArgs], process.env);
   children.push(threaded.child);
   const servers = [
     { name: 'ferry serve', url: new URL(ferry.url), pid: ferry.child.pid ?? 0 },
     { name: 'threaded server', url: new URL(threaded.url), pid: threaded.child.pid ?? 0 },
   ];
   await waitReady(agent, servers[0]?.url as URL);
-  // B9's cheap load (scenarios/b9-http.ts): each client's n-th request is kind n % 4, every text new.
-  const operation = (base: URL) => {
-    let n = 0;
-    return async () => {
-      const kind = CHEAP[n % CHEAP.length] as Kind;
-      const answer = await post(base, kind.sql(n++, rows), agent);
-      if (answer.status !== 200)
-        throw new Error(`${kind.label} answered ${answer.status} ${answer.error ?? ''}`);
-    };
-  };
+  const operation = (base: URL) => cheapOperation(base, agent, rows);
   for (const server of servers)
     await runLoad({ clients: CLIENTS, warmupMs: 0, durationMs: 3_000, operation: operation(server.url) });
   for (let round = 0; round < rounds; round++) {

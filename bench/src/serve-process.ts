@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { type Agent, request } from 'node:http';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 /** The CLI's entry point, for `node <cli> serve …`. */
@@ -13,11 +13,14 @@ export function cliPath(): string {
   return fileURLToPath(new URL('./main.js', import.meta.resolve('@ferry/cli')));
 }
 
-/** A child process that prints `Listening on http://…` once it serves; resolves with that URL. */
+/**
+ * A child process that prints `Listening on http://…` once it serves; resolves with that URL, and
+ * its standard output's lines for whoever reads what it prints after.
+ */
 export async function startServerProcess(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
-): Promise<{ url: string; child: ChildProcess }> {
+): Promise<{ url: string; child: ChildProcess; lines: Interface }> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
   // The script's path, after any Node options.
   const script = args.find((arg) => !arg.startsWith('-')) ?? 'the server';
@@ -35,7 +38,7 @@ export async function startServerProcess(
       resolve(match[1]);
     });
   });
-  return { url, child };
+  return { url, child, lines };
 }
 
 /**
@@ -52,7 +55,7 @@ export function startFerryServe(
   podPath: string,
   dataDir: string,
   env: NodeJS.ProcessEnv,
-): Promise<{ url: string; child: ChildProcess }> {
+): Promise<{ url: string; child: ChildProcess; lines: Interface }> {
   return startServerProcess(
     [
       ...serveNodeOptions(),
