@@ -67,6 +67,7 @@ import {
   type RowsOutcome,
   valueBytes,
 } from './namespace-types.js';
+import { SeenTexts } from './seen-texts.js';
 import {
   checkDuckDbSql,
   DuckDbParseError,
@@ -162,6 +163,8 @@ export class DuckDbNamespace {
   readonly #created = new Map<string, DuckDbClassInstance>();
   readonly #default: DuckDbClassInstance;
   readonly #parser: SharedDuckDbParser;
+  /** The texts run before: a text's prepared statement is kept from its second run on. */
+  readonly #seen = new SeenTexts();
   /** Each checked statement's route at the catalog version it was made for. */
   readonly #routes = new WeakMap<DuckDbStatement, { readonly version: number; readonly route: QueryRoute }>();
   readonly #plans = new WeakMap<QueryRoute, RoutePlan>();
@@ -618,7 +621,9 @@ export class DuckDbNamespace {
             throw error;
           }
           cached = direct === undefined ? { statement, version } : { statement, version, direct };
-          statements.set(sql, cached, statementBytes(sql, cached));
+          // Kept from a text's second run on (seen-texts.ts); else destroyed once released.
+          if (this.#seen.again(sql)) statements.set(sql, cached, statementBytes(sql, cached));
+          else pooled.retired.push(statement);
         }
         if (instance.changing) await instance.settled();
         if (isAborted(signal)) throw signal?.reason;

@@ -35,6 +35,7 @@ import {
   type RowsOutcome,
   valueBytes,
 } from './namespace-types.js';
+import { SeenTexts } from './seen-texts.js';
 import { withoutSpiceQualifiers } from './spice-names.js';
 import { type SqlToken, tokenizeSql } from './sql-guard.js';
 import { statementShape } from './sql-shape.js';
@@ -132,6 +133,8 @@ export class SqliteNamespace {
   readonly #statements: BoundedCache<string, Prepared>;
   /** The datasets each statement shape reads (what EXPLAIN found for it, literals as parameters). */
   readonly #readsByShape = new BoundedCache<string, readonly string[]>({ entries: 1_024, bytes: 4 * MIB });
+  /** The texts run before: a text's prepared statement is kept from its second run on. */
+  readonly #seen = new SeenTexts();
   /** Attached datasets (by name) and the generation each holds, least recently used first. */
   readonly #attached = new Map<string, number>();
   /** Counts attaches and detaches: a statement's result columns are known until it moves. */
@@ -276,7 +279,8 @@ export class SqliteNamespace {
           readAt: undefined,
           described: undefined,
         };
-        this.#statements.set(sql, prepared, preparedBytes(sql, prepared));
+        // Kept from a text's second run on (seen-texts.ts).
+        if (this.#seen.again(sql)) this.#statements.set(sql, prepared, preparedBytes(sql, prepared));
         return prepared;
       } catch (error) {
         if (!this.#attachFor(error, needed)) throw error;

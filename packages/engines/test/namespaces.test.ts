@@ -6,9 +6,10 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DuckDBPreparedStatement } from '@duckdb/node-api';
+import { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { Schema } from 'apache-arrow';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { batchesFromIpc } from '../src/arrow-results.js';
 import { DuckDbNamespace } from '../src/duckdb-namespace.js';
 import type { DuckDbNamespaceOptions, NamespaceCatalog, NamespaceDataset } from '../src/index.js';
@@ -331,6 +332,26 @@ describe('DuckDbNamespace', () => {
       expect(await rows(sql)).toMatchObject({ kind: 'rows', rows: all.kind === 'rows' ? all.rows : [] });
   });
 
+  it('keeps a text prepared from its second run on: a text run once leaves nothing behind', async () => {
+    const prepare = vi.spyOn(DuckDBConnection.prototype, 'prepare');
+    try {
+      const sql = 'SELECT count(*) AS n FROM orders WHERE id > 777';
+      const prepares = async (): Promise<number> => {
+        const before = prepare.mock.calls.length;
+        expect(await rows(sql)).toMatchObject({ kind: 'rows' });
+        return prepare.mock.calls.length - before;
+      };
+      // The first run prepares (and checks) and lets go; the second prepares and keeps; the third
+      // reuses it.
+      const [first, second, third] = [await prepares(), await prepares(), await prepares()];
+      expect(first).toBeGreaterThan(0);
+      expect(second).toBeGreaterThan(0);
+      expect(third).toBe(0);
+    } finally {
+      prepare.mockRestore();
+    }
+  });
+
   it('keeps local paths out of engine messages', async () => {
     // DuckDB repeats a column it cannot bind, here one spelled as a path under the data directory.
     const sql = `SELECT "${generations}/nothing-here" FROM orders`;
@@ -473,6 +494,25 @@ describe('SqliteNamespace', () => {
       ]),
     });
     expect(() => namespace.rows("INSERT INTO users VALUES (1, 1, 'x', NULL)", [])).toThrow(/not permitted/);
+  });
+
+  it('keeps a text prepared from its second run on: a text run once leaves nothing behind', async () => {
+    const users = await sqliteFile('u-seen', 'users', 1);
+    namespace?.close();
+    namespace = new SqliteNamespace({ mainPath: main, privateRoots: [dir] });
+    namespace.setCatalog(catalog([dataset('users', 'sqlite', users, 5)]));
+    const prepare = vi.spyOn(Database.prototype, 'prepare');
+    try {
+      const sql = 'SELECT count(*) AS n FROM users WHERE id > 7';
+      const prepares = (): number => {
+        const before = prepare.mock.calls.filter(([text]) => text === sql).length;
+        expect(namespace.rows(sql, [])).toMatchObject({ kind: 'rows' });
+        return prepare.mock.calls.filter(([text]) => text === sql).length - before;
+      };
+      expect([prepares(), prepares(), prepares()]).toEqual([1, 1, 0]);
+    } finally {
+      prepare.mockRestore();
+    }
   });
 
   it('reports what a statement reads by its shape, whatever its literals let SQLite fold away', async () => {
