@@ -6,7 +6,7 @@
  * per thread) and divided by the queries answered in it: the bytes allocated, the bytes that
  * survived a young-generation collection (a scavenge copies them) and that were promoted to the
  * old generation, and the pauses (scavenges; mark-compacts apart). The main thread is the isolate
- * that collected first (the others are workers, started later).
+ * that started first (gc-trace.ts `firstIsolate`: it starts every worker).
  *
  * Why: a scavenge's cost grows with what survives it, and what survives is what a query keeps past
  * the next collection (caches, queued work). A CPU profile shows the pauses but not the bytes
@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { toolOptions } from './args.js';
 import { CHEAP_CLIENTS, cheapOperation, prepareCheapLoad } from './cheap-load.js';
-import { NVP_LINE, sumCollections } from './gc-trace.js';
+import { firstIsolate, NVP_LINE, sumCollections } from './gc-trace.js';
 import { failureNote, runLoad } from './load.js';
 import { startFerryServe, startServerProcess, stop, waitReady } from './serve-process.js';
 
@@ -45,11 +45,12 @@ try {
     const { url, child, lines } = await server.start();
     try {
       const base = new URL(url);
-      let first: string | undefined;
+      const read: { line: string; at: number }[] = [];
       const window: string[] = [];
       let recording = false;
       lines.on('line', (line) => {
-        first ??= NVP_LINE.exec(line)?.[1];
+        if (!NVP_LINE.test(line)) return;
+        read.push({ line, at: performance.now() });
         if (recording) window.push(line);
       });
       await waitReady(agent, base);
@@ -73,6 +74,7 @@ try {
       console.log(
         '  per query:   allocated  survived  promoted  scavenge pause  helpers  | scavenges  mark-compacts (pause)',
       );
+      const first = firstIsolate(read);
       const isolates = [...sumCollections(window)].sort((a, b) => b[1].allocated - a[1].allocated);
       for (const [isolate, gc] of isolates) {
         const kb = (bytes: number) => `${(bytes / queries / 1024).toFixed(2)} KB`.padStart(10);

@@ -17,7 +17,7 @@ export interface IsolateGc {
 }
 
 /** `[pid:0xisolate]   123 ms: pause=… gc=s … allocated=…`: a line of `--trace-gc-nvp`. */
-export const NVP_LINE = /^\[\d+:(0x[0-9a-f]+)\]\s+\d+ ms: (.*)$/;
+export const NVP_LINE = /^\[\d+:(0x[0-9a-f]+)\]\s+(\d+) ms: (.*)$/;
 
 /** Sums `--trace-gc-nvp` lines per isolate (in the order isolates first appear). */
 export function sumCollections(lines: readonly string[]): Map<string, IsolateGc> {
@@ -26,7 +26,7 @@ export function sumCollections(lines: readonly string[]): Map<string, IsolateGc>
     const match = NVP_LINE.exec(line);
     if (match === null) continue;
     const fields = new Map<string, string>();
-    for (const pair of (match[2] as string).split(' ')) {
+    for (const pair of (match[3] as string).split(' ')) {
       const at = pair.indexOf('=');
       if (at > 0) fields.set(pair.slice(0, at), pair.slice(at + 1));
     }
@@ -56,4 +56,22 @@ export function sumCollections(lines: readonly string[]): Map<string, IsolateGc>
     }
   }
   return isolates;
+}
+
+/**
+ * The isolate that started first: the process's main thread (it starts every worker). A line's
+ * time is since its isolate started, so `at` (when the line was read, ms) minus it is when that
+ * isolate started, give or take the pipe's delay; the earliest over all lines is the main thread's.
+ */
+export function firstIsolate(
+  lines: readonly { readonly line: string; readonly at: number }[],
+): string | undefined {
+  let first: { isolate: string; started: number } | undefined;
+  for (const { line, at } of lines) {
+    const match = NVP_LINE.exec(line);
+    if (match === null) continue;
+    const started = at - Number(match[2]);
+    if (first === undefined || started < first.started) first = { isolate: match[1] as string, started };
+  }
+  return first?.isolate;
 }

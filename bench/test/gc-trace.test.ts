@@ -3,7 +3,7 @@
  * a run of `ferry serve`, the fields it does not read left out).
  */
 import { describe, expect, it } from 'vitest';
-import { sumCollections } from '../src/gc-trace.js';
+import { firstIsolate, sumCollections } from '../src/gc-trace.js';
 
 const LINES = [
   '[16993:0x2d9ad0e0]       64 ms: pause=2.3 mutator=57.3 gc=s scavenge=1.74 background.scavenge.parallel=1.19 total_size_before=4212696 allocated=4212696 promoted=0 new_space_survived=305192',
@@ -36,5 +36,23 @@ describe('sumCollections', () => {
 
   it('reads nothing from lines that are not collections', () => {
     expect(sumCollections(['Listening on http://127.0.0.1:1', '{"level":"warn"}']).size).toBe(0);
+  });
+
+  it('takes the isolate that started first for the main thread, whichever collected first', () => {
+    // The worker's line came first, but 48 ms into a worker that started at 1,952 against 64 ms
+    // into the main thread that started at 1,900.
+    const read = [
+      { line: LINES[2] as string, at: 2_000 },
+      { line: LINES[0] as string, at: 1_964 },
+      { line: LINES[1] as string, at: 1_800 },
+    ];
+    expect(firstIsolate(read)).toBe('0x2d9ad0e0');
+    expect(
+      firstIsolate([
+        { line: LINES[2] as string, at: 2_000 },
+        { line: LINES[0] as string, at: 2_070 },
+      ]),
+    ).toBe('0x7f3dac000f00');
+    expect(firstIsolate([])).toBeUndefined();
   });
 });
