@@ -86,6 +86,9 @@ function destroyRetired(pooled: PooledConnection): void {
   for (const statement of pooled.retired.splice(0)) statement.destroySync();
 }
 
+/** The longest a retry keeps the next one waiting ({@link DuckDbClassInstance.oneRetryAtATime}). */
+const RETRY_TURN_MS = 2_000;
+
 interface InstanceOptions {
   readonly allowedDirectories: readonly string[];
   readonly maxTempBytes: number;
@@ -147,6 +150,8 @@ export class DuckDbClassInstance {
   #inFlight = 0;
   #finishedCount = 0;
   readonly #finished = new Set<() => void>();
+  /** The last retry's turn ({@link oneRetryAtATime}). */
+  #retries: Promise<void> = Promise.resolve();
 
   private constructor(
     resources: ResourceClass,
@@ -380,6 +385,29 @@ export class DuckDbClassInstance {
     this.#busy.add(pooled);
     this.#inFlight++;
     return pooled;
+  }
+
+  /**
+   * Runs `retry` once the retries started before it on this instance have had their turn: queries
+   * that ran out of its memory or temporary space together try again one after another. A turn
+   * ends when its retry settles, or after {@link RETRY_TURN_MS} (a stream read slowly settles late).
+   */
+  oneRetryAtATime<T>(retry: () => Promise<T>): Promise<T> {
+    const previous = this.#retries;
+    const turn = previous.then(retry);
+    this.#retries = previous.then(
+      () =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, RETRY_TURN_MS);
+          timer.unref();
+          const done = (): void => {
+            clearTimeout(timer);
+            resolve();
+          };
+          turn.then(done, done);
+        }),
+    );
+    return turn;
   }
 
   /** Resolves once a query of this instance finished (or after `ms`). */

@@ -519,16 +519,26 @@ export class DuckDbNamespace {
     consume: (started: StartedQuery, stop: () => void, emitted: () => void) => Promise<T>,
   ): Promise<T> {
     let emitted = false;
-    for (let attempt = 0; ; attempt++) {
-      const outcome = await this.#attempt(sql, params, route, control, (started, stop) =>
+    const attempt = () =>
+      this.#attempt(sql, params, route, control, (started, stop) =>
         consume(started, stop, () => {
           emitted = true;
         }),
       );
-      if (!('retry' in outcome)) return outcome.value;
-      if (emitted || attempt > 0) throw outcome.error;
-      await outcome.retry;
-    }
+    const first = await attempt();
+    if (!('retry' in first)) return first.value;
+    if (emitted) throw first.error;
+    // The queries that ran out of an instance together try again one at a time, each after its
+    // wait (started only now, once its connection is let go: its own end is not the neighbour's it
+    // waits for). The query that exhausted the instance fails again on its own; the others are
+    // answered. Two retrying at once had the bomb's neighbour fail again beside it (hostile-sql
+    // over HTTP, a CI run on Node 24).
+    const again = await first.instance.oneRetryAtATime(async () => {
+      await first.retry();
+      return attempt();
+    });
+    if ('retry' in again) throw again.error;
+    return again.value;
   }
 
   async #attempt<T>(
@@ -537,7 +547,10 @@ export class DuckDbNamespace {
     route: QueryRoute,
     control: NamespaceQueryControl,
     consume: (started: StartedQuery, stop: () => void) => Promise<T>,
-  ): Promise<{ readonly value: T } | { readonly retry: Promise<void>; readonly error: unknown }> {
+  ): Promise<
+    | { readonly value: T }
+    | { readonly retry: () => Promise<void>; readonly error: unknown; readonly instance: DuckDbClassInstance }
+  > {
     // A listing runs as rewritten to Spice's names (duckdb-catalog.ts).
     const sql = (route.engine === 'duckdb' ? route.sql : undefined) ?? asked;
     const values = scalarParams(params);
@@ -694,12 +707,17 @@ export class DuckDbNamespace {
         temp: { bytes: this.#options.maxTempBytes, setting: this.#options.settings.temp },
         viewDataset: (name) => this.#viewDataset(name),
       });
-      // Others share the instance: wait for one of them to end, then try again (see #run). One that
-      // shared it and has ended already (the query that exhausted it fails fast) counts too: try
-      // again at once.
+      // Others share the instance: wait for one of them to end (one that ended after this one's own
+      // release, below), then try again (see #run). One that shared it and has ended already (the
+      // query that exhausted it fails fast) counts too: try again at once.
       if (failure instanceof QueryResourceError) {
-        if (instance.inFlight > 1) return { retry: instance.quieter(2_000), error: failure };
-        if (instance.finishedCount !== finishedBefore) return { retry: Promise.resolve(), error: failure };
+        const ownEnd = instance.finishedCount + 1;
+        if (instance.inFlight > 1) {
+          const retry = () => (instance.finishedCount > ownEnd ? Promise.resolve() : instance.quieter(2_000));
+          return { retry, error: failure, instance };
+        }
+        if (instance.finishedCount !== finishedBefore)
+          return { retry: () => Promise.resolve(), error: failure, instance };
       }
       throw failure;
     } finally {
