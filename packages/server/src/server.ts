@@ -135,6 +135,9 @@ function tlsOf(runtime: Runtime, options: ServerOptions): ServerOptions['tls'] {
   return options.tls ?? runtime.tls;
 }
 
+/** How long an idle keep-alive connection stays open: fastify's default. */
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
 function buildApp(runtime: Runtime, options: ServerOptions): Built {
   const keys = apiKeyCheck(runtime.config, [options.apiKey]);
   const tls = tlsOf(runtime, options);
@@ -146,9 +149,14 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     // Query requests are handled in turns of the host's time (host-turns.ts); the rest at once.
     serverFactory: (handler) => {
       const listener = queriesTakeTurns(handler);
+      // fastify's own idle keep-alive time, which a server of our own does not get: node:http's
+      // default (5 s) closes an idle connection while a client (or a load balancer keeping
+      // connections for 60 s) may be sending its next request on it, which then fails with
+      // ECONNRESET (a client busy for 5 s between two requests did).
+      const options = { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS };
       return tls === undefined
-        ? createServer(listener)
-        : (createHttpsServer({ cert: tls.cert, key: tls.key }, listener) as unknown as Server);
+        ? createServer(options, listener)
+        : (createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, listener) as unknown as Server);
     },
     bodyLimit: maxBodyBytes,
     routerOptions: { maxParamLength: 1024 },

@@ -4,6 +4,7 @@
  * key and body cap, all over real HTTP.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { Agent, get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -48,6 +49,22 @@ describe('server over a file:// fixture store', () => {
     const answer = await request(`${base}/health`);
     expect(answer.status).toBe(200);
     expect(answer.text).toBe('ok');
+  });
+
+  it('keeps an idle keep-alive connection open as fastify does (72 s), not node:http’s 5 s', async () => {
+    // A connection closed after 5 s idle met a client's next request on it: ECONNRESET.
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const header = await new Promise<string | undefined>((resolve, reject) => {
+        get(`${base}/health`, { agent }, (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.headers['keep-alive']));
+        }).on('error', reject);
+      });
+      expect(header).toBe('timeout=72');
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('returns rows as a JSON array for text/plain SQL', async () => {
