@@ -55,7 +55,7 @@ describe('server over a file:// fixture store', () => {
     // A connection closed after 5 s idle met a client's next request on it: ECONNRESET.
     const agent = new Agent({ keepAlive: true });
     try {
-      const header = await new Promise<string | undefined>((resolve, reject) => {
+      const header = await new Promise<unknown>((resolve, reject) => {
         get(`${base}/health`, { agent }, (response) => {
           response.resume();
           response.on('end', () => resolve(response.headers['keep-alive']));
