@@ -78,6 +78,9 @@ export function storageClass(value: SqliteValue | undefined): string | undefined
   return typeof value === 'string' ? 'TEXT' : 'BLOB';
 }
 
+/** `work()` run now, its value or its error as a promise (the sync calls' async faces). */
+const promised = <T>(work: () => T): Promise<T> => new Promise((resolve) => resolve(work()));
+
 export class SqliteEngine implements SnapshotEngine {
   readonly kind = 'sqlite' as const;
   readonly path: string;
@@ -137,11 +140,7 @@ export class SqliteEngine implements SnapshotEngine {
   }
 
   query(sql: string, params: readonly JsonValue[] = []): Promise<QueryResult> {
-    try {
-      return Promise.resolve(this.querySync(sql, params));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return promised(() => this.querySync(sql, params));
   }
 
   /** The declared columns of `table` (`PRAGMA table_info`), or `undefined` when it does not exist. */
@@ -165,11 +164,7 @@ export class SqliteEngine implements SnapshotEngine {
   }
 
   columns(table: string): Promise<readonly TableColumn[] | undefined> {
-    try {
-      return Promise.resolve(this.columnsSync(table));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return promised(() => this.columnsSync(table));
   }
 
   async schema(table: string): Promise<ArrowSchema> {
@@ -215,9 +210,5 @@ export function openSqliteSync(path: string, options: OpenOptions = {}): SqliteE
 
 /** Open an SQLite (or Turso) snapshot file read-only. */
 export function openSqlite(path: string, options: OpenOptions = {}): Promise<SqliteEngine> {
-  try {
-    return Promise.resolve(openSqliteSync(path, options));
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  return promised(() => openSqliteSync(path, options));
 }
