@@ -62,14 +62,10 @@ export async function readDuckDbColumns(
   database?: string,
 ): Promise<readonly TableColumn[] | undefined> {
   const found = await connection.runAndReadAll(
-    database === undefined
-      ? `SELECT schema_name, table_name, column_name, is_nullable FROM duckdb_columns()
-          WHERE database_name = current_database() AND schema_name = current_schema()
-            AND lower(table_name) = lower($1)
-          ORDER BY column_index`
-      : `SELECT schema_name, table_name, column_name, is_nullable FROM duckdb_columns()
-          WHERE database_name = $2 AND schema_name = 'main' AND lower(table_name) = lower($1)
-          ORDER BY column_index`,
+    `SELECT schema_name, table_name, column_name, is_nullable FROM duckdb_columns()
+      WHERE ${database === undefined ? 'database_name = current_database() AND schema_name = current_schema()' : "database_name = $2 AND schema_name = 'main'"}
+        AND lower(table_name) = lower($1)
+      ORDER BY column_index`,
     database === undefined ? [table] : [table, database],
   );
   const rows = found.getRows();
@@ -132,24 +128,19 @@ export class DuckDbEngine implements SnapshotEngine {
   }
 
   async #acquire(): Promise<DuckDBConnection> {
-    const connection = await this.#take();
-    this.#busy.add(connection);
-    return connection;
-  }
-
-  async #take(): Promise<DuckDBConnection> {
-    const idle = this.#idle.pop();
-    if (idle !== undefined) return idle;
-    if (this.#opened < this.#maxConnections) {
+    let connection = this.#idle.pop();
+    if (connection === undefined && this.#opened < this.#maxConnections) {
       this.#opened++;
       try {
-        return await this.#instance.connect();
+        connection = await this.#instance.connect();
       } catch (error) {
         this.#opened--;
         throw error;
       }
     }
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    connection ??= await new Promise<DuckDBConnection>((resolve) => this.#waiters.push(resolve));
+    this.#busy.add(connection);
+    return connection;
   }
 
   #release(connection: DuckDBConnection): void {
@@ -200,14 +191,9 @@ export class DuckDbEngine implements SnapshotEngine {
       // Attached only while this query holds the connection (removed before it is released).
       const interrupt = (): void => connection.interrupt();
       signal?.addEventListener('abort', interrupt, { once: true });
-      let prepared: DuckDBPreparedStatement;
+      let prepared: DuckDBPreparedStatement | undefined;
       try {
         prepared = await checkDuckDbStatement(connection, sql);
-      } catch (error) {
-        signal?.removeEventListener('abort', interrupt);
-        throw error;
-      }
-      try {
         if (this.#cancelled) throw new EngineClosedError(this.path);
         signal?.throwIfAborted();
         bindDuckDbParams(prepared, values);
@@ -233,7 +219,7 @@ export class DuckDbEngine implements SnapshotEngine {
         return { columns, rows };
       } finally {
         signal?.removeEventListener('abort', interrupt);
-        prepared.destroySync();
+        prepared?.destroySync();
       }
     });
   }
