@@ -165,10 +165,7 @@ export async function importSqliteDataset(
     db.close();
     // The import's own error is the one its query reports. Its staging table is dropped here, and
     // one that could not be is replaced by the next import of this generation (CREATE OR REPLACE).
-    await admin.run(`DROP TABLE IF EXISTS ${stage}`).then(
-      () => undefined,
-      () => undefined,
-    );
+    await admin.run(`DROP TABLE IF EXISTS ${stage}`).catch(() => undefined);
     throw error;
   }
   db.close();

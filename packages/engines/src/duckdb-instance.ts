@@ -211,10 +211,7 @@ export class DuckDbClassInstance {
     });
     // The chain only orders changes: each one's outcome is its caller's (`next`), so the next
     // change runs after a failed one too.
-    this.#changing = next.then(
-      () => undefined,
-      () => undefined,
-    );
+    this.#changing = next.catch(() => undefined);
     return next;
   }
 
@@ -274,10 +271,7 @@ export class DuckDbClassInstance {
         this.#imports.delete(name);
         // Only its end matters here: a failed import was reported to the query that asked for it
         // (ensureImported's promise), and it left no table of this generation to drop but its own.
-        await imported.ready.then(
-          () => undefined,
-          () => undefined,
-        );
+        await imported.ready.catch(() => undefined);
         await this.#admin.run(`DROP VIEW IF EXISTS ${spiceTable(name)}`);
         await this.#admin.run(
           `DROP TABLE IF EXISTS ${INTERNAL_SCHEMA}.${IMPORT_TABLE}${imported.generation}`,
@@ -351,7 +345,10 @@ export class DuckDbClassInstance {
   /** An idle connection, taken at once (no await), or undefined when none is idle. */
   tryAcquire(): PooledConnection | undefined {
     const pooled = this.#idle.pop();
-    if (pooled === undefined) return undefined;
+    return pooled === undefined ? undefined : this.#take(pooled);
+  }
+
+  #take(pooled: PooledConnection): PooledConnection {
     this.#busy.add(pooled);
     this.#inFlight++;
     return pooled;
@@ -382,9 +379,7 @@ export class DuckDbClassInstance {
       }
     }
     pooled ??= await new Promise<PooledConnection>((resolve) => this.#waiters.push(resolve));
-    this.#busy.add(pooled);
-    this.#inFlight++;
-    return pooled;
+    return this.#take(pooled);
   }
 
   /**
@@ -440,9 +435,7 @@ export class DuckDbClassInstance {
       }
     } else {
       destroyRetired(pooled);
-      this.#busy.add(pooled);
-      this.#inFlight++;
-      waiter(pooled);
+      waiter(this.#take(pooled));
     }
   }
 
