@@ -19,13 +19,6 @@ export type SchemaSource = Pick<SnapshotEngine, 'kind' | 'path' | 'columns'>;
 
 import { sqliteStores } from './sqlite-types.js';
 
-function mismatch(engine: SchemaSource, table: string, detail: string): SnapshotRejectedError {
-  return new SnapshotRejectedError(
-    SnapshotRejectionCode.schemaMismatch,
-    `Table '${table}' in '${engine.path}' does not match the recorded schema: ${detail}; publish a snapshot whose table matches the schema recorded in metadata.json.`,
-  );
-}
-
 function stores(engine: SchemaSource, column: TableColumn, recorded: ArrowSchema['fields'][number]): boolean {
   if (engine.kind === 'sqlite') return sqliteStores(column.type, recorded.data_type);
   return (
@@ -47,30 +40,25 @@ export async function checkTableSchema(
 ): Promise<void> {
   const columns = await engine.columns(table);
   if (columns === undefined) throw missingTable(engine.path, table);
+  const mismatch = (detail: string): SnapshotRejectedError =>
+    new SnapshotRejectedError(
+      SnapshotRejectionCode.schemaMismatch,
+      `Table '${table}' in '${engine.path}' does not match the recorded schema: ${detail}; publish a snapshot whose table matches the schema recorded in metadata.json.`,
+    );
   const count = Math.max(columns.length, recorded.fields.length);
   for (let index = 0; index < count; index++) {
     const column = columns[index];
     const field = recorded.fields[index];
     if (field === undefined) {
-      throw mismatch(
-        engine,
-        table,
-        `column ${index} '${column?.name}' (${column?.type}) is not in the recorded schema`,
-      );
+      throw mismatch(`column ${index} '${column?.name}' (${column?.type}) is not in the recorded schema`);
     }
     if (column === undefined) {
       throw mismatch(
-        engine,
-        table,
         `recorded field ${index} '${field.name}' (${formatDataType(field.data_type)}) is missing from the table`,
       );
     }
     if (column.name !== field.name) {
-      throw mismatch(
-        engine,
-        table,
-        `column ${index} is '${column.name}' where the recorded field is '${field.name}'`,
-      );
+      throw mismatch(`column ${index} is '${column.name}' where the recorded field is '${field.name}'`);
     }
     let storable: boolean;
     try {
@@ -78,15 +66,11 @@ export async function checkTableSchema(
     } catch (error) {
       if (!(error instanceof UnmappedArrowTypeError)) throw error;
       throw mismatch(
-        engine,
-        table,
         `field '${field.name}' is recorded as ${formatDataType(field.data_type)}, and ${error.typeName} is not in the snapshot-store type table (the ${engine.kind} column is ${column.type})`,
       );
     }
     if (!storable) {
       throw mismatch(
-        engine,
-        table,
         `field '${field.name}' is ${column.type} in the file, which cannot store the recorded type ${formatDataType(field.data_type)}`,
       );
     }
