@@ -445,17 +445,12 @@ export function splitStatements(tokens: readonly SqlToken[]): SqlToken[][] {
   return statements.filter((statement) => statement.length > 0);
 }
 
-/** The class of each statement in `sql`, in order (none for an empty string). */
-function classifyEach(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass[] {
-  return splitStatements(tokenizeSql(sql, dialect)).map((statement) => classifyTokens(statement, 0));
-}
-
 /**
  * Classify one SQL string. A string holding several statements is `refused` as `MULTIPLE`, unless
  * one of them is a write, which is reported as that write (the more useful answer).
  */
 export function classifyStatement(sql: string, dialect: SqlDialect = 'duckdb'): StatementClass {
-  const classes = classifyEach(sql, dialect);
+  const classes = splitStatements(tokenizeSql(sql, dialect)).map((statement) => classifyTokens(statement, 0));
   if (classes.length === 0) return refused('EMPTY');
   const firstWrite = classes.find((c) => c.kind === 'write');
   if (firstWrite !== undefined) return firstWrite;

@@ -413,17 +413,6 @@ async function parseDuckDb(parser: DuckDbParser, sql: string): Promise<ParsedSql
   return { kind: 'other' };
 }
 
-/** What a check of a SELECT's trees learned, and where their constants are. */
-async function checkedSelect(
-  parser: DuckDbParser,
-  sql: string,
-  trees: readonly unknown[],
-): Promise<{ readonly names: TreeNames }> {
-  const { names, refusal } = await readSelect(parser, sql, trees);
-  if (refusal !== undefined) throw refusal();
-  return { names };
-}
-
 /** What a SELECT's trees name, and the refusal of what they call or name, if any (see {@link DuckDbStatement.refusal}). */
 async function readSelect(
   parser: DuckDbParser,
@@ -528,7 +517,8 @@ async function checkDuckDbText(
     if (!prefix.every(EXPLAIN_PREFIX_TOKEN)) throw refusalOf(sql, 'duckdb');
     const inner = await parseDuckDb(parser, explained);
     if (inner.kind !== 'select' || inner.trees.length !== 1) throw refusalOf(sql, 'duckdb');
-    const { names } = await checkedSelect(parser, explained, inner.trees);
+    const { names, refusal } = await readSelect(parser, explained, inner.trees);
+    if (refusal !== undefined) throw refusal();
     const constants = new Set([...names.constants].map((offset) => offset + at));
     return {
       type: DUCKDB_EXPLAIN,
@@ -543,7 +533,8 @@ async function checkDuckDbText(
   if (select !== undefined) {
     const rewritten = await parseDuckDb(parser, select);
     if (rewritten.kind !== 'select') throw refusalOf(sql, 'duckdb');
-    await checkedSelect(parser, select, rewritten.trees);
+    const { refusal } = await readSelect(parser, select, rewritten.trees);
+    if (refusal !== undefined) throw refusal();
     return { type: DUCKDB_SELECT, rewrite: select, tables: undefined, ctes: new Set(), shared: false };
   }
   throw refusalOf(sql, 'duckdb');
