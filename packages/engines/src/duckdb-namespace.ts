@@ -768,38 +768,34 @@ export class DuckDbNamespace {
     };
   }
 
-  /** Every instance: one per class, and those for pinned reads. */
-  #everyInstance(): Promise<DuckDbClassInstance>[] {
-    return [...this.#instances.values(), ...[...this.#pinned.values()].map((pinned) => pinned.instance)];
+  /** Every instance made: one per class, and those for pinned reads (those that failed left out). */
+  async #everyInstance(): Promise<DuckDbClassInstance[]> {
+    const outcomes = await Promise.allSettled([
+      ...this.#instances.values(),
+      ...[...this.#pinned.values()].map((pinned) => pinned.instance),
+    ]);
+    return outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
   }
 
   /** Interrupts every running query of every instance and waits until none runs. */
   async cancelAll(): Promise<void> {
-    const instances = await Promise.allSettled(this.#everyInstance());
-    await Promise.all(
-      instances.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.cancelAll()] : [])),
-    );
+    await Promise.all((await this.#everyInstance()).map((instance) => instance.cancelAll()));
   }
 
   /** Queries running now, over every instance. */
   async inFlight(): Promise<number> {
-    const instances = await Promise.allSettled(this.#everyInstance());
-    return instances.reduce(
-      (sum, outcome) => sum + (outcome.status === 'fulfilled' ? outcome.value.inFlight : 0),
-      0,
-    );
+    return (await this.#everyInstance()).reduce((sum, instance) => sum + instance.inFlight, 0);
   }
 
   async close(): Promise<void> {
     for (const pinned of this.#pinned.values()) clearTimeout(pinned.idle);
     await this.cancelAll();
-    const instances = await Promise.allSettled(this.#everyInstance());
+    const instances = await this.#everyInstance();
     this.#treeParser.closeSync();
-    for (const outcome of instances) {
-      if (outcome.status !== 'fulfilled') continue;
+    for (const instance of instances) {
       // Not under a catalog change in flight: DuckDB would not return from closing then.
-      await outcome.value.settled();
-      outcome.value.close();
+      await instance.settled();
+      instance.close();
     }
   }
 }
