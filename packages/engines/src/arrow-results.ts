@@ -42,12 +42,12 @@ export interface ArrowColumn {
   readonly name: string;
   readonly type: ArrowDataType;
   /** The engine's name of the column's type (`DECIMAL(10,2)`, SQLite's declared type), if known. */
-  readonly typeName?: string;
+  readonly typeName?: string | undefined;
   /**
    * A Utf8 column of a type outside the type table whose text is JSON (`json`) or an integer's
    * digits (`integer`): recorded as the field's `JSON_FORM_METADATA`, read by the JSON encoder.
    */
-  readonly jsonForm?: 'json' | 'integer';
+  readonly jsonForm?: 'json' | 'integer' | undefined;
 }
 
 /**

@@ -612,15 +612,12 @@ function vectorWriter(
 /** The Arrow schema of a DuckDB result: the type table's types, each field carrying DuckDB's type name. */
 export function duckDbResultSchema(names: readonly string[], types: readonly DuckDBType[]): arrow.Schema {
   return arrowSchemaOf(
-    types.map((type, index) => {
-      const jsonForm = duckDbJsonForm(type);
-      return {
-        name: names[index] as string,
-        type: duckDbTypeToArrow(type) ?? 'Utf8',
-        typeName: type.toString(),
-        ...(jsonForm === undefined ? {} : { jsonForm }),
-      };
-    }),
+    types.map((type, index) => ({
+      name: names[index] as string,
+      type: duckDbTypeToArrow(type) ?? 'Utf8',
+      typeName: type.toString(),
+      jsonForm: duckDbJsonForm(type),
+    })),
   );
 }
 

@@ -199,7 +199,7 @@ export class SqliteBatchBuilder {
       this.#plans.map((plan, index) => ({
         name: names[index] as string,
         type: plan.type,
-        ...(plan.typeName === undefined ? {} : { typeName: plan.typeName }),
+        typeName: plan.typeName,
       })),
     );
     this.#builder = new RecordBatchBuilder(this.schema);
