@@ -392,26 +392,38 @@ export class SqliteNamespace {
   }
 
   /**
-   * Runs `work` on the prepared statement; a table that went missing since it was prepared (its
-   * dataset was detached to make room) is attached and the statement run again.
+   * Runs `work` on the prepared statement of `asked` (with Spice's qualified names of the SQLite
+   * datasets, `spice.public.users`, made SQLite's: `sql`), its arguments and what it reads; a table
+   * that went missing since it was prepared (its dataset was detached to make room) is attached and
+   * the statement run again.
    */
-  #withStatement<T>(sql: string, work: (prepared: Prepared) => T): T {
-    for (let attempt = 0; ; attempt++) {
-      const prepared = this.#prepare(sql);
-      try {
-        return work(prepared);
-      } catch (error) {
-        if (attempt > SQLITE_MAX_ATTACHED || !this.#attachFor(error, new Set(prepared.datasets ?? []))) {
-          throw this.#engineError(error, prepared);
+  #withStatement<T>(
+    asked: string,
+    params: readonly JsonValue[],
+    shapeKey: string | undefined,
+    work: (sql: string, prepared: Prepared, args: unknown[], read: DatasetRead[]) => T,
+  ): T {
+    const sql = withoutSpiceQualifiers(
+      asked,
+      (name) => datasetByName(this.#catalog, name)?.engine === 'sqlite',
+    );
+    const values = scalarParams(params);
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const prepared = this.#prepare(sql);
+        try {
+          const args = sqliteArguments(prepared.binding, values);
+          return work(sql, prepared, args, this.#read(sql, prepared, args, shapeKey));
+        } catch (error) {
+          if (attempt > SQLITE_MAX_ATTACHED || !this.#attachFor(error, new Set(prepared.datasets ?? []))) {
+            throw this.#engineError(error, prepared);
+          }
+          this.#statements.delete(sql);
         }
-        this.#statements.delete(sql);
       }
+    } catch (error) {
+      throw this.#engineError(error, undefined);
     }
-  }
-
-  /** `sql` with Spice's qualified names of the SQLite datasets (`spice.public.users`) made SQLite's. */
-  #spiceNames(sql: string): string {
-    return withoutSpiceQualifiers(sql, (name) => datasetByName(this.#catalog, name)?.engine === 'sqlite');
   }
 
   /** Runs `sql` and answers JSON-safe rows; reading stops at the first row or byte over a cap. */
@@ -421,47 +433,39 @@ export class SqliteNamespace {
     control: NamespaceQueryControl = {},
     shapeKey?: string,
   ): RowsOutcome {
-    const sql = this.#spiceNames(asked);
-    const values = scalarParams(params);
-    try {
-      return this.#withStatement(sql, (prepared) => {
-        const args = sqliteArguments(prepared.binding, values);
-        const read = this.#read(sql, prepared, args, shapeKey);
-        const { statement } = prepared;
-        const raw: SqliteValue[][] = [];
-        let bytes = 0;
-        const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
-        for (const row of iterator) {
-          raw.push(row);
-          for (const value of row) bytes += valueBytes(value);
-          const limit = capExceeded(raw.length, bytes, control);
-          if (limit !== undefined) {
-            iterator.return?.();
-            return { kind: 'too-large', limit, read };
-          }
+    return this.#withStatement(asked, params, shapeKey, (sql, prepared, args, read) => {
+      const { statement } = prepared;
+      const raw: SqliteValue[][] = [];
+      let bytes = 0;
+      const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
+      for (const row of iterator) {
+        raw.push(row);
+        for (const value of row) bytes += valueBytes(value);
+        const limit = capExceeded(raw.length, bytes, control);
+        if (limit !== undefined) {
+          iterator.return?.();
+          return { kind: 'too-large', limit, read };
         }
-        const described = this.#described(sql, prepared);
-        const { names, declared } = described;
-        const columns =
-          described.columns ??
-          declared.map((type, index) => ({
-            name: names[index] as string,
-            type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
-          }));
-        const rows = raw.map((row) => {
-          const record: Record<string, JsonValue> = {};
-          for (let index = 0; index < row.length; index++) {
-            record[names[index] as string] = encodeSqliteValue(row[index] as SqliteValue);
-          }
-          return record;
-        });
-        return prepared.datasetsByShape
-          ? { kind: 'rows', columns, rows, read, shared: true }
-          : { kind: 'rows', columns, rows, read };
+      }
+      const described = this.#described(sql, prepared);
+      const { names, declared } = described;
+      const columns =
+        described.columns ??
+        declared.map((type, index) => ({
+          name: names[index] as string,
+          type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
+        }));
+      const rows = raw.map((row) => {
+        const record: Record<string, JsonValue> = {};
+        for (let index = 0; index < row.length; index++) {
+          record[names[index] as string] = encodeSqliteValue(row[index] as SqliteValue);
+        }
+        return record;
       });
-    } catch (error) {
-      throw this.#engineError(error, undefined);
-    }
+      return prepared.datasetsByShape
+        ? { kind: 'rows', columns, rows, read, shared: true }
+        : { kind: 'rows', columns, rows, read };
+    });
   }
 
   /**
@@ -475,87 +479,79 @@ export class SqliteNamespace {
     control: BatchControl = {},
     shapeKey?: string,
   ): BatchOutcome {
-    const sql = this.#spiceNames(asked);
-    const values = scalarParams(params);
     const batchRows = control.batchRows ?? 65_536;
     const batchBytes = control.batchBytes ?? 4 * MIB;
-    try {
-      return this.#withStatement(sql, (prepared) => {
-        const args = sqliteArguments(prepared.binding, values);
-        const read = this.#read(sql, prepared, args, shapeKey);
-        const { statement } = prepared;
-        const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
-        let pending: SqliteValue[][] = [];
-        let pendingBytes = 0;
-        let builder: SqliteBatchBuilder | undefined;
-        let rows = 0;
-        let bytes = 0;
-        const start = (): SqliteBatchBuilder => {
-          const { names, declared } = this.#described(sql, prepared);
-          // The first batch's rows decide the column types (see sqlite-arrow.ts).
-          const started = new SqliteBatchBuilder(names, declared, pending);
-          sink.schema(started.schema, read);
-          return started;
-        };
-        const send = (): 'rows' | 'bytes' | undefined => {
-          const first = builder === undefined;
-          builder ??= start();
-          if (
-            first &&
-            'text' in sink &&
-            sink.text !== undefined &&
-            pending.length > 0 &&
-            builder.natural(pending)
-          ) {
-            const taken = pending;
-            const { names } = this.#described(sql, prepared);
-            const json = jsonObjects(names, taken.length, (row, column) =>
-              encodeSqliteValue(taken[row]?.[column] ?? null),
-            ) as string;
-            pending = [];
-            pendingBytes = 0;
-            rows += taken.length;
-            bytes += json.length;
-            const limit = capExceeded(rows, bytes, control);
-            if (limit !== undefined) return limit;
-            sink.text(json, taken.length);
-            return undefined;
-          }
-          for (const row of pending) builder.append(row);
+    return this.#withStatement(asked, params, shapeKey, (sql, prepared, args, read) => {
+      const { statement } = prepared;
+      const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
+      let pending: SqliteValue[][] = [];
+      let pendingBytes = 0;
+      let builder: SqliteBatchBuilder | undefined;
+      let rows = 0;
+      let bytes = 0;
+      const start = (): SqliteBatchBuilder => {
+        const { names, declared } = this.#described(sql, prepared);
+        // The first batch's rows decide the column types (see sqlite-arrow.ts).
+        const started = new SqliteBatchBuilder(names, declared, pending);
+        sink.schema(started.schema, read);
+        return started;
+      };
+      const send = (): 'rows' | 'bytes' | undefined => {
+        const first = builder === undefined;
+        builder ??= start();
+        if (
+          first &&
+          'text' in sink &&
+          sink.text !== undefined &&
+          pending.length > 0 &&
+          builder.natural(pending)
+        ) {
+          const taken = pending;
+          const { names } = this.#described(sql, prepared);
+          const json = jsonObjects(names, taken.length, (row, column) =>
+            encodeSqliteValue(taken[row]?.[column] ?? null),
+          ) as string;
           pending = [];
           pendingBytes = 0;
-          const count = builder.rows;
-          if (count === 0) return undefined;
-          const built = builder.flush();
-          const ipc = 'batch' in sink ? batchToIpc(builder.schema, built) : undefined;
-          rows += count;
-          bytes += ipc?.byteLength ?? built.data.byteLength;
+          rows += taken.length;
+          bytes += json.length;
           const limit = capExceeded(rows, bytes, control);
           if (limit !== undefined) return limit;
-          if ('batch' in sink) sink.batch(ipc as Uint8Array, count);
-          else sink.built(built, count);
+          sink.text(json, taken.length);
           return undefined;
-        };
-        for (const row of iterator) {
-          pending.push(row);
-          for (const value of row) pendingBytes += valueBytes(value);
-          if (pending.length >= batchRows || pendingBytes >= batchBytes) {
-            const limit = send();
-            if (limit !== undefined) {
-              iterator.return?.();
-              return { kind: 'too-large', limit, read };
-            }
+        }
+        for (const row of pending) builder.append(row);
+        pending = [];
+        pendingBytes = 0;
+        const count = builder.rows;
+        if (count === 0) return undefined;
+        const built = builder.flush();
+        const ipc = 'batch' in sink ? batchToIpc(builder.schema, built) : undefined;
+        rows += count;
+        bytes += ipc?.byteLength ?? built.data.byteLength;
+        const limit = capExceeded(rows, bytes, control);
+        if (limit !== undefined) return limit;
+        if ('batch' in sink) sink.batch(ipc as Uint8Array, count);
+        else sink.built(built, count);
+        return undefined;
+      };
+      for (const row of iterator) {
+        pending.push(row);
+        for (const value of row) pendingBytes += valueBytes(value);
+        if (pending.length >= batchRows || pendingBytes >= batchBytes) {
+          const limit = send();
+          if (limit !== undefined) {
+            iterator.return?.();
+            return { kind: 'too-large', limit, read };
           }
         }
-        const limit = send();
-        if (limit !== undefined) return { kind: 'too-large', limit, read };
-        return prepared.datasetsByShape
-          ? { kind: 'done', read, rows, bytes, shared: true }
-          : { kind: 'done', read, rows, bytes };
-      });
-    } catch (error) {
-      throw this.#engineError(error, undefined);
-    }
+      }
+      const limit = send();
+      if (limit !== undefined) return { kind: 'too-large', limit, read };
+      return prepared.datasetsByShape
+        ? { kind: 'done', read, rows, bytes, shared: true }
+        : { kind: 'done', read, rows, bytes };
+    });
   }
 
   #engineError(error: unknown, prepared: Prepared | undefined): unknown {
