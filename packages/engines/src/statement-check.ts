@@ -126,14 +126,6 @@ function refusedFunction(name: string, reason: string): StatementRejectedError {
   );
 }
 
-function refusedTableFunction(name: string): StatementRejectedError {
-  return refusedFunction(
-    name,
-    DUCKDB_REFUSED_TABLE_FUNCTIONS.get(name) ??
-      `it is not among the table functions this replica allows (${[...DUCKDB_TABLE_FUNCTIONS].join(', ')})`,
-  );
-}
-
 /** The refusal of a statement the engine does not run as a read, worded from the tokenizer's view of it. */
 function refusalOf(sql: string, dialect: SqlDialect): FerryError {
   const verdict = classifyStatement(sql, dialect);
@@ -366,7 +358,12 @@ async function assertFunctionAllowed(parser: DuckDbParser, name: string, catalog
 /** Refuse what parse trees call or name that is not a plain read of the datasets. */
 async function assertTreesReadOnly(parser: DuckDbParser, names: TreeNames): Promise<void> {
   for (const name of names.tableFunctions) {
-    if (!DUCKDB_TABLE_FUNCTIONS.has(name)) throw refusedTableFunction(name);
+    if (DUCKDB_TABLE_FUNCTIONS.has(name)) continue;
+    throw refusedFunction(
+      name,
+      DUCKDB_REFUSED_TABLE_FUNCTIONS.get(name) ??
+        `it is not among the table functions this replica allows (${[...DUCKDB_TABLE_FUNCTIONS].join(', ')})`,
+    );
   }
   for (const fn of names.functions) await assertFunctionAllowed(parser, fn.name, fn.catalog);
   for (const ref of names.tables) {
@@ -637,20 +634,6 @@ export async function checkDuckDbStatement(
 }
 
 /**
- * What a check of an SQLite text found before SQLite compiled it: a PRAGMA refused by the
- * tokenizer (SQLite applies most PRAGMAs while it compiles them: `PRAGMA trusted_schema = ON`
- * takes effect in prepare()), and a name that shows the attached files' paths.
- */
-function sqliteTokenRefusal(tokens: readonly SqlToken[]): FerryError | undefined {
-  for (const statement of splitStatements(tokens)) {
-    const verdict = classifyTokens(statement, 0);
-    if (verdict.kind === 'refused' && verdict.statement === 'PRAGMA')
-      return rejectionOf(verdict) as FerryError;
-  }
-  return undefined;
-}
-
-/**
  * Check one SQLite query and prepare it: one statement (better-sqlite3 refuses more), which SQLite
  * reports both read-only and row-returning (refusing writes, DDL, temp objects, ATTACH / DETACH,
  * BEGIN / SAVEPOINT and pragma assignments), a PRAGMA only as `table_info` (any other is refused
@@ -666,8 +649,13 @@ export function checkSqliteStatement(
   sql: string,
   tokens: readonly SqlToken[] = tokenizeSql(sql, 'sqlite'),
 ): Database.Statement {
-  const pragma = sqliteTokenRefusal(tokens);
-  if (pragma !== undefined) throw pragma;
+  // A PRAGMA the tokenizer refuses is refused before SQLite compiles it: SQLite applies most
+  // PRAGMAs while it compiles them (`PRAGMA trusted_schema = ON` takes effect in prepare()).
+  for (const each of splitStatements(tokens)) {
+    const verdict = classifyTokens(each, 0);
+    if (verdict.kind === 'refused' && verdict.statement === 'PRAGMA')
+      throw rejectionOf(verdict) as FerryError;
+  }
   let statement: Database.Statement;
   try {
     statement = db.prepare(sql);
