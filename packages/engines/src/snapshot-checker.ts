@@ -9,6 +9,7 @@
  * only under the directory the files are downloaded into, configuration locked. SQLite files open
  * in well under a millisecond and are checked by {@link checkSnapshotFile} as before.
  */
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { ArrowSchema, EngineName, FileFormat } from '@ferry/core/base';
 import { duckDbOpenFailure, readDuckDbColumns } from './duckdb-engine.js';
 import { DUCKDB_EXTENSIONS_OFF, lockDownDuckDb } from './duckdb-lockdown.js';
@@ -37,12 +38,12 @@ export interface SnapshotChecker {
 class DuckDbChecker implements SnapshotChecker {
   readonly kind = 'duckdb' as const;
   readonly #instance: DuckDBInstance;
-  readonly #connection: Awaited<ReturnType<DuckDBInstance['connect']>>;
+  readonly #connection: DuckDBConnection;
   #checks = 0;
   #last: Promise<unknown> = Promise.resolve();
   #closed: Promise<void> | undefined;
 
-  constructor(instance: DuckDBInstance, connection: Awaited<ReturnType<DuckDBInstance['connect']>>) {
+  constructor(instance: DuckDBInstance, connection: DuckDBConnection) {
     this.#instance = instance;
     this.#connection = connection;
   }
@@ -94,19 +95,16 @@ const sqliteChecker: SnapshotChecker = {
 export async function createSnapshotChecker(kind: EngineName, directory: string): Promise<SnapshotChecker> {
   if (kind !== 'duckdb') return sqliteChecker;
   const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_EXTENSIONS_OFF, threads: '1' });
+  let connection: DuckDBConnection | undefined;
   try {
-    const connection = await instance.connect();
-    try {
-      await lockDownDuckDb(connection, { allowedDirectories: [directory] });
-      // A new instance's first catalog query costs ~8 ms (the first bind of duckdb_columns()):
-      // pay it now, while the download runs, not after it. `memory` is this instance's database.
-      await readDuckDbColumns(connection, 'ferry_warm_up', 'memory');
-      return new DuckDbChecker(instance, connection);
-    } catch (error) {
-      connection.closeSync();
-      throw error;
-    }
+    connection = await instance.connect();
+    await lockDownDuckDb(connection, { allowedDirectories: [directory] });
+    // A new instance's first catalog query costs ~8 ms (the first bind of duckdb_columns()):
+    // pay it now, while the download runs, not after it. `memory` is this instance's database.
+    await readDuckDbColumns(connection, 'ferry_warm_up', 'memory');
+    return new DuckDbChecker(instance, connection);
   } catch (error) {
+    connection?.closeSync();
     instance.closeSync();
     throw error;
   }
