@@ -169,15 +169,9 @@ export class SqliteNamespace {
    */
   interruptOn(region: InterruptRegion | undefined): void {
     const known = this.#interrupts;
-    if (
-      known === region ||
-      (known !== undefined &&
-        region !== undefined &&
-        known.buffer === region.buffer &&
-        known.offset === region.offset &&
-        known.stops === region.stops)
-    )
-      return;
+    const same =
+      known?.buffer === region?.buffer && known?.offset === region?.offset && known?.stops === region?.stops;
+    if (same) return;
     watchInterrupts(this.#db, region);
     this.#interrupts = region;
   }
