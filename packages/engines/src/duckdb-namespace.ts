@@ -628,9 +628,7 @@ export class DuckDbNamespace {
           } catch (error) {
             // A swap dropped an SQLite dataset's import between its import and the prepare: import
             // it again (its new generation) rather than take the query for SQLite's.
-            const missing = missingDuckDbTable(error);
-            if (attempt < MAX_PREPARES && missing !== undefined && this.#importedBy(datasets, missing))
-              continue;
+            if (attempt < MAX_PREPARES && this.#importDropped(datasets, error)) continue;
             throw error;
           }
           cached = direct === undefined ? { statement, version } : { statement, version, direct };
@@ -677,8 +675,7 @@ export class DuckDbNamespace {
         } catch (error) {
           if (inOneCall && instance.changesQueued !== changes && attempt < MAX_PREPARES) continue;
           // An SQLite table of a join was dropped by a swap between its import and the start.
-          const missing = missingDuckDbTable(error);
-          if (attempt < 2 && missing !== undefined && this.#importedBy(datasets, missing)) continue;
+          if (attempt < 2 && this.#importDropped(datasets, error)) continue;
           throw error;
         } finally {
           starting = false;
@@ -751,9 +748,10 @@ export class DuckDbNamespace {
     return under === undefined ? undefined : (spiceName(under, new Set()) ?? under.table);
   }
 
-  /** Whether `table` is an SQLite dataset among `datasets`, read into DuckDB for this query. */
-  #importedBy(datasets: readonly string[], table: string): boolean {
-    const dataset = datasetByName(this.#catalog, table);
+  /** Whether `error` is DuckDB's of a missing table that is an SQLite dataset read in for this query. */
+  #importDropped(datasets: readonly string[], error: unknown): boolean {
+    const missing = missingDuckDbTable(error);
+    const dataset = missing === undefined ? undefined : datasetByName(this.#catalog, missing);
     return dataset?.engine === 'sqlite' && datasets.includes(dataset.name);
   }
 
