@@ -66,12 +66,10 @@ export class DuckDbViews {
    */
   async apply(admin: DuckDBConnection, catalog: NamespaceCatalog): Promise<Map<string, string>> {
     const views = catalog.views ?? [];
-    const names = views.map((view) => view.name).join('\u0000');
+    const viewNames = views.map((view) => view.name);
+    const names = viewNames.join('\u0000');
     if (names !== this.#names) {
-      await setViewNames(
-        admin,
-        views.map((view) => view.name),
-      );
+      await setViewNames(admin, viewNames);
       this.#names = names;
     }
     for (const name of [...this.#created.keys()]) {
