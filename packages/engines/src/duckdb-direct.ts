@@ -14,6 +14,7 @@
  * (duckdb-namespace.ts), and an error of a rewritten text shows the text as written
  * ({@link writtenMessage}). Pure.
  */
+import { generationTable } from './duckdb-errors.js';
 import { spiceName } from './duckdb-views.js';
 import { quoteIdentifier } from './engine.js';
 import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
@@ -96,14 +97,13 @@ function sameName(parts: readonly string[], ref: TableReference): boolean {
 
 /**
  * `sql` with its references to DuckDB datasets named by the generation attached for each in
- * `catalog` (`table(id, name)` names a generation's table), or undefined when none is: see the
- * module's comment. `statement` is `sql`'s check (by its text or its shape).
+ * `catalog`, or undefined when none is: see the module's comment. `statement` is `sql`'s check (by
+ * its text or its shape).
  */
 export function directText(
   sql: string,
   statement: DuckDbStatement,
   catalog: NamespaceCatalog,
-  table: (generationId: number, dataset: string) => string,
 ): DirectText | undefined {
   if (
     statement.type !== DUCKDB_SELECT ||
@@ -135,7 +135,7 @@ export function directText(
     if (written === undefined || !sameName(written.parts, ref)) return undefined;
     // A name written over lines would move the lines of DuckDB's messages (writtenMessage).
     if (/[\r\n]/.test(sql.slice(start, written.end))) return undefined;
-    const direct = table(generation.id, dataset.name);
+    const direct = generationTable(generation.id, dataset.name);
     swaps.push({
       start,
       end: written.end,

@@ -28,7 +28,7 @@ import { sendDuckDbBatches } from './duckdb-batches.js';
 import { hasShow, isDescribe, rewriteListings, treeJson } from './duckdb-catalog.js';
 import { asWritten, type DirectText, directText } from './duckdb-direct.js';
 import { bindDuckDbParams } from './duckdb-engine.js';
-import { datasetsPhrase, duckDbQueryError, generationTable, missingDuckDbTable } from './duckdb-errors.js';
+import { datasetsPhrase, duckDbQueryError, missingDuckDbTable } from './duckdb-errors.js';
 import { IMPORT_TABLE } from './duckdb-import.js';
 import {
   columnsOf,
@@ -617,7 +617,7 @@ export class DuckDbNamespace {
             // a text so rewritten that DuckDB refuses is prepared as written.
             direct =
               route.engine === 'duckdb' && route.sql === undefined
-                ? directText(sql, checked, instance.applied, generationTable)
+                ? directText(sql, checked, instance.applied)
                 : undefined;
             const named =
               direct === undefined

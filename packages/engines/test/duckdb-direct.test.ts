@@ -7,7 +7,6 @@
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asWritten, directText, excerptAt, nameAt, writtenMessage } from '../src/duckdb-direct.js';
-import { generationTable } from '../src/duckdb-errors.js';
 import { QueryFailedError } from '../src/errors.js';
 import type { NamespaceCatalog } from '../src/namespace-types.js';
 import { offsetInShape, offsetInText, statementShape } from '../src/sql-shape.js';
@@ -42,7 +41,7 @@ afterAll(() => {
 /** The text `sql` prepares as, checked by DuckDB's parser (and remembered by text and shape). */
 async function direct(sql: string, catalog: NamespaceCatalog = CATALOG): Promise<string | undefined> {
   const statement = await checkDuckDbSql(parserOn(connection), sql);
-  return directText(sql, statement, catalog, generationTable)?.sql;
+  return directText(sql, statement, catalog)?.sql;
 }
 
 describe('directText', () => {
@@ -74,7 +73,7 @@ describe('directText', () => {
     const next = "SELECT 'a much longer tag' AS tag, id FROM orders WHERE id = 123456 AND category <> ''";
     const statement = knownDuckDbStatement(next);
     expect(statement).toBeDefined();
-    expect(directText(next, statement as never, CATALOG, generationTable)?.sql).toBe(
+    expect(directText(next, statement as never, CATALOG)?.sql).toBe(
       'SELECT \'a much longer tag\' AS tag, id FROM ferry_g7.main."orders" AS "orders" WHERE id = 123456 AND category <> \'\'',
     );
   });
@@ -92,7 +91,7 @@ describe('directText', () => {
 
   it('says whether the text binds no view at all: every table it reads named by its generation', async () => {
     const whole = async (sql: string) =>
-      directText(sql, await checkDuckDbSql(parserOn(connection), sql), CATALOG, generationTable)?.whole;
+      directText(sql, await checkDuckDbSql(parserOn(connection), sql), CATALOG)?.whole;
     expect(await whole('SELECT o.id FROM orders o WHERE o.id IN (SELECT id FROM spice.public.orders)')).toBe(
       true,
     );
@@ -151,7 +150,7 @@ describe('errors of a rewritten text', () => {
   ] as const) {
     it(`reads as the same error of the text as written, through the view: ${what}`, async () => {
       const statement = await checkDuckDbSql(parserOn(connection), sql);
-      const rewritten = directText(sql, statement, CATALOG, generationTable);
+      const rewritten = directText(sql, statement, CATALOG);
       expect(rewritten).toBeDefined();
       const throughView = await messageOf(sql);
       expect(throughView).toMatch(/\nLINE \d+: /);
@@ -164,12 +163,7 @@ describe('errors of a rewritten text', () => {
 
   it('shows a long line as written, cut around the same place', async () => {
     const sql = `SELECT ${'id + 1 AS a, '.repeat(12)}category::INT FROM orders WHERE id = 5 AND ${'id > 0 AND '.repeat(12)}true`;
-    const rewritten = directText(
-      sql,
-      await checkDuckDbSql(parserOn(connection), sql),
-      CATALOG,
-      generationTable,
-    );
+    const rewritten = directText(sql, await checkDuckDbSql(parserOn(connection), sql), CATALOG);
     const throughView = (await messageOf(sql)).split('\n');
     const shown = writtenMessage(await messageOf(rewritten?.sql as string), rewritten as never).split('\n');
     expect(shown.slice(0, -2)).toEqual(throughView.slice(0, -2));
@@ -186,12 +180,7 @@ describe('errors of a rewritten text', () => {
 
   it("leaves DuckDB's excerpt of a line with no rewritten name as it is, however long", async () => {
     const sql = `SELECT id FROM orders\nWHERE ${'id > 0 AND '.repeat(12)}category::INT > 1 AND ${'id < 9 AND '.repeat(12)}true`;
-    const rewritten = directText(
-      sql,
-      await checkDuckDbSql(parserOn(connection), sql),
-      CATALOG,
-      generationTable,
-    );
+    const rewritten = directText(sql, await checkDuckDbSql(parserOn(connection), sql), CATALOG);
     const throughView = await messageOf(sql);
     expect(throughView).toMatch(/\nLINE 2: \.\.\./);
     expect(writtenMessage(await messageOf(rewritten?.sql as string), rewritten as never)).toBe(throughView);
