@@ -696,12 +696,16 @@ export class DuckDbNamespace {
     } catch (thrown) {
       if (isAborted(signal)) throw signal?.reason;
       const error = prepared === undefined ? thrown : asWritten(thrown, prepared);
+      const options = this.#options;
       const failure = duckDbQueryError(error, {
         subject,
         resources: instance.resources,
         catalog: this.#catalog,
-        redaction: this.#redaction(),
-        temp: { bytes: this.#options.maxTempBytes, setting: this.#options.settings.temp },
+        redaction: {
+          roots: [...(options.privateRoots ?? []), ...options.allowedDirectories, options.tempDirectory],
+          tablePrefixes: [IMPORT_TABLE],
+        },
+        temp: { bytes: options.maxTempBytes, setting: options.settings.temp },
         viewDataset: (name) => this.#viewDataset(name),
       });
       // Others share the instance: wait for one of them to end (one that ended after this one's own
@@ -753,17 +757,6 @@ export class DuckDbNamespace {
     const missing = missingDuckDbTable(error);
     const dataset = missing === undefined ? undefined : datasetByName(this.#catalog, missing);
     return dataset?.engine === 'sqlite' && datasets.includes(dataset.name);
-  }
-
-  #redaction() {
-    return {
-      roots: [
-        ...(this.#options.privateRoots ?? []),
-        ...this.#options.allowedDirectories,
-        this.#options.tempDirectory,
-      ],
-      tablePrefixes: [IMPORT_TABLE],
-    };
   }
 
   /** Every instance made: one per class, and those for pinned reads (those that failed left out). */
