@@ -36,10 +36,7 @@ export type SqliteValue = null | bigint | number | string | Uint8Array;
 export type SqliteBinding = 'positional' | 'numbered';
 
 /** The statement's binding; SQLite's named `:a` / `@a` / `$a` are refused (`ERR_INVALID_PARAMETER`). */
-export function sqliteBindingOf(
-  sql: string,
-  tokens: readonly SqlToken[] = tokenizeSql(sql, 'sqlite'),
-): SqliteBinding {
+export function sqliteBindingOf(tokens: readonly SqlToken[]): SqliteBinding {
   const markers = tokens.filter((token) => token.kind === 'parameter');
   if (markers.some((marker) => !/^[?$]\d*$/.test(marker.text))) {
     throw new InvalidParameterError(
@@ -120,7 +117,7 @@ export class SqliteEngine implements SnapshotEngine {
       const statement = checkSqliteStatement(db, sql, tokens);
       statement.safeIntegers(true);
       statement.raw(true);
-      const raw = statement.all(...sqliteArguments(sqliteBindingOf(sql, tokens), values)) as SqliteValue[][];
+      const raw = statement.all(...sqliteArguments(sqliteBindingOf(tokens), values)) as SqliteValue[][];
       const described = statement.columns();
       const names = uniqueColumnNames(described.map((column) => column.name));
       const columns = described.map((column, index) => ({

@@ -266,7 +266,7 @@ export class SqliteNamespace {
         statement.raw(true);
         const prepared: Prepared = {
           statement,
-          binding: sqliteBindingOf(sql, tokens),
+          binding: sqliteBindingOf(tokens),
           tokens,
           datasets: undefined,
           datasetsByShape: false,
