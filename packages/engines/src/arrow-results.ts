@@ -544,14 +544,6 @@ function big(type: arrow.DataType, value: ArrowValue): bigint {
 
 /** A builder for one column of `type`. */
 export function columnBuilder(type: arrow.DataType): ColumnBuilder {
-  const scalar = (ctor: TypedCtor) =>
-    new FixedBuilder(type, ctor, 1, (data, at, value) => {
-      (data as Float64Array)[at] = numeric(type, value);
-    });
-  const wide = (ctor: TypedCtor) =>
-    new FixedBuilder(type, ctor, 1, (data, at, value) => {
-      (data as BigInt64Array)[at] = big(type, value);
-    });
   switch (type.typeId) {
     case arrow.Type.Null:
       return new NullBuilder();
@@ -592,7 +584,14 @@ export function columnBuilder(type: arrow.DataType): ColumnBuilder {
   }
   const ctor = (type as arrow.DataType & { ArrayType?: TypedCtor }).ArrayType;
   if (ctor === undefined) return new BytesBuilder(new arrow.Utf8());
-  return ctor === BigInt64Array || ctor === BigUint64Array ? wide(ctor) : scalar(ctor);
+  if (ctor === BigInt64Array || ctor === BigUint64Array) {
+    return new FixedBuilder(type, ctor, 1, (data, at, value) => {
+      (data as BigInt64Array)[at] = big(type, value);
+    });
+  }
+  return new FixedBuilder(type, ctor, 1, (data, at, value) => {
+    (data as Float64Array)[at] = numeric(type, value);
+  });
 }
 
 /** Rows of one record batch, appended column by column. */
