@@ -15,7 +15,7 @@ import { INTERNAL_SCHEMA, spiceTable } from './duckdb-catalog.js';
 import { quoteIdentifier } from './engine.js';
 import { CrossEngineLimitError, QueryFailedError } from './errors.js';
 import { type NamespaceDataset, valueBytes } from './namespace-types.js';
-import { sqliteAffinity, sqliteDeclaredTypeToArrow } from './sqlite-types.js';
+import { type SqliteAffinity, sqliteAffinity, sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 
 /** The table an SQLite dataset's generation is read into: this prefix and the generation id. */
 export const IMPORT_TABLE = 'ferry_sqlite_';
@@ -69,18 +69,14 @@ export interface SqliteColumnInDuckDb {
   readonly type: string;
 }
 
-function stagingOf(declaredType: string): Staging {
-  switch (sqliteAffinity(declaredType)) {
-    case 'INTEGER':
-      return 'BIGINT';
-    case 'REAL':
-      return 'DOUBLE';
-    case 'BLOB':
-      return 'BLOB';
-    default:
-      return 'VARCHAR';
-  }
-}
+/** The staging column of each affinity. */
+const STAGING: Readonly<Record<SqliteAffinity, Staging>> = {
+  INTEGER: 'BIGINT',
+  REAL: 'DOUBLE',
+  BLOB: 'BLOB',
+  TEXT: 'VARCHAR',
+  NUMERIC: 'VARCHAR',
+};
 
 /** An SQLite dataset's columns as DuckDB holds them, from its generation file (`db`, open read-only). */
 export function sqliteColumnsInDuckDb(
@@ -95,7 +91,7 @@ export function sqliteColumnsInDuckDb(
   );
   return declared.map((column) => ({
     name: column.name,
-    staging: stagingOf(column.type),
+    staging: STAGING[sqliteAffinity(column.type)],
     type: duckDbTypeNameOf(recorded.get(column.name) ?? sqliteDeclaredTypeToArrow(column.type) ?? 'Utf8'),
   }));
 }

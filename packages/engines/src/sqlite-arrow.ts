@@ -90,24 +90,18 @@ const boolean: Converter = (value) => (value === 0n ? false : value === 1n ? tru
 const date32: Converter = (value) => (typeof value === 'string' ? isoDays(value) : undefined);
 const timestamp: Converter = (value) => (typeof value === 'string' ? isoMicros(value) : undefined);
 
+/** The converters of the scalar types other than Utf8. */
+const CONVERTERS: Readonly<Record<string, Converter>> = {
+  Int64: int64,
+  Float64: float64,
+  Binary: binary,
+  Boolean: boolean,
+  Date32: date32,
+};
+
 /** The converter of a type `sqliteDeclaredTypeToArrow` gives, or of a value type. */
 function converterOf(type: ArrowDataType): Converter {
-  if (typeof type === 'string') {
-    switch (type) {
-      case 'Int64':
-        return int64;
-      case 'Float64':
-        return float64;
-      case 'Binary':
-        return binary;
-      case 'Boolean':
-        return boolean;
-      case 'Date32':
-        return date32;
-      default:
-        return utf8;
-    }
-  }
+  if (typeof type === 'string') return CONVERTERS[type] ?? utf8;
   if ('Decimal128' in type) {
     const [precision, scale] = type.Decimal128 as [number, number];
     return decimal(precision, scale);
