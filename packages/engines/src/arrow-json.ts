@@ -55,8 +55,7 @@ function stringColumn(valid: (row: number) => boolean, text: (row: number) => st
 
 /** A column whose JSON value is not a string (`json(row)`): its JSON text in both. */
 function jsonColumn(valid: (row: number) => boolean, json: (row: number) => string): ColumnText {
-  const read = (row: number) => (valid(row) ? json(row) : 'null');
-  return { json: read, cell: (row) => (valid(row) ? json(row) : '') };
+  return { json: (row) => (valid(row) ? json(row) : 'null'), cell: (row) => (valid(row) ? json(row) : '') };
 }
 
 /** A column whose values are JSON values of either kind (nested values, unions). */
@@ -83,12 +82,6 @@ function utf8Reader(data: arrow.Data): (row: number) => string {
     return (row) => whole.slice(offsets[row] as number, offsets[row + 1] as number);
   }
   return (row) => decoder.decode(bytes.subarray(offsets[row] as number, offsets[row + 1] as number));
-}
-
-function bytesReader(data: arrow.Data): (row: number) => Uint8Array {
-  const offsets = data.valueOffsets as Int32Array;
-  const bytes = data.values as Uint8Array;
-  return (row) => bytes.subarray(offsets[row] as number, offsets[row + 1] as number);
 }
 
 /** A value of a nested column as the JSON value the engines' encoding gives it. */
@@ -202,8 +195,11 @@ function columnText(data: arrow.Data, form: string | undefined): ColumnText {
       return stringColumn(valid, text);
     }
     case arrow.Type.Binary: {
-      const bytes = bytesReader(data);
-      return stringColumn(valid, (row) => base64(bytes(row)));
+      const offsets = data.valueOffsets as Int32Array;
+      const bytes = data.values as Uint8Array;
+      return stringColumn(valid, (row) =>
+        base64(bytes.subarray(offsets[row] as number, offsets[row + 1] as number)),
+      );
     }
     case arrow.Type.Date: {
       const days = values as ArrayLike<number>;

@@ -19,8 +19,6 @@ export function sqliteAffinity(declaredType: string): SqliteAffinity {
   return 'NUMERIC';
 }
 
-const isBooleanName = (declaredType: string): boolean => /^\s*BOOL(EAN)?\s*$/i.test(declaredType);
-
 /**
  * The Arrow type `schema()` reports for a declared type: INTEGER → Int64, REAL → Float64,
  * TEXT → Utf8, BLOB → Binary; of NUMERIC affinity only BOOLEAN → Boolean, DECIMAL/NUMERIC(p,s)
@@ -39,7 +37,7 @@ export function sqliteDeclaredTypeToArrow(declaredType: string): ArrowDataType |
     case 'BLOB':
       return 'Binary';
     case 'NUMERIC': {
-      if (isBooleanName(declaredType)) return 'Boolean';
+      if (/^\s*BOOL(EAN)?\s*$/i.test(declaredType)) return 'Boolean';
       const decimal = /^\s*(?:DECIMAL|NUMERIC)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)\s*$/i.exec(declaredType);
       if (decimal !== null) {
         const precision = Number(decimal[1]);
