@@ -590,17 +590,11 @@ export async function readDuckDbSql(
   sql: string,
   shapeKey?: string,
 ): Promise<DuckDbStatement> {
-  const known = BY_TEXT.get(sql);
+  const known = BY_TEXT.get(sql) ?? (shapeKey === undefined ? undefined : BY_SHAPE.get(shapeKey));
   if (known !== undefined) return known;
-  if (shapeKey !== undefined) {
-    const byShape = BY_SHAPE.get(shapeKey);
-    if (byShape !== undefined) return byShape;
-  }
   const shape = statementShape(sql);
-  if (shape !== undefined && shape.key !== shapeKey) {
-    const byShape = BY_SHAPE.get(shape.key);
-    if (byShape !== undefined) return byShape;
-  }
+  const byShape = shape === undefined || shape.key === shapeKey ? undefined : BY_SHAPE.get(shape.key);
+  if (byShape !== undefined) return byShape;
   const statement = await checkDuckDbText(parser, sql, shape);
   BY_TEXT.set(sql, statement, statementBytes(sql, statement));
   if (statement.shared && shape !== undefined)
