@@ -6,7 +6,7 @@
  * `close()` refuses new queries and waits for running ones before releasing the file.
  */
 import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
-import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core/base';
+import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core/base';
 import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
 import { duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
@@ -16,6 +16,7 @@ import {
   missingTable,
   type OpenOptions,
   type QueryControl,
+  queryFailure,
   quoteIdentifier,
   type SnapshotEngine,
   schemaOfColumns,
@@ -158,10 +159,7 @@ export class DuckDbEngine implements SnapshotEngine {
       try {
         return await work(connection);
       } catch (error) {
-        if (error instanceof FerryError) throw error;
-        throw new QueryFailedError(`'${this.path}'`, error instanceof Error ? error.message : String(error), {
-          cause: error,
-        });
+        throw queryFailure(this.path, error);
       } finally {
         this.#release(connection);
       }

@@ -8,13 +8,14 @@ import {
   type ArrowDataType,
   type ArrowSchema,
   type Engine,
+  FerryError,
   type JsonValue,
   type QueryResult,
   SnapshotRejectedError,
   SnapshotRejectionCode,
 } from '@ferry/core/base';
 import { arrowField } from './arrow-types.js';
-import { TableNotFoundError, UnsupportedColumnTypeError } from './errors.js';
+import { QueryFailedError, TableNotFoundError, UnsupportedColumnTypeError } from './errors.js';
 
 export interface TableColumn {
   readonly name: string;
@@ -61,6 +62,13 @@ export function missingTable(path: string, table: string): SnapshotRejectedError
     SnapshotRejectionCode.missingTable,
     `'${path}' has no table '${table}'; a snapshot must contain a table named after its dataset.`,
   );
+}
+
+/** What a query on the file at `path` fails with: a Ferry error as it is, the engine's as a {@link QueryFailedError}. */
+export function queryFailure(path: string, error: unknown): unknown {
+  if (error instanceof FerryError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new QueryFailedError(`'${path}'`, message, { cause: error });
 }
 
 /** The recorded-schema form of a table's columns; a column without an Arrow form is an error. */

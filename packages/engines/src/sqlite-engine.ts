@@ -7,7 +7,7 @@
  * is what a worker pool calls; `query` wraps it in a promise.
  */
 
-import { type ArrowSchema, FerryError, type JsonValue, type QueryResult } from '@ferry/core/base';
+import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core/base';
 import Database from 'better-sqlite3';
 import {
   base64,
@@ -20,11 +20,12 @@ import {
 import {
   missingTable,
   type OpenOptions,
+  queryFailure,
   type SnapshotEngine,
   schemaOfColumns,
   type TableColumn,
 } from './engine.js';
-import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
+import { EngineClosedError, EngineOpenError, InvalidParameterError } from './errors.js';
 import { assertSqliteFile, notADatabase } from './file-header.js';
 import { type SqlToken, tokenizeSql } from './sql-guard.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
@@ -98,10 +99,7 @@ export class SqliteEngine implements SnapshotEngine {
     try {
       return work();
     } catch (error) {
-      if (error instanceof FerryError) throw error;
-      throw new QueryFailedError(`'${this.path}'`, error instanceof Error ? error.message : String(error), {
-        cause: error,
-      });
+      throw queryFailure(this.path, error);
     }
   }
 
