@@ -483,30 +483,28 @@ export class SqliteNamespace {
       let builder: SqliteBatchBuilder | undefined;
       let rows = 0;
       let bytes = 0;
-      const start = (): SqliteBatchBuilder => {
-        const { names, declared } = this.#described(sql, prepared);
-        // The first batch's rows decide the column types (see sqlite-arrow.ts).
-        const started = new SqliteBatchBuilder(names, declared, pending);
-        sink.schema(started.schema, read);
-        return started;
-      };
       const send = (): 'rows' | 'bytes' | undefined => {
         const first = builder === undefined;
-        builder ??= start();
+        if (builder === undefined) {
+          const { names, declared } = this.#described(sql, prepared);
+          // The first batch's rows decide the column types (see sqlite-arrow.ts).
+          builder = new SqliteBatchBuilder(names, declared, pending);
+          sink.schema(builder.schema, read);
+        }
+        const taken = pending;
+        pending = [];
+        pendingBytes = 0;
         if (
           first &&
           'text' in sink &&
           sink.text !== undefined &&
-          pending.length > 0 &&
-          builder.natural(pending)
+          taken.length > 0 &&
+          builder.natural(taken)
         ) {
-          const taken = pending;
           const { names } = this.#described(sql, prepared);
           const json = jsonObjects(names, taken.length, (row, column) =>
             encodeSqliteValue(taken[row]?.[column] ?? null),
           ) as string;
-          pending = [];
-          pendingBytes = 0;
           rows += taken.length;
           bytes += json.length;
           const limit = capExceeded(rows, bytes, control);
@@ -514,9 +512,7 @@ export class SqliteNamespace {
           sink.text(json, taken.length);
           return undefined;
         }
-        for (const row of pending) builder.append(row);
-        pending = [];
-        pendingBytes = 0;
+        for (const row of taken) builder.append(row);
         const count = builder.rows;
         if (count === 0) return undefined;
         const built = builder.flush();
