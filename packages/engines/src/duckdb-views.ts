@@ -12,11 +12,8 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { setViewNames, spiceTable } from './duckdb-catalog.js';
-import { duckdb } from './duckdb-node.js';
 import type { NamespaceCatalog, NamespaceView } from './namespace-types.js';
-import { checkDuckDbStatement, namesIn, type TableReference } from './statement-check.js';
-
-const { StatementType } = duckdb;
+import { checkDuckDbStatement, DUCKDB_SELECT, namesIn, type TableReference } from './statement-check.js';
 
 /** Whether `ref` names a table of `spice.public` (`x`, `public.x`, `spice.public.x`, `spice.x`). */
 export function spiceName(ref: TableReference, ctes: ReadonlySet<string>): string | undefined {
@@ -142,7 +139,7 @@ export class DuckDbViews {
       const prepared = await checkDuckDbStatement(admin, view.sql);
       const type = prepared.statementType;
       prepared.destroySync();
-      if (type !== StatementType.SELECT) return 'a view is one SELECT statement';
+      if (type !== DUCKDB_SELECT) return 'a view is one SELECT statement';
       await admin.run(`CREATE OR REPLACE VIEW ${spiceTable(view.name)} AS ${view.sql}`);
       return undefined;
     } catch (error) {
