@@ -5,7 +5,7 @@
  * pass the engine's statement check (statement-check.ts), then run on a small pool of connections (concurrently);
  * `close()` refuses new queries and waits for running ones before releasing the file.
  */
-import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
 import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core/base';
 import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
 import { duckdb } from './duckdb-node.js';
@@ -24,6 +24,7 @@ import {
 } from './engine.js';
 import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
 import { assertDuckDbFile, notADatabase } from './file-header.js';
+import type { ResultColumn } from './namespace-types.js';
 import { checkDuckDbStatement } from './statement-check.js';
 
 const { DuckDBInstance } = duckdb;
@@ -89,6 +90,21 @@ export async function readDuckDbColumns(
   } finally {
     prepared.destroySync();
   }
+}
+
+/** A result's column names (made unique) and types, as rows report them. */
+export interface ResultColumns {
+  readonly names: string[];
+  readonly columns: ResultColumn[];
+}
+
+/** A result's (or a result reader's) column names (made unique) and types, as rows report them. */
+export function columnsOf(result: Pick<DuckDBResult, 'columnNames' | 'columnTypes'>): ResultColumns {
+  const names = uniqueColumnNames(result.columnNames());
+  const columns = result
+    .columnTypes()
+    .map((type, index) => ({ name: names[index] as string, type: type.toString() }));
+  return { names, columns };
 }
 
 /** Binds one value per `?` / `$n` (clearing earlier values); a count mismatch is `ERR_INVALID_PARAMETER`. */
@@ -203,11 +219,7 @@ export class DuckDbEngine implements SnapshotEngine {
           if (signal?.aborted === true) throw signal.reason;
           throw error;
         });
-        const names = uniqueColumnNames(reader.columnNames());
-        const columns = reader.columnTypes().map((type, index) => ({
-          name: names[index] as string,
-          type: type.toString(),
-        }));
+        const { names, columns } = columnsOf(reader);
         const rows = reader.getRows().map((row) => {
           const record: Record<string, JsonValue> = {};
           for (const [index, value] of row.entries())

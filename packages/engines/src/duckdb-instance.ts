@@ -16,7 +16,7 @@
  * DuckDB keeps a detached generation alive for the queries that bound it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import Database from 'better-sqlite3';
 import { BoundedCache } from './bounded-cache.js';
 import {
@@ -29,6 +29,7 @@ import {
   USE_SPICE,
 } from './duckdb-catalog.js';
 import type { DirectText } from './duckdb-direct.js';
+import type { ResultColumns } from './duckdb-engine.js';
 import { GENERATION_ALIAS, generationTable } from './duckdb-errors.js';
 import {
   type CrossEngineLimits,
@@ -40,7 +41,6 @@ import { DUCKDB_EXTENSIONS_OFF, duckDbSize, lockDownDuckDb } from './duckdb-lock
 import { duckdb } from './duckdb-node.js';
 import type { ResourceClass } from './duckdb-resources.js';
 import { DuckDbViews } from './duckdb-views.js';
-import { uniqueColumnNames } from './encode.js';
 import { quoteLiteral } from './engine.js';
 import { NamespaceTableError } from './errors.js';
 import {
@@ -48,17 +48,10 @@ import {
   type NamespaceCatalog,
   type NamespaceDataset,
   type NamespaceTaskHistory,
-  type ResultColumn,
 } from './namespace-types.js';
 
 const { DuckDBInstance } = duckdb;
 type DuckDBInstance = InstanceType<typeof DuckDBInstance>;
-
-/** A result's column names (made unique) and types, as rows report them. */
-export interface ResultColumns {
-  readonly names: string[];
-  readonly columns: ResultColumn[];
-}
 
 /** A prepared statement and the catalog version it was bound against. */
 interface CachedStatement {
@@ -107,15 +100,6 @@ export function statementBytes(
   for (const column of known.columns?.columns ?? [])
     bytes += 2 * (column.name.length + column.type.length) + 64;
   return bytes;
-}
-
-/** A result's column names (made unique) and types, as rows report them. */
-export function columnsOf(result: DuckDBResult): ResultColumns {
-  const names = uniqueColumnNames(result.columnNames());
-  const columns = result
-    .columnTypes()
-    .map((type, index) => ({ name: names[index] as string, type: type.toString() }));
-  return { names, columns };
 }
 
 export class DuckDbClassInstance {

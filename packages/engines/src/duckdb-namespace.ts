@@ -27,16 +27,10 @@ import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
 import { hasShow, isDescribe, rewriteListings, treeJson } from './duckdb-catalog.js';
 import { asWritten, type DirectText, directText } from './duckdb-direct.js';
-import { bindDuckDbParams } from './duckdb-engine.js';
+import { bindDuckDbParams, columnsOf, type ResultColumns } from './duckdb-engine.js';
 import { datasetsPhrase, duckDbQueryError, missingDuckDbTable } from './duckdb-errors.js';
 import { IMPORT_TABLE } from './duckdb-import.js';
-import {
-  columnsOf,
-  DuckDbClassInstance,
-  type PooledConnection,
-  type ResultColumns,
-  statementBytes,
-} from './duckdb-instance.js';
+import { DuckDbClassInstance, type PooledConnection, statementBytes } from './duckdb-instance.js';
 import { type ResourceClass, resourceClassFor, resourceKey } from './duckdb-resources.js';
 import {
   duckDbRoute,
