@@ -30,10 +30,7 @@ export interface ListingText {
 /** What routing knows of the spicepod's views. */
 export interface ViewContext {
   /** What each view's SQL reads (by its SQL), from its parse; tables undefined when unknown. */
-  readonly reads: ReadonlyMap<
-    string,
-    { readonly tables: readonly TableReference[] | undefined; readonly ctes: ReadonlySet<string> }
-  >;
+  readonly reads: ReadonlyMap<string, Pick<DuckDbStatement, 'tables' | 'ctes'>>;
   /** Views that cannot be created, and why (a query of one is answered with it). */
   readonly failures: ReadonlyMap<string, string>;
 }
