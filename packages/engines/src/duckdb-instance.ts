@@ -85,8 +85,8 @@ const RETRY_TURN_MS = 2_000;
 interface InstanceOptions {
   readonly allowedDirectories: readonly string[];
   readonly maxTempBytes: number;
-  /** Connections (concurrent queries of the class). */
-  readonly connections: number;
+  /** Connections (concurrent queries of the class); default 8. */
+  readonly connections?: number;
 }
 
 /** Bytes a cached prepared statement is charged: its text (and the text it was prepared as), its columns, and DuckDB's plan (a guess). */
@@ -340,7 +340,7 @@ export class DuckDbClassInstance {
 
   async acquire(): Promise<PooledConnection> {
     let pooled = this.#idle.pop();
-    if (pooled === undefined && this.#opened < this.#options.connections) {
+    if (pooled === undefined && this.#opened < (this.#options.connections ?? 8)) {
       this.#opened++;
       try {
         const connection = await this.#instance.connect();

@@ -70,7 +70,6 @@ import {
   prepareCheckedDuckDb,
   readDuckDbSql,
   SharedDuckDbParser,
-  type TableReference,
 } from './statement-check.js';
 
 export interface DuckDbNamespaceOptions {
@@ -170,10 +169,7 @@ export class DuckDbNamespace {
     bytes: 8 * 1024 * 1024,
   });
   /** What the spicepod views' SQL reads (by text), for routing queries of them. */
-  readonly #viewReads = new Map<
-    string,
-    { readonly tables: readonly TableReference[] | undefined; readonly ctes: ReadonlySet<string> }
-  >();
+  readonly #viewReads = new Map<string, Pick<DuckDbStatement, 'tables' | 'ctes'>>();
   /** Instances for pinned reads, by class and pins, least recently used first. */
   readonly #pinned = new Map<string, PinnedInstance>();
   #taskHistory: NamespaceTaskHistory = { version: 0, rows: [] };
@@ -200,25 +196,13 @@ export class DuckDbNamespace {
       threads: options.threads,
       memorySource: `the runtime's ${options.settings.memory}`,
     };
-    const first = await DuckDbClassInstance.create(
-      resources,
-      DuckDbNamespace.#instanceOptions(options),
-      `${options.tempDirectory}/class-0`,
-    );
+    const first = await DuckDbClassInstance.create(resources, options, `${options.tempDirectory}/class-0`);
     return new DuckDbNamespace(
       options,
       first,
       new SharedDuckDbParser(await first.connect()),
       await first.connect(),
     );
-  }
-
-  static #instanceOptions(options: DuckDbNamespaceOptions) {
-    return {
-      allowedDirectories: options.allowedDirectories,
-      maxTempBytes: options.maxTempBytes,
-      connections: options.connections ?? 8,
-    };
   }
 
   get catalog(): NamespaceCatalog {
@@ -425,11 +409,7 @@ export class DuckDbNamespace {
     catalog: () => NamespaceCatalog,
   ): Promise<DuckDbClassInstance> {
     const temp = `${this.#options.tempDirectory}/class-${++this.#nextTemp}`;
-    const created = await DuckDbClassInstance.create(
-      resources,
-      DuckDbNamespace.#instanceOptions(this.#options),
-      temp,
-    );
+    const created = await DuckDbClassInstance.create(resources, this.#options, temp);
     await created.apply(catalog());
     await created.applyTaskHistory(this.#taskHistory);
     return created;
