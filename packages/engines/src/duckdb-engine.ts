@@ -275,15 +275,12 @@ export class DuckDbEngine implements SnapshotEngine {
 export async function openDuckDb(path: string, options: DuckDbOpenOptions = {}): Promise<DuckDbEngine> {
   const instance = await createReadOnlyInstance(path);
   const engine = new DuckDbEngine(path, instance, options.connections ?? 4);
-  if (options.table !== undefined) {
-    const columns = await engine.columns(options.table).catch(async (error: unknown) => {
-      await engine.close();
-      throw error;
-    });
-    if (columns === undefined) {
-      await engine.close();
+  try {
+    if (options.table !== undefined && (await engine.columns(options.table)) === undefined)
       throw missingTable(path, options.table);
-    }
+  } catch (error) {
+    await engine.close();
+    throw error;
   }
   return engine;
 }
