@@ -218,15 +218,12 @@ export function tokenizeSql(
       const { text, end } = until(tag, i + tag.length, false);
       tokens.push({ kind: 'string', text });
       i = end;
-    } else if ((c === '?' || c === '$') && isDigitCode(sql.charCodeAt(i + 1))) {
-      // `$1`, `?1`: numbered parameters.
+    } else if (c === '?' || (c === '$' && isDigitCode(sql.charCodeAt(i + 1)))) {
+      // `?`, and the numbered parameters `$1`, `?1`.
       let j = i + 1;
       while (j < n && isDigitCode(sql.charCodeAt(j))) j++;
       tokens.push({ kind: 'parameter', text: sql.slice(i, j) });
       i = j;
-    } else if (c === '?') {
-      tokens.push({ kind: 'parameter', text: '?' });
-      i++;
     } else if ((c === '$' || (dialect === 'sqlite' && (c === ':' || c === '@'))) && isWordStart(sql, i + 1)) {
       let j = i + 1;
       while (j < n && isWordChar(sql, j)) j++;
