@@ -117,19 +117,11 @@ export function directText(
   for (const ref of statement.tables) {
     if (ref.at === undefined) continue;
     // Spice's names only (`orders`, `public.orders`, `spice.public.orders`): what the view answers.
-    const catalogName = ref.catalog.toLowerCase();
-    if (catalogName !== '' && catalogName !== 'spice') continue;
     if (ref.schema !== '' && ref.schema.toLowerCase() !== 'public') continue;
     const name = spiceName(ref, statement.ctes);
     const dataset = name === undefined ? undefined : datasetByName(catalog, name);
     const generation = dataset?.generation;
-    if (
-      dataset === undefined ||
-      dataset.engine !== 'duckdb' ||
-      generation === undefined ||
-      generation === null
-    )
-      continue;
+    if (dataset?.engine !== 'duckdb' || !generation) continue;
     const start = offsetInText(ref.at, shape);
     const written = nameAt(sql, start);
     if (written === undefined || !sameName(written.parts, ref)) return undefined;
