@@ -630,8 +630,7 @@ export class DuckDbNamespace {
         for (const name of datasets) {
           const dataset = datasetByName(applied, name);
           const generation = dataset?.generation;
-          if (generation === undefined || generation === null)
-            throw new NamespaceTableError(name, 'not-serving');
+          if (!generation) throw new NamespaceTableError(name, 'not-serving');
           read.push({ name: dataset?.name ?? name, snapshotId: generation.snapshotId });
         }
         bindDuckDbParams(statement, values);

@@ -357,9 +357,7 @@ export class SqliteNamespace {
     prepared.datasets ??= this.#datasetsOf(sql, prepared, args, shapeKey);
     const read = prepared.datasets.flatMap((name) => {
       const generation = datasetByName(this.#catalog, name)?.generation;
-      return generation === null || generation === undefined
-        ? []
-        : [{ name, snapshotId: generation.snapshotId }];
+      return generation ? [{ name, snapshotId: generation.snapshotId }] : [];
     });
     prepared.readAt = { version, read };
     return read;
