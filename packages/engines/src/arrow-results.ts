@@ -96,6 +96,9 @@ interface JsonField {
   readonly nullable?: boolean;
 }
 
+const fieldOf = (field: JsonField, nullable = true): arrow.Field =>
+  new arrow.Field(field.name, arrowTypeOf(field.data_type), nullable);
+
 /** The apache-arrow type of a type-table type; anything else is Utf8. */
 export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
   if (typeof type === 'string') return (SCALARS[type] ?? SCALARS.Utf8)?.() as arrow.DataType;
@@ -113,23 +116,14 @@ export function arrowTypeOf(type: ArrowDataType): arrow.DataType {
     }
     case 'Interval':
       return new arrow.IntervalMonthDayNano();
-    case 'List': {
-      const item = payload as JsonField;
-      return new arrow.List(new arrow.Field(item.name, arrowTypeOf(item.data_type), true));
-    }
+    case 'List':
+      return new arrow.List(fieldOf(payload as JsonField));
     case 'Struct':
-      return new arrow.Struct(
-        (payload as JsonField[]).map(
-          (field) => new arrow.Field(field.name, arrowTypeOf(field.data_type), true),
-        ),
-      );
+      return new arrow.Struct((payload as JsonField[]).map((field) => fieldOf(field)));
     case 'Map': {
       const [entries] = payload as [JsonField, boolean];
       const [key, value] = (entries.data_type as { Struct: JsonField[] }).Struct as [JsonField, JsonField];
-      const struct = new arrow.Struct([
-        new arrow.Field(key.name, arrowTypeOf(key.data_type), false),
-        new arrow.Field(value.name, arrowTypeOf(value.data_type), true),
-      ]);
+      const struct = new arrow.Struct([fieldOf(key, false), fieldOf(value)]);
       return new arrow.Map_(new arrow.Field(entries.name, struct, false));
     }
     default:
