@@ -35,9 +35,8 @@ export const USE_SPICE = `USE ${SPICE_CATALOG}.${SPICE_SCHEMA}`;
 
 /** Internal objects (in DuckDB's own `memory.main`, never listed). */
 export const INTERNAL_SCHEMA = 'memory.main';
-const INTERNAL = INTERNAL_SCHEMA;
 /** The spicepod views' names, for the listings' `table_type`. */
-const VIEW_NAMES = `${INTERNAL}.ferry_view_names`;
+const VIEW_NAMES = `${INTERNAL_SCHEMA}.ferry_view_names`;
 const LISTED_SCHEMAS = `('${SPICE_SCHEMA}', '${RUNTIME_SCHEMA}')`;
 
 /** The filtered listings, by the `information_schema` table they replace. */
@@ -56,7 +55,7 @@ const FUNCTION_VIEWS: Readonly<Record<string, string>> = {
   duckdb_schemas: `SELECT * FROM duckdb_schemas() WHERE database_name IN ('${SPICE_CATALOG}', 'system')`,
 };
 /** `SHOW TABLES` as Spice (DataFusion) answers it. */
-const SHOW_TABLES = `SELECT table_catalog, table_schema, table_name, table_type FROM ${INTERNAL}.ferry_information_tables ORDER BY table_schema, table_name`;
+const SHOW_TABLES = `SELECT table_catalog, table_schema, table_name, table_type FROM ${INTERNAL_SCHEMA}.ferry_information_tables ORDER BY table_schema, table_name`;
 
 /** Creates the `spice` catalog and the filtered listings (before the configuration is locked). */
 export async function createSpiceCatalog(admin: DuckDBConnection): Promise<void> {
@@ -65,12 +64,12 @@ export async function createSpiceCatalog(admin: DuckDBConnection): Promise<void>
   await admin.run(`CREATE SCHEMA ${SPICE_CATALOG}.${RUNTIME_SCHEMA}`);
   await admin.run(`CREATE TABLE ${VIEW_NAMES} (name VARCHAR)`);
   for (const [table, sql] of Object.entries(INFORMATION_VIEWS)) {
-    await admin.run(`CREATE VIEW ${INTERNAL}.ferry_information_${table} AS ${sql}`);
+    await admin.run(`CREATE VIEW ${INTERNAL_SCHEMA}.ferry_information_${table} AS ${sql}`);
   }
   for (const [fn, sql] of Object.entries(FUNCTION_VIEWS)) {
-    await admin.run(`CREATE VIEW ${INTERNAL}.ferry_${fn} AS ${sql}`);
+    await admin.run(`CREATE VIEW ${INTERNAL_SCHEMA}.ferry_${fn} AS ${sql}`);
   }
-  await admin.run(`CREATE VIEW ${INTERNAL}.ferry_show_tables AS ${SHOW_TABLES}`);
+  await admin.run(`CREATE VIEW ${INTERNAL_SCHEMA}.ferry_show_tables AS ${SHOW_TABLES}`);
   await admin.run(`CREATE TABLE ${TASK_HISTORY} (${TASK_HISTORY_COLUMNS})`);
   await admin.run(USE_SPICE);
 }
