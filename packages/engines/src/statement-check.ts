@@ -432,11 +432,7 @@ async function readSelect(
 
 /** Tokens an EXPLAIN and its options may hold before the statement it explains (no `;`, no parameter). */
 const EXPLAIN_PREFIX_TOKEN = (token: SqlToken): boolean =>
-  token.kind === 'word' ||
-  token.kind === 'identifier' ||
-  token.kind === 'number' ||
-  token.kind === 'string' ||
-  (token.kind === 'symbol' && ['(', ')', ',', '='].includes(token.text));
+  token.kind === 'symbol' ? ['(', ')', ',', '='].includes(token.text) : token.kind !== 'parameter';
 
 /**
  * `PRAGMA table_info(<name>)` as the SELECT DuckDB's own PRAGMA rewrite makes of it, or undefined
