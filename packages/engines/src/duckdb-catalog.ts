@@ -192,6 +192,15 @@ export function rewriteListings(tree: unknown): unknown | undefined {
   return changed.value ? result : undefined;
 }
 
+/** DuckDB's whole parse tree of `sql` (`json_serialize_sql`'s), or its parser's error (`error: true`). */
+export async function parseTree(
+  connection: DuckDBConnection,
+  sql: string,
+): Promise<{ readonly error?: boolean; readonly error_message?: string; readonly statements?: unknown[] }> {
+  const reader = await connection.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
+  return JSON.parse(String(reader.getRows()[0]?.[0] ?? '{}'));
+}
+
 /**
  * JSON of a parse tree for `json_deserialize_sql`. DuckDB writes "no location" as 2^64 - 1, which
  * JavaScript numbers round up (and DuckDB then refuses): it is written back exactly.

@@ -25,7 +25,7 @@ import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@d
 import type { JsonValue } from '@ferry/core/base';
 import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
-import { hasShow, isDescribe, rewriteListings, treeJson } from './duckdb-catalog.js';
+import { hasShow, isDescribe, parseTree, rewriteListings, treeJson } from './duckdb-catalog.js';
 import { asWritten, type DirectText, directText } from './duckdb-direct.js';
 import { bindDuckDbParams, columnsOf, type ResultColumns } from './duckdb-engine.js';
 import { datasetsPhrase, duckDbQueryError, missingDuckDbTable } from './duckdb-errors.js';
@@ -388,11 +388,7 @@ export class DuckDbNamespace {
    * names (duckdb-catalog.ts), or {@link NO_LISTING}.
    */
   async #listingOf(sql: string): Promise<ListingText | typeof NO_LISTING> {
-    const reader = await this.#treeParser.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
-    const tree = JSON.parse(String(reader.getRows()[0]?.[0] ?? '{}')) as {
-      error?: boolean;
-      statements?: unknown[];
-    };
+    const tree = await parseTree(this.#treeParser, sql);
     if (tree.error === true) return NO_LISTING;
     const rewritten = rewriteListings(tree);
     const describe = isDescribe(tree);

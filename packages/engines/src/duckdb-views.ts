@@ -11,7 +11,7 @@
  * query of a view is bounded, pinned and reported by those datasets' snapshots.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { setViewNames, spiceTable } from './duckdb-catalog.js';
+import { parseTree, setViewNames, spiceTable } from './duckdb-catalog.js';
 import type { NamespaceCatalog, NamespaceView } from './namespace-types.js';
 import { checkDuckDbStatement, DUCKDB_SELECT, namesIn, type TableReference } from './statement-check.js';
 
@@ -30,12 +30,7 @@ async function namesRead(
   connection: DuckDBConnection,
   sql: string,
 ): Promise<string[] | { readonly problem: string }> {
-  const reader = await connection.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
-  const tree = JSON.parse(String(reader.getRows()[0]?.[0] ?? '{}')) as {
-    error?: boolean;
-    error_message?: string;
-    statements?: unknown[];
-  };
+  const tree = await parseTree(connection, sql);
   if (tree.error === true) return { problem: tree.error_message ?? 'DuckDB cannot parse it as one SELECT' };
   const { tables, ctes } = namesIn(tree.statements ?? []);
   const names: string[] = [];
