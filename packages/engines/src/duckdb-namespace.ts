@@ -246,7 +246,11 @@ export class DuckDbNamespace {
       pinned = { pins, instance, users: 0 };
       instance.catch(() => this.#pinned.delete(key));
       this.#pinned.set(key, pinned);
-      this.#evictPinned();
+      for (const [oldKey, old] of this.#pinned) {
+        if (this.#pinned.size <= PINNED_INSTANCES) break;
+        this.#pinned.delete(oldKey);
+        this.#closePinned(old);
+      }
     } else {
       this.#pinned.delete(key);
       this.#pinned.set(key, pinned);
@@ -275,15 +279,6 @@ export class DuckDbNamespace {
     } catch (error) {
       done();
       throw error;
-    }
-  }
-
-  /** Lets the least recently used pinned instances go past {@link PINNED_INSTANCES}. */
-  #evictPinned(): void {
-    for (const [key, pinned] of this.#pinned) {
-      if (this.#pinned.size <= PINNED_INSTANCES) return;
-      this.#pinned.delete(key);
-      this.#closePinned(pinned);
     }
   }
 
