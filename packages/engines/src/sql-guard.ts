@@ -317,8 +317,11 @@ export function classifyTokens(tokens: readonly SqlToken[], start: number): Stat
   switch (keyword) {
     case 'WITH':
       return classifyWith(tokens, i + 1);
-    case 'EXPLAIN':
-      return classifyExplain(tokens, i + 1);
+    case 'EXPLAIN': {
+      // An EXPLAIN is as safe as the statement it explains.
+      const inner = classifyTokens(tokens, explainBody(tokens, i + 1));
+      return inner.kind === 'read' ? read('EXPLAIN') : inner;
+    }
     case 'PRAGMA':
       return classifyPragma(tokens, i + 1);
     case 'INSERT':
@@ -390,12 +393,6 @@ function explainBody(tokens: readonly SqlToken[], start: number): number {
     while (EXPLAIN_MODIFIERS.has(keywordOf(tokens[i]) ?? '')) i++;
   }
   return i;
-}
-
-/** An EXPLAIN is as safe as the statement it explains. */
-function classifyExplain(tokens: readonly SqlToken[], start: number): StatementClass {
-  const inner = classifyTokens(tokens, explainBody(tokens, start));
-  return inner.kind === 'read' ? read('EXPLAIN') : inner;
 }
 
 /**
