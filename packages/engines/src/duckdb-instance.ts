@@ -362,7 +362,8 @@ export class DuckDbClassInstance {
         throw error;
       }
     }
-    pooled ??= await new Promise<PooledConnection>((resolve) => this.#waiters.push(resolve));
+    // A connection another query lets go comes taken (release()): counted once.
+    if (pooled === undefined) return new Promise((resolve) => this.#waiters.push(resolve));
     return this.#take(pooled);
   }
 

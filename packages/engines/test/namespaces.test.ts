@@ -320,6 +320,22 @@ describe('DuckDbNamespace', () => {
     });
   });
 
+  it('counts a query that waited for a connection once: none is running after they all end', async () => {
+    // Twice as many queries as connections: half wait, and each is handed a connection another
+    // query let go. The count decides whether a query that ran out of memory tries again.
+    const one = await DuckDbNamespace.create(duckdbOptions({ connections: 2 }));
+    try {
+      await one.setCatalog(catalog([dataset('orders', 'duckdb', orders1, 11)]));
+      const sql = 'SELECT count(*) AS n FROM orders, range(20000)';
+      const route = await one.route(sql);
+      const answers = await Promise.all(Array.from({ length: 6 }, () => one.rows(sql, [], route)));
+      expect(answers.map((answer) => answer.kind)).toEqual(Array(6).fill('rows'));
+      expect(await one.inFlight()).toBe(0);
+    } finally {
+      await one.close();
+    }
+  });
+
   it('runs a text too large to keep prepared, and runs it again', async () => {
     // Over the prepared statements' per-entry bound (1 MiB charged as two bytes a character):
     // such a statement is not kept, and it must not be destroyed before its own query has run.
