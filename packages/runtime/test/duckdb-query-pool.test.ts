@@ -138,7 +138,7 @@ describe('DuckDbQueryPool', () => {
         'rows',
         undefined,
         undefined,
-        { ms: 300, known: undefined },
+        300,
       );
       await expect(slow.answer).rejects.toMatchObject({
         code: 'ERR_QUERY_TIMEOUT',
@@ -148,9 +148,7 @@ describe('DuckDbQueryPool', () => {
       expect(performance.now() - began).toBeLessThan(5_000);
       // Interrupted in DuckDB: the worker answers the next query, and nothing stays in flight.
       const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
-      expect(
-        await pool.run(request, 'rows', undefined, undefined, { ms: 300, known: ['orders'] }).answer,
-      ).toMatchObject({
+      expect(await pool.run(request, 'rows', undefined, undefined, 300, ['orders']).answer).toMatchObject({
         rows: [{ v: 3 }],
       });
       while (pool.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 10));

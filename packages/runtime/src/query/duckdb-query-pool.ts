@@ -55,13 +55,6 @@ export interface PoolQuery {
   credit(): void;
 }
 
-/** How the pool bounds a query's engine time. */
-export interface PoolTimeout {
-  readonly ms: number;
-  /** The datasets the statement read when it last ran (the host's plan), if it ran before. */
-  readonly known: readonly string[] | undefined;
-}
-
 interface Pending {
   readonly resolve: (answer: QueryAnswer) => void;
   readonly reject: (error: Error) => void;
@@ -256,13 +249,17 @@ export class DuckDbQueryPool {
     for (const worker of this.#workers) worker?.post({ type: 'catalog', catalog });
   }
 
-  /** Runs a query on the least busy worker; `timeout` bounds its engine time (none for streams). */
+  /**
+   * Runs a query on the least busy worker; `timeoutMs` bounds its engine time (none for streams, nor
+   * at 0); `known`: the datasets the statement read when it last ran (the host's plan), if it did.
+   */
   run(
     request: QueryRequest,
     mode: QueryMode,
     listener?: QueryListener,
     batchRows?: number,
-    timeout?: PoolTimeout,
+    timeoutMs = 0,
+    known?: readonly string[],
   ): PoolQuery {
     let worker: QueryWorker | undefined;
     for (const candidate of this.#workers) {
@@ -277,9 +274,8 @@ export class DuckDbQueryPool {
     }
     const id = this.#nextId++;
     const credits = mode === 'batches' ? new StreamCredits() : undefined;
-    const timeoutMs = timeout?.ms ?? 0;
     // Timed from now when the worker is up and the host knows what it reads; else from `routed`.
-    const announce = timeoutMs > 0 && (!worker.started || timeout?.known === undefined);
+    const announce = timeoutMs > 0 && (!worker.started || known === undefined);
     const target = worker;
     const answer = new Promise<QueryAnswer>((resolve, reject) => {
       target.pending.set(id, {
@@ -288,7 +284,7 @@ export class DuckDbQueryPool {
         listener,
         timeoutMs,
         startedAt: timeoutMs > 0 && !announce ? performance.now() : undefined,
-        datasets: timeout?.known ?? [],
+        datasets: known ?? [],
         settled: false,
       });
     });
@@ -312,38 +308,38 @@ export class DuckDbQueryPool {
     };
   }
 
-  /** Arms the one timer, if a timed query runs and it is not armed. */
+  /**
+   * Unless the one timer is armed: fails (and interrupts) every timed query past its limit, and
+   * arms the timer for the next to reach it, if a timed query runs.
+   */
   #watch(): void {
     if (this.#watchdog !== undefined) return;
     let next = Number.POSITIVE_INFINITY;
     const now = performance.now();
     for (const worker of this.#workers) {
-      for (const pending of worker?.pending.values() ?? []) {
-        if (pending.startedAt === undefined || pending.settled || pending.timeoutMs <= 0) continue;
-        next = Math.min(next, pending.startedAt + pending.timeoutMs - now);
-      }
-    }
-    if (next === Number.POSITIVE_INFINITY) return;
-    this.#watchdog = setTimeout(() => this.#expire(), Math.max(1, next));
-    // Running queries keep the process alive through their worker; an idle pool must not.
-    this.#watchdog.unref();
-  }
-
-  /** Fails (and interrupts) every timed query past its limit, then arms the timer for the next. */
-  #expire(): void {
-    this.#watchdog = undefined;
-    const now = performance.now();
-    for (const worker of this.#workers) {
       if (worker === undefined) continue;
       for (const [id, pending] of worker.pending) {
         if (pending.startedAt === undefined || pending.settled || pending.timeoutMs <= 0) continue;
-        if (now - pending.startedAt < pending.timeoutMs) continue;
+        const left = pending.startedAt + pending.timeoutMs - now;
+        if (left > 0) {
+          next = Math.min(next, left);
+          continue;
+        }
         pending.settled = true;
         worker.post({ type: 'cancel', id });
         pending.reject(new QueryTimeoutError(pending.datasets, pending.timeoutMs));
       }
     }
-    this.#watch();
+    if (next === Number.POSITIVE_INFINITY) return;
+    this.#watchdog = setTimeout(
+      () => {
+        this.#watchdog = undefined;
+        this.#watch();
+      },
+      Math.max(1, next),
+    );
+    // Running queries keep the process alive through their worker; an idle pool must not.
+    this.#watchdog.unref();
   }
 
   /** Stops every query, closes every namespace, ends the workers. */

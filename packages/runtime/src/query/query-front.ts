@@ -19,10 +19,9 @@ import type {
   RuntimeQueryStream,
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
-import { QueryCancelledError } from '../errors.js';
 import { type MemoryReturn, memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
-import type { QueryService } from './query-service.js';
+import { type QueryService, untilAborted } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
 import { TaskHistory } from './task-history.js';
 
@@ -472,22 +471,6 @@ interface Ran<A> {
 function cachedArrow(result: RuntimeArrowResult): CachedArrow {
   const { table, cache: _cache, ...provenance } = result;
   return { ...provenance, schema: table.schema, batches: table.batches };
-}
-
-/**
- * `answer`, or a rejection with `ERR_QUERY_CANCELLED` once `signal` aborts first (a request waiting
- * for another's run stops waiting; the run goes on for the others).
- */
-function untilAborted<T>(answer: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return answer;
-  if (signal.aborted) return Promise.reject(new QueryCancelledError(signal.reason));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new QueryCancelledError(signal.reason));
-    signal.addEventListener('abort', onAbort, { once: true });
-    const settled = (): void => signal.removeEventListener('abort', onAbort);
-    answer.then(settled, settled);
-    answer.then(resolve, reject);
-  });
 }
 
 /** A cached stream's answer, read again. */

@@ -27,7 +27,7 @@ import type {
   PinnedGeneration,
 } from '@ferry/engines';
 import { BoundedCache, type FirstEngine, firstEngine, statementShape } from '@ferry/engines/sql';
-import { Table } from 'apache-arrow';
+import { type Schema, Table } from 'apache-arrow';
 import type {
   DatasetInfo,
   QueryOptions,
@@ -106,6 +106,40 @@ export function streamed(answer: RuntimeQueryStream | RuntimeJsonRows): RuntimeQ
   return answer;
 }
 
+/**
+ * `answer`, or a rejection with `ERR_QUERY_CANCELLED` once `signal` aborts first, after `cancel()`
+ * (a DuckDB query is interrupted in its engine; a request waiting for another's run just stops
+ * waiting, the run goes on for the others).
+ */
+export function untilAborted<T>(
+  answer: Promise<T>,
+  signal: AbortSignal | undefined,
+  cancel?: () => void,
+): Promise<T> {
+  if (signal === undefined) return answer;
+  if (signal.aborted) {
+    cancel?.();
+    return Promise.reject(new QueryCancelledError(signal.reason));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      cancel?.();
+      reject(new QueryCancelledError(signal.reason));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    answer.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** Bytes a remembered plan is charged: its key and what it names. */
 function planBytes(key: string, plan: Plan): number {
   return 2 * key.length + 96 + (plan.datasets ?? []).reduce((sum, name) => sum + 2 * name.length + 32, 0);
@@ -119,10 +153,11 @@ function samePlan(plan: Plan | undefined, engine: Plan['engine'], read: readonly
   return true;
 }
 
-/** A stream that started: its value, and what it reads (known with its schema). */
-interface Started<T> {
+/** A stream that started: the stream, its schema, and what it reads (known with its schema). */
+interface Started {
   readonly kind: 'started';
-  readonly value: T;
+  readonly stream: ResultStream;
+  readonly schema: Schema;
   readonly read: readonly DatasetRead[];
 }
 
@@ -320,7 +355,7 @@ export class QueryService {
    * Runs the statement where its route says, following re-routes and waiting for datasets as the
    * engines answer, until an engine answers for good. Admitted (or refused) before anything else.
    */
-  async #execute<T>(
+  async #execute(
     sql: string,
     options: QueryOptions,
     run: (
@@ -329,8 +364,8 @@ export class QueryService {
       shape: string | undefined,
       pins: readonly PinnedGeneration[] | undefined,
       named: readonly string[],
-    ) => Promise<QueryAnswer | Started<T>>,
-  ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | Started<T> }> {
+    ) => Promise<QueryAnswer | Started>,
+  ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | Started }> {
     const asked = this.#registry.states();
     const pins = this.#pins(options);
     if (!this.#ready) await this.#pools();
@@ -386,18 +421,15 @@ export class QueryService {
     }
   }
 
-  /** The error of an `error` / `too-large` answer (logging the engine's own words if paths were hidden). */
-  #failure(
-    answer: Answered,
-    rowsSetting: string,
-    bytesSetting: string,
-    maxRows: number,
-    maxBytes: number,
-  ): Error {
+  /**
+   * The error of an `error` / `too-large` answer (logging the engine's own words if paths were
+   * hidden); `bytesSetting` names the byte cap (the row cap is always `maxResultRows`).
+   */
+  #failure(answer: Answered, bytesSetting: string, maxRows: number, maxBytes: number): Error {
     if (answer.kind === 'too-large') {
       const names = answer.read.map((read) => read.name);
       return answer.limit === 'rows'
-        ? new ResultTooLargeError(names, maxRows, 'rows', rowsSetting)
+        ? new ResultTooLargeError(names, maxRows, 'rows', 'maxResultRows')
         : new ResultTooLargeError(names, maxBytes, 'bytes', bytesSetting);
     }
     if (answer.kind === 'error') {
@@ -421,33 +453,15 @@ export class QueryService {
     options: QueryOptions,
     known: readonly string[] | undefined,
   ): Promise<QueryAnswer> {
-    const query = this.#duckdbPool().run(request, 'rows', undefined, undefined, {
-      ms: this.#options.queryTimeoutMs,
+    const query = this.#duckdbPool().run(
+      request,
+      'rows',
+      undefined,
+      undefined,
+      this.#options.queryTimeoutMs,
       known,
-    });
-    const { signal } = options;
-    if (signal === undefined) return query.answer;
-    if (signal.aborted) {
-      query.cancel();
-      return Promise.reject(new QueryCancelledError(signal.reason));
-    }
-    return new Promise<QueryAnswer>((resolve, reject) => {
-      const onAbort = (): void => {
-        query.cancel();
-        reject(new QueryCancelledError(signal.reason));
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      query.answer.then(
-        (answer) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(answer);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      );
-    });
+    );
+    return untilAborted(query.answer, options.signal, query.cancel);
   }
 
   #request(
@@ -470,18 +484,14 @@ export class QueryService {
     this.#admission.admit();
     try {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
-      const { engine, answer } = await this.#execute<never>(
-        sql,
-        options,
-        (where, plan, shape, pins, named) => {
-          const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
-          return where === 'duckdb'
-            ? this.#duckdbRows(request, options, plan?.datasets)
-            : this.#sqlitePool().run(named, request, options.signal);
-        },
-      );
+      const { engine, answer } = await this.#execute(sql, options, (where, plan, shape, pins, named) => {
+        const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
+        return where === 'duckdb'
+          ? this.#duckdbRows(request, options, plan?.datasets)
+          : this.#sqlitePool().run(named, request, options.signal);
+      });
       if (answer.kind !== 'rows')
-        throw this.#failure(answer as Answered, 'maxResultRows', 'maxResultBytes', maxRows, maxBytes);
+        throw this.#failure(answer as Answered, 'maxResultBytes', maxRows, maxBytes);
       return { columns: answer.columns, rows: answer.rows, ...provenance(answer.read, engine) };
     } finally {
       this.#admission.release();
@@ -496,12 +506,7 @@ export class QueryService {
     this.#admission.admit();
     try {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
-      const stream = streamed(
-        await this.#stream(sql, params, options, maxRows, maxBytes, {
-          rows: 'maxResultRows',
-          bytes: 'maxResultBytes',
-        }),
-      );
+      const stream = streamed(await this.#stream(sql, params, options, maxRows, maxBytes, 'maxResultBytes'));
       const batches = [];
       for await (const batch of stream.batches) batches.push(batch);
       const { datasets, dataset, snapshotId, engine } = stream;
@@ -531,19 +536,8 @@ export class QueryService {
     try {
       const maxBytes = options.maxBytes ?? this.#options.maxStreamBytes;
       // Admitted until the stream ends, fails or is left: it holds its engine's connection so long.
-      const answer = await this.#stream(
-        sql,
-        params,
-        options,
-        0,
-        maxBytes,
-        {
-          rows: 'maxResultRows',
-          bytes: options.maxBytes === undefined ? 'maxStreamBytes' : 'the maxBytes of queryStream',
-        },
-        release,
-        inline,
-      );
+      const bytesSetting = options.maxBytes === undefined ? 'maxStreamBytes' : 'the maxBytes of queryStream';
+      const answer = await this.#stream(sql, params, options, 0, maxBytes, bytesSetting, release, inline);
       if ('json' in answer) release();
       return answer;
     } catch (error) {
@@ -558,7 +552,7 @@ export class QueryService {
     options: StreamOptions,
     maxRows: number,
     maxBytes: number,
-    settings: { readonly rows: string; readonly bytes: string },
+    bytesSetting: string,
     onFinished?: () => void,
     inline = 0,
   ): Promise<RuntimeQueryStream | RuntimeJsonRows> {
@@ -618,21 +612,19 @@ export class QueryService {
         if ('error' in settled) stream.fail(settled.error);
         else if (settled.outcome.kind === 'done') stream.end();
         else {
-          stream.fail(
-            this.#failure(settled.outcome as Answered, settings.rows, settings.bytes, maxRows, maxBytes),
-          );
+          stream.fail(this.#failure(settled.outcome as Answered, bytesSetting, maxRows, maxBytes));
         }
       });
-      return { kind: 'started' as const, value: { stream, schema: first }, read: stream.read };
+      return { kind: 'started' as const, stream, schema: first, read: stream.read };
     });
     if (answer.kind === 'inline') {
       const { json, rows, bytes } = answer;
       return { json, rows, bytes, ...provenance(answer.read, engine) };
     }
     if (answer.kind !== 'started') {
-      throw this.#failure(answer, settings.rows, settings.bytes, maxRows, maxBytes);
+      throw this.#failure(answer, bytesSetting, maxRows, maxBytes);
     }
-    const { stream, schema } = answer.value;
+    const { stream, schema } = answer;
     return {
       schema,
       batches: { [Symbol.asyncIterator]: () => stream.batches() },
