@@ -90,11 +90,8 @@ class QueryStop implements QueryCancellation {
   }
 }
 
-interface Running {
-  readonly stop: QueryStop;
-}
-
-const running = new Map<number, Running>();
+/** The queries running now, by id. */
+const running = new Map<number, QueryStop>();
 
 type QueryMessage = Extract<HostToQueryWorker, { type: 'query' }>;
 
@@ -109,7 +106,7 @@ async function rowsOf(ns: DuckDbNamespace, ...args: Parameters<DuckDbNamespace['
   return rows;
 }
 
-async function answer(message: QueryMessage, state: Running): Promise<QueryAnswer> {
+async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnswer> {
   if (pending > 0) await catalogs;
   const ns = namespace ?? (await ready);
   const { sql, params, maxRows, maxBytes, shape, pins } = message.request;
@@ -119,7 +116,6 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
     post({ type: 'routed', id: message.id, datasets: route.datasets });
   }
   if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
-  const { stop } = state;
   let sent = 0;
   const control = { signal: stop, maxRows, maxBytes, ...(pins === undefined ? {} : { pins }) };
   if (message.mode === 'rows' && message.request.inline !== undefined && message.request.inline > 0) {
@@ -169,9 +165,9 @@ async function answer(message: QueryMessage, state: Running): Promise<QueryAnswe
 }
 
 function run(message: QueryMessage): void {
-  const state: Running = { stop: new QueryStop() };
-  running.set(message.id, state);
-  answer(message, state).then(
+  const stop = new QueryStop();
+  running.set(message.id, stop);
+  answer(message, stop).then(
     (result) => {
       running.delete(message.id);
       post({ type: 'answer', id: message.id, answer: JSON.stringify(result) });
@@ -185,7 +181,7 @@ function run(message: QueryMessage): void {
 
 async function close(id: number): Promise<void> {
   closing = true;
-  for (const state of running.values()) state.stop.abort();
+  for (const stop of running.values()) stop.abort();
   // Closing needs only that the namespace, if there is one, is closed: one that never came up (its
   // failure was each query's answer and the log's) has nothing to close.
   const ns = await ready.catch(() => undefined);
@@ -195,33 +191,38 @@ async function close(id: number): Promise<void> {
   post({ type: 'closed', id });
 }
 
-function applyCatalog(catalog: NamespaceCatalog): void {
-  newest = catalog;
+/** Appends `step` to the chain of catalog versions, counted as pending: a query sent after it waits for it. */
+function chain(step: () => Promise<void>, failed: (error: unknown) => void): void {
   pending++;
   catalogs = catalogs
-    .then(async () => {
-      const next = newest;
-      newest = undefined;
-      if (next !== undefined && !closing) await (await ready).setCatalog(next);
-    })
-    .then(
-      () => undefined,
-      (error: unknown) => {
-        // Queries keep reading the version applied before; the next version is applied in full.
-        post({
-          type: 'log',
-          record: errorRecord(
-            'error',
-            'query',
-            `A DuckDB query worker could not apply catalog version ${catalog.version} (its queries read the previous version until a newer one applies)`,
-            error,
-          ),
-        });
-      },
-    )
+    .then(step)
+    .then(() => undefined, failed)
     .finally(() => {
       pending--;
     });
+}
+
+function applyCatalog(catalog: NamespaceCatalog): void {
+  newest = catalog;
+  chain(
+    async () => {
+      const next = newest;
+      newest = undefined;
+      if (next !== undefined && !closing) await (await ready).setCatalog(next);
+    },
+    (error) => {
+      // Queries keep reading the version applied before; the next version is applied in full.
+      post({
+        type: 'log',
+        record: errorRecord(
+          'error',
+          'query',
+          `A DuckDB query worker could not apply catalog version ${catalog.version} (its queries read the previous version until a newer one applies)`,
+          error,
+        ),
+      });
+    },
+  );
 }
 
 applyCatalog(data.catalog);
@@ -232,26 +233,19 @@ port.on('message', (message: HostToQueryWorker) => {
       if (!closing) applyCatalog(message.catalog);
       break;
     case 'task-history': {
-      if (closing) break;
       const { history } = message;
-      // In the chain of catalog versions, and counted as pending: a query sent after it waits for it.
-      pending++;
-      catalogs = catalogs
-        .then(async () => (await ready).setTaskHistory(history))
-        .then(
+      if (!closing)
+        chain(
+          async () => (await ready).setTaskHistory(history),
           () => undefined,
-          () => undefined,
-        )
-        .finally(() => {
-          pending--;
-        });
+        );
       break;
     }
     case 'query':
       run(message);
       break;
     case 'cancel':
-      running.get(message.id)?.stop.abort();
+      running.get(message.id)?.abort();
       break;
     case 'close':
       void close(message.id);
@@ -277,7 +271,7 @@ async function crash(error: unknown): Promise<void> {
   });
   if (crashing) return;
   crashing = true;
-  for (const state of running.values()) state.stop.abort();
+  for (const stop of running.values()) stop.abort();
   const ns = await ready.catch(() => undefined);
   // A catalog version being applied (an ATTACH running in DuckDB) ends first: exiting under it
   // aborts the whole process (a C++ exception thrown where nothing catches it).
