@@ -28,12 +28,11 @@ export class ResultStream implements QueryListener {
   readonly #items: Item[] = [];
   #wake: (() => void) | undefined;
   #schema: Schema | undefined;
-  #schemaWaiters: ((schema: Schema) => void)[] = [];
+  /** Who waits in {@link schemaReady} (the query service, once per stream). */
+  #schemaWaiter: ((schema: Schema | undefined) => void) | undefined;
   #failure: unknown;
   #finished = false;
   #ended = false;
-  #rows = 0;
-  #bytes = 0;
   #producerTimer: NodeJS.Timeout | undefined;
   /** What the query reads, at which snapshots (known with the schema). */
   read: readonly DatasetRead[] = [];
@@ -62,14 +61,6 @@ export class ResultStream implements QueryListener {
     if (this.#failure !== undefined) query.cancel();
   }
 
-  get rows(): number {
-    return this.#rows;
-  }
-
-  get bytes(): number {
-    return this.#bytes;
-  }
-
   // QueryListener: what the worker sends.
 
   schema(ipc: Uint8Array, read: readonly DatasetRead[], rows?: number): void {
@@ -77,17 +68,15 @@ export class ResultStream implements QueryListener {
     this.read = read;
     this.#schema = schema;
     // The first batch came in the same bytes: queued before anyone waiting for the schema runs.
-    if (rows !== undefined) this.#batches(ipc, rows, batches);
-    for (const waiter of this.#schemaWaiters.splice(0)) waiter(schema);
+    if (rows !== undefined) this.#batches(batches);
+    this.#schemaWaiter?.(schema);
   }
 
-  batch(ipc: Uint8Array, rows: number): void {
-    this.#batches(ipc, rows, batchesFromIpc(ipc).batches);
+  batch(ipc: Uint8Array): void {
+    this.#batches(batchesFromIpc(ipc).batches);
   }
 
-  #batches(ipc: Uint8Array, rows: number, batches: readonly RecordBatch[]): void {
-    this.#bytes += ipc.byteLength;
-    this.#rows += rows;
+  #batches(batches: readonly RecordBatch[]): void {
     for (const batch of batches) this.#push({ batch });
     clearTimeout(this.#producerTimer);
     this.#producerTimer = undefined;
@@ -119,7 +108,7 @@ export class ResultStream implements QueryListener {
     this.#stopped.abort(error);
     this.#query?.cancel();
     this.#push({ error });
-    for (const waiter of this.#schemaWaiters.splice(0)) waiter(undefined as never);
+    this.#schemaWaiter?.(undefined);
     this.#markDone();
   }
 
@@ -136,13 +125,15 @@ export class ResultStream implements QueryListener {
   /** Resolves with the schema once the worker sent it, or with undefined if the stream failed first. */
   async schemaReady(): Promise<Schema | undefined> {
     if (this.#schema !== undefined || this.#failure !== undefined) return this.#schema;
-    return new Promise<Schema>((resolve) => this.#schemaWaiters.push(resolve));
+    return new Promise<Schema | undefined>((resolve) => {
+      this.#schemaWaiter = resolve;
+    });
   }
 
   /** Ends the stream without a consumer: its query answered before any schema (it was re-routed, or failed). */
   dispose(): void {
     this.#failure ??= new QueryCancelledError('the stream was not started');
-    for (const waiter of this.#schemaWaiters.splice(0)) waiter(undefined as never);
+    this.#schemaWaiter?.(undefined);
     this.#cleanup();
   }
 
