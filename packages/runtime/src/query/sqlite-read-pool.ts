@@ -54,8 +54,6 @@ export interface SqliteReadPoolOptions {
   readonly catalog: () => SharedCatalog;
   readonly workerData: SqliteWorkerData;
   readonly resourceLimits?: ResourceLimits;
-  /** A worker with nothing to do ends after this long. */
-  readonly idleTimeoutMs?: number;
 }
 
 interface Pending {
@@ -179,7 +177,8 @@ export class SqliteReadPool {
       ...threadExecArgv(),
       minThreads: 0,
       maxThreads: this.#threads,
-      idleTimeout: options.idleTimeoutMs ?? 30_000,
+      // A worker with nothing to do ends after this long.
+      idleTimeout: 30_000,
       workerData,
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
       // Workers wait for tasks with Atomics.waitAsync, so their event loop runs between tasks: V8's
@@ -217,21 +216,18 @@ export class SqliteReadPool {
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
     if (signal?.aborted === true) return Promise.reject(new QueryCancelledError(signal.reason));
     this.#unanswered++;
-    const answered = (): void => {
-      this.#unanswered--;
-    };
     return new Promise<QueryAnswer>((resolve, reject) => {
       const pending: Pending = {
         datasets,
         query,
         signal,
         resolve: (result) => {
-          if (!pending.done) answered();
+          if (!pending.done) this.#unanswered--;
           pending.done = true;
           resolve(result);
         },
         reject: (error) => {
-          if (!pending.done) answered();
+          if (!pending.done) this.#unanswered--;
           pending.done = true;
           reject(error);
         },
@@ -395,7 +391,7 @@ export class SqliteReadPool {
     };
     for (const pending of batch) pending.abortBatch = (late, error) => this.#stop(running, late, error);
     this.#running.add(running);
-    this.#watch();
+    if (this.#timeoutMs > 0 && this.#watchdog === undefined) this.#arm(this.#timeoutMs);
     let results: QueryAnswer[];
     try {
       const answered = JSON.parse(
@@ -483,10 +479,6 @@ export class SqliteReadPool {
    * costs more than the hop's own bookkeeping). It fires at the earliest moment a running query
    * could be past its timeout, stops the ones that are, and is armed again while batches run.
    */
-  #watch(): void {
-    if (this.#timeoutMs > 0 && this.#watchdog === undefined) this.#arm(this.#timeoutMs);
-  }
-
   #arm(ms: number): void {
     const timeoutMs = this.#timeoutMs;
     this.#watchdog = setTimeout(() => {
