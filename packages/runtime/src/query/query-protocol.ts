@@ -175,8 +175,20 @@ export function inlineRows(
     bound,
   );
   if (json === undefined) return { kind: 'larger', read: outcome.read };
-  const answer = { kind: 'inline', read: outcome.read, json, rows: rows.length, bytes: json.length } as const;
-  return shared || outcome.shared === true ? { ...answer, shared: true } : answer;
+  return inlineAnswer(outcome.read, json, rows.length, json.length, shared || outcome.shared === true);
+}
+
+/** An `inline` answer ({@link InlineJson}), `shared` when what it says holds for the statement's shape. */
+function inlineAnswer(
+  read: readonly DatasetRead[],
+  json: string,
+  rows: number,
+  bytes: number,
+  shared: boolean,
+): QueryAnswer {
+  return shared
+    ? { kind: 'inline', read, json, rows, bytes, shared }
+    : { kind: 'inline', read, json, rows, bytes };
 }
 
 /** What an {@link InlineResult} throws at a batch it cannot answer inline: reading stops there. */
@@ -243,14 +255,9 @@ export class InlineResult {
     const text = this.#text;
     const json = text?.json ?? (batch === undefined ? '' : batchObjects(batch).join(','));
     if (json.length > this.#bound) return larger;
-    const answer = {
-      kind: 'inline',
-      read: outcome.read,
-      json,
-      rows: text?.rows ?? batch?.numRows ?? 0,
-      bytes: text === undefined ? (batch?.data.byteLength ?? 0) : json.length,
-    } as const;
-    return shared || outcome.shared === true ? { ...answer, shared: true } : answer;
+    const rows = text?.rows ?? batch?.numRows ?? 0;
+    const bytes = text === undefined ? (batch?.data.byteLength ?? 0) : json.length;
+    return inlineAnswer(outcome.read, json, rows, bytes, shared || outcome.shared === true);
   }
 }
 
@@ -262,26 +269,22 @@ export class InlineResult {
  * result with no batch, or one that failed before its first), call it before the stream's last
  * message. Each posted buffer is transferred.
  */
+/**
+ * Posts `ipc`: `first` set means a `schema` message (with `first.rows` when a batch is in the
+ * bytes), unset a `batch` message of `rows`.
+ */
+type PostIpc = (
+  ipc: Uint8Array,
+  first: { read: readonly DatasetRead[]; rows?: number } | undefined,
+  rows: number,
+) => void;
+
 export class SchemaWithFirstBatch {
-  readonly #post: (
-    ipc: Uint8Array,
-    first: { read: readonly DatasetRead[]; rows?: number } | undefined,
-    rows: number,
-  ) => void;
+  readonly #post: PostIpc;
   #held: readonly DatasetRead[] | undefined;
   #heldSchema: Schema | undefined;
 
-  /**
-   * `post(ipc, first, rows)`: `first` set means a `schema` message (with `first.rows` when a batch
-   * is in the bytes), unset a `batch` message of `rows`.
-   */
-  constructor(
-    post: (
-      ipc: Uint8Array,
-      first: { read: readonly DatasetRead[]; rows?: number } | undefined,
-      rows: number,
-    ) => void,
-  ) {
+  constructor(post: PostIpc) {
     this.#post = post;
   }
 
