@@ -57,17 +57,20 @@ export class StreamCancelledError extends Error {
 
 registerErrors({ StreamCancelledError });
 
+/**
+ * Takes a credit if there is one (false: wait for the count to leave 0, then try again; a credit
+ * another taker won meanwhile leaves it above 0, so the wait returns at once); throws once the
+ * stream is cancelled, or `stopped`.
+ */
+function take(control: Int32Array, stopped: boolean): boolean {
+  if (Atomics.load(control, CANCELLED) === 1 || stopped) throw new StreamCancelledError();
+  const credits = Atomics.load(control, CREDITS);
+  return credits > 0 && Atomics.compareExchange(control, CREDITS, credits, credits - 1) === credits;
+}
+
 /** Takes a credit, blocking the thread until one comes; throws once the stream is cancelled. */
 export function takeCreditSync(control: Int32Array): void {
-  for (;;) {
-    if (Atomics.load(control, CANCELLED) === 1) throw new StreamCancelledError();
-    const credits = Atomics.load(control, CREDITS);
-    if (credits > 0) {
-      if (Atomics.compareExchange(control, CREDITS, credits, credits - 1) === credits) return;
-      continue;
-    }
-    Atomics.wait(control, CREDITS, 0, 1_000);
-  }
+  while (!take(control, false)) Atomics.wait(control, CREDITS, 0, 1_000);
 }
 
 /**
@@ -75,13 +78,7 @@ export function takeCreditSync(control: Int32Array): void {
  * (by the host, or by `stopped()` — the query's own stop).
  */
 export async function takeCredit(control: Int32Array, stopped: () => boolean): Promise<void> {
-  for (;;) {
-    if (Atomics.load(control, CANCELLED) === 1 || stopped()) throw new StreamCancelledError();
-    const credits = Atomics.load(control, CREDITS);
-    if (credits > 0) {
-      if (Atomics.compareExchange(control, CREDITS, credits, credits - 1) === credits) return;
-      continue;
-    }
+  while (!take(control, stopped())) {
     const waited = waitAsync(control, CREDITS, 0, 1_000);
     if (waited.async) await waited.value;
   }
