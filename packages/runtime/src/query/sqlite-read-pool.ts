@@ -37,6 +37,7 @@ import { isExpensive, nextBatch, nextCost } from './sqlite-batching.js';
 import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery, streamStopBuffer } from './sqlite-stops.js';
 import type {
   SqliteBatchAnswer,
+  SqlitePoolBuffers,
   SqliteReadBatch,
   SqliteStreamMessage,
   SqliteStreamTask,
@@ -166,7 +167,7 @@ export class SqliteReadPool {
     this.#progress = new BigInt64Array(new SharedArrayBuffer(2 * slots * BigInt64Array.BYTES_PER_ELEMENT));
     this.#freeSlots = Array.from({ length: slots }, (_, slot) => slot);
     this.#stops = stopBuffer(slots);
-    const workerData: SqliteWorkerData = {
+    const workerData: SqliteWorkerData & SqlitePoolBuffers = {
       ...options.workerData,
       progress: this.#progress.buffer as SharedArrayBuffer,
       board: this.#board.buffer,

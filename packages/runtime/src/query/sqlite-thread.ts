@@ -47,14 +47,18 @@ export interface SqliteWorkerData {
   readonly privateRoots: readonly string[];
   /** SQLite's temporary files (inside the data directory). */
   readonly tempDirectory: string;
-  /** The pool's progress buffer: `[index, startedAtMs]` per batch slot (BigInt64). */
-  readonly progress?: SharedArrayBuffer;
-  /** The pool's catalog board (catalog-board.ts): the newest catalog version, unless a task carries it. */
-  readonly board?: SharedArrayBuffer;
-  /** The pool's stop buffer (sqlite-stops.ts): a region per batch slot. */
-  readonly stops?: SharedArrayBuffer;
   /** Nice value added to each read thread's (thread-priority.ts). */
   readonly niceness?: number;
+}
+
+/** What the pool adds to a worker's {@link SqliteWorkerData}: the buffers it shares with every worker. */
+export interface SqlitePoolBuffers {
+  /** The pool's progress buffer: `[index, startedAtMs]` per batch slot (BigInt64). */
+  readonly progress: SharedArrayBuffer;
+  /** The pool's catalog board (catalog-board.ts): the newest catalog version, unless a task carries it. */
+  readonly board: SharedArrayBuffer;
+  /** The pool's stop buffer (sqlite-stops.ts): a region per batch slot. */
+  readonly stops: SharedArrayBuffer;
 }
 
 export interface SqliteReadBatch {
@@ -66,7 +70,7 @@ export interface SqliteReadBatch {
    * The batch's slot of the progress buffer, where the worker writes `[index, startedAtMs]` of the
    * query it runs now (`Date.now()` clock; the host set the index to -1 before sending it).
    */
-  readonly slot?: number;
+  readonly slot: number;
 }
 
 /** A query whose result streams as Arrow batches over `port`. */
@@ -82,10 +86,10 @@ export interface SqliteStreamTask {
   readonly stops: Int32Array;
 }
 
-const data = workerData as SqliteWorkerData;
+const data = workerData as SqliteWorkerData & SqlitePoolBuffers;
 lowerThreadPriority(data.niceness ?? 0);
-const progress = data.progress === undefined ? undefined : new BigInt64Array(data.progress);
-const stops = data.stops === undefined ? undefined : new Int32Array(data.stops);
+const progress = new BigInt64Array(data.progress);
+const stops = new Int32Array(data.stops);
 let namespace: SqliteNamespace | undefined;
 /**
  * Connections for pinned queries, one per set of pins (the least recently used closed past
@@ -116,9 +120,7 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
   namespace ??= newNamespace();
   if (catalog !== undefined) {
     if (current?.version !== catalog.version) current = readSharedCatalog(catalog);
-  } else if (data.board !== undefined) {
-    current = readCatalogBoard(data.board, current?.version ?? -1) ?? current;
-  }
+  } else current = readCatalogBoard(data.board, current?.version ?? -1) ?? current;
   if (current === undefined) return namespace;
   const pins = pinsOf(
     query.pins,
@@ -156,7 +158,7 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
 function runOne(
   catalog: SharedCatalog | undefined,
   query: QueryRequest,
-  region: InterruptRegion | undefined,
+  region: InterruptRegion,
 ): QueryAnswer {
   try {
     const ns = namespaceAt(catalog, query);
@@ -212,31 +214,27 @@ export default function run(batch: SqliteReadBatch): string {
   const queries = JSON.parse(batch.queries) as QueryRequest[];
   const answers: QueryAnswer[] = [];
   const ms: number[] = [];
-  const region = stops === undefined || slot === undefined ? undefined : regionOf(stops, slot);
+  const region = regionOf(stops, slot);
   const started = performance.now();
   let last = started;
   for (const [index, query] of queries.entries()) {
     if (index > 0 && last - started >= BATCH_BUDGET_MS) break;
-    if (progress !== undefined && slot !== undefined) {
-      // Start time first, then the index (the host reads them in the other order).
-      Atomics.store(progress, 2 * slot + 1, BigInt(Date.now()));
-      Atomics.store(progress, 2 * slot, BigInt(index));
-    }
-    if (stops !== undefined && region !== undefined) {
-      markRunning(stops, region, index);
-      // Stopped before it started (its caller went away): not run at all; the host answers it.
-      if (isStopped(stops, region, index)) {
-        answers.push(STOPPED);
-        ms.push(0);
-        continue;
-      }
+    // Start time first, then the index (the host reads them in the other order).
+    Atomics.store(progress, 2 * slot + 1, BigInt(Date.now()));
+    Atomics.store(progress, 2 * slot, BigInt(index));
+    markRunning(stops, region, index);
+    // Stopped before it started (its caller went away): not run at all; the host answers it.
+    if (isStopped(stops, region, index)) {
+      answers.push(STOPPED);
+      ms.push(0);
+      continue;
     }
     answers.push(runOne(batch.catalog, query, region));
     const now = performance.now();
     ms.push(now - last);
     last = now;
   }
-  if (stops !== undefined && region !== undefined) markRunning(stops, region, -1);
+  markRunning(stops, region, -1);
   return JSON.stringify({ answers, ms } satisfies SqliteBatchAnswer);
 }
 
