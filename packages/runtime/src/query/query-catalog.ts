@@ -24,9 +24,10 @@ const REMEMBERED = MAX_RETAIN_SNAPSHOTS;
 export class QueryCatalog {
   readonly #registry: DatasetRegistry;
   readonly #onChange: (catalog: NamespaceCatalog) => void;
+  /** What each dataset serves now: its generation (as the catalog has it), and its file format. */
   readonly #generations = new Map<
     string,
-    NamespaceGeneration & { readonly engine: AnnouncedGeneration['engine'] }
+    { readonly generation: NamespaceGeneration; readonly engine: AnnouncedGeneration['engine'] }
   >();
   /** Each dataset's generations as announced, newest first (current included), at most {@link REMEMBERED}. */
   readonly #announced = new Map<string, NamespaceGeneration[]>();
@@ -65,7 +66,7 @@ export class QueryCatalog {
         snapshotId: current.snapshotId,
         ...(current.schema === undefined ? {} : { schema: current.schema }),
       };
-      this.#generations.set(entry.name, { ...generation, schema: current.schema, engine: current.engine });
+      this.#generations.set(entry.name, { generation, engine: current.engine });
       const announced = this.#announced.get(entry.name) ?? [];
       this.#announced.set(entry.name, [generation, ...announced].slice(0, REMEMBERED));
     }
@@ -78,7 +79,7 @@ export class QueryCatalog {
    * pool prunes by): the current one, and earlier ones whose link still exists.
    */
   held(name: string, retention: Retention): readonly NamespaceGeneration[] {
-    const current = this.#generations.get(name);
+    const current = this.#generations.get(name)?.generation;
     const generations: NamespaceGeneration[] = [];
     const files: GenerationFile[] = [];
     const snapshots = new Set<number>();
@@ -111,7 +112,7 @@ export class QueryCatalog {
 
   /** The snapshot a dataset serves now, as announced; undefined while it serves none. */
   snapshotOf(name: string): number | undefined {
-    return this.#generations.get(name)?.snapshotId;
+    return this.#generations.get(name)?.generation.snapshotId;
   }
 
   /** The file format of a dataset's snapshots: configured, else the one its generation has. */
@@ -125,20 +126,11 @@ export class QueryCatalog {
       ...(this.#views.length === 0 ? {} : { views: this.#views }),
       ...(this.#taskHistory ? {} : { taskHistory: false }),
       datasets: [...this.#registry.entries()].map((entry): NamespaceDataset => {
-        const generation = this.#generations.get(entry.name);
         const limits = entry.config?.queryLimits;
         return {
           name: entry.name,
           engine: this.engineOf(entry),
-          generation:
-            generation === undefined
-              ? null
-              : {
-                  id: generation.id,
-                  path: generation.path,
-                  snapshotId: generation.snapshotId,
-                  ...(generation.schema === undefined ? {} : { schema: generation.schema }),
-                },
+          generation: this.#generations.get(entry.name)?.generation ?? null,
           ...(limits?.memoryLimitBytes === undefined ? {} : { memoryLimitBytes: limits.memoryLimitBytes }),
           ...(limits?.threads === undefined ? {} : { threads: limits.threads }),
         };
