@@ -22,13 +22,6 @@ import type { DatasetRead } from '../api.js';
 /** Whether the cache answered (`hit`), ran and offered the result (`miss`), or was told not to read (`bypass`). */
 export type CacheStatus = 'hit' | 'miss' | 'bypass';
 
-/**
- * Which answer an entry holds: `query`'s rows (`rows`), `queryArrow`'s table (`table`), or
- * `queryStream`'s batches, by the batching and bound asked (`stream/<batchRows>/<maxBytes>`): a
- * hit answers exactly what running the query would, caps and batch sizes included.
- */
-export type CachedKind = string;
-
 /** What the host knows of a statement before it runs: the datasets it reads, and the snapshot each serves. */
 export interface CacheLookup {
   readonly sql: string;
@@ -108,7 +101,12 @@ function snapshotsPart(read: readonly DatasetRead[]): string {
     .join(',');
 }
 
-function keyOf(kind: CachedKind, sql: string, params: readonly JsonValue[], snapshots: string): string {
+/**
+ * An entry's key. `kind` is which answer it holds: `query`'s rows (`rows`), `queryArrow`'s table
+ * (`table`), or `queryJson`'s and `queryStream`'s, by the inline bound, batching and cap asked
+ * (`json/<inline>/<batchRows>/<maxBytes>`): a hit answers exactly what running the query would.
+ */
+function keyOf(kind: string, sql: string, params: readonly JsonValue[], snapshots: string): string {
   return `${kind}\u0000${snapshots}\u0000${params.length === 0 ? '' : JSON.stringify(params)}\u0000${sql}`;
 }
 
@@ -201,12 +199,12 @@ export class ResultsCache {
   }
 
   /**
-   * The snapshots part of the statement's key when every dataset it reads is known and serves,
-   * and the statement is cacheable; undefined otherwise (the statement runs, uncached).
+   * The snapshots part of the statement's key when every dataset it reads is known and serves;
+   * undefined otherwise (the statement runs, uncached).
    */
   #snapshots(lookup: CacheLookup): string | undefined {
     const { datasets } = lookup;
-    if (datasets === undefined || datasets.length === 0 || !this.cacheable(lookup.sql)) return undefined;
+    if (datasets === undefined || datasets.length === 0) return undefined;
     const read: DatasetRead[] = [];
     for (const name of datasets) {
       const snapshotId = lookup.snapshotOf(name);
@@ -218,7 +216,7 @@ export class ResultsCache {
 
   /** The version the statement's result has now (the ETag), when it can be told without running it. */
   versionNow(lookup: CacheLookup): string | undefined {
-    const snapshots = this.#snapshots(lookup);
+    const snapshots = this.cacheable(lookup.sql) ? this.#snapshots(lookup) : undefined;
     return snapshots === undefined ? undefined : versionOf(lookup.sql, lookup.params, snapshots);
   }
 
@@ -230,7 +228,7 @@ export class ResultsCache {
    * datasets or their snapshots are not known, or it is not cacheable.
    */
   find<V>(
-    kind: CachedKind,
+    kind: string,
     lookup: CacheLookup,
   ): { readonly value?: V; readonly running?: Promise<V | undefined>; readonly key?: string } | undefined {
     const entries = this.#entries;
@@ -287,7 +285,7 @@ export class ResultsCache {
    * cache, the statement is not cacheable, or a dataset it read has swapped since (`current`).
    */
   set(
-    kind: CachedKind,
+    kind: string,
     sql: string,
     params: readonly JsonValue[],
     read: readonly DatasetRead[],
