@@ -293,7 +293,11 @@ class HostRuntime implements Runtime {
       if (this.#closing !== undefined) return;
       // Started from another build: starting it again would fail the same way.
       if (failure?.name === 'StaleBuildError') this.#failAll(failure.message);
-      else this.#coordinatorDied(exitCode, failure);
+      else {
+        this.#coordinatorSupervisor.died(({ delayMs }) =>
+          this.#reportCoordinatorDeath(exitCode, failure, delayMs),
+        );
+      }
     });
   }
 
@@ -306,24 +310,13 @@ class HostRuntime implements Runtime {
     }
   }
 
-  #coordinatorDied(exitCode: number, failure: Error | undefined): void {
-    this.#coordinatorSupervisor.died(({ delayMs }) =>
-      this.#reportCoordinatorDeath(exitCode, failure, delayMs),
-    );
-  }
-
   #reportCoordinatorDeath(exitCode: number, failure: Error | undefined, delay: number): void {
     const reason = failure?.message ?? `exit code ${exitCode}`;
     const message = `The coordinator thread died (${reason}); every dataset is restarting from its live file, in ${delay} ms`;
     this.#logger.error({ component: 'runtime', exitCode }, message);
     for (const entry of this.#registry.entries()) {
       if (entry.config === undefined) continue;
-      entry.port?.close();
-      entry.port = undefined;
-      entry.rpc = undefined;
-      this.#catalog.withdraw(entry);
-      entry.error = message;
-      this.#registry.setState(entry, 'restarting', entry.status);
+      this.#threadGone(entry, message);
       this.#events.publish('error', {
         dataset: entry.name,
         code: 'ERR_THREAD_EXITED',
@@ -331,6 +324,17 @@ class HostRuntime implements Runtime {
         snapshotId: entry.status?.servingSnapshotId ?? null,
       });
     }
+  }
+
+  /** The dataset's thread is gone (`error` says why): it serves nothing until the next one starts. */
+  #threadGone(entry: DatasetEntry, error: string): void {
+    entry.rpc?.close('exited');
+    entry.port?.close();
+    entry.port = undefined;
+    entry.rpc = undefined;
+    this.#catalog.withdraw(entry);
+    entry.error = error;
+    this.#registry.setState(entry, 'restarting', entry.status);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -359,13 +363,7 @@ class HostRuntime implements Runtime {
       case 'dataset-exited': {
         const entry = this.#registry.find(message.dataset);
         if (entry === undefined) return;
-        entry.rpc?.close('exited');
-        entry.port?.close();
-        entry.port = undefined;
-        entry.rpc = undefined;
-        this.#catalog.withdraw(entry);
-        entry.error = message.error?.message ?? `thread exited with code ${message.exitCode}`;
-        this.#registry.setState(entry, 'restarting', entry.status);
+        this.#threadGone(entry, message.error?.message ?? `thread exited with code ${message.exitCode}`);
         break;
       }
       case 'log':
