@@ -172,11 +172,7 @@ export class QueryFront {
    * What the cache looks a statement up by: its datasets at the snapshots it will read — the pinned
    * ones (`snapshots`) for a pinned query, so it is never answered from another snapshot's entry.
    */
-  #lookup(
-    sql: string,
-    params: readonly JsonValue[],
-    options: Pick<QueryOptions, 'snapshots'> = {},
-  ): CacheLookup {
+  #lookup(sql: string, params: readonly JsonValue[], options: Pick<QueryOptions, 'snapshots'>): CacheLookup {
     const pins = options.snapshots;
     const pinned =
       pins === undefined
@@ -260,7 +256,7 @@ export class QueryFront {
   resultVersion(
     sql: string,
     params: readonly JsonValue[],
-    options: Pick<QueryOptions, 'snapshots'> = {},
+    options: Pick<QueryOptions, 'snapshots'>,
   ): string | undefined {
     return this.#cache.versionNow(this.#lookup(sql, params, options));
   }

@@ -161,12 +161,6 @@ interface Started {
   readonly read: readonly DatasetRead[];
 }
 
-/** How a statement is known to the host: its plan, if any, and its shape's key (computed on a text miss). */
-interface Known {
-  readonly plan: Plan | undefined;
-  readonly shape: string | undefined;
-}
-
 export class QueryService {
   readonly #registry: DatasetRegistry;
   readonly #catalog: QueryCatalog;
@@ -323,15 +317,12 @@ export class QueryService {
    * known yet. The results cache looks answers up by them.
    */
   datasetsOf(sql: string): readonly string[] | undefined {
-    return this.#known(sql).plan?.datasets;
+    return (this.#plans.get(sql) ?? this.#shapePlan(this.#shapeOf(sql)))?.datasets;
   }
 
-  /** The plan of `sql` by its text, else by its shape (computed here, passed on to the workers). */
-  #known(sql: string): Known {
-    const plan = this.#plans.get(sql);
-    if (plan !== undefined) return { plan, shape: undefined };
-    const shape = this.#shapeOf(sql);
-    return { plan: shape === undefined ? undefined : this.#shapePlans.get(shape), shape };
+  /** The plan remembered for a shape key. */
+  #shapePlan(shape: string | undefined): Plan | undefined {
+    return shape === undefined ? undefined : this.#shapePlans.get(shape);
   }
 
   /**
@@ -343,10 +334,11 @@ export class QueryService {
     return this.#lastShape.key;
   }
 
-  #remember(sql: string, known: Known, plan: Plan, shared: boolean): void {
+  /** Remembers `plan` by text, and by `shape` (computed now if need be) when it holds for the shape. */
+  #remember(sql: string, shape: string | undefined, plan: Plan, shared: boolean): void {
     this.#plans.set(sql, plan, planBytes(sql, plan));
     if (shared) {
-      const shape = known.shape ?? this.#shapeOf(sql);
+      shape ??= this.#shapeOf(sql);
       if (shape !== undefined) this.#shapePlans.set(shape, plan, planBytes(shape, plan));
     }
   }
@@ -370,8 +362,10 @@ export class QueryService {
     const pins = this.#pins(options);
     if (!this.#ready) await this.#pools();
     else if (this.#closed !== undefined) throw this.#closed;
-    const known = this.#known(sql);
-    let plan = known.plan;
+    // The plan by the text, else by the shape (computed here only then, and passed on to the workers).
+    let plan = this.#plans.get(sql);
+    const shape = plan === undefined ? this.#shapeOf(sql) : undefined;
+    plan ??= this.#shapePlan(shape);
     let waited = false;
     for (let hop = 0; ; hop++) {
       if (plan?.datasets !== undefined) {
@@ -383,17 +377,17 @@ export class QueryService {
       const { engine } = chosen;
       const named = plan?.datasets ?? ('tables' in chosen ? chosen.tables : []);
       this.#sent[engine]++;
-      const answer = await run(engine, plan, known.shape, pins, named);
+      const answer = await run(engine, plan, shape, pins, named);
       const shared = answer.kind !== 'started' && answer.shared === true;
       if (answer.kind === 'reroute') {
         plan = { engine: 'sqlite', datasets: answer.datasets };
-        this.#remember(sql, known, plan, shared);
+        this.#remember(sql, shape, plan, shared);
       } else if (answer.kind === 'table') {
         if (answer.reason === 'unknown') throw new UnknownDatasetError(answer.table, this.#registry.names());
         if (answer.reason === 'duckdb') throw new CrossDialectError(answer.table);
         if (answer.reason === 'sqlite') {
           plan = { engine: 'sqlite', datasets: undefined };
-          this.#remember(sql, known, plan, false);
+          this.#remember(sql, shape, plan, false);
         } else {
           const entry = this.#registry.find(answer.table);
           // The registry says it serves but the engine has not attached it yet: a swap in flight.
@@ -408,7 +402,7 @@ export class QueryService {
         // A stream says what it reads with its schema: remembered by its text (whether that holds
         // for its shape is said only by its final answer).
         if (answer.kind !== 'error' && !samePlan(plan, engine, answer.read)) {
-          this.#remember(sql, known, { engine, datasets: answer.read.map((read) => read.name) }, shared);
+          this.#remember(sql, shape, { engine, datasets: answer.read.map((read) => read.name) }, shared);
         }
         return { engine, answer };
       }
