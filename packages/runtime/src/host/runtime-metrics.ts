@@ -92,9 +92,7 @@ export class RuntimeMetricsCounter {
   }
 
   countNotification(event: NotificationEvent): void {
-    if (event.outcome === 'received') this.#sqsMessages.received += event.count;
-    else if (event.outcome === 'deleted') this.#sqsMessages.deleted += event.count;
-    else if (event.outcome === 'left') this.#sqsMessages.left += event.count;
+    if (event.outcome !== 'unparseable') this.#sqsMessages[event.outcome] += event.count;
   }
 
   /** A copy: later counts do not change it. */

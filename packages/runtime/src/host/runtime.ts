@@ -470,9 +470,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    const result = await this.#front.query(sql, params, options);
-    this.#holdToBound(result, options);
-    return result;
+    return this.#holdToBound(await this.#front.query(sql, params, options), options);
   }
 
   async queryArrow(
@@ -481,9 +479,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    const result = await this.#front.queryArrow(sql, params, options);
-    this.#holdToBound(result, options);
-    return result;
+    return this.#holdToBound(await this.#front.queryArrow(sql, params, options), options);
   }
 
   async queryStream(
@@ -503,17 +499,17 @@ class HostRuntime implements Runtime {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     const answer = await this.#front.queryJson(sql, params, options);
     try {
-      this.#holdToBound(answer, options);
+      return this.#holdToBound(answer, options);
     } catch (error) {
       if (!('json' in answer)) answer.cancel();
       throw error;
     }
-    return answer;
   }
 
-  /** The client's staleness bound (`maxStalenessMs`), judged on the datasets the answer read. */
-  #holdToBound(answer: QueryProvenance, options: QueryOptions): void {
+  /** `answer`, unless the client's staleness bound (`maxStalenessMs`) refuses a dataset it read. */
+  #holdToBound<T extends QueryProvenance>(answer: T, options: QueryOptions): T {
     holdToStalenessBound(answer.datasets, options.maxStalenessMs, (name) => this.status(name));
+    return answer;
   }
 
   on<K extends keyof RuntimeEvents>(event: K, listener: (payload: RuntimeEvents[K]) => void): () => void {
