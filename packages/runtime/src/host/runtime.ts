@@ -180,7 +180,7 @@ class HostRuntime implements Runtime {
     this.#queries = new QueryService(
       this.#registry,
       this.#catalog,
-      queryServiceOptions(options, config, datasets, baseDir, dataDir),
+      queryServiceOptions(options, config, datasets, baseDir, dataDir, logger),
       logger,
     );
     this.#front = new QueryFront(
@@ -652,8 +652,15 @@ function queryServiceOptions(
   datasets: readonly DatasetConfig[],
   baseDir: string,
   dataDir: string,
+  logger: Logger,
 ): QueryServiceOptions {
   const workers = Math.max(1, options.duckdbQueryThreads ?? 1);
+  const queryTimeoutMs = options.queryTimeoutMs ?? config.queryTimeoutMs ?? 30_000;
+  const niceness = queryThreadNiceness(options);
+  const resourceLimits = options.queryWorkerResourceLimits ?? {
+    maxOldGenerationSizeMb: 2048,
+    maxYoungGenerationSizeMb: QUERY_THREAD_YOUNG_GENERATION_MB,
+  };
   const queryDir = join(dataDir, '.query');
   const tempRoot = join(queryDir, 'tmp');
   const mainPath = join(queryDir, 'main.sqlite');
@@ -681,7 +688,7 @@ function queryServiceOptions(
     privateRoots,
   });
   return {
-    queryTimeoutMs: options.queryTimeoutMs ?? config.queryTimeoutMs ?? 30_000,
+    queryTimeoutMs,
     maxResultRows: options.maxResultRows ?? 100_000,
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
@@ -690,14 +697,13 @@ function queryServiceOptions(
       options.maxQueriesInFlight ??
       config.maxQueriesInFlight ??
       DEFAULT_QUERIES_PER_CORE * availableParallelism(),
-    queryThreadNiceness: queryThreadNiceness(options),
-    sqliteThreads: options.sqliteReadThreads ?? availableParallelism(),
-    duckdbWorkers: workers,
-    duckdb,
-    sqlite: { mainPath, privateRoots, tempDirectory: join(tempRoot, 'sqlite') },
-    resourceLimits: options.queryWorkerResourceLimits ?? {
-      maxOldGenerationSizeMb: 2048,
-      maxYoungGenerationSizeMb: QUERY_THREAD_YOUNG_GENERATION_MB,
+    duckdbPool: { workers, namespace: duckdb, logger, niceness, resourceLimits },
+    sqlitePool: {
+      filename: threadFile('query/sqlite-thread').href,
+      maxThreads: options.sqliteReadThreads ?? availableParallelism(),
+      queryTimeoutMs,
+      workerData: { mainPath, privateRoots, tempDirectory: join(tempRoot, 'sqlite'), niceness },
+      resourceLimits,
     },
     prepare: async () => {
       // Temporary files of an earlier run are garbage; every worker spills into a directory of its own.

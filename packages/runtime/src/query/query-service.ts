@@ -17,15 +17,8 @@
  * reading, so an oversized result is never held whole), and for streams the bytes, the engine time
  * per batch and the consumer's idleness (`result-stream.ts`).
  */
-import type { ResourceLimits } from 'node:worker_threads';
 import { deserializeError, type JsonValue, retentionOf } from '@ferry/core/base';
-import type {
-  DatasetRead,
-  DuckDbNamespaceOptions,
-  NamespaceCatalog,
-  NamespaceTaskHistory,
-  PinnedGeneration,
-} from '@ferry/engines';
+import type { DatasetRead, NamespaceCatalog, NamespaceTaskHistory, PinnedGeneration } from '@ferry/engines';
 import { BoundedCache, type FirstEngine, firstEngine, statementShape } from '@ferry/engines/sql';
 import { type Schema, Table } from 'apache-arrow';
 import type {
@@ -40,7 +33,6 @@ import type {
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
 import type { ThreadYoungGeneration } from '../common/test-hooks.js';
-import { threadFile } from '../common/thread-files.js';
 import {
   CrossDialectError,
   DatasetNotReadyError,
@@ -52,12 +44,11 @@ import {
 } from '../errors.js';
 import type { DatasetRegistry } from '../host/dataset-registry.js';
 import { QueryAdmission } from './admission.js';
-import { DuckDbQueryPool } from './duckdb-query-pool.js';
+import { DuckDbQueryPool, type DuckDbQueryPoolOptions } from './duckdb-query-pool.js';
 import type { QueryCatalog } from './query-catalog.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
 import { ResultStream } from './result-stream.js';
-import { SqliteReadPool } from './sqlite-read-pool.js';
-import type { SqliteWorkerData } from './sqlite-thread.js';
+import { SqliteReadPool, type SqliteReadPoolOptions } from './sqlite-read-pool.js';
 
 /** Re-routes and waits one query may go through before it gives up. */
 const MAX_HOPS = 6;
@@ -70,14 +61,10 @@ export interface QueryServiceOptions {
   readonly streamIdleTimeoutMs: number;
   /** Queries admitted at once (running or queued in the pools); 0: no cap. */
   readonly maxQueriesInFlight: number;
-  /** Nice value the query threads add to their own (thread-priority.ts); 0: none. */
-  readonly queryThreadNiceness: number;
-  readonly sqliteThreads: number;
-  readonly duckdbWorkers: number;
-  /** The namespace options of DuckDB worker `index`. */
-  readonly duckdb: (index: number) => DuckDbNamespaceOptions;
-  readonly sqlite: SqliteWorkerData;
-  readonly resourceLimits?: ResourceLimits;
+  /** The DuckDB query pool's (started by the first DuckDB dataset to serve, or the first query). */
+  readonly duckdbPool: DuckDbQueryPoolOptions;
+  /** The SQLite read pool's (started by the first query it runs), but the catalog: the service's. */
+  readonly sqlitePool: Omit<SqliteReadPoolOptions, 'catalog'>;
   /** Called before the first pool starts (create the directories it needs). */
   readonly prepare: () => Promise<void>;
 }
@@ -215,29 +202,14 @@ export class QueryService {
   }
 
   #duckdbPool(): DuckDbQueryPool {
-    this.#duckdb ??= new DuckDbQueryPool(
-      {
-        workers: this.#options.duckdbWorkers,
-        namespace: this.#options.duckdb,
-        logger: this.#logger,
-        niceness: this.#options.queryThreadNiceness,
-        ...(this.#options.resourceLimits === undefined
-          ? {}
-          : { resourceLimits: this.#options.resourceLimits }),
-      },
-      this.#catalog.current(),
-    );
+    this.#duckdb ??= new DuckDbQueryPool(this.#options.duckdbPool, this.#catalog.current());
     return this.#duckdb;
   }
 
   #sqlitePool(): SqliteReadPool {
     this.#sqlite ??= new SqliteReadPool({
-      filename: threadFile('query/sqlite-thread').href,
-      maxThreads: this.#options.sqliteThreads,
-      queryTimeoutMs: this.#options.queryTimeoutMs,
+      ...this.#options.sqlitePool,
       catalog: () => this.#catalog.shared(),
-      workerData: { ...this.#options.sqlite, niceness: this.#options.queryThreadNiceness },
-      ...(this.#options.resourceLimits === undefined ? {} : { resourceLimits: this.#options.resourceLimits }),
     });
     return this.#sqlite;
   }
