@@ -236,7 +236,10 @@ export class QueryFront {
     return { ran };
   }
 
-  /** Offers a result to the cache after the current turn: never on the answer's path. */
+  /**
+   * Offers a result to the cache after the current turn: never on the answer's path. Called only
+   * once {@link #ran} gave the result a status (the cache applies to it).
+   */
   #offer(
     kind: string,
     sql: string,
@@ -245,7 +248,6 @@ export class QueryFront {
     value: unknown,
     bytes: () => number,
   ): void {
-    if (!this.#cache.enabled || provenance.datasets.length === 0 || !this.#cache.cacheable(sql)) return;
     setImmediate(() => {
       this.#cache.set(kind, sql, params, provenance.datasets, value, bytes(), (name) =>
         this.#catalog.snapshotOf(name),
