@@ -106,10 +106,10 @@ function theQuery(datasets: readonly string[]): string {
 }
 
 export class QueryTimeoutError extends FerryError {
-  constructor(datasets: readonly string[] | string, timeoutMs: number) {
+  constructor(datasets: readonly string[], timeoutMs: number) {
     super(
       'ERR_QUERY_TIMEOUT',
-      `${theQuery([datasets].flat())} ran longer than ${timeoutMs} ms and was cancelled; narrow it or raise the query timeout (runtime.query.ferry_timeout, ferry serve --query-timeout, or queryTimeoutMs when embedded).`,
+      `${theQuery(datasets)} ran longer than ${timeoutMs} ms and was cancelled; narrow it or raise the query timeout (runtime.query.ferry_timeout, ferry serve --query-timeout, or queryTimeoutMs when embedded).`,
     );
     this.name = 'QueryTimeoutError';
   }
