@@ -61,11 +61,11 @@ interface Pending {
   /** The datasets the query is known to read (for the timeout's message). */
   readonly datasets: readonly string[];
   readonly query: QueryRequest;
-  readonly signal: AbortSignal | undefined;
-  resolve(result: QueryAnswer): void;
-  reject(error: unknown): void;
-  /** Set while a worker has it: stops that batch. */
-  abortBatch: ((pending: Pending, error: Error) => void) | undefined;
+  /** Its promise's: settled through {@link SqliteReadPool.#settle} only. */
+  readonly resolve: (result: QueryAnswer) => void;
+  readonly reject: (error: unknown) => void;
+  /** The batch a worker runs it in, while one does (a cancellation stops it there). */
+  running: RunningBatch | undefined;
   /** Answered or failed already (a later outcome is dropped). */
   done: boolean;
 }
@@ -218,23 +218,7 @@ export class SqliteReadPool {
     if (signal?.aborted === true) return Promise.reject(new QueryCancelledError(signal.reason));
     this.#unanswered++;
     return new Promise<QueryAnswer>((resolve, reject) => {
-      const pending: Pending = {
-        datasets,
-        query,
-        signal,
-        resolve: (result) => {
-          if (!pending.done) this.#unanswered--;
-          pending.done = true;
-          resolve(result);
-        },
-        reject: (error) => {
-          if (!pending.done) this.#unanswered--;
-          pending.done = true;
-          reject(error);
-        },
-        abortBatch: undefined,
-        done: false,
-      };
+      const pending: Pending = { datasets, query, resolve, reject, running: undefined, done: false };
       signal?.addEventListener(
         'abort',
         () => {
@@ -242,8 +226,8 @@ export class SqliteReadPool {
           const queued = this.#queue.indexOf(pending);
           if (queued >= 0) {
             this.#queue.splice(queued, 1);
-            pending.reject(error);
-          } else pending.abortBatch?.(pending, error);
+            this.#settle(pending, error);
+          } else if (pending.running !== undefined) this.#stop(pending.running, pending, error);
         },
         { once: true },
       );
@@ -261,7 +245,8 @@ export class SqliteReadPool {
   stream(query: QueryRequest, listener: QueryListener, batchRows?: number): PoolQuery {
     const channel = new MessageChannel();
     const credits = new StreamCredits();
-    const controller = new AbortController();
+    // Ends the worker only if it does not stop (BatchStop: cheaper than an AbortController).
+    const stop = new BatchStop();
     const stops = streamStopBuffer();
     channel.port1.on('message', (message: SqliteStreamMessage) => {
       if (message.type === 'end') ended();
@@ -284,13 +269,14 @@ export class SqliteReadPool {
       ended = resolve;
     });
     this.#unanswered++;
+    let stopper: NodeJS.Timeout | undefined;
     const answer = (async (): Promise<QueryAnswer> => {
       if (this.#closed !== undefined) throw this.#closed;
       this.#streams.add(stops);
       try {
         const result = (await this.#pool.run(task, {
           name: 'stream',
-          signal: controller.signal,
+          signal: stop,
           transferList: [channel.port2],
         })) as QueryAnswer;
         await drained;
@@ -299,12 +285,9 @@ export class SqliteReadPool {
         this.#unanswered--;
         this.#streams.delete(stops);
         channel.port1.close();
+        clearTimeout(stopper);
       }
     })();
-    let stopper: NodeJS.Timeout | undefined;
-    // The stopper is cleared however the stream ends; its outcome is `answer`'s, the caller's.
-    const settled = (): void => clearTimeout(stopper);
-    answer.then(settled, settled);
     return {
       answer,
       cancel: () => {
@@ -312,7 +295,7 @@ export class SqliteReadPool {
         // A worker inside a long SQLite step does not see the credits: stop the statement there,
         // and end the worker only if it does not answer soon.
         stopQuery(stops, regionOf(stops, 0), 0);
-        stopper ??= setTimeout(() => controller.abort(), ESCALATE_MS);
+        stopper ??= setTimeout(() => stop.abort(), ESCALATE_MS);
       },
       credit: () => credits.credit(),
     };
@@ -333,7 +316,7 @@ export class SqliteReadPool {
     clearTimeout(this.#watchdog);
     const queued = this.#queue;
     this.#queue = [];
-    for (const pending of queued) pending.reject(reason);
+    for (const pending of queued) this.#settle(pending, reason);
     for (const running of this.#running) {
       for (const pending of running.batch) this.#stop(running, pending, reason);
     }
@@ -390,7 +373,7 @@ export class SqliteReadPool {
       stopped: new Map(),
       escalation: undefined,
     };
-    for (const pending of batch) pending.abortBatch = (late, error) => this.#stop(running, late, error);
+    for (const pending of batch) pending.running = running;
     this.#running.add(running);
     if (this.#timeoutMs > 0 && this.#watchdog === undefined) this.#arm(this.#timeoutMs);
     let results: QueryAnswer[];
@@ -408,27 +391,26 @@ export class SqliteReadPool {
       // with their own reason, the others run again elsewhere.
       const { stopped } = running;
       if (stopped.size === 0) {
-        for (const pending of batch) pending.reject(error);
+        for (const pending of batch) this.#settle(pending, error);
         return;
       }
-      for (const [pending, reason] of stopped) pending.reject(reason);
+      for (const [pending, reason] of stopped) this.#settle(pending, reason);
       this.#requeue(batch.filter((pending) => !stopped.has(pending)));
       return;
     } finally {
       clearTimeout(running.escalation);
       this.#running.delete(running);
-      for (const pending of batch) pending.abortBatch = undefined;
+      for (const pending of batch) pending.running = undefined;
     }
     for (const [index, result] of results.entries()) {
       const pending = batch[index] as Pending;
       const reason = running.stopped.get(pending);
       // A stopped query answers SQLITE_INTERRUPT (or, had it just finished, its rows): either way
       // its caller has been told it was stopped, and why.
-      if (reason === undefined) pending.resolve(result);
-      else pending.reject(reason);
+      this.#settle(pending, reason, reason === undefined ? result : undefined);
     }
     for (const [pending, reason] of running.stopped) {
-      if (!pending.done && results.length <= batch.indexOf(pending)) pending.reject(reason);
+      if (!pending.done && results.length <= batch.indexOf(pending)) this.#settle(pending, reason);
     }
     // A batch that ran past its time budget answers early: the rest goes first in the queue again.
     this.#requeue(batch.slice(results.length));
@@ -505,10 +487,19 @@ export class SqliteReadPool {
     this.#watchdog.unref();
   }
 
+  /** Answers `pending` (`answer`), else fails it with `error`, unless it is done already. */
+  #settle(pending: Pending, error: unknown, answer?: QueryAnswer): void {
+    if (pending.done) return;
+    pending.done = true;
+    this.#unanswered--;
+    if (answer === undefined) pending.reject(error);
+    else pending.resolve(answer);
+  }
+
   #requeue(batch: Pending[]): void {
     const rest = batch.filter((pending) => !pending.done);
     if (rest.length === 0) return;
-    if (this.#closed !== undefined) for (const pending of rest) pending.reject(this.#closed);
+    if (this.#closed !== undefined) for (const pending of rest) this.#settle(pending, this.#closed);
     else this.#queue.unshift(...rest);
   }
 }
