@@ -608,15 +608,11 @@ export class QueryService {
 
   /** The young generation of each query worker running now (a test hook). */
   youngGenerations(): ThreadYoungGeneration[] {
+    const of = (thread: string, sizes: number[] = []): ThreadYoungGeneration[] =>
+      sizes.map((maxYoungGenerationSizeMb) => ({ thread, maxYoungGenerationSizeMb }));
     return [
-      ...(this.#duckdb?.youngGenerations() ?? []).map((young) => ({
-        thread: 'DuckDB query worker',
-        maxYoungGenerationSizeMb: young,
-      })),
-      ...(this.#sqlite?.youngGenerations() ?? []).map((young) => ({
-        thread: 'SQLite read worker',
-        maxYoungGenerationSizeMb: young,
-      })),
+      ...of('DuckDB query worker', this.#duckdb?.youngGenerations()),
+      ...of('SQLite read worker', this.#sqlite?.youngGenerations()),
     ];
   }
 
