@@ -46,9 +46,15 @@ async function read(
   source: string | SpicepodSource,
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<{ load: SpicepodLoad; baseDir: string }> {
-  if (typeof source === 'string') {
+  let text: string;
+  let file: string;
+  let baseDir: string;
+  if (typeof source !== 'string') {
+    text = source.yaml ?? JSON.stringify(source.object ?? {});
+    file = source.file ?? 'spicepod.yaml';
+    baseDir = resolve(source.baseDir ?? '.');
+  } else {
     const path = resolve(source);
-    let text: string;
     try {
       text = await readFile(path, 'utf8');
     } catch (error) {
@@ -64,22 +70,10 @@ async function read(
         { cause: error },
       );
     }
-    const baseDir = dirname(path);
-    return {
-      load: loadSpicepod(text, { file: basename(path), env, readFile: spicepodFileReader(baseDir) }),
-      baseDir,
-    };
+    file = basename(path);
+    baseDir = dirname(path);
   }
-  const text = source.yaml ?? JSON.stringify(source.object ?? {});
-  const baseDir = resolve(source.baseDir ?? '.');
-  return {
-    load: loadSpicepod(text, {
-      file: source.file ?? 'spicepod.yaml',
-      env,
-      readFile: spicepodFileReader(baseDir),
-    }),
-    baseDir,
-  };
+  return { load: loadSpicepod(text, { file, env, readFile: spicepodFileReader(baseDir) }), baseDir };
 }
 
 /** Reads and validates the spicepod, logging its warnings and dataset errors. */
