@@ -8,10 +8,11 @@
  * the datasets under it, and the counters show it all.
  */
 import { getEventListeners } from 'node:events';
+import type { ResultsCacheConfig } from '@ferry/core/base';
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { ResultsCache, resultVersion } from '../src/query/results-cache.js';
+import { type PurgeTimer, ResultsCache, resultVersion } from '../src/query/results-cache.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir } from './support.js';
 
 describe('ResultsCache', () => {
@@ -23,22 +24,21 @@ describe('ResultsCache', () => {
     ['users', 7],
   ]);
   const snapshotOf = (name: string) => serving.get(name);
+  const cacheOf = (config: ResultsCacheConfig, timer?: PurgeTimer) =>
+    new ResultsCache(config, snapshotOf, clock, timer);
   const lookup = (sql: string, datasets: string[] | undefined, params: unknown[] = []) => ({
     sql,
     params: params as never[],
     datasets,
-    snapshotOf,
   });
 
   it('answers a result stored under the snapshots it read, by statement, parameters and kind', () => {
-    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
+    const cache = cacheOf({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 });
     const read = [{ name: 'orders', snapshotId: 1 }];
     expect(
       cache.find('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))?.value,
     ).toBeUndefined();
-    expect(cache.set('rows', 'SELECT * FROM orders WHERE id = ?', [1], read, 'one', 10, snapshotOf)).toBe(
-      true,
-    );
+    expect(cache.set('rows', 'SELECT * FROM orders WHERE id = ?', [1], read, 'one', 10)).toBe(true);
     expect(cache.find('rows', lookup('SELECT * FROM orders WHERE id = ?', ['orders'], [1]))?.value).toBe(
       'one',
     );
@@ -65,8 +65,8 @@ describe('ResultsCache', () => {
   });
 
   it('forgets an entry after item_ttl', () => {
-    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 1_000 }, clock);
-    cache.set('rows', 'SELECT 1 FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'v', 10, snapshotOf);
+    const cache = cacheOf({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 1_000 });
+    cache.set('rows', 'SELECT 1 FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'v', 10);
     now += 999;
     expect(cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']))?.value).toBe('v');
     now += 2;
@@ -84,13 +84,13 @@ describe('ResultsCache', () => {
         },
       };
     };
-    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 1_000 }, clock, timer);
+    const cache = cacheOf({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 1_000 }, timer);
     const read = [{ name: 'orders', snapshotId: 1 }];
     // A load of new statements: every answer is stored, none is asked for again.
-    for (let k = 0; k < 50; k++) cache.set('rows', `SELECT ${k} FROM orders`, [], read, 'v', 10, snapshotOf);
+    for (let k = 0; k < 50; k++) cache.set('rows', `SELECT ${k} FROM orders`, [], read, 'v', 10);
     expect(scheduled.map((each) => each.ms)).toEqual([1_000]);
     now += 600;
-    cache.set('rows', 'SELECT 50 FROM orders', [], read, 'v', 10, snapshotOf);
+    cache.set('rows', 'SELECT 50 FROM orders', [], read, 'v', 10);
     now += 500;
     scheduled[0]?.run();
     // The 50 expired entries are gone (and their bytes); the one still fresh stays and is swept later.
@@ -103,7 +103,7 @@ describe('ResultsCache', () => {
     expect(cache.counters()).toMatchObject({ entries: 0, bytes: 0 });
     // An empty cache schedules nothing; the next stored answer starts the sweep again.
     expect(scheduled).toHaveLength(2);
-    cache.set('rows', 'SELECT 51 FROM orders', [], read, 'v', 10, snapshotOf);
+    cache.set('rows', 'SELECT 51 FROM orders', [], read, 'v', 10);
     expect(scheduled).toHaveLength(3);
     // A swap's retire still finds nothing stale left behind in its index.
     cache.retire('orders', 2);
@@ -112,50 +112,42 @@ describe('ResultsCache', () => {
     expect(scheduled[2]?.cancelled).toBe(true);
   });
   it('keeps within max_size, least recently used out, counting evictions; a result larger than the cache is not kept', () => {
-    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 10_000, itemTtlMs: 60_000 }, clock);
+    const cache = cacheOf({ enabled: true, maxSizeBytes: 10_000, itemTtlMs: 60_000 });
     const read = [{ name: 'orders', snapshotId: 1 }];
     // Each entry weighs its value (2 500 bytes) and its bookkeeping: three fit, a fourth does not.
-    for (const n of [1, 2, 3]) cache.set('rows', `SELECT ${n} FROM orders`, [], read, n, 2_500, snapshotOf);
+    for (const n of [1, 2, 3]) cache.set('rows', `SELECT ${n} FROM orders`, [], read, n, 2_500);
     expect(cache.counters().evictions).toBe(0);
     cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']));
-    cache.set('rows', 'SELECT 4 FROM orders', [], read, 4, 2_500, snapshotOf);
+    cache.set('rows', 'SELECT 4 FROM orders', [], read, 4, 2_500);
     expect(cache.find('rows', lookup('SELECT 2 FROM orders', ['orders']))?.value).toBeUndefined();
     expect(cache.find('rows', lookup('SELECT 1 FROM orders', ['orders']))?.value).toBe(1);
     expect(cache.counters()).toMatchObject({ evictions: 1, entries: 3 });
     expect(cache.counters().bytes).toBeLessThanOrEqual(10_000);
-    expect(cache.set('rows', 'SELECT 5 FROM orders', [], read, 5, 20_000, snapshotOf)).toBe(false);
+    expect(cache.set('rows', 'SELECT 5 FROM orders', [], read, 5, 20_000)).toBe(false);
     // A long statement weighs its text too (the key keeps it): 5,000 characters with a one-value
     // answer do not fit in 10,000 bytes.
     const long = `SELECT 6 FROM orders WHERE id IN (${'1,'.repeat(2_500)}1)`;
-    expect(cache.set('rows', long, [], read, 6, 8, snapshotOf)).toBe(false);
+    expect(cache.set('rows', long, [], read, 6, 8)).toBe(false);
   });
 
   it('a swap retires exactly the entries that read the swapped dataset', () => {
-    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 600_000 }, clock);
+    const cache = cacheOf({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 600_000 });
     const orders = [{ name: 'orders', snapshotId: 1 }];
     const users = [{ name: 'users', snapshotId: 7 }];
-    cache.set('rows', 'SELECT * FROM orders', [], orders, 'o', 10, snapshotOf);
-    cache.set('rows', 'SELECT * FROM users', [], users, 'u', 10, snapshotOf);
-    cache.set(
-      'rows',
-      'SELECT * FROM orders JOIN users USING (id)',
-      [],
-      [...orders, ...users],
-      'ou',
-      10,
-      snapshotOf,
-    );
+    cache.set('rows', 'SELECT * FROM orders', [], orders, 'o', 10);
+    cache.set('rows', 'SELECT * FROM users', [], users, 'u', 10);
+    cache.set('rows', 'SELECT * FROM orders JOIN users USING (id)', [], [...orders, ...users], 'ou', 10);
     serving.set('orders', 2);
     cache.retire('orders', 2);
     expect(cache.counters().entries).toBe(1);
     expect(cache.find('rows', lookup('SELECT * FROM users', ['users']))?.value).toBe('u');
     // A result read at snapshot 1 but offered after the swap is not kept.
-    expect(cache.set('rows', 'SELECT * FROM orders', [], orders, 'late', 10, snapshotOf)).toBe(false);
+    expect(cache.set('rows', 'SELECT * FROM orders', [], orders, 'late', 10)).toBe(false);
     serving.set('orders', 1);
   });
 
   it('never caches a clock, a random source, a listing, or a statement that reads no dataset', () => {
-    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
+    const cache = cacheOf({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 });
     const read = [{ name: 'orders', snapshotId: 1 }];
     for (const sql of [
       'SELECT now(), * FROM orders',
@@ -165,17 +157,15 @@ describe('ResultsCache', () => {
       'SELECT * FROM orders, information_schema.tables',
       'DESCRIBE orders',
     ]) {
-      expect(cache.set('rows', sql, [], read, 'x', 10, snapshotOf), sql).toBe(false);
+      expect(cache.set('rows', sql, [], read, 'x', 10), sql).toBe(false);
       expect(cache.versionNow(lookup(sql, ['orders'])), sql).toBeUndefined();
     }
-    expect(cache.set('rows', 'SELECT 1', [], [], 'x', 10, snapshotOf)).toBe(false);
-    expect(cache.set('rows', "SELECT 'now()' AS label FROM orders", [], read, 'x', 10, snapshotOf)).toBe(
-      true,
-    );
+    expect(cache.set('rows', 'SELECT 1', [], [], 'x', 10)).toBe(false);
+    expect(cache.set('rows', "SELECT 'now()' AS label FROM orders", [], read, 'x', 10)).toBe(true);
   });
 
   it('lets an identical request wait for a run in flight, and counts what it got', async () => {
-    const cache = new ResultsCache({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
+    const cache = cacheOf({ enabled: true, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 });
     const sql = 'SELECT count(*) AS n FROM orders WHERE id > ?';
     const first = cache.find<string>('rows', lookup(sql, ['orders'], [1]));
     expect(first).toEqual({ key: expect.any(String) });
@@ -209,10 +199,10 @@ describe('ResultsCache', () => {
   });
 
   it('holds nothing when disabled', () => {
-    const cache = new ResultsCache({ enabled: false, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 }, clock);
-    expect(
-      cache.set('rows', 'SELECT * FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'x', 10, snapshotOf),
-    ).toBe(false);
+    const cache = cacheOf({ enabled: false, maxSizeBytes: 1 << 20, itemTtlMs: 60_000 });
+    expect(cache.set('rows', 'SELECT * FROM orders', [], [{ name: 'orders', snapshotId: 1 }], 'x', 10)).toBe(
+      false,
+    );
     expect(cache.find('rows', lookup('SELECT * FROM orders', ['orders']))?.value).toBeUndefined();
     expect(cache.counters()).toMatchObject({ hits: 0, misses: 0, maxBytes: 0 });
   });

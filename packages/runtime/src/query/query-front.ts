@@ -89,7 +89,6 @@ function rowsBytes(rows: readonly Record<string, JsonValue>[]): number {
 
 export class QueryFront {
   readonly #queries: QueryService;
-  readonly #catalog: QueryCatalog;
   readonly #cache: ResultsCache;
   readonly #history: TaskHistory;
   readonly #logger: Logger;
@@ -105,8 +104,7 @@ export class QueryFront {
   ) {
     this.#logger = logger;
     this.#queries = queries;
-    this.#catalog = catalog;
-    this.#cache = new ResultsCache(cache);
+    this.#cache = new ResultsCache(cache, (name) => catalog.snapshotOf(name));
     this.#history = new TaskHistory(history);
   }
 
@@ -174,16 +172,15 @@ export class QueryFront {
    */
   #lookup(sql: string, params: readonly JsonValue[], options: Pick<QueryOptions, 'snapshots'>): CacheLookup {
     const pins = options.snapshots;
-    const pinned =
-      pins === undefined
-        ? undefined
-        : new Map(Object.entries(pins).map(([name, snapshotId]) => [name.toLowerCase(), snapshotId]));
     return {
       sql,
       params,
       // What the statement (or its shape) read when it last ran: the query service's one record of it.
       datasets: this.#queries.datasetsOf(sql),
-      snapshotOf: (name) => pinned?.get(name.toLowerCase()) ?? this.#catalog.snapshotOf(name),
+      pins:
+        pins === undefined
+          ? undefined
+          : new Map(Object.entries(pins).map(([name, snapshotId]) => [name.toLowerCase(), snapshotId])),
     };
   }
 
@@ -249,9 +246,7 @@ export class QueryFront {
     bytes: () => number,
   ): void {
     setImmediate(() => {
-      this.#cache.set(kind, sql, params, provenance.datasets, value, bytes(), (name) =>
-        this.#catalog.snapshotOf(name),
-      );
+      this.#cache.set(kind, sql, params, provenance.datasets, value, bytes());
     });
   }
 

@@ -28,8 +28,8 @@ export interface CacheLookup {
   readonly params: readonly JsonValue[];
   /** The datasets the statement reads (its route), or undefined when not known yet. */
   readonly datasets: readonly string[] | undefined;
-  /** The snapshot a dataset serves now, or undefined when it serves none. */
-  readonly snapshotOf: (dataset: string) => number | undefined;
+  /** A pinned query's snapshots, by dataset name in lower case: they key it, not the ones served. */
+  readonly pins?: ReadonlyMap<string, number> | undefined;
 }
 
 export interface CacheCounters {
@@ -144,6 +144,8 @@ export function resultVersion(
 
 export class ResultsCache {
   readonly #config: ResultsCacheConfig;
+  /** The snapshot a dataset serves now, or undefined when it serves none (the host's catalog). */
+  readonly #current: (dataset: string) => number | undefined;
   readonly #entries: LRUCache<string, Entry<unknown>> | undefined;
   /** Each dataset's entries (by key), to retire them when it swaps. */
   readonly #byDataset = new Map<string, Set<string>>();
@@ -159,8 +161,14 @@ export class ResultsCache {
   #bypasses = 0;
   #evictions = 0;
 
-  constructor(config: ResultsCacheConfig, now?: () => number, timer: PurgeTimer = unrefTimer) {
+  constructor(
+    config: ResultsCacheConfig,
+    current: (dataset: string) => number | undefined,
+    now?: () => number,
+    timer: PurgeTimer = unrefTimer,
+  ) {
     this.#config = config;
+    this.#current = current;
     this.#timer = timer;
     if (!config.enabled) return;
     this.#entries = new LRUCache<string, Entry<unknown>>({
@@ -207,7 +215,7 @@ export class ResultsCache {
     if (datasets === undefined || datasets.length === 0) return undefined;
     const read: DatasetRead[] = [];
     for (const name of datasets) {
-      const snapshotId = lookup.snapshotOf(name);
+      const snapshotId = lookup.pins?.get(name.toLowerCase()) ?? this.#current(name);
       if (snapshotId === undefined) return undefined;
       read.push({ name, snapshotId });
     }
@@ -282,7 +290,7 @@ export class ResultsCache {
 
   /**
    * Offers a result read at the snapshots `read` names. It is kept unless it is larger than the
-   * cache, the statement is not cacheable, or a dataset it read has swapped since (`current`).
+   * cache, the statement is not cacheable, or a dataset it read has swapped since.
    */
   set(
     kind: string,
@@ -291,11 +299,10 @@ export class ResultsCache {
     read: readonly DatasetRead[],
     value: unknown,
     bytes: number,
-    current: (dataset: string) => number | undefined,
   ): boolean {
     const entries = this.#entries;
     if (entries === undefined || read.length === 0 || !this.cacheable(sql)) return false;
-    if (read.some((dataset) => current(dataset.name) !== dataset.snapshotId)) return false;
+    if (read.some((dataset) => this.#current(dataset.name) !== dataset.snapshotId)) return false;
     const key = keyOf(kind, sql, params, snapshotsPart(read));
     // The key holds the statement and its parameters: a 250 KB statement with a one-row answer
     // weighs 500 KB, not 600 bytes (V8 strings, UTF-16 at most).
