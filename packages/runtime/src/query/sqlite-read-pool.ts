@@ -34,7 +34,7 @@ import { CatalogBoard, type SharedCatalog } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
 import { isExpensive, nextBatch, nextCost } from './sqlite-batching.js';
-import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery, streamStopBuffer } from './sqlite-stops.js';
+import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery } from './sqlite-stops.js';
 import type {
   SqliteBatchAnswer,
   SqlitePoolBuffers,
@@ -89,9 +89,7 @@ class BatchStop {
   }
 
   /** piscina's name for `off`. */
-  removeListener(name: 'abort', listener: () => void): void {
-    this.off(name, listener);
-  }
+  readonly removeListener = this.off;
 
   abort(): void {
     if (this.aborted) return;
@@ -247,7 +245,7 @@ export class SqliteReadPool {
     const credits = new StreamCredits();
     // Ends the worker only if it does not stop (BatchStop: cheaper than an AbortController).
     const stop = new BatchStop();
-    const stops = streamStopBuffer();
+    const stops = stopBuffer(1);
     channel.port1.on('message', (message: SqliteStreamMessage) => {
       if (message.type === 'end') ended();
       else if (message.type === 'schema') listener.schema?.(message.ipc, message.read, message.rows);

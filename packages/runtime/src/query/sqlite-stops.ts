@@ -4,8 +4,8 @@
  * engines' sqlite-interrupt.ts). A worker writes `current` (the 1-based index of the query it runs
  * in its batch, 0 between queries); the host stops query k of a slot's batch by writing `stop_k`,
  * whether k runs now or has not started: SQLite fails it with `SQLITE_INTERRUPT` within a
- * microsecond or so, and the worker goes on with the rest of its batch. A stream has a region of
- * its own, one statement long.
+ * microsecond or so, and the worker goes on with the rest of its batch. A stream has a buffer of
+ * its own, of one region (its one statement is query 0).
  */
 import type { InterruptRegion } from '@ferry/engines/namespaces';
 
@@ -18,19 +18,9 @@ export function stopBuffer(slots: number): Int32Array {
   return new Int32Array(new SharedArrayBuffer(slots * REGION * Int32Array.BYTES_PER_ELEMENT));
 }
 
-/** A stream's stop buffer: one statement. */
-export function streamStopBuffer(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
-}
-
-/** The region of `slot` (a stream's buffer: slot 0, one statement). */
+/** The region of `slot` (a stream's buffer: slot 0). */
 export function regionOf(stops: Int32Array, slot: number): InterruptRegion {
-  const single = stops.length === 2;
-  return {
-    buffer: stops.buffer as SharedArrayBuffer,
-    offset: single ? 0 : slot * REGION,
-    stops: single ? 1 : MAX_BATCH,
-  };
+  return { buffer: stops.buffer as SharedArrayBuffer, offset: slot * REGION, stops: MAX_BATCH };
 }
 
 /** A worker: query `index` (0-based) of `slot`'s batch runs now; -1: none. */

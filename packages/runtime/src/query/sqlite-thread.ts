@@ -82,7 +82,7 @@ export interface SqliteStreamTask {
   readonly port: MessagePort;
   /** The stream's credits (stream-credits.ts). */
   readonly control: Int32Array;
-  /** The stream's stop buffer (sqlite-stops.ts, one statement). */
+  /** The stream's stop buffer (sqlite-stops.ts, one slot). */
   readonly stops: Int32Array;
 }
 
