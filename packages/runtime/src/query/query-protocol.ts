@@ -29,9 +29,9 @@ export interface QueryRequest {
   readonly maxRows: number;
   readonly maxBytes: number;
   /** The statement's shape key (`statementShape`), when the host computed it: the workers reuse it. */
-  readonly shape?: string;
+  readonly shape?: string | undefined;
   /** Datasets read at pinned generations (a client's `X-Ferry-Snapshot`), resolved by the host. */
-  readonly pins?: readonly PinnedGeneration[];
+  readonly pins?: readonly PinnedGeneration[] | undefined;
   /**
    * Rows mode: answer the result as its rows' JSON text when it is one batch within this many bytes,
    * else `larger` ({@link InlineResult}); 0 or absent: rows (DuckDB) or a stream.

@@ -430,28 +430,12 @@ export class QueryService {
     return untilAborted(query.answer, options.signal, query.cancel);
   }
 
-  #request(
-    sql: string,
-    params: readonly JsonValue[],
-    maxRows: number,
-    maxBytes: number,
-    shape: string | undefined,
-    pins: readonly PinnedGeneration[] | undefined,
-    inline = 0,
-  ): QueryRequest {
-    const request: QueryRequest =
-      shape === undefined
-        ? { sql, params, maxRows, maxBytes, inline }
-        : { sql, params, maxRows, maxBytes, inline, shape };
-    return pins === undefined ? request : { ...request, pins };
-  }
-
   async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
     this.#admission.admit();
     try {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
       const { engine, answer } = await this.#execute(sql, options, (where, plan, shape, pins, named) => {
-        const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
+        const request: QueryRequest = { sql, params, maxRows, maxBytes, inline: 0, shape, pins };
         return where === 'duckdb'
           ? this.#duckdbRows(request, options, plan?.datasets)
           : this.#sqlitePool().run(named, request, options.signal);
@@ -530,7 +514,7 @@ export class QueryService {
       // (The shape is known here only when the text's own plan is not: both keys are kept.)
       const capped = maxBytes > 0 && maxBytes < 2 * inline;
       if (inline > 0 && !capped && this.#largerResults.get(shape ?? sql) === undefined) {
-        const asked = this.#request(sql, params, maxRows, maxBytes, shape, pins, inline);
+        const asked: QueryRequest = { sql, params, maxRows, maxBytes, inline, shape, pins };
         const answer =
           where === 'duckdb'
             ? await this.#duckdbRows(asked, options, plan?.datasets)
@@ -540,7 +524,7 @@ export class QueryService {
           this.#largerResults.set(key, true, 2 * key.length + 64);
         }
       }
-      const request = this.#request(sql, params, maxRows, maxBytes, shape, pins);
+      const request: QueryRequest = { sql, params, maxRows, maxBytes, inline: 0, shape, pins };
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,
