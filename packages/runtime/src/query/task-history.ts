@@ -80,8 +80,6 @@ export class TaskHistory {
   /** Records one finished query. */
   record(task: FinishedTask): void {
     if (!this.#config.enabled) return;
-    const startUs = Math.round(task.startMs * 1000);
-    const endUs = Math.round((task.startMs + task.durationMs) * 1000);
     const captured =
       this.#config.capturedOutput === 'truncated' && task.rows !== undefined
         ? ownPrefix(JSON.stringify(task.rows.slice(0, CAPTURED_ROWS)), MAX_CAPTURED_CHARS)
@@ -93,8 +91,8 @@ export class TaskHistory {
       task: 'sql_query',
       input: ownPrefix(task.sql, MAX_INPUT_CHARS),
       captured_output: captured,
-      start_us: startUs,
-      end_us: endUs,
+      start_us: Math.round(task.startMs * 1000),
+      end_us: Math.round((task.startMs + task.durationMs) * 1000),
       execution_duration_ms: task.durationMs,
       error_message:
         task.error === undefined
