@@ -42,8 +42,8 @@ export class QueryCatalog {
   constructor(
     registry: DatasetRegistry,
     onChange: (catalog: NamespaceCatalog) => void,
-    views: readonly NamespaceView[] = [],
-    taskHistory = true,
+    views: readonly NamespaceView[],
+    taskHistory: boolean,
   ) {
     this.#registry = registry;
     this.#onChange = onChange;

@@ -273,13 +273,10 @@ export class QueryService {
         continue;
       }
       if (held.length === 0) throw new DatasetNotReadyError(entry.name, entry.state);
-      const newest = Math.max(...held.map((each) => each.snapshotId));
+      const ids = held.map((each) => each.snapshotId);
+      const newest = Math.max(...ids);
       if (snapshotId > newest) throw new PinnedSnapshotUnknownError(entry.name, snapshotId, newest);
-      throw new SnapshotGoneError(
-        entry.name,
-        snapshotId,
-        held.map((each) => each.snapshotId),
-      );
+      throw new SnapshotGoneError(entry.name, snapshotId, ids);
     }
     return pins.length === 0 ? undefined : pins;
   }
@@ -556,7 +553,7 @@ export class QueryService {
       }
       // Admitted until its engine is done with it and its consumer too: a result the engine has
       // sent but the consumer has not yet turned into an answer still costs the host its time.
-      void Promise.all([answered, stream.done]).then(() => onFinished?.());
+      if (onFinished !== undefined) void Promise.all([answered, stream.done]).then(onFinished);
       void answered.then((settled) => {
         // The stream's engine is done with it (it ended, failed, or was cancelled).
         if ('error' in settled) stream.fail(settled.error);
