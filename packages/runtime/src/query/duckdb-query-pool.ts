@@ -288,15 +288,7 @@ export class DuckDbQueryPool {
         settled: false,
       });
     });
-    worker.post({
-      type: 'query',
-      id,
-      mode,
-      request,
-      ...(batchRows === undefined ? {} : { batchRows }),
-      ...(announce ? { announce } : {}),
-      ...(credits === undefined ? {} : { credits: credits.control }),
-    });
+    worker.post({ type: 'query', id, mode, request, batchRows, announce, credits: credits?.control });
     if (timeoutMs > 0 && !announce) this.#watch();
     return {
       answer,

@@ -118,8 +118,8 @@ async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnsw
   if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
   let sent = 0;
   const control = { signal: stop, maxRows, maxBytes, ...(pins === undefined ? {} : { pins }) };
-  if (message.mode === 'rows' && message.request.inline !== undefined && message.request.inline > 0) {
-    const bound = message.request.inline;
+  const bound = message.request.inline ?? 0;
+  if (message.mode === 'rows' && bound > 0) {
     const rows = await rowsOf(ns, sql, params, route, {
       ...control,
       maxBytes: maxBytes > 0 && maxBytes <= bound ? maxBytes : bound,

@@ -85,11 +85,11 @@ export type HostToQueryWorker =
       readonly mode: QueryMode;
       readonly request: QueryRequest;
       /** Batches: rows per batch at most. */
-      readonly batchRows?: number;
+      readonly batchRows?: number | undefined;
       /** Send `routed` before it starts (the host does not know yet what it reads). */
-      readonly announce?: boolean;
+      readonly announce?: boolean | undefined;
       /** Batches: the stream's credits (stream-credits.ts). */
-      readonly credits?: Int32Array;
+      readonly credits?: Int32Array | undefined;
     }
   | { readonly type: 'cancel'; readonly id: number }
   | { readonly type: 'close'; readonly id: number };

@@ -526,7 +526,7 @@ export class QueryService {
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,
         datasets: named,
-        ...(options.signal === undefined ? {} : { signal: options.signal }),
+        signal: options.signal,
       });
       const query =
         where === 'duckdb'

@@ -15,7 +15,7 @@ import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 export interface ResultStreamOptions {
   readonly timeoutMs: number;
   readonly idleTimeoutMs: number;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /** The datasets the query reads, for a timeout's message. */
   readonly datasets: readonly string[];
 }

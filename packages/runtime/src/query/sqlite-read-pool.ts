@@ -257,7 +257,7 @@ export class SqliteReadPool {
       port: channel.port2,
       control: credits.control,
       stops,
-      ...(batchRows === undefined ? {} : { batchRows }),
+      batchRows,
     };
     // The answer comes back on piscina's port, the schema and batches on this channel: no order
     // holds between the two, so the answer waits for the channel's last message ('end', posted

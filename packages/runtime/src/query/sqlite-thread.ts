@@ -78,7 +78,7 @@ export interface SqliteStreamTask {
   /** The catalog, when the board cannot hold it. */
   readonly catalog?: SharedCatalog;
   readonly request: QueryRequest;
-  readonly batchRows?: number;
+  readonly batchRows?: number | undefined;
   readonly port: MessagePort;
   /** The stream's credits (stream-credits.ts). */
   readonly control: Int32Array;
