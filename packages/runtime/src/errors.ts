@@ -116,18 +116,13 @@ export class QueryTimeoutError extends FerryError {
 }
 
 export class ResultTooLargeError extends FerryError {
-  constructor(
-    datasets: readonly string[] | string,
-    max: number,
-    limit: 'rows' | 'bytes' = 'rows',
-    setting?: string,
-  ) {
+  constructor(datasets: readonly string[] | string, max: number, limit: 'rows' | 'bytes', setting: string) {
     const what = theQuery([datasets].flat());
     super(
       'ERR_RESULT_TOO_LARGE',
       limit === 'rows'
-        ? `${what} returned more than ${max} rows; add a LIMIT or raise ${setting ?? 'maxResultRows'}.`
-        : `${what} returned more than ${max} bytes; select fewer columns or rows, stream it (queryStream), or raise ${setting ?? 'maxResultBytes'}.`,
+        ? `${what} returned more than ${max} rows; add a LIMIT or raise ${setting}.`
+        : `${what} returned more than ${max} bytes; select fewer columns or rows, stream it (queryStream), or raise ${setting}.`,
     );
     this.name = 'ResultTooLargeError';
   }
