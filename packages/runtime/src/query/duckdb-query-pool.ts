@@ -15,8 +15,7 @@
  * `ERR_QUERY_TIMEOUT`; it counts as in flight until its engine stopped.
  */
 
-import type { ResourceLimits } from 'node:worker_threads';
-import { Worker } from 'node:worker_threads';
+import { type ResourceLimits, Worker } from 'node:worker_threads';
 import type {
   DatasetRead,
   DuckDbNamespaceOptions,

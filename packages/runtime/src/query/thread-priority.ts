@@ -24,17 +24,12 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { readlink } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 
-/** The calling thread's id: `/proc/thread-self` is `<pid>/task/<tid>` (Linux). */
-function currentThreadId(): number {
-  return Number(readlinkSync('/proc/thread-self').split('/').pop());
-}
-
 /** Raises the calling thread's nice value by `niceness` (at most 19); false where it cannot. */
 export function lowerThreadPriority(niceness: number): boolean {
   if (niceness <= 0 || process.platform !== 'linux') return false;
   try {
-    // setpriority(2) on a thread id sets that thread only.
-    const tid = currentThreadId();
+    // setpriority(2) on a thread id sets that thread only; `/proc/thread-self` is `<pid>/task/<tid>`.
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     setPriority(tid, Math.min(19, getPriority(tid) + niceness));
     return true;
   } catch {
