@@ -407,9 +407,8 @@ export class SqliteReadPool {
       // its caller has been told it was stopped, and why.
       this.#settle(pending, reason, reason === undefined ? result : undefined);
     }
-    for (const [pending, reason] of running.stopped) {
-      if (!pending.done && results.length <= batch.indexOf(pending)) this.#settle(pending, reason);
-    }
+    // The stopped queries it did not reach (those it reached are settled above).
+    for (const [pending, reason] of running.stopped) this.#settle(pending, reason);
     // A batch that ran past its time budget answers early: the rest goes first in the queue again.
     this.#requeue(batch.slice(results.length));
   }
