@@ -77,12 +77,7 @@ class Harness {
       if (this.stopRpc.handle(message)) return;
       if (message.type === 'read-metadata') {
         this.readRequests++;
-        respond(
-          this.toCoordinator,
-          message.id,
-          () => reader.readFor(config.name, message.ifNoneMatch, true),
-          (error) => ({ name: 'Error', message: String(error) }),
-        );
+        respond(this.toCoordinator, message.id, () => reader.readFor(config.name, message.ifNoneMatch, true));
       }
     });
     this.rpc = new RpcClient<HostToDataset>(this.toHost, 'host');

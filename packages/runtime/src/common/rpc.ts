@@ -12,7 +12,7 @@
  */
 import type { TransferListItem } from 'node:worker_threads';
 import type { SerializedError } from '@ferry/core/common';
-import { deserializeError } from '@ferry/core/common';
+import { deserializeError, serializeError } from '@ferry/core/common';
 import { ChannelClosedError } from './thread-errors.js';
 
 /** A response on the wire. */
@@ -80,18 +80,13 @@ export class RpcClient<Request extends { readonly type: string }> {
   }
 }
 
-/** The answering side: runs a handler per request and posts its outcome as a response. */
-export function respond(
-  port: RpcPort,
-  id: number,
-  work: () => unknown,
-  serialize: (error: unknown) => SerializedError,
-): void {
+/** The answering side: runs a handler per request and posts its outcome (an error serialised) as a response. */
+export function respond(port: RpcPort, id: number, work: () => unknown): void {
+  const post = (response: RpcResponse): void => port.postMessage(response);
   Promise.resolve()
     .then(work)
     .then(
-      (value) => port.postMessage({ type: 'response', id, ok: true, value } satisfies RpcResponse),
-      (error: unknown) =>
-        port.postMessage({ type: 'response', id, ok: false, error: serialize(error) } satisfies RpcResponse),
+      (value) => post({ type: 'response', id, ok: true, value }),
+      (error: unknown) => post({ type: 'response', id, ok: false, error: serializeError(error) }),
     );
 }

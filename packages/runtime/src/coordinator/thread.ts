@@ -225,11 +225,8 @@ class DatasetSlot {
     worker.on('message', (message: DatasetToCoordinator) => {
       if (rpc.handle(message)) return;
       if (message.type === 'read-metadata') {
-        respond(
-          worker,
-          message.id,
-          () => this.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh === true),
-          serializeError,
+        respond(worker, message.id, () =>
+          this.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh === true),
         );
       } else if (message.type === 'bootstrapped') {
         this.release();
@@ -246,7 +243,7 @@ class DatasetSlot {
       } else if (message.type === 'snapshot-task') {
         const { task } = message;
         const transfer = task.kind === 'load' ? [task.port] : [];
-        respond(worker, message.id, () => pool.run(task, { transfer }), serializeError);
+        respond(worker, message.id, () => pool.run(task, { transfer }));
       }
     });
     worker.on('error', (error) => {
@@ -427,19 +424,14 @@ function threadYoungGenerations(): ThreadYoungGeneration[] {
 
 port.on('message', (message: HostToCoordinator | MetadataGetsRequest | ThreadYoungGenerationsRequest) => {
   if (isThreadYoungGenerationsRequest(message)) {
-    respond(port, message.id, threadYoungGenerations, serializeError);
+    respond(port, message.id, threadYoungGenerations);
   } else if (isMetadataGetsRequest(message)) {
-    respond(
-      port,
-      message.id,
-      () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0),
-      serializeError,
-    );
+    respond(port, message.id, () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0));
   } else if (message.type === 'close') {
     closing ??= close();
-    respond(port, message.id, () => closing, serializeError);
+    respond(port, message.id, () => closing);
   } else if (message.type === 'snapshots') {
-    respond(port, message.id, () => listSnapshots(message.dataset, message.limit), serializeError);
+    respond(port, message.id, () => listSnapshots(message.dataset, message.limit));
   }
 });
 

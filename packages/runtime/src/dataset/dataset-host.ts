@@ -42,7 +42,6 @@ import {
   type ReadMetadataInput,
   type RestoreLocalInput,
   type SwapSnapshotInput,
-  serializeError,
 } from '@ferry/core/machine';
 import type { SnapshotTransfer } from '@ferry/snapshots';
 import {
@@ -726,19 +725,14 @@ export class DatasetHost {
         this.#watched();
         break;
       case 'status':
-        respond(host, message.id, () => datasetStatus(this.#actor.getSnapshot()), serializeError);
+        respond(host, message.id, () => datasetStatus(this.#actor.getSnapshot()));
         break;
       case 'command':
-        respond(
-          host,
-          message.id,
-          () => {
-            this.#wake();
-            // The status the command caused is posted before the answer.
-            this.#actor.send({ type: message.command });
-          },
-          serializeError,
-        );
+        respond(host, message.id, () => {
+          this.#wake();
+          // The status the command caused is posted before the answer.
+          this.#actor.send({ type: message.command });
+        });
         break;
     }
   }
@@ -764,19 +758,14 @@ export class DatasetHost {
       this.#wake();
       this.#actor.send({ type: 'poll.due' });
     } else if (message.type === 'stop') {
-      respond(
-        this.#ports.coordinator,
-        message.id,
-        async () => {
-          await this.stop();
-          // Let the answer leave, then close both ports: nothing keeps a thread alive after that.
-          setImmediate(() => {
-            this.#ports.host.close();
-            this.#ports.coordinator.close();
-          });
-        },
-        serializeError,
-      );
+      respond(this.#ports.coordinator, message.id, async () => {
+        await this.stop();
+        // Let the answer leave, then close both ports: nothing keeps a thread alive after that.
+        setImmediate(() => {
+          this.#ports.host.close();
+          this.#ports.coordinator.close();
+        });
+      });
     }
   }
 
