@@ -51,15 +51,3 @@ export interface ThreadYoungGenerationsRequest {
   readonly type: 'test-thread-young-generations';
   readonly id: number;
 }
-
-export function isThreadYoungGenerationsRequest(message: unknown): message is ThreadYoungGenerationsRequest {
-  return (message as { type?: unknown } | null)?.type === 'test-thread-young-generations';
-}
-
-export function isCrashDrill(message: unknown): message is CrashDrill {
-  return (message as { type?: unknown } | null)?.type === 'test-crash';
-}
-
-export function isMetadataGetsRequest(message: unknown): message is MetadataGetsRequest {
-  return (message as { type?: unknown } | null)?.type === 'test-metadata-gets';
-}

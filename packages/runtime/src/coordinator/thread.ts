@@ -31,12 +31,10 @@ import { RpcClient, respond } from '../common/rpc.js';
 import { LiveStatus } from '../common/shared-slots.js';
 import { storeFor, storeKey } from '../common/stores.js';
 import { Supervisor } from '../common/supervisor.js';
-import {
-  isMetadataGetsRequest,
-  isThreadYoungGenerationsRequest,
-  type MetadataGetsRequest,
-  type ThreadYoungGeneration,
-  type ThreadYoungGenerationsRequest,
+import type {
+  MetadataGetsRequest,
+  ThreadYoungGeneration,
+  ThreadYoungGenerationsRequest,
 } from '../common/test-hooks.js';
 import { checkBuildId, threadExecArgv, threadFile } from '../common/thread-files.js';
 import { within } from '../common/within.js';
@@ -423,9 +421,9 @@ function threadYoungGenerations(): ThreadYoungGeneration[] {
 }
 
 port.on('message', (message: HostToCoordinator | MetadataGetsRequest | ThreadYoungGenerationsRequest) => {
-  if (isThreadYoungGenerationsRequest(message)) {
+  if (message.type === 'test-thread-young-generations') {
     respond(port, message.id, threadYoungGenerations);
-  } else if (isMetadataGetsRequest(message)) {
+  } else if (message.type === 'test-metadata-gets') {
     respond(port, message.id, () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0));
   } else if (message.type === 'close') {
     closing ??= close();

@@ -8,8 +8,8 @@
  * `@ferry/runtime/testing`) raises such an error on purpose.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import type { DatasetWorkerData } from '../common/protocol.js';
-import { isCrashDrill } from '../common/test-hooks.js';
+import type { DatasetWorkerData, HostToDataset } from '../common/protocol.js';
+import type { CrashDrill } from '../common/test-hooks.js';
 import { checkBuildId } from '../common/thread-files.js';
 import { DatasetHost } from './dataset-host.js';
 
@@ -30,8 +30,8 @@ async function crash(error: unknown): Promise<void> {
 process.on('uncaughtException', (error) => void crash(error));
 process.on('unhandledRejection', (error) => void crash(error));
 
-hostPort.on('message', (message: unknown) => {
-  if (isCrashDrill(message)) {
+hostPort.on('message', (message: HostToDataset | CrashDrill) => {
+  if (message.type === 'test-crash') {
     setImmediate(() => {
       throw new Error('crash drill: terminateDatasetThread() was called');
     });
