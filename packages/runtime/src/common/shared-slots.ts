@@ -11,43 +11,6 @@
  * {@link WRITING} for the length of a write. No imports: a dataset thread loads this module.
  */
 
-/** A slot's fields, as float64s after a sequence number (an int32, padded to 8 bytes). */
-class SeqlockTable {
-  readonly #seq: Int32Array;
-  readonly #values: Float64Array;
-  readonly #fields: number;
-
-  constructor(buffer: SharedArrayBuffer, fields: number, slots: number) {
-    this.#fields = fields;
-    this.#seq = new Int32Array(buffer, 0, slots * 2);
-    this.#values = new Float64Array(buffer, slots * 8, slots * fields);
-  }
-
-  static bytesPerSlot(fields: number): number {
-    return 8 + fields * 8;
-  }
-
-  write(slot: number, values: readonly number[]): void {
-    const at = slot * 2;
-    Atomics.add(this.#seq, at, 1);
-    this.#values.set(values, slot * this.#fields);
-    Atomics.add(this.#seq, at, 1);
-  }
-
-  /** The slot's fields, or undefined when it was never written. */
-  read(slot: number): Float64Array | undefined {
-    const at = slot * 2;
-    for (;;) {
-      const before = Atomics.load(this.#seq, at);
-      if (before === 0) return undefined;
-      if ((before & 1) === 0) {
-        const values = this.#values.slice(slot * this.#fields, (slot + 1) * this.#fields);
-        if (Atomics.load(this.#seq, at) === before) return values;
-      }
-    }
-  }
-}
-
 /** A dataset's scheduled checks, as its status shows them, with those made while it was parked. */
 export interface LiveChecks {
   /** The dataset thread's incarnation (its start number), so a restarted thread's slot is not mixed with the last one's. */
@@ -63,21 +26,24 @@ export interface LiveChecks {
 }
 
 const LIVE_FIELDS = 6;
-/** Bytes per slot: its seqlock fields and its owner word (kept 8-byte aligned). */
-const LIVE_SLOT_BYTES = SeqlockTable.bytesPerSlot(LIVE_FIELDS) + 8;
+/** Bytes per slot: its sequence number (an int32, padded to 8 bytes), its fields as float64s, its owner word (kept 8-byte aligned). */
+const LIVE_SLOT_BYTES = 8 + LIVE_FIELDS * 8 + 8;
 /** The owner word of a slot the coordinator is writing. */
-export const WRITING = -1;
+const WRITING = -1;
 
 export class LiveStatus {
   readonly buffer: SharedArrayBuffer;
-  readonly #table: SeqlockTable;
+  /** The buffer holds every slot's sequence number, then every slot's fields, then every owner word. */
+  readonly #seq: Int32Array;
+  readonly #values: Float64Array;
   readonly #owners: Int32Array;
 
   constructor(buffer: SharedArrayBuffer) {
     this.buffer = buffer;
     const slots = Math.floor(buffer.byteLength / LIVE_SLOT_BYTES);
-    this.#table = new SeqlockTable(buffer, LIVE_FIELDS, slots);
-    this.#owners = new Int32Array(buffer, slots * SeqlockTable.bytesPerSlot(LIVE_FIELDS), slots);
+    this.#seq = new Int32Array(buffer, 0, slots * 2);
+    this.#values = new Float64Array(buffer, slots * 8, slots * LIVE_FIELDS);
+    this.#owners = new Int32Array(buffer, slots * (8 + LIVE_FIELDS * 8), slots);
   }
 
   static create(datasets: number): LiveStatus {
@@ -123,19 +89,32 @@ export class LiveStatus {
   }
 
   #write(slot: number, checks: LiveChecks): void {
-    this.#table.write(slot, [
-      checks.incarnation,
-      checks.polls,
-      checks.lastPollAtMs,
-      checks.nextPollDueMs ?? Number.NaN,
-      checks.unposted,
-      checks.freshAtMs ?? Number.NaN,
-    ]);
+    Atomics.add(this.#seq, slot * 2, 1);
+    this.#values.set(
+      [
+        checks.incarnation,
+        checks.polls,
+        checks.lastPollAtMs,
+        checks.nextPollDueMs ?? Number.NaN,
+        checks.unposted,
+        checks.freshAtMs ?? Number.NaN,
+      ],
+      slot * LIVE_FIELDS,
+    );
+    Atomics.add(this.#seq, slot * 2, 1);
   }
 
+  /** The slot's checks, or undefined when it was never written. */
   read(slot: number): LiveChecks | undefined {
-    const values = this.#table.read(slot);
-    if (values === undefined) return undefined;
+    let values: Float64Array;
+    for (;;) {
+      const before = Atomics.load(this.#seq, slot * 2);
+      if (before === 0) return undefined;
+      if ((before & 1) === 0) {
+        values = this.#values.slice(slot * LIVE_FIELDS, (slot + 1) * LIVE_FIELDS);
+        if (Atomics.load(this.#seq, slot * 2) === before) break;
+      }
+    }
     const due = values[3] as number;
     const fresh = values[5] as number;
     return {
