@@ -330,18 +330,12 @@ export type HostToCoordinator =
   /** A dataset's snapshots from its location's metadata.json, each checked with a HEAD. */
   | { readonly type: 'snapshots'; readonly id: number; readonly dataset: string; readonly limit?: number };
 
-export interface DatasetDescriptor {
-  readonly name: string;
-  readonly engine: EngineName | undefined;
-  readonly fileEngine: FileFormat;
-  readonly livePath: string;
-}
-
 export type CoordinatorToHost =
   | RpcResponse
+  /** A dataset thread started: the host talks to it on `port`. */
   | {
       readonly type: 'dataset-started';
-      readonly dataset: DatasetDescriptor;
+      readonly dataset: string;
       readonly port: MessagePort;
       readonly incarnation: number;
     }

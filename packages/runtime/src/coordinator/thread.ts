@@ -264,12 +264,7 @@ class DatasetSlot {
     post(
       {
         type: 'dataset-started',
-        dataset: {
-          name: this.config.name,
-          engine: this.config.engine,
-          fileEngine: this.config.fileEngine ?? 'duckdb',
-          livePath: this.livePath,
-        },
+        dataset: this.config.name,
         port: channel.port1,
         incarnation: data.incarnationBase + this.incarnation,
       },

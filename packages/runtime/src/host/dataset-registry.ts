@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import type { MessagePort } from 'node:worker_threads';
 import { type ConfigIssue, type DatasetConfig, type DatasetStatus, datasetStaleness } from '@ferry/core/base';
 import type { DatasetInfo, StateEvent } from '../api.js';
-import type { DatasetDescriptor, HostToDataset } from '../common/protocol.js';
+import type { HostToDataset } from '../common/protocol.js';
 import type { RpcClient } from '../common/rpc.js';
 import type { LiveStatus } from '../common/shared-slots.js';
 import { DatasetFailedError, ReadyTimeoutError, RuntimeClosedError, UnknownDatasetError } from '../errors.js';
@@ -16,7 +16,6 @@ import { DatasetFailedError, ReadyTimeoutError, RuntimeClosedError, UnknownDatas
 export interface DatasetEntry {
   readonly name: string;
   readonly config: DatasetConfig | undefined;
-  descriptor: DatasetDescriptor | undefined;
   port: MessagePort | undefined;
   rpc: RpcClient<HostToDataset> | undefined;
   status: DatasetStatus | undefined;
@@ -67,7 +66,6 @@ export class DatasetRegistry {
     this.#entries.set(name, {
       name,
       config,
-      descriptor: undefined,
       port: undefined,
       rpc: undefined,
       status: undefined,
@@ -135,7 +133,7 @@ export class DatasetRegistry {
       status === undefined || !this.serving(entry) ? undefined : datasetStaleness(status, Date.now());
     return {
       name: entry.name,
-      engine: entry.config?.engine ?? entry.descriptor?.engine,
+      engine: entry.config?.engine,
       state: entry.state,
       status,
       error: entry.error,

@@ -345,10 +345,9 @@ class HostRuntime implements Runtime {
     if (this.#coordinatorRpc.handle(message)) return;
     switch (message.type) {
       case 'dataset-started': {
-        const entry = this.#registry.find(message.dataset.name);
+        const entry = this.#registry.find(message.dataset);
         if (entry === undefined) return;
         entry.port?.close();
-        entry.descriptor = message.dataset;
         entry.port = message.port;
         const rpc = new RpcClient<HostToDataset>(message.port, `Dataset thread of '${entry.name}'`);
         entry.rpc = rpc;
