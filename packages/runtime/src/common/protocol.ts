@@ -170,7 +170,7 @@ export type CoordinatorToDataset =
    * The location's current snapshot id of the dataset moved (a notification). `reply`: the fresh
    * read that found it, which the check the announcement starts uses instead of asking again.
    */
-  | { readonly type: 'announce'; readonly snapshotId: number; readonly reply?: MetadataReply }
+  | { readonly type: 'announce'; readonly snapshotId: number; readonly reply?: MetadataReply | undefined }
   /** A check of the dataset parked under `token` found metadata.json changed (or unreadable): it checks for itself. */
   | { readonly type: 'poll.due'; readonly token: number }
   | { readonly type: 'stop'; readonly id: number };

@@ -82,9 +82,8 @@ function log(
   });
 }
 
-const readers = new Map<string, LocationMetadataReader>();
-/** The checks of each location's parked datasets, by store key. */
-const parkedChecks = new Map<string, ParkedChecks>();
+/** Each location's shared metadata reader and the checks of its parked datasets, by store key. */
+const locations = new Map<string, SharedLocation>();
 const live = new LiveStatus(data.liveStatus);
 const pool = new SnapshotPool({
   threads: data.snapshotThreads,
@@ -92,28 +91,27 @@ const pool = new SnapshotPool({
   buildId: data.buildId,
 });
 
-function readerFor(dataset: DatasetConfig): LocationMetadataReader {
+interface SharedLocation {
+  readonly reader: LocationMetadataReader;
+  readonly parked: ParkedChecks;
+}
+
+function locationOf(dataset: DatasetConfig): SharedLocation {
   const key = storeKey(dataset);
-  let reader = readers.get(key);
-  if (reader === undefined) {
-    const windowMs = Math.min(
-      data.metadataWindowMs,
-      ...data.datasets.filter((d) => storeKey(d) === key).map((d) => d.refreshCheckIntervalMs / 2),
-    );
+  let location = locations.get(key);
+  if (location === undefined) {
+    const sharing = data.datasets.filter((d) => storeKey(d) === key);
     const fallingBack = new Set(
-      data.datasets
-        .filter((d) => storeKey(d) === key && d.bootstrapOnFailure === 'fallback')
-        .map((d) => d.name),
+      sharing.filter((d) => d.bootstrapOnFailure === 'fallback').map((d) => d.name),
     );
-    const created = new LocationMetadataReader(storeFor(dataset), {
-      windowMs,
+    const reader = new LocationMetadataReader(storeFor(dataset), {
+      windowMs: Math.min(data.metadataWindowMs, ...sharing.map((d) => d.refreshCheckIntervalMs / 2)),
       keepHistory: (name) => fallingBack.has(name),
     });
-    reader = created;
-    readers.set(key, created);
-    parkedChecks.set(key, new ParkedChecks({ read: () => created.document(), live }));
+    location = { reader, parked: new ParkedChecks({ read: () => reader.document(), live }) };
+    locations.set(key, location);
   }
-  return reader;
+  return location;
 }
 
 /**
@@ -150,8 +148,7 @@ const permits = new BootstrapPermits(data.datasetLoadParallelism);
 /** One supervised dataset thread. */
 class DatasetSlot {
   readonly config: DatasetConfig;
-  readonly livePath: string;
-  readonly generationDir: string;
+  readonly files: { readonly livePath: string; readonly generationDir: string };
   readonly reader: LocationMetadataReader;
   /** Where its checks are made while it is parked. */
   readonly parked: ParkedChecks;
@@ -173,12 +170,10 @@ class DatasetSlot {
     this.index = index;
     const files = data.files[config.name];
     if (files === undefined) throw new Error(`The host gave no files for dataset '${config.name}'.`);
-    this.livePath = files.livePath;
-    this.generationDir = files.generationDir;
-    this.reader = readerFor(config);
-    const parked = parkedChecks.get(storeKey(config));
-    if (parked === undefined) throw new Error(`No parked checks for the location of '${config.name}'.`);
-    this.parked = parked;
+    this.files = files;
+    const location = locationOf(config);
+    this.reader = location.reader;
+    this.parked = location.parked;
   }
 
   /** Gives the bootstrap permit back (see {@link BootstrapPermits}). */
@@ -199,11 +194,10 @@ class DatasetSlot {
     const channel = new MessageChannel();
     const threadData: DatasetWorkerData = {
       dataset: this.config,
-      livePath: this.livePath,
+      ...this.files,
       hostPort: channel.port2,
       buildId: data.buildId,
       pollPhaseMs,
-      generationDir: this.generationDir,
       logLevel: data.logLevel,
       live: { buffer: data.liveStatus, slot: this.index },
       incarnation: data.incarnationBase + this.incarnation + 1,
@@ -253,11 +247,27 @@ class DatasetSlot {
         rpc.close('exited');
         this.release();
         this.worker = undefined;
-        if (this.stopping) {
-          resolve();
-          return;
+        if (!this.stopping) {
+          this.supervisor.died(({ delayMs }) => {
+            const name = this.config.name;
+            const reason = lastError instanceof Error ? lastError.message : `exit code ${exitCode}`;
+            log(
+              'error',
+              `Dataset thread of '${name}' died (${reason}); restarting it in ${delayMs} ms`,
+              name,
+              {
+                exitCode,
+              },
+            );
+            post({
+              type: 'dataset-exited',
+              dataset: name,
+              exitCode,
+              ...(lastError === undefined ? {} : { error: serializeError(lastError) }),
+              restartInMs: delayMs,
+            });
+          });
         }
-        this.supervisor.died(({ delayMs }) => this.#reportDeath(exitCode, lastError, delayMs));
         resolve();
       });
     });
@@ -272,33 +282,9 @@ class DatasetSlot {
     );
   }
 
-  #reportDeath(exitCode: number, error: unknown, delay: number): void {
-    const reason = error instanceof Error ? error.message : `exit code ${exitCode}`;
-    log(
-      'error',
-      `Dataset thread of '${this.config.name}' died (${reason}); restarting it in ${delay} ms`,
-      this.config.name,
-      {
-        exitCode,
-      },
-    );
-    post({
-      type: 'dataset-exited',
-      dataset: this.config.name,
-      exitCode,
-      ...(error === undefined ? {} : { error: serializeError(error) }),
-      restartInMs: delay,
-    });
-  }
-
   announce(snapshotId: number): void {
     const reply = this.reader.lastReadFor(this.config.name);
-    const announce: CoordinatorToDataset = {
-      type: 'announce',
-      snapshotId,
-      ...(reply === undefined ? {} : { reply }),
-    };
-    this.worker?.postMessage(announce);
+    this.worker?.postMessage({ type: 'announce', snapshotId, reply } satisfies CoordinatorToDataset);
   }
 
   async stop(timeoutMs: number): Promise<void> {
@@ -332,7 +318,7 @@ const consumer: NotificationConsumer | undefined =
     : new (await import('./notification-consumer.js')).NotificationConsumer({
         notifications: data.config.notifications,
         datasets: data.datasets,
-        readerFor,
+        readerFor: (dataset) => locationOf(dataset).reader,
         announce: (dataset, snapshotId) => slots.get(dataset)?.announce(snapshotId),
         log: (level, message, fields) => log(level, message, undefined, fields),
         report: (event) => post({ type: 'notification-stats', ...event }),
@@ -393,8 +379,8 @@ async function close(): Promise<void> {
   // The dataset threads discard their temporary files through the pool: it ends after them.
   await Promise.all([...slots.values()].map((slot) => slot.stop(data.stopTimeoutMs)));
   await pool.close();
-  for (const parked of parkedChecks.values()) parked.close();
-  await Promise.all([...readers.values()].map((reader) => reader.store.close()));
+  for (const { parked } of locations.values()) parked.close();
+  await Promise.all([...locations.values()].map(({ reader }) => reader.store.close()));
 }
 
 /** The young generation of this thread, of each dataset thread and of each snapshot worker (a test hook). */
@@ -419,7 +405,9 @@ port.on('message', (message: HostToCoordinator | MetadataGetsRequest | ThreadYou
   if (message.type === 'test-thread-young-generations') {
     respond(port, message.id, threadYoungGenerations);
   } else if (message.type === 'test-metadata-gets') {
-    respond(port, message.id, () => [...readers.values()].reduce((sum, reader) => sum + reader.gets, 0));
+    respond(port, message.id, () =>
+      [...locations.values()].reduce((sum, { reader }) => sum + reader.gets, 0),
+    );
   } else if (message.type === 'close') {
     closing ??= close();
     respond(port, message.id, () => closing);
