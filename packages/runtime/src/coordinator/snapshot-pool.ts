@@ -8,7 +8,6 @@
  * aborted through piscina (that ends the worker, and a worker must not end while DuckDB works for
  * it): a load carries its own port. `release` goes to one worker exactly.
  */
-import { cpus } from 'node:os';
 import type { TransferListItem } from 'node:worker_threads';
 import { deserializeError } from '@ferry/core/base';
 import { Piscina } from 'piscina';
@@ -17,14 +16,12 @@ import { threadExecArgv, threadFile } from '../common/thread-files.js';
 import { SMALL_THREAD_LIMITS, youngGenerationOf } from '../common/thread-limits.js';
 
 export interface SnapshotPoolOptions {
-  /** Workers at most. Default 2. */
-  readonly threads?: number;
-  /** An idle worker ends after this long. Default 30 s. */
-  readonly idleTimeoutMs?: number;
-  /** Default: the built `snapshot-pool/thread.js`. */
-  readonly filename?: string;
+  /** Workers at most. */
+  readonly threads: number;
+  /** An idle worker ends after this long. */
+  readonly idleTimeoutMs: number;
   /** The build id the workers check when they start (`checkBuildId`). */
-  readonly buildId?: string;
+  readonly buildId: string;
 }
 
 /** Where a task must run: `only` that worker (while it lives). */
@@ -52,25 +49,20 @@ export class SnapshotPool {
   readonly #pool: Piscina<PlacedTask, SnapshotTaskReply>;
   #closed = false;
 
-  constructor(options: SnapshotPoolOptions = {}) {
+  constructor(options: SnapshotPoolOptions) {
     this.#pool = new Piscina({
-      filename: options.filename ?? threadFile('snapshot-pool/thread').href,
+      filename: threadFile('snapshot-pool/thread').href,
       ...threadExecArgv(),
       minThreads: 0,
-      maxThreads: Math.max(1, options.threads ?? Math.min(2, cpus().length)),
-      idleTimeout: options.idleTimeoutMs ?? 30_000,
+      maxThreads: Math.max(1, options.threads),
+      idleTimeout: options.idleTimeoutMs,
       concurrentTasksPerWorker: 1,
       atomics: 'disabled',
       loadBalancer: balance,
       // A small young generation (thread-limits.ts): V8's default grew each to 32 MiB of new space.
       resourceLimits: SMALL_THREAD_LIMITS,
-      ...(options.buildId === undefined ? {} : { workerData: { buildId: options.buildId } }),
+      workerData: { buildId: options.buildId },
     });
-  }
-
-  /** How many workers run now. */
-  get threads(): number {
-    return this.#pool.threads.length;
   }
 
   /** The V8 young generation (MiB) each running worker was given, as its isolate reports it. */
