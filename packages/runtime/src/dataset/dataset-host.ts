@@ -19,31 +19,26 @@ import {
   type TransferListItem,
 } from 'node:worker_threads';
 import type { ObjectInfo } from '@ferry/core/base';
-import type {
-  AuthenticateSnapshotInput,
-  DatasetEmitted,
-  DownloadedSnapshot,
-  DownloadSnapshotInput,
-  EngineName,
-  LoadedSnapshot,
-  PreparedSnapshot,
-  ReadMetadataOutput,
-  SnapshotTransferInfo,
-  VerifySnapshotInput,
-} from '@ferry/core/machine';
 import {
+  type AuthenticateSnapshotInput,
   createDatasetMachine,
+  type DatasetEmitted,
   type DatasetMachine,
   type DatasetSnapshot,
-  type DatasetStatus,
+  type DownloadedSnapshot,
+  type DownloadSnapshotInput,
   datasetStatus,
+  type EngineName,
   fileFormatOf,
+  type LoadedSnapshot,
   levelWanted,
+  type PreparedSnapshot,
   type ReadMetadataInput,
+  type ReadMetadataOutput,
   type RestoreLocalInput,
   type SwapSnapshotInput,
+  type VerifySnapshotInput,
 } from '@ferry/core/machine';
-import type { SnapshotTransfer } from '@ferry/snapshots';
 import {
   type Actor,
   createActor,
@@ -70,11 +65,6 @@ import { LiveStatus } from '../common/shared-slots.js';
 import { within } from '../common/within.js';
 import { FreshnessWatch } from './freshness-watch.js';
 import { toInspectionEvent } from './inspection.js';
-
-/** The machine's plain view of how a download's bytes arrived. */
-function transferInfo(transfer: SnapshotTransfer): SnapshotTransferInfo {
-  return { mode: transfer.mode, fetchedBytes: transfer.fetchedBytes, reusedBytes: transfer.reusedBytes };
-}
 
 /** The dataset's channels: to the coordinator (metadata reads, announcements, stop) and to the host. */
 export interface DatasetHostPorts {
@@ -201,7 +191,6 @@ export class DatasetHost {
   /** The engine whose file format the dataset's snapshots have, once known (configured, or from metadata). */
   #engine: EngineName | undefined;
   #recordedLocation: string;
-  readonly #generationDir: string;
   /** The swap in flight (its download, verification and commit are one pool task). */
   #load: Load | undefined;
   /**
@@ -248,7 +237,6 @@ export class DatasetHost {
     this.#ports = ports;
     this.#engine = config.engine;
     this.#recordedLocation = config.location;
-    this.#generationDir = data.generationDir;
     const rpc = new RpcClient<CoordinatorRequest>(ports.coordinator, 'The coordinator thread');
     this.#coordinatorRpc = rpc;
     this.#tasks = tasks ?? {
@@ -285,7 +273,7 @@ export class DatasetHost {
         this.#tracked(
           this.#tasks.run({
             kind: 'heartbeat',
-            files: this.#filesFor(this.#engine ?? 'duckdb'),
+            files: this.#filesFor(),
             trustedKeys,
           }),
         ),
@@ -300,11 +288,6 @@ export class DatasetHost {
           ...(freshness.stale && freshness.sinceMs !== undefined ? { sinceMs: freshness.sinceMs } : {}),
         }),
     });
-  }
-
-  /** Where this dataset's generation links are. */
-  get generationDir(): string {
-    return this.#generationDir;
   }
 
   #toHost(message: DatasetToHost): void {
@@ -334,14 +317,14 @@ export class DatasetHost {
     return work;
   }
 
-  #filesFor(kind: EngineName): DatasetFiles {
+  #filesFor(kind: EngineName = this.#engine ?? 'duckdb'): DatasetFiles {
     const config = this.#data.dataset;
     return {
       dataset: this.name,
       engine: kind,
       table: this.name,
       livePath: this.#data.livePath,
-      generationDir: this.#generationDir,
+      generationDir: this.#data.generationDir,
       location: config.location,
       ...(config.s3 === undefined ? {} : { s3: config.s3 }),
     };
@@ -422,20 +405,16 @@ export class DatasetHost {
     const reply =
       announced !== undefined && input.trigger === 'notification' && input.ifNoneMatch === undefined
         ? announced
-        : await this.#askMetadata(input);
+        : await this.#coordinatorRpc.request<MetadataReply>({
+            type: 'read-metadata',
+            // An operator's "poll now" wants the store as it is now, not a read shared moments ago.
+            fresh: input.trigger === 'command',
+            ...(input.ifNoneMatch === undefined ? {} : { ifNoneMatch: input.ifNoneMatch }),
+          });
     if (reply.kind === 'read' && reply.recordedLocation !== undefined) {
       this.#recordedLocation = reply.recordedLocation;
     }
     return reply;
-  }
-
-  #askMetadata(input: ReadMetadataInput): Promise<MetadataReply> {
-    return this.#coordinatorRpc.request<MetadataReply>({
-      type: 'read-metadata',
-      // An operator's "poll now" wants the store as it is now, not a read shared moments ago.
-      fresh: input.trigger === 'command',
-      ...(input.ifNoneMatch === undefined ? {} : { ifNoneMatch: input.ifNoneMatch }),
-    });
   }
 
   /** Check the candidate's signature and statement before download (a pool task). */
@@ -444,7 +423,7 @@ export class DatasetHost {
     this.#heads.clear();
     const { keyId, head } = await this.#tasks.run({
       kind: 'authenticate',
-      files: this.#filesFor(this.#engine ?? 'duckdb'),
+      files: this.#filesFor(),
       dataset: input.dataset,
       entry: input.entry,
       recordedLocation: this.#recordedLocation,
@@ -506,7 +485,9 @@ export class DatasetHost {
       snapshotId: entry.snapshotId,
       checksum: entry.checksum,
     });
-    return { snapshotId: entry.snapshotId, token: load.token, transfer: transferInfo(transfer) };
+    // The machine's plain view of how the bytes arrived.
+    const { mode, fetchedBytes, reusedBytes } = transfer;
+    return { snapshotId: entry.snapshotId, token: load.token, transfer: { mode, fetchedBytes, reusedBytes } };
   }
 
   /** The load of `token` (the one the machine holds), or an error naming what is gone. */
@@ -609,13 +590,6 @@ export class DatasetHost {
     }
   }
 
-  /** The host stopped watching each check: a dataset waiting for its next check parks now. */
-  #offerAgain(): void {
-    if (this.#parkedToken !== undefined || !this.#actor.getSnapshot().matches({ serving: 'scheduled' }))
-      return;
-    this.#actor.send({ type: 'poll.rearm' });
-  }
-
   #createActor(): Actor<DatasetMachine> {
     const config = this.#data.dataset;
     const machine = createDatasetMachine({
@@ -676,23 +650,25 @@ export class DatasetHost {
       }
       const events = emitted.splice(0);
       this.#park(snapshot);
-      this.#postStatus(datasetStatus(snapshot), events);
+      // A status alone is posted only when it differs from the last.
+      const status = datasetStatus(snapshot);
+      const text = JSON.stringify(status);
+      if (text === this.#postedStatus && events.length === 0) return;
+      this.#postedStatus = text;
+      this.#toHost({ type: 'status-changed', status, emitted: events });
     });
     return actor;
   }
 
-  /** Posts a status with its events (a status alone only when it differs from the last). */
-  #postStatus(status: DatasetStatus, emitted: DatasetEmitted[]): void {
-    const text = JSON.stringify(status);
-    if (text === this.#postedStatus && emitted.length === 0) return;
-    this.#postedStatus = text;
-    this.#toHost({ type: 'status-changed', status, emitted });
-  }
-
-  /** Someone started or stopped watching each check: a parked dataset wakes, an unwatched one parks. */
+  /**
+   * Someone started or stopped watching each check: a parked dataset wakes; an unwatched one waiting
+   * for its next check parks now.
+   */
   #watched(): void {
     if (this.#pollEvents || this.#inspection !== undefined) this.#wake();
-    else this.#offerAgain();
+    else if (this.#parkedToken === undefined && this.#actor.getSnapshot().matches({ serving: 'scheduled' })) {
+      this.#actor.send({ type: 'poll.rearm' });
+    }
   }
 
   #setInspecting(on: boolean): void {
@@ -783,8 +759,9 @@ export class DatasetHost {
 
   /**
    * After an uncaught error: stop answering the host and wait (up to `limitMs`) for the machine's
-   * work in flight (its pool tasks end on their own; their abort ports close with the thread). Pending requests are not answered; the host rejects them
-   * with ERR_THREAD_EXITED when the thread exits.
+   * work in flight (its pool tasks end on their own; their abort ports close with the thread).
+   * Pending requests are not answered; the host rejects them with ERR_THREAD_EXITED when the thread
+   * exits.
    */
   async crash(error: unknown, limitMs = 10_000): Promise<void> {
     if (this.#crashing) return;
