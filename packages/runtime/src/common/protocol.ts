@@ -31,6 +31,7 @@ import type {
   SpicepodConfig,
 } from '@ferry/core/base';
 import type { Authenticated, LocalSnapshot, SnapshotTransfer } from '@ferry/snapshots';
+import type { NotificationEvent, RuntimeOptions } from '../api.js';
 import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';
 
@@ -121,7 +122,7 @@ export interface DatasetWorkerData {
   /** Absolute live file path. */
   readonly livePath: string;
   readonly hostPort: MessagePort;
-  /** The build this thread's host was made from (see `build-id.ts`): a thread of another build refuses to start. */
+  /** The build this thread's host was made from (see `thread-files.ts`): a thread of another build refuses to start. */
   readonly buildId: string;
   /** Clock phase shared by every dataset of the process, so shared locations poll together. */
   readonly pollPhaseMs: number;
@@ -308,7 +309,7 @@ export interface CoordinatorWorkerData {
   readonly liveStatus: SharedArrayBuffer;
   /** The lowest level of log record the host's logger writes. */
   readonly logLevel: LogLevel;
-  /** The build the host was made from (see `build-id.ts`). */
+  /** The build the host was made from (see `thread-files.ts`). */
   readonly buildId: string;
   /** Added to the start numbers of this coordinator's dataset threads (a restarted coordinator's never repeat). */
   readonly incarnationBase: number;
@@ -317,12 +318,7 @@ export interface CoordinatorWorkerData {
   /** Workers of the snapshot pool, and how long an idle one lives. */
   readonly snapshotThreads: number;
   readonly snapshotIdleTimeoutMs: number;
-  readonly notificationOptions?: {
-    readonly visibilityTimeoutSeconds?: number;
-    readonly waitTimeSeconds?: number;
-    readonly backoffScale?: number;
-    readonly missedCommitGraceMs?: number;
-  };
+  readonly notificationOptions?: RuntimeOptions['notifications'];
 }
 
 export type HostToCoordinator =
@@ -346,9 +342,5 @@ export type CoordinatorToHost =
       readonly error?: SerializedError;
       readonly restartInMs: number | null;
     }
-  | {
-      readonly type: 'notification-stats';
-      readonly outcome: 'received' | 'deleted' | 'left' | 'unparseable';
-      readonly count: number;
-    }
+  | ({ readonly type: 'notification-stats' } & NotificationEvent)
   | { readonly type: 'log'; readonly record: LogRecord };

@@ -44,6 +44,7 @@ import {
   settleCommits,
 } from '@ferry/core/base';
 import { createReaderQueue, createSqsQueue, type ReaderQueue } from '@ferry/store/queues';
+import type { NotificationEvent, RuntimeOptions } from '../api.js';
 import type { LogLevel } from '../common/logging.js';
 import type { LocationMetadataReader } from './metadata-reader.js';
 
@@ -53,18 +54,9 @@ export interface NotificationConsumerOptions {
   readerFor(dataset: DatasetConfig): LocationMetadataReader;
   announce(dataset: string, snapshotId: number): void;
   log(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
-  report(event: {
-    readonly outcome: 'received' | 'deleted' | 'left' | 'unparseable';
-    readonly count: number;
-  }): void;
-  readonly options?: {
-    readonly visibilityTimeoutSeconds?: number;
-    readonly waitTimeSeconds?: number;
-    /** Milliseconds between outage retries are `backoffDelayMs(SQS_OUTAGE_BACKOFF, attempt) × backoffScale` (tests shrink it). */
-    readonly backoffScale?: number;
-    /** How long a commit seen by a read may wait for its notification (default 5 min; tests shrink it). */
-    readonly missedCommitGraceMs?: number;
-  };
+  report(event: NotificationEvent): void;
+  /** Milliseconds between outage retries are `backoffDelayMs(SQS_OUTAGE_BACKOFF, attempt) × backoffScale`. */
+  readonly options?: RuntimeOptions['notifications'];
   /** Injected for tests: the queue to consume (closed by `close()`). Default: SQS from the configuration. */
   readonly queue?: NotificationQueue;
   /** The clock outages are measured on; default `Date.now`. */
@@ -84,7 +76,6 @@ export const NotificationLogMessage = {
     `The SQS queue '${queue}' of snapshot location '${location}' no longer exists (deleted by \`ferry fleet gc\` or by hand?), so this process makes a new one and subscribes it to the topic.`,
   queueRemoved: (location: string, queue: string): string =>
     `Snapshot location '${location}' removed its SQS queue '${queue}' and the queue's subscription to the topic.`,
-  heartbeatFailed: (error: string): string => error,
 } as const;
 
 function messageOf(error: unknown): string {

@@ -322,7 +322,7 @@ const consumer: NotificationConsumer | undefined =
         announce: (dataset, snapshotId) => slots.get(dataset)?.announce(snapshotId),
         log: (level, message, fields) => log(level, message, undefined, fields),
         report: (event) => post({ type: 'notification-stats', ...event }),
-        ...(data.notificationOptions === undefined ? {} : { options: data.notificationOptions }),
+        options: data.notificationOptions,
       });
 
 /** HEADs in flight at once while listing a dataset's snapshots. */
