@@ -35,7 +35,6 @@ import {
   type PreparedSnapshot,
   type ReadMetadataInput,
   type ReadMetadataOutput,
-  type RestoreLocalInput,
   type SwapSnapshotInput,
   type VerifySnapshotInput,
 } from '@ferry/core/machine';
@@ -553,14 +552,12 @@ export class DatasetHost {
     this.#parkedToken = token;
     const serving = context.serving?.snapshotId;
     const store = context.storeSnapshotId;
-    const park: DatasetToCoordinator = {
+    this.#ports.coordinator.postMessage({
       type: 'park',
       token,
-      etag: offer.etag,
-      dueMs: offer.dueMs,
+      ...offer,
       freshens: serving !== undefined && (store === null || store <= serving),
-    };
-    this.#ports.coordinator.postMessage(park);
+    } satisfies DatasetToCoordinator);
   }
 
   /**
@@ -598,22 +595,12 @@ export class DatasetHost {
       park: (etag, dueMs) => this.#offerPark(etag, dueMs),
     }).provide({
       actors: {
-        restoreLocal: fromPromise<LoadedSnapshot | null, RestoreLocalInput>(() =>
-          this.#tracked(this.#restoreLiveFile()),
-        ),
-        readMetadata: fromPromise<ReadMetadataOutput, ReadMetadataInput>(({ input }) =>
-          this.#readMetadata(input),
-        ),
-        authenticateSnapshot: fromPromise<void, AuthenticateSnapshotInput>(({ input }) =>
-          this.#tracked(this.#authenticate(input)),
-        ),
-        downloadSnapshot: fromPromise<DownloadedSnapshot, DownloadSnapshotInput>(({ input, signal }) =>
-          this.#tracked(this.#download(input, signal)),
-        ),
-        verifySnapshot: fromPromise<PreparedSnapshot, VerifySnapshotInput>(({ input, signal }) =>
-          this.#tracked(this.#verify(input, signal)),
-        ),
-        swapSnapshot: fromPromise<void, SwapSnapshotInput>(({ input }) => this.#tracked(this.#swapIn(input))),
+        restoreLocal: fromPromise(() => this.#tracked(this.#restoreLiveFile())),
+        readMetadata: fromPromise(({ input }) => this.#readMetadata(input)),
+        authenticateSnapshot: fromPromise(({ input }) => this.#tracked(this.#authenticate(input))),
+        downloadSnapshot: fromPromise(({ input, signal }) => this.#tracked(this.#download(input, signal))),
+        verifySnapshot: fromPromise(({ input, signal }) => this.#tracked(this.#verify(input, signal))),
+        swapSnapshot: fromPromise(({ input }) => this.#tracked(this.#swapIn(input))),
       },
       actions: {
         log: (_args, entry) => this.#log(entry.level, entry.message, { ...entry.fields }),

@@ -20,7 +20,6 @@ export interface FreshnessWatchOptions {
   readonly location: () => string;
   readonly log: (level: 'info' | 'warn' | 'debug', message: string, fields: Record<string, unknown>) => void;
   readonly report: (freshness: Freshness) => void;
-  readonly now?: () => number;
 }
 
 export class FreshnessWatch {
@@ -66,7 +65,7 @@ export class FreshnessWatch {
       const problem = `the heartbeat statement could not be read (${(error as Error).message})`;
       statement = this.#lastVerified ?? { problem };
     }
-    const nowMs = (options.now ?? Date.now)();
+    const nowMs = Date.now();
     const judged = heartbeatFreshness({
       dataset: options.dataset,
       location: options.location(),
