@@ -8,10 +8,9 @@
  * aborted through piscina (that ends the worker, and a worker must not end while DuckDB works for
  * it): a load carries its own port. `release` goes to one worker exactly.
  */
-import type { TransferListItem } from 'node:worker_threads';
 import { deserializeError } from '@ferry/core/base';
 import { Piscina } from 'piscina';
-import type { SnapshotTask, SnapshotTaskReply, SnapshotTaskResults } from '../common/protocol.js';
+import type { SnapshotTask, SnapshotTaskReply } from '../common/protocol.js';
 import { threadExecArgv, threadFile } from '../common/thread-files.js';
 import { SMALL_THREAD_LIMITS, youngGenerationOf } from '../common/thread-limits.js';
 
@@ -70,16 +69,13 @@ export class SnapshotPool {
     return this.#pool.threads.map(youngGenerationOf);
   }
 
-  /** Runs a task; rejects with its error rebuilt (code, message, `permanent`). */
-  async run<K extends SnapshotTask['kind']>(
-    task: Extract<SnapshotTask, { kind: K }>,
-    options: { readonly transfer?: readonly TransferListItem[] } = {},
-  ): Promise<SnapshotTaskResults[K]> {
+  /** Runs a task (a load's port goes in the transfer list); rejects with its error rebuilt (code, message, `permanent`). */
+  async run(task: SnapshotTask): Promise<unknown> {
     const reply = await this.#pool.run(task, {
-      transferList: (options.transfer ?? []) as TransferListItem[] as never,
+      transferList: (task.kind === 'load' ? [task.port] : []) as never,
     });
     if (!reply.ok) throw deserializeError(reply.error);
-    return reply.value as SnapshotTaskResults[K];
+    return reply.value;
   }
 
   /**

@@ -147,7 +147,6 @@ const permits = new BootstrapPermits(data.datasetLoadParallelism);
 
 /** One supervised dataset thread. */
 class DatasetSlot {
-  readonly config: DatasetConfig;
   readonly files: { readonly livePath: string; readonly generationDir: string };
   readonly reader: LocationMetadataReader;
   /** Where its checks are made while it is parked. */
@@ -162,12 +161,11 @@ class DatasetSlot {
   stopping = false;
   exited: Promise<void> = Promise.resolve();
 
-  /** The dataset's place in the host's `LiveStatus`. */
-  readonly index: number;
-
-  constructor(config: DatasetConfig, index: number) {
-    this.config = config;
-    this.index = index;
+  /** `index`: the dataset's place in the host's `LiveStatus`. */
+  constructor(
+    readonly config: DatasetConfig,
+    readonly index: number,
+  ) {
     const files = data.files[config.name];
     if (files === undefined) throw new Error(`The host gave no files for dataset '${config.name}'.`);
     this.files = files;
@@ -233,9 +231,7 @@ class DatasetSlot {
           wake: (token) => worker.postMessage({ type: 'poll.due', token } satisfies CoordinatorToDataset),
         });
       } else if (message.type === 'snapshot-task') {
-        const { task } = message;
-        const transfer = task.kind === 'load' ? [task.port] : [];
-        respond(worker, message.id, () => pool.run(task, { transfer }));
+        respond(worker, message.id, () => pool.run(message.task));
       }
     });
     worker.on('error', (error) => {

@@ -12,12 +12,7 @@
  * ports are `parentPort` and a transferred MessagePort, tasks go to the coordinator) and
  * in-process in a test (MessageChannels, tasks run in-process).
  */
-import {
-  MessageChannel,
-  type MessagePort,
-  receiveMessageOnPort,
-  type TransferListItem,
-} from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import type { ObjectInfo } from '@ferry/core/base';
 import {
   type AuthenticateSnapshotInput,
@@ -75,7 +70,6 @@ export interface DatasetHostPorts {
 export interface SnapshotTasks {
   run<K extends SnapshotTask['kind']>(
     task: Extract<SnapshotTask, { kind: K }>,
-    options?: { readonly transfer?: readonly TransferListItem[] },
   ): Promise<SnapshotTaskResults[K]>;
 }
 
@@ -239,7 +233,9 @@ export class DatasetHost {
     const rpc = new RpcClient<CoordinatorRequest>(ports.coordinator, 'The coordinator thread');
     this.#coordinatorRpc = rpc;
     this.#tasks = tasks ?? {
-      run: (task, options = {}) => rpc.request({ type: 'snapshot-task', task }, options.transfer ?? []),
+      // A load's port travels in the transfer list.
+      run: (task: SnapshotTask) =>
+        rpc.request({ type: 'snapshot-task', task }, task.kind === 'load' ? [task.port] : []),
     };
     this.#live =
       data.live === undefined ? undefined : { table: new LiveStatus(data.live.buffer), slot: data.live.slot };
@@ -453,18 +449,15 @@ export class DatasetHost {
     const head = this.#heads.get(entry.snapshotId);
     this.#heads.clear();
     const { port1, port2 } = new MessageChannel();
-    const run = this.#tasks.run(
-      {
-        kind: 'load',
-        files: this.#filesFor(this.#kindOf(input)),
-        entry,
-        recorded,
-        recordedLocation: this.#recordedLocation,
-        ...(head === undefined ? {} : { head }),
-        port: port2,
-      },
-      { transfer: [port2] },
-    );
+    const run = this.#tasks.run({
+      kind: 'load',
+      files: this.#filesFor(this.#kindOf(input)),
+      entry,
+      recorded,
+      recordedLocation: this.#recordedLocation,
+      ...(head === undefined ? {} : { head }),
+      port: port2,
+    });
     const load = new Load(entry.snapshotId, port1, run);
     this.#load = load;
     void this.#tracked(load.loaded).catch(() => undefined);
