@@ -32,6 +32,7 @@ import {
   type SnapshotFilesOptions,
   verifySnapshot,
 } from '@ferry/snapshots';
+import { TrustedKeySet } from '@ferry/store/signing';
 import type {
   DatasetFiles,
   LoadProgress,
@@ -42,14 +43,28 @@ import type {
   SnapshotTaskResults,
 } from '../common/protocol.js';
 import { storeFor, storeKey } from '../common/stores.js';
-import { trustedKeySet } from './trusted-keys.js';
 
 /** Why a task stopped when its dataset asked it to, or went away. */
 export const TASK_ABORTED = 'The dataset stopped before the snapshot task ended.';
 
+/** `map`'s value of `key`, made (and kept) the first time. */
+function kept<V>(map: Map<string, V>, key: string, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
+  return value;
+}
+
 /** What one thread keeps between tasks. */
 export class SnapshotTaskRunner {
   readonly #stores = new Map<string, ObjectStore>();
+  /**
+   * The trusted key sets, parsed once per list: every signature check of a dataset reuses the
+   * `KeyObject`s of its `ferry_trusted_keys` instead of parsing PEM per swap.
+   */
+  readonly #keySets = new Map<string, TrustedKeySet>();
   readonly #checkers: SnapshotCheckers;
 
   constructor(options: { readonly checkerIdleMs?: number } = {}) {
@@ -80,7 +95,7 @@ export class SnapshotTaskRunner {
       case 'authenticate':
         return this.#authenticate(task);
       case 'heartbeat':
-        return readHeartbeat(this.#storeOf(task.files), task.files.dataset, trustedKeySet(task.trustedKeys));
+        return readHeartbeat(this.#storeOf(task.files), task.files.dataset, this.#trusted(task.trustedKeys));
       case 'prune':
         if (task.retention === null) await pruneGenerations(task.files.generationDir, 0);
         else await pruneRetained(task.files.generationDir, retentionOf(task.retention), GENERATIONS_KEPT);
@@ -110,13 +125,11 @@ export class SnapshotTaskRunner {
   }
 
   #storeOf(files: DatasetFiles): ObjectStore {
-    const key = storeKey(files);
-    let store = this.#stores.get(key);
-    if (store === undefined) {
-      store = storeFor(files);
-      this.#stores.set(key, store);
-    }
-    return store;
+    return kept(this.#stores, storeKey(files), () => storeFor(files));
+  }
+
+  #trusted(pems: readonly string[]): TrustedKeySet {
+    return kept(this.#keySets, pems.join('\n'), () => new TrustedKeySet(pems));
   }
 
   async #restore(files: DatasetFiles): Promise<RestoreResult> {
@@ -154,7 +167,7 @@ export class SnapshotTaskRunner {
         entry: task.entry,
         key,
         recordedLocation: task.recordedLocation,
-        trusted: trustedKeySet(task.trustedKeys),
+        trusted: this.#trusted(task.trustedKeys),
       }),
       store.head(key).catch(() => undefined),
     ]);
