@@ -436,18 +436,15 @@ export class NotificationConsumer {
       }
       return false;
     }
-    if (metadata !== undefined) this.#fanOut(metadata.datasets);
-    return true;
-  }
-
-  #fanOut(datasets: ParsedMetadata['datasets']): void {
-    const changed = new Set(diffCurrentIds(this.#previous, datasets));
-    const current = currentSnapshotIds(datasets);
+    if (metadata === undefined) return true;
+    const changed = new Set(diffCurrentIds(this.#previous, metadata.datasets));
+    const current = currentSnapshotIds(metadata.datasets);
     for (const dataset of this.#datasets) {
       const id = current.get(dataset.name);
       if (id !== undefined && changed.has(dataset.name)) this.#options.announce(dataset.name, id);
     }
     this.#previous = current;
+    return true;
   }
 
   #logPlanned(

@@ -245,9 +245,7 @@ export class DatasetHost {
     // The machine's own `@xstate.actor` event was sent while it was created, before anyone listened.
     this.#inspected({ type: '@xstate.actor', actorRef: this.#actor, rootId: this.#actor.sessionId });
     ports.host.on('message', (message: HostToDataset) => this.#onHost(message));
-    ports.coordinator.on('message', (message: CoordinatorToDataset | DatasetToCoordinator) =>
-      this.#onCoordinator(message),
-    );
+    ports.coordinator.on('message', (message: CoordinatorToDataset) => this.#onCoordinator(message));
   }
 
   /** Starts the machine (it restores the live file, then consults the store). */
@@ -697,7 +695,7 @@ export class DatasetHost {
   // Messages from the coordinator.
   // ---------------------------------------------------------------------------------------------
 
-  #onCoordinator(message: CoordinatorToDataset | DatasetToCoordinator): void {
+  #onCoordinator(message: CoordinatorToDataset): void {
     if (this.#coordinatorRpc.handle(message)) return;
     if (message.type === 'announce') {
       this.#wake();

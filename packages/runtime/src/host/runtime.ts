@@ -210,7 +210,7 @@ class HostRuntime implements Runtime {
       stopTimeoutMs: 10_000,
       datasetResourceLimits: options.datasetResourceLimits ?? DATASET_THREAD_LIMITS,
       logLevel: lowestLevel(logger, options.logLevel),
-      ...(options.notifications === undefined ? {} : { notificationOptions: options.notifications }),
+      notificationOptions: options.notifications,
     };
     this.#coordinatorSupervisor = new Supervisor({
       delaysMs: this.#coordinatorData.restartBackoffMs,
