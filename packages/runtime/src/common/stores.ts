@@ -43,13 +43,10 @@ export function storeKey(dataset: StoreSource): string {
   ]);
 }
 
-const EXTENSIONS: Record<string, string> = { duckdb: 'duckdb', sqlite: 'sqlite', turso: 'turso' };
-
-/** The live file: the dataset's file param (relative to the spicepod's folder), else `<dataDir>/<name>.<ext>`. */
+/** The live file: the dataset's file param (relative to the spicepod's folder), else `<dataDir>/<name>.<engine>` (`.db` without one). */
 export function livePathFor(dataset: DatasetConfig, baseDir: string, dataDir: string): string {
   if (dataset.liveFile !== undefined) {
     return isAbsolute(dataset.liveFile) ? dataset.liveFile : resolve(baseDir, dataset.liveFile);
   }
-  const extension = dataset.engine === undefined ? 'db' : (EXTENSIONS[dataset.engine] ?? 'db');
-  return join(resolve(baseDir, dataDir), `${dataset.name}.${extension}`);
+  return join(resolve(baseDir, dataDir), `${dataset.name}.${dataset.engine ?? 'db'}`);
 }
