@@ -426,10 +426,7 @@ export class DatasetHost {
     this.#log(
       'debug',
       `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' is signed by trusted key ${keyId}`,
-      {
-        snapshotId: input.entry.snapshotId,
-        keyId,
-      },
+      { snapshotId: input.entry.snapshotId, keyId },
     );
   }
 
