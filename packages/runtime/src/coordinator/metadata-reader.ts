@@ -30,7 +30,6 @@ export interface DocumentSeen {
 
 export interface MetadataReaderOptions {
   readonly windowMs: number;
-  readonly now?: () => number;
   /**
    * The datasets whose replies carry every snapshot entry (those that fall back to older snapshots);
    * the others get only their current entry. None by default.
@@ -38,7 +37,7 @@ export interface MetadataReaderOptions {
   readonly keepHistory?: (dataset: string) => boolean;
 }
 
-/** One successful read of the document: its ETag, and when the read began and ended (`now()` of the reader). */
+/** One successful read of the document: its ETag, and when the read began and ended (`Date.now()`). */
 export interface MetadataObservation {
   readonly etag: string | undefined;
   readonly startedAtMs: number;
@@ -61,7 +60,6 @@ function replyOf(document: Document, dataset: string, ifNoneMatch: string | unde
 export class LocationMetadataReader {
   readonly store: ObjectStore;
   readonly #windowMs: number;
-  readonly #now: () => number;
   readonly #keepHistory: (dataset: string) => boolean;
   #document: Document | undefined;
   #inflight: Promise<Document> | undefined;
@@ -71,7 +69,6 @@ export class LocationMetadataReader {
   constructor(store: ObjectStore, options: MetadataReaderOptions) {
     this.store = store;
     this.#windowMs = options.windowMs;
-    this.#now = options.now ?? Date.now;
     this.#keepHistory = options.keepHistory ?? (() => false);
   }
 
@@ -140,7 +137,7 @@ export class LocationMetadataReader {
   /** The last read if younger than the reuse window, else a new read. */
   #recent(): Promise<Document> {
     const cached = this.#document;
-    return cached !== undefined && this.#now() - cached.atMs < this.#windowMs
+    return cached !== undefined && Date.now() - cached.atMs < this.#windowMs
       ? Promise.resolve(cached)
       : this.#read();
   }
@@ -154,7 +151,7 @@ export class LocationMetadataReader {
 
   async #get(): Promise<Document> {
     const previous = this.#document;
-    const atMs = this.#now();
+    const atMs = Date.now();
     this.#gets++;
     let document: Document;
     try {
@@ -186,7 +183,7 @@ export class LocationMetadataReader {
       return { etag: undefined, metadata: undefined, error, atMs: Number.NEGATIVE_INFINITY };
     }
     this.#document = document;
-    const endedAtMs = this.#now();
+    const endedAtMs = Date.now();
     for (const observer of this.#observers) observer({ etag: document.etag, startedAtMs: atMs, endedAtMs });
     return document;
   }
