@@ -14,8 +14,8 @@ export interface LogRecord {
   readonly level: LogLevel;
   readonly message: string;
   readonly component: string;
-  readonly dataset?: string;
-  readonly fields?: Readonly<Record<string, unknown>>;
+  readonly dataset?: string | undefined;
+  readonly fields?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** The logger an embedding app may pass: pino's shape (`logger.warn(fields, message)`). */

@@ -69,17 +69,9 @@ function log(
   dataset?: string,
   fields?: Record<string, unknown>,
 ): void {
-  if (!levelWanted(level, data.logLevel)) return;
-  post({
-    type: 'log',
-    record: {
-      level,
-      message,
-      component: 'coordinator',
-      ...(dataset === undefined ? {} : { dataset }),
-      ...(fields === undefined ? {} : { fields }),
-    },
-  });
+  if (levelWanted(level, data.logLevel)) {
+    post({ type: 'log', record: { level, message, component: 'coordinator', dataset, fields } });
+  }
 }
 
 /** Each location's shared metadata reader and the checks of its parked datasets, by store key. */

@@ -288,17 +288,12 @@ export class DatasetHost {
   }
 
   #log(level: LogRecord['level'], message: string, fields?: Record<string, unknown>): void {
-    if (!levelWanted(level, this.#data.logLevel ?? 'debug')) return;
-    this.#toHost({
-      type: 'log',
-      record: {
-        level,
-        message,
-        component: 'dataset',
-        dataset: this.name,
-        ...(fields === undefined ? {} : { fields }),
-      },
-    });
+    if (levelWanted(level, this.#data.logLevel ?? 'debug')) {
+      this.#toHost({
+        type: 'log',
+        record: { level, message, component: 'dataset', dataset: this.name, fields },
+      });
+    }
   }
 
   #tracked<T>(work: Promise<T>): Promise<T> {
