@@ -112,30 +112,22 @@ function locationOf(dataset: DatasetConfig): SharedLocation {
  * back when its machine first leaves `bootstrapping` (it serves, or waits for a first snapshot), or
  * when it exits. The others stay `starting` meanwhile; each reports ready on its own.
  */
-class BootstrapPermits {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
+let freePermits = Math.max(1, data.datasetLoadParallelism);
+const waitingForPermit: (() => void)[] = [];
 
-  constructor(permits: number) {
-    this.#free = Math.max(1, permits);
-  }
-
-  /** Resolves with the function that gives the permit back (idempotent). */
-  async acquire(): Promise<() => void> {
-    if (this.#free > 0) this.#free--;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      const next = this.#waiting.shift();
-      if (next === undefined) this.#free++;
-      else next();
-    };
-  }
+/** Resolves with a bootstrap permit: the function that gives it back (idempotent). */
+async function bootstrapPermit(): Promise<() => void> {
+  if (freePermits > 0) freePermits--;
+  else await new Promise<void>((resolve) => waitingForPermit.push(resolve));
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    const next = waitingForPermit.shift();
+    if (next === undefined) freePermits++;
+    else next();
+  };
 }
-
-const permits = new BootstrapPermits(data.datasetLoadParallelism);
 
 /** One supervised dataset thread. */
 class DatasetSlot {
@@ -166,12 +158,12 @@ class DatasetSlot {
     this.parked = location.parked;
   }
 
-  /** Gives the bootstrap permit back (see {@link BootstrapPermits}). */
+  /** Gives the bootstrap permit back (see {@link bootstrapPermit}). */
   release: () => void = () => undefined;
 
   /** Starts the thread once a bootstrap permit is free. */
   async startWhenPermitted(): Promise<void> {
-    const release = await permits.acquire();
+    const release = await bootstrapPermit();
     if (this.stopping) {
       release();
       return;
