@@ -23,22 +23,18 @@ export interface SnapshotPoolOptions {
   readonly buildId: string;
 }
 
-/** Where a task must run: `only` that worker (while it lives). */
-interface Placement {
-  readonly only: number;
-}
-
+/** A task's queue option: the thread id of the one worker it must run on (while that worker lives). */
 const PLACEMENT = Piscina.queueOptionsSymbol;
 
-type PlacedTask = SnapshotTask & { readonly [PLACEMENT]?: Placement };
+type PlacedTask = SnapshotTask & { readonly [PLACEMENT]?: number };
 
 type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
 
 /** A free worker; a task for one worker waits for it while it lives. */
 const balance: Balancer = (task, workers) => {
-  const placement = (task as unknown as Record<symbol, Placement | null | undefined>)[PLACEMENT];
-  if (placement !== undefined && placement !== null) {
-    const worker = workers.find((candidate) => candidate.id === placement.only && !candidate.terminating);
+  const only = (task as unknown as Record<symbol, unknown>)[PLACEMENT];
+  if (typeof only === 'number') {
+    const worker = workers.find((candidate) => candidate.id === only && !candidate.terminating);
     if (worker !== undefined) return worker.currentUsage === 0 ? worker : null;
   }
   return workers.find((worker) => worker.currentUsage === 0 && !worker.terminating) ?? null;
@@ -87,7 +83,7 @@ export class SnapshotPool {
     this.#closed = true;
     await Promise.allSettled(
       this.#pool.threads.map((worker) =>
-        this.#pool.run({ kind: 'release', [PLACEMENT]: { only: worker.threadId } } as PlacedTask),
+        this.#pool.run({ kind: 'release', [PLACEMENT]: worker.threadId } as PlacedTask),
       ),
     );
     await this.#pool.close();
