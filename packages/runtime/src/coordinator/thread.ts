@@ -206,11 +206,8 @@ class DatasetSlot {
         this.release();
       } else if (message.type === 'park') {
         this.parked.park(this.config.name, {
-          token: message.token,
-          etag: message.etag,
-          dueMs: message.dueMs,
+          ...message,
           intervalMs: this.config.refreshCheckIntervalMs,
-          freshens: message.freshens,
           slot: this.index,
           wake: (token) => worker.postMessage({ type: 'poll.due', token } satisfies CoordinatorToDataset),
         });
