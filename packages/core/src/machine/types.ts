@@ -15,7 +15,7 @@ export type { BootstrapOnFailure, LogLevel, SnapshotsMode };
 export interface DatasetMachineInput {
   readonly name: string;
   /** The configured engine; when absent the dataset's metadata `engine` is used. */
-  readonly engine?: EngineName;
+  readonly engine?: EngineName | undefined;
   readonly refreshCheckIntervalMs: number;
   /** What a failed download does; defaults to `warn`. */
   readonly bootstrapOnFailure?: BootstrapOnFailure;

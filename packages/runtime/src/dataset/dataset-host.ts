@@ -592,7 +592,7 @@ export class DatasetHost {
     const actor = createActor(machine, {
       input: {
         name: this.name,
-        ...(config.engine === undefined ? {} : { engine: config.engine }),
+        engine: config.engine,
         refreshCheckIntervalMs: config.refreshCheckIntervalMs,
         bootstrapOnFailure: config.bootstrapOnFailure,
         snapshotsMode: config.snapshotsMode,
