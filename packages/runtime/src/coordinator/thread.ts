@@ -232,9 +232,7 @@ class DatasetSlot {
               'error',
               `Dataset thread of '${name}' died (${reason}); restarting it in ${delayMs} ms`,
               name,
-              {
-                exitCode,
-              },
+              { exitCode },
             );
             post({
               type: 'dataset-exited',
