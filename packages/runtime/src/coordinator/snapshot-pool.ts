@@ -19,8 +19,6 @@ export interface SnapshotPoolOptions {
   readonly threads: number;
   /** An idle worker ends after this long. */
   readonly idleTimeoutMs: number;
-  /** The build id the workers check when they start (`checkBuildId`). */
-  readonly buildId: string;
 }
 
 /** A task's queue option: the thread id of the one worker it must run on (while that worker lives). */
@@ -56,7 +54,6 @@ export class SnapshotPool {
       loadBalancer: balance,
       // A small young generation (thread-limits.ts): V8's default grew each to 32 MiB of new space.
       resourceLimits: SMALL_THREAD_LIMITS,
-      workerData: { buildId: options.buildId },
     });
   }
 

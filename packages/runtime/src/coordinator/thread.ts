@@ -80,7 +80,6 @@ const live = new LiveStatus(data.liveStatus);
 const pool = new SnapshotPool({
   threads: data.snapshotThreads,
   idleTimeoutMs: data.snapshotIdleTimeoutMs,
-  buildId: data.buildId,
 });
 
 interface SharedLocation {
