@@ -45,7 +45,7 @@ import {
 } from '@ferry/core/base';
 import { createReaderQueue, createSqsQueue, type ReaderQueue } from '@ferry/store/queues';
 import type { NotificationEvent, RuntimeOptions } from '../api.js';
-import type { LogLevel } from '../common/logging.js';
+import type { LogLevel, LogRecord } from '../common/logging.js';
 import type { LocationMetadataReader } from './metadata-reader.js';
 
 export interface NotificationConsumerOptions {
@@ -53,12 +53,10 @@ export interface NotificationConsumerOptions {
   readonly datasets: readonly DatasetConfig[];
   readerFor(dataset: DatasetConfig): LocationMetadataReader;
   announce(dataset: string, snapshotId: number): void;
-  log(level: LogLevel, message: string, fields?: Record<string, unknown>): void;
+  log(level: LogLevel, message: string, fields?: LogRecord['fields']): void;
   report(event: NotificationEvent): void;
   /** Milliseconds between outage retries are `backoffDelayMs(SQS_OUTAGE_BACKOFF, attempt) × backoffScale`. */
   readonly options?: RuntimeOptions['notifications'];
-  /** Injected for tests: the queue to consume (closed by `close()`). Default: SQS from the configuration. */
-  readonly queue?: NotificationQueue;
   /** The clock outages are measured on; default `Date.now`. */
   readonly now?: () => number;
 }
@@ -145,6 +143,11 @@ export class NotificationConsumer {
   #lastReadEtag: string | undefined;
   readonly #location: NotificationLocation;
   readonly #datasets: readonly DatasetConfig[];
+  /**
+   * The one reader of every notified dataset (each is a `refresh_mode: snapshot` dataset of the
+   * pod's location with the pod's S3 settings); none without notified datasets.
+   */
+  readonly #reader: LocationMetadataReader | undefined;
   readonly #now: () => number;
   readonly #display: string;
   readonly #tracker: OutageTracker;
@@ -159,8 +162,7 @@ export class NotificationConsumer {
     const { notifications } = options;
     const queue = notifications.queue;
     this.#topic = queue.topic === undefined ? undefined : queue;
-    this.#queue =
-      options.queue ?? (queue.url === undefined ? undefined : this.#sqsQueue(queue.url, queue.region));
+    this.#queue = queue.url === undefined ? undefined : this.#sqsQueue(queue.url, queue.region);
     const location = requireLocation(notifications.location);
     this.#location = location;
     this.#display = locationDisplay(location.uri);
@@ -173,20 +175,19 @@ export class NotificationConsumer {
     });
     const names = new Set(notifications.datasets);
     this.#datasets = options.datasets.filter((dataset) => names.has(dataset.name));
+    const first = this.#datasets[0];
+    this.#reader = first === undefined ? undefined : options.readerFor(first);
     this.#now = options.now ?? Date.now;
   }
 
   start(): void {
     if (this.#closing.signal.aborted || this.#loop !== undefined) return;
-    const first = this.#datasets[0];
-    if (first !== undefined) {
-      this.#unobserve = this.#options.readerFor(first).observe((observation) => {
-        this.#lastReadEtag = observation.etag;
-        // The read's start on this consumer's clock (the reader keeps its own).
-        const now = this.#now();
-        this.#missed.observed(observation.etag, now - (observation.endedAtMs - observation.startedAtMs), now);
-      });
-    }
+    this.#unobserve = this.#reader?.observe((observation) => {
+      this.#lastReadEtag = observation.etag;
+      // The read's start on this consumer's clock (the reader keeps its own).
+      const now = this.#now();
+      this.#missed.observed(observation.etag, now - (observation.endedAtMs - observation.startedAtMs), now);
+    });
     if (this.#topic === undefined) this.#options.log('info', NotificationMessages.listening(this.#display));
     this.#loop = this.#run();
   }
@@ -417,16 +418,14 @@ export class NotificationConsumer {
   }
 
   /**
-   * One fresh read of the location for the whole batch, then the fan-out. Every notified dataset is
-   * a `refresh_mode: snapshot` dataset of the pod's location with the pod's S3 settings, so they
-   * share one reader: the datasets' own reads that follow the announcement reuse this one.
+   * One fresh read of the location for the whole batch, then the fan-out. The notified datasets
+   * share the reader, so their own reads that follow the announcement reuse this one.
    */
   async #readAndAnnounce(): Promise<boolean> {
-    const first = this.#datasets[0];
-    if (first === undefined) return true;
+    if (this.#reader === undefined) return true;
     let metadata: ParsedMetadata | undefined;
     try {
-      metadata = await untilAborted(this.#options.readerFor(first).refresh(), this.#closing.signal);
+      metadata = await untilAborted(this.#reader.refresh(), this.#closing.signal);
     } catch (error) {
       if (!this.#closing.signal.aborted) {
         this.#options.log('warn', NotificationMessages.metadataReadFailed(this.#display, messageOf(error)), {
@@ -450,7 +449,7 @@ export class NotificationConsumer {
   #logPlanned(
     entry: { level: LogLevel; message: string; fields: Readonly<Record<string, unknown>> } | undefined,
   ): void {
-    if (entry !== undefined) this.#options.log(entry.level, entry.message, { ...entry.fields });
+    if (entry !== undefined) this.#options.log(entry.level, entry.message, entry.fields);
   }
 
   /** Waits `ms`, or less if the consumer closes meanwhile. */

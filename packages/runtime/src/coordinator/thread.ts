@@ -67,7 +67,7 @@ function log(
   level: LogRecord['level'],
   message: string,
   dataset?: string,
-  fields?: Record<string, unknown>,
+  fields?: LogRecord['fields'],
 ): void {
   if (levelWanted(level, data.logLevel)) {
     post({ type: 'log', record: { level, message, component: 'coordinator', dataset, fields } });
