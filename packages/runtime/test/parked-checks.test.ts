@@ -65,8 +65,12 @@ describe('ParkedChecks (the coordinator makes parked datasets’ checks)', () =>
     seen = { etag: '"e2"', readAtMs: 10_995 };
     await checks.checkDue();
     expect(woken).toEqual(['a:1', 'b:1']);
-    expect(checks.size).toBe(0);
     expect(live.read(0)).toMatchObject({ polls: 5 });
+    // Forgotten: a later tick reads nothing and wakes nobody.
+    nowMs = 12_000;
+    await checks.checkDue();
+    expect(reads).toBe(2);
+    expect(woken).toEqual(['a:1', 'b:1']);
   });
 
   it('wakes a dataset when the read fails, and one that took its slot back is not written', async () => {

@@ -59,11 +59,6 @@ export class ParkedChecks {
     this.#parked.delete(dataset);
   }
 
-  /** How many datasets are parked here (for tests and metrics). */
-  get size(): number {
-    return this.#parked.size;
-  }
-
   close(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
