@@ -37,12 +37,12 @@ export class FreshnessWatch {
   }
 
   start(): void {
-    this.#timer ??= setInterval(() => void this.check(), this.#options.intervalMs).unref();
-    void this.check();
+    this.#timer ??= setInterval(() => void this.#checkOnce(), this.#options.intervalMs).unref();
+    void this.#checkOnce();
   }
 
-  /** One check (the timer's; tests call it). Resolves when the check and its report are done. */
-  check(): Promise<void> {
+  /** One check at a time: a tick while one runs joins it. Resolves when the check and its report are done. */
+  #checkOnce(): Promise<void> {
     this.#running ??= this.#check().finally(() => {
       this.#running = undefined;
     });
