@@ -10,16 +10,9 @@
  */
 import { deserializeError } from '@ferry/core/base';
 import { Piscina } from 'piscina';
-import type { SnapshotTask, SnapshotTaskReply } from '../common/protocol.js';
+import type { CoordinatorWorkerData, SnapshotTask, SnapshotTaskReply } from '../common/protocol.js';
 import { threadExecArgv, threadFile } from '../common/thread-files.js';
 import { SMALL_THREAD_LIMITS, youngGenerationOf } from '../common/thread-limits.js';
-
-export interface SnapshotPoolOptions {
-  /** Workers at most. */
-  readonly threads: number;
-  /** An idle worker ends after this long. */
-  readonly idleTimeoutMs: number;
-}
 
 /** A task's queue option: the thread id of the one worker it must run on (while that worker lives). */
 const PLACEMENT = Piscina.queueOptionsSymbol;
@@ -40,15 +33,15 @@ const balance: Balancer = (task, workers) => {
 
 export class SnapshotPool {
   readonly #pool: Piscina<PlacedTask, SnapshotTaskReply>;
-  #closed = false;
 
-  constructor(options: SnapshotPoolOptions) {
+  /** Workers at most `snapshotThreads`; an idle one ends after `snapshotIdleTimeoutMs`. */
+  constructor(options: Pick<CoordinatorWorkerData, 'snapshotThreads' | 'snapshotIdleTimeoutMs'>) {
     this.#pool = new Piscina({
       filename: threadFile('snapshot-pool/thread').href,
       ...threadExecArgv(),
       minThreads: 0,
-      maxThreads: Math.max(1, options.threads),
-      idleTimeout: options.idleTimeoutMs,
+      maxThreads: Math.max(1, options.snapshotThreads),
+      idleTimeout: options.snapshotIdleTimeoutMs,
       concurrentTasksPerWorker: 1,
       atomics: 'disabled',
       loadBalancer: balance,
@@ -73,11 +66,10 @@ export class SnapshotPool {
 
   /**
    * Ends the pool: each worker first closes its checkers and stores (a `release` task placed on
-   * it), then the workers end. Tasks still running finish first.
+   * it), then the workers end. Tasks still running finish first. Called once (the coordinator's
+   * close is).
    */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
     await Promise.allSettled(
       this.#pool.threads.map((worker) =>
         this.#pool.run({ kind: 'release', [PLACEMENT]: worker.threadId } as PlacedTask),

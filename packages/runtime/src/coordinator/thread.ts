@@ -37,6 +37,7 @@ import type {
   ThreadYoungGenerationsRequest,
 } from '../common/test-hooks.js';
 import { checkBuildId, threadExecArgv, threadFile } from '../common/thread-files.js';
+import { youngGenerationOf } from '../common/thread-limits.js';
 import { within } from '../common/within.js';
 import { LocationMetadataReader } from './metadata-reader.js';
 import type { NotificationConsumer } from './notification-consumer.js';
@@ -77,10 +78,7 @@ function log(
 /** Each location's shared metadata reader and the checks of its parked datasets, by store key. */
 const locations = new Map<string, SharedLocation>();
 const live = new LiveStatus(data.liveStatus);
-const pool = new SnapshotPool({
-  threads: data.snapshotThreads,
-  idleTimeoutMs: data.snapshotIdleTimeoutMs,
-});
+const pool = new SnapshotPool(data);
 
 interface SharedLocation {
   readonly reader: LocationMetadataReader;
@@ -362,13 +360,9 @@ function threadYoungGenerations(): ThreadYoungGeneration[] {
   const threads: ThreadYoungGeneration[] = [
     { thread: 'coordinator', maxYoungGenerationSizeMb: resourceLimits.maxYoungGenerationSizeMb ?? 0 },
   ];
-  for (const [name, slot] of slots) {
-    const limits = slot.worker?.resourceLimits;
-    if (limits !== undefined)
-      threads.push({
-        thread: `dataset ${name}`,
-        maxYoungGenerationSizeMb: limits.maxYoungGenerationSizeMb ?? 0,
-      });
+  for (const [name, { worker }] of slots) {
+    if (worker !== undefined)
+      threads.push({ thread: `dataset ${name}`, maxYoungGenerationSizeMb: youngGenerationOf(worker) });
   }
   for (const young of pool.youngGenerations())
     threads.push({ thread: 'snapshot worker', maxYoungGenerationSizeMb: young });

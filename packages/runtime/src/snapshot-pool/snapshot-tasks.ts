@@ -9,13 +9,7 @@
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
-import {
-  fileFormatOf,
-  type ObjectStore,
-  resolveSnapshotKey,
-  retentionOf,
-  serializeError,
-} from '@ferry/core/base';
+import { fileFormatOf, type ObjectStore, resolveSnapshotKey, retentionOf } from '@ferry/core/base';
 import {
   authenticateSnapshot,
   checkLiveFile,
@@ -39,7 +33,6 @@ import type {
   LoadResult,
   RestoreResult,
   SnapshotTask,
-  SnapshotTaskReply,
   SnapshotTaskResults,
 } from '../common/protocol.js';
 import { storeFor, storeKey } from '../common/stores.js';
@@ -65,22 +58,7 @@ export class SnapshotTaskRunner {
    * `KeyObject`s of its `ferry_trusted_keys` instead of parsing PEM per swap.
    */
   readonly #keySets = new Map<string, TrustedKeySet>();
-  readonly #checkers: SnapshotCheckers;
-
-  constructor(options: { readonly checkerIdleMs?: number } = {}) {
-    this.#checkers = new SnapshotCheckers(
-      options.checkerIdleMs === undefined ? {} : { idleMs: options.checkerIdleMs },
-    );
-  }
-
-  /** Runs a task; its failure is returned serialised, with its code and message. */
-  async reply(task: SnapshotTask): Promise<SnapshotTaskReply> {
-    try {
-      return { ok: true, value: await this.run(task) };
-    } catch (error) {
-      return { ok: false, error: serializeError(error) };
-    }
-  }
+  readonly #checkers = new SnapshotCheckers();
 
   run<K extends SnapshotTask['kind']>(
     task: Extract<SnapshotTask, { kind: K }>,

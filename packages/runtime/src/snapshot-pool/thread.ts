@@ -5,6 +5,7 @@
  * DuckDB instance open.
  */
 import { isMainThread } from 'node:worker_threads';
+import { serializeError } from '@ferry/core/base';
 import type { SnapshotTask, SnapshotTaskReply } from '../common/protocol.js';
 import { SnapshotTaskRunner } from './snapshot-tasks.js';
 
@@ -16,6 +17,11 @@ if (isMainThread) {
 
 const runner = new SnapshotTaskRunner();
 
-export default function runSnapshotTask(task: SnapshotTask): Promise<SnapshotTaskReply> {
-  return runner.reply(task);
+/** Runs a task; its failure is returned serialised, with its code and message. */
+export default async function runSnapshotTask(task: SnapshotTask): Promise<SnapshotTaskReply> {
+  try {
+    return { ok: true, value: await runner.run(task) };
+  } catch (error) {
+    return { ok: false, error: serializeError(error) };
+  }
 }
