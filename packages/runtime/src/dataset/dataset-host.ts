@@ -189,8 +189,8 @@ export class DatasetHost {
   /**
    * The machine's invoked work still running. Stopping the machine does not end it (a download
    * sees its abort signal; a schema check or an engine being opened just finishes), and a thread
-   * must not end while DuckDB works on its behalf: that aborts the whole process. `stop` and
-   * `crash` wait for it.
+   * must not end while DuckDB works on its behalf: that aborts the whole process. A `stop` message
+   * and `crash` wait for it.
    */
   readonly #running = new Set<Promise<unknown>>();
   /**
@@ -262,14 +262,7 @@ export class DatasetHost {
       intervalMs: config.refreshCheckIntervalMs,
       // A check or two to load what the writer has just published.
       graceMs: 2 * config.refreshCheckIntervalMs,
-      read: () =>
-        this.#tracked(
-          this.#tasks.run({
-            kind: 'heartbeat',
-            files: this.#filesFor(),
-            trustedKeys,
-          }),
-        ),
+      read: () => this.#tracked(this.#tasks.run({ kind: 'heartbeat', files: this.#filesFor(), trustedKeys })),
       servingSnapshotId: () => this.#actor.getSnapshot().context.serving?.snapshotId ?? null,
       location: () => this.#recordedLocation,
       log: (level, message, fields) => this.#log(level, message, fields),
@@ -287,7 +280,7 @@ export class DatasetHost {
     this.#ports.host.postMessage(message);
   }
 
-  #log(level: LogRecord['level'], message: string, fields?: Record<string, unknown>): void {
+  #log(level: LogRecord['level'], message: string, fields?: LogRecord['fields']): void {
     if (levelWanted(level, this.#data.logLevel ?? 'debug')) {
       this.#toHost({
         type: 'log',
@@ -298,9 +291,7 @@ export class DatasetHost {
 
   #tracked<T>(work: Promise<T>): Promise<T> {
     this.#running.add(work);
-    const forget = (): void => {
-      this.#running.delete(work);
-    };
+    const forget = (): boolean => this.#running.delete(work);
     void work.then(forget, forget);
     return work;
   }
@@ -586,7 +577,7 @@ export class DatasetHost {
         swapSnapshot: fromPromise(({ input }) => this.#tracked(this.#swapIn(input))),
       },
       actions: {
-        log: (_args, entry) => this.#log(entry.level, entry.message, { ...entry.fields }),
+        log: (_args, entry) => this.#log(entry.level, entry.message, entry.fields),
       },
     });
     const actor = createActor(machine, {
@@ -695,6 +686,9 @@ export class DatasetHost {
       this.#announced = message.reply;
       try {
         this.#actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
+      // Stops the machine, waits for its work (a load not committing yet stops and removes its
+      // temporary file), then lets the answer leave and closes both ports: nothing keeps a thread
+      // alive after that.
       } finally {
         this.#announced = undefined;
       }
@@ -705,8 +699,13 @@ export class DatasetHost {
       this.#actor.send({ type: 'poll.due' });
     } else if (message.type === 'stop') {
       respond(this.#ports.coordinator, message.id, async () => {
-        await this.stop();
-        // Let the answer leave, then close both ports: nothing keeps a thread alive after that.
+        this.#wake();
+        this.#actor.send({ type: 'stop' });
+        this.#actor.stop();
+        await this.#freshness?.stop();
+        this.#load?.cancel();
+        await Promise.allSettled(this.#running);
+        this.#coordinatorRpc.close('stopped');
         setImmediate(() => {
           this.#ports.host.close();
           this.#ports.coordinator.close();
@@ -715,25 +714,12 @@ export class DatasetHost {
     }
   }
 
-  /** Stops the machine, waits for its work, discards temporary files and closes the engine and store. */
-  async stop(): Promise<void> {
-    this.#wake();
-    this.#actor.send({ type: 'stop' });
-    this.#actor.stop();
-    await this.#freshness?.stop();
-    // A load not committing yet stops and removes its temporary file.
-    this.#load?.cancel();
-    await Promise.allSettled(this.#running);
-    this.#coordinatorRpc.close('stopped');
-  }
-
   /**
-   * After an uncaught error: stop answering the host and wait (up to `limitMs`) for the machine's
-   * work in flight (its pool tasks end on their own; their abort ports close with the thread).
-   * Pending requests are not answered; the host rejects them with ERR_THREAD_EXITED when the thread
-   * exits.
+   * After an uncaught error: stop answering the host and wait (up to 10 s) for the machine's work
+   * in flight (its pool tasks end on their own; their abort ports close with the thread). Pending
+   * requests are not answered; the host rejects them with ERR_THREAD_EXITED when the thread exits.
    */
-  async crash(error: unknown, limitMs = 10_000): Promise<void> {
+  async crash(error: unknown): Promise<void> {
     if (this.#crashing) return;
     this.#crashing = true;
     void this.#freshness?.stop();
@@ -743,6 +729,6 @@ export class DatasetHost {
       { error: error instanceof Error ? error.message : String(error) },
     );
     this.#ports.host.close();
-    await within(Promise.allSettled(this.#running), limitMs);
+    await within(Promise.allSettled(this.#running), 10_000);
   }
 }
