@@ -62,7 +62,6 @@ export interface InspectionEvent {
 // ---------------------------------------------------------------------------------------------
 
 export type HostToDataset =
-  | { readonly type: 'status'; readonly id: number }
   | { readonly type: 'command'; readonly id: number; readonly command: DatasetCommand }
   /** Whether anyone inspects: a thread builds and posts inspection events only then (default on). */
   | { readonly type: 'inspecting'; readonly on: boolean }

@@ -647,11 +647,10 @@ export class DatasetHost {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Commands and status requests from the host.
+  // Commands from the host, and whether it watches each check (inspector, poll events).
   // ---------------------------------------------------------------------------------------------
 
   #onHost(message: HostToDataset): void {
-    const host = this.#ports.host;
     switch (message.type) {
       case 'inspecting':
         this.#setInspecting(message.on);
@@ -661,11 +660,8 @@ export class DatasetHost {
         this.#pollEvents = message.on;
         this.#watched();
         break;
-      case 'status':
-        respond(host, message.id, () => datasetStatus(this.#actor.getSnapshot()));
-        break;
       case 'command':
-        respond(host, message.id, () => {
+        respond(this.#ports.host, message.id, () => {
           this.#wake();
           // The status the command caused is posted before the answer.
           this.#actor.send({ type: message.command });
