@@ -129,9 +129,8 @@ async function bootstrapPermit(): Promise<() => void> {
 /** One supervised dataset thread. */
 class DatasetSlot {
   readonly files: { readonly livePath: string; readonly generationDir: string };
-  readonly reader: LocationMetadataReader;
-  /** Where its checks are made while it is parked. */
-  readonly parked: ParkedChecks;
+  /** Its location's shared reader, and where its checks are made while it is parked. */
+  readonly location: SharedLocation;
   worker: Worker | undefined;
   rpc: RpcClient<{ type: 'stop' }> | undefined;
   incarnation = 0;
@@ -150,9 +149,7 @@ class DatasetSlot {
     const files = data.files[config.name];
     if (files === undefined) throw new Error(`The host gave no files for dataset '${config.name}'.`);
     this.files = files;
-    const location = locationOf(config);
-    this.reader = location.reader;
-    this.parked = location.parked;
+    this.location = locationOf(config);
   }
 
   /** Gives the bootstrap permit back (see {@link bootstrapPermit}). */
@@ -197,12 +194,12 @@ class DatasetSlot {
       if (rpc.handle(message)) return;
       if (message.type === 'read-metadata') {
         respond(worker, message.id, () =>
-          this.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh === true),
+          this.location.reader.readFor(this.config.name, message.ifNoneMatch, message.fresh),
         );
       } else if (message.type === 'bootstrapped') {
         this.release();
       } else if (message.type === 'park') {
-        this.parked.park(this.config.name, {
+        this.location.parked.park(this.config.name, {
           ...message,
           intervalMs: this.config.refreshCheckIntervalMs,
           slot: this.index,
@@ -217,7 +214,7 @@ class DatasetSlot {
     });
     this.exited = new Promise((resolve) => {
       worker.once('exit', (exitCode) => {
-        this.parked.forget(this.config.name);
+        this.location.parked.forget(this.config.name);
         rpc.close('exited');
         this.release();
         this.worker = undefined;
@@ -255,14 +252,14 @@ class DatasetSlot {
   }
 
   announce(snapshotId: number): void {
-    const reply = this.reader.lastReadFor(this.config.name);
+    const reply = this.location.reader.lastReadFor(this.config.name);
     this.worker?.postMessage({ type: 'announce', snapshotId, reply } satisfies CoordinatorToDataset);
   }
 
   async stop(timeoutMs: number): Promise<void> {
     this.stopping = true;
     this.supervisor.close();
-    this.parked.forget(this.config.name);
+    this.location.parked.forget(this.config.name);
     const worker = this.worker;
     const rpc = this.rpc;
     if (worker === undefined || rpc === undefined) return;
@@ -308,7 +305,8 @@ const LISTING_HEADS = 8;
 async function listSnapshots(name: string, limit: number | undefined): Promise<SnapshotListing> {
   const slot = slots.get(name);
   if (slot === undefined) throw new Error(`The coordinator runs no dataset named '${name}'.`);
-  const metadata = await slot.reader.history(name);
+  const { reader } = slot.location;
+  const metadata = await reader.history(name);
   const dataset = metadata === undefined ? undefined : getDataset(metadata, name);
   const location = metadata?.location ?? slot.config.location;
   const entries = dataset?.snapshots ?? [];
@@ -318,7 +316,7 @@ async function listSnapshots(name: string, limit: number | undefined): Promise<S
     const batch = listed.slice(start, start + LISTING_HEADS).map(async (entry): Promise<SnapshotInfo> => {
       let storedSize: number | null = null;
       try {
-        storedSize = (await slot.reader.store.head(resolveSnapshotKey(location, entry.uri)))?.size ?? null;
+        storedSize = (await reader.store.head(resolveSnapshotKey(location, entry.uri)))?.size ?? null;
       } catch (error) {
         // A URI outside the location cannot be checked (and is refused when bootstrapping).
         if (!(error instanceof OutsideLocationError)) throw error;
