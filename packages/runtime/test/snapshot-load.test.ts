@@ -51,7 +51,6 @@ async function filesIn(name: string): Promise<DatasetFiles> {
   return {
     dataset: 'orders',
     engine: 'duckdb',
-    table: 'orders',
     livePath,
     generationDir: generationDirFor(livePath, directory, 'orders'),
     location,

@@ -11,7 +11,7 @@
  *
  * The messages only tests send (crash drills) are not here: see `test-hooks.ts`.
  */
-import type { MessagePort } from 'node:worker_threads';
+import type { MessagePort, ResourceLimits } from 'node:worker_threads';
 import type {
   ArrowSchema,
   DatasetConfig,
@@ -20,6 +20,7 @@ import type {
   DatasetStatus,
   EngineName,
   FileFormat,
+  Freshness,
   HeartbeatStatement,
   JsonValue,
   ObjectInfo,
@@ -103,14 +104,8 @@ export type DatasetToHost =
       readonly snapshotId: number;
       readonly checksum: string;
     }
-  /** The dataset's freshness changed (trusted keys only): stale with the reason, or fresh again. */
-  | {
-      readonly type: 'freshness';
-      readonly stale: boolean;
-      readonly reason?: string;
-      /** While stale: the instant staleness counts from (the last heartbeat verified was signed). */
-      readonly sinceMs?: number;
-    };
+  /** The dataset's freshness changed (trusted keys only): stale with the reason and since when, or fresh again. */
+  | ({ readonly type: 'freshness' } & Freshness);
 
 // ---------------------------------------------------------------------------------------------
 // coordinator <-> dataset (the dataset Worker)
@@ -132,20 +127,20 @@ export interface DatasetWorkerData {
   /**
    * The host's `LiveStatus` and this dataset's slot. With it, a serving dataset parks between
    * checks: the coordinator makes its scheduled checks and writes them there, and wakes it only when
-   * metadata.json changed. Absent: every check is the dataset's own.
+   * metadata.json changed. Absent: every check is the dataset's own. `incarnation`: this thread's
+   * start number for the dataset (+1 per restart), written in the slot with its checks.
    */
-  readonly live?: { readonly buffer: SharedArrayBuffer; readonly slot: number };
-  /** This thread's start number for the dataset (1, then +1 per restart). */
-  readonly incarnation?: number;
+  readonly live?: { readonly buffer: SharedArrayBuffer; readonly slot: number; readonly incarnation: number };
 }
 
 export type DatasetToCoordinator =
   | RpcResponse
+  /** `fresh`: a new read, not one shared within the reuse window (an operator's "poll now"). */
   | {
       readonly type: 'read-metadata';
       readonly id: number;
-      readonly ifNoneMatch?: string;
-      readonly fresh?: boolean;
+      readonly ifNoneMatch: string | undefined;
+      readonly fresh: boolean;
     }
   /** The machine left `bootstrapping` for the first time (it serves, or waits): its bootstrap permit is free. */
   | { readonly type: 'bootstrapped' }
@@ -190,14 +185,12 @@ export interface DatasetFiles {
   readonly dataset: string;
   /** The engine whose file format the snapshots have. */
   readonly engine: EngineName;
-  /** The table inside the file (Spice writers name it after the dataset). */
-  readonly table: string;
   readonly livePath: string;
   /** The dataset's own generation directory (see `generationDirFor`). */
   readonly generationDir: string;
   /** The configured location and its S3 settings: a pool worker keeps one store per (location, credentials). */
   readonly location: string;
-  readonly s3?: S3Settings;
+  readonly s3?: S3Settings | undefined;
 }
 
 /** What a load reports on its port as it goes (the dataset's machine moves on at each). */
@@ -229,7 +222,7 @@ export type SnapshotTask =
       /** The location metadata.json records, which the entry's URI is resolved against. */
       readonly recordedLocation: string;
       /** The object's HEAD, made beside the signature check (not repeated). */
-      readonly head?: ObjectInfo;
+      readonly head?: ObjectInfo | undefined;
       readonly port: MessagePort;
     }
   /**
@@ -278,7 +271,7 @@ export interface SnapshotTaskResults {
   readonly restore: RestoreResult;
   readonly load: LoadResult;
   /** With the object's HEAD, made at the same time as the signature's GET (absent: not found). */
-  readonly authenticate: Authenticated & { readonly head?: ObjectInfo };
+  readonly authenticate: Authenticated & { readonly head?: ObjectInfo | undefined };
   readonly heartbeat: HeartbeatStatement | { readonly problem: string };
   readonly prune: null;
   readonly release: null;
@@ -303,7 +296,7 @@ export interface CoordinatorWorkerData {
   readonly restartBackoffMs: readonly number[];
   /** How long close() waits for a dataset thread to stop before terminating it. */
   readonly stopTimeoutMs: number;
-  readonly datasetResourceLimits?: import('node:worker_threads').ResourceLimits;
+  readonly datasetResourceLimits: ResourceLimits;
   /** The host's `LiveStatus` buffer: one slot per dataset, in the order of `datasets`. */
   readonly liveStatus: SharedArrayBuffer;
   /** The lowest level of log record the host's logger writes. */
@@ -339,7 +332,6 @@ export type CoordinatorToHost =
       readonly dataset: string;
       readonly exitCode: number;
       readonly error?: SerializedError;
-      readonly restartInMs: number | null;
     }
   | ({ readonly type: 'notification-stats' } & NotificationEvent)
   | { readonly type: 'log'; readonly record: LogRecord };

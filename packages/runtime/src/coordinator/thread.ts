@@ -168,6 +168,7 @@ class DatasetSlot {
 
   start(): void {
     const channel = new MessageChannel();
+    const incarnation = data.incarnationBase + ++this.incarnation;
     const threadData: DatasetWorkerData = {
       dataset: this.config,
       ...this.files,
@@ -175,17 +176,15 @@ class DatasetSlot {
       buildId: data.buildId,
       pollPhaseMs,
       logLevel: data.logLevel,
-      live: { buffer: data.liveStatus, slot: this.index },
-      incarnation: data.incarnationBase + this.incarnation + 1,
+      live: { buffer: data.liveStatus, slot: this.index, incarnation },
     };
     const worker = new Worker(datasetThread, {
       workerData: threadData,
       ...threadExecArgv(),
       transferList: [channel.port2],
-      ...(data.datasetResourceLimits === undefined ? {} : { resourceLimits: data.datasetResourceLimits }),
+      resourceLimits: data.datasetResourceLimits,
     });
     this.worker = worker;
-    this.incarnation++;
     this.supervisor.started();
     const rpc = new RpcClient<{ type: 'stop' }>(worker, `Dataset thread of '${this.config.name}'`);
     this.rpc = rpc;
@@ -233,22 +232,15 @@ class DatasetSlot {
               dataset: name,
               exitCode,
               ...(lastError === undefined ? {} : { error: serializeError(lastError) }),
-              restartInMs: delayMs,
             });
           });
         }
         resolve();
       });
     });
-    post(
-      {
-        type: 'dataset-started',
-        dataset: this.config.name,
-        port: channel.port1,
-        incarnation: data.incarnationBase + this.incarnation,
-      },
-      [channel.port1],
-    );
+    post({ type: 'dataset-started', dataset: this.config.name, port: channel.port1, incarnation }, [
+      channel.port1,
+    ]);
   }
 
   announce(snapshotId: number): void {

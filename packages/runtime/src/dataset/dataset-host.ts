@@ -76,7 +76,7 @@ export interface SnapshotTasks {
 export type DatasetHostData = Omit<DatasetWorkerData, 'hostPort' | 'buildId'>;
 
 type CoordinatorRequest =
-  | { type: 'read-metadata'; ifNoneMatch?: string; fresh: boolean }
+  | { type: 'read-metadata'; ifNoneMatch: string | undefined; fresh: boolean }
   | { type: 'snapshot-task'; task: SnapshotTask };
 
 /** A promise and its settling functions (`Promise.withResolvers` from Node 22 on). */
@@ -202,7 +202,9 @@ export class DatasetHost {
   /** The last status posted (as JSON). */
   #postedStatus = '';
   /** The host's live status slot (absent in tests without one: the dataset never parks). */
-  readonly #live: { readonly table: LiveStatus; readonly slot: number } | undefined;
+  readonly #live:
+    | { readonly table: LiveStatus; readonly slot: number; readonly incarnation: number }
+    | undefined;
   /** Whether the machine has left `bootstrapping` once (the coordinator is told, once). */
   #bootstrapped = false;
   /** Whether the host listens for poll events (it says so; on until it does): a dataset parks only when nobody does. */
@@ -238,7 +240,7 @@ export class DatasetHost {
         rpc.request({ type: 'snapshot-task', task }, task.kind === 'load' ? [task.port] : []),
     };
     this.#live =
-      data.live === undefined ? undefined : { table: new LiveStatus(data.live.buffer), slot: data.live.slot };
+      data.live === undefined ? undefined : { ...data.live, table: new LiveStatus(data.live.buffer) };
     this.#actor = this.#createActor();
     this.#freshness = this.#createFreshnessWatch();
     this.#setInspecting(true);
@@ -266,13 +268,7 @@ export class DatasetHost {
       servingSnapshotId: () => this.#actor.getSnapshot().context.serving?.snapshotId ?? null,
       location: () => this.#recordedLocation,
       log: (level, message, fields) => this.#log(level, message, fields),
-      report: (freshness) =>
-        this.#toHost({
-          type: 'freshness',
-          stale: freshness.stale,
-          ...(freshness.stale ? { reason: freshness.reason } : {}),
-          ...(freshness.stale && freshness.sinceMs !== undefined ? { sinceMs: freshness.sinceMs } : {}),
-        }),
+      report: (freshness) => this.#toHost({ type: 'freshness', ...freshness }),
     });
   }
 
@@ -301,11 +297,10 @@ export class DatasetHost {
     return {
       dataset: this.name,
       engine: kind,
-      table: this.name,
       livePath: this.#data.livePath,
       generationDir: this.#data.generationDir,
       location: config.location,
-      ...(config.s3 === undefined ? {} : { s3: config.s3 }),
+      s3: config.s3,
     };
   }
 
@@ -388,7 +383,7 @@ export class DatasetHost {
             type: 'read-metadata',
             // An operator's "poll now" wants the store as it is now, not a read shared moments ago.
             fresh: input.trigger === 'command',
-            ...(input.ifNoneMatch === undefined ? {} : { ifNoneMatch: input.ifNoneMatch }),
+            ifNoneMatch: input.ifNoneMatch,
           });
     if (reply.kind === 'read' && reply.recordedLocation !== undefined) {
       this.#recordedLocation = reply.recordedLocation;
@@ -436,7 +431,7 @@ export class DatasetHost {
       entry,
       recorded,
       recordedLocation: this.#recordedLocation,
-      ...(head === undefined ? {} : { head }),
+      head,
       port: port2,
     });
     const load = new Load(entry.snapshotId, port1, run);
@@ -516,7 +511,7 @@ export class DatasetHost {
     // A restarted thread goes on counting where the last one stopped (the host's metrics add them up).
     const unposted = live.table.read(live.slot)?.unposted ?? 0;
     live.table.park(live.slot, token, {
-      incarnation: this.#data.incarnation ?? 1,
+      incarnation: live.incarnation,
       polls: context.counters.polls,
       lastPollAtMs: context.lastPoll?.atMs ?? 0,
       nextPollDueMs: context.nextPollDueMs,
@@ -682,9 +677,6 @@ export class DatasetHost {
       this.#announced = message.reply;
       try {
         this.#actor.send({ type: 'snapshot.announced', snapshotId: message.snapshotId });
-      // Stops the machine, waits for its work (a load not committing yet stops and removes its
-      // temporary file), then lets the answer leave and closes both ports: nothing keeps a thread
-      // alive after that.
       } finally {
         this.#announced = undefined;
       }
@@ -694,6 +686,9 @@ export class DatasetHost {
       this.#wake();
       this.#actor.send({ type: 'poll.due' });
     } else if (message.type === 'stop') {
+      // Stops the machine, waits for its work (a load not committing yet stops and removes its
+      // temporary file), then lets the answer leave and closes both ports: nothing keeps a thread
+      // alive after that.
       respond(this.#ports.coordinator, message.id, async () => {
         this.#wake();
         this.#actor.send({ type: 'stop' });

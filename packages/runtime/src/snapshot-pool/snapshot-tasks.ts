@@ -96,7 +96,8 @@ export class SnapshotTaskRunner {
     return {
       dataset: files.dataset,
       engine: fileFormatOf(files.engine),
-      table: files.table,
+      // Spice writers name the table inside the file after the dataset.
+      table: files.dataset,
       livePath: files.livePath,
       store: this.#storeOf(files),
     };
@@ -149,7 +150,7 @@ export class SnapshotTaskRunner {
       }),
       store.head(key).catch(() => undefined),
     ]);
-    return head === undefined ? authenticated : { ...authenticated, head };
+    return { ...authenticated, head };
   }
 
   /** A swap as one task (see the `load` task in protocol.ts). */
