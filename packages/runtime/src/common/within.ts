@@ -1,4 +1,4 @@
-/** A bounded wait, for every thread (no imports beyond Node's: dataset threads use it too). */
+/** Bounded waits, for every thread (no imports beyond Node's: dataset threads use it too). */
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -18,4 +18,39 @@ export async function within(work: PromiseLike<unknown>, ms: number): Promise<'d
   } finally {
     timer.abort();
   }
+}
+
+/**
+ * `promise`, or a rejection as soon as `signal` aborts: `refusal(signal.reason)` (the reason itself
+ * by default), after `cancel()`. The promise is left to settle unobserved (a DuckDB query is
+ * interrupted in its engine by `cancel`; a request waiting for another's run just stops waiting).
+ */
+export function untilAborted<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+  refusal: (reason: unknown) => unknown = (reason) => reason,
+  cancel?: () => void,
+): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) {
+    cancel?.();
+    return Promise.reject(refusal(signal.reason));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      cancel?.();
+      reject(refusal(signal.reason));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }

@@ -46,6 +46,7 @@ import {
 import { createReaderQueue, createSqsQueue, type ReaderQueue } from '@ferry/store/queues';
 import type { NotificationEvent, RuntimeOptions } from '../api.js';
 import type { LogLevel, LogRecord } from '../common/logging.js';
+import { untilAborted } from '../common/within.js';
 import type { LocationMetadataReader } from './metadata-reader.js';
 
 export interface NotificationConsumerOptions {
@@ -107,25 +108,6 @@ function queueIsGone(error: unknown): boolean {
   return [cause?.name, cause?.Code].some(
     (name) => name === 'QueueDoesNotExist' || name === 'AWS.SimpleQueueService.NonExistentQueue',
   );
-}
-
-/** `promise`, or a rejection as soon as `signal` aborts (the promise is left to settle unobserved). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 export class NotificationConsumer {

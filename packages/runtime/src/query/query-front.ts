@@ -19,9 +19,10 @@ import type {
   RuntimeQueryStream,
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
+import { untilAborted } from '../common/within.js';
 import { type MemoryReturn, memoryReturn } from './memory-return.js';
 import type { QueryCatalog } from './query-catalog.js';
-import { type QueryService, untilAborted } from './query-service.js';
+import { cancelled, type QueryService } from './query-service.js';
 import { type CacheCounters, type CacheLookup, type CacheStatus, ResultsCache } from './results-cache.js';
 import { TaskHistory } from './task-history.js';
 
@@ -217,7 +218,7 @@ export class QueryFront {
     if (value !== undefined) return turn().then(() => ({ hit: value }));
     if (shared === undefined) return { ran: run() };
     if (running === undefined) return this.#shared(key, run, shared);
-    return untilAborted(running, options.signal).then((answer) => {
+    return untilAborted(running, options.signal, cancelled).then((answer) => {
       this.#cache.countJoined(answer !== undefined);
       return answer !== undefined ? { hit: answer } : this.#shared(key, run, shared);
     });

@@ -33,6 +33,7 @@ import type {
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
 import type { ThreadYoungGeneration } from '../common/test-hooks.js';
+import { untilAborted } from '../common/within.js';
 import {
   CrossDialectError,
   DatasetNotReadyError,
@@ -93,39 +94,8 @@ export function streamed(answer: RuntimeQueryStream | RuntimeJsonRows): RuntimeQ
   return answer;
 }
 
-/**
- * `answer`, or a rejection with `ERR_QUERY_CANCELLED` once `signal` aborts first, after `cancel()`
- * (a DuckDB query is interrupted in its engine; a request waiting for another's run just stops
- * waiting, the run goes on for the others).
- */
-export function untilAborted<T>(
-  answer: Promise<T>,
-  signal: AbortSignal | undefined,
-  cancel?: () => void,
-): Promise<T> {
-  if (signal === undefined) return answer;
-  if (signal.aborted) {
-    cancel?.();
-    return Promise.reject(new QueryCancelledError(signal.reason));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
-      cancel?.();
-      reject(new QueryCancelledError(signal.reason));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    answer.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
+/** A cancelled query's error (for {@link untilAborted}). */
+export const cancelled = (reason: unknown): QueryCancelledError => new QueryCancelledError(reason);
 
 /** Bytes a remembered plan is charged: its key and what it names. */
 function planBytes(key: string, plan: Plan): number {
@@ -424,7 +394,7 @@ export class QueryService {
       this.#options.queryTimeoutMs,
       known,
     );
-    return untilAborted(query.answer, options.signal, query.cancel);
+    return untilAborted(query.answer, options.signal, cancelled, query.cancel);
   }
 
   async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
