@@ -6,9 +6,9 @@
  * remembered with DuckDB's reason, which a query of it is answered with. Views over SQLite
  * datasets bind to their placeholders; a query reads the datasets in as a join across engines does.
  *
- * `viewReads` gives what a view reads (datasets, and the views it reads in turn), from DuckDB's
- * own parse of its SQL: the namespace's routing expands a view into the datasets under it, so a
- * query of a view is bounded, pinned and reported by those datasets' snapshots.
+ * The namespace keeps what each view reads (datasets, and the views it reads in turn), from
+ * DuckDB's own parse of its SQL (duckdb-namespace.ts): its routing expands a view into the datasets
+ * under it, so a query of a view is bounded, pinned and reported by those datasets' snapshots.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { parseTree, setViewNames, spiceTable } from './duckdb-catalog.js';
