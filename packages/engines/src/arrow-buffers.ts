@@ -96,7 +96,7 @@ export function dataOf(
 }
 
 /** Sets bits `at` … `at + count − 1` of a zeroed tail. */
-export function setOnes(bits: Uint8Array, at: number, count: number): void {
+function setOnes(bits: Uint8Array, at: number, count: number): void {
   let bit = at;
   const end = at + count;
   while (bit < end && (bit & 7) !== 0) {
@@ -115,13 +115,7 @@ export function setOnes(bits: Uint8Array, at: number, count: number): void {
 }
 
 /** ORs `count` bits of `source` from bit `from` into `target` at bit `at`; true when any was zero. */
-export function copyBits(
-  source: Uint8Array,
-  from: number,
-  target: Uint8Array,
-  at: number,
-  count: number,
-): boolean {
+function copyBits(source: Uint8Array, from: number, target: Uint8Array, at: number, count: number): boolean {
   let zero = false;
   let first = 0;
   if ((from & 7) === 0 && (at & 7) === 0) {

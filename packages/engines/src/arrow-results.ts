@@ -54,7 +54,7 @@ export interface ArrowColumn {
  * The field metadata key holding a column's database type name: Flight SQL's
  * (`ARROW:FLIGHT:SQL:TYPE_NAME`), which JDBC and ADBC drivers read; Arrow over HTTP carries it too.
  */
-export const TYPE_NAME_METADATA = 'ARROW:FLIGHT:SQL:TYPE_NAME';
+const TYPE_NAME_METADATA = 'ARROW:FLIGHT:SQL:TYPE_NAME';
 
 /**
  * Field metadata of a Utf8 column holding a type outside the type table: `json` when each value is

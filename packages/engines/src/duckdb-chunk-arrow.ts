@@ -407,7 +407,7 @@ class StructWriter extends ColumnWriter {
  * How a type outside the type table is written as text: JSON (`json`) when its JSON value is an
  * array or object, an integer's digits (`integer`) for HUGEINT, the engine's text otherwise.
  */
-export function duckDbJsonForm(type: DuckDBType): 'json' | 'integer' | undefined {
+function duckDbJsonForm(type: DuckDBType): 'json' | 'integer' | undefined {
   if (duckDbTypeToArrow(type) !== undefined) return undefined;
   switch (type.typeId) {
     case DuckDBTypeId.HUGEINT:

@@ -35,8 +35,8 @@ export { duckDbTypeFromName, resultColumnArrowType } from './result-types.js';
 export { checkTableSchema, type SchemaSource } from './schema-check.js';
 export { createSnapshotChecker, type SnapshotChecker } from './snapshot-checker.js';
 export * from './sql.js';
-export { betterSqlite3Build } from './sqlite-build.js';
 export { openSqlite, openSqliteSync, SqliteEngine } from './sqlite-engine.js';
+export { betterSqlite3Build } from './sqlite-interrupt.js';
 export type { SqliteNamespaceOptions, SyncBatchSink } from './sqlite-namespace.js';
 export {
   type SqliteAffinity,

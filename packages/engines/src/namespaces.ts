@@ -29,14 +29,12 @@ export {
   RecordBatchBuilder,
   recordBatchOf,
   schemaIpcMessage,
-  TYPE_NAME_METADATA,
 } from './arrow-results.js';
 export { jsonObjects } from './encode.js';
 export { NamespaceTableError } from './errors.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';
-export { betterSqlite3Build } from './sqlite-build.js';
-export { INTERRUPT_EVERY, type InterruptRegion } from './sqlite-interrupt.js';
+export { betterSqlite3Build, INTERRUPT_EVERY, type InterruptRegion } from './sqlite-interrupt.js';
 export {
   SQLITE_MAX_ATTACHED,
   SqliteNamespace,

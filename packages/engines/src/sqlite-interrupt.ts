@@ -7,8 +7,14 @@
  * statement running now, 1 … n, or 0) and any thread stops statement k by writing `stop_k`: the
  * statement fails with `SQLITE_INTERRUPT` at the next call, and only that statement (a stop written
  * before k starts still stops it; one written after k ended stops nothing).
+ *
+ * From npm an embedder gets the stock module, without `interruptOn`: an SQLite statement then cannot
+ * be stopped inside SQLite (a query past its timeout or cancelled keeps its worker busy until it
+ * ends, and close() waits for it), and a worker ended while it raises an SQLite error aborts the
+ * process. {@link betterSqlite3Build} tells the runtime, which says so once instead of leaving it
+ * to be found in production.
  */
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 
 /** VM instructions between two looks at the region: about a microsecond of SQLite's time. */
 export const INTERRUPT_EVERY = 1_000;
@@ -25,9 +31,18 @@ interface Interruptible {
 }
 
 /**
- * Makes `db` watch `region` (undefined: watch nothing). On the stock better-sqlite3 an embedder may
- * install from npm there is no `interruptOn`: statements then run to their end (sqlite-build.ts; the
- * runtime warns once).
+ * Whether the better-sqlite3 this process loads is the build Ferry's repository patches
+ * (patches/better-sqlite3@12.9.0.patch, applied by pnpm): `patched` when it has `interruptOn`.
+ */
+export function betterSqlite3Build(): 'patched' | 'stock' {
+  return typeof (Database.prototype as { interruptOn?: unknown }).interruptOn === 'function'
+    ? 'patched'
+    : 'stock';
+}
+
+/**
+ * Makes `db` watch `region` (undefined: watch nothing). On the stock build there is no
+ * `interruptOn`: statements then run to their end (the runtime warns once).
  */
 export function watchInterrupts(db: Database.Database, region: InterruptRegion | undefined): void {
   const native = db as unknown as Partial<Interruptible>;

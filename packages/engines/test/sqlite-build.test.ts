@@ -5,8 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { betterSqlite3Build } from '../src/sqlite-build.js';
-import { watchInterrupts } from '../src/sqlite-interrupt.js';
+import { betterSqlite3Build, watchInterrupts } from '../src/sqlite-interrupt.js';
 
 describe('better-sqlite3 build', () => {
   it('says patched for the build pnpm made from patches/better-sqlite3@12.9.0.patch', () => {
