@@ -5,6 +5,7 @@
  * pass the engine's statement check (statement-check.ts), then run on a small pool of connections (concurrently);
  * `close()` refuses new queries and waits for running ones before releasing the file.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
 import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core/base';
 import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
@@ -22,7 +23,7 @@ import {
   schemaOfColumns,
   type TableColumn,
 } from './engine.js';
-import { EngineClosedError, EngineOpenError, InvalidParameterError, QueryFailedError } from './errors.js';
+import { EngineClosedError, EngineOpenError, InvalidParameterError, messageOf } from './errors.js';
 import { assertDuckDbFile, notADatabase } from './file-header.js';
 import type { ResultColumn } from './namespace-types.js';
 import { checkDuckDbStatement } from './statement-check.js';
@@ -37,7 +38,7 @@ export interface DuckDbOpenOptions extends OpenOptions {
 
 /** What DuckDB failing to open (or attach) `path` means: not a DuckDB file, or an open error. */
 export function duckDbOpenFailure(path: string, error: unknown): Error {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   if (message.includes('not a valid DuckDB database file')) {
     return notADatabase(path, 'DuckDB', 'not a valid DuckDB file', error);
   }
@@ -167,7 +168,7 @@ export class DuckDbEngine implements SnapshotEngine {
     else waiter(connection);
   }
 
-  /** Run `work` on a pooled connection; engine errors become {@link QueryFailedError}. */
+  /** Run `work` on a pooled connection; engine errors become `QueryFailedError`s ({@link queryFailure}). */
   #withConnection<T>(work: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
     if (this.#closing !== undefined) return Promise.reject(new EngineClosedError(this.path));
     const task = (async () => {
@@ -175,7 +176,7 @@ export class DuckDbEngine implements SnapshotEngine {
       try {
         return await work(connection);
       } catch (error) {
-        throw queryFailure(this.path, error);
+        throw queryFailure(`'${this.path}'`, error);
       } finally {
         this.#release(connection);
       }
@@ -248,17 +249,12 @@ export class DuckDbEngine implements SnapshotEngine {
    * thread ends: a worker thread must not be torn down while DuckDB executes on its behalf, or the
    * native addon aborts the whole process.
    */
-  cancelAll(): Promise<void> {
+  async cancelAll(): Promise<void> {
     this.#cancelled = true;
-    if (this.#running.size === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const tick = (): void => {
-        for (const connection of this.#busy) connection.interrupt();
-        if (this.#running.size === 0) resolve();
-        else setTimeout(tick, 20);
-      };
-      tick();
-    });
+    while (this.#running.size > 0) {
+      for (const connection of this.#busy) connection.interrupt();
+      await sleep(20);
+    }
   }
 
   close(): Promise<void> {

@@ -15,7 +15,7 @@ import {
   SnapshotRejectionCode,
 } from '@ferry/core/base';
 import { arrowField } from './arrow-types.js';
-import { QueryFailedError, TableNotFoundError, UnsupportedColumnTypeError } from './errors.js';
+import { messageOf, QueryFailedError, TableNotFoundError, UnsupportedColumnTypeError } from './errors.js';
 
 export interface TableColumn {
   readonly name: string;
@@ -64,11 +64,17 @@ export function missingTable(path: string, table: string): SnapshotRejectedError
   );
 }
 
-/** What a query on the file at `path` fails with: a Ferry error as it is, the engine's as a {@link QueryFailedError}. */
-export function queryFailure(path: string, error: unknown): unknown {
+/**
+ * What a query on `subject` (a quoted path, the datasets it reads) fails with: a Ferry error as it
+ * is, the engine's as a {@link QueryFailedError} in its words, as `words` redacts them.
+ */
+export function queryFailure(
+  subject: string | undefined,
+  error: unknown,
+  words: (message: string) => string = (message) => message,
+): unknown {
   if (error instanceof FerryError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new QueryFailedError(`'${path}'`, message, { cause: error });
+  return new QueryFailedError(subject, words(messageOf(error)), { cause: error });
 }
 
 /** The recorded-schema form of a table's columns; a column without an Arrow form is an error. */

@@ -5,6 +5,11 @@
  */
 import { FerryError, type FerryErrorOptions, registerErrors } from '@ferry/core/base';
 
+/** What an engine's error says: its message, or the thrown value as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** The write a refused statement attempted, as Spice names it in its refusal messages. */
 export type WriteOperation = 'insert' | 'update' | 'delete' | 'truncate';
 

@@ -68,7 +68,7 @@ export function notADatabase(
   return new SnapshotRejectedError(
     SnapshotRejectionCode.notADatabase,
     `'${path}' is ${found}, not a ${expected} database; publish the snapshot as a ${expected} file (the dataset's engine).`,
-    cause === undefined ? {} : { cause },
+    { cause },
   );
 }
 

@@ -13,11 +13,10 @@ import {
 } from '@ferry/core/base';
 import { canonicalArrowType, UnmappedArrowTypeError } from './arrow-types.js';
 import { missingTable, type SnapshotEngine, type TableColumn } from './engine.js';
+import { sqliteStores } from './sqlite-types.js';
 
 /** What the check reads of an engine: its kind, the file's path and a table's columns. */
 export type SchemaSource = Pick<SnapshotEngine, 'kind' | 'path' | 'columns'>;
-
-import { sqliteStores } from './sqlite-types.js';
 
 function stores(engine: SchemaSource, column: TableColumn, recorded: ArrowSchema['fields'][number]): boolean {
   if (engine.kind === 'sqlite') return sqliteStores(column.type, recorded.data_type);

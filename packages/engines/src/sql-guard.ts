@@ -488,7 +488,7 @@ export function rejectionOf(
  */
 export function syntaxErrorOf(word: string, engineMessage?: string, cause?: unknown): SqlSyntaxError {
   const suggestion = closest(word, [...READ_HEADS, ...STATEMENT_HEADS]);
-  return new SqlSyntaxError(word, suggestion, engineMessage, cause === undefined ? {} : { cause });
+  return new SqlSyntaxError(word, suggestion, engineMessage, { cause });
 }
 
 /** Throw unless `sql` is exactly one read-only statement. */

@@ -25,8 +25,9 @@ import {
   schemaOfColumns,
   type TableColumn,
 } from './engine.js';
-import { EngineClosedError, EngineOpenError, InvalidParameterError } from './errors.js';
+import { EngineClosedError, EngineOpenError, InvalidParameterError, messageOf } from './errors.js';
 import { assertSqliteFile, notADatabase } from './file-header.js';
+import type { ResultColumn } from './namespace-types.js';
 import { type SqlToken, tokenizeSql } from './sql-guard.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 import { checkSqliteStatement } from './statement-check.js';
@@ -76,6 +77,35 @@ export function storageClass(value: SqliteValue | undefined): string | undefined
   return typeof value === 'string' ? 'TEXT' : 'BLOB';
 }
 
+/**
+ * A result's columns: each declared type, or for an expression (no declared type) the storage
+ * class of its first non-null value, else `NULL`.
+ */
+export function sqliteColumns(
+  names: readonly string[],
+  declared: readonly (string | null)[],
+  raw: readonly SqliteValue[][],
+): ResultColumn[] {
+  return declared.map((type, index) => ({
+    name: names[index] as string,
+    type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
+  }));
+}
+
+/** Rows as records keyed by the (unique) column names, their values JSON-safe. */
+export function sqliteRecords(
+  names: readonly string[],
+  raw: readonly SqliteValue[][],
+): Record<string, JsonValue>[] {
+  return raw.map((row) => {
+    const record: Record<string, JsonValue> = {};
+    for (let index = 0; index < row.length; index++) {
+      record[names[index] as string] = encodeSqliteValue(row[index] as SqliteValue);
+    }
+    return record;
+  });
+}
+
 /** `work()` run now, its value or its error as a promise (the sync calls' async faces). */
 const promised = <T>(work: () => T): Promise<T> => new Promise((resolve) => resolve(work()));
 
@@ -99,14 +129,11 @@ export class SqliteEngine implements SnapshotEngine {
     try {
       return work();
     } catch (error) {
-      throw queryFailure(this.path, error);
+      throw queryFailure(`'${this.path}'`, error);
     }
   }
 
-  /**
-   * Run one read-only query synchronously. Column types are the declared types; for an
-   * expression (no declared type) the storage class of its first non-null value, else `NULL`.
-   */
+  /** Run one read-only query synchronously; its columns as {@link sqliteColumns} types them. */
   querySync(sql: string, params: readonly JsonValue[] = []): QueryResult {
     const db = this.#open();
     const values = scalarParams(params);
@@ -118,19 +145,8 @@ export class SqliteEngine implements SnapshotEngine {
       const raw = statement.all(...sqliteArguments(sqliteBindingOf(tokens), values)) as SqliteValue[][];
       const described = statement.columns();
       const names = uniqueColumnNames(described.map((column) => column.name));
-      const columns = described.map((column, index) => ({
-        name: names[index] as string,
-        type:
-          column.type ??
-          storageClass(raw.find((row) => row[index] !== null && row[index] !== undefined)?.[index]) ??
-          'NULL',
-      }));
-      const rows = raw.map((row) => {
-        const record: Record<string, JsonValue> = {};
-        for (const [index, value] of row.entries()) record[names[index] as string] = encodeSqliteValue(value);
-        return record;
-      });
-      return { columns, rows };
+      const declared = described.map((column) => column.type);
+      return { columns: sqliteColumns(names, declared, raw), rows: sqliteRecords(names, raw) };
     });
   }
 
@@ -178,22 +194,18 @@ export class SqliteEngine implements SnapshotEngine {
 /** Open an SQLite (or Turso) snapshot file read-only, synchronously (for worker-pool tasks). */
 export function openSqliteSync(path: string, options: OpenOptions = {}): SqliteEngine {
   assertSqliteFile(path);
-  let db: Database.Database;
+  let db: Database.Database | undefined;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
-  } catch (error) {
-    throw new EngineOpenError(path, error instanceof Error ? error.message : String(error), { cause: error });
-  }
-  try {
     db.pragma('trusted_schema = OFF');
     // Reads the schema now, so a damaged file fails here rather than on the first query.
     db.prepare('SELECT count(*) FROM sqlite_schema').get();
   } catch (error) {
-    db.close();
+    db?.close();
     if ((error as { code?: unknown }).code === 'SQLITE_NOTADB') {
       throw notADatabase(path, 'SQLite', 'not a valid SQLite file', error);
     }
-    throw new EngineOpenError(path, error instanceof Error ? error.message : String(error), { cause: error });
+    throw new EngineOpenError(path, messageOf(error), { cause: error });
   }
   const engine = new SqliteEngine(path, db);
   if (options.table !== undefined && engine.columnsSync(options.table) === undefined) {

@@ -13,15 +13,14 @@
  * runs in the read pool's workers.
  */
 import type { JsonValue } from '@ferry/core/base';
-import { FerryError } from '@ferry/core/base';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
 import { datasetsPhrase, redactDuckDbMessage } from './duckdb-errors.js';
 import { jsonObjects, scalarParams, uniqueColumnNames } from './encode.js';
-import { quoteLiteral } from './engine.js';
-import { NamespaceTableError, QueryFailedError } from './errors.js';
+import { queryFailure, quoteLiteral } from './engine.js';
+import { messageOf, NamespaceTableError, QueryFailedError } from './errors.js';
 import {
   type BatchControl,
   type BatchOutcome,
@@ -46,7 +45,8 @@ import {
   type SqliteValue,
   sqliteArguments,
   sqliteBindingOf,
-  storageClass,
+  sqliteColumns,
+  sqliteRecords,
 } from './sqlite-engine.js';
 import { type InterruptRegion, watchInterrupts } from './sqlite-interrupt.js';
 import { checkSqliteStatement } from './statement-check.js';
@@ -339,7 +339,7 @@ export class SqliteNamespace {
         return [];
       throw new QueryFailedError(
         undefined,
-        `SQLite could not list the datasets the statement reads (EXPLAIN failed: ${this.redact(error instanceof Error ? error.message : String(error))}).`,
+        `SQLite could not list the datasets the statement reads (EXPLAIN failed: ${this.redact(messageOf(error))}).`,
         { cause: error },
       );
     }
@@ -439,21 +439,9 @@ export class SqliteNamespace {
           return { kind: 'too-large', limit, read };
         }
       }
-      const described = this.#described(sql, prepared);
-      const { names, declared } = described;
-      const columns =
-        described.columns ??
-        declared.map((type, index) => ({
-          name: names[index] as string,
-          type: type ?? storageClass(raw.find((row) => row[index] !== null)?.[index]) ?? 'NULL',
-        }));
-      const rows = raw.map((row) => {
-        const record: Record<string, JsonValue> = {};
-        for (let index = 0; index < row.length; index++) {
-          record[names[index] as string] = encodeSqliteValue(row[index] as SqliteValue);
-        }
-        return record;
-      });
+      const { names, declared, columns: known } = this.#described(sql, prepared);
+      const columns = known ?? sqliteColumns(names, declared, raw);
+      const rows = sqliteRecords(names, raw);
       return prepared.datasetsByShape
         ? { kind: 'rows', columns, rows, read, shared: true }
         : { kind: 'rows', columns, rows, read };
@@ -543,10 +531,7 @@ export class SqliteNamespace {
   }
 
   #engineError(error: unknown, prepared: Prepared | undefined): unknown {
-    if (error instanceof FerryError) return error;
-    const message = error instanceof Error ? error.message : String(error);
-    const subject = datasetsPhrase(prepared?.datasets ?? []);
-    return new QueryFailedError(subject, this.redact(message), { cause: error });
+    return queryFailure(datasetsPhrase(prepared?.datasets ?? []), error, (message) => this.redact(message));
   }
 
   /** `message` with generation paths named by dataset and other local paths hidden. */
