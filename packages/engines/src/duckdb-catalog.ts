@@ -18,7 +18,9 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { SqliteColumnInDuckDb } from './duckdb-import.js';
 import { quoteIdentifier, quoteLiteral } from './engine.js';
+import { messageOf } from './errors.js';
 import type { TaskHistoryRow } from './namespace-types.js';
+import type { TableReference } from './statement-check.js';
 
 export const SPICE_CATALOG = 'spice';
 export const SPICE_SCHEMA = 'public';
@@ -26,8 +28,26 @@ export const SPICE_SCHEMA = 'public';
 export const RUNTIME_SCHEMA = 'runtime';
 
 /** `spice.public."orders"`: the name of a dataset's (or view's) view. */
-export function spiceTable(name: string, schema: string = SPICE_SCHEMA): string {
-  return `${SPICE_CATALOG}.${schema}.${quoteIdentifier(name)}`;
+export function spiceTable(name: string): string {
+  return `${SPICE_CATALOG}.${SPICE_SCHEMA}.${quoteIdentifier(name)}`;
+}
+
+/** Whether `ref` names a table of `spice.public` (`x`, `public.x`, `spice.public.x`, `spice.x`). */
+export function spiceName(ref: TableReference, ctes: ReadonlySet<string>): string | undefined {
+  const catalog = ref.catalog.toLowerCase();
+  const schema = ref.schema.toLowerCase();
+  if (catalog === '' && schema === '') return ctes.has(ref.table.toLowerCase()) ? undefined : ref.table;
+  if ((catalog === '' || catalog === 'spice') && schema === 'public') return ref.table;
+  if (catalog === '' && schema === 'spice') return ref.table;
+  return undefined;
+}
+
+/** The alias a generation is attached under: this prefix and the generation id. */
+export const GENERATION_ALIAS = 'ferry_g';
+
+/** The table of generation `id` of dataset `name`: the file's table, under its attachment. */
+export function generationTable(id: number, name: string): string {
+  return `${GENERATION_ALIAS}${id}.main.${quoteIdentifier(name)}`;
 }
 
 /** What every connection runs first: unqualified names resolve in `spice.public`. */
@@ -243,7 +263,7 @@ export function placeholderViewSql(name: string, columns: readonly SqliteColumnI
 
 /** The SQLite dataset whose placeholder a DuckDB error says was read, if any. */
 export function placeholderRead(error: unknown): string | undefined {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   const at = message.indexOf(PLACEHOLDER);
   if (at === -1) return undefined;
   return /^[A-Za-z0-9_]+/.exec(message.slice(at + PLACEHOLDER.length))?.[0];

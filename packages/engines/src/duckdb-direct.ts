@@ -14,8 +14,7 @@
  * (duckdb-namespace.ts), and an error of a rewritten text shows the text as written
  * ({@link writtenMessage}). Pure.
  */
-import { generationTable } from './duckdb-errors.js';
-import { spiceName } from './duckdb-views.js';
+import { generationTable, spiceName } from './duckdb-catalog.js';
 import { quoteIdentifier } from './engine.js';
 import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
 import { offsetInText, statementShape } from './sql-shape.js';

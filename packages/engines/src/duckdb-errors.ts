@@ -6,19 +6,11 @@
  * paths `<data dir>`). Pure.
  */
 import { FerryError } from '@ferry/core/base';
-import { placeholderRead } from './duckdb-catalog.js';
+import { GENERATION_ALIAS, placeholderRead } from './duckdb-catalog.js';
 import type { ResourceClass } from './duckdb-resources.js';
-import { quoteIdentifier } from './engine.js';
-import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
+import { queryFailure } from './engine.js';
+import { messageOf, NamespaceTableError, QueryResourceError } from './errors.js';
 import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
-
-/** The alias a generation is attached under: this prefix and the generation id. */
-export const GENERATION_ALIAS = 'ferry_g';
-
-/** The table of generation `id` of dataset `name`: the file's table, under its attachment. */
-export function generationTable(id: number, name: string): string {
-  return `${GENERATION_ALIAS}${id}.main.${quoteIdentifier(name)}`;
-}
 
 /** What a message may not show: the directories behind the namespace. */
 interface RedactionRoots {
@@ -30,8 +22,7 @@ interface RedactionRoots {
 
 /** The table a DuckDB "Table with name X does not exist" error names. */
 export function missingDuckDbTable(error: unknown): string | undefined {
-  const message = error instanceof Error ? error.message : String(error);
-  return /^Catalog Error: Table with name (.+?) does not exist/.exec(message)?.[1];
+  return /^Catalog Error: Table with name (.+?) does not exist/.exec(messageOf(error))?.[1];
 }
 
 function escapeRegExp(text: string): string {
@@ -85,7 +76,7 @@ export function duckDbQueryError(
   },
 ): unknown {
   if (error instanceof FerryError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   // An SQLite dataset DuckDB was not asked to read in (its placeholder was read): SQLite's.
   const placeholder = placeholderRead(error);
   if (placeholder !== undefined) return new NamespaceTableError(placeholder, 'sqlite');
@@ -108,11 +99,7 @@ export function duckDbQueryError(
       { cause: error },
     );
   }
-  return new QueryFailedError(
-    options.subject,
-    redactDuckDbMessage(message, options.catalog, options.redaction),
-    {
-      cause: error,
-    },
+  return queryFailure(options.subject, error, (text) =>
+    redactDuckDbMessage(text, options.catalog, options.redaction),
   );
 }

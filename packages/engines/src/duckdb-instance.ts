@@ -21,6 +21,8 @@ import Database from 'better-sqlite3';
 import { BoundedCache } from './bounded-cache.js';
 import {
   createSpiceCatalog,
+  GENERATION_ALIAS,
+  generationTable,
   INTERNAL_SCHEMA,
   placeholderViewSql,
   replaceTaskHistory,
@@ -30,7 +32,6 @@ import {
 } from './duckdb-catalog.js';
 import type { DirectText } from './duckdb-direct.js';
 import type { ResultColumns } from './duckdb-engine.js';
-import { GENERATION_ALIAS, generationTable } from './duckdb-errors.js';
 import {
   type CrossEngineLimits,
   IMPORT_TABLE,
@@ -424,10 +425,10 @@ export class DuckDbClassInstance {
     }
   }
 
-  /** Interrupts every running query until none runs (before the worker ends), for at most `limitMs`. */
-  async cancelAll(limitMs = 5_000): Promise<void> {
+  /** Interrupts every running query until none runs (before the worker ends), for at most 5 s. */
+  async cancelAll(): Promise<void> {
     const started = performance.now();
-    while (this.#busy.size > 0 && performance.now() - started < limitMs) {
+    while (this.#busy.size > 0 && performance.now() - started < 5_000) {
       for (const pooled of this.#busy) pooled.connection.interrupt();
       await sleep(20);
     }

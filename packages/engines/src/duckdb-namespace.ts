@@ -25,7 +25,7 @@ import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@d
 import type { JsonValue } from '@ferry/core/base';
 import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
-import { hasShow, isDescribe, parseTree, rewriteListings, treeJson } from './duckdb-catalog.js';
+import { hasShow, isDescribe, parseTree, rewriteListings, spiceName, treeJson } from './duckdb-catalog.js';
 import { asWritten, type DirectText, directText } from './duckdb-direct.js';
 import { bindDuckDbParams, columnsOf, type ResultColumns } from './duckdb-engine.js';
 import { datasetsPhrase, duckDbQueryError, missingDuckDbTable } from './duckdb-errors.js';
@@ -40,7 +40,6 @@ import {
   viewsOfRoute,
 } from './duckdb-routing.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
-import { spiceName } from './duckdb-views.js';
 import { scalarParams } from './encode.js';
 import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
 import {

@@ -8,7 +8,7 @@
  * as do listings (`SHOW`, `DESCRIBE`, `information_schema`), which run as rewritten to Spice's
  * names (duckdb-catalog.ts). Pure: the parse is statement-check.ts's.
  */
-import { spiceName } from './duckdb-views.js';
+import { spiceName } from './duckdb-catalog.js';
 import { QueryFailedError } from './errors.js';
 import {
   datasetByName,

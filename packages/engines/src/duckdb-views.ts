@@ -11,19 +11,10 @@
  * under it, so a query of a view is bounded, pinned and reported by those datasets' snapshots.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { parseTree, setViewNames, spiceTable } from './duckdb-catalog.js';
+import { parseTree, setViewNames, spiceName, spiceTable } from './duckdb-catalog.js';
+import { messageOf } from './errors.js';
 import type { NamespaceCatalog, NamespaceView } from './namespace-types.js';
-import { checkDuckDbStatement, DUCKDB_SELECT, namesIn, type TableReference } from './statement-check.js';
-
-/** Whether `ref` names a table of `spice.public` (`x`, `public.x`, `spice.public.x`, `spice.x`). */
-export function spiceName(ref: TableReference, ctes: ReadonlySet<string>): string | undefined {
-  const catalog = ref.catalog.toLowerCase();
-  const schema = ref.schema.toLowerCase();
-  if (catalog === '' && schema === '') return ctes.has(ref.table.toLowerCase()) ? undefined : ref.table;
-  if ((catalog === '' || catalog === 'spice') && schema === 'public') return ref.table;
-  if (catalog === '' && schema === 'spice') return ref.table;
-  return undefined;
-}
+import { checkDuckDbStatement, DUCKDB_SELECT, namesIn } from './statement-check.js';
 
 /** The names (datasets or views) a statement's parse tree reads from `spice.public`. */
 async function namesRead(
@@ -138,7 +129,7 @@ export class DuckDbViews {
       await admin.run(`CREATE OR REPLACE VIEW ${spiceTable(view.name)} AS ${view.sql}`);
       return undefined;
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       const missing = /Table with name (\S+?) does not exist/.exec(message)?.[1];
       if (missing !== undefined) return `it reads '${missing}', which is no dataset or view of this spicepod`;
       return message.split('\n')[0] ?? message;
