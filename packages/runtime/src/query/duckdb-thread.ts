@@ -15,7 +15,6 @@ import { within } from '../common/within.js';
 import { memoryReturn } from './memory-return.js';
 import {
   answerOf,
-  errorRecord,
   type HostToQueryWorker,
   InlineResult,
   inlineRows,
@@ -44,6 +43,16 @@ lowerThreadPriority(data.niceness ?? 0);
 
 function post(message: QueryWorkerToHost, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
+}
+
+/** Logs an error line on the host: `message` and the error's, its message, code and stack as fields. */
+function logError(message: string, error: unknown): void {
+  const cause = error instanceof Error ? error : new Error(String(error));
+  const err = { message: cause.message, stack: cause.stack, code: (cause as { code?: unknown }).code };
+  post({
+    type: 'log',
+    record: { level: 'error', component: 'query', message: `${message}: ${cause.message}`, fields: { err } },
+  });
 }
 
 let namespace: DuckDbNamespace | undefined;
@@ -212,15 +221,10 @@ function applyCatalog(catalog: NamespaceCatalog): void {
     },
     (error) => {
       // Queries keep reading the version applied before; the next version is applied in full.
-      post({
-        type: 'log',
-        record: errorRecord(
-          'error',
-          'query',
-          `A DuckDB query worker could not apply catalog version ${catalog.version} (its queries read the previous version until a newer one applies)`,
-          error,
-        ),
-      });
+      logError(
+        `A DuckDB query worker could not apply catalog version ${catalog.version} (its queries read the previous version until a newer one applies)`,
+        error,
+      );
     },
   );
 }
@@ -260,15 +264,7 @@ port.on('message', (message: HostToQueryWorker) => {
  */
 let crashing = false;
 async function crash(error: unknown): Promise<void> {
-  post({
-    type: 'log',
-    record: errorRecord(
-      'error',
-      'query',
-      'A DuckDB query worker failed with an uncaught error and ends',
-      error,
-    ),
-  });
+  logError('A DuckDB query worker failed with an uncaught error and ends', error);
   if (crashing) return;
   crashing = true;
   for (const stop of running.values()) stop.abort();

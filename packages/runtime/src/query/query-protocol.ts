@@ -41,7 +41,8 @@ export interface QueryRequest {
 
 /**
  * What a query answered. `shared`: what the answer says about its statement (where it runs, what
- * it read) holds for every text of the statement's shape, so the host may remember it by shape.
+ * it read) holds for every text of the statement's shape, so the host may remember it by shape
+ * (else left undefined, which the answer's JSON text leaves out).
  */
 export type QueryAnswer = (
   | RowsOutcome
@@ -56,7 +57,7 @@ export type QueryAnswer = (
   | { readonly kind: 'table'; readonly table: string; readonly reason: NamespaceTableError['reason'] }
   /** `detail`: the engine's message before local paths were taken out (for the log). */
   | { readonly kind: 'error'; readonly error: SerializedError; readonly detail?: string }
-) & { readonly shared?: boolean };
+) & { readonly shared?: boolean | undefined };
 
 /** The answer a worker sends for a query that threw: a table the engine could not read, or an error. */
 export function answerOf(error: unknown): QueryAnswer {
@@ -115,22 +116,6 @@ export type QueryWorkerToHost =
 /** Batches a producer may send ahead of the consumer (the bound on buffering between them). */
 export const STREAM_WINDOW = 2;
 
-/** A log record about `error`, with its message, code and stack as fields (what crosses a thread). */
-export function errorRecord(
-  level: LogRecord['level'],
-  component: string,
-  message: string,
-  error: unknown,
-): LogRecord {
-  const cause = error instanceof Error ? error : new Error(String(error));
-  return {
-    level,
-    component,
-    message: `${message}: ${cause.message}`,
-    fields: { err: { message: cause.message, stack: cause.stack, code: (cause as { code?: unknown }).code } },
-  };
-}
-
 /** `bytes` in a buffer of its own, so transferring it detaches nothing else. */
 export function transferable(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
@@ -175,20 +160,14 @@ export function inlineRows(
     bound,
   );
   if (json === undefined) return { kind: 'larger', read: outcome.read };
-  return inlineAnswer(outcome.read, json, rows.length, json.length, shared || outcome.shared === true);
-}
-
-/** An `inline` answer ({@link InlineJson}), `shared` when what it says holds for the statement's shape. */
-function inlineAnswer(
-  read: readonly DatasetRead[],
-  json: string,
-  rows: number,
-  bytes: number,
-  shared: boolean,
-): QueryAnswer {
-  return shared
-    ? { kind: 'inline', read, json, rows, bytes, shared }
-    : { kind: 'inline', read, json, rows, bytes };
+  return {
+    kind: 'inline',
+    read: outcome.read,
+    json,
+    rows: rows.length,
+    bytes: json.length,
+    shared: shared || outcome.shared === true || undefined,
+  };
 }
 
 /** What an {@link InlineResult} throws at a batch it cannot answer inline: reading stops there. */
@@ -257,7 +236,14 @@ export class InlineResult {
     if (json.length > this.#bound) return larger;
     const rows = text?.rows ?? batch?.numRows ?? 0;
     const bytes = text === undefined ? (batch?.data.byteLength ?? 0) : json.length;
-    return inlineAnswer(outcome.read, json, rows, bytes, shared || outcome.shared === true);
+    return {
+      kind: 'inline',
+      read: outcome.read,
+      json,
+      rows,
+      bytes,
+      shared: shared || outcome.shared === true || undefined,
+    };
   }
 }
 
