@@ -72,13 +72,13 @@ describe('DuckDbQueryPool', () => {
     );
     try {
       const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
-      expect(await pool.run(request, 'rows').answer).toMatchObject({
+      expect(await pool.run(request).answer).toMatchObject({
         kind: 'rows',
         rows: [{ v: 1 }],
         read: [{ name: 'orders', snapshotId: 101 }],
       });
       pool.setCatalog(catalog(2, second));
-      expect(await pool.run(request, 'rows').answer).toMatchObject({
+      expect(await pool.run(request).answer).toMatchObject({
         rows: [{ v: 2 }],
         read: [{ snapshotId: 102 }],
       });
@@ -88,7 +88,8 @@ describe('DuckDbQueryPool', () => {
       let schema = false;
       const stream = pool.run(
         { sql: 'SELECT i FROM range(100000) t(i)', params: [], maxRows: 0, maxBytes: 0 },
-        'batches',
+        0,
+        undefined,
         {
           // The first batch comes in the schema's message (its rows said).
           schema: (_ipc, _read, rows) => {
@@ -112,13 +113,15 @@ describe('DuckDbQueryPool', () => {
       expect(batches).toHaveLength(STREAM_WINDOW + 1);
 
       // A runaway query, interrupted: the worker answers the next one at once.
-      const runaway = pool.run(
-        { sql: 'SELECT count(*) FROM orders, range(1000000000000)', params: [], maxRows: 0, maxBytes: 0 },
-        'rows',
-      );
+      const runaway = pool.run({
+        sql: 'SELECT count(*) FROM orders, range(1000000000000)',
+        params: [],
+        maxRows: 0,
+        maxBytes: 0,
+      });
       runaway.cancel();
       expect(await runaway.answer).toMatchObject({ kind: 'error' });
-      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 2 }] });
+      expect(await pool.run(request).answer).toMatchObject({ rows: [{ v: 2 }] });
       expect(pool.inFlight).toBe(0);
     } finally {
       await pool.close();
@@ -135,9 +138,6 @@ describe('DuckDbQueryPool', () => {
       const began = performance.now();
       const slow = pool.run(
         { sql: 'SELECT count(*) FROM orders, range(1000000000000)', params: [], maxRows: 0, maxBytes: 0 },
-        'rows',
-        undefined,
-        undefined,
         300,
       );
       await expect(slow.answer).rejects.toMatchObject({
@@ -148,7 +148,7 @@ describe('DuckDbQueryPool', () => {
       expect(performance.now() - began).toBeLessThan(5_000);
       // Interrupted in DuckDB: the worker answers the next query, and nothing stays in flight.
       const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
-      expect(await pool.run(request, 'rows', undefined, undefined, 300, ['orders']).answer).toMatchObject({
+      expect(await pool.run(request, 300, ['orders']).answer).toMatchObject({
         rows: [{ v: 3 }],
       });
       while (pool.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -163,10 +163,10 @@ describe('DuckDbQueryPool', () => {
     const pool = new DuckDbQueryPool({ workers: 1, namespace: options, logger }, catalog(4, first));
     try {
       const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
-      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 4 }] });
+      expect(await pool.run(request).answer).toMatchObject({ rows: [{ v: 4 }] });
       pool.setCatalog(catalog(5, join(generations, 'missing.duckdb')));
       // The query after it waits for that version, which fails: it reads version 4.
-      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 4 }] });
+      expect(await pool.run(request).answer).toMatchObject({ rows: [{ v: 4 }] });
       const record = logger.records.find((entry) =>
         entry.message.includes('could not apply catalog version 5'),
       );
@@ -188,7 +188,7 @@ describe('DuckDbQueryPool', () => {
     try {
       pool.setCatalog(catalog(6, sixth));
       const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
-      expect(await pool.run(request, 'rows').answer).toMatchObject({
+      expect(await pool.run(request).answer).toMatchObject({
         kind: 'rows',
         rows: [{ v: 6 }],
         read: [{ name: 'orders', snapshotId: 106 }],
@@ -209,11 +209,11 @@ describe('DuckDbQueryPool restarts', () => {
     );
     const request = { sql: 'SELECT max(version) AS v FROM orders', params: [], maxRows: 0, maxBytes: 0 };
     try {
-      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 6 }] });
+      expect(await pool.run(request).answer).toMatchObject({ rows: [{ v: 6 }] });
 
       // The first end: another worker at once, so the next query is answered.
       await pool.endWorker(0);
-      expect(await pool.run(request, 'rows').answer).toMatchObject({ rows: [{ v: 6 }] });
+      expect(await pool.run(request).answer).toMatchObject({ rows: [{ v: 6 }] });
       expect(
         logger.records.filter((record) => record.level === 'error').map((record) => record.message),
       ).toEqual(['A DuckDB query worker ended (it exited); starting another']);
@@ -226,13 +226,13 @@ describe('DuckDbQueryPool restarts', () => {
         message: 'A DuckDB query worker ended (it exited), 2 in a row; starting another in 400 ms',
         fields: { restartInMs: 400, endedInARow: 2 },
       });
-      await expect(pool.run(request, 'rows').answer).rejects.toThrow(
+      await expect(pool.run(request).answer).rejects.toThrow(
         'The DuckDB query pool is restarting its workers (they ended, see the log) before answering',
       );
       // Then it serves again, not before the delay.
       let answer: unknown;
       while (answer === undefined) {
-        answer = await pool.run(request, 'rows').answer.catch(() => undefined);
+        answer = await pool.run(request).answer.catch(() => undefined);
         if (answer === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
       }
       expect(answer).toMatchObject({ rows: [{ v: 6 }] });
@@ -250,9 +250,9 @@ describe('DuckDbQueryPool restarts', () => {
     );
     await pool.endWorker(0);
     await pool.close();
-    await expect(
-      pool.run({ sql: 'SELECT 1', params: [], maxRows: 0, maxBytes: 0 }, 'rows').answer,
-    ).rejects.toThrow('The DuckDB query pool closed before answering');
+    await expect(pool.run({ sql: 'SELECT 1', params: [], maxRows: 0, maxBytes: 0 }).answer).rejects.toThrow(
+      'The DuckDB query pool closed before answering',
+    );
     expect(pool.youngGenerations()).toEqual([]);
   });
 });

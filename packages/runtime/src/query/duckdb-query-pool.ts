@@ -29,20 +29,14 @@ import { youngGenerationOf } from '../common/thread-limits.js';
 import { within } from '../common/within.js';
 import { ChannelClosedError, QueryTimeoutError } from '../errors.js';
 import type { DuckDbWorkerData } from './duckdb-thread.js';
-import type {
-  HostToQueryWorker,
-  QueryAnswer,
-  QueryMode,
-  QueryRequest,
-  QueryWorkerToHost,
-} from './query-protocol.js';
+import type { HostToQueryWorker, QueryAnswer, QueryRequest, QueryWorkerToHost } from './query-protocol.js';
 import { StreamCredits } from './stream-credits.js';
 
-/** What a running query hears besides its answer (batch mode). */
+/** What a streamed query hears besides its answer. */
 export interface QueryListener {
   /** The schema; when `rows` is set, the first batch (of `rows`) is in the same IPC bytes. */
-  schema?(ipc: Uint8Array, read: readonly DatasetRead[], rows?: number): void;
-  batch?(ipc: Uint8Array, rows: number): void;
+  schema(ipc: Uint8Array, read: readonly DatasetRead[], rows?: number): void;
+  batch(ipc: Uint8Array, rows: number): void;
 }
 
 /** A query the pool runs: its answer, and the ways to drive it while it runs. */
@@ -122,10 +116,10 @@ class QueryWorker {
         return;
       }
       case 'schema':
-        this.pending.get(message.id)?.listener?.schema?.(message.ipc, message.read, message.rows);
+        this.pending.get(message.id)?.listener?.schema(message.ipc, message.read, message.rows);
         return;
       case 'batch':
-        this.pending.get(message.id)?.listener?.batch?.(message.ipc, message.rows);
+        this.pending.get(message.id)?.listener?.batch(message.ipc, message.rows);
         return;
     }
   }
@@ -249,16 +243,17 @@ export class DuckDbQueryPool {
   }
 
   /**
-   * Runs a query on the least busy worker; `timeoutMs` bounds its engine time (none for streams, nor
-   * at 0); `known`: the datasets the statement read when it last ran (the host's plan), if it did.
+   * Runs a query on the least busy worker; `timeoutMs` bounds its engine time (none at 0); `known`:
+   * the datasets the statement read when it last ran (the host's plan), if it did. With a
+   * `listener`, its result streams to it (`batchRows` rows per batch at most, one batch per credit:
+   * stream-credits.ts); without one, it comes in the answer (rows, or inline JSON).
    */
   run(
     request: QueryRequest,
-    mode: QueryMode,
-    listener?: QueryListener,
-    batchRows?: number,
     timeoutMs = 0,
     known?: readonly string[],
+    listener?: QueryListener,
+    batchRows?: number,
   ): PoolQuery {
     let worker: QueryWorker | undefined;
     for (const candidate of this.#workers) {
@@ -272,7 +267,7 @@ export class DuckDbQueryPool {
       return { answer: closed, cancel: () => undefined, credit: () => undefined };
     }
     const id = this.#nextId++;
-    const credits = mode === 'batches' ? new StreamCredits() : undefined;
+    const credits = listener === undefined ? undefined : new StreamCredits();
     // Timed from now when the worker is up and the host knows what it reads; else from `routed`.
     const announce = timeoutMs > 0 && (!worker.started || known === undefined);
     const target = worker;
@@ -287,7 +282,7 @@ export class DuckDbQueryPool {
         settled: false,
       });
     });
-    worker.post({ type: 'query', id, mode, request, batchRows, announce, credits: credits?.control });
+    worker.post({ type: 'query', id, request, batchRows, announce, credits: credits?.control });
     if (timeoutMs > 0 && !announce) this.#watch();
     return {
       answer,
@@ -344,7 +339,7 @@ export class DuckDbQueryPool {
         const closed = new Promise<void>((resolve) => {
           worker.closed = resolve;
         });
-        worker.post({ type: 'close', id: 0 });
+        worker.post({ type: 'close' });
         // Closing waits for a catalog change in flight (many datasets swapping at once).
         await within(closed, 30_000);
         // A worker stuck in native code cannot be terminated until it returns: do not wait for ever.

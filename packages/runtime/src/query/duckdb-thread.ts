@@ -45,7 +45,7 @@ function post(message: QueryWorkerToHost, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
 
-/** Logs an error line on the host: `message` and the error's, its message, code and stack as fields. */
+/** Has the host log `<message>: <the error's message>` at error, with its message, code and stack. */
 function logError(message: string, error: unknown): void {
   const cause = error instanceof Error ? error : new Error(String(error));
   const err = { message: cause.message, stack: cause.stack, code: (cause as { code?: unknown }).code };
@@ -127,8 +127,9 @@ async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnsw
   if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
   let sent = 0;
   const control = { signal: stop, maxRows, maxBytes, ...(pins === undefined ? {} : { pins }) };
+  const { credits } = message;
   const bound = message.request.inline ?? 0;
-  if (message.mode === 'rows' && bound > 0) {
+  if (credits === undefined && bound > 0) {
     const rows = await rowsOf(ns, sql, params, route, {
       ...control,
       maxBytes: maxBytes > 0 && maxBytes <= bound ? maxBytes : bound,
@@ -145,7 +146,7 @@ async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnsw
       .catch((error: unknown) => ({ error }));
     return inline.answer(outcome, shared);
   }
-  if (message.mode === 'rows') return rowsOf(ns, sql, params, route, control);
+  if (credits === undefined) return rowsOf(ns, sql, params, route, control);
   const out = new SchemaWithFirstBatch((ipc, first, rows) => {
     const transfer = [ipc.buffer as ArrayBuffer];
     if (first === undefined) post({ type: 'batch', id: message.id, ipc, rows }, transfer);
@@ -154,7 +155,7 @@ async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnsw
   const sink: BatchSink = {
     schema: (schema, read) => out.schema(schema, read),
     batch: async (ipc, rows) => {
-      if (message.credits !== undefined) await takeCredit(message.credits, () => stop.aborted);
+      await takeCredit(credits, stop);
       if (stop.aborted) throw stop.reason;
       sent += out.batch(ipc, rows);
     },
@@ -188,7 +189,7 @@ function run(message: QueryMessage): void {
   );
 }
 
-async function close(id: number): Promise<void> {
+async function close(): Promise<void> {
   closing = true;
   for (const stop of running.values()) stop.abort();
   // Closing needs only that the namespace, if there is one, is closed: one that never came up (its
@@ -197,7 +198,7 @@ async function close(id: number): Promise<void> {
   // A catalog change in flight finishes first: closing an instance under DDL would not return.
   await catalogs;
   await ns?.close();
-  post({ type: 'closed', id });
+  post({ type: 'closed' });
 }
 
 /** Appends `step` to the chain of catalog versions, counted as pending: a query sent after it waits for it. */
@@ -252,7 +253,7 @@ port.on('message', (message: HostToQueryWorker) => {
       running.get(message.id)?.abort();
       break;
     case 'close':
-      void close(message.id);
+      void close();
       break;
   }
 });

@@ -33,8 +33,8 @@ export interface QueryRequest {
   /** Datasets read at pinned generations (a client's `X-Ferry-Snapshot`), resolved by the host. */
   readonly pins?: readonly PinnedGeneration[] | undefined;
   /**
-   * Rows mode: answer the result as its rows' JSON text when it is one batch within this many bytes,
-   * else `larger` ({@link InlineResult}); 0 or absent: rows (DuckDB) or a stream.
+   * Not streamed: answer the result as its rows' JSON text when it is one batch within this many
+   * bytes, else `larger` ({@link InlineResult}); 0 or absent: rows (DuckDB) or a stream.
    */
   readonly inline?: number;
 }
@@ -73,9 +73,6 @@ export function answerOf(error: unknown): QueryAnswer {
   };
 }
 
-/** How a query's result comes back. */
-export type QueryMode = 'rows' | 'batches';
-
 export type HostToQueryWorker =
   | { readonly type: 'catalog'; readonly catalog: NamespaceCatalog }
   /** `spice.runtime.task_history` as the host keeps it now (sent before a query that reads it). */
@@ -83,17 +80,16 @@ export type HostToQueryWorker =
   | {
       readonly type: 'query';
       readonly id: number;
-      readonly mode: QueryMode;
       readonly request: QueryRequest;
-      /** Batches: rows per batch at most. */
+      /** A stream: rows per batch at most. */
       readonly batchRows?: number | undefined;
       /** Send `routed` before it starts (the host does not know yet what it reads). */
       readonly announce?: boolean | undefined;
-      /** Batches: the stream's credits (stream-credits.ts). */
+      /** A stream's credits (stream-credits.ts); absent: no stream, the answer holds the result. */
       readonly credits?: Int32Array | undefined;
     }
   | { readonly type: 'cancel'; readonly id: number }
-  | { readonly type: 'close'; readonly id: number };
+  | { readonly type: 'close' };
 
 export type QueryWorkerToHost =
   /** `answer`: the {@link QueryAnswer} as JSON text (a plain JSON value; parsed faster than a clone is rebuilt). */
@@ -109,7 +105,7 @@ export type QueryWorkerToHost =
       readonly rows?: number;
     }
   | { readonly type: 'batch'; readonly id: number; readonly ipc: Uint8Array; readonly rows: number }
-  | { readonly type: 'closed'; readonly id: number }
+  | { readonly type: 'closed' }
   /** What the worker has to say for the log (a failed catalog change, an uncaught error). */
   | { readonly type: 'log'; readonly record: LogRecord };
 
@@ -175,7 +171,7 @@ class LargerThanInline extends Error {}
 
 /**
  * The sink of a query asked `inline` on a path that answers in one message (a batch of SQLite
- * reads, a DuckDB query in `rows` mode): it keeps the result's one batch, built as a stream's
+ * reads, a DuckDB query not streamed): it keeps the result's one batch, built as a stream's
  * would be, and answers it as its rows' JSON text (`batchObjects`, the code that writes a stream's
  * batches as JSON at the edge: the same text), or takes that text as the engine wrote it from the
  * rows when their values are their columns' types themselves (SQLite's `text`, which skips building

@@ -386,14 +386,7 @@ export class QueryService {
     options: QueryOptions,
     known: readonly string[] | undefined,
   ): Promise<QueryAnswer> {
-    const query = this.#duckdbPool().run(
-      request,
-      'rows',
-      undefined,
-      undefined,
-      this.#options.queryTimeoutMs,
-      known,
-    );
+    const query = this.#duckdbPool().run(request, this.#options.queryTimeoutMs, known);
     return untilAborted(query.answer, options.signal, cancelled, query.cancel);
   }
 
@@ -500,7 +493,7 @@ export class QueryService {
       });
       const query =
         where === 'duckdb'
-          ? this.#duckdbPool().run(request, 'batches', stream, options.batchRows)
+          ? this.#duckdbPool().run(request, 0, undefined, stream, options.batchRows)
           : this.#sqlitePool().stream(request, stream, options.batchRows);
       stream.attach(query);
       const answered = query.answer.then(

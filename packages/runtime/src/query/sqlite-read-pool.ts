@@ -248,8 +248,8 @@ export class SqliteReadPool {
     const stops = stopBuffer(1);
     channel.port1.on('message', (message: SqliteStreamMessage) => {
       if (message.type === 'end') ended();
-      else if (message.type === 'schema') listener.schema?.(message.ipc, message.read, message.rows);
-      else listener.batch?.(message.ipc, message.rows);
+      else if (message.type === 'schema') listener.schema(message.ipc, message.read, message.rows);
+      else listener.batch(message.ipc, message.rows);
     });
     const task: SqliteStreamTask = {
       ...this.#catalogOf(),

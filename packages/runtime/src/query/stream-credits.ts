@@ -75,10 +75,10 @@ export function takeCreditSync(control: Int32Array): void {
 
 /**
  * Takes a credit, awaiting one without blocking the thread; throws once the stream is cancelled
- * (by the host, or by `stopped()` — the query's own stop).
+ * (by the host, or by `stop` — the query's own).
  */
-export async function takeCredit(control: Int32Array, stopped: () => boolean): Promise<void> {
-  while (!take(control, stopped())) {
+export async function takeCredit(control: Int32Array, stop: { readonly aborted: boolean }): Promise<void> {
+  while (!take(control, stop.aborted)) {
     const waited = waitAsync(control, CREDITS, 0, 1_000);
     if (waited.async) await waited.value;
   }
