@@ -378,14 +378,19 @@ export class QueryService {
   }
 
   /**
-   * Runs one DuckDB query for JSON rows: the pool times it (from when its worker starts it) and
-   * the caller's signal interrupts it in its engine.
+   * Runs one query answered in one message (rows, or inline JSON) in `engine`. DuckDB's pool times
+   * it (from when its worker starts it) and the caller's signal interrupts it in its engine; the
+   * SQLite pool does both itself. `known`: the datasets of the statement's plan; `named`: those it
+   * is known to read so far (for a timeout's message).
    */
-  #duckdbRows(
+  #answer(
+    engine: 'duckdb' | 'sqlite',
     request: QueryRequest,
     options: QueryOptions,
     known: readonly string[] | undefined,
+    named: readonly string[],
   ): Promise<QueryAnswer> {
+    if (engine === 'sqlite') return this.#sqlitePool().run(named, request, options.signal);
     const query = this.#duckdbPool().run(request, this.#options.queryTimeoutMs, known);
     return untilAborted(query.answer, options.signal, cancelled, query.cancel);
   }
@@ -396,9 +401,7 @@ export class QueryService {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
       const { engine, answer } = await this.#execute(sql, options, (where, plan, shape, pins, named) => {
         const request: QueryRequest = { sql, params, maxRows, maxBytes, inline: 0, shape, pins };
-        return where === 'duckdb'
-          ? this.#duckdbRows(request, options, plan?.datasets)
-          : this.#sqlitePool().run(named, request, options.signal);
+        return this.#answer(where, request, options, plan?.datasets, named);
       });
       if (answer.kind !== 'rows')
         throw this.#failure(answer as Answered, 'maxResultBytes', maxRows, maxBytes);
@@ -475,10 +478,7 @@ export class QueryService {
       const capped = maxBytes > 0 && maxBytes < 2 * inline;
       if (inline > 0 && !capped && this.#largerResults.get(shape ?? sql) === undefined) {
         const asked: QueryRequest = { sql, params, maxRows, maxBytes, inline, shape, pins };
-        const answer =
-          where === 'duckdb'
-            ? await this.#duckdbRows(asked, options, plan?.datasets)
-            : await this.#sqlitePool().run(named, asked, options.signal);
+        const answer = await this.#answer(where, asked, options, plan?.datasets, named);
         if (answer.kind !== 'larger') return answer;
         for (const key of shape === undefined ? [sql] : [sql, shape]) {
           this.#largerResults.set(key, true, 2 * key.length + 64);
@@ -502,8 +502,8 @@ export class QueryService {
       );
       // The schema comes first, as its own message; an answer before it means no stream started —
       // unless the schema arrived in the same turn (a small result answered at once).
-      const raced = await Promise.race([stream.schemaReady(), answered]);
-      const first = raced !== undefined && 'fields' in raced ? raced : stream.receivedSchema;
+      await Promise.race([stream.schemaReady(), answered]);
+      const first = stream.receivedSchema;
       if (first === undefined) {
         const settled = await answered;
         // A stream that failed before its schema (its time limit, its caller's cancellation) ends

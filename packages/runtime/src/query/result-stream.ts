@@ -29,7 +29,7 @@ export class ResultStream implements QueryListener {
   #wake: (() => void) | undefined;
   #schema: Schema | undefined;
   /** Who waits in {@link schemaReady} (the query service, once per stream). */
-  #schemaWaiter: ((schema: Schema | undefined) => void) | undefined;
+  #schemaWaiter: (() => void) | undefined;
   #failure: unknown;
   #finished = false;
   #ended = false;
@@ -69,7 +69,7 @@ export class ResultStream implements QueryListener {
     this.#schema = schema;
     // The first batch came in the same bytes: queued before anyone waiting for the schema runs.
     if (rows !== undefined) this.#batches(batches);
-    this.#schemaWaiter?.(schema);
+    this.#schemaWaiter?.();
   }
 
   batch(ipc: Uint8Array): void {
@@ -108,7 +108,7 @@ export class ResultStream implements QueryListener {
     this.#stopped.abort(error);
     this.#query?.cancel();
     this.#push({ error });
-    this.#schemaWaiter?.(undefined);
+    this.#schemaWaiter?.();
     this.#markDone();
   }
 
@@ -122,10 +122,10 @@ export class ResultStream implements QueryListener {
     return this.#schema;
   }
 
-  /** Resolves with the schema once the worker sent it, or with undefined if the stream failed first. */
-  async schemaReady(): Promise<Schema | undefined> {
-    if (this.#schema !== undefined || this.#failure !== undefined) return this.#schema;
-    return new Promise<Schema | undefined>((resolve) => {
+  /** Resolves once the worker sent the schema ({@link receivedSchema}), or the stream failed first. */
+  async schemaReady(): Promise<void> {
+    if (this.#schema !== undefined || this.#failure !== undefined) return;
+    return new Promise<void>((resolve) => {
       this.#schemaWaiter = resolve;
     });
   }
@@ -133,7 +133,7 @@ export class ResultStream implements QueryListener {
   /** Ends the stream without a consumer: its query answered before any schema (it was re-routed, or failed). */
   dispose(): void {
     this.#failure ??= new QueryCancelledError('the stream was not started');
-    this.#schemaWaiter?.(undefined);
+    this.#schemaWaiter?.();
     this.#cleanup();
   }
 
