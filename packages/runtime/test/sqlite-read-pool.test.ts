@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { threadFile } from '../src/common/thread-files.js';
 import { shareCatalog } from '../src/query/catalog-board.js';
 import type { PoolQuery } from '../src/query/duckdb-query-pool.js';
 import { LARGE_ANSWER_BYTES } from '../src/query/memory-return.js';
@@ -32,7 +31,6 @@ function pool(options: { threads: number; timeoutMs: number; file?: string }): S
     ],
   });
   return new SqliteReadPool({
-    filename: threadFile('query/sqlite-thread').href,
     maxThreads: options.threads,
     queryTimeoutMs: options.timeoutMs,
     catalog: () => catalog,

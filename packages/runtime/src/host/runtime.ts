@@ -698,7 +698,6 @@ function queryServiceOptions(
       DEFAULT_QUERIES_PER_CORE * availableParallelism(),
     duckdbPool: { workers, namespace: duckdb, logger, niceness, resourceLimits },
     sqlitePool: {
-      filename: threadFile('query/sqlite-thread').href,
       maxThreads: options.sqliteReadThreads ?? availableParallelism(),
       queryTimeoutMs,
       workerData: { mainPath, privateRoots, tempDirectory: join(tempRoot, 'sqlite'), niceness },

@@ -27,14 +27,14 @@
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { BoundedCache } from '@ferry/engines/sql';
 import { Piscina } from 'piscina';
-import { threadExecArgv } from '../common/thread-files.js';
+import { threadExecArgv, threadFile } from '../common/thread-files.js';
 import { youngGenerationOf } from '../common/thread-limits.js';
 import { QueryCancelledError, QueryTimeoutError } from '../errors.js';
 import { CatalogBoard, type SharedCatalog } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
 import { isExpensive, nextBatch, nextCost } from './sqlite-batching.js';
-import { clearRegion, MAX_BATCH, regionOf, stopBuffer, stopQuery } from './sqlite-stops.js';
+import { clearRegion, MAX_BATCH, stopBuffer, stopQuery } from './sqlite-stops.js';
 import type {
   SqliteBatchAnswer,
   SqlitePoolBuffers,
@@ -46,8 +46,6 @@ import type {
 import { StreamCredits } from './stream-credits.js';
 
 export interface SqliteReadPoolOptions {
-  /** The worker module (`query/sqlite-thread`). */
-  readonly filename: string;
   readonly maxThreads: number;
   /** Per query, from its start in a worker; 0 = none. */
   readonly queryTimeoutMs: number;
@@ -172,7 +170,7 @@ export class SqliteReadPool {
       stops: this.#stops.buffer as SharedArrayBuffer,
     };
     this.#pool = new Piscina({
-      filename: options.filename,
+      filename: threadFile('query/sqlite-thread').href,
       ...threadExecArgv(),
       minThreads: 0,
       maxThreads: this.#threads,
@@ -252,7 +250,7 @@ export class SqliteReadPool {
       else listener.batch(message.ipc, message.rows);
     });
     const task: SqliteStreamTask = {
-      ...this.#catalogOf(),
+      catalog: this.#catalogOf(),
       request: query,
       port: channel.port2,
       control: credits.control,
@@ -292,17 +290,17 @@ export class SqliteReadPool {
         credits.cancel();
         // A worker inside a long SQLite step does not see the credits: stop the statement there,
         // and end the worker only if it does not answer soon.
-        stopQuery(stops, regionOf(stops, 0), 0);
+        stopQuery(stops, 0, 0);
         stopper ??= setTimeout(() => stop.abort(), ESCALATE_MS);
       },
       credit: () => credits.credit(),
     };
   }
 
-  /** What a task leaving now carries of the catalog: nothing when the board holds it (the usual case). */
-  #catalogOf(): { readonly catalog?: SharedCatalog } {
+  /** The catalog a task leaving now carries: none when the board holds it (the usual case). */
+  #catalogOf(): SharedCatalog | undefined {
     const catalog = this.#catalog();
-    return this.#board.publish(catalog) ? {} : { catalog };
+    return this.#board.publish(catalog) ? undefined : catalog;
   }
 
   /**
@@ -318,7 +316,7 @@ export class SqliteReadPool {
     for (const running of this.#running) {
       for (const pending of running.batch) this.#stop(running, pending, reason);
     }
-    for (const stops of this.#streams) stopQuery(stops, regionOf(stops, 0), 0);
+    for (const stops of this.#streams) stopQuery(stops, 0, 0);
     await this.#pool.destroy();
   }
 
@@ -363,7 +361,7 @@ export class SqliteReadPool {
 
   async #runBatch(batch: Pending[], slot: number): Promise<void> {
     Atomics.store(this.#progress, 2 * slot + INDEX, -1n);
-    clearRegion(this.#stops, regionOf(this.#stops, slot));
+    clearRegion(this.#stops, slot);
     const running: RunningBatch = {
       batch,
       slot,
@@ -378,7 +376,11 @@ export class SqliteReadPool {
     try {
       const answered = JSON.parse(
         (await this.#pool.run(
-          { ...this.#catalogOf(), queries: JSON.stringify(batch.map((pending) => pending.query)), slot },
+          {
+            catalog: this.#catalogOf(),
+            queries: JSON.stringify(batch.map((pending) => pending.query)),
+            slot,
+          },
           { signal: running.stop },
         )) as string,
       ) as SqliteBatchAnswer;
@@ -450,7 +452,7 @@ export class SqliteReadPool {
     const index = running.batch.indexOf(pending);
     if (index < 0) return;
     running.stopped.set(pending, error);
-    stopQuery(this.#stops, regionOf(this.#stops, running.slot), index);
+    stopQuery(this.#stops, running.slot, index);
     running.escalation ??= setTimeout(() => running.stop.abort(), ESCALATE_MS);
   }
 

@@ -33,13 +33,12 @@ export function isStopped(stops: Int32Array, region: InterruptRegion, index: num
   return Atomics.load(stops, region.offset + 1 + index) !== 0;
 }
 
-/** The host: stop query `index` (0-based) of the region's batch. */
-export function stopQuery(stops: Int32Array, region: InterruptRegion, index: number): void {
-  Atomics.store(stops, region.offset + 1 + index, 1);
+/** The host: stop query `index` (0-based) of `slot`'s batch. */
+export function stopQuery(stops: Int32Array, slot: number, index: number): void {
+  Atomics.store(stops, slot * REGION + 1 + index, 1);
 }
 
 /** The host, before a slot's next batch: nothing runs, nothing stopped. */
-export function clearRegion(stops: Int32Array, region: InterruptRegion): void {
-  for (let index = region.offset; index <= region.offset + region.stops; index++)
-    Atomics.store(stops, index, 0);
+export function clearRegion(stops: Int32Array, slot: number): void {
+  for (let index = slot * REGION; index < (slot + 1) * REGION; index++) Atomics.store(stops, index, 0);
 }

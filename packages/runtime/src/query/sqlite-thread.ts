@@ -63,7 +63,7 @@ export interface SqlitePoolBuffers {
 
 export interface SqliteReadBatch {
   /** The catalog, when the board cannot hold it. */
-  readonly catalog?: SharedCatalog;
+  readonly catalog?: SharedCatalog | undefined;
   /** The queries, as JSON text of `QueryRequest[]` (a string crosses threads cheaper than objects). */
   readonly queries: string;
   /**
@@ -76,7 +76,7 @@ export interface SqliteReadBatch {
 /** A query whose result streams as Arrow batches over `port`. */
 export interface SqliteStreamTask {
   /** The catalog, when the board cannot hold it. */
-  readonly catalog?: SharedCatalog;
+  readonly catalog?: SharedCatalog | undefined;
   readonly request: QueryRequest;
   readonly batchRows?: number | undefined;
   readonly port: MessagePort;
@@ -122,10 +122,15 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
     if (current?.version !== catalog.version) current = readSharedCatalog(catalog);
   } else current = readCatalogBoard(data.board, current?.version ?? -1) ?? current;
   if (current === undefined) return namespace;
-  const pins = pinsOf(
-    query.pins,
-    (query.pins ?? []).map((pin) => pin.name),
-  );
+  // Every pin the query carries applies (each names its own dataset); pinsOf sorts them.
+  const asked = query.pins;
+  const pins =
+    asked === undefined
+      ? undefined
+      : pinsOf(
+          asked,
+          asked.map((pin) => pin.name),
+        );
   if (pins === undefined) {
     if (namespace.catalog.version !== current.version) namespace.setCatalog(current);
     return namespace;
