@@ -93,6 +93,8 @@ export class QueryFront {
   readonly #cache: ResultsCache;
   readonly #history: TaskHistory;
   readonly #logger: Logger;
+  /** What the cache keeps of a stream at most: a few MiB, so its memory stays what is in flight. */
+  readonly #streamEntryBytes: number;
   /** Numbers each query, for the line a limit logs. */
   #queryIds = 0;
 
@@ -107,6 +109,7 @@ export class QueryFront {
     this.#queries = queries;
     this.#cache = new ResultsCache(cache, (name) => catalog.snapshotOf(name));
     this.#history = new TaskHistory(history);
+    this.#streamEntryBytes = Math.min(cache.maxSizeBytes, STREAM_ENTRY_MAX_BYTES);
   }
 
   /**
@@ -121,18 +124,36 @@ export class QueryFront {
   }
 
   /**
-   * Runs `answer` (a query), recording it in the task history when it settles: `finish` gets the
-   * result and what records it (once its rows are known; a stream's when it ends).
+   * Runs a query (`answer`), numbered for the line a limit logs, and hands its result to `finish`
+   * with what records it in the task history (undefined with the history off), to record once its
+   * rows are known (a stream's when it ends). A failure is recorded, and logged when a limit stopped
+   * it. `answer` and `finish` are methods or functions passed whole: no closure per query.
    */
-  async #recorded<T extends QueryProvenance>(
+  async #recorded<O extends QueryOptions, T extends QueryProvenance, R>(
     sql: string,
-    answer: () => Promise<T>,
-    finish: (result: T, record: TaskRecorder<T>) => T,
-  ): Promise<T> {
-    if (!this.#history.enabled) return answer();
+    params: readonly JsonValue[],
+    options: O,
+    answer: (this: QueryFront, sql: string, params: readonly JsonValue[], options: O) => Promise<T>,
+    finish: (this: QueryFront, result: T, record: TaskRecorder<T> | undefined, id: number) => R,
+  ): Promise<R> {
+    const id = ++this.#queryIds;
+    const record = this.#history.enabled ? this.#recorder<T>(sql) : undefined;
+    try {
+      const syncing = record === undefined ? undefined : this.#syncHistory(sql);
+      if (syncing !== undefined) await syncing;
+      return finish.call(this, await answer.call(this, sql, params, options), record, id);
+    } catch (error) {
+      record?.(undefined, 0, error);
+      this.#limitReached(id, error);
+      throw error;
+    }
+  }
+
+  /** What records a query that starts now in the task history, once it settles. */
+  #recorder<T extends QueryProvenance>(sql: string): TaskRecorder<T> {
     const startMs = Date.now();
     const started = performance.now();
-    const record: TaskRecorder<T> = (result, rows, error, captured) => {
+    return (result, rows, error, captured) => {
       const labels: { [label: string]: string } =
         result === undefined
           ? { protocol: 'embed' }
@@ -152,14 +173,6 @@ export class QueryFront {
         rows: captured,
       });
     };
-    try {
-      const syncing = this.#syncHistory(sql);
-      if (syncing !== undefined) await syncing;
-      return finish(await answer(), record);
-    } catch (error) {
-      record(undefined, 0, error);
-      throw error;
-    }
   }
 
   close(): void {
@@ -269,73 +282,50 @@ export class QueryFront {
   }
 
   query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
-    const id = ++this.#queryIds;
-    return this.#recorded(
-      sql,
-      () => this.#query(sql, params, options),
-      (result, record) => {
-        record(result, result.rows.length, undefined, result.rows);
-        return result;
-      },
-    ).catch((error: unknown) => this.#failed(id, error));
+    return this.#recorded(sql, params, options, this.#query, recordRows);
   }
 
   queryArrow(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeArrowResult> {
-    const id = ++this.#queryIds;
-    return this.#recorded(
-      sql,
-      () => this.#queryArrow(sql, params, options),
-      (result, record) => {
-        record(result, result.table.numRows);
-        return result;
-      },
-    ).catch((error: unknown) => this.#failed(id, error));
+    return this.#recorded(sql, params, options, this.#queryArrow, recordTable);
+  }
+
+  /** `inlineBytes: 0` asks for a stream (the runtime's `queryStream`). */
+  queryJson(sql: string, params: readonly JsonValue[], options: JsonOptions): Promise<RuntimeJsonAnswer> {
+    return this.#recorded(sql, params, options, this.#queryJson, this.#handOn);
   }
 
   /**
-   * Rows as JSON text are recorded at once; a stream when it ends (every batch read, left early,
-   * or failed). `inlineBytes: 0` asks for a stream (the runtime's `queryStream`).
+   * A JSON answer as the caller gets it. Rows as JSON text are recorded at once; a stream's batches
+   * are watched as they are read, and it is recorded when it ends (every batch read, left early, or
+   * failed); its limits are logged.
    */
-  queryJson(sql: string, params: readonly JsonValue[], options: JsonOptions): Promise<RuntimeJsonAnswer> {
-    const id = ++this.#queryIds;
-    return this.#recorded<RuntimeJsonRows | FrontStream>(
-      sql,
-      () => this.#queryJson(sql, params, options),
-      (answer, record) => {
-        if (!('json' in answer)) return { ...answer, record: (rows, error) => record(answer, rows, error) };
-        record(answer, answer.rows);
-        return answer;
-      },
-    ).then(
-      (answer) => ('json' in answer ? answer : this.#handOn(id, answer)),
-      (error: unknown) => this.#failed(id, error),
-    );
-  }
-
-  /** A stream as the caller gets it: its batches watched as they are read, its limits logged. */
-  #handOn(id: number, stream: FrontStream): RuntimeQueryStream {
+  #handOn(
+    answer: RuntimeJsonRows | FrontStream,
+    record: TaskRecorder<RuntimeJsonRows | FrontStream> | undefined,
+    id: number,
+  ): RuntimeJsonAnswer {
+    if ('json' in answer) {
+      record?.(answer, answer.rows);
+      return answer;
+    }
     // A limit after the start stops the stream whether or not anyone reads it (an HTTP client
     // that stopped reading): its line is logged then, not when (or if) the error is read. An
     // answer from the cache never stops.
-    if (stream.cache !== 'hit') {
-      stream.stopped.addEventListener('abort', () => this.#limitReached(id, stream.stopped.reason), {
+    if (answer.cache !== 'hit') {
+      answer.stopped.addEventListener('abort', () => this.#limitReached(id, answer.stopped.reason), {
         once: true,
       });
     }
-    const { keep, record, ...answer } = stream;
-    return { ...answer, batches: watched(answer.batches, keep, record) };
+    const { keep, ...stream } = answer;
+    const recordStream =
+      record === undefined ? undefined : (rows: number, error?: unknown) => record(answer, rows, error);
+    return { ...stream, batches: watched(stream.batches, keep, recordStream) };
   }
 
   /**
-   * Rethrows a query's failure; a limit that stopped it (time, an idle reader, a result's size)
-   * logs one warn line naming the query and the limit: it did its job, no stack.
+   * Logs one warn line when `error` is a limit that stopped query `id` (time, an idle reader, a
+   * result's size): it did its job, no stack.
    */
-  #failed(id: number, error: unknown): never {
-    this.#limitReached(id, error);
-    throw error;
-  }
-
-  /** Logs one warn line when `error` is a limit that stopped query `id`. */
   #limitReached(id: number, error: unknown): void {
     const code = errorCode(error);
     if (code === undefined || !LIMIT_CODES.has(code)) return;
@@ -435,13 +425,19 @@ export class QueryFront {
     const status = this.#ran(sql, options, stream.datasets);
     if (status === undefined) return stream;
     const { schema, batches, cancel, stopped, ...provenance } = stream;
-    // A stream keeps what it has sent only up to a few MiB: its memory stays what is in flight.
-    const limit = Math.min(this.#cache.counters().maxBytes, STREAM_ENTRY_MAX_BYTES);
     const offer = (kept: readonly RecordBatch[]): void =>
       this.#offer(kind, sql, params, provenance, { ...provenance, schema, batches: kept }, () =>
         retainedBytes(kept),
       );
-    return { ...provenance, schema, cancel, stopped, cache: status, batches, keep: { limit, offer } };
+    return {
+      ...provenance,
+      schema,
+      cancel,
+      stopped,
+      cache: status,
+      batches,
+      keep: { limit: this.#streamEntryBytes, offer },
+    };
   }
 }
 
@@ -455,6 +451,24 @@ type TaskRecorder<T> = (
   error?: unknown,
   captured?: readonly unknown[],
 ) => void;
+
+/** Records a `query` result in the task history, its rows captured for `captured_output`. */
+function recordRows(
+  result: RuntimeQueryResult,
+  record: TaskRecorder<RuntimeQueryResult> | undefined,
+): RuntimeQueryResult {
+  record?.(result, result.rows.length, undefined, result.rows);
+  return result;
+}
+
+/** Records a `queryArrow` result in the task history. */
+function recordTable(
+  result: RuntimeArrowResult,
+  record: TaskRecorder<RuntimeArrowResult> | undefined,
+): RuntimeArrowResult {
+  record?.(result, result.table.numRows);
+  return result;
+}
 
 /** A query started: its engine's answer to come. */
 interface Ran<A> {
@@ -497,10 +511,9 @@ interface Keep {
   offer(kept: readonly RecordBatch[]): void;
 }
 
-/** A stream as the front hands it on, with what watches it as it is read. */
+/** A stream as the front hands it on, with what the cache keeps of it as it is read. */
 interface FrontStream extends RuntimeQueryStream {
   readonly keep?: Keep;
-  readonly record?: (rows: number, error?: unknown) => void;
 }
 
 /**
