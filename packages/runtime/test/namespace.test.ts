@@ -5,6 +5,7 @@
  * cancellation by AbortSignal, and joins that keep answering while both sides swap once a second —
  * each dataset of a query read at one snapshot throughout, and reported as read.
  */
+import { getEventListeners } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type PublishResult, publishSnapshot } from '@ferry/writer';
@@ -266,6 +267,31 @@ describe('one namespace through the embed API', () => {
     await expect(sqlite).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
     await drained();
     expect((await runtime.query('SELECT count(*) AS n FROM orders')).rows).toEqual([{ n: 101 }]);
+  });
+
+  it('a long-lived AbortSignal (one per connection, or the application’s) keeps no listener of a query that ended', async () => {
+    const controller = new AbortController();
+    const { signal } = controller;
+    for (let i = 0; i < 12; i++) {
+      for (const table of ['orders', 'users']) {
+        const sql = `SELECT count(*) AS n FROM ${table} WHERE id >= ${i}`;
+        await runtime.query(sql, [], { signal });
+        await runtime.queryJson(sql, [], { signal, noCache: true });
+        await runtime.queryArrow(sql, [], { signal, noCache: true });
+        const stream = await runtime.queryStream(sql, [], { signal, noCache: true });
+        for await (const batch of stream.batches) expect(batch.numRows).toBe(1);
+      }
+    }
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    // And it still cancels the next query it is passed to.
+    const running = runtime.query(
+      'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c, users',
+      [],
+      { signal },
+    );
+    controller.abort();
+    await expect(running).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+    await drained();
   });
 });
 

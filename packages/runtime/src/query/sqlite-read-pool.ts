@@ -66,6 +66,9 @@ interface Pending {
   running: RunningBatch | undefined;
   /** Answered or failed already (a later outcome is dropped). */
   done: boolean;
+  /** The caller's signal and what listens to it, taken off once the query settles (a signal may outlive many queries). */
+  readonly signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
 }
 
 /**
@@ -214,19 +217,27 @@ export class SqliteReadPool {
     if (signal?.aborted === true) return Promise.reject(new QueryCancelledError(signal.reason));
     this.#unanswered++;
     return new Promise<QueryAnswer>((resolve, reject) => {
-      const pending: Pending = { datasets, query, resolve, reject, running: undefined, done: false };
-      signal?.addEventListener(
-        'abort',
-        () => {
+      const pending: Pending = {
+        datasets,
+        query,
+        resolve,
+        reject,
+        running: undefined,
+        done: false,
+        signal,
+        onAbort: undefined,
+      };
+      if (signal !== undefined) {
+        pending.onAbort = () => {
           const error = new QueryCancelledError(signal.reason);
           const queued = this.#queue.indexOf(pending);
           if (queued >= 0) {
             this.#queue.splice(queued, 1);
             this.#settle(pending, error);
           } else if (pending.running !== undefined) this.#stop(pending.running, pending, error);
-        },
-        { once: true },
-      );
+        };
+        signal.addEventListener('abort', pending.onAbort, { once: true });
+      }
       this.#queue.push(pending);
       this.#schedule();
     });
@@ -491,6 +502,7 @@ export class SqliteReadPool {
     if (pending.done) return;
     pending.done = true;
     this.#unanswered--;
+    if (pending.onAbort !== undefined) pending.signal?.removeEventListener('abort', pending.onAbort);
     if (answer === undefined) pending.reject(error);
     else pending.resolve(answer);
   }
