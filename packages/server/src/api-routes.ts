@@ -16,6 +16,8 @@
  *   GET  /v1/status                                  the endpoints served; ?format=csv
  *   GET  /metrics                                    Prometheus text format
  */
+import { setMaxListeners } from 'node:events';
+import type { Socket } from 'node:net';
 import type { JsonValue } from '@ferry/core/base';
 import type { SqlDialect } from '@ferry/engines';
 import {
@@ -127,17 +129,27 @@ function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
+/** Each connection's signal (made on its first query). */
+const connectionSignals = new WeakMap<Socket, AbortSignal>();
+
 /**
- * A signal that fires when the client goes away before its response is complete. When the
- * connection closes, `closed()` also runs (one listener per request, for both).
+ * A signal that fires when the client goes away: its connection closes. One per connection, not
+ * per request (an `AbortSignal` costs ~7 µs to make on Node 20): a keep-alive connection's queries
+ * share it, each taking its listener off when it ends (a query that finished has none to fire), and
+ * a request that comes on a connection already closed starts cancelled.
  */
-function clientGone(reply: FastifyReply, closed: () => void): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('the HTTP client went away'));
-    closed();
-  });
-  return controller.signal;
+function clientGone(request: FastifyRequest): AbortSignal {
+  const { socket } = request.raw;
+  let signal = connectionSignals.get(socket);
+  if (signal === undefined) {
+    const controller = new AbortController();
+    signal = controller.signal;
+    // Pipelined requests run at once on one connection, each query listening: no leak warning.
+    setMaxListeners(0, signal);
+    connectionSignals.set(socket, signal);
+    socket.once('close', () => controller.abort(new Error('the HTTP client went away')));
+  }
+  return signal;
 }
 
 /**
@@ -232,13 +244,14 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const staleness = request.headers[MAX_STALENESS_HEADER];
       let answer: SqlAnswer | undefined;
       const queryOptions: AnswerOptions = {
-        // Once the response has gone out (not when its last batch was taken: a large answer's text
-        // sits in the socket while the client reads), its garbage can be collected.
-        signal: clientGone(reply, () => answer !== undefined && memoryReturn.ended(answer.bytes())),
+        signal: clientGone(request),
         noCache: bypassesCache(request.headers),
         ...(staleness === undefined ? undefined : maxStalenessOption(headerText(staleness))),
         ...pins,
       };
+      // Once the response has gone out (not when its last batch was taken: a large answer's text
+      // sits in the socket while the client reads), its garbage can be collected.
+      reply.raw.once('close', () => answer !== undefined && memoryReturn.ended(answer.bytes()));
       const started = performance.now();
       let outcome: QueryOutcome = 'error';
       try {
