@@ -68,7 +68,8 @@ export function queriesTakeTurns(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    if (req.method === 'POST' && (req.url ?? '').split('?')[0] === '/v1/sql') {
+    const url = req.url ?? '';
+    if (req.method === 'POST' && (url === '/v1/sql' || url.startsWith('/v1/sql?'))) {
       void hostTurn().then(() => handler(req, res));
     } else handler(req, res);
   };

@@ -189,18 +189,21 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
   app.decorateRequest('keyAccepted', true);
   // The spicepod's runtime.cors: allowed origins' answers carry CORS headers; preflights need no key.
   const cors = runtime.config.cors === undefined ? undefined : corsStep(runtime.config.cors);
-  app.addHook('onRequest', async (request, reply) => {
-    if (cors?.(request, reply) === true) return reply;
-    if (authorized === undefined || request.is404) return;
-    if (request.routeOptions.config.public === true) {
-      request.keyAccepted = authorized(request.raw);
-      return;
-    }
-    if (!authorized(request.raw)) {
-      reply.header('www-authenticate', 'Bearer');
-      throw new UnauthorizedError();
-    }
-  });
+  // Only when there is something to check: a hook costs every request a promise and a turn.
+  if (cors !== undefined || authorized !== undefined) {
+    app.addHook('onRequest', async (request, reply) => {
+      if (cors?.(request, reply) === true) return reply;
+      if (authorized === undefined || request.is404) return;
+      if (request.routeOptions.config.public === true) {
+        request.keyAccepted = authorized(request.raw);
+        return;
+      }
+      if (!authorized(request.raw)) {
+        reply.header('www-authenticate', 'Bearer');
+        throw new UnauthorizedError();
+      }
+    });
+  }
 
   // Every method a path answers, to answer the others with 405.
   const methodsByPath = new Map<string, Set<string>>();
