@@ -161,7 +161,11 @@ export interface QueryOptions {
   readonly noCache?: boolean;
   /** With `waitForReady`, how long to wait; default 30 000 ms. */
   readonly readyTimeoutMs?: number;
-  /** Cancels the query: it stops in its engine and rejects with `ERR_QUERY_CANCELLED`. */
+  /**
+   * Cancels the query: it stops in its engine and rejects with `ERR_QUERY_CANCELLED`. One signal
+   * may serve many queries (an application's shutdown signal, a connection's): a query takes its
+   * listener off when it ends.
+   */
   readonly signal?: AbortSignal;
   /**
    * The most staleness (ms) this query accepts: when a dataset it read is staler (see
