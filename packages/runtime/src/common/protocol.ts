@@ -241,7 +241,9 @@ export type SnapshotTask =
   | { readonly kind: 'heartbeat'; readonly files: DatasetFiles; readonly trustedKeys: readonly string[] }
   /**
    * Prunes the dataset's generations: all but those the retention holds and the newest few that
-   * queries in flight may still attach, or (`null`) every one (links of an earlier run).
+   * queries in flight may still attach, or (`null`, the start of a dataset whose engine is not known
+   * yet) every one (links of an earlier run) and the temporary files an earlier run left beside the
+   * live file.
    */
   | {
       readonly kind: 'prune';

@@ -21,6 +21,7 @@ import {
   pruneGenerations,
   pruneRetained,
   readHeartbeat,
+  removeTemporaries,
   restoreLocal,
   SnapshotCheckers,
   type SnapshotFilesOptions,
@@ -75,8 +76,12 @@ export class SnapshotTaskRunner {
       case 'heartbeat':
         return readHeartbeat(this.#storeOf(task.files), task.files.dataset, this.#trusted(task.trustedKeys));
       case 'prune':
-        if (task.retention === null) await pruneGenerations(task.files.generationDir, 0);
-        else await pruneRetained(task.files.generationDir, retentionOf(task.retention), GENERATIONS_KEPT);
+        if (task.retention === null) {
+          // The start of a dataset whose engine is not known yet (no restore): what an earlier run
+          // left goes, as a restore removes it, its temporary files included.
+          await removeTemporaries(task.files.livePath);
+          await pruneGenerations(task.files.generationDir, 0);
+        } else await pruneRetained(task.files.generationDir, retentionOf(task.retention), GENERATIONS_KEPT);
         return null;
       case 'release':
         await this.close();
