@@ -30,6 +30,11 @@ const LIVE_FIELDS = 6;
 const LIVE_SLOT_BYTES = 8 + LIVE_FIELDS * 8 + 8;
 /** The owner word of a slot the coordinator is writing. */
 const WRITING = -1;
+/**
+ * How long a reader waits for a write to end (it takes microseconds) before it takes the writer
+ * for dead: a thread ended between the two increments of a write leaves the number odd for good.
+ */
+const DEAD_WRITER_MS = 50;
 
 export class LiveStatus {
   readonly buffer: SharedArrayBuffer;
@@ -37,6 +42,8 @@ export class LiveStatus {
   readonly #seq: Int32Array;
   readonly #values: Float64Array;
   readonly #owners: Int32Array;
+  /** Per slot, the odd sequence number of a write this reader waited out in vain (0: none): read as absent while it stays. */
+  readonly #deadWrites: Int32Array;
 
   constructor(buffer: SharedArrayBuffer) {
     this.buffer = buffer;
@@ -44,6 +51,7 @@ export class LiveStatus {
     this.#seq = new Int32Array(buffer, 0, slots * 2);
     this.#values = new Float64Array(buffer, slots * 8, slots * LIVE_FIELDS);
     this.#owners = new Int32Array(buffer, slots * (8 + LIVE_FIELDS * 8), slots);
+    this.#deadWrites = new Int32Array(slots);
   }
 
   static create(datasets: number): LiveStatus {
@@ -53,6 +61,8 @@ export class LiveStatus {
   /** The dataset thread writes its slot (it owns it: a new thread takes it from any park left by the last). */
   write(slot: number, checks: LiveChecks): void {
     Atomics.store(this.#owners, slot, 0);
+    // Its only writer now: a write left half done by a thread that ended is closed first.
+    if ((Atomics.load(this.#seq, slot * 2) & 1) === 1) Atomics.add(this.#seq, slot * 2, 1);
     this.#write(slot, checks);
   }
 
@@ -104,15 +114,28 @@ export class LiveStatus {
     Atomics.add(this.#seq, slot * 2, 1);
   }
 
-  /** The slot's checks, or undefined when it was never written. */
+  /**
+   * The slot's checks, or undefined when it was never written, or while a write left half done by a
+   * thread that ended (its writer's next owner writes it again: {@link LiveStatus.write}).
+   */
   read(slot: number): LiveChecks | undefined {
     let values: Float64Array;
+    let oddSinceMs: number | undefined;
     for (;;) {
       const before = Atomics.load(this.#seq, slot * 2);
       if (before === 0) return undefined;
       if ((before & 1) === 0) {
         values = this.#values.slice(slot * LIVE_FIELDS, (slot + 1) * LIVE_FIELDS);
         if (Atomics.load(this.#seq, slot * 2) === before) break;
+      } else if (before === this.#deadWrites[slot]) {
+        return undefined;
+      } else {
+        const nowMs = performance.now();
+        oddSinceMs ??= nowMs;
+        if (nowMs - oddSinceMs > DEAD_WRITER_MS) {
+          this.#deadWrites[slot] = before;
+          return undefined;
+        }
       }
     }
     const due = values[3] as number;
