@@ -293,6 +293,23 @@ describe('one namespace through the embed API', () => {
     await expect(running).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
     await drained();
   });
+
+  it('a stream refused after it started (the staleness bound) keeps no listener on the caller’s signal', async () => {
+    const { signal } = new AbortController();
+    for (let i = 0; i < 6; i++) {
+      for (const table of ['orders', 'users']) {
+        const refused = runtime.queryStream(`SELECT * FROM ${table} WHERE id >= ${i}`, [], {
+          signal,
+          noCache: true,
+          maxStalenessMs: 0,
+        });
+        await expect(refused).rejects.toMatchObject({ code: 'ERR_STALE' });
+      }
+    }
+    await drained();
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+  });
+
 });
 
 /**

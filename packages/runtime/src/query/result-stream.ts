@@ -109,7 +109,9 @@ export class ResultStream implements QueryListener {
     this.#query?.cancel();
     this.#push({ error });
     this.#schemaWaiter?.();
-    this.#markDone();
+    // Nothing more to time or to hear, whether or not anyone reads the error (a stream refused
+    // after it started is never read): the caller's signal may outlive many streams.
+    this.#release();
   }
 
   /** Why the stream ended early (a limit, a cancellation), if it did. */
@@ -138,7 +140,7 @@ export class ResultStream implements QueryListener {
   }
 
   #timer(ms: number, error: () => Error): NodeJS.Timeout | undefined {
-    if (ms <= 0) return undefined;
+    if (ms <= 0 || this.#failure !== undefined) return undefined;
     const timer = setTimeout(() => this.fail(error()), ms);
     timer.unref?.();
     return timer;
@@ -161,9 +163,16 @@ export class ResultStream implements QueryListener {
 
   #cleanup(): void {
     this.#finished = true;
+    this.#release();
+  }
+
+  /** The stream's outcome is known: its timers stop and its listener leaves the caller's signal. */
+  #release(): void {
     this.#markDone();
     clearTimeout(this.#producerTimer);
+    this.#producerTimer = undefined;
     clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
     this.#options.signal?.removeEventListener('abort', this.#onAbort);
   }
 
