@@ -310,6 +310,18 @@ describe('one namespace through the embed API', () => {
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
+  it('a stream asked with a signal already aborted is cancelled before it starts', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('the client went away'));
+    for (const table of ['orders', 'users']) {
+      const stream = runtime.queryStream(`SELECT * FROM ${table}`, [], {
+        signal: controller.signal,
+        noCache: true,
+      });
+      await expect(stream).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+    }
+    await drained();
+  });
 });
 
 /**

@@ -51,8 +51,13 @@ export class ResultStream implements QueryListener {
   constructor(options: ResultStreamOptions) {
     this.#options = options;
     this.#onAbort = () => this.fail(new QueryCancelledError(options.signal?.reason));
-    options.signal?.addEventListener('abort', this.#onAbort, { once: true });
-    this.#waitForProducer();
+    // A signal aborted already (its client gone before the query came) fails the stream at once:
+    // its query is cancelled as it is attached. An aborted signal never fires again.
+    if (options.signal?.aborted === true) this.#onAbort();
+    else {
+      options.signal?.addEventListener('abort', this.#onAbort, { once: true });
+      this.#waitForProducer();
+    }
   }
 
   /** The pool query feeding this stream (set right after it starts). */
