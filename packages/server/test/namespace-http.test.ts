@@ -3,13 +3,14 @@
  * DuckDB, `users` in SQLite): a join across the two and a query reading no dataset as JSON (with
  * the datasets read in the headers), the same as an Arrow IPC stream (read back with apache-arrow),
  * a million rows streamed in every format by default (a small answer sent whole), the server's row cap, and the client going
- * away: its query is cancelled in the engine.
+ * away: its query is cancelled in the engine. A keep-alive connection's one AbortSignal keeps no listener of a query that answered.
  */
+import { getEventListeners } from 'node:events';
 import { rm } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { queriesInFlight } from '@ferry/runtime/testing';
 import { tableFromIPC } from 'apache-arrow';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ARROW_STREAM_TYPE, JSON_LINES_TYPE, startServer } from '../src/index.js';
 import { fixtureDir, type Served, serve, spicepod, sql } from './helpers.js';
 
@@ -300,6 +301,96 @@ describe('one namespace over HTTP', () => {
     } finally {
       await capped.close();
       await later.close();
+    }
+  });
+
+  it('the one AbortSignal of a keep-alive connection keeps no listener of its queries once they answered', async () => {
+    // One connection for every request: they share its signal, seen as the runtime is handed it.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const signals = new Set<AbortSignal>();
+    const seen = (options: { signal?: AbortSignal } | undefined): void => {
+      if (options?.signal !== undefined) signals.add(options.signal);
+    };
+    const { runtime } = served;
+    const query = vi.spyOn(runtime, 'query');
+    const queryJson = vi.spyOn(runtime, 'queryJson');
+    const queryStream = vi.spyOn(runtime, 'queryStream');
+    const post = (statement: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        const call = httpRequest(`${base}/v1/sql`, {
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'text/plain', ...headers },
+        });
+        call.on('error', reject);
+        call.on('response', (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              headers: response.headers,
+              body: Buffer.concat(chunks),
+            }),
+          );
+          response.on('error', reject);
+        });
+        call.end(statement);
+      });
+    try {
+      const large = 'SELECT t.i, o.n FROM range(30000) t(i), (SELECT count(*) AS n FROM orders) o';
+      const asked: [string, Record<string, string>, number][] = [];
+      for (const table of ['orders', 'users']) {
+        const small = `SELECT * FROM ${table} ORDER BY id`;
+        asked.push(
+          [small, {}, 200],
+          [small, {}, 200], // a hit
+          [small, { 'cache-control': 'no-cache' }, 200],
+          [small, { accept: 'text/plain' }, 200],
+          [small, { accept: 'text/csv', 'cache-control': 'no-cache' }, 200],
+          [small, { accept: JSON_LINES_TYPE, 'cache-control': 'no-cache' }, 200],
+          [small, { accept: ARROW_STREAM_TYPE, 'cache-control': 'no-cache' }, 200],
+          [`SELECT nope FROM ${table}`, {}, 400],
+          // Refused by the client's staleness bound: small (inline) and streamed answers.
+          [small, { 'x-ferry-max-staleness': '0s', 'cache-control': 'no-cache' }, 503],
+          [small, { 'x-ferry-max-staleness': '0s', accept: ARROW_STREAM_TYPE }, 503], // a hit
+          [
+            small,
+            { 'x-ferry-max-staleness': '0s', accept: ARROW_STREAM_TYPE, 'cache-control': 'no-cache' },
+            503,
+          ],
+          [
+            small,
+            { 'x-ferry-max-staleness': '0s', accept: JSON_LINES_TYPE, 'cache-control': 'no-cache' },
+            503,
+          ],
+        );
+      }
+      asked.push(
+        [large, { 'cache-control': 'no-cache' }, 200],
+        [large, { accept: ARROW_STREAM_TYPE, 'cache-control': 'no-cache' }, 200],
+        [large, { 'x-ferry-max-staleness': '0s', 'cache-control': 'no-cache' }, 503],
+      );
+      for (const [statement, headers, status] of asked) {
+        expect((await post(statement, headers)).status, `${statement} ${JSON.stringify(headers)}`).toBe(
+          status,
+        );
+      }
+      // A 304: the answer the client holds is still the answer.
+      const cached = await post('SELECT * FROM users ORDER BY id');
+      const etag = String(cached.headers.etag);
+      expect((await post('SELECT * FROM users ORDER BY id', { 'if-none-match': etag })).status).toBe(304);
+      await drained();
+      for (const spy of [query, queryJson, queryStream]) for (const call of spy.mock.calls) seen(call[2]);
+      expect(signals.size).toBe(1);
+      const [signal] = signals;
+      expect(signal?.aborted).toBe(false);
+      expect(getEventListeners(signal as AbortSignal, 'abort')).toHaveLength(0);
+    } finally {
+      query.mockRestore();
+      queryJson.mockRestore();
+      queryStream.mockRestore();
+      agent.destroy();
     }
   });
 
