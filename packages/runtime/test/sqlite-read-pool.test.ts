@@ -249,6 +249,18 @@ describe('SqliteReadPool', () => {
     await expect(reads.run(['users'], lookup(1))).rejects.toBe(reason);
   });
 
+  it('a stream asked of a closed pool is refused, counted in flight by nothing and holding no port open', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    const reason = new Error('runtime closed');
+    await reads.close(reason);
+    const ports = (): number =>
+      process.getActiveResourcesInfo().filter((resource) => resource === 'MessagePort').length;
+    const before = ports();
+    const query = reads.stream(lookup(1), { schema: () => undefined, batch: () => undefined });
+    await expect(query.answer).rejects.toBe(reason);
+    expect({ inFlight: reads.inFlight, ports: ports() - before }).toEqual({ inFlight: 0, ports: 0 });
+  });
+
   it("close ends every worker with its SQLite connections closed: no descriptor is left on a dataset's file", async () => {
     // A file of its own, so only this pool's connections count.
     const file = join(dir, 'users-close.sqlite');

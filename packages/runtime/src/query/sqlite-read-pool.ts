@@ -250,6 +250,10 @@ export class SqliteReadPool {
    * does not answer within {@link ESCALATE_MS}).
    */
   stream(query: QueryRequest, listener: QueryListener, batchRows?: number): PoolQuery {
+    // Refused before anything is counted or opened (a port listened to keeps the process alive).
+    if (this.#closed !== undefined) {
+      return { answer: Promise.reject(this.#closed), cancel: () => undefined, credit: () => undefined };
+    }
     const channel = new MessageChannel();
     const credits = new StreamCredits();
     // Ends the worker only if it does not stop (BatchStop: cheaper than an AbortController).
@@ -278,7 +282,6 @@ export class SqliteReadPool {
     this.#unanswered++;
     let stopper: NodeJS.Timeout | undefined;
     const answer = (async (): Promise<QueryAnswer> => {
-      if (this.#closed !== undefined) throw this.#closed;
       this.#streams.add(stops);
       try {
         const result = (await this.#pool.run(task, {
