@@ -51,12 +51,20 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       }
       if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
       const controller = new AbortController();
-      const result = await source.stream(
-        request.sql,
-        request.params,
-        controller.signal,
-        resultOptions(call.metadata),
-      );
+      // A client that cancels while the statement runs stops it there, not once it has its schema.
+      const cancel = (): void => controller.abort();
+      call.once('cancelled', cancel);
+      let result: ArrowResult;
+      try {
+        result = await source.stream(
+          request.sql,
+          request.params,
+          controller.signal,
+          resultOptions(call.metadata),
+        );
+      } finally {
+        call.off('cancelled', cancel);
+      }
       if (call.cancelled) {
         controller.abort();
         throw new FlightRequestError('The client cancelled GetFlightInfo.');
@@ -73,21 +81,28 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       );
     }),
 
-    GetSchema: unary<FlightDescriptor, { schema: Uint8Array }>(context, 'GetSchema', async (descriptor) => {
-      const request = requestOf(descriptor, runtime, statements);
-      if (request.kind === 'metadata') {
-        return { schema: schemaBytes((await metadataResult(runtime, source, request.command)).schema) };
-      }
-      if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
-      const controller = new AbortController();
-      try {
-        return {
-          schema: schemaBytes((await source.stream(request.sql, request.params, controller.signal)).schema),
-        };
-      } finally {
-        controller.abort();
-      }
-    }),
+    GetSchema: unary<FlightDescriptor, { schema: Uint8Array }>(
+      context,
+      'GetSchema',
+      async (descriptor, call) => {
+        const request = requestOf(descriptor, runtime, statements);
+        if (request.kind === 'metadata') {
+          return { schema: schemaBytes((await metadataResult(runtime, source, request.command)).schema) };
+        }
+        if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
+        const controller = new AbortController();
+        const cancel = (): void => controller.abort();
+        call.once('cancelled', cancel);
+        try {
+          return {
+            schema: schemaBytes((await source.stream(request.sql, request.params, controller.signal)).schema),
+          };
+        } finally {
+          call.off('cancelled', cancel);
+          controller.abort();
+        }
+      },
+    ),
 
     DoGet: serverStream<{ ticket: Buffer }>(context, 'DoGet', async ({ ticket }, call, signal) => {
       const request = ticketRequest(ticket);

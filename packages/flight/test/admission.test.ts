@@ -2,7 +2,8 @@
  * Admission control over Arrow Flight, through a plain `@grpc/grpc-js` stub of Flight.proto with
  * FlightSql.proto messages (a client nobody here wrote): with the runtime's `maxQueriesInFlight`
  * queries admitted (streams held open and unread), a Flight SQL statement fails at once with
- * RESOURCE_EXHAUSTED and `ferry-error-code: ERR_QUERY_REJECTED`; once they end it is answered.
+ * RESOURCE_EXHAUSTED and `ferry-error-code: ERR_QUERY_REJECTED`; once they end it is answered. A
+ * GetFlightInfo or GetSchema its client cancels stops its statement and gives its admission back.
  */
 import type { RuntimeQueryStream } from '@ferry/runtime';
 import { queriesInFlight, queryAdmission } from '@ferry/runtime/testing';
@@ -74,5 +75,21 @@ describe('admission over Flight', () => {
     await drained();
     const table = await fetchTable(stub, statement('SELECT count(*) AS n FROM orders'), bearer());
     expect(Number(table.getChild('n')?.get(0))).toBe(40);
+  });
+
+  it('a GetFlightInfo or GetSchema its client cancels while the statement runs stops the statement (and frees its admission)', async () => {
+    const runaway = statement('SELECT count(*) AS n FROM orders, range(1000000000000)');
+    for (const ask of [
+      () => stub.GetFlightInfo(runaway, bearer(), () => undefined),
+      () => stub.GetSchema(runaway, bearer(), () => undefined),
+    ]) {
+      const asked = ask();
+      while (queriesInFlight(served.runtime) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      asked.cancel();
+      const began = performance.now();
+      // Not the runtime's 30 s query timeout: the cancellation stops it.
+      await drained();
+      expect(performance.now() - began).toBeLessThan(5_000);
+    }
   });
 });

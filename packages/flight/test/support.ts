@@ -21,6 +21,7 @@ import {
   type ChannelCredentials,
   type ClientDuplexStream,
   type ClientReadableStream,
+  type ClientUnaryCall,
   credentials as grpcCredentials,
   loadPackageDefinition,
   Metadata,
@@ -199,12 +200,12 @@ export interface FlightStub {
     descriptor: FlightDescriptorMessage,
     metadata: Metadata,
     callback: Callback<FlightInfoMessage>,
-  ): void;
+  ): ClientUnaryCall;
   GetSchema(
     descriptor: FlightDescriptorMessage,
     metadata: Metadata,
     callback: Callback<{ schema: Buffer }>,
-  ): void;
+  ): ClientUnaryCall;
   DoGet(ticket: { ticket: Uint8Array }, metadata: Metadata): ClientReadableStream<FlightDataMessage>;
   DoPut(
     metadata: Metadata,
