@@ -49,6 +49,7 @@ import {
   type NamespaceCatalog,
   type NamespaceDataset,
   type NamespaceTaskHistory,
+  type QueryCancellation,
 } from './namespace-types.js';
 
 const { DuckDBInstance } = duckdb;
@@ -339,7 +340,11 @@ export class DuckDbClassInstance {
     return pooled;
   }
 
-  async acquire(): Promise<PooledConnection> {
+  /**
+   * A connection, waiting for one while every connection is busy; `signal` ends the wait (the
+   * promise rejects with its reason).
+   */
+  async acquire(signal?: QueryCancellation): Promise<PooledConnection> {
     let pooled = this.#idle.pop();
     if (pooled === undefined && this.#opened < (this.#options.connections ?? 8)) {
       this.#opened++;
@@ -364,8 +369,30 @@ export class DuckDbClassInstance {
       }
     }
     // A connection another query lets go comes taken (release()): counted once.
-    if (pooled === undefined) return new Promise((resolve) => this.#waiters.push(resolve));
+    if (pooled === undefined) return this.#wait(signal);
     return this.#take(pooled);
+  }
+
+  /**
+   * Waits for a connection another query lets go. A query cancelled meanwhile leaves the queue at
+   * once (its caller has stopped waiting for it): it does not wait for a busy connection only to fail.
+   */
+  #wait(signal: QueryCancellation | undefined): Promise<PooledConnection> {
+    if (signal?.aborted === true) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        const index = this.#waiters.indexOf(waiter);
+        if (index < 0) return;
+        this.#waiters.splice(index, 1);
+        reject(signal?.reason);
+      };
+      const waiter = (pooled: PooledConnection): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(pooled);
+      };
+      this.#waiters.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   /**

@@ -532,7 +532,7 @@ export class DuckDbNamespace {
     let pooled: PooledConnection;
     try {
       instance = pinned?.instance ?? this.#created.get(key) ?? (await this.#instanceFor(resources));
-      pooled = instance.tryAcquire() ?? (await instance.acquire());
+      pooled = instance.tryAcquire() ?? (await instance.acquire(signal));
     } catch (error) {
       pinned?.done();
       throw error;

@@ -336,6 +336,36 @@ describe('DuckDbNamespace', () => {
     }
   });
 
+  it('a query cancelled while it waits for a connection stops waiting: it fails at once', async () => {
+    const one = await DuckDbNamespace.create(duckdbOptions({ connections: 1 }));
+    try {
+      await one.setCatalog(catalog([dataset('orders', 'duckdb', orders1, 11)]));
+      const runaway = 'SELECT count(*) AS n FROM orders, range(1000000000000)';
+      const busy = new AbortController();
+      const running = one
+        .rows(runaway, [], await one.route(runaway), { signal: busy.signal })
+        .catch(() => 'ended');
+      while ((await one.inFlight()) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      const sql = 'SELECT count(*) AS n FROM orders';
+      const waiting = new AbortController();
+      const queued = one.rows(sql, [], await one.route(sql), { signal: waiting.signal }).then(
+        () => 'answered',
+        (error: unknown) => (error === waiting.signal.reason ? 'cancelled' : error),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      waiting.abort(new Error('the client went away'));
+      const outcome = await Promise.race([
+        queued,
+        new Promise((resolve) => setTimeout(() => resolve('still waiting'), 2_000)),
+      ]);
+      busy.abort(new Error('done'));
+      expect([outcome, await running, await queued]).toEqual(['cancelled', 'ended', 'cancelled']);
+      expect(await one.inFlight()).toBe(0);
+    } finally {
+      await one.close();
+    }
+  });
+
   it('runs a text too large to keep prepared, and runs it again', async () => {
     // Over the prepared statements' per-entry bound (1 MiB charged as two bytes a character):
     // such a statement is not kept, and it must not be destroyed before its own query has run.
