@@ -328,6 +328,22 @@ describe('SqliteReadPool', () => {
     }
   });
 
+  it('a stream cancelled after it answered arms no timer', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 0 });
+    try {
+      const query = reads.stream(lookup(1), { schema: () => undefined, batch: () => undefined });
+      expect(await query.answer).toMatchObject({ kind: 'done' });
+      const timers = (): number =>
+        process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+      const before = timers();
+      // A consumer that fails the stream late (its idle limit, a cap) cancels it after its engine is done.
+      query.cancel();
+      expect(timers() - before).toBe(0);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
   it("runs a worker's timers while it waits for tasks: the memory return after a large answer", async () => {
     const reads = pool({ threads: 1, timeoutMs: 0 });
     try {

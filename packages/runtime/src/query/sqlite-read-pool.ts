@@ -281,6 +281,7 @@ export class SqliteReadPool {
     });
     this.#unanswered++;
     let stopper: NodeJS.Timeout | undefined;
+    let finished = false;
     const answer = (async (): Promise<QueryAnswer> => {
       this.#streams.add(stops);
       try {
@@ -292,6 +293,7 @@ export class SqliteReadPool {
         await drained;
         return result;
       } finally {
+        finished = true;
         this.#unanswered--;
         this.#streams.delete(stops);
         channel.port1.close();
@@ -301,6 +303,8 @@ export class SqliteReadPool {
     return {
       answer,
       cancel: () => {
+        // Its worker is done with it (a consumer may fail the stream later): nothing to stop.
+        if (finished) return;
         credits.cancel();
         // A worker inside a long SQLite step does not see the credits: stop the statement there,
         // and end the worker only if it does not answer soon.
