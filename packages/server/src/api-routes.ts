@@ -147,7 +147,10 @@ function clientGone(request: FastifyRequest): AbortSignal {
     // Pipelined requests run at once on one connection, each query listening: no leak warning.
     setMaxListeners(0, signal);
     connectionSignals.set(socket, signal);
-    socket.once('close', () => controller.abort(new Error('the HTTP client went away')));
+    const gone = (): void => controller.abort(new Error('the HTTP client went away'));
+    // Closed before its first query began (a close already emitted would never be heard).
+    if (socket.destroyed) gone();
+    else socket.once('close', gone);
   }
   return signal;
 }
