@@ -114,7 +114,7 @@ export interface SqlAnswer {
   readonly bytes: () => number;
 }
 
-/** What `answerSql` passes on to the runtime's query: the request's signal, always. */
+/** What `answerSql` passes on to the runtime's query: a signal, always (HTTP: the connection's). */
 export type AnswerOptions = QueryOptions & { readonly signal: AbortSignal };
 
 /** `[rows]` as UTF-8, written straight into one buffer (no joined string made first). */
