@@ -26,6 +26,14 @@ export function terminateDatasetThread(runtime: Runtime, name: string): Promise<
   return hooksOf(runtime).terminateDatasetThread(name);
 }
 
+/**
+ * Ends a dataset's thread at once, as its heap limit would: none of its own code runs (the crash
+ * drill above waits up to 10 s for the thread's work first). The coordinator restarts it.
+ */
+export function killDatasetThread(runtime: Runtime, name: string): Promise<void> {
+  return hooksOf(runtime).killDatasetThread(name);
+}
+
 /** Ends the coordinator thread, as a crash would; the runtime restarts it (and every dataset thread). */
 export function terminateCoordinatorThread(runtime: Runtime): Promise<void> {
   return hooksOf(runtime).terminateCoordinatorThread();

@@ -10,6 +10,11 @@ export interface RuntimeTestHooks {
   metadataGets(): Promise<number>;
   /** Ends a dataset's thread as a crash would (an uncaught error in it); supervision restarts it. */
   terminateDatasetThread(name: string): Promise<void>;
+  /**
+   * Ends a dataset's thread at once, as its heap limit would: none of its own code runs (an uncaught
+   * error waits up to 10 s for its work first). Resolves once it has exited; supervision restarts it.
+   */
+  killDatasetThread(name: string): Promise<void>;
   /** Ends the coordinator thread as a crash would; the host restarts it. */
   terminateCoordinatorThread(): Promise<void>;
   /** Queries the query pools have not answered yet (a cancelled one counts until its engine stopped). */
@@ -51,3 +56,13 @@ export interface ThreadYoungGenerationsRequest {
   readonly type: 'test-thread-young-generations';
   readonly id: number;
 }
+
+/** host → coordinator: end a dataset's thread with `Worker.terminate()` (answered once it has exited). */
+export interface KillDatasetRequest {
+  readonly type: 'test-kill-dataset';
+  readonly id: number;
+  readonly dataset: string;
+}
+
+/** What only the test hooks ask the coordinator. */
+export type CoordinatorTestRequest = MetadataGetsRequest | ThreadYoungGenerationsRequest | KillDatasetRequest;

@@ -31,11 +31,7 @@ import { RpcClient, respond } from '../common/rpc.js';
 import { LiveStatus } from '../common/shared-slots.js';
 import { storeFor, storeKey } from '../common/stores.js';
 import { Supervisor } from '../common/supervisor.js';
-import type {
-  MetadataGetsRequest,
-  ThreadYoungGeneration,
-  ThreadYoungGenerationsRequest,
-} from '../common/test-hooks.js';
+import type { CoordinatorTestRequest, ThreadYoungGeneration } from '../common/test-hooks.js';
 import { checkBuildId, threadExecArgv, threadFile } from '../common/thread-files.js';
 import { youngGenerationOf } from '../common/thread-limits.js';
 import { within } from '../common/within.js';
@@ -359,13 +355,17 @@ function threadYoungGenerations(): ThreadYoungGeneration[] {
   return threads;
 }
 
-port.on('message', (message: HostToCoordinator | MetadataGetsRequest | ThreadYoungGenerationsRequest) => {
+port.on('message', (message: HostToCoordinator | CoordinatorTestRequest) => {
   if (message.type === 'test-thread-young-generations') {
     respond(port, message.id, threadYoungGenerations);
   } else if (message.type === 'test-metadata-gets') {
     respond(port, message.id, () =>
       [...locations.values()].reduce((sum, { reader }) => sum + reader.gets, 0),
     );
+  } else if (message.type === 'test-kill-dataset') {
+    respond(port, message.id, async () => {
+      await slots.get(message.dataset)?.worker?.terminate();
+    });
   } else if (message.type === 'close') {
     closing ??= close();
     respond(port, message.id, () => closing);

@@ -55,12 +55,11 @@ import { LiveStatus } from '../common/shared-slots.js';
 import { livePathFor } from '../common/stores.js';
 import { Supervisor } from '../common/supervisor.js';
 import {
+  type CoordinatorTestRequest,
   type CrashDrill,
-  type MetadataGetsRequest,
   type RuntimeTestHooks,
   TEST_HOOKS,
   type ThreadYoungGeneration,
-  type ThreadYoungGenerationsRequest,
 } from '../common/test-hooks.js';
 import { buildIdOf, threadExecArgv, threadFile } from '../common/thread-files.js';
 import {
@@ -141,8 +140,8 @@ class HostRuntime implements Runtime {
   #coordinatorStarts = 0;
   readonly #coordinatorSupervisor: Supervisor;
   /** The test hooks' requests, on the same channel (the same ids): one client with a wider type. */
-  get #testRpc(): RpcClient<MetadataGetsRequest | ThreadYoungGenerationsRequest> {
-    return this.#coordinatorRpc as unknown as RpcClient<MetadataGetsRequest | ThreadYoungGenerationsRequest>;
+  get #testRpc(): RpcClient<CoordinatorTestRequest> {
+    return this.#coordinatorRpc as unknown as RpcClient<CoordinatorTestRequest>;
   }
   #closing: Promise<void> | undefined;
 
@@ -233,6 +232,10 @@ class HostRuntime implements Runtime {
         const entry = this.#registry.get(name);
         const drill: CrashDrill = { type: 'test-crash' };
         entry.port?.postMessage(drill);
+      },
+      killDatasetThread: async (name) => {
+        const dataset = this.#registry.get(name).name;
+        await this.#testRpc.request<void>({ type: 'test-kill-dataset', id: 0, dataset });
       },
       terminateCoordinatorThread: async () => {
         await this.#coordinator.terminate();
