@@ -26,6 +26,7 @@ import type {
   DatasetToCoordinator,
   DatasetWorkerData,
   HostToCoordinator,
+  SnapshotTask,
 } from '../common/protocol.js';
 import { RpcClient, respond } from '../common/rpc.js';
 import { LiveStatus } from '../common/shared-slots.js';
@@ -136,6 +137,13 @@ class DatasetSlot {
   });
   stopping = false;
   exited: Promise<void> = Promise.resolve();
+  /**
+   * The pool tasks its threads started that have not ended. A thread that dies leaves its own
+   * running: a load that has begun its commit finishes it, and a restore, a prune or a request to
+   * the store cannot be cancelled. The next thread starts once they have ended, so two threads of
+   * the dataset never work on its live file at once.
+   */
+  readonly tasks = new Set<Promise<unknown>>();
 
   /** `index`: the dataset's place in the host's `LiveStatus`. */
   constructor(
@@ -151,8 +159,9 @@ class DatasetSlot {
   /** Gives the bootstrap permit back (see {@link bootstrapPermit}). */
   release: () => void = () => undefined;
 
-  /** Starts the thread once a bootstrap permit is free. */
+  /** Starts the thread once the tasks of the one before it have ended and a bootstrap permit is free. */
   async startWhenPermitted(): Promise<void> {
+    await Promise.allSettled(this.tasks);
     const release = await bootstrapPermit();
     if (this.stopping) {
       release();
@@ -201,7 +210,7 @@ class DatasetSlot {
           wake: (token) => worker.postMessage({ type: 'poll.due', token } satisfies CoordinatorToDataset),
         });
       } else if (message.type === 'snapshot-task') {
-        respond(worker, message.id, () => pool.run(message.task));
+        respond(worker, message.id, () => this.run(message.task));
       }
     });
     worker.on('error', (error) => {
@@ -217,9 +226,12 @@ class DatasetSlot {
           this.supervisor.died(({ delayMs }) => {
             const name = this.config.name;
             const reason = lastError instanceof Error ? lastError.message : `exit code ${exitCode}`;
+            const running = this.tasks.size;
+            const after =
+              running === 0 ? '' : `, once the snapshot tasks it started have ended (${running} running)`;
             log(
               'error',
-              `Dataset thread of '${name}' died (${reason}); restarting it in ${delayMs} ms`,
+              `Dataset thread of '${name}' died (${reason}); restarting it in ${delayMs} ms${after}`,
               name,
               { exitCode },
             );
@@ -237,6 +249,15 @@ class DatasetSlot {
     post({ type: 'dataset-started', dataset: this.config.name, port: channel.port1, incarnation }, [
       channel.port1,
     ]);
+  }
+
+  /** Runs a task of its thread in the snapshot pool, counted in {@link tasks} until it ends. */
+  run(task: SnapshotTask): Promise<unknown> {
+    const running = pool.run(task);
+    this.tasks.add(running);
+    const ended = (): void => void this.tasks.delete(running);
+    running.then(ended, ended);
+    return running;
   }
 
   announce(snapshotId: number): void {
