@@ -205,7 +205,10 @@ export class SnapshotTaskRunner {
 
 /**
  * Runs `work` with a signal that the task's abort port fires: its first message (the dataset
- * stopped) or its closing (the dataset's thread died). The port is closed when the work ends.
+ * stopped) or its closing (the dataset's thread died). The port is closed when the work ends. It
+ * listens from the turn the task arrives: a port whose thread died on the way emits its `close`
+ * here after that (Node emits it once, never to a listener added later; one still queued in the
+ * pool when the thread died is refused there, as it can no longer be sent).
  */
 async function withAbort<T>(port: MessagePort, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
