@@ -82,6 +82,8 @@ export class FakeStore {
   readonly reads: ReadMetadataInput[] = [];
   readonly failures: unknown[] = [];
   gate: Deferred | undefined;
+  /** Answers as a shared read would: begun this long before the check asked (`readAtMs`), on `now`. */
+  sharedRead: { readonly agoMs: number; readonly now: () => number } | undefined;
 
   publish(snapshotId: number, options: PublishOptions = {}): void {
     if (options.schema !== undefined) {
@@ -127,9 +129,11 @@ export class FakeStore {
     this.reads.push(input);
     if (this.gate !== undefined) await this.gate.promise;
     if (this.failures.length > 0) throw this.failures.shift();
-    if (!this.exists) return { kind: 'read', dataset: undefined };
-    if (input.ifNoneMatch === this.etag) return { kind: 'unchanged' };
-    return { kind: 'read', etag: this.etag, dataset: this.hasEntry ? this.dataset() : undefined };
+    const shared = this.sharedRead;
+    const at = shared === undefined ? {} : { readAtMs: shared.now() - shared.agoMs };
+    if (!this.exists) return { kind: 'read', dataset: undefined, ...at };
+    if (input.ifNoneMatch === this.etag) return { kind: 'unchanged', ...at };
+    return { kind: 'read', etag: this.etag, dataset: this.hasEntry ? this.dataset() : undefined, ...at };
   }
 }
 

@@ -70,6 +70,33 @@ describe('staleness on the dataset machine', () => {
     expect(stalenessOf(h)).toEqual({ stalenessMs: 0, sinceMs: 2 * INTERVAL, newerSnapshotId: null });
   });
 
+  it('a check answered with a shared read that began before it is fresh from that read, on a 304 or a full read', async () => {
+    const h = await serving();
+    const now = () => h.clock.now();
+    h.store.sharedRead = { agoMs: 400, now };
+    await h.advance(INTERVAL);
+    expect(h.status()).toMatchObject({ lastPollResult: 'unchanged', freshAtMs: INTERVAL - 400 });
+    h.store.touch();
+    await h.advance(INTERVAL);
+    expect(h.status()).toMatchObject({ lastPollResult: 'same', freshAtMs: 2 * INTERVAL - 400 });
+    // A read begun after the check started vouches for no more than the check's start.
+    h.store.sharedRead = { agoMs: -50, now };
+    await h.advance(INTERVAL);
+    expect(h.status()).toMatchObject({ lastPollResult: 'unchanged', freshAtMs: 3 * INTERVAL });
+  });
+
+  it('a newer snapshot loaded from a shared read is fresh from that read', async () => {
+    const h = await serving();
+    h.store.sharedRead = { agoMs: 250, now: () => h.clock.now() };
+    h.store.publish(2);
+    await h.advance(INTERVAL);
+    expect(h.status()).toMatchObject({
+      lastPollResult: 'newer',
+      servingSnapshotId: 2,
+      freshAtMs: INTERVAL - 250,
+    });
+  });
+
   it('a notification of a newer snapshot marks it known; the read it starts decides freshness', async () => {
     const h = await serving();
     h.store.failures.push(networkError());

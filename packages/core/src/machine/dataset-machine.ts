@@ -319,6 +319,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
           {
             guard: { type: 'metadataUnchanged', params: ({ event }) => ({ output: event.output }) },
             target: 'metadataUnchanged',
+            actions: { type: 'recordMetadataRead', params: ({ event }) => ({ output: event.output }) },
           },
           {
             target: 'comparingSnapshotIds',

@@ -195,6 +195,7 @@ export function beginPoll(context: DatasetContext, trigger: PollTrigger, nowMs: 
   const poll: PollInProgress = {
     trigger,
     startedAtMs: nowMs,
+    readAtMs: undefined,
     ifNoneMatch,
     etag: undefined,
     dataset: undefined,
@@ -223,10 +224,19 @@ export function beginPoll(context: DatasetContext, trigger: PollTrigger, nowMs: 
   };
 }
 
-/** Keep the read's ETag and dataset entry: the rest of the poll uses this one read. */
+/**
+ * Keep the read's ETag and dataset entry (the rest of the poll uses this one read), and when the
+ * read began if that was before the check (a shared read): freshness is measured from it.
+ */
 export function recordMetadataRead(context: DatasetContext, output: ReadMetadataOutput): Step {
-  if (output.kind !== 'read') return NO_STEP;
-  return { context: withPoll(context, { etag: output.etag, dataset: output.dataset }) };
+  const startedAtMs = context.poll?.startedAtMs;
+  const readAtMs =
+    output.readAtMs !== undefined && startedAtMs !== undefined && output.readAtMs < startedAtMs
+      ? output.readAtMs
+      : undefined;
+  if (output.kind !== 'read')
+    return readAtMs === undefined ? NO_STEP : { context: withPoll(context, { readAtMs }) };
+  return { context: withPoll(context, { etag: output.etag, dataset: output.dataset, readAtMs }) };
 }
 
 export function noteMetadataUnchanged(context: DatasetContext): Step {
@@ -605,7 +615,7 @@ export function endPoll(context: DatasetContext, outcome: PollResult | undefined
       poll: null,
       lastPoll: { atMs: poll.startedAtMs, result },
       backoffAttempt: poll.retry ? context.backoffAttempt + 1 : 0,
-      ...checkedFreshness(context, result, poll.dataset, poll.startedAtMs),
+      ...checkedFreshness(context, result, poll.dataset, poll.readAtMs ?? poll.startedAtMs),
     },
     logs: [
       entry(context, 'debug', `Snapshot check of dataset '${context.name}' ended: ${result}`, {

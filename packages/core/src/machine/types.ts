@@ -99,7 +99,7 @@ export interface ReadMetadataInput {
   readonly ifNoneMatch?: string;
 }
 
-export type ReadMetadataOutput =
+export type ReadMetadataOutput = (
   | { readonly kind: 'unchanged' }
   | {
       readonly kind: 'read';
@@ -107,7 +107,14 @@ export type ReadMetadataOutput =
       readonly etag?: string;
       /** This dataset's entry; absent when metadata.json is missing or does not name the dataset. */
       readonly dataset: DatasetMetadata | undefined;
-    };
+    }
+) & {
+  /**
+   * When the read this answer comes from began, on the machine's clock: a read shared with other
+   * datasets may have begun before this check did. Absent: at the check's start.
+   */
+  readonly readAtMs?: number;
+};
 
 /** The clock and jitter source of a dataset machine (`createDatasetMachine`). */
 export interface DatasetMachineClock {
@@ -252,6 +259,8 @@ export interface PollFailure {
 export interface PollInProgress {
   readonly trigger: PollTrigger;
   readonly startedAtMs: number;
+  /** When its metadata read began, if before {@link startedAtMs} (a shared read): what freshness is measured from. */
+  readonly readAtMs: number | undefined;
   readonly ifNoneMatch: string | undefined;
   /** The ETag and dataset entry of this poll's one metadata read, once it returned. */
   readonly etag: string | undefined;

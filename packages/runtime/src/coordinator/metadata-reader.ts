@@ -44,13 +44,18 @@ export interface MetadataObservation {
   readonly endedAtMs: number;
 }
 
-/** A dataset's view of a document: unchanged when it holds the document's ETag, else its entry. */
+/**
+ * A dataset's view of a document: unchanged when it holds the document's ETag, else its entry; with
+ * when its read began (the dataset is fresh from then, not from its own check's start).
+ */
 function replyOf(document: Document, dataset: string, ifNoneMatch: string | undefined): MetadataReply {
   if (document.error !== undefined) throw document.error;
-  if (document.etag !== undefined && ifNoneMatch === document.etag) return { kind: 'unchanged' };
+  const readAtMs = document.atMs;
+  if (document.etag !== undefined && ifNoneMatch === document.etag) return { kind: 'unchanged', readAtMs };
   const metadata = document.metadata;
   return {
     kind: 'read',
+    readAtMs,
     ...(document.etag === undefined ? {} : { etag: document.etag }),
     dataset: metadata === undefined ? undefined : getDataset(metadata, dataset),
     ...(metadata === undefined ? {} : { recordedLocation: metadata.location }),
