@@ -467,12 +467,13 @@ export interface Runtime {
    * result.datasets)` gives it for a result — when it can be told without running it (the cache
    * applies to the statement, it ran before, and every dataset it reads serves): a `/v1/sql`
    * request whose `If-None-Match` holds it is answered 304. Undefined otherwise. With `snapshots`
-   * (a pinned query's), the version of the answer at those snapshots.
+   * (a pinned query's), the version of the answer at those snapshots. With `maxStalenessMs`, throws
+   * `StaleReadError` when a dataset it reads is staler, as the query would (a 304 is an answer too).
    */
   resultVersion(
     sql: string,
     params?: readonly JsonValue[],
-    options?: Pick<QueryOptions, 'snapshots'>,
+    options?: Pick<QueryOptions, 'snapshots' | 'maxStalenessMs'>,
   ): string | undefined;
   /**
    * The dataset's snapshots: a fresh (conditional) read of its location's metadata.json by the

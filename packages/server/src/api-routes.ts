@@ -236,20 +236,20 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const type = sqlMediaType(request.headers.accept, () => request.accepts().type([...SQL_MEDIA_TYPES]));
       reply.header('vary', 'Accept');
       const pins = snapshotPinsOption(headerText(request.headers[SNAPSHOT_HEADER]));
-      // A client holding the answer as it is now is told so, and the query does not run.
+      const bound = maxStalenessOption(headerText(request.headers[MAX_STALENESS_HEADER]));
+      // A client holding the answer as it is now is told so (within its staleness bound), and the query does not run.
       const version =
         request.headers['if-none-match'] === undefined
           ? undefined
-          : runtime.resultVersion(sql, params as JsonValue[], pins);
+          : runtime.resultVersion(sql, params as JsonValue[], { ...pins, ...bound });
       if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
         return reply.code(304).header('etag', entityTag(version, type)).send();
       }
-      const staleness = request.headers[MAX_STALENESS_HEADER];
       let answer: SqlAnswer | undefined;
       const queryOptions: AnswerOptions = {
         signal: clientGone(request),
         noCache: bypassesCache(request.headers),
-        ...(staleness === undefined ? undefined : maxStalenessOption(headerText(staleness))),
+        ...bound,
         ...pins,
       };
       // Once the response has gone out (not when its last batch was taken: a large answer's text

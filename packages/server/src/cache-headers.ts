@@ -4,7 +4,7 @@
  * when the cache does not apply; `Cache-Control: no-cache` on the request bypasses it. And an
  * `ETag` from the result's `version` (statement, parameters, snapshots of the datasets read) and
  * the answer's format, so a client holding it gets `304 Not Modified` — without the query running —
- * while no dataset it read has swapped.
+ * while no dataset it read has swapped (and, under `X-Ferry-Max-Staleness`, none is staler than it).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { JsonValue } from '@ferry/core/base';

@@ -123,6 +123,55 @@ describe('staleness over HTTP and the embed API', () => {
   });
 });
 
+describe('X-Ferry-Max-Staleness on a revalidation (If-None-Match)', () => {
+  let served: Served;
+  let storeDir: string;
+
+  beforeAll(async () => {
+    const store = await fixtureDir();
+    storeDir = store.dir;
+    // One check an hour: staleness grows from the bootstrap's check.
+    served = await serve(spicepod({ location: store.location, interval: '1h' }));
+    await served.runtime.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await served?.close();
+    await rm(storeDir, { recursive: true, force: true });
+  });
+
+  it('a client holding the answer is told it is current (304) only within its bound; past it 503 ERR_STALE; a malformed bound 400', async () => {
+    const base = served.server.url;
+    const statement = 'SELECT count(*) AS n FROM orders o, users u';
+    const first = await sql(base, statement);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get('etag') as string;
+    expect(etag).toMatch(/^".+"$/);
+    await expect.poll(() => served.runtime.status('users').stalenessMs).toBeGreaterThan(5);
+
+    const within = await sql(base, statement, { 'if-none-match': etag, 'x-ferry-max-staleness': '1h' });
+    expect(within.status).toBe(304);
+    const past = await sql(base, statement, { 'if-none-match': etag, 'x-ferry-max-staleness': '5ms' });
+    expect(past.status).toBe(503);
+    expect(past.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(past.json()).toMatchObject({
+      code: 'ERR_STALE',
+      error: expect.stringMatching(
+        /^Dataset 'orders' is \d+(\.\d)?m?s stale, past the 5ms this query allows/,
+      ),
+    });
+    expect(served.runtime.resultVersion(statement, [], { maxStalenessMs: 3_600_000 })).toBe(
+      etag.slice(1).split('.').slice(0, -1).join('.'),
+    );
+    expect(() => served.runtime.resultVersion(statement, [], { maxStalenessMs: 5 })).toThrow(
+      expect.objectContaining({ code: 'ERR_STALE' }),
+    );
+    const malformed = await sql(base, statement, { 'if-none-match': etag, 'x-ferry-max-staleness': 'soon' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.json()).toMatchObject({ code: 'ERR_INVALID_FRESHNESS_HEADER' });
+  });
+});
+
 describe('X-Ferry-Snapshot: which snapshot of each dataset an answer read', () => {
   let served: Served;
   let storeDir: string;

@@ -552,9 +552,17 @@ class HostRuntime implements Runtime {
   resultVersion(
     sql: string,
     params: readonly JsonValue[] = [],
-    options: Pick<QueryOptions, 'snapshots'> = {},
+    options: Pick<QueryOptions, 'snapshots' | 'maxStalenessMs'> = {},
   ): string | undefined {
-    return this.#front.resultVersion(sql, params, options);
+    const now = this.#front.resultVersion(sql, params, options);
+    if (now === undefined) return undefined;
+    // A client told its copy is current (HTTP 304) is given it as the answer: the bound judges it as it would the rows.
+    holdToStalenessBound(
+      now.datasets.map((name) => ({ name })),
+      options.maxStalenessMs,
+      (name) => this.status(name),
+    );
+    return now.version;
   }
 
   async snapshots(name: string, options: SnapshotsOptions = {}): Promise<SnapshotListing> {

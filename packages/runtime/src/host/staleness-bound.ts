@@ -54,7 +54,7 @@ export function snapshotHeaderValue(read: QueryProvenance['datasets']): string {
 
 /** Throws `StaleReadError` for the first dataset `read` that is staler than `maxStalenessMs`. */
 export function holdToStalenessBound(
-  read: QueryProvenance['datasets'],
+  read: readonly { readonly name: string }[],
   maxStalenessMs: number | undefined,
   info: (name: string) => DatasetInfo,
   nowMs: number = Date.now(),

@@ -264,12 +264,15 @@ export class QueryFront {
     });
   }
 
+  /** The version the statement's result has now and the datasets that decide it; undefined when not told without running it. */
   resultVersion(
     sql: string,
     params: readonly JsonValue[],
     options: Pick<QueryOptions, 'snapshots'>,
-  ): string | undefined {
-    return this.#cache.versionNow(this.#lookup(sql, params, options));
+  ): { readonly version: string; readonly datasets: readonly string[] } | undefined {
+    const lookup = this.#lookup(sql, params, options);
+    const version = this.#cache.versionNow(lookup);
+    return version === undefined ? undefined : { version, datasets: lookup.datasets ?? [] };
   }
 
   /** `dataset` now serves `snapshotId` (null: nothing). */
