@@ -170,7 +170,8 @@ export interface QueryOptions {
   /**
    * The most staleness (ms) this query accepts: when a dataset it read is staler (see
    * `DatasetInfo.stalenessMs`), it rejects with `ERR_STALE` (`StaleReadError`, HTTP 503 with
-   * `Retry-After`) instead of answering. Absent: no check.
+   * `Retry-After`) instead of answering. Absent: no check. Not a number of milliseconds, 0 or more
+   * (NaN, `'30s'`, a negative one): a `RangeError`, before the query runs.
    */
   readonly maxStalenessMs?: number;
   /**

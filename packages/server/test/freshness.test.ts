@@ -123,7 +123,7 @@ describe('staleness over HTTP and the embed API', () => {
   });
 });
 
-describe('X-Ferry-Max-Staleness on a revalidation (If-None-Match)', () => {
+describe("a client's bound: on a revalidation (If-None-Match), and values that are not one", () => {
   let served: Served;
   let storeDir: string;
 
@@ -169,6 +169,27 @@ describe('X-Ferry-Max-Staleness on a revalidation (If-None-Match)', () => {
     const malformed = await sql(base, statement, { 'if-none-match': etag, 'x-ferry-max-staleness': 'soon' });
     expect(malformed.status).toBe(400);
     expect(malformed.json()).toMatchObject({ code: 'ERR_INVALID_FRESHNESS_HEADER' });
+  });
+
+  it("the embed API's maxStalenessMs: a value that is not a number of milliseconds (0 or more) is a RangeError, not a bound that checks nothing", async () => {
+    const { runtime } = served;
+    const statement = 'SELECT count(*) AS n FROM orders';
+    await expect.poll(() => runtime.status('orders').stalenessMs).toBeGreaterThan(5);
+    for (const bad of [Number.NaN, '30s', -1, null]) {
+      const options = { maxStalenessMs: bad as number };
+      const message = /^maxStalenessMs must be a number of milliseconds, 0 or more \(30_000 for 30 s\), got /;
+      await expect(runtime.query(statement, [], options)).rejects.toThrow(message);
+      await expect(runtime.queryArrow(statement, [], options)).rejects.toThrow(RangeError);
+      await expect(runtime.queryJson(statement, [], options)).rejects.toThrow(RangeError);
+      await expect(runtime.queryStream(statement, [], options)).rejects.toThrow(RangeError);
+      expect(() => runtime.resultVersion(statement, [], options)).toThrow(RangeError);
+    }
+    await expect(runtime.query(statement, [], { maxStalenessMs: 5 })).rejects.toMatchObject({
+      code: 'ERR_STALE',
+    });
+    expect((await runtime.query(statement, [], { maxStalenessMs: Number.POSITIVE_INFINITY })).rows).toEqual([
+      { n: 8 },
+    ]);
   });
 });
 

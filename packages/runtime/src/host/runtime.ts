@@ -80,7 +80,7 @@ import { redactingLogger } from './redaction.js';
 import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
-import { holdToStalenessBound } from './staleness-bound.js';
+import { checkMaxStaleness, holdToStalenessBound } from './staleness-bound.js';
 import { StalenessWatch } from './staleness-watch.js';
 import { verificationNotices } from './verification-notice.js';
 
@@ -472,6 +472,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
+    checkMaxStaleness(options.maxStalenessMs);
     return this.#holdToBound(await this.#front.query(sql, params, options), options);
   }
 
@@ -481,6 +482,7 @@ class HostRuntime implements Runtime {
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
+    checkMaxStaleness(options.maxStalenessMs);
     return this.#holdToBound(await this.#front.queryArrow(sql, params, options), options);
   }
 
@@ -499,6 +501,7 @@ class HostRuntime implements Runtime {
     options: JsonOptions = {},
   ): Promise<RuntimeJsonAnswer> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
+    checkMaxStaleness(options.maxStalenessMs);
     const answer = await this.#front.queryJson(sql, params, options);
     try {
       return this.#holdToBound(answer, options);
@@ -554,6 +557,7 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: Pick<QueryOptions, 'snapshots' | 'maxStalenessMs'> = {},
   ): string | undefined {
+    checkMaxStaleness(options.maxStalenessMs);
     const now = this.#front.resultVersion(sql, params, options);
     if (now === undefined) return undefined;
     // A client told its copy is current (HTTP 304) is given it as the answer: the bound judges it as it would the rows.

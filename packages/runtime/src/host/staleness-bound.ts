@@ -52,6 +52,19 @@ export function snapshotHeaderValue(read: QueryProvenance['datasets']): string {
   return read.map((dataset) => `${dataset.name}=${dataset.snapshotId}`).join(', ');
 }
 
+/**
+ * Throws a `RangeError` for a `maxStalenessMs` (embed API) that is not a number of milliseconds, 0
+ * or more: NaN or a string (`'30s'`) compares false with every staleness, so it would check nothing,
+ * and a negative one would refuse every read. Absent: no bound.
+ */
+export function checkMaxStaleness(maxStalenessMs: unknown): void {
+  if (maxStalenessMs === undefined || (typeof maxStalenessMs === 'number' && maxStalenessMs >= 0)) return;
+  const got = typeof maxStalenessMs === 'string' ? `'${maxStalenessMs}'` : String(maxStalenessMs);
+  throw new RangeError(
+    `maxStalenessMs must be a number of milliseconds, 0 or more (30_000 for 30 s), got ${got}; leave it out for no bound.`,
+  );
+}
+
 /** Throws `StaleReadError` for the first dataset `read` that is staler than `maxStalenessMs`. */
 export function holdToStalenessBound(
   read: readonly { readonly name: string }[],
