@@ -8,6 +8,7 @@
 import {
   asksNoCache,
   cacheStatusFields,
+  holdToStalenessBound,
   MAX_STALENESS_HEADER,
   maxStalenessOption,
   SNAPSHOT_HEADER,
@@ -115,6 +116,15 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       let controller: AbortController;
       if (request.kind === 'ticket') {
         ({ result, controller } = pending.take(request.handle));
+        // GetFlightInfo judged the bound it was sent; DoGet's own holds too, now, when the rows go out.
+        try {
+          holdToStalenessBound(result.datasets ?? [], resultOptions(call.metadata).maxStalenessMs, (name) =>
+            runtime.status(name),
+          );
+        } catch (error) {
+          controller.abort();
+          throw error;
+        }
       } else {
         controller = new AbortController();
         result = await source.stream(

@@ -36,9 +36,9 @@ afterAll(async () => {
   await served?.close();
 });
 
-/** GetFlightInfo then DoGet with `metadata`; the rows and DoGet's response metadata. */
-async function query(sql: string, metadata: Metadata) {
-  const { table, snapshot } = await statementWithMetadata(stub, sql, metadata);
+/** GetFlightInfo then DoGet with `metadata` (DoGet with `doGet` when given); the rows and DoGet's response metadata. */
+async function query(sql: string, metadata: Metadata, doGet: Metadata = metadata) {
+  const { table, snapshot } = await statementWithMetadata(stub, sql, metadata, doGet);
   return { rows: table.numRows, snapshot };
 }
 
@@ -72,6 +72,18 @@ describe('freshness over Flight', () => {
     await expect(malformed).rejects.toMatchObject({ code: grpcStatus.INVALID_ARGUMENT });
     await expect(malformed).rejects.toThrow(
       /x-ferry-max-staleness header is not usable: 'soon' is not a duration/,
+    );
+  });
+
+  it('the bound holds where it is sent: on DoGet of a ticket GetFlightInfo made without one', async () => {
+    await expect
+      .poll(() => served.runtime.status('orders').stalenessMs, { timeout: 5_000 })
+      .toBeGreaterThan(5);
+    expect((await query('SELECT id FROM orders', bearer(), withBound('1h'))).rows).toBeGreaterThan(0);
+    const refused = query('SELECT id FROM orders', bearer(), withBound('1ms'));
+    await expect(refused).rejects.toMatchObject({ code: grpcStatus.UNAVAILABLE });
+    await expect(refused).rejects.toThrow(
+      /Dataset 'orders' is \d+(\.\d)?m?s stale, past the 1ms this query allows/,
     );
   });
 

@@ -341,12 +341,14 @@ export { watchedLogger };
 
 /**
  * A statement over Flight SQL as a driver sends it — GetFlightInfo, then DoGet of its ticket — each
- * call with `metadata`: the table read and the `x-ferry-snapshot` DoGet's response metadata named.
+ * call with `metadata` (DoGet with `doGetMetadata` when given): the table read and the
+ * `x-ferry-snapshot` DoGet's response metadata named.
  */
 export async function statementWithMetadata(
   stub: FlightStub,
   sql: string,
   metadata: Metadata,
+  doGetMetadata: Metadata = metadata,
 ): Promise<{ readonly table: Table; readonly snapshot: string | Buffer | undefined }> {
   const info = await call<FlightInfoMessage>((done) =>
     stub.GetFlightInfo(
@@ -355,7 +357,7 @@ export async function statementWithMetadata(
       done,
     ),
   );
-  const doGet = stub.DoGet({ ticket: info.endpoint[0]?.ticket.ticket as Buffer }, metadata);
+  const doGet = stub.DoGet({ ticket: info.endpoint[0]?.ticket.ticket as Buffer }, doGetMetadata);
   const headers = new Promise<Metadata>((resolve) => doGet.on('metadata', resolve));
   const table = tableOf(await collect(doGet));
   return { table, snapshot: (await headers).get('x-ferry-snapshot')[0] };

@@ -12,6 +12,7 @@ export { redactingLogger } from './host/redaction.js';
 export { createRuntime, POLL_RESULTS, type SpicepodSource } from './host/runtime.js';
 export { sdkNoticeOnce } from './host/sdk-notice.js';
 export {
+  holdToStalenessBound,
   MAX_STALENESS_HEADER,
   maxStalenessOption,
   SNAPSHOT_HEADER,
