@@ -173,10 +173,11 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
   };
 }
 
-/** One call metadata value as text; undefined when absent. */
+/** A call metadata key's values as text, joined with ', ' as HTTP joins a repeated header; undefined when absent. */
 function metadataText(metadata: Metadata, key: string): string | undefined {
-  const [value] = metadata.get(key);
-  return typeof value === 'string' ? value : value?.toString('utf8');
+  const values = metadata.get(key);
+  if (values.length === 0) return undefined;
+  return values.map((value) => (typeof value === 'string' ? value : value.toString('utf8'))).join(', ');
 }
 
 /**

@@ -87,6 +87,16 @@ describe('freshness over Flight', () => {
     );
   });
 
+  it('a key sent twice is INVALID_ARGUMENT (as HTTP joins a repeated header), not its first value', async () => {
+    const twice = withBound('1h');
+    twice.add('x-ferry-max-staleness', '1ms');
+    const repeated = query('SELECT id FROM orders', twice);
+    await expect(repeated).rejects.toMatchObject({ code: grpcStatus.INVALID_ARGUMENT });
+    await expect(repeated).rejects.toThrow(
+      /x-ferry-max-staleness header is not usable: '1h, 1ms' names more than one bound/,
+    );
+  });
+
   it('the embed API: maxStalenessMs refuses with StaleReadError, names the snapshot in datasets', async () => {
     const fine = await served.runtime.query('SELECT count(*) AS n FROM orders', [], {
       maxStalenessMs: 3_600_000,

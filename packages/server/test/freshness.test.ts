@@ -169,6 +169,17 @@ describe("a client's bound: on a revalidation (If-None-Match), and values that a
     const malformed = await sql(base, statement, { 'if-none-match': etag, 'x-ferry-max-staleness': 'soon' });
     expect(malformed.status).toBe(400);
     expect(malformed.json()).toMatchObject({ code: 'ERR_INVALID_FRESHNESS_HEADER' });
+    // The header sent twice arrives as one list: 400 saying so, not "not a duration".
+    const twice = new Headers({ 'content-type': 'text/plain' });
+    twice.append('x-ferry-max-staleness', '1h');
+    twice.append('x-ferry-max-staleness', '1ms');
+    const repeated = await request(`${base}/v1/sql`, { method: 'POST', headers: twice, body: statement });
+    expect(repeated.status).toBe(400);
+    expect(repeated.json()).toEqual({
+      code: 'ERR_INVALID_FRESHNESS_HEADER',
+      error:
+        "The x-ferry-max-staleness header is not usable: '1h, 1ms' names more than one bound (the header sent twice, or a list); send one duration, such as 30s.",
+    });
   });
 
   it("the embed API's maxStalenessMs: a value that is not a number of milliseconds (0 or more) is a RangeError, not a bound that checks nothing", async () => {

@@ -24,6 +24,11 @@ export const SNAPSHOT_HEADER = 'x-ferry-snapshot';
 export function maxStalenessOption(value: string | undefined): { maxStalenessMs?: number } {
   if (value === undefined) return {};
   const trimmed = value.trim();
+  if (trimmed.includes(',')) {
+    // Two headers (or metadata values) arrive joined: which bound was meant is not for Ferry to pick.
+    const problem = `'${trimmed}' names more than one bound (the header sent twice, or a list); send one duration, such as 30s`;
+    throw new FreshnessHeaderError(MAX_STALENESS_HEADER, problem);
+  }
   if (/^0+(\.0+)?(ms|s|m|h|d)$/.test(trimmed)) return { maxStalenessMs: 0 };
   const parsed = durationOrProblem(trimmed);
   if (typeof parsed === 'number') return { maxStalenessMs: parsed };
