@@ -227,6 +227,65 @@ describe('runtime: shared metadata reads', () => {
   });
 });
 
+describe('runtime: staleness measured from a shared read', () => {
+  /**
+   * Open (coordinator/metadata-reader.ts, dataset/dataset-host.ts): a check answered from the
+   * location's shared read (a read younger than the reuse window, `metadataWindowMs`, at most half
+   * the check interval) counts the dataset fresh from the start of its own check, not from when the
+   * read it was answered with began. Here `quick` bootstraps after `slow` (one bootstrap at a time)
+   * on the document `slow`'s check read; `quick` v2 is published after that read and before
+   * `quick`'s check starts: `quick` serves v1 with a staleness of about 0, and an answer under a
+   * 500 ms bound reads v1 though v2 was the store's for over a second. `it.fails` until the reply
+   * carries when its read began and the machine measures from the earlier of the two.
+   */
+  it.fails('a check answered with an earlier read is fresh from that read, not from its own start', async () => {
+    const prefix = 'shared-read/';
+    await publishVersion(aws, 'slow', 'duckdb', 1, { rows: 2, prefix });
+    await publishVersion(aws, 'quick', 'duckdb', 1, { rows: 2, prefix });
+    const proxy = await startFaultProxy(aws.endpoint);
+    let publishedAtMs = Number.POSITIVE_INFINITY;
+    // slow's snapshot download, after the one metadata read: quick v2 lands, then the download waits 1 s.
+    proxy.addRule({
+      method: 'GET',
+      target: new RegExp(`${prefix}.*slow.*\\.duckdb`),
+      times: 1,
+      onMatch: async () => {
+        await publishVersion(aws, 'quick', 'duckdb', 2, { rows: 2, prefix });
+        publishedAtMs = Date.now();
+      },
+      fault: { kind: 'delay', ms: 1_000 },
+    });
+    const dataDir = await tempDir('ferry-shared-read-');
+    const yaml = spicepod(
+      aws,
+      [
+        { name: 'slow', engine: 'duckdb', interval: '1h' },
+        { name: 'quick', engine: 'duckdb', interval: '1h' },
+      ],
+      { prefix, params: { s3_endpoint: proxy.endpoint } },
+    );
+    const runtime = await createRuntime(
+      { yaml, baseDir: dataDir },
+      { logger: memoryLogger(), dataDir, datasetLoadParallelism: 1, metadataWindowMs: 60_000 },
+    );
+    try {
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      expect(proxy.hits()).toBe(1);
+      const quick = runtime.status('quick').status;
+      // quick's check began after v2 was published, yet read the document from before it.
+      expect(quick?.servingSnapshotId).toBe(0);
+      expect(quick?.freshAtMs ?? 0).toBeLessThan(publishedAtMs);
+      // So a bound it has been past for a second does not refuse v1's rows.
+      await expect(
+        runtime.query('SELECT max(version) AS v FROM quick', [], { maxStalenessMs: 500 }),
+      ).rejects.toMatchObject({ code: 'ERR_STALE' });
+    } finally {
+      await runtime.close();
+      await proxy.close();
+    }
+  });
+});
+
 describe("runtime: a parked dataset (its unchanged checks are the coordinator's)", () => {
   it('with nobody listening for poll events, status() and metrics() count every check at one GET per tick, and the dataset thread never wakes until the document changes', async () => {
     await publishVersion(aws, 'quiet_a', 'duckdb', 1, { rows: 4, prefix: 'in-thread/' });
