@@ -118,8 +118,12 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
         ({ result, controller } = pending.take(request.handle));
         // GetFlightInfo judged the bound it was sent; DoGet's own holds too, now, when the rows go out.
         try {
-          holdToStalenessBound(result.datasets ?? [], resultOptions(call.metadata).maxStalenessMs, (name) =>
-            runtime.status(name),
+          const { maxStalenessMs, snapshots } = resultOptions(call.metadata);
+          holdToStalenessBound(
+            result.datasets ?? [],
+            maxStalenessMs,
+            (name) => runtime.status(name),
+            snapshots,
           );
         } catch (error) {
           controller.abort();

@@ -4,15 +4,23 @@
  * and a call's `x-ferry-max-staleness` refuses a read of a dataset staler than it with
  * `UNAVAILABLE` naming `ERR_STALE` (the embed API's `maxStalenessMs` the same, as `StaleReadError`).
  */
+
+import { localStoreParams } from '@ferry/test-support';
+import { publishSnapshot } from '@ferry/writer';
 import { status as grpcStatus, type Metadata } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  BUCKET,
   bearer,
+  call,
+  collect,
+  type FlightInfoMessage,
   type FlightStub,
   flightStub,
   ORDERS_SQL,
   type Served,
   serveDatasets,
+  sqlCommand,
   statementWithMetadata,
   USERS_SQL,
 } from './support.js';
@@ -94,6 +102,51 @@ describe('freshness over Flight', () => {
     await expect(repeated).rejects.toMatchObject({ code: grpcStatus.INVALID_ARGUMENT });
     await expect(repeated).rejects.toThrow(
       /x-ferry-max-staleness header is not usable: '1h, 1ms' names more than one bound/,
+    );
+  });
+
+  it('a result read at a snapshot replaced before its DoGet is judged by that snapshot, not by the one now served', async () => {
+    // orders' snapshot goes unchecked (refresh_check_interval 1h) for over 3 s.
+    await expect
+      .poll(() => served.runtime.status('orders').stalenessMs, { timeout: 10_000, interval: 100 })
+      .toBeGreaterThan(3_000);
+    const read = served.runtime.status('orders').status?.servingSnapshotId;
+    const info = await call<FlightInfoMessage>((done) =>
+      stub.GetFlightInfo(
+        { type: 'CMD', cmd: sqlCommand('CommandStatementQuery', { query: 'SELECT id FROM orders' }) },
+        bearer(),
+        done,
+      ),
+    );
+    // A newer snapshot is published and swapped in: the dataset is fresh again (its check just now).
+    const published = await publishSnapshot({
+      dataset: 'orders',
+      engine: 'duckdb',
+      location: `s3://${BUCKET}/freshness/`,
+      storeParams: localStoreParams(served.aws),
+      source: { sql: ORDERS_SQL },
+    });
+    const swapped = new Promise<void>((resolve) => {
+      const off = served.runtime.on('swap', (event) => {
+        if (event.dataset !== 'orders' || event.to !== published.snapshotId) return;
+        off();
+        resolve();
+      });
+    });
+    await served.runtime.send('orders', 'poll.now');
+    await swapped;
+    expect(served.runtime.status('orders').stalenessMs).toBeLessThan(2_000);
+    // The ticket's rows are the replaced snapshot's, last known current over 3 s ago: past 2 s.
+    const doGet = stub.DoGet({ ticket: info.endpoint[0]?.ticket.ticket as Buffer }, withBound('2s'));
+    const refused = collect(doGet);
+    await expect(refused).rejects.toMatchObject({ code: grpcStatus.UNAVAILABLE });
+    await expect(refused).rejects.toThrow(
+      /Dataset 'orders' is \d+(\.\d)?s stale, past the 2s this query allows/,
+    );
+    expect(read).not.toBe(published.snapshotId);
+    // Read again, the current snapshot is within the bound.
+    expect((await query('SELECT id FROM orders', withBound('2s'))).snapshot).toBe(
+      `orders=${published.snapshotId}`,
     );
   });
 

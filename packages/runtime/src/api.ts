@@ -291,6 +291,12 @@ export interface DatasetInfo {
   readonly newerSnapshotId: number | null;
   /** `ferry_max_staleness` in ms (past it the dataset is not ready); null when it has no bound. */
   readonly maxStalenessMs: number | null;
+  /**
+   * The snapshot served before the current one, and its staleness now: the time since it was last
+   * known to be the store's current snapshot (its last check before the swap). An answer read at it
+   * while the swap happened is judged by this (`maxStalenessMs`). Absent before the first swap.
+   */
+  readonly replaced?: { readonly snapshotId: number; readonly stalenessMs: number };
 }
 
 export interface SwapEvent {

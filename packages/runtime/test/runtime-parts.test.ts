@@ -22,6 +22,7 @@ import { InspectionHub } from '../src/host/inspection-hub.js';
 import { redactingLogger } from '../src/host/redaction.js';
 import { RuntimeMetricsCounter } from '../src/host/runtime-metrics.js';
 import { sdkNoticeOnce } from '../src/host/sdk-notice.js';
+import { holdToStalenessBound } from '../src/host/staleness-bound.js';
 import { InlineResult, inlineRows, SchemaWithFirstBatch } from '../src/query/query-protocol.js';
 import { podYaml } from './support.js';
 
@@ -231,6 +232,44 @@ describe('DatasetRegistry readiness', () => {
     expect(() => registry.get('zz')).toThrow(
       "Table 'zz' is not a dataset of this runtime; the datasets are: a, b.",
     );
+  });
+});
+
+describe('the staleness bound judges the snapshot an answer read', () => {
+  const at = (servingSnapshotId: number, freshAtMs: number) =>
+    ({
+      servingSnapshotId,
+      state: 'serving',
+      freshAtMs,
+      storeSnapshotId: servingSnapshotId,
+    }) as unknown as DatasetStatus;
+
+  it('an answer read at a snapshot replaced since is as stale as that snapshot; a pinned one as the dataset', () => {
+    const registry = new DatasetRegistry(configs(['a']), [], () => undefined);
+    const a = registry.get('a');
+    a.rpc = {} as never;
+    const now = Date.now();
+    registry.setState(a, 'serving', at(7, now - 60_000));
+    registry.setState(a, 'polling', at(7, now - 60_000));
+    expect(registry.info(a).replaced).toBeUndefined();
+    // The check that found 8 began a second ago; 7 was last known current a minute ago.
+    registry.setState(a, 'serving', at(8, now - 1_000));
+    expect(registry.info(a).replaced).toMatchObject({ snapshotId: 7 });
+    expect(registry.info(a).replaced?.stalenessMs).toBeGreaterThanOrEqual(60_000);
+    const info = () => registry.info(a);
+    expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 8 }], 30_000, info)).not.toThrow();
+    expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 7 }], 30_000, info)).toThrow(
+      expect.objectContaining({ code: 'ERR_STALE', dataset: 'a' }),
+    );
+    // Replaced twice while it ran: at least as stale as the snapshot replaced last.
+    expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 6 }], 30_000, info)).toThrow(
+      expect.objectContaining({ code: 'ERR_STALE' }),
+    );
+    expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 7 }], 30_000, info, { A: 7 })).not.toThrow();
+    // A thread restarting (no status for a while) replaces nothing.
+    registry.setState(a, 'restarting', undefined);
+    registry.setState(a, 'serving', at(8, now));
+    expect(registry.info(a).replaced).toMatchObject({ snapshotId: 7 });
   });
 });
 

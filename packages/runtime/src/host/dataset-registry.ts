@@ -27,6 +27,8 @@ export interface DatasetEntry {
   incarnation: number;
   /** While its writer's signed heartbeat cannot vouch for what it serves: since when (`freshness`). */
   heartbeatStaleSinceMs?: number | undefined;
+  /** The status of the snapshot served before this one, as it was when that one was replaced. */
+  replaced?: DatasetStatus | undefined;
 }
 
 export class DatasetRegistry {
@@ -129,8 +131,11 @@ export class DatasetRegistry {
 
   info(entry: DatasetEntry): DatasetInfo {
     const status = this.status(entry);
+    const nowMs = Date.now();
     const staleness =
-      status === undefined || !this.serving(entry) ? undefined : datasetStaleness(status, Date.now());
+      status === undefined || !this.serving(entry) ? undefined : datasetStaleness(status, nowMs);
+    const replaced = entry.replaced;
+    const replacedId = replaced?.servingSnapshotId;
     return {
       name: entry.name,
       engine: entry.config?.engine,
@@ -141,6 +146,14 @@ export class DatasetRegistry {
       stalenessMs: staleness?.stalenessMs ?? null,
       newerSnapshotId: staleness?.newerSnapshotId ?? null,
       maxStalenessMs: entry.config?.maxStalenessMs ?? null,
+      ...(replaced === undefined || replacedId == null
+        ? {}
+        : {
+            replaced: {
+              snapshotId: replacedId,
+              stalenessMs: datasetStaleness(replaced, nowMs).stalenessMs ?? 0,
+            },
+          }),
     };
   }
 
@@ -159,6 +172,12 @@ export class DatasetRegistry {
   setState(entry: DatasetEntry, state: DatasetInfo['state'], status: DatasetStatus | undefined): void {
     const moved = entry.state !== state;
     if (moved) this.#states = undefined;
+    // A swap: what the replaced snapshot was last known as (with the checks made while parked).
+    const before = entry.status === undefined ? undefined : this.status(entry);
+    const served = before?.servingSnapshotId;
+    if (served != null && status?.servingSnapshotId != null && status.servingSnapshotId !== served) {
+      entry.replaced = before;
+    }
     entry.state = state;
     entry.status = status;
     if (moved) this.#onState({ dataset: entry.name, state, status });

@@ -513,7 +513,12 @@ class HostRuntime implements Runtime {
 
   /** `answer`, unless the client's staleness bound (`maxStalenessMs`) refuses a dataset it read. */
   #holdToBound<T extends QueryProvenance>(answer: T, options: QueryOptions): T {
-    holdToStalenessBound(answer.datasets, options.maxStalenessMs, (name) => this.status(name));
+    holdToStalenessBound(
+      answer.datasets,
+      options.maxStalenessMs,
+      (name) => this.status(name),
+      options.snapshots,
+    );
     return answer;
   }
 

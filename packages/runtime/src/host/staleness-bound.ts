@@ -70,18 +70,31 @@ export function checkMaxStaleness(maxStalenessMs: unknown): void {
   );
 }
 
-/** Throws `StaleReadError` for the first dataset `read` that is staler than `maxStalenessMs`. */
+/**
+ * Throws `StaleReadError` for the first dataset `read` that is staler than `maxStalenessMs`. A
+ * dataset is judged at the snapshot read: the one it serves, or, for an answer read while a swap
+ * replaced it, the one replaced (staler: it was last known current at its last check before the
+ * swap; one replaced earlier still is judged at least as stale). A pinned dataset (`pins`) is
+ * judged as the dataset it is (pin and bound answer different questions).
+ */
 export function holdToStalenessBound(
-  read: readonly { readonly name: string }[],
+  read: readonly { readonly name: string; readonly snapshotId?: number }[],
   maxStalenessMs: number | undefined,
   info: (name: string) => DatasetInfo,
+  pins: Readonly<Record<string, number>> = {},
   nowMs: number = Date.now(),
 ): void {
   if (maxStalenessMs === undefined) return;
-  for (const { name } of read) {
+  const pinned = new Set(Object.keys(pins).map((name) => name.toLowerCase()));
+  for (const { name, snapshotId } of read) {
     const dataset = info(name);
     const status = dataset.status;
-    const staleness = status === undefined ? null : datasetStaleness(status, nowMs).stalenessMs;
+    let staleness = status === undefined ? null : datasetStaleness(status, nowMs).stalenessMs;
+    const replacedSince =
+      snapshotId !== undefined && snapshotId !== status?.servingSnapshotId && !pinned.has(name.toLowerCase());
+    if (replacedSince && dataset.replaced !== undefined) {
+      staleness = Math.max(staleness ?? 0, dataset.replaced.stalenessMs);
+    }
     if (!isStalerThan(staleness, maxStalenessMs)) continue;
     // Staleness falls only at a check: retry when the next one is due (at least a second away).
     const due = status?.nextPollDueMs;
