@@ -169,6 +169,15 @@ describe("a client's bound: on a revalidation (If-None-Match), and values that a
     const malformed = await sql(base, statement, { 'if-none-match': etag, 'x-ferry-max-staleness': 'soon' });
     expect(malformed.status).toBe(400);
     expect(malformed.json()).toMatchObject({ code: 'ERR_INVALID_FRESHNESS_HEADER' });
+    // 0 (any spelling of it, '0.4ms' rounded) accepts only a dataset known current this instant.
+    for (const zero of ['0s', '0.4ms', '0m0s']) {
+      const answer = await sql(base, statement, { 'x-ferry-max-staleness': zero });
+      expect(answer.status).toBe(503);
+      expect(answer.json()).toMatchObject({
+        code: 'ERR_STALE',
+        error: expect.stringContaining('past the 0ms this query allows'),
+      });
+    }
     // The header sent twice arrives as one list: 400 saying so, not "not a duration".
     const twice = new Headers({ 'content-type': 'text/plain' });
     twice.append('x-ferry-max-staleness', '1h');

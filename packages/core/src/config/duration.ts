@@ -13,9 +13,13 @@ const SEGMENT = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
 
 /**
  * Why `text` is not a usable duration, or its length in whole milliseconds (rounded). The reason
- * is a clause naming the value, e.g. `'0s' is zero; use a positive duration such as 30s`.
+ * is a clause naming the value, e.g. `'0s' is zero; use a positive duration such as 30s`. With
+ * `allowZero` (a staleness bound, where 0 means "known current now"), a zero one is 0.
  */
-export function durationOrProblem(text: string): number | { readonly problem: string } {
+export function durationOrProblem(
+  text: string,
+  options: { readonly allowZero?: boolean } = {},
+): number | { readonly problem: string } {
   const trimmed = text.trim();
   const body = trimmed.startsWith('-') ? trimmed.slice(1).trim() : trimmed;
   let total = 0;
@@ -34,7 +38,9 @@ export function durationOrProblem(text: string): number | { readonly problem: st
   if (trimmed.startsWith('-') && ms > 0) {
     return { problem: `'${text}' is negative; use a positive duration such as 30s` };
   }
-  if (ms === 0) return { problem: `'${text}' is zero; use a positive duration such as 30s` };
+  if (ms === 0 && options.allowZero !== true) {
+    return { problem: `'${text}' is zero; use a positive duration such as 30s` };
+  }
   if (ms > MAX_DURATION_MS) return { problem: `'${text}' is longer than 24d; use at most 24d` };
   return ms;
 }

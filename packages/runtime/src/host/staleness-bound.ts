@@ -29,8 +29,7 @@ export function maxStalenessOption(value: string | undefined): { maxStalenessMs?
     const problem = `'${trimmed}' names more than one bound (the header sent twice, or a list); send one duration, such as 30s`;
     throw new FreshnessHeaderError(MAX_STALENESS_HEADER, problem);
   }
-  if (/^0+(\.0+)?(ms|s|m|h|d)$/.test(trimmed)) return { maxStalenessMs: 0 };
-  const parsed = durationOrProblem(trimmed);
+  const parsed = durationOrProblem(trimmed, { allowZero: true });
   if (typeof parsed === 'number') return { maxStalenessMs: parsed };
   throw new FreshnessHeaderError(MAX_STALENESS_HEADER, parsed.problem);
 }
