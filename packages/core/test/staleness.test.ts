@@ -41,6 +41,32 @@ describe('staleness on the dataset machine', () => {
     expect(stalenessOf(h).stalenessMs).toBe(0);
   });
 
+  it('a store that names no current snapshot (metadata.json gone, no entry, no current id) does not make it fresh', async () => {
+    const h = await serving();
+    await h.advance(INTERVAL);
+    expect(stalenessOf(h).stalenessMs).toBe(0);
+    h.store.exists = false;
+    await h.advance(INTERVAL);
+    await h.advance(INTERVAL);
+    expect(h.status()).toMatchObject({ lastPollResult: 'waiting', servingSnapshotId: 1 });
+    expect(stalenessOf(h)).toMatchObject({ stalenessMs: 2 * INTERVAL, sinceMs: INTERVAL });
+    h.store.exists = true;
+    h.store.hasEntry = false;
+    await h.advance(INTERVAL);
+    h.store.hasEntry = true;
+    h.store.currentSnapshotId = undefined;
+    h.store.touch();
+    await h.advance(INTERVAL);
+    expect(h.status().lastPollResult).toBe('waiting');
+    expect(stalenessOf(h).stalenessMs).toBe(4 * INTERVAL);
+    // The store names the served snapshot again: fresh from that check.
+    h.store.currentSnapshotId = 1;
+    h.store.touch();
+    await h.advance(INTERVAL);
+    expect(h.status().lastPollResult).toBe('same');
+    expect(stalenessOf(h).stalenessMs).toBe(0);
+  });
+
   it('a newer snapshot it knows of but refused: stale, and names it', async () => {
     const h = await serving();
     h.store.publish(2, { engine: 'sqlite' });

@@ -584,7 +584,8 @@ const READ_RESULTS: ReadonlySet<PollResult> = new Set([
  * was a 304, or did not happen), and `freshAtMs` moved to the check's start when it read the store
  * and the dataset now serves that id or a newer one ("a successful check that found nothing newer,
  * or the load of the current one"). A check that failed, refused a newer snapshot, or fell back to
- * an older one leaves `freshAtMs` where it was, so staleness keeps growing.
+ * an older one leaves `freshAtMs` where it was, so staleness keeps growing; so does one whose store
+ * names no current snapshot (no metadata.json, no entry, no current id): it vouches for nothing.
  */
 function checkedFreshness(
   context: DatasetContext,
@@ -596,7 +597,7 @@ function checkedFreshness(
   const previous = context.storeSnapshotId ?? null;
   const storeSnapshotId = result === 'unchanged' || !read ? previous : (dataset?.currentSnapshotId ?? null);
   const servingId = context.serving?.snapshotId;
-  const fresh = read && servingId !== undefined && (storeSnapshotId === null || storeSnapshotId <= servingId);
+  const fresh = read && servingId !== undefined && storeSnapshotId !== null && storeSnapshotId <= servingId;
   const before = context.freshAtMs ?? null;
   return {
     storeSnapshotId,
