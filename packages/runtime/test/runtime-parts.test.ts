@@ -242,6 +242,7 @@ describe('the staleness bound judges the snapshot an answer read', () => {
       state: 'serving',
       freshAtMs,
       storeSnapshotId: servingSnapshotId,
+      nextPollDueMs: freshAtMs + 3_600_000,
     }) as unknown as DatasetStatus;
 
   it('an answer read at a snapshot replaced since is as stale as that snapshot; a pinned one as the dataset', () => {
@@ -258,8 +259,13 @@ describe('the staleness bound judges the snapshot an answer read', () => {
     expect(registry.info(a).replaced?.stalenessMs).toBeGreaterThanOrEqual(60_000);
     const info = () => registry.info(a);
     expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 8 }], 30_000, info)).not.toThrow();
+    // Refused, with a retry at once: the snapshot served now is within the bound.
     expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 7 }], 30_000, info)).toThrow(
-      expect.objectContaining({ code: 'ERR_STALE', dataset: 'a' }),
+      expect.objectContaining({ code: 'ERR_STALE', dataset: 'a', retryAfterSeconds: 1 }),
+    );
+    // Past it at the snapshot served too: retry when the next check is due.
+    expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 8 }], 500, info)).toThrow(
+      expect.objectContaining({ code: 'ERR_STALE', retryAfterSeconds: 3_599 }),
     );
     // Replaced twice while it ran: at least as stale as the snapshot replaced last.
     expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 6 }], 30_000, info)).toThrow(

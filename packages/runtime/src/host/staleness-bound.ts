@@ -88,15 +88,17 @@ export function holdToStalenessBound(
   for (const { name, snapshotId } of read) {
     const dataset = info(name);
     const status = dataset.status;
-    let staleness = status === undefined ? null : datasetStaleness(status, nowMs).stalenessMs;
+    const served = status === undefined ? null : datasetStaleness(status, nowMs).stalenessMs;
     const replacedSince =
       snapshotId !== undefined && snapshotId !== status?.servingSnapshotId && !pinned.has(name.toLowerCase());
-    if (replacedSince && dataset.replaced !== undefined) {
-      staleness = Math.max(staleness ?? 0, dataset.replaced.stalenessMs);
-    }
+    const staleness =
+      replacedSince && dataset.replaced !== undefined
+        ? Math.max(served ?? 0, dataset.replaced.stalenessMs)
+        : served;
     if (!isStalerThan(staleness, maxStalenessMs)) continue;
-    // Staleness falls only at a check: retry when the next one is due (at least a second away).
-    const due = status?.nextPollDueMs;
+    // The snapshot served now is within the bound: a retry reads it. Else staleness falls only at a
+    // check: retry when the next one is due (at least a second away).
+    const due = isStalerThan(served, maxStalenessMs) ? status?.nextPollDueMs : undefined;
     const retryAfterSeconds = Math.max(1, Math.ceil(((due ?? nowMs) - nowMs) / 1000));
     throw new StaleReadError(name, staleness, maxStalenessMs, retryAfterSeconds);
   }
