@@ -17,6 +17,8 @@ import type { ArrowResult, ResultSource } from './result-source.js';
 export interface Pending {
   readonly result: ArrowResult;
   readonly controller: AbortController;
+  /** The pins (`x-ferry-snapshot`) the result was read with: a bound at DoGet judges them as datasets. */
+  readonly pins?: Readonly<Record<string, number>>;
 }
 
 /** An open prepared statement and the parameters bound to it last. */

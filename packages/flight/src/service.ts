@@ -16,7 +16,7 @@ import {
   snapshotPinsOption,
 } from '@ferry/runtime';
 import { Metadata, type ServerDuplexStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import { type FlightContext, report, serverStream, unary } from './calls.js';
+import { type FlightContext, type Pending, report, serverStream, unary } from './calls.js';
 import { SCHEMA_NAME } from './catalog.js';
 import { FlightRequestError, FlightUnsupportedError } from './errors.js';
 import { handshake } from './handshake.js';
@@ -51,18 +51,14 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
         return flightInfo(descriptor, schema, descriptor.cmd, -1);
       }
       if (request.kind !== 'statement') throw new FlightRequestError('A ticket is not a descriptor.');
+      const options = resultOptions(call.metadata);
       const controller = new AbortController();
       // A client that cancels while the statement runs stops it there, not once it has its schema.
       const cancel = (): void => controller.abort();
       call.once('cancelled', cancel);
       let result: ArrowResult;
       try {
-        result = await source.stream(
-          request.sql,
-          request.params,
-          controller.signal,
-          resultOptions(call.metadata),
-        );
+        result = await source.stream(request.sql, request.params, controller.signal, options);
       } finally {
         call.off('cancelled', cancel);
       }
@@ -70,7 +66,11 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
         controller.abort();
         throw new FlightRequestError('The client cancelled GetFlightInfo.');
       }
-      const handle = pending.add({ result, controller });
+      const handle = pending.add({
+        result,
+        controller,
+        ...(options.snapshots === undefined ? {} : { pins: options.snapshots }),
+      });
       const ticket = packSql('TicketStatementQuery', { statementHandle: handle });
       return flightInfo(descriptor, result.schema, ticket, result.totalRows);
     }),
@@ -115,16 +115,13 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       let result: ArrowResult;
       let controller: AbortController;
       if (request.kind === 'ticket') {
-        ({ result, controller } = pending.take(request.handle));
-        // GetFlightInfo judged the bound it was sent; DoGet's own holds too, now, when the rows go out.
+        let pins: Pending['pins'];
+        ({ result, controller, pins } = pending.take(request.handle));
+        // GetFlightInfo judged the bound it was sent; DoGet's own holds too, now, when the rows go out
+        // (a dataset pinned where the result was read is judged as the dataset, as there).
         try {
-          const { maxStalenessMs, snapshots } = resultOptions(call.metadata);
-          holdToStalenessBound(
-            result.datasets ?? [],
-            maxStalenessMs,
-            (name) => runtime.status(name),
-            snapshots,
-          );
+          const { maxStalenessMs } = resultOptions(call.metadata);
+          holdToStalenessBound(result.datasets ?? [], maxStalenessMs, (name) => runtime.status(name), pins);
         } catch (error) {
           controller.abort();
           throw error;

@@ -22,6 +22,7 @@ import {
   serveDatasets,
   sqlCommand,
   statementWithMetadata,
+  tableOf,
   USERS_SQL,
 } from './support.js';
 
@@ -111,13 +112,19 @@ describe('freshness over Flight', () => {
       .poll(() => served.runtime.status('orders').stalenessMs, { timeout: 10_000, interval: 100 })
       .toBeGreaterThan(3_000);
     const read = served.runtime.status('orders').status?.servingSnapshotId;
-    const info = await call<FlightInfoMessage>((done) =>
-      stub.GetFlightInfo(
-        { type: 'CMD', cmd: sqlCommand('CommandStatementQuery', { query: 'SELECT id FROM orders' }) },
-        bearer(),
-        done,
-      ),
-    );
+    const getFlightInfo = (metadata: Metadata) =>
+      call<FlightInfoMessage>((done) =>
+        stub.GetFlightInfo(
+          { type: 'CMD', cmd: sqlCommand('CommandStatementQuery', { query: 'SELECT id FROM orders' }) },
+          metadata,
+          done,
+        ),
+      );
+    const info = await getFlightInfo(bearer());
+    // The same read pinned to that snapshot (on GetFlightInfo only, where the statement runs).
+    const pinnedMetadata = bearer();
+    pinnedMetadata.set('x-ferry-snapshot', `orders=${read}`);
+    const pinned = await getFlightInfo(pinnedMetadata);
     // A newer snapshot is published and swapped in: the dataset is fresh again (its check just now).
     const published = await publishSnapshot({
       dataset: 'orders',
@@ -144,6 +151,11 @@ describe('freshness over Flight', () => {
       /Dataset 'orders' is \d+(\.\d)?s stale, past the 2s this query allows/,
     );
     expect(read).not.toBe(published.snapshotId);
+    // A pinned read is judged as the dataset (pin and bound answer different questions).
+    const pinnedRows = await collect(
+      stub.DoGet({ ticket: pinned.endpoint[0]?.ticket.ticket as Buffer }, withBound('2s')),
+    );
+    expect(tableOf(pinnedRows).numRows).toBeGreaterThan(0);
     // Read again, the current snapshot is within the bound.
     expect((await query('SELECT id FROM orders', withBound('2s'))).snapshot).toBe(
       `orders=${published.snapshotId}`,
