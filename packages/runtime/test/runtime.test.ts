@@ -229,16 +229,14 @@ describe('runtime: shared metadata reads', () => {
 
 describe('runtime: staleness measured from a shared read', () => {
   /**
-   * Open (coordinator/metadata-reader.ts, dataset/dataset-host.ts): a check answered from the
-   * location's shared read (a read younger than the reuse window, `metadataWindowMs`, at most half
-   * the check interval) counts the dataset fresh from the start of its own check, not from when the
-   * read it was answered with began. Here `quick` bootstraps after `slow` (one bootstrap at a time)
-   * on the document `slow`'s check read; `quick` v2 is published after that read and before
-   * `quick`'s check starts: `quick` serves v1 with a staleness of about 0, and an answer under a
-   * 500 ms bound reads v1 though v2 was the store's for over a second. `it.fails` until the reply
-   * carries when its read began and the machine measures from the earlier of the two.
+   * End to end (f766278): a check answered from the location's shared read (a read younger than the
+   * reuse window, `metadataWindowMs`, at most half the check interval) is fresh from when that read
+   * began, not from the start of its own check. Here `quick` bootstraps after `slow` (one bootstrap
+   * at a time) on the document `slow`'s check read; `quick` v2 is published after that read and
+   * before `quick`'s check starts. Before f766278 `quick` served v1 with a staleness of about 0,
+   * and an answer under a 500 ms bound read v1 though v2 had been the store's for over a second.
    */
-  it.fails('a check answered with an earlier read is fresh from that read, not from its own start', async () => {
+  it('a check answered with an earlier read is fresh from that read, not from its own start', async () => {
     const prefix = 'shared-read/';
     await publishVersion(aws, 'slow', 'duckdb', 1, { rows: 2, prefix });
     await publishVersion(aws, 'quick', 'duckdb', 1, { rows: 2, prefix });
