@@ -15,6 +15,18 @@
  * (per query) are judged with {@link isStalerThan}; the readiness crossings with {@link staleCrossings}.
  */
 
+/**
+ * Whether a check that read the store makes the reader fresh: it serves the store's current
+ * snapshot or a newer one. A store that names no current snapshot (no metadata.json, no entry, no
+ * current id: `storeSnapshotId` null) vouches for nothing.
+ */
+export function storeVouchesFor(
+  servingSnapshotId: number | undefined,
+  storeSnapshotId: number | null,
+): boolean {
+  return servingSnapshotId !== undefined && storeSnapshotId !== null && storeSnapshotId <= servingSnapshotId;
+}
+
 /** The facts staleness is computed from; any `DatasetStatus` fits. */
 export interface StalenessFacts {
   readonly servingSnapshotId: number | null;

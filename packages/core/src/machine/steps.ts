@@ -26,6 +26,7 @@ import {
   OLDER_THAN_LOADED,
   waitingForFirstSnapshot,
 } from './log-lines.js';
+import { storeVouchesFor } from './staleness.js';
 import type {
   AuthenticateSnapshotInput,
   DatasetContext,
@@ -597,7 +598,7 @@ function checkedFreshness(
   const previous = context.storeSnapshotId ?? null;
   const storeSnapshotId = result === 'unchanged' || !read ? previous : (dataset?.currentSnapshotId ?? null);
   const servingId = context.serving?.snapshotId;
-  const fresh = read && servingId !== undefined && storeSnapshotId !== null && storeSnapshotId <= servingId;
+  const fresh = read && storeVouchesFor(servingId, storeSnapshotId);
   const before = context.freshAtMs ?? null;
   return {
     storeSnapshotId,

@@ -15,6 +15,7 @@ export {
   type StalenessFacts,
   staleCrossingMessage,
   staleCrossings,
+  storeVouchesFor,
 } from './staleness.js';
 export {
   type DatasetSnapshotLike,

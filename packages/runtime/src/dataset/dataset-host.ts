@@ -31,6 +31,7 @@ import {
   type ReadMetadataInput,
   type ReadMetadataOutput,
   type SwapSnapshotInput,
+  storeVouchesFor,
   type VerifySnapshotInput,
 } from '@ferry/core/machine';
 import {
@@ -519,13 +520,11 @@ export class DatasetHost {
       unposted,
     });
     this.#parkedToken = token;
-    const serving = context.serving?.snapshotId;
-    const store = context.storeSnapshotId;
     this.#ports.coordinator.postMessage({
       type: 'park',
       token,
       ...offer,
-      freshens: serving !== undefined && (store === null || store <= serving),
+      freshens: storeVouchesFor(context.serving?.snapshotId, context.storeSnapshotId),
     } satisfies DatasetToCoordinator);
   }
 
