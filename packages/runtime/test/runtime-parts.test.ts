@@ -7,10 +7,16 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type DatasetConfig, type DatasetStatus, levelWanted, loadSpicepod } from '@ferry/core';
+import {
+  type DatasetConfig,
+  type DatasetStatus,
+  freshnessClock,
+  levelWanted,
+  loadSpicepod,
+} from '@ferry/core';
 import { batchesFromIpc, batchToIpc } from '@ferry/engines/namespaces';
 import { type RecordBatch, tableFromArrays } from 'apache-arrow';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { StateEvent, SwapEvent } from '../src/api.js';
 import { lowestLevel } from '../src/common/log-levels.js';
 import { defaultLogger, memoryLogger } from '../src/common/logging.js';
@@ -232,6 +238,33 @@ describe('DatasetRegistry readiness', () => {
     expect(() => registry.get('zz')).toThrow(
       "Table 'zz' is not a dataset of this runtime; the datasets are: a, b.",
     );
+  });
+});
+
+describe('staleness on the freshness clock', () => {
+  it('a step back of the wall clock neither freezes staleness at 0 nor lets a bound pass', () => {
+    const registry = new DatasetRegistry(configs(['a']), [], () => undefined);
+    const a = registry.get('a');
+    a.rpc = {} as never;
+    // Checked 5 s ago on the freshness clock (what a dataset thread stamps its checks with).
+    const status = {
+      servingSnapshotId: 7,
+      state: 'serving',
+      freshAtMs: freshnessClock() - 5_000,
+      storeSnapshotId: 7,
+      nextPollDueMs: freshnessClock() + 55_000,
+    } as unknown as DatasetStatus;
+    registry.setState(a, 'serving', status);
+    const wall = Date.now();
+    const stepped = vi.spyOn(Date, 'now').mockReturnValue(wall - 3_600_000);
+    try {
+      expect(registry.info(a).stalenessMs).toBeGreaterThanOrEqual(5_000);
+      expect(() =>
+        holdToStalenessBound([{ name: 'a', snapshotId: 7 }], 1_000, () => registry.info(a)),
+      ).toThrow(expect.objectContaining({ code: 'ERR_STALE' }));
+    } finally {
+      stepped.mockRestore();
+    }
   });
 });
 

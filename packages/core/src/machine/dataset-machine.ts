@@ -27,6 +27,7 @@ import {
 import { SPICE_RETRY_BACKOFF } from '../backoff.js';
 import * as decide from './decisions.js';
 import { ActorNotProvidedError } from './errors.js';
+import { freshnessClock } from './staleness.js';
 import * as steps from './steps.js';
 import type {
   AuthenticateSnapshotInput,
@@ -636,8 +637,8 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
   });
 }
 
-/** The dataset machine on the real clock (`Date.now`, `Math.random`): the runtime's, and the inspector's definition. */
-export const datasetMachine = createDatasetMachine({ now: Date.now, random: Math.random });
+/** The dataset machine on the real clock ({@link freshnessClock}, `Math.random`): the inspector's definition. */
+export const datasetMachine = createDatasetMachine({ now: freshnessClock, random: Math.random });
 
 export type DatasetMachine = ReturnType<typeof createDatasetMachine>;
 export type DatasetSnapshot = SnapshotFrom<DatasetMachine>;

@@ -16,6 +16,17 @@
  */
 
 /**
+ * The clock every freshness instant is taken on (a check's start, a read's start, staleness "now"),
+ * in milliseconds since the epoch: the wall clock at the process's start plus the monotonic time
+ * since. A step of the wall clock (NTP, a VM resumed) neither freezes staleness at 0 (a check
+ * stamped in the future) nor makes every dataset look stale; worker threads share the process's
+ * time origin, so every thread reads the same clock.
+ */
+export function freshnessClock(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
  * Whether a check that read the store makes the reader fresh: it serves the store's current
  * snapshot or a newer one. A store that names no current snapshot (no metadata.json, no entry, no
  * current id: `storeSnapshotId` null) vouches for nothing.

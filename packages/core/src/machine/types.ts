@@ -120,7 +120,7 @@ export type ReadMetadataOutput = (
 export interface DatasetMachineClock {
   /**
    * "Now" in milliseconds on the same clock the actor's timers run on. XState's `Clock` has no
-   * `now()`, so the runtime passes `Date.now` and tests pass `() => clock.now()`.
+   * `now()`, so the runtime passes `freshnessClock` and tests pass `() => clock.now()`.
    */
   readonly now: () => number;
   /** Jitter source in [0, 1) for the retry backoff. */

@@ -8,6 +8,7 @@ export {
   type BoundedStaleness,
   datasetStaleness,
   formatStaleness,
+  freshnessClock,
   isStalerThan,
   nextStaleCrossingMs,
   type StaleCrossing,

@@ -9,7 +9,13 @@
  * (`document`), so a parked dataset's check and a polling dataset's share one GET (docs/threads.md).
  */
 import type { ObjectStore } from '@ferry/core/base';
-import { getDataset, maxMetadataBytes, type ParsedMetadata, parseMetadata } from '@ferry/core/base';
+import {
+  freshnessClock,
+  getDataset,
+  maxMetadataBytes,
+  type ParsedMetadata,
+  parseMetadata,
+} from '@ferry/core/base';
 import type { MetadataReply } from '../common/protocol.js';
 
 const METADATA_KEY = 'metadata.json';
@@ -37,7 +43,7 @@ export interface MetadataReaderOptions {
   readonly keepHistory?: (dataset: string) => boolean;
 }
 
-/** One successful read of the document: its ETag, and when the read began and ended (`Date.now()`). */
+/** One successful read of the document: its ETag, and when the read began and ended (`freshnessClock()`). */
 export interface MetadataObservation {
   readonly etag: string | undefined;
   readonly startedAtMs: number;
@@ -142,7 +148,7 @@ export class LocationMetadataReader {
   /** The last read if younger than the reuse window, else a new read. */
   #recent(): Promise<Document> {
     const cached = this.#document;
-    return cached !== undefined && Date.now() - cached.atMs < this.#windowMs
+    return cached !== undefined && freshnessClock() - cached.atMs < this.#windowMs
       ? Promise.resolve(cached)
       : this.#read();
   }
@@ -156,7 +162,7 @@ export class LocationMetadataReader {
 
   async #get(): Promise<Document> {
     const previous = this.#document;
-    const atMs = Date.now();
+    const atMs = freshnessClock();
     this.#gets++;
     let document: Document;
     try {
@@ -188,7 +194,7 @@ export class LocationMetadataReader {
       return { etag: undefined, metadata: undefined, error, atMs: Number.NEGATIVE_INFINITY };
     }
     this.#document = document;
-    const endedAtMs = Date.now();
+    const endedAtMs = freshnessClock();
     for (const observer of this.#observers) observer({ etag: document.etag, startedAtMs: atMs, endedAtMs });
     return document;
   }

@@ -29,6 +29,7 @@ import {
   createOutageTracker,
   currentSnapshotIds,
   diffCurrentIds,
+  freshnessClock,
   locationDisplay,
   locationKey,
   type MissedCommitDetector,
@@ -58,7 +59,7 @@ export interface NotificationConsumerOptions {
   report(event: NotificationEvent): void;
   /** Milliseconds between outage retries are `backoffDelayMs(SQS_OUTAGE_BACKOFF, attempt) × backoffScale`. */
   readonly options?: RuntimeOptions['notifications'];
-  /** The clock outages are measured on; default `Date.now`. */
+  /** The clock outages are measured on; default {@link freshnessClock} (the metadata reader's, whose reads it matches). */
   readonly now?: () => number;
 }
 
@@ -159,7 +160,7 @@ export class NotificationConsumer {
     this.#datasets = options.datasets.filter((dataset) => names.has(dataset.name));
     const first = this.#datasets[0];
     this.#reader = first === undefined ? undefined : options.readerFor(first);
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? freshnessClock;
   }
 
   start(): void {

@@ -7,6 +7,7 @@
  * its ETag) or wakes it to check for itself (anything else: a new ETag, no document, a failed
  * read). An unchanged location wakes no dataset thread.
  */
+import { freshnessClock } from '@ferry/core/base';
 import type { LiveStatus } from '../common/shared-slots.js';
 import type { DocumentSeen } from './metadata-reader.js';
 
@@ -45,7 +46,7 @@ export class ParkedChecks {
   constructor(options: ParkedChecksOptions) {
     this.#read = options.read;
     this.#live = options.live;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? freshnessClock;
   }
 
   /** A dataset parks (again): its checks are this location's from now on. */

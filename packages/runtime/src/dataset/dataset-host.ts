@@ -25,6 +25,7 @@ import {
   datasetStatus,
   type EngineName,
   fileFormatOf,
+  freshnessClock,
   type LoadedSnapshot,
   levelWanted,
   type PreparedSnapshot,
@@ -548,7 +549,7 @@ export class DatasetHost {
         count: Math.max(0, checks.polls - context.counters.polls),
         lastPollAtMs: checks.lastPollAtMs,
         lastReadAtMs: checks.freshAtMs ?? checks.lastPollAtMs,
-        nextPollDueMs: checks.nextPollDueMs ?? context.nextPollDueMs ?? Date.now(),
+        nextPollDueMs: checks.nextPollDueMs ?? context.nextPollDueMs ?? freshnessClock(),
       });
     } finally {
       this.#waking = false;
@@ -558,7 +559,7 @@ export class DatasetHost {
   #createActor(): Actor<DatasetMachine> {
     const config = this.#data.dataset;
     const machine = createDatasetMachine({
-      now: Date.now,
+      now: freshnessClock,
       random: Math.random,
       park: (etag, dueMs) => this.#offerPark(etag, dueMs),
     }).provide({
@@ -636,7 +637,7 @@ export class DatasetHost {
   }
 
   #inspected(event: XStateInspectionEvent): void {
-    const plain = toInspectionEvent(this.name, event, this.#actor.sessionId, Date.now());
+    const plain = toInspectionEvent(this.name, event, this.#actor.sessionId, freshnessClock());
     if (plain !== undefined) this.#toHost({ type: 'inspect', event: plain });
   }
 

@@ -7,7 +7,12 @@
  * `freshness` report the host's metrics count. A read that fails keeps judging by the last
  * statement verified, so an unreachable store cannot hide an expiry.
  */
-import { type Freshness, type HeartbeatStatement, heartbeatFreshness } from '@ferry/core/machine';
+import {
+  type Freshness,
+  freshnessClock,
+  type HeartbeatStatement,
+  heartbeatFreshness,
+} from '@ferry/core/machine';
 
 export interface FreshnessWatchOptions {
   readonly dataset: string;
@@ -65,7 +70,7 @@ export class FreshnessWatch {
       const problem = `the heartbeat statement could not be read (${(error as Error).message})`;
       statement = this.#lastVerified ?? { problem };
     }
-    const nowMs = Date.now();
+    const nowMs = freshnessClock();
     const judged = heartbeatFreshness({
       dataset: options.dataset,
       location: options.location(),

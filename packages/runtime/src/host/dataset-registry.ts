@@ -6,7 +6,13 @@
  */
 import { EventEmitter } from 'node:events';
 import type { MessagePort } from 'node:worker_threads';
-import { type ConfigIssue, type DatasetConfig, type DatasetStatus, datasetStaleness } from '@ferry/core/base';
+import {
+  type ConfigIssue,
+  type DatasetConfig,
+  type DatasetStatus,
+  datasetStaleness,
+  freshnessClock,
+} from '@ferry/core/base';
 import type { DatasetInfo, StateEvent } from '../api.js';
 import type { HostToDataset } from '../common/protocol.js';
 import type { RpcClient } from '../common/rpc.js';
@@ -131,7 +137,7 @@ export class DatasetRegistry {
 
   info(entry: DatasetEntry): DatasetInfo {
     const status = this.status(entry);
-    const nowMs = Date.now();
+    const nowMs = freshnessClock();
     const staleness =
       status === undefined || !this.serving(entry) ? undefined : datasetStaleness(status, nowMs);
     const replaced = entry.replaced;

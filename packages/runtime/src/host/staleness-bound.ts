@@ -6,7 +6,13 @@
  * that names a stale dataset only in a branch it did not read is not refused. Without a bound, no
  * check (the default).
  */
-import { datasetStaleness, durationOrProblem, isStalerThan, parseSnapshotPins } from '@ferry/core/base';
+import {
+  datasetStaleness,
+  durationOrProblem,
+  freshnessClock,
+  isStalerThan,
+  parseSnapshotPins,
+} from '@ferry/core/base';
 import type { DatasetInfo, QueryProvenance } from '../api.js';
 import { FreshnessHeaderError, StaleReadError } from '../errors.js';
 
@@ -81,7 +87,7 @@ export function holdToStalenessBound(
   maxStalenessMs: number | undefined,
   info: (name: string) => DatasetInfo,
   pins: Readonly<Record<string, number>> = {},
-  nowMs: number = Date.now(),
+  nowMs: number = freshnessClock(),
 ): void {
   if (maxStalenessMs === undefined) return;
   const pinned = new Set(Object.keys(pins).map((name) => name.toLowerCase()));
