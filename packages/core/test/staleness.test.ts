@@ -2,10 +2,11 @@
  * Staleness (what the reader knows, not the data's age), on the dataset machine run on a
  * SimulatedClock with the fakes of `machine-harness.ts`, and the pure readiness crossings.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   type BoundedStaleness,
   datasetStaleness,
+  freshnessClock,
   isStalerThan,
   nextStaleCrossingMs,
   staleCrossings,
@@ -184,5 +185,30 @@ describe('staleness bounds', () => {
   it('the next look is due when the first fresh dataset would cross', () => {
     expect(nextStaleCrossingMs([at(10_000), at(25_000, 'users'), at(40_000, 'late')])).toBe(5_001);
     expect(nextStaleCrossingMs([at(40_000), at(null, 'users')])).toBeUndefined();
+  });
+});
+
+describe('the freshness clock', () => {
+  // Last in the file: it leaves this worker's clock an hour ahead (files run isolated).
+  it('ignores a step back of the wall clock, follows time the monotonic clock skips, and never goes back', () => {
+    const wall = vi.spyOn(Date, 'now');
+    try {
+      const before = freshnessClock();
+      // The wall clock set back an hour: the freshness clock goes on from where it was.
+      wall.mockReturnValue(Date.now() - 3_600_000);
+      const afterStepBack = freshnessClock();
+      expect(afterStepBack).toBeGreaterThanOrEqual(before);
+      expect(afterStepBack - before).toBeLessThan(1_000);
+      // The wall clock an hour ahead of the monotonic one (the machine slept, or a step forward): followed.
+      wall.mockRestore();
+      const ahead = vi.spyOn(Date, 'now').mockReturnValue(Date.now() + 3_600_000);
+      const afterSleep = freshnessClock();
+      expect(afterSleep - afterStepBack).toBeGreaterThanOrEqual(3_599_000);
+      // And kept when the wall clock falls back again: never back.
+      ahead.mockRestore();
+      expect(freshnessClock()).toBeGreaterThanOrEqual(afterSleep);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });

@@ -15,15 +15,23 @@
  * (per query) are judged with {@link isStalerThan}; the readiness crossings with {@link staleCrossings}.
  */
 
+/** How far the wall clock has been seen ahead of the process's monotonic clock (this thread's view). */
+let wallAheadMs = 0;
+
 /**
  * The clock every freshness instant is taken on (a check's start, a read's start, staleness "now"),
- * in milliseconds since the epoch: the wall clock at the process's start plus the monotonic time
- * since. A step of the wall clock (NTP, a VM resumed) neither freezes staleness at 0 (a check
- * stamped in the future) nor makes every dataset look stale; worker threads share the process's
- * time origin, so every thread reads the same clock.
+ * in milliseconds since the epoch: the process's monotonic clock (its time origin plus
+ * `performance.now()`, shared by its threads), moved forward whenever the wall clock is seen ahead
+ * of it, never back. So a step back of the wall clock (NTP, a clock set by hand) neither stamps a
+ * check in the future nor freezes staleness at 0, while time the monotonic clock does not count
+ * (the machine suspended) still counts as time the reader may have fallen behind. A step forward
+ * makes staleness grow until the next check, as it would on the wall clock: never less than it is.
  */
 export function freshnessClock(): number {
-  return performance.timeOrigin + performance.now();
+  const steady = performance.timeOrigin + performance.now();
+  const ahead = Date.now() - steady;
+  if (ahead > wallAheadMs) wallAheadMs = ahead;
+  return steady + wallAheadMs;
 }
 
 /**
