@@ -15,23 +15,18 @@
  * (per query) are judged with {@link isStalerThan}; the readiness crossings with {@link staleCrossings}.
  */
 
-/** How far the wall clock has been seen ahead of the process's monotonic clock (this thread's view). */
-let wallAheadMs = 0;
-
 /**
  * The clock every freshness instant is taken on (a check's start, a read's start, staleness "now"),
- * in milliseconds since the epoch: the process's monotonic clock (its time origin plus
- * `performance.now()`, shared by its threads), moved forward whenever the wall clock is seen ahead
- * of it, never back. So a step back of the wall clock (NTP, a clock set by hand) neither stamps a
- * check in the future nor freezes staleness at 0, while time the monotonic clock does not count
- * (the machine suspended) still counts as time the reader may have fallen behind. A step forward
- * makes staleness grow until the next check, as it would on the wall clock: never less than it is.
+ * in milliseconds since the epoch: the process's monotonic clock, its time origin plus
+ * `performance.now()`. Every thread of the process reads the same one (a worker shares the
+ * process's time origin), and a step of the wall clock (NTP, a clock set by hand) moves none of it:
+ * on `Date.now()`, a step back stamped checks in the future and froze staleness at 0 while checks
+ * failed. Like any monotonic clock it does not count time the machine spends suspended: a reader
+ * resumed after a sleep reads as fresh as when it slept until its next check (its timers wait on
+ * the same clock), which a notification or a query's wait for a check shortens.
  */
 export function freshnessClock(): number {
-  const steady = performance.timeOrigin + performance.now();
-  const ahead = Date.now() - steady;
-  if (ahead > wallAheadMs) wallAheadMs = ahead;
-  return steady + wallAheadMs;
+  return performance.timeOrigin + performance.now();
 }
 
 /**
