@@ -250,6 +250,54 @@ describe('signed snapshots on the local S3', () => {
     expect(await servedVersion(onlyB.runtime)).toEqual({ version: 4, snapshotId: third.snapshotId });
   });
 
+  it('revocation: after a restart, a live file signed only by a key removed from the list is not served, nor one downloaded before the keys were set', async () => {
+    const prefix = freshPrefix();
+    // Snapshot 1, signed with key A (a key that leaks): the reader trusting A serves it.
+    const leaked = await signedPublish(prefix, 1, keyA);
+    const trustingA = await startReader(prefix, [keyA]);
+    await servingSnapshot(trustingA, leaked.snapshotId);
+    await trustingA.runtime.close();
+
+    // The operator revokes A (only B trusted) and restarts; metadata.json still names snapshot 1.
+    // Its live file is not served: the store's snapshot 1 is refused as signed by an untrusted key.
+    const onlyB = await startReader(prefix, [keyB], { dataDir: trustingA.dataDir });
+    const [refused] = await onlyB.logger.waitFor(
+      (record) =>
+        record.fields.code === 'ERR_SNAPSHOT_SIGNER_UNTRUSTED' &&
+        record.fields.snapshotId === leaked.snapshotId,
+    );
+    expect(refused?.level).toBe('warn');
+    expect(onlyB.runtime.status(DATASET).status?.servingSnapshotId ?? null).toBeNull();
+    expect(onlyB.logger.records).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        message: expect.stringContaining(
+          `The live file of dataset '${DATASET}' holds snapshot ${leaked.snapshotId}`,
+        ),
+      }),
+    );
+    await expect(onlyB.runtime.query(`SELECT count(*) FROM ${DATASET}`)).rejects.toThrow(/not ready/);
+    // The writer publishes with B: served.
+    const next = await signedPublish(prefix, 2, keyB);
+    await servingSnapshot(onlyB, next.snapshotId);
+    expect(await servedVersion(onlyB.runtime)).toEqual({ version: 2, snapshotId: next.snapshotId });
+    await onlyB.runtime.close();
+
+    // A reader that ran without keys (an unsigned snapshot current), restarted with keys: its live
+    // file was never verified and is not served either.
+    const unsignedPrefix = freshPrefix();
+    const unsigned = await unsignedPublish(unsignedPrefix, 3);
+    const noKeys = await startReader(unsignedPrefix, undefined);
+    await servingSnapshot(noKeys, unsigned.snapshotId);
+    await noKeys.runtime.close();
+    const withKeys = await startReader(unsignedPrefix, [keyA], { dataDir: noKeys.dataDir });
+    await withKeys.logger.waitFor(
+      (record) =>
+        record.fields.code === 'ERR_SNAPSHOT_UNSIGNED' && record.fields.snapshotId === unsigned.snapshotId,
+    );
+    expect(withKeys.runtime.status(DATASET).status?.servingSnapshotId ?? null).toBeNull();
+  });
+
   it('rollback: an older, validly signed snapshot made current again is refused as older; a fresh reader served it is stale by the heartbeat', async () => {
     const prefix = freshPrefix();
     const first = await signedPublish(prefix, 1, keyA);

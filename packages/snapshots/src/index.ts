@@ -23,6 +23,8 @@ export {
   type Authenticated,
   type AuthenticateInput,
   authenticateSnapshot,
+  type LiveSnapshot,
+  liveSignatureProblem,
   readHeartbeat,
 } from './signatures.js';
 export {

@@ -7,6 +7,7 @@
  * heartbeat statement a reader checks for freshness (`heartbeatFreshness` in core decides).
  */
 import {
+  type ArrowSchema,
   type DatasetMetadata,
   expectedSnapshotStatement,
   findRecordedSchema,
@@ -41,6 +42,11 @@ export interface AuthenticateInput {
 /** The key that signed the candidate, once its statement matched the metadata entry. */
 export interface Authenticated {
   readonly keyId: string;
+  /**
+   * The signature object as read: kept in the live file's manifest, so a restart checks the live
+   * file against the keys trusted then ({@link liveSignatureProblem}).
+   */
+  readonly signature: SignedEnvelope;
 }
 
 async function readEnvelope(
@@ -104,7 +110,54 @@ export async function authenticateSnapshot(
       `${what} does not match the statement its writer signed: ${difference}; metadata.json was rewritten without the writer's key, or the signature belongs to another snapshot.`,
     );
   }
-  return { keyId: envelope.keyId };
+  return { keyId: envelope.keyId, signature: envelope };
+}
+
+/** What the live file's manifest records of the snapshot in it (`LocalSnapshot`). */
+export interface LiveSnapshot {
+  readonly snapshotId: number;
+  readonly timestampMs: number;
+  readonly uri: string;
+  readonly checksum: string;
+  readonly size: number;
+  readonly schema: ArrowSchema;
+  /** The signature that authenticated it when it was downloaded; absent when none was checked. */
+  readonly signature?: SignedEnvelope | undefined;
+}
+
+/**
+ * Why the live file a restart found may not be served under the dataset's trusted keys (undefined:
+ * it may): it was downloaded unchecked (no keys then), or its signer is no longer trusted (a key
+ * removed after a leak), or the signature recorded does not describe it. Without this, a restart
+ * served such a file as long as metadata.json named it, and a leaked key's snapshot with a high
+ * snapshot id outlived the key's removal (every later publish refused as older).
+ */
+export function liveSignatureProblem(
+  live: LiveSnapshot,
+  dataset: string,
+  trusted: TrustedKeySet,
+): string | undefined {
+  const envelope = live.signature;
+  if (envelope === undefined) {
+    return 'was not verified when it was downloaded (ferry_trusted_keys was not set then)';
+  }
+  const check = trusted.check(envelope);
+  if (check === 'untrusted') {
+    return `is signed by key ${envelope.keyId}, which is not among the dataset's ferry_trusted_keys`;
+  }
+  if (check === 'invalid') return 'has a signature that does not verify';
+  const signed = parseSnapshotStatement(envelope.statement);
+  if ('problem' in signed) return `has a signature whose statement is unreadable (${signed.problem})`;
+  const agrees =
+    signed.keyId === envelope.keyId &&
+    signed.dataset === dataset &&
+    signed.snapshotId === live.snapshotId &&
+    signed.uri === live.uri &&
+    signed.sha256 === live.checksum.toLowerCase() &&
+    signed.size === live.size &&
+    signed.timestampMs === live.timestampMs &&
+    signed.schemaSha256 === schemaSha256(live.schema);
+  return agrees ? undefined : 'has a signature of another snapshot';
 }
 
 /** The dataset's heartbeat statement, verified with the trusted keys, or why there is none to trust. */

@@ -25,6 +25,7 @@ import type {
   ObjectInfo,
   ObjectStore,
   SchemaEntry,
+  SignedEnvelope,
   SnapshotEntry,
 } from '@ferry/core/base';
 import { SnapshotRejectedError } from '@ferry/core/base';
@@ -59,6 +60,11 @@ export interface LocalSnapshot {
   readonly size: number;
   readonly schemaId: number;
   readonly schema: ArrowSchema;
+  /**
+   * The signature object that authenticated it before download (a dataset with trusted keys); a
+   * restart checks it against the keys trusted then.
+   */
+  readonly signature?: SignedEnvelope;
 }
 
 /** A downloaded, not yet verified snapshot in its temporary file (fsynced, `snapshot-size` bytes). */

@@ -28,6 +28,7 @@ import type {
   S3Settings,
   SchemaEntry,
   SerializedError,
+  SignedEnvelope,
   SnapshotEntry,
   SpicepodConfig,
 } from '@ferry/core/base';
@@ -204,8 +205,12 @@ export type LoadProgress =
 
 /** One task of a snapshot pool worker. */
 export type SnapshotTask =
-  /** Removes stale generation links, matches the live file to its manifest, checks it and links it. */
-  | { readonly kind: 'restore'; readonly files: DatasetFiles }
+  /**
+   * Removes stale generation links, matches the live file to its manifest, checks it and links it.
+   * `trustedKeys` (PEM): the live file is restored only when the signature recorded with it
+   * verifies with one of them and describes it.
+   */
+  | { readonly kind: 'restore'; readonly files: DatasetFiles; readonly trustedKeys?: readonly string[] }
   /**
    * A swap, as one task: downloads the entry (ranged, hashed as it arrives, fsynced), verifies it
    * (size, SHA-256, the table's real schema against `recorded`), commits it over the live path and
@@ -223,6 +228,8 @@ export type SnapshotTask =
       readonly recordedLocation: string;
       /** The object's HEAD, made beside the signature check (not repeated). */
       readonly head?: ObjectInfo | undefined;
+      /** The signature that authenticated the entry, recorded in the live file's manifest. */
+      readonly signature?: SignedEnvelope | undefined;
       readonly port: MessagePort;
     }
   /**
@@ -260,6 +267,8 @@ export type RestoreResult =
   | { readonly kind: 'none' }
   /** The manifest names the file, but its engine cannot read it (or its table and schema differ). */
   | { readonly kind: 'unreadable'; readonly error: string }
+  /** With trusted keys: the file was not authenticated by a key trusted now (`error` says why). */
+  | { readonly kind: 'untrusted'; readonly snapshotId: number; readonly error: string }
   | { readonly kind: 'restored'; readonly snapshot: LocalSnapshot; readonly generation: string };
 
 /** A load's answer: the snapshot now in the live file, and its generation link. */

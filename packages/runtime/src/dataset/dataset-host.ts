@@ -13,7 +13,7 @@
  * in-process in a test (MessageChannels, tasks run in-process).
  */
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
-import type { ObjectInfo } from '@ferry/core/base';
+import type { ObjectInfo, SignedEnvelope } from '@ferry/core/base';
 import {
   type AuthenticateSnapshotInput,
   createDatasetMachine,
@@ -223,6 +223,8 @@ export class DatasetHost {
   #crashing = false;
   /** The HEAD the signature check made of a candidate's object, by snapshot id, for its download. */
   readonly #heads = new Map<number, ObjectInfo>();
+  /** The signature that authenticated a candidate, by snapshot id, for its load to record. */
+  readonly #signatures = new Map<number, SignedEnvelope>();
   /** The writer's heartbeat watch of a dataset with trusted keys. */
   readonly #freshness: FreshnessWatch | undefined;
 
@@ -349,8 +351,21 @@ export class DatasetHost {
       await this.#tasks.run({ kind: 'prune', files: this.#filesFor('duckdb'), retention: null });
       return null;
     }
-    const restored = await this.#tasks.run({ kind: 'restore', files: this.#filesFor(engine) });
+    const trustedKeys = this.#data.dataset.trustedKeys?.map((key) => key.pem);
+    const restored = await this.#tasks.run({
+      kind: 'restore',
+      files: this.#filesFor(engine),
+      ...(trustedKeys === undefined ? {} : { trustedKeys }),
+    });
     if (restored.kind === 'none') return null;
+    if (restored.kind === 'untrusted') {
+      this.#log(
+        'warn',
+        `The live file of dataset '${this.name}' holds snapshot ${restored.snapshotId}, which ${restored.error}; it is not served, and the dataset bootstraps from the store`,
+        { snapshotId: restored.snapshotId, reason: restored.error },
+      );
+      return null;
+    }
     if (restored.kind === 'unreadable') {
       this.#log(
         'warn',
@@ -397,7 +412,8 @@ export class DatasetHost {
   async #authenticate(input: AuthenticateSnapshotInput): Promise<void> {
     const trustedKeys = this.#data.dataset.trustedKeys?.map((key) => key.pem) ?? [];
     this.#heads.clear();
-    const { keyId, head } = await this.#tasks.run({
+    this.#signatures.clear();
+    const { keyId, head, signature } = await this.#tasks.run({
       kind: 'authenticate',
       files: this.#filesFor(),
       dataset: input.dataset,
@@ -406,6 +422,7 @@ export class DatasetHost {
       trustedKeys,
     });
     if (head !== undefined) this.#heads.set(input.entry.snapshotId, head);
+    this.#signatures.set(input.entry.snapshotId, signature);
     this.#log(
       'debug',
       `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' is signed by trusted key ${keyId}`,
@@ -425,7 +442,9 @@ export class DatasetHost {
       );
     }
     const head = this.#heads.get(entry.snapshotId);
+    const signature = this.#signatures.get(entry.snapshotId);
     this.#heads.clear();
+    this.#signatures.clear();
     const { port1, port2 } = new MessageChannel();
     const run = this.#tasks.run({
       kind: 'load',
@@ -434,6 +453,7 @@ export class DatasetHost {
       recorded,
       recordedLocation: this.#recordedLocation,
       head,
+      signature,
       port: port2,
     });
     const load = new Load(entry.snapshotId, port1, run);

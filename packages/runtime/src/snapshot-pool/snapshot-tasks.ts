@@ -18,6 +18,7 @@ import {
   downloadSnapshot,
   GENERATIONS_KEPT,
   linkGeneration,
+  liveSignatureProblem,
   pruneGenerations,
   pruneRetained,
   readHeartbeat,
@@ -68,7 +69,7 @@ export class SnapshotTaskRunner {
   async run(task: SnapshotTask): Promise<SnapshotTaskResults[SnapshotTask['kind']]> {
     switch (task.kind) {
       case 'restore':
-        return this.#restore(task.files);
+        return this.#restore(task.files, task.trustedKeys);
       case 'load':
         return withAbort(task.port, (signal) => this.#load(task, signal));
       case 'authenticate':
@@ -116,12 +117,17 @@ export class SnapshotTaskRunner {
     return kept(this.#keySets, pems.join('\n'), () => new TrustedKeySet(pems));
   }
 
-  async #restore(files: DatasetFiles): Promise<RestoreResult> {
+  async #restore(files: DatasetFiles, trustedKeys: readonly string[] | undefined): Promise<RestoreResult> {
     // Links of an earlier run are stale (the pools that held them are gone with it).
     await pruneGenerations(files.generationDir, 0);
     const options = this.#options(files);
     const local = await restoreLocal(options);
     if (local === null) return { kind: 'none' };
+    if (trustedKeys !== undefined) {
+      // Checked against the keys trusted now, not those of the run that downloaded it.
+      const problem = liveSignatureProblem(local, files.dataset, this.#trusted(trustedKeys));
+      if (problem !== undefined) return { kind: 'untrusted', snapshotId: local.snapshotId, error: problem };
+    }
     try {
       // The file matches its manifest; reading it proves the engine reads it, with the table and schema.
       await this.#checkers.use(files.engine, dirname(files.livePath), (checker) =>
@@ -187,10 +193,15 @@ export class SnapshotTaskRunner {
         throw error;
       });
     report({ stage: 'verified' });
+    // The manifest records the signature, so a restart can check it against the keys trusted then.
+    const signed =
+      task.signature === undefined
+        ? prepared
+        : { ...prepared, snapshot: { ...prepared.snapshot, signature: task.signature } };
     try {
       // The last point a stop can still cancel: from the commit on, the file is the dataset's.
       signal.throwIfAborted();
-      const snapshot = await commitSnapshot(options, prepared);
+      const snapshot = await commitSnapshot(options, signed);
       const generation = await linkGeneration(options.livePath, files.generationDir, snapshot.snapshotId, {
         prune: false,
       });
