@@ -329,6 +329,48 @@ describe('signed snapshots on the local S3', () => {
     );
   });
 
+  it('held back: a reader kept on an older snapshot is stale once the grace is over, however often the writer re-signs its heartbeat', async () => {
+    const prefix = freshPrefix();
+    const first = await signedPublish(prefix, 1, keyA);
+    const started = await startReader(prefix, [keyA]);
+    await servingSnapshot(started, first.snapshotId);
+    // The writer publishes snapshot 2; the attacker deletes its signature, so the reader refuses it
+    // and keeps snapshot 1.
+    let second: Awaited<ReturnType<typeof signedPublish>> | undefined;
+    await whilePaused(started.runtime, async () => {
+      second = await signedPublish(prefix, 2, keyA);
+      await aws.deleteObject(BUCKET, signatureKeyOf(`${prefix}${second.key}`));
+    });
+    if (second === undefined) throw new Error('not published');
+    // The writer's schedule re-signs the heartbeat (naming snapshot 2, its current one) more often
+    // than the reader's grace (two 300 ms intervals): the statement read is always freshly signed.
+    let writing = true;
+    const writer = (async () => {
+      while (writing) {
+        await publishHeartbeat({
+          dataset: DATASET,
+          location: location(prefix),
+          storeParams: storeParams(),
+          signingKey: keyA.privatePem,
+          validForMs: 60_000,
+        });
+      }
+    })();
+    try {
+      const [line] = await started.logger.waitFor(
+        (record) => record.level === 'warn' && record.message.includes('is stale'),
+      );
+      expect(line?.message).toContain(
+        `names snapshot ${second.snapshotId}, but the dataset serves snapshot ${first.snapshotId}`,
+      );
+      expect(started.runtime.metrics().freshness[DATASET]?.stale).toBe(true);
+      expect(await servedVersion(started.runtime)).toEqual({ version: 1, snapshotId: first.snapshotId });
+    } finally {
+      writing = false;
+      await writer;
+    }
+  });
+
   it('freeze: a heartbeat statement that expires makes the dataset stale; the next heartbeat makes it fresh again', async () => {
     const prefix = freshPrefix();
     const first = await signedPublish(prefix, 1, keyA, 1_500);

@@ -216,6 +216,22 @@ describe('heartbeat freshness', () => {
     expect(judge(1_030_000, null)).toMatchObject({ stale: false });
   });
 
+  it('counts the grace from the first statement that named the newer snapshot, however recently it was re-signed', () => {
+    const resigned = { ...statement, issuedAtMs: 1_029_000, validUntilMs: 1_629_000 };
+    const input = {
+      dataset: 'orders',
+      location: 's3://bucket/snapshots/',
+      statement: resigned,
+      nowMs: 1_030_000,
+      servingSnapshotId: 2,
+      graceMs: 20_000,
+    };
+    expect(heartbeatFreshness(input)).toMatchObject({ stale: false });
+    const behind = heartbeatFreshness({ ...input, behindSinceMs: 1_000_000 });
+    expect(behind.stale && behind.reason).toContain('names snapshot 3, but the dataset serves snapshot 2');
+    expect(behind).toMatchObject({ sinceMs: 1_000_000 });
+  });
+
   it('parses its own text', () => {
     expect(parseHeartbeatStatement(heartbeatStatementText(statement))).toEqual(statement);
   });

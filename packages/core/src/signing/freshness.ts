@@ -35,6 +35,13 @@ export interface FreshnessInput {
    * reader needs a check or two to load what the writer just published.
    */
   readonly graceMs: number;
+  /**
+   * The signing time of the first statement verified that named a snapshot newer than the one
+   * served, since it was served: the grace counts from there, not from this statement's signing,
+   * which a writer re-signing on schedule keeps recent (a reader held on an older snapshot would
+   * otherwise never be stale). Absent: from this statement's.
+   */
+  readonly behindSinceMs?: number | undefined;
 }
 
 function iso(ms: number): string {
@@ -58,11 +65,12 @@ export function heartbeatFreshness(input: FreshnessInput): Freshness {
     };
   }
   const serving = input.servingSnapshotId;
-  if (serving !== null && statement.snapshotId > serving && nowMs - statement.issuedAtMs > input.graceMs) {
+  const behindSinceMs = Math.min(input.behindSinceMs ?? statement.issuedAtMs, statement.issuedAtMs);
+  if (serving !== null && statement.snapshotId > serving && nowMs - behindSinceMs > input.graceMs) {
     return {
       stale: true,
       reason: `the writer's heartbeat statement of ${iso(statement.issuedAtMs)} names snapshot ${statement.snapshotId}, but the dataset serves snapshot ${serving}`,
-      sinceMs: statement.issuedAtMs,
+      sinceMs: behindSinceMs,
     };
   }
   return { stale: false, validUntilMs: statement.validUntilMs, snapshotId: statement.snapshotId };

@@ -32,6 +32,11 @@ export class FreshnessWatch {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #lastVerified: HeartbeatStatement | undefined;
+  /**
+   * Since a statement first named a snapshot newer than the one served (kept while the same one
+   * is served, however often the writer re-signs): the grace before that counts as stale.
+   */
+  #behind: { readonly servingSnapshotId: number; readonly sinceMs: number } | undefined;
   /** Unknown until the first check. */
   #stale: boolean | undefined;
   /** While stale: the instant staleness counts from, as last reported. */
@@ -71,13 +76,21 @@ export class FreshnessWatch {
       statement = this.#lastVerified ?? { problem };
     }
     const nowMs = freshnessClock();
+    const serving = options.servingSnapshotId();
+    if (!('problem' in statement)) {
+      if (serving === null || statement.snapshotId <= serving) this.#behind = undefined;
+      else if (this.#behind?.servingSnapshotId !== serving) {
+        this.#behind = { servingSnapshotId: serving, sinceMs: statement.issuedAtMs };
+      }
+    }
     const judged = heartbeatFreshness({
       dataset: options.dataset,
       location: options.location(),
       statement,
       nowMs,
-      servingSnapshotId: options.servingSnapshotId(),
+      servingSnapshotId: serving,
       graceMs: options.graceMs,
+      behindSinceMs: this.#behind?.sinceMs,
     });
     // No statement to judge (none verified, or a new one that fails): stale from the signing of
     // the last one verified, else from the first check that found none.
