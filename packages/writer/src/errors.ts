@@ -149,6 +149,34 @@ export class MetadataConflictError extends FerryError {
   }
 }
 
+/**
+ * A heartbeat was asked for a current snapshot older than one metadata.json lists or than the one
+ * the writer's last heartbeat named: metadata.json was set back, and the writer does not vouch for it.
+ */
+export class RollbackRefusedError extends FerryError {
+  readonly dataset: string;
+  readonly currentSnapshotId: number;
+  readonly newerSnapshotId: number;
+
+  constructor(
+    dataset: string,
+    location: string,
+    currentSnapshotId: number,
+    newerSnapshotId: number,
+    options: FerryErrorOptions = {},
+  ) {
+    super(
+      'ERR_WRITER_ROLLBACK',
+      `Dataset '${dataset}' in '${location}metadata.json' names snapshot ${currentSnapshotId} as current, but snapshot ${newerSnapshotId} was published after it (listed, or named by this key's last heartbeat): metadata.json was set back without the writer, so no heartbeat vouches for it; restore current-snapshot-id to ${newerSnapshotId}, or publish a new snapshot.`,
+      options,
+    );
+    this.name = 'RollbackRefusedError';
+    this.dataset = dataset;
+    this.currentSnapshotId = currentSnapshotId;
+    this.newerSnapshotId = newerSnapshotId;
+  }
+}
+
 /** A heartbeat was asked for a dataset with no current snapshot to vouch for. */
 export class NothingPublishedError extends FerryError {
   readonly dataset: string;

@@ -17,6 +17,8 @@ import {
   heartbeatKeyOf,
   heartbeatStatementText,
   type ObjectStore,
+  parseEnvelope,
+  parseHeartbeatStatement,
   parseMetadata,
   signatureKeyOf,
   snapshotStatementText,
@@ -28,8 +30,9 @@ import {
   type SigningKey,
   schemaSha256,
   signStatement,
+  TrustedKeySet,
 } from '@ferry/store';
-import { NothingPublishedError, WriterOptionsError } from './errors.js';
+import { NothingPublishedError, RollbackRefusedError, WriterOptionsError } from './errors.js';
 import { readMetadata } from './metadata-commit.js';
 
 /** A private key as the writer is given it: PEM text (PKCS#8, `ferry keygen`'s), or one read already. */
@@ -143,9 +146,32 @@ export function heartbeatOfDocument(
 }
 
 /**
+ * The snapshot the dataset's heartbeat statement names when this key signed it (undefined: none,
+ * unreadable, or signed by another key).
+ */
+async function lastHeartbeatSnapshotId(
+  store: ObjectStore,
+  dataset: string,
+  key: SigningKey,
+): Promise<number | undefined> {
+  const got = await store.get(heartbeatKeyOf(dataset), { maxBytes: 64 * 1024 });
+  if (got.status !== 'ok') return undefined;
+  const envelope = parseEnvelope(new TextDecoder().decode(got.body));
+  if ('problem' in envelope || new TrustedKeySet([key.publicPem]).check(envelope) !== 'verified') {
+    return undefined;
+  }
+  const statement = parseHeartbeatStatement(envelope.statement);
+  return 'problem' in statement || statement.dataset !== dataset ? undefined : statement.snapshotId;
+}
+
+/**
  * Re-signs the writer's heartbeat statement for the dataset's current snapshot (`ferry publish
  * --heartbeat`): run it more often than `validForMs`, even when nothing changed.
- * @throws NothingPublishedError when the dataset has no current snapshot; SigningKeyError; store errors.
+ * Refuses (`RollbackRefusedError`) when the current snapshot is older than one metadata.json lists
+ * or than the one this key's last heartbeat named: someone without the key set metadata.json back,
+ * and a statement vouching for it would hide the rollback from readers that start fresh.
+ * @throws NothingPublishedError when the dataset has no current snapshot; RollbackRefusedError;
+ * SigningKeyError; store errors.
  */
 export async function publishHeartbeat(options: HeartbeatOptions): Promise<HeartbeatResult> {
   assertValidFor(options.validForMs);
@@ -156,15 +182,27 @@ export async function publishHeartbeat(options: HeartbeatOptions): Promise<Heart
       ? createObjectStore(options.location, options.storeParams ?? {})
       : options.location;
   try {
+    // Read before metadata.json: a publish between the two reads names a newer snapshot in both.
+    const lastNamed = await lastHeartbeatSnapshotId(store, options.dataset, key);
     const read = await readMetadata(store);
     if (read.text === undefined) throw new NothingPublishedError(options.dataset, store.location);
-    return await heartbeatOfDocument(
+    const metadata = parseMetadata(read.text, store.location);
+    const dataset = getDataset(metadata, options.dataset);
+    const current = dataset === undefined ? undefined : currentSnapshot(dataset);
+    if (dataset !== undefined && current !== undefined) {
+      const newest = Math.max(lastNamed ?? 0, ...dataset.snapshots.map((entry) => entry.snapshotId));
+      if (newest > current.snapshotId) {
+        throw new RollbackRefusedError(options.dataset, store.location, current.snapshotId, newest);
+      }
+    }
+    return await signHeartbeat(
       store,
-      read.text,
+      dataset,
       options.dataset,
+      metadata.location,
       key,
-      options.validForMs,
       options.nowMs ?? Date.now(),
+      options.validForMs,
     );
   } finally {
     if (owned) await store.close();

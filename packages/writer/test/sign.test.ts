@@ -147,6 +147,50 @@ describe('signed publishing', () => {
   });
 });
 
+describe('a heartbeat never vouches for a rollback', () => {
+  /** metadata.json of `store` rewritten by someone without the key. */
+  async function rewriteMetadata(store: ObjectStore, edit: (orders: Record<string, unknown>) => void) {
+    const got = await store.get('metadata.json');
+    if (got.status !== 'ok') throw new Error('metadata.json is missing');
+    const document = JSON.parse(new TextDecoder().decode(got.body)) as Record<
+      string,
+      Record<string, unknown>
+    >;
+    edit(document.orders as Record<string, unknown>);
+    await store.put('metadata.json', new TextEncoder().encode(JSON.stringify(document)));
+  }
+
+  it('refuses a current snapshot older than one listed, or than the one its last heartbeat named, and leaves the heartbeat as it was', async () => {
+    const { location, store } = await newLocation();
+    const sign = { dataset: 'orders', location, signingKey: key.privatePem };
+    const first = await publishSnapshot({ ...sign, source: { sql: 'SELECT 1::BIGINT AS id' } });
+    const second = await publishSnapshot({ ...sign, source: { sql: 'SELECT 2::BIGINT AS id' } });
+    const before = await envelope(store, heartbeatKeyOf('orders'));
+    expect(parseHeartbeatStatement(before.statement)).toMatchObject({ snapshotId: second.snapshotId });
+
+    // current-snapshot-id set back to the first snapshot, the second still listed.
+    await rewriteMetadata(store, (orders) => {
+      orders['current-snapshot-id'] = first.snapshotId;
+    });
+    await expect(publishHeartbeat({ ...sign, validForMs: 60_000 })).rejects.toMatchObject({
+      code: 'ERR_WRITER_ROLLBACK',
+      message: expect.stringContaining(`names snapshot ${first.snapshotId} as current`),
+    });
+    // The second entry removed too: the writer's last heartbeat still names it.
+    await rewriteMetadata(store, (orders) => {
+      orders.snapshots = (orders.snapshots as { 'snapshot-id': number }[]).filter(
+        (entry) => entry['snapshot-id'] === first.snapshotId,
+      );
+    });
+    await expect(publishHeartbeat({ ...sign, validForMs: 60_000 })).rejects.toMatchObject({
+      code: 'ERR_WRITER_ROLLBACK',
+      message: expect.stringContaining(`snapshot ${second.snapshotId}`),
+    });
+    expect(await envelope(store, heartbeatKeyOf('orders'))).toEqual(before);
+    await store.close();
+  });
+});
+
 describe('signed publishing with block manifests', () => {
   it('covers the block manifest in the statement (blocks-sha256), for a plain and an incremental publish', async () => {
     const { location, store } = await newLocation();
