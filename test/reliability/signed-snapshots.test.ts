@@ -20,6 +20,7 @@ import {
   BUCKET,
   collect,
   DATASET,
+  datasetEntry,
   location,
   nextEvent,
   publish,
@@ -31,6 +32,7 @@ import {
   snapshotFile,
   startRuntime,
   whilePaused,
+  writeMetadata,
 } from './support.js';
 
 const { aws } = useLocalAws({ buckets: [BUCKET] });
@@ -369,6 +371,36 @@ describe('signed snapshots on the local S3', () => {
       writing = false;
       await writer;
     }
+  });
+
+  it('an id reused: metadata.json loses the served entry and the writer signs another snapshot under its id; the reader keeping the old one is stale', async () => {
+    const prefix = freshPrefix();
+    await signedPublish(prefix, 1, keyA);
+    const second = await signedPublish(prefix, 2, keyA);
+    const started = await startReader(prefix, [keyA]);
+    await servingSnapshot(started, second.snapshotId);
+    let third: Awaited<ReturnType<typeof signedPublish>> | undefined;
+    await whilePaused(started.runtime, async () => {
+      // The attacker drops the served entry and sets the current id back; the writer's next
+      // publish takes the dropped id (the highest listed + 1) for another file, signed.
+      const document = await readMetadata(aws, prefix);
+      const entry = datasetEntry(document);
+      entry.snapshots = (entry.snapshots as { 'snapshot-id': number }[]).filter(
+        (item) => item['snapshot-id'] !== second.snapshotId,
+      );
+      entry['current-snapshot-id'] = second.snapshotId - 1;
+      await writeMetadata(aws, prefix, document);
+      third = await signedPublish(prefix, 3, keyA);
+    });
+    expect(third?.snapshotId).toBe(second.snapshotId);
+    // The reader finds its snapshot id current and keeps version 2; the writer's heartbeat vouches
+    // for version 3 under that id.
+    const [line] = await started.logger.waitFor(
+      (record) => record.level === 'warn' && record.message.includes('is stale'),
+    );
+    expect(line?.message).toContain(`names snapshot ${second.snapshotId} of SHA-256`);
+    expect(await servedVersion(started.runtime)).toEqual({ version: 2, snapshotId: second.snapshotId });
+    expect(started.runtime.metrics().freshness[DATASET]?.stale).toBe(true);
   });
 
   it('freeze: a heartbeat statement that expires makes the dataset stale; the next heartbeat makes it fresh again', async () => {

@@ -8,5 +8,10 @@
 export * from './common.js';
 export { type EngineName, type FileFormat, fileFormatOf } from './engines.js';
 export * from './machine/index.js';
-export { type Freshness, type FreshnessInput, heartbeatFreshness } from './signing/freshness.js';
+export {
+  type Freshness,
+  type FreshnessInput,
+  heartbeatFreshness,
+  namesAnotherSnapshot,
+} from './signing/freshness.js';
 export type { HeartbeatStatement } from './signing/statement.js';

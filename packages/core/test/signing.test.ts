@@ -232,6 +232,26 @@ describe('heartbeat freshness', () => {
     expect(behind).toMatchObject({ sinceMs: 1_000_000 });
   });
 
+  it('is stale past the grace when the statement names the served id with another SHA-256 (an id reused)', () => {
+    const input = {
+      dataset: 'orders',
+      location: 's3://bucket/snapshots/',
+      statement,
+      servingSnapshotId: 3,
+      graceMs: 20_000,
+    };
+    expect(heartbeatFreshness({ ...input, nowMs: 1_030_000, servingChecksum: 'AB' })).toMatchObject({
+      stale: false,
+    });
+    expect(heartbeatFreshness({ ...input, nowMs: 1_010_000, servingChecksum: 'cd' })).toMatchObject({
+      stale: false,
+    });
+    const reused = heartbeatFreshness({ ...input, nowMs: 1_030_000, servingChecksum: 'cd' });
+    expect(reused.stale && reused.reason).toContain(
+      'names snapshot 3 of SHA-256 ab, but the dataset serves snapshot 3 of SHA-256 cd',
+    );
+  });
+
   it('parses its own text', () => {
     expect(parseHeartbeatStatement(heartbeatStatementText(statement))).toEqual(statement);
   });

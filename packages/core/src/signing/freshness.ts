@@ -31,6 +31,12 @@ export interface FreshnessInput {
   /** The snapshot the dataset serves (null: nothing yet, so nothing to compare). */
   readonly servingSnapshotId: number | null;
   /**
+   * The SHA-256 of the snapshot served: a statement naming its id with another digest vouches for
+   * another snapshot published under the same id (metadata.json lost the served entry and the
+   * writer reused its id), which this reader never loads. Absent: not compared.
+   */
+  readonly servingChecksum?: string | null | undefined;
+  /**
    * How long a statement may name a snapshot newer than the one served before that counts: the
    * reader needs a check or two to load what the writer just published.
    */
@@ -66,12 +72,37 @@ export function heartbeatFreshness(input: FreshnessInput): Freshness {
   }
   const serving = input.servingSnapshotId;
   const behindSinceMs = Math.min(input.behindSinceMs ?? statement.issuedAtMs, statement.issuedAtMs);
-  if (serving !== null && statement.snapshotId > serving && nowMs - behindSinceMs > input.graceMs) {
+  if (
+    namesAnotherSnapshot(statement, serving, input.servingChecksum) &&
+    nowMs - behindSinceMs > input.graceMs
+  ) {
+    const signed = `the writer's heartbeat statement of ${iso(statement.issuedAtMs)} names snapshot ${statement.snapshotId}`;
     return {
       stale: true,
-      reason: `the writer's heartbeat statement of ${iso(statement.issuedAtMs)} names snapshot ${statement.snapshotId}, but the dataset serves snapshot ${serving}`,
+      reason:
+        statement.snapshotId === serving
+          ? `${signed} of SHA-256 ${statement.sha256}, but the dataset serves snapshot ${serving} of SHA-256 ${input.servingChecksum?.toLowerCase()}`
+          : `${signed}, but the dataset serves snapshot ${serving}`,
       sinceMs: behindSinceMs,
     };
   }
   return { stale: false, validUntilMs: statement.validUntilMs, snapshotId: statement.snapshotId };
+}
+
+/**
+ * Whether the statement vouches for a snapshot the dataset does not serve and should: a newer id,
+ * or the served id with another SHA-256. Nothing served yet (bootstrapping): nothing to compare.
+ */
+export function namesAnotherSnapshot(
+  statement: HeartbeatStatement,
+  servingSnapshotId: number | null,
+  servingChecksum?: string | null,
+): boolean {
+  if (servingSnapshotId === null) return false;
+  if (statement.snapshotId > servingSnapshotId) return true;
+  return (
+    statement.snapshotId === servingSnapshotId &&
+    typeof servingChecksum === 'string' &&
+    statement.sha256 !== servingChecksum.toLowerCase()
+  );
 }

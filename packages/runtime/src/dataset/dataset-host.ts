@@ -270,6 +270,7 @@ export class DatasetHost {
       graceMs: 2 * config.refreshCheckIntervalMs,
       read: () => this.#tracked(this.#tasks.run({ kind: 'heartbeat', files: this.#filesFor(), trustedKeys })),
       servingSnapshotId: () => this.#actor.getSnapshot().context.serving?.snapshotId ?? null,
+      servingChecksum: () => this.#actor.getSnapshot().context.serving?.checksum ?? null,
       location: () => this.#recordedLocation,
       log: (level, message, fields) => this.#log(level, message, fields),
       report: (freshness) => this.#toHost({ type: 'freshness', ...freshness }),

@@ -12,6 +12,7 @@ import {
   freshnessClock,
   type HeartbeatStatement,
   heartbeatFreshness,
+  namesAnotherSnapshot,
 } from '@ferry/core/machine';
 
 export interface FreshnessWatchOptions {
@@ -21,6 +22,8 @@ export interface FreshnessWatchOptions {
   /** Reads and verifies the statement (or says why none can be trusted). */
   readonly read: () => Promise<HeartbeatStatement | { readonly problem: string }>;
   readonly servingSnapshotId: () => number | null;
+  /** The SHA-256 of the snapshot served (null: nothing yet). */
+  readonly servingChecksum: () => string | null;
   /** The location metadata.json records. */
   readonly location: () => string;
   readonly log: (level: 'info' | 'warn' | 'debug', message: string, fields: Record<string, unknown>) => void;
@@ -77,9 +80,11 @@ export class FreshnessWatch {
     }
     const nowMs = freshnessClock();
     const serving = options.servingSnapshotId();
+    const servingChecksum = options.servingChecksum();
     if (!('problem' in statement)) {
-      if (serving === null || statement.snapshotId <= serving) this.#behind = undefined;
-      else if (this.#behind?.servingSnapshotId !== serving) {
+      if (serving === null || !namesAnotherSnapshot(statement, serving, servingChecksum)) {
+        this.#behind = undefined;
+      } else if (this.#behind?.servingSnapshotId !== serving) {
         this.#behind = { servingSnapshotId: serving, sinceMs: statement.issuedAtMs };
       }
     }
@@ -89,6 +94,7 @@ export class FreshnessWatch {
       statement,
       nowMs,
       servingSnapshotId: serving,
+      servingChecksum,
       graceMs: options.graceMs,
       behindSinceMs: this.#behind?.sinceMs,
     });
