@@ -6,7 +6,10 @@
  * another snapshot; a file and metadata.json rewritten consistently under a signed key; a statement
  * edited inside its signature; a key removed from the trusted list. Also: rotation to a second
  * key, a rollback (still refused as older), a freeze seen by a fresh reader and an expired
- * heartbeat (stale: a warn line and the metric), and a reader without keys (an info line).
+ * heartbeat (stale: a warn line and the metric), and a reader without keys (an info line). After a
+ * restart, a live file whose signer was removed (or never checked) is not served; a reader held on
+ * an older snapshot, or on a snapshot whose id the writer reused, is stale however often the
+ * writer re-signs its heartbeat.
  */
 import { parseEnvelope, signatureKeyOf } from '@ferry/core';
 import type { Runtime } from '@ferry/runtime';
