@@ -334,6 +334,20 @@ describe('signed snapshots on the local S3', () => {
     );
   });
 
+  it('rollback after a restart: the live file, still signed by a trusted key, keeps the reader from going back', async () => {
+    const prefix = freshPrefix();
+    const first = await signedPublish(prefix, 1, keyA);
+    const second = await signedPublish(prefix, 2, keyA);
+    const before = await startReader(prefix, [keyA]);
+    await servingSnapshot(before, second.snapshotId);
+    await before.runtime.close();
+    await setCurrentId(aws, prefix, first.snapshotId);
+    const after = await startReader(prefix, [keyA], { dataDir: before.dataDir });
+    await after.logger.waitFor((record) => record.message.includes('older than the locally loaded snapshot'));
+    expect(await servedVersion(after.runtime)).toEqual({ version: 2, snapshotId: second.snapshotId });
+    expect(aws.requests.count('GET', `${BUCKET}/${prefix}${first.key}`)).toBe(0);
+  });
+
   it('held back: a reader kept on an older snapshot is stale once the grace is over, however often the writer re-signs its heartbeat', async () => {
     const prefix = freshPrefix();
     const first = await signedPublish(prefix, 1, keyA);
