@@ -277,7 +277,7 @@ describe('signed snapshots on the local S3', () => {
       expect.objectContaining({
         level: 'warn',
         message: expect.stringContaining(
-          `The live file of dataset '${DATASET}' holds snapshot ${leaked.snapshotId}`,
+          `The live file of dataset '${DATASET}' (snapshot ${leaked.snapshotId}) is signed by key ${keyA.keyId}`,
         ),
       }),
     );

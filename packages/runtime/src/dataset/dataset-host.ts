@@ -362,7 +362,7 @@ export class DatasetHost {
     if (restored.kind === 'untrusted') {
       this.#log(
         'warn',
-        `The live file of dataset '${this.name}' holds snapshot ${restored.snapshotId}, which ${restored.error}; it is not served, and the dataset bootstraps from the store`,
+        `The live file of dataset '${this.name}' (snapshot ${restored.snapshotId}) ${restored.error}; it is not served, and the dataset bootstraps from the store`,
         { snapshotId: restored.snapshotId, reason: restored.error },
       );
       return null;
