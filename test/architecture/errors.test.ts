@@ -117,6 +117,7 @@ import {
   MetadataConflictError,
   NothingPublishedError,
   NotNullViolationError,
+  RollbackRefusedError,
   SchemaRefusedError,
   SnapshotFileError,
   SnapshotKeyTakenError,
@@ -263,6 +264,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   // writer
   WriterOptionsError: () => new WriterOptionsError('engine', 'engine must be duckdb or sqlite.'),
   NothingPublishedError: () => new NothingPublishedError('orders', 's3://b/p/'),
+  RollbackRefusedError: () => new RollbackRefusedError('orders', 's3://b/p/', 1, 2),
   SnapshotQueryError: () => new SnapshotQueryError('orders', 'syntax error', { cause: engineCause }),
   NotNullViolationError: () => new NotNullViolationError('orders', 'id'),
   SourceFileError: () => new SourceFileError('orders', '/x.db', 'it has a live WAL'),

@@ -226,6 +226,7 @@ export class IncrementalStatementError extends FerryError {
 
 registerErrors({
   NothingPublishedError,
+  RollbackRefusedError,
   IncrementalBaseError,
   IncrementalStatementError,
   WriterOptionsError,
