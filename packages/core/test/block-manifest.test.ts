@@ -62,7 +62,7 @@ describe('block layouts', () => {
 });
 
 describe('parseBlockManifest', () => {
-  const good = manifest([1, 2, 3]);
+  const good = manifest([1, 2, 3], { headerSize: 0, blockSize: 4096 });
   const text = serializeBlockManifest(good, 'duckdb');
 
   it('reads back what the writer serialises', () => {
@@ -79,6 +79,16 @@ describe('parseBlockManifest', () => {
     ['another algorithm', text.replace('"SHA256"', '"MD5"'), 'its algorithm is "MD5"'],
     ['a block missing', text.replace(`,"${digest(3)}"`, ''), 'it lists 2 blocks where the layout has 3'],
     ['a bad digest', text.replace(digest(3), 'xyz'), 'a block digest is not 64 lowercase hex digits'],
+    [
+      'blocks of a few bytes (the held file would be hashed byte by byte)',
+      serializeBlockManifest(
+        manifest(
+          Array.from({ length: 12_288 }, (_, i) => i),
+          { headerSize: 0, blockSize: 1 },
+        ),
+      ),
+      'its block-size 1 is below the smallest allowed, 4096',
+    ],
   ])('refuses %s, naming the sidecar and what is wrong', (_, body, reason) => {
     expect(() => parseBlockManifest(body, 's3://b/k.ferry-blocks.json', good)).toThrow(
       expect.objectContaining({
@@ -90,7 +100,7 @@ describe('parseBlockManifest', () => {
 
   it("refuses a manifest of another file (size or checksum not the entry's)", () => {
     expect(() => parseBlockManifest(text, 'u', { ...good, size: 31 })).toThrow(
-      /describes 30 bytes but the snapshot has 31/,
+      /describes 12288 bytes but the snapshot has 31/,
     );
     expect(() => parseBlockManifest(text, 'u', { ...good, checksum: 'b'.repeat(64) })).toThrow(
       /its checksum is not the snapshot's/,

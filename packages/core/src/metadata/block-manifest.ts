@@ -22,6 +22,10 @@ export const BLOCK_MANIFEST_SUFFIX = '.ferry-blocks.json';
 export const BLOCK_MANIFEST_VERSION = 1;
 /** A manifest larger than this is refused before it is read (a 1 TiB file at 256 KiB blocks is ~280 MiB: too big to help). */
 export const BLOCK_MANIFEST_MAX_BYTES = 64 * 1024 * 1024;
+/** The most blocks a manifest of {@link BLOCK_MANIFEST_MAX_BYTES} can list (67 bytes a digest: 64 hex digits, quotes, comma). */
+export const BLOCK_MANIFEST_MAX_BLOCKS = Math.floor(BLOCK_MANIFEST_MAX_BYTES / 67);
+/** The smallest `block-size` a manifest may use (a page): the writer's are 64 KiB and 256 KiB. */
+export const BLOCK_MANIFEST_MIN_BLOCK_SIZE = 4096;
 
 /** How a file is cut into blocks: one header block of `headerSize` bytes (none when 0), then `blockSize` blocks. */
 export interface BlockLayout {
@@ -137,6 +141,12 @@ export function parseBlockManifest(
     !positiveInteger(blockSize, false)
   ) {
     throw new BlockManifestError(uri, 'size, header-size and block-size must be non-negative integers');
+  }
+  if (blockSize < BLOCK_MANIFEST_MIN_BLOCK_SIZE) {
+    throw new BlockManifestError(
+      uri,
+      `its block-size ${blockSize} is below the smallest allowed, ${BLOCK_MANIFEST_MIN_BLOCK_SIZE}`,
+    );
   }
   if (size !== expected.size) {
     throw new BlockManifestError(uri, `it describes ${size} bytes but the snapshot has ${expected.size}`);
