@@ -18,10 +18,12 @@ import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import {
+  BLOCK_MANIFEST_MAX_BLOCKS,
   BLOCK_MANIFEST_MAX_BYTES,
   type BlockCopy,
   type BlockFetch,
   type BlockManifest,
+  blockCount,
   blockManifestKey,
   type DeltaPlan,
   parseBlockManifest,
@@ -203,7 +205,28 @@ export async function assembleDelta(context: DeltaContext, handle: FileHandle): 
     ) {
       return { kind: 'fallback', reason: 'the live file changed', doubtful: false, manifest };
     }
-    const local = await localManifest(held, manifest, context.signal);
+    const heldBlocks = blockCount(manifest, held.size);
+    if (heldBlocks > BLOCK_MANIFEST_MAX_BLOCKS) {
+      // Its digests would outgrow any manifest a reader accepts (memory, and a kept file too long to write).
+      return {
+        kind: 'fallback',
+        reason: `the live file has ${heldBlocks} blocks in the manifest's layout, more than ${BLOCK_MANIFEST_MAX_BLOCKS}`,
+        doubtful: false,
+        manifest,
+      };
+    }
+    let local: BlockManifest | undefined;
+    try {
+      local = await localManifest(held, manifest, context.signal);
+    } catch (error) {
+      if (context.signal?.aborted === true) throw error;
+      return {
+        kind: 'fallback',
+        reason: `the live file's blocks could not be read or kept (${messageOf(error)})`,
+        doubtful: true,
+        manifest,
+      };
+    }
     if (local === undefined) {
       return {
         kind: 'fallback',

@@ -6,7 +6,7 @@
  * full download: no manifest, a manifest for another file, a manifest that lies about a block, a
  * failed range; the file that goes live is always the recorded one.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -33,7 +33,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   blocksPath,
   commitSnapshot,
+  discardPrepared,
   downloadSnapshot,
+  manifestPath,
   type SnapshotFilesOptions,
   verifySnapshot,
 } from '../src/index.js';
@@ -307,5 +309,80 @@ describe('delta download: a kept block manifest of another file', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('delta download: the live file whose blocks are hashed', () => {
+  let dir: string;
+  let store: ObjectStore;
+  let files: Uint8Array[];
+  let options: SnapshotFilesOptions;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(work, 'held-'));
+    store = await stores.file(dir);
+    files = await versions('sqlite', join(dir, 'build'), 2);
+  });
+
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  async function holdFirst(name: string): Promise<void> {
+    options = {
+      dataset: DATASET,
+      engine: 'sqlite',
+      table: DATASET,
+      livePath: join(dir, name, `${DATASET}.sqlite`),
+      store,
+      reserveBytes: 0,
+    };
+    await swapIn(options, await publish(store, 'sqlite', 1, files[0] as Uint8Array));
+  }
+
+  it('is never cut into more blocks than a manifest may list: a 5 GiB live file and a manifest of 4 KiB blocks fall back at once', async () => {
+    await holdFirst('large');
+    // The live file is a 5 GiB snapshot (sparse here) that its manifest describes.
+    const large = 5 * 1024 ** 3;
+    await truncate(options.livePath, large);
+    const info = await stat(options.livePath, { bigint: true });
+    const kept = JSON.parse(await readFile(manifestPath(options.livePath), 'utf8'));
+    kept.mtimeNs = String(info.mtimeNs);
+    kept.snapshot.size = large;
+    await writeFile(manifestPath(options.livePath), JSON.stringify(kept));
+    await rm(blocksPath(options.livePath));
+    // A smaller snapshot whose manifest cuts 4 KiB blocks: the live file would be 1.3 million of them.
+    const second = files[1] as Uint8Array;
+    const small = { headerSize: 0, blockSize: 4096 };
+    const digester = new BlockDigester(small);
+    digester.update(second);
+    const published = await publish(store, 'sqlite', 2, second, {
+      ...small,
+      size: second.byteLength,
+      checksum: sha256(second),
+      blocks: digester.digest(),
+    });
+    const downloaded = await downloadSnapshot(options, published);
+    try {
+      expect(downloaded.transfer).toMatchObject({ mode: 'full', doubtful: false });
+      expect(downloaded.transfer.fallback).toMatch(/the live file has 1310720 blocks .*more than \d+/);
+      // Nothing of it was hashed or kept.
+      await expect(stat(blocksPath(options.livePath))).rejects.toThrow(/ENOENT/);
+      expect(downloaded.digest).toBe(sha256(second));
+    } finally {
+      await discardPrepared(downloaded);
+    }
+  });
+
+  it('whose blocks cannot be kept falls back to the whole file instead of failing the swap', async () => {
+    await holdFirst('unkept');
+    // No kept manifest, and the place its replacement is written through is taken (by a directory).
+    await rm(blocksPath(options.livePath));
+    await mkdir(`${blocksPath(options.livePath)}.tmp`);
+    const second = files[1] as Uint8Array;
+    const transfer = await swapIn(options, await publish(store, 'sqlite', 2, second));
+    expect(transfer).toMatchObject({ mode: 'full', doubtful: true });
+    expect(transfer.fallback).toMatch(/the live file's blocks could not be read or kept \(.*EISDIR/);
+    expect(sha256(await readFile(options.livePath))).toBe(sha256(second));
   });
 });
