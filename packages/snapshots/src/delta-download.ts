@@ -95,6 +95,12 @@ export function blocksPath(path: string): string {
 /** Pieces the copies are read and written in (and hashed between). */
 const COPY_PIECE = 8 * 1024 * 1024;
 
+/** ENOSPC (no space) or EDQUOT (quota) from a write or fsync of the temporary file. */
+export function isDiskFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -248,7 +254,8 @@ export async function assembleDelta(context: DeltaContext, handle: FileHandle): 
     try {
       digest = await writeSegments(context, plan, source, handle);
     } catch (error) {
-      if (context.signal?.aborted === true) throw error;
+      // A full disk is no doubt about the delta: the whole file would not fit either.
+      if (context.signal?.aborted === true || isDiskFull(error)) throw error;
       return {
         kind: 'fallback',
         reason: `assembling it failed (${messageOf(error)})`,
@@ -305,10 +312,7 @@ async function writeSegments(
   const write = async (chunks: readonly Uint8Array[], position: number, bytes: number): Promise<void> => {
     for (const chunk of chunks) hash.update(chunk);
     await pendingWrite;
-    pendingWrite = target.writev(chunks as Uint8Array[], position).then(({ bytesWritten }) => {
-      if (bytesWritten !== bytes)
-        throw new Error(`a write at byte ${position} was short (${bytesWritten} of ${bytes})`);
-    });
+    pendingWrite = writeAt(target, chunks, position, bytes);
     pendingWrite.catch(() => undefined);
     written += bytes;
     context.wrote(bytes);
@@ -357,6 +361,24 @@ async function writeSegments(
   }
   if (written !== context.size) throw new Error(`${written} bytes were assembled, not ${context.size}`);
   return hash.digest('hex');
+}
+
+/** Writes `chunks` (`bytes` in all) at `position`, resuming a short write (a nearly full disk: ENOSPC surfaces on the rest). */
+async function writeAt(
+  target: FileHandle,
+  chunks: readonly Uint8Array[],
+  position: number,
+  bytes: number,
+): Promise<void> {
+  let { bytesWritten } = await target.writev(chunks as Uint8Array[], position);
+  if (bytesWritten === bytes) return;
+  const rest = Buffer.concat(chunks);
+  while (bytesWritten < bytes) {
+    const written = (await target.write(rest, bytesWritten, bytes - bytesWritten, position + bytesWritten))
+      .bytesWritten;
+    if (written === 0) throw new Error(`a write at byte ${position + bytesWritten} wrote nothing`);
+    bytesWritten += written;
+  }
 }
 
 async function readPiece(source: FileHandle, position: number, length: number): Promise<Buffer> {

@@ -35,6 +35,7 @@ import {
   assembleDelta,
   blocksPath,
   type HeldFile,
+  isDiskFull,
   moveBlocks,
   type SnapshotTransfer,
   saveBlocks,
@@ -618,12 +619,6 @@ async function closeChecker(checker: Promise<SnapshotChecker> | undefined): Prom
     // A checker that could not be made failed its check already; there is nothing to close.
     () => undefined,
   );
-}
-
-/** ENOSPC (no space) or EDQUOT (quota) from a write or fsync of the temporary file. */
-function isDiskFull(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'ENOSPC' || code === 'EDQUOT';
 }
 
 /**

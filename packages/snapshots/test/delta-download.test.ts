@@ -6,7 +6,8 @@
  * full download: no manifest, a manifest for another file, a manifest that lies about a block, a
  * failed range; the file that goes live is always the recorded one.
  */
-import { mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, statfs, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -384,5 +385,83 @@ describe('delta download: the live file whose blocks are hashed', () => {
     expect(transfer).toMatchObject({ mode: 'full', doubtful: true });
     expect(transfer.fallback).toMatch(/the live file's blocks could not be read or kept \(.*EISDIR/);
     expect(sha256(await readFile(options.livePath))).toBe(sha256(second));
+  });
+});
+
+/** A small tmpfs for a real full disk (mounting needs privileges: the test is skipped without them). */
+function mountTmpfs(dir: string, bytes: number): boolean {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes}`, 'tmpfs', dir], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('delta download: the disk fills up during the assembly', () => {
+  let disk: string;
+  let mounted = false;
+
+  beforeAll(async () => {
+    disk = await mkdtemp(join(tmpdir(), 'ferry-delta-full-'));
+    mounted = mountTmpfs(disk, 24 * 1024 * 1024);
+  });
+
+  afterAll(async () => {
+    if (mounted) execFileSync('umount', [disk]);
+    await rm(disk, { recursive: true, force: true });
+  });
+
+  it('fails as a full disk, without downloading the whole file after it', async ({ skip }) => {
+    if (!mounted) skip();
+    const dir = await mkdtemp(join(work, 'full-'));
+    const store = await stores.s3(dir);
+    const files = await versions('sqlite', join(dir, 'build'), 2);
+    const options: SnapshotFilesOptions = {
+      dataset: DATASET,
+      engine: 'sqlite',
+      table: DATASET,
+      livePath: join(disk, `${DATASET}.sqlite`),
+      store,
+      reserveBytes: 0,
+    };
+    try {
+      await swapIn(options, await publish(store, 'sqlite', 1, files[0] as Uint8Array));
+      const second = files[1] as Uint8Array;
+      const published = await publish(store, 'sqlite', 2, second);
+      // The free-space check passes; while the manifest is read, the disk fills up to 1 MiB.
+      const filler = join(disk, 'filler.bin');
+      const remove = proxy.addRule({
+        name: 'fill-disk',
+        method: 'GET',
+        target: new RegExp(`${blockManifestKey(published.key).replaceAll('.', '\\.')}$`),
+        times: 1,
+        fault: { kind: 'pass' },
+        onMatch: async () => {
+          const { bavail, bsize } = await statfs(disk);
+          await writeFile(filler, Buffer.alloc(bavail * bsize - 1024 * 1024, 1));
+        },
+      });
+      const since = proxy.requests().length;
+      try {
+        await expect(downloadSnapshot(options, published)).rejects.toMatchObject({ code: 'ERR_DISK_SPACE' });
+      } finally {
+        remove();
+      }
+      expect(proxy.hits('fill-disk')).toBe(1);
+      // Only the changed blocks were asked for: no whole download followed the full disk.
+      const asked = proxy
+        .requests()
+        .slice(since)
+        .filter((r) => r.method === 'GET' && r.target.endsWith(published.key))
+        .map((r) => /^bytes=(\d+)-(\d+)$/.exec(r.headers.range ?? ''))
+        .reduce((sum, m) => sum + (m === null ? second.byteLength : Number(m[2]) - Number(m[1]) + 1), 0);
+      expect(asked).toBeLessThan(second.byteLength / 4);
+      // Nothing is left behind but the live file (and what describes it) and the filler.
+      expect((await readdir(disk)).filter((name) => name.includes('.ferry-tmp-'))).toEqual([]);
+      expect(sha256(await readFile(options.livePath))).toBe(sha256(files[0] as Uint8Array));
+    } finally {
+      await store.close();
+    }
   });
 });
