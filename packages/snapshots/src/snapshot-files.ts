@@ -317,7 +317,11 @@ export async function removeTemporaries(livePath: string): Promise<string[]> {
   } catch {
     return [];
   }
-  const removed = names.filter((name) => name.startsWith(prefix)).map((name) => join(directory, name));
+  // And the live file's block digests half written by `saveBlocks` (through `<blocks>.tmp`).
+  const blocksTemp = `${basename(blocksPath(livePath))}.tmp`;
+  const removed = names
+    .filter((name) => name.startsWith(prefix) || name === blocksTemp)
+    .map((name) => join(directory, name));
   await Promise.all(removed.map((path) => rm(path, { force: true })));
   return removed;
 }

@@ -96,6 +96,8 @@ describe.each<Kind>(['duckdb', 'sqlite'])('restoring a live file (%s)', (kind) =
     const installed = await install(3);
     // A killed run's leftovers, and side files that an engine could mix into the live file.
     await writeFile(`${options.livePath}.ferry-tmp-4-0badcafe`, 'partial');
+    // Killed while the live file's block digests were kept (a delta download computes them once).
+    await writeFile(`${options.livePath}.ferry-blocks.json.tmp`, '{"ferry-block-manifest":1,"blo');
     await writeFile(`${options.livePath}-journal`, 'stale');
     await writeFile(`${options.livePath}.wal`, 'stale');
     const restored = await restoreLocal(options);
