@@ -19,12 +19,12 @@ import type { FileHandle } from 'node:fs/promises';
 import { open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import {
   BLOCK_MANIFEST_MAX_BLOCKS,
-  BLOCK_MANIFEST_MAX_BYTES,
   type BlockCopy,
   type BlockFetch,
   type BlockManifest,
   blockCount,
   blockManifestKey,
+  blockManifestMaxBytes,
   type DeltaPlan,
   parseBlockManifest,
   planDelta,
@@ -109,7 +109,7 @@ function messageOf(error: unknown): string {
 async function remoteManifest(context: DeltaContext): Promise<BlockManifest | undefined> {
   const key = blockManifestKey(context.key);
   const got = await context.store.get(key, {
-    maxBytes: BLOCK_MANIFEST_MAX_BYTES,
+    maxBytes: blockManifestMaxBytes(context.size),
     ...(context.signal === undefined ? {} : { signal: context.signal }),
   });
   if (got.status !== 'ok') return undefined;

@@ -375,6 +375,20 @@ describe('delta download: the live file whose blocks are hashed', () => {
     }
   });
 
+  it('reads no manifest larger than one of 4 KiB blocks could be for the snapshot', async () => {
+    await holdFirst('padded');
+    const second = files[1] as Uint8Array;
+    // Valid, but 4 MiB of it is an unknown key: 30 times what a manifest of this 9 MB file can need.
+    const padded = serializeBlockManifest(manifestOf('sqlite', second)).replace(
+      '{',
+      `{"padding":"${'x'.repeat(4 * 1024 * 1024)}",`,
+    );
+    const transfer = await swapIn(options, await publish(store, 'sqlite', 2, second, padded));
+    expect(transfer).toMatchObject({ mode: 'full', doubtful: true });
+    expect(transfer.fallback).toMatch(/is \d+ bytes, more than the \d+ allowed/);
+    expect(sha256(await readFile(options.livePath))).toBe(sha256(second));
+  });
+
   it('whose blocks cannot be kept falls back to the whole file instead of failing the swap', async () => {
     await holdFirst('unkept');
     // No kept manifest, and the place its replacement is written through is taken (by a directory).

@@ -27,6 +27,15 @@ export const BLOCK_MANIFEST_MAX_BLOCKS = Math.floor(BLOCK_MANIFEST_MAX_BYTES / 6
 /** The smallest `block-size` a manifest may use (a page): the writer's are 64 KiB and 256 KiB. */
 export const BLOCK_MANIFEST_MIN_BLOCK_SIZE = 4096;
 
+/**
+ * The largest manifest a snapshot of `size` bytes can have: a digest for each block at the smallest
+ * block size (and a header block), 64 KiB for the rest; never more than {@link BLOCK_MANIFEST_MAX_BYTES}.
+ */
+export function blockManifestMaxBytes(size: number): number {
+  const digests = Math.ceil(size / BLOCK_MANIFEST_MIN_BLOCK_SIZE) + 1;
+  return Math.min(BLOCK_MANIFEST_MAX_BYTES, 64 * 1024 + 67 * digests);
+}
+
 /** How a file is cut into blocks: one header block of `headerSize` bytes (none when 0), then `blockSize` blocks. */
 export interface BlockLayout {
   readonly headerSize: number;
