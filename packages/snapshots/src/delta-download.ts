@@ -225,7 +225,7 @@ export async function assembleDelta(context: DeltaContext, handle: FileHandle): 
     try {
       local = await localManifest(held, manifest, context.signal);
     } catch (error) {
-      if (context.signal?.aborted === true) throw error;
+      if (context.signal?.aborted === true || isDiskFull(error)) throw error;
       return {
         kind: 'fallback',
         reason: `the live file's blocks could not be read or kept (${messageOf(error)})`,

@@ -426,16 +426,20 @@ describe('delta download: the disk fills up during the assembly', () => {
     await rm(disk, { recursive: true, force: true });
   });
 
-  it('fails as a full disk, without downloading the whole file after it', async ({ skip }) => {
+  it.for<[string, number]>([
+    ['while the file is assembled', 1024 * 1024],
+    ["while the live file's blocks are kept", 0],
+  ])('fails as a full disk %s, without downloading the whole file after it', async ([_, leave], { skip }) => {
     if (!mounted) skip();
     const dir = await mkdtemp(join(work, 'full-'));
+    const live = await mkdtemp(join(disk, 'live-'));
     const store = await stores.s3(dir);
     const files = await versions('sqlite', join(dir, 'build'), 2);
     const options: SnapshotFilesOptions = {
       dataset: DATASET,
       engine: 'sqlite',
       table: DATASET,
-      livePath: join(disk, `${DATASET}.sqlite`),
+      livePath: join(live, `${DATASET}.sqlite`),
       store,
       reserveBytes: 0,
     };
@@ -443,17 +447,21 @@ describe('delta download: the disk fills up during the assembly', () => {
       await swapIn(options, await publish(store, 'sqlite', 1, files[0] as Uint8Array));
       const second = files[1] as Uint8Array;
       const published = await publish(store, 'sqlite', 2, second);
-      // The free-space check passes; while the manifest is read, the disk fills up to 1 MiB.
+      // None kept: the delta computes the live file's blocks and keeps them before it assembles.
+      if (leave === 0) await rm(blocksPath(options.livePath));
+      // The free-space check passes; while the manifest is read, the disk fills up to `leave` bytes.
       const filler = join(disk, 'filler.bin');
       const remove = proxy.addRule({
-        name: 'fill-disk',
+        name: `fill-disk-${leave}`,
         method: 'GET',
         target: new RegExp(`${blockManifestKey(published.key).replaceAll('.', '\\.')}$`),
         times: 1,
         fault: { kind: 'pass' },
         onMatch: async () => {
           const { bavail, bsize } = await statfs(disk);
-          await writeFile(filler, Buffer.alloc(bavail * bsize - 1024 * 1024, 1));
+          await writeFile(filler, Buffer.alloc(bavail * bsize - leave, 1)).catch((error) => {
+            if (error.code !== 'ENOSPC') throw error;
+          });
         },
       });
       const since = proxy.requests().length;
@@ -462,7 +470,7 @@ describe('delta download: the disk fills up during the assembly', () => {
       } finally {
         remove();
       }
-      expect(proxy.hits('fill-disk')).toBe(1);
+      expect(proxy.hits(`fill-disk-${leave}`)).toBe(1);
       // Only the changed blocks were asked for: no whole download followed the full disk.
       const asked = proxy
         .requests()
@@ -472,10 +480,12 @@ describe('delta download: the disk fills up during the assembly', () => {
         .reduce((sum, m) => sum + (m === null ? second.byteLength : Number(m[2]) - Number(m[1]) + 1), 0);
       expect(asked).toBeLessThan(second.byteLength / 4);
       // Nothing is left behind but the live file (and what describes it) and the filler.
-      expect((await readdir(disk)).filter((name) => name.includes('.ferry-tmp-'))).toEqual([]);
+      expect((await readdir(live)).filter((name) => name.includes('.ferry-tmp-'))).toEqual([]);
       expect(sha256(await readFile(options.livePath))).toBe(sha256(files[0] as Uint8Array));
     } finally {
       await store.close();
+      await rm(join(disk, 'filler.bin'), { force: true });
+      await rm(live, { recursive: true, force: true });
     }
   });
 });
