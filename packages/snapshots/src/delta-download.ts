@@ -11,7 +11,8 @@
  * Anything that makes the delta doubtful — no manifest, a manifest that does not describe the
  * snapshot, no usable local file, too little in common, a failed range, an assembled file whose
  * SHA-256 is not the recorded one — returns a fallback reason instead, and the caller downloads
- * the whole file into the same temporary file (truncated first). The delta itself writes with
+ * the whole file into the same temporary file (truncated first); a full disk is thrown instead (the
+ * whole file would not fit either). The delta itself writes with
  * positional writes only, so the file position the full download appends from is still 0.
  */
 import { createHash } from 'node:crypto';
