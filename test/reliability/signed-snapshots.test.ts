@@ -11,7 +11,7 @@
  * an older snapshot, or on a snapshot whose id the writer reused, is stale however often the
  * writer re-signs its heartbeat.
  */
-import { parseEnvelope, signatureKeyOf } from '@ferry/core';
+import { blockManifestKey, parseEnvelope, signatureKeyOf } from '@ferry/core';
 import type { Runtime } from '@ferry/runtime';
 import { createServerMetrics } from '@ferry/server';
 import { type GeneratedKeyPair, generateSigningKeyPair } from '@ferry/store';
@@ -418,6 +418,34 @@ describe('signed snapshots on the local S3', () => {
     expect(line?.message).toContain(`names snapshot ${second.snapshotId} of SHA-256`);
     expect(await servedVersion(started.runtime)).toEqual({ version: 2, snapshotId: second.snapshotId });
     expect(started.runtime.metrics().freshness[DATASET]?.stale).toBe(true);
+  });
+
+  it('a block manifest rewritten beside a signed snapshot is not used for its delta: the writer signed its SHA-256', async () => {
+    const prefix = freshPrefix();
+    const first = await signedPublish(prefix, 1, keyA);
+    const reader = await startReader(prefix, [keyA]);
+    await servingSnapshot(reader, first.snapshotId);
+    const mark = reader.logger.records.length;
+    let second: Awaited<ReturnType<typeof signedPublish>> | undefined;
+    await whilePaused(reader.runtime, async () => {
+      second = await signedPublish(prefix, 2, keyA);
+      // Rewritten without the key: the writer's own manifest and one more space, still a valid one.
+      const manifestKey = `${prefix}${blockManifestKey(second.key)}`;
+      const manifest = await aws.getObject(BUCKET, manifestKey);
+      expect(manifest).toBeDefined();
+      await aws.putObject(BUCKET, manifestKey, `${new TextDecoder().decode(manifest)} `);
+    });
+    const snapshotId = second?.snapshotId;
+    await servingSnapshot(reader, snapshotId as number);
+    const [line] = await reader.logger.waitFor(
+      (record) => record.fields.snapshotId === snapshotId && typeof record.fields.fallback === 'string',
+      { since: mark },
+    );
+    expect(line?.level).toBe('warn');
+    expect(line?.fields.fallback).toMatch(
+      /its SHA-256 [0-9a-f]{64} is not the [0-9a-f]{64} its writer signed/,
+    );
+    expect(await servedVersion(reader.runtime)).toEqual({ version: 2, snapshotId });
   });
 
   it('freeze: a heartbeat statement that expires makes the dataset stale; the next heartbeat makes it fresh again', async () => {

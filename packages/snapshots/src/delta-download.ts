@@ -23,6 +23,7 @@ import {
   type BlockCopy,
   type BlockFetch,
   type BlockManifest,
+  BlockManifestError,
   blockCount,
   blockManifestKey,
   blockManifestMaxBytes,
@@ -64,6 +65,11 @@ export interface DeltaContext {
   readonly checksum: string;
   /** The live file and what it holds, when a manifest proves it. */
   readonly held: HeldFile | undefined;
+  /**
+   * With signed snapshots, the manifest's SHA-256 the writer signed (`blocks-sha256`; null: it
+   * signed none): a manifest whose bytes hash otherwise is not used. Absent: not checked.
+   */
+  readonly blocksSha256?: string | null | undefined;
   readonly concurrency: number;
   readonly partSize: number;
   /** Below this share of the new file's bytes reused, the whole file is fetched instead. */
@@ -114,7 +120,19 @@ async function remoteManifest(context: DeltaContext): Promise<BlockManifest | un
     ...(context.signal === undefined ? {} : { signal: context.signal }),
   });
   if (got.status !== 'ok') return undefined;
-  return parseBlockManifest(new TextDecoder().decode(got.body), `${context.store.location}${key}`, {
+  const uri = `${context.store.location}${key}`;
+  const signed = context.blocksSha256;
+  if (signed !== undefined) {
+    // Planted without the writer's key: it could only cost work (the file's SHA-256 is checked
+    // after the assembly), but it is not used at all.
+    const digest = createHash('sha256').update(got.body).digest('hex');
+    if (signed === null)
+      throw new BlockManifestError(uri, "the writer's signed statement names no block manifest");
+    if (digest !== signed.toLowerCase()) {
+      throw new BlockManifestError(uri, `its SHA-256 ${digest} is not the ${signed} its writer signed`);
+    }
+  }
+  return parseBlockManifest(new TextDecoder().decode(got.body), uri, {
     size: context.size,
     checksum: context.checksum,
   });

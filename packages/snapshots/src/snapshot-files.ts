@@ -120,6 +120,11 @@ export interface SnapshotTarget {
   readonly key: string;
   /** The object's HEAD when already made (beside the signature check), so it is not repeated. */
   readonly head?: ObjectInfo | undefined;
+  /**
+   * With signed snapshots, the block manifest's SHA-256 its writer signed (`blocks-sha256`; null:
+   * it signed none): a delta uses only that manifest, else the file is downloaded whole.
+   */
+  readonly blocksSha256?: string | null | undefined;
 }
 
 export interface DownloadProgress {
@@ -525,6 +530,7 @@ export async function downloadSnapshot(
           size: entry.size,
           checksum: entry.checksum,
           held: await heldFile(livePath),
+          ...(target.blocksSha256 === undefined ? {} : { blocksSha256: target.blocksSha256 }),
           concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
           partSize: options.partSize ?? DEFAULT_PART_SIZE,
           minReuse: options.deltaMinReuse ?? DEFAULT_DELTA_MIN_REUSE,

@@ -139,7 +139,10 @@ async function publish(
   return { entry: entryOf(id, store.location, key, bytes), key };
 }
 
-async function swapIn(options: SnapshotFilesOptions, published: Published) {
+async function swapIn(
+  options: SnapshotFilesOptions,
+  published: Published & { readonly blocksSha256?: string | null },
+) {
   const downloaded = await downloadSnapshot(options, published);
   const prepared = await verifySnapshot(options, downloaded, RECORDED);
   await commitSnapshot(options, prepared);
@@ -373,6 +376,22 @@ describe('delta download: the live file whose blocks are hashed', () => {
     } finally {
       await discardPrepared(downloaded);
     }
+  });
+
+  it('with a signed blocks-sha256, uses only the manifest it names: none when it names none', async () => {
+    await holdFirst('signed');
+    const second = files[1] as Uint8Array;
+    const published = await publish(store, 'sqlite', 2, second);
+    const signed = sha256(
+      new TextEncoder().encode(serializeBlockManifest(manifestOf('sqlite', second), 'sqlite')),
+    );
+    const downloaded = await downloadSnapshot(options, { ...published, blocksSha256: null });
+    expect(downloaded.transfer).toMatchObject({ mode: 'full', doubtful: true });
+    expect(downloaded.transfer.fallback).toContain("the writer's signed statement names no block manifest");
+    await discardPrepared(downloaded);
+    const delta = await swapIn(options, { ...published, blocksSha256: signed });
+    expect(delta.mode).toBe('delta');
+    expect(sha256(await readFile(options.livePath))).toBe(sha256(second));
   });
 
   it('reads no manifest larger than one of 4 KiB blocks could be for the snapshot', async () => {

@@ -9,7 +9,14 @@
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
-import { fileFormatOf, type ObjectStore, resolveSnapshotKey, retentionOf } from '@ferry/core/base';
+import {
+  fileFormatOf,
+  type ObjectStore,
+  parseSnapshotStatement,
+  resolveSnapshotKey,
+  retentionOf,
+  type SignedEnvelope,
+} from '@ferry/core/base';
 import {
   authenticateSnapshot,
   checkLiveFile,
@@ -174,7 +181,12 @@ export class SnapshotTaskRunner {
     this.#checkers.warm(files.engine, dirname(files.livePath));
     const downloaded = await downloadSnapshot(
       options,
-      { entry, key: resolveSnapshotKey(task.recordedLocation, entry.uri), head: task.head },
+      {
+        entry,
+        key: resolveSnapshotKey(task.recordedLocation, entry.uri),
+        head: task.head,
+        ...(task.signature === undefined ? {} : { blocksSha256: signedBlocksSha256(task.signature) }),
+      },
       { signal },
     );
     report({
@@ -233,4 +245,14 @@ async function withAbort<T>(port: MessagePort, work: (signal: AbortSignal) => Pr
     port.off('close', abort);
     port.close();
   }
+}
+
+/**
+ * The block manifest's SHA-256 the writer signed with the snapshot (null: none), so a delta uses
+ * no manifest planted beside it. The statement was verified by the authenticate task; one that no
+ * longer parses trusts no manifest.
+ */
+function signedBlocksSha256(signature: SignedEnvelope): string | null {
+  const statement = parseSnapshotStatement(signature.statement);
+  return 'problem' in statement ? null : statement.blocksSha256;
 }
