@@ -148,16 +148,24 @@ export function liveSignatureProblem(
   if (check === 'invalid') return 'has a signature that does not verify';
   const signed = parseSnapshotStatement(envelope.statement);
   if ('problem' in signed) return `has a signature whose statement is unreadable (${signed.problem})`;
-  const agrees =
-    signed.keyId === envelope.keyId &&
-    signed.dataset === dataset &&
-    signed.snapshotId === live.snapshotId &&
-    signed.uri === live.uri &&
-    signed.sha256 === live.checksum.toLowerCase() &&
-    signed.size === live.size &&
-    signed.timestampMs === live.timestampMs &&
-    signed.schemaSha256 === schemaSha256(live.schema);
-  return agrees ? undefined : 'has a signature of another snapshot';
+  // What the manifest records of the file, as the statement its writer signed must say it (the
+  // location and engine it does not record: the statement's own stand).
+  const difference = snapshotStatementDifference(
+    signed,
+    {
+      ...signed,
+      keyId: envelope.keyId,
+      dataset,
+      snapshotId: live.snapshotId,
+      uri: live.uri,
+      sha256: live.checksum.toLowerCase(),
+      size: live.size,
+      timestampMs: live.timestampMs,
+      schemaSha256: schemaSha256(live.schema),
+    },
+    { recordedBy: "the live file's manifest" },
+  );
+  return difference === undefined ? undefined : `has a signature of another snapshot (${difference})`;
 }
 
 /** The dataset's heartbeat statement, verified with the trusted keys, or why there is none to trust. */

@@ -198,20 +198,21 @@ export function expectedSnapshotStatement(input: {
 
 /**
  * The first field in which the signed statement differs from the expected one, said as
- * "its sha256 is 'a…' where metadata.json records 'b…'"; undefined when they agree. `blocks-sha256`
- * is compared only when `checkBlocks` (a reader that uses the block manifest).
+ * "its sha256 is 'a…' where metadata.json records 'b…'" (`recordedBy`: what else records the
+ * expected one, such as the live file's manifest); undefined when they agree. `blocks-sha256` is
+ * compared only when `checkBlocks` (a reader that uses the block manifest).
  */
 export function snapshotStatementDifference(
   signed: SnapshotStatement,
   expected: SnapshotStatement,
-  options: { readonly checkBlocks?: boolean } = {},
+  options: { readonly checkBlocks?: boolean; readonly recordedBy?: string } = {},
 ): string | undefined {
   for (const field of SNAPSHOT_FIELDS) {
     if (field.key === 'blocksSha256' && options.checkBlocks !== true) continue;
     const a = signed[field.key];
     const b = expected[field.key];
     if (a !== b) {
-      return `its ${field.name} is ${JSON.stringify(a)} where metadata.json records ${JSON.stringify(b)}`;
+      return `its ${field.name} is ${JSON.stringify(a)} where ${options.recordedBy ?? 'metadata.json'} records ${JSON.stringify(b)}`;
     }
   }
   return undefined;
