@@ -331,7 +331,7 @@ async function writeSegments(
   const write = async (chunks: readonly Uint8Array[], position: number, bytes: number): Promise<void> => {
     for (const chunk of chunks) hash.update(chunk);
     await pendingWrite;
-    pendingWrite = writeAt(target, chunks, position, bytes);
+    pendingWrite = writeAll(target, chunks, bytes, position);
     pendingWrite.catch(() => undefined);
     written += bytes;
     context.wrote(bytes);
@@ -382,20 +382,27 @@ async function writeSegments(
   return hash.digest('hex');
 }
 
-/** Writes `chunks` (`bytes` in all) at `position`, resuming a short write (a nearly full disk: ENOSPC surfaces on the rest). */
-async function writeAt(
-  target: FileHandle,
+/**
+ * Writes `chunks` (`bytes` in all) at `position` (null: at the file's position, appending), resuming
+ * a short write (rare: a signal, a nearly full disk, where ENOSPC then surfaces on the rest). The
+ * full download appends with it, a delta writes its segments in place.
+ */
+export async function writeAll(
+  handle: FileHandle,
   chunks: readonly Uint8Array[],
-  position: number,
   bytes: number,
+  position: number | null = null,
 ): Promise<void> {
-  let { bytesWritten } = await target.writev(chunks as Uint8Array[], position);
+  const [only] = chunks;
+  let { bytesWritten } = await (chunks.length === 1 && only !== undefined
+    ? handle.write(only, 0, only.byteLength, position)
+    : handle.writev(chunks as Uint8Array[], position ?? undefined));
   if (bytesWritten === bytes) return;
   const rest = Buffer.concat(chunks);
   while (bytesWritten < bytes) {
-    const written = (await target.write(rest, bytesWritten, bytes - bytesWritten, position + bytesWritten))
-      .bytesWritten;
-    if (written === 0) throw new Error(`a write at byte ${position + bytesWritten} wrote nothing`);
+    const at = position === null ? null : position + bytesWritten;
+    const { bytesWritten: written } = await handle.write(rest, bytesWritten, bytes - bytesWritten, at);
+    if (written === 0) throw new Error(`a write at byte ${at ?? bytesWritten} wrote nothing`);
     bytesWritten += written;
   }
 }

@@ -39,6 +39,7 @@ import {
   moveBlocks,
   type SnapshotTransfer,
   saveBlocks,
+  writeAll,
 } from './delta-download.js';
 import {
   checksumMismatch,
@@ -391,28 +392,6 @@ async function assertFreeSpace(
   const space = await statfs(directory);
   const available = space.bavail * space.bsize;
   if (available < needed) throw new InsufficientDiskSpaceError(options.dataset, directory, needed, available);
-}
-
-/** Writes `chunks` (`bytes` in all) at the file's position with `writev`, resuming a short write. */
-async function writeAll(handle: FileHandle, chunks: readonly Uint8Array[], bytes: number): Promise<void> {
-  let { bytesWritten } = await (chunks.length === 1
-    ? handle.write(chunks[0] as Uint8Array)
-    : handle.writev(chunks as Uint8Array[]));
-  if (bytesWritten === bytes) return;
-  // Rare (a signal, a nearly full disk): write the rest one chunk at a time; ENOSPC surfaces here.
-  let offset = 0;
-  for (const chunk of chunks) {
-    const end = offset + chunk.byteLength;
-    if (bytesWritten < end) {
-      let rest = chunk.subarray(Math.max(0, bytesWritten - offset));
-      while (rest.byteLength > 0) {
-        const written = (await handle.write(rest)).bytesWritten;
-        rest = rest.subarray(written);
-        bytesWritten += written;
-      }
-    }
-    offset = end;
-  }
 }
 
 /** Stream the object into `handle`, hashing as it goes; returns the lowercase hex digest. */
