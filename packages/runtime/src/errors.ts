@@ -178,8 +178,15 @@ export class StaleReadError extends FerryError {
     stalenessMs: number | null,
     maxStalenessMs: number,
     retryAfterSeconds: number,
+    /** The snapshot the answer read, when it was replaced more than once while the query ran (its staleness unknown). */
+    replacedTwice?: number,
   ) {
-    const figure = stalenessMs === null ? 'serves no snapshot' : `is ${formatStaleness(stalenessMs)} stale`;
+    const figure =
+      replacedTwice !== undefined
+        ? `was read at snapshot ${replacedTwice}, replaced more than once while the query ran (how stale is unknown)`
+        : stalenessMs === null
+          ? 'serves no snapshot'
+          : `is ${formatStaleness(stalenessMs)} stale`;
     super(
       'ERR_STALE',
       `Dataset '${dataset}' ${figure}, past the ${formatStaleness(maxStalenessMs)} this query allows (X-Ferry-Max-Staleness); retry in ${retryAfterSeconds} s, or allow more staleness.`,

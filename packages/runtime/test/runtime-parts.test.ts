@@ -305,10 +305,24 @@ describe('the staleness bound judges the snapshot an answer read', () => {
       expect.objectContaining({ code: 'ERR_STALE' }),
     );
     expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 7 }], 30_000, info, { A: 7 })).not.toThrow();
+    // A snapshot replaced twice while the answer read it: how stale it is, nothing recorded says
+    // (staler than the one replaced last, by an unknown amount), so it is refused, with a retry at once.
+    registry.setState(a, 'polling', at(8, now - 1_000));
+    registry.setState(a, 'serving', at(9, now - 500));
+    expect(registry.info(a).replaced).toMatchObject({ snapshotId: 8 });
+    expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 8 }], 30_000, info)).not.toThrow();
+    expect(() => holdToStalenessBound([{ name: 'a', snapshotId: 7 }], 30_000, info)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_STALE',
+        dataset: 'a',
+        retryAfterSeconds: 1,
+        message: expect.stringContaining('read at snapshot 7, replaced more than once while the query ran'),
+      }),
+    );
     // A thread restarting (no status for a while) replaces nothing.
     registry.setState(a, 'restarting', undefined);
-    registry.setState(a, 'serving', at(8, now));
-    expect(registry.info(a).replaced).toMatchObject({ snapshotId: 7 });
+    registry.setState(a, 'serving', at(9, now));
+    expect(registry.info(a).replaced).toMatchObject({ snapshotId: 8 });
   });
 });
 

@@ -79,7 +79,7 @@ export function checkMaxStaleness(maxStalenessMs: unknown): void {
  * Throws `StaleReadError` for the first dataset `read` that is staler than `maxStalenessMs`. A
  * dataset is judged at the snapshot read: the one it serves, or, for an answer read while a swap
  * replaced it, the one replaced (staler: it was last known current at its last check before the
- * swap; one replaced earlier still is judged at least as stale). A pinned dataset (`pins`) is
+ * swap); one replaced earlier still, whose staleness nothing recorded says, is refused. A pinned dataset (`pins`) is
  * judged as the dataset it is (pin and bound answer different questions).
  */
 export function holdToStalenessBound(
@@ -97,15 +97,18 @@ export function holdToStalenessBound(
     const served = status === undefined ? null : datasetStaleness(status, nowMs).stalenessMs;
     const replacedSince =
       snapshotId !== undefined && snapshotId !== status?.servingSnapshotId && !pinned.has(name.toLowerCase());
-    const staleness =
-      replacedSince && dataset.replaced !== undefined
+    // Replaced earlier than the one replaced last: staler by an amount nothing recorded says (null).
+    const staleness = !replacedSince
+      ? served
+      : dataset.replaced?.snapshotId === snapshotId
         ? Math.max(served ?? 0, dataset.replaced.stalenessMs)
-        : served;
+        : null;
     if (!isStalerThan(staleness, maxStalenessMs)) continue;
     // The snapshot served now is within the bound: a retry reads it. Else staleness falls only at a
     // check: retry when the next one is due (at least a second away).
     const due = isStalerThan(served, maxStalenessMs) ? status?.nextPollDueMs : undefined;
     const retryAfterSeconds = Math.max(1, Math.ceil(((due ?? nowMs) - nowMs) / 1000));
-    throw new StaleReadError(name, staleness, maxStalenessMs, retryAfterSeconds);
+    const replacedTwice = replacedSince && staleness === null ? snapshotId : undefined;
+    throw new StaleReadError(name, staleness, maxStalenessMs, retryAfterSeconds, replacedTwice);
   }
 }
