@@ -36,18 +36,23 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-function publish(dataset: string, engine: 'duckdb' | 'sqlite', version: number) {
+function publish(dataset: string, engine: 'duckdb' | 'sqlite', version: number, at = location) {
   return publishSnapshot({
     dataset,
     engine,
-    location,
+    location: at,
     source: { sql: `SELECT i::BIGINT AS id, ${version}::BIGINT AS version FROM range(10) t(i)` },
     notNull: ['id'],
   });
 }
 
-function datasetConfig(name: string, engine: 'duckdb' | 'sqlite', interval = '1h'): DatasetConfig {
-  const load = loadSpicepod(podYaml(location, [{ name, engine, interval }]), { file: 'spicepod.yaml' });
+function datasetConfig(
+  name: string,
+  engine: 'duckdb' | 'sqlite',
+  interval = '1h',
+  at = location,
+): DatasetConfig {
+  const load = loadSpicepod(podYaml(at, [{ name, engine, interval }]), { file: 'spicepod.yaml' });
   throwIfFatal(load);
   return load.datasets[0] as DatasetConfig;
 }
@@ -210,6 +215,37 @@ describe('DatasetHost in-process', () => {
     // The earlier run's link is gone (stale); the new one names the same snapshot.
     expect(existsSync(earlier)).toBe(false);
     expect(secondRun.generations()[0]).toMatchObject({ snapshotId: published.snapshotId });
+    await secondRun.stop();
+  });
+
+  it('a live file loaded from another location is not served after the dataset moves, though the new store names the same snapshot id', async () => {
+    const dir = join(work, 'moved');
+    const livePath = join(dir, 'moved.duckdb');
+    const elsewhere = `file://${join(work, 'other-store')}/`;
+    await mkdir(join(work, 'other-store'));
+    const old = await publish('moved', 'duckdb', 1);
+    const firstRun = new Harness(datasetConfig('moved', 'duckdb'), livePath);
+    firstRun.host.start();
+    await firstRun.serving(old.snapshotId);
+    await firstRun.stop();
+
+    // The new store numbers its snapshots from 1 as well: the same id, other data.
+    const moved = await publish('moved', 'duckdb', 2, elsewhere);
+    expect(moved.snapshotId).toBe(old.snapshotId);
+    const secondRun = new Harness(datasetConfig('moved', 'duckdb', '1h', elsewhere), livePath);
+    secondRun.host.start();
+    await secondRun.serving(moved.snapshotId);
+    const messages = secondRun.logs().map((record) => record.message);
+    expect(messages).toContain(
+      `The live file of dataset 'moved' (snapshot ${old.snapshotId}) was loaded from ${location}, not the dataset's location ${elsewhere}; it is not served, and the dataset bootstraps from the store`,
+    );
+    const served = secondRun.generations().at(-1)?.path as string;
+    const engine = await openEngine('duckdb', served);
+    try {
+      expect((await engine.query('SELECT max(version) AS v FROM moved')).rows).toEqual([{ v: 2 }]);
+    } finally {
+      await engine.close();
+    }
     await secondRun.stop();
   });
 

@@ -63,6 +63,11 @@ export interface LocalSnapshot {
   readonly schemaId: number;
   readonly schema: ArrowSchema;
   /**
+   * The dataset's location as configured when it was loaded ({@link LiveFileOptions.location}): a
+   * restart after the dataset moved to another store does not serve it (ids restart in a new store).
+   */
+  readonly location?: string;
+  /**
    * The signature object that authenticated it before download (a dataset with trusted keys); a
    * restart checks it against the keys trusted then.
    */
@@ -95,6 +100,8 @@ export interface LiveFileOptions {
   readonly table: string;
   /** Absolute path of the live file. Temporary files and the manifest are created beside it. */
   readonly livePath: string;
+  /** The dataset's configured location, recorded with each snapshot verified ({@link LocalSnapshot.location}). */
+  readonly location?: string;
 }
 
 export interface SnapshotFilesOptions extends LiveFileOptions {
@@ -591,6 +598,7 @@ export async function verifySnapshot(
         size: entry.size,
         schemaId: recorded.schemaId,
         schema: recorded.schema,
+        ...(options.location === undefined ? {} : { location: options.location }),
       },
     };
   } catch (error) {

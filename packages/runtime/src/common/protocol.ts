@@ -267,8 +267,11 @@ export type RestoreResult =
   | { readonly kind: 'none' }
   /** The manifest names the file, but its engine cannot read it (or its table and schema differ). */
   | { readonly kind: 'unreadable'; readonly error: string }
-  /** With trusted keys: the file was not authenticated by a key trusted now (`error` says why). */
-  | { readonly kind: 'untrusted'; readonly snapshotId: number; readonly error: string }
+  /**
+   * Not served (`error` says why): it was loaded from another location than the dataset's now, or,
+   * with trusted keys, it was not authenticated by a key trusted now.
+   */
+  | { readonly kind: 'refused'; readonly snapshotId: number; readonly error: string }
   | { readonly kind: 'restored'; readonly snapshot: LocalSnapshot; readonly generation: string };
 
 /** A load's answer: the snapshot now in the live file, and its generation link. */

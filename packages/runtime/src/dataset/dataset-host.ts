@@ -359,7 +359,7 @@ export class DatasetHost {
       ...(trustedKeys === undefined ? {} : { trustedKeys }),
     });
     if (restored.kind === 'none') return null;
-    if (restored.kind === 'untrusted') {
+    if (restored.kind === 'refused') {
       this.#log(
         'warn',
         `The live file of dataset '${this.name}' (snapshot ${restored.snapshotId}) ${restored.error}; it is not served, and the dataset bootstraps from the store`,

@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
 import {
   fileFormatOf,
+  normalizeLocation,
   type ObjectStore,
   parseSnapshotStatement,
   resolveSnapshotKey,
@@ -112,6 +113,7 @@ export class SnapshotTaskRunner {
       // Spice writers name the table inside the file after the dataset.
       table: files.dataset,
       livePath: files.livePath,
+      location: files.location,
       store: this.#storeOf(files),
     };
   }
@@ -130,10 +132,18 @@ export class SnapshotTaskRunner {
     const options = this.#options(files);
     const local = await restoreLocal(options);
     if (local === null) return { kind: 'none' };
+    if (
+      local.location !== undefined &&
+      normalizeLocation(local.location) !== normalizeLocation(files.location)
+    ) {
+      // Another store's snapshot ids are no guide to this one's (a new store numbers from 1 again).
+      const error = `was loaded from ${local.location}, not the dataset's location ${files.location}`;
+      return { kind: 'refused', snapshotId: local.snapshotId, error };
+    }
     if (trustedKeys !== undefined) {
       // Checked against the keys trusted now, not those of the run that downloaded it.
       const problem = liveSignatureProblem(local, files.dataset, this.#trusted(trustedKeys));
-      if (problem !== undefined) return { kind: 'untrusted', snapshotId: local.snapshotId, error: problem };
+      if (problem !== undefined) return { kind: 'refused', snapshotId: local.snapshotId, error: problem };
     }
     try {
       // The file matches its manifest; reading it proves the engine reads it, with the table and schema.
