@@ -221,10 +221,13 @@ export class DatasetHost {
   /** While an announcement is delivered: the coordinator's read that found it. */
   #announced: MetadataReply | undefined;
   #crashing = false;
-  /** The HEAD the signature check made of a candidate's object, by snapshot id, for its download. */
-  readonly #heads = new Map<number, ObjectInfo>();
-  /** The signature that authenticated a candidate, by snapshot id, for its load to record. */
-  readonly #signatures = new Map<number, SignedEnvelope>();
+  /**
+   * The candidate the signature check authenticated last: the HEAD it made of the object (for the
+   * download) and the signature (for the load to record). Taken by the next download.
+   */
+  #authenticated:
+    | { readonly snapshotId: number; readonly head?: ObjectInfo; readonly signature: SignedEnvelope }
+    | undefined;
   /** The writer's heartbeat watch of a dataset with trusted keys. */
   readonly #freshness: FreshnessWatch | undefined;
 
@@ -412,8 +415,7 @@ export class DatasetHost {
   /** Check the candidate's signature and statement before download (a pool task). */
   async #authenticate(input: AuthenticateSnapshotInput): Promise<void> {
     const trustedKeys = this.#data.dataset.trustedKeys?.map((key) => key.pem) ?? [];
-    this.#heads.clear();
-    this.#signatures.clear();
+    this.#authenticated = undefined;
     const { keyId, head, signature } = await this.#tasks.run({
       kind: 'authenticate',
       files: this.#filesFor(),
@@ -422,8 +424,11 @@ export class DatasetHost {
       recordedLocation: this.#recordedLocation,
       trustedKeys,
     });
-    if (head !== undefined) this.#heads.set(input.entry.snapshotId, head);
-    this.#signatures.set(input.entry.snapshotId, signature);
+    this.#authenticated = {
+      snapshotId: input.entry.snapshotId,
+      signature,
+      ...(head === undefined ? {} : { head }),
+    };
     this.#log(
       'debug',
       `Snapshot ${input.entry.snapshotId} of dataset '${this.name}' is signed by trusted key ${keyId}`,
@@ -442,10 +447,9 @@ export class DatasetHost {
         `Snapshot ${entry.snapshotId} of dataset '${this.name}' has no recorded schema to verify it against.`,
       );
     }
-    const head = this.#heads.get(entry.snapshotId);
-    const signature = this.#signatures.get(entry.snapshotId);
-    this.#heads.clear();
-    this.#signatures.clear();
+    const authenticated =
+      this.#authenticated?.snapshotId === entry.snapshotId ? this.#authenticated : undefined;
+    this.#authenticated = undefined;
     const { port1, port2 } = new MessageChannel();
     const run = this.#tasks.run({
       kind: 'load',
@@ -453,8 +457,8 @@ export class DatasetHost {
       entry,
       recorded,
       recordedLocation: this.#recordedLocation,
-      head,
-      signature,
+      head: authenticated?.head,
+      signature: authenticated?.signature,
       port: port2,
     });
     const load = new Load(entry.snapshotId, port1, run);
