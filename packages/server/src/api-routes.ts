@@ -171,6 +171,19 @@ function cutAnswer(
   reply.raw.destroy();
 }
 
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A request body as text, or the 400 for one that is not UTF-8. */
+function utf8Body(body: Buffer): string | BadRequestError {
+  try {
+    return strictUtf8.decode(body);
+  } catch {
+    return new BadRequestError(
+      'The request body is not valid UTF-8 (invalid UTF-8 sequence); send the SQL encoded as UTF-8.',
+    );
+  }
+}
+
 /** The address the request came in on, as `host:port`. */
 function localEndpoint(request: FastifyRequest): string {
   const { localAddress, localPort } = request.raw.socket;
@@ -181,13 +194,24 @@ function localEndpoint(request: FastifyRequest): string {
 export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions): Promise<void> {
   const { runtime, metrics } = options;
   const dialect = dialectFor(runtime);
-  // JSON for any JSON media type (`application/json`, `…/…+json`); any other body is text.
+  // JSON for any JSON media type (`application/json`, `…/…+json`); any other body is text. Either
+  // must be UTF-8 (Spice: 400 "invalid UTF-8 sequence"): replacing a byte would run other SQL.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(
     /^[a-z]+\/(?:[\w.-]+\+)?json\s*(?:;|$)/i,
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
+    { parseAs: 'buffer' },
+    (request, body, done) => {
+      const text = utf8Body(body as Buffer);
+      if (text instanceof Error) done(text);
+      else json(request, text, done);
+    },
   );
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => {
+    const text = utf8Body(body as Buffer);
+    if (text instanceof Error) done(text);
+    else done(null, text);
+  });
 
   const route = (definition: RouteOptions): void => {
     const methods = [definition.method].flat();

@@ -198,6 +198,25 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
     expect(wrongType.json<{ error: string }>().error).toContain('parameters');
   });
 
+  it('refuses a body that is not UTF-8, as Spice does, instead of running the SQL with its bytes replaced', async () => {
+    // 'café' in Latin-1: run with U+FFFD in place of the é, it matched nothing and answered [].
+    const latin1 = Buffer.from("SELECT id FROM users WHERE name = 'caf\xe9'", 'latin1');
+    for (const type of ['text/plain', 'application/json']) {
+      const body =
+        type === 'text/plain' ? latin1 : Buffer.from(`{"sql":"${latin1.toString('latin1')}"}`, 'latin1');
+      const answer = await request(`${base}/v1/sql`, {
+        method: 'POST',
+        body,
+        headers: { ...auth, 'content-type': type },
+      });
+      expect(answer.status, type).toBe(400);
+      expect(answer.json(), type).toEqual({
+        code: 'ERR_BAD_REQUEST',
+        error: 'The request body is not valid UTF-8 (invalid UTF-8 sequence); send the SQL encoded as UTF-8.',
+      });
+    }
+  });
+
   it('lists datasets with Spice fields, Spice statuses and as CSV', async () => {
     const plain = (await get('/v1/datasets')).json<DatasetView[]>();
     expect(
