@@ -190,6 +190,8 @@ export interface PodOptions {
   readonly clientTimeout?: string;
   readonly queueUrl?: string;
   readonly queueEndpoint?: string;
+  /** `ferry_sns_topic_arn`: the runtime makes its own queue and subscribes it to this topic. */
+  readonly topicArn?: string;
   readonly datasets?: readonly { readonly name: string; readonly engine: EngineName }[];
 }
 
@@ -203,6 +205,7 @@ export function spicepod(aws: LocalAws, options: PodOptions): string {
       ...(options.clientTimeout === undefined ? {} : { client_timeout: options.clientTimeout }),
       ...(options.queueUrl === undefined ? {} : { s3_queue_url: options.queueUrl }),
       ...(options.queueEndpoint === undefined ? {} : { s3_queue_endpoint: options.queueEndpoint }),
+      ...(options.topicArn === undefined ? {} : { ferry_sns_topic_arn: options.topicArn }),
     },
     datasets: (options.datasets ?? [{ name: DATASET, engine: 'duckdb' }]).map((dataset) => ({
       ...dataset,

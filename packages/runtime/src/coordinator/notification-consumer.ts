@@ -207,6 +207,8 @@ export class NotificationConsumer {
     const signal = this.#closing.signal;
     const scale = this.#options.options?.backoffScale ?? 1;
     let provisionFailures = 0;
+    /** Queues found gone since the last successful receive: the second and later wait first. */
+    let goneInARow = 0;
     while (!signal.aborted) {
       let queue = this.#queue;
       if (queue === undefined) {
@@ -228,12 +230,17 @@ export class NotificationConsumer {
         this.#missed.interrupted();
         if (this.#topic !== undefined && queueIsGone(error)) {
           await this.#replaceGoneQueue();
+          // A queue deleted under a working reader is replaced at once; one that is gone again before
+          // any receive succeeded is not fixed by making another at once, so that waits.
+          goneInARow++;
+          if (goneInARow > 1) await this.#sleep(backoffDelayMs(SQS_OUTAGE_BACKOFF, goneInARow - 1) * scale);
           continue;
         }
         this.#logPlanned(this.#tracker.failure(this.#now(), messageOf(error), queueFailure(error)));
         await this.#sleep(backoffDelayMs(SQS_OUTAGE_BACKOFF, this.#tracker.consecutiveFailures) * scale);
         continue;
       }
+      goneInARow = 0;
       this.#logPlanned(this.#tracker.success(this.#now()));
       this.#missed.listening(this.#now());
       if (messages.length > 0 && !signal.aborted) {
