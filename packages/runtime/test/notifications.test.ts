@@ -618,6 +618,37 @@ describe('notifications: the shared metadata reader', () => {
     expect((await refreshed)?.lastUpdatedMs).toBe(2);
     expect(reader.gets).toBe(2);
   });
+
+  it("an operator's fresh read (poll now) never joins a read that began before it either", async () => {
+    const pending: ((body: string) => void)[] = [];
+    let onGet = (): void => undefined;
+    const store = {
+      location: 's3://b/p/',
+      get: () =>
+        new Promise<GetResult>((resolve) => {
+          const etag = `"${pending.length + 1}"`;
+          pending.push((body) => resolve({ status: 'ok', body: new TextEncoder().encode(body), etag }));
+          onGet();
+        }),
+    } as unknown as ObjectStore;
+    const document = (lastUpdatedMs: number) =>
+      JSON.stringify({ 'format-version': 1, location: 's3://b/p/', 'last-updated-ms': lastUpdatedMs });
+    const secondGet = new Promise<'second GET'>((resolve) => {
+      onGet = () => {
+        if (pending.length === 2) resolve('second GET');
+      };
+    });
+    const reader = new LocationMetadataReader(store, { windowMs: 60_000 });
+    const poll = reader.readFor('any', undefined);
+    const command = reader.readFor('any', undefined, true);
+    pending[0]?.(document(1));
+    expect((await poll).kind).toBe('read');
+    // The scheduled read began before the command: the command must read again, not share it.
+    expect(await Promise.race([command.then((reply) => reply.kind), secondGet])).toBe('second GET');
+    pending[1]?.(document(2));
+    expect(await command).toMatchObject({ kind: 'read', etag: '"2"' });
+    expect(reader.gets).toBe(2);
+  });
 });
 
 describe('notifications: SQS unreachable', () => {

@@ -104,8 +104,7 @@ export class LocationMetadataReader {
    * joined; a read begun after that is joined.
    */
   async refresh(): Promise<ParsedMetadata | undefined> {
-    await this.#inflight;
-    const document = await this.#read();
+    const document = await this.#fresh();
     if (document.error !== undefined) throw document.error;
     return document.metadata;
   }
@@ -120,9 +119,12 @@ export class LocationMetadataReader {
     return parseMetadata(result.body, this.store.location, { keepHistory: (name) => name === dataset });
   }
 
-  /** The dataset's view of the document, reading it when the last read is too old. */
+  /**
+   * The dataset's view of the document, reading it when the last read is too old; `fresh` (an
+   * operator's "poll now") reads it anew as {@link refresh} does.
+   */
   async readFor(dataset: string, ifNoneMatch: string | undefined, fresh = false): Promise<MetadataReply> {
-    return replyOf(fresh ? await this.#read() : await this.#recent(), dataset, ifNoneMatch);
+    return replyOf(fresh ? await this.#fresh() : await this.#recent(), dataset, ifNoneMatch);
   }
 
   /**
@@ -143,6 +145,12 @@ export class LocationMetadataReader {
       etag: document.error === undefined ? document.etag : undefined,
       readAtMs: document.atMs,
     };
+  }
+
+  /** A read begun after the call: one in flight is waited out (it may predate what the caller knows), not joined. */
+  async #fresh(): Promise<Document> {
+    await this.#inflight;
+    return this.#read();
   }
 
   /** The last read if younger than the reuse window, else a new read. */
