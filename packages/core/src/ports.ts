@@ -84,7 +84,8 @@ export interface NotificationQueue {
     maxMessages?: number;
     signal?: AbortSignal;
   }): Promise<QueueMessage[]>;
-  delete(messages: readonly QueueMessage[]): Promise<void>;
+  /** `signal` abandons the deletes in flight (the messages are delivered again): a shutdown never waits on them. */
+  delete(messages: readonly QueueMessage[], options?: { signal?: AbortSignal }): Promise<void>;
   close(): Promise<void>;
 }
 

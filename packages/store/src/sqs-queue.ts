@@ -1,6 +1,6 @@
 /**
  * The SQS adapter of the `NotificationQueue` port: long-polls an SQS queue for S3 event notifications
- * and deletes what the coordinator has handled. Closing aborts an in-flight long poll at once, so a
+ * and deletes what the coordinator has handled. Closing aborts an in-flight long poll (and deletes) at once, so a
  * runtime shuts down without waiting out the poll. The queue URL never appears in an error message
  * (it carries the account id); errors name "the SQS queue" and keep the SDK error as `cause`.
  */
@@ -273,6 +273,7 @@ export function createSqsQueue(options: SqsQueueOptions): NotificationQueue {
   /** The chunk's failures; a request that failed as a whole fails every entry, with its error. */
   async function deleteChunk(
     chunk: readonly QueueMessage[],
+    abortSignal: AbortSignal,
   ): Promise<{ failures: SqsDeleteFailure[]; error?: unknown }> {
     const byEntryId = new Map(chunk.map((message, index) => [`m${index}`, message]));
     const entries: DeleteMessageBatchRequestEntry[] = [...byEntryId].map(([Id, message]) => ({
@@ -282,6 +283,7 @@ export function createSqsQueue(options: SqsQueueOptions): NotificationQueue {
     try {
       const output = await client.send(
         new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }),
+        { abortSignal },
       );
       const failures = (output.Failed ?? []).map((failed) => ({
         messageId: byEntryId.get(failed.Id ?? '')?.id ?? failed.Id ?? '',
@@ -310,13 +312,18 @@ export function createSqsQueue(options: SqsQueueOptions): NotificationQueue {
       return track(receiveOnce(waitSeconds, maxMessages, receiveOptions.signal));
     },
 
-    async delete(messages) {
+    async delete(messages, deleteOptions = {}) {
       if (closed) throw closedError();
       if (messages.length === 0) return;
+      const { signal } = deleteOptions;
+      // Closing, or the caller's signal, abandons the deletes: a hung DeleteMessageBatch (the SDK
+      // tries three times, 30 s each) must not hold a shutdown for minutes.
+      const abortSignal = signal === undefined ? closing.signal : AbortSignal.any([closing.signal, signal]);
       const chunks: QueueMessage[][] = [];
       for (let start = 0; start < messages.length; start += 10)
         chunks.push(messages.slice(start, start + 10));
-      const results = await track(Promise.all(chunks.map(deleteChunk)));
+      const results = await track(Promise.all(chunks.map((chunk) => deleteChunk(chunk, abortSignal))));
+      if (signal?.aborted) throw signal.reason;
       const failures = results.flatMap((result) => result.failures);
       const cause = results.find((result) => 'error' in result)?.error;
       if (failures.length > 0) {

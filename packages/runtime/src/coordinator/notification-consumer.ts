@@ -176,8 +176,9 @@ export class NotificationConsumer {
   }
 
   /**
-   * Ends a long poll at once, lets a batch being handled finish its deletes, then closes the queue;
-   * a queue this process made is unsubscribed and deleted.
+   * Ends a long poll, a metadata read and the deletes of a batch at once (undeleted messages are
+   * delivered again, as when Spice drops its consumer), then closes the queue; a queue this process
+   * made is unsubscribed and deleted.
    */
   async close(): Promise<void> {
     this.#closing.abort();
@@ -378,14 +379,17 @@ export class NotificationConsumer {
     let deleted = 0;
     if (toDelete.length > 0) {
       try {
-        await queue.delete(toDelete);
+        await queue.delete(toDelete, { signal: this.#closing.signal });
         deleted = toDelete.length;
       } catch (error) {
         const failures = (error as { failures?: readonly unknown[] }).failures;
         deleted = Array.isArray(failures) ? toDelete.length - failures.length : 0;
-        this.#options.log('warn', NotificationMessages.deleteFailed(this.#display, messageOf(error)), {
-          error: messageOf(error),
-        });
+        // Closing abandons the deletes: the messages are delivered again, to this reader's successor.
+        if (!this.#closing.signal.aborted) {
+          this.#options.log('warn', NotificationMessages.deleteFailed(this.#display, messageOf(error)), {
+            error: messageOf(error),
+          });
+        }
       }
     }
     if (deleted > 0) report({ outcome: 'deleted', count: deleted });
