@@ -4,7 +4,7 @@
  * replaced at once, one gone again before any receive succeeded only after a backoff, so a reader
  * never churns queues and subscriptions (and warnings) as fast as SQS answers. And a delete that SQS
  * never answers: closing the runtime abandons it (the message is delivered again) instead of waiting
- * out the SDK's three 30 s attempts.
+ * out the SDK's three 30 s attempts; nor does removing its own queue when SQS never answers.
  */
 
 import { createRequire } from 'node:module';
@@ -125,4 +125,37 @@ it('closing the runtime abandons a delete SQS never answers, at once', async () 
   // The message was not deleted: it is delivered again (to this reader's successor).
   const queue = aws.server.inspectQueue('ferry-reliability-hung-delete');
   expect((queue?.messages.ready.length ?? 0) + (queue?.messages.inflight.length ?? 0)).toBe(1);
+});
+
+it('closing the runtime gives up removing its own queue when SQS never answers, and names the cleanup', async () => {
+  const prefix = 'hung-remove/';
+  await publish(aws, prefix, await snapshotFile('duckdb', 1));
+  const topicArn = await aws.createTopic('ferry-reliability-hung-remove');
+  const s = await startRuntime(
+    spicepod(aws, {
+      prefix,
+      endpoint: aws.endpoint,
+      interval: '10m',
+      topicArn,
+      queueEndpoint: proxy.endpoint,
+    }),
+    { env: { AWS_ENDPOINT_URL_SNS: aws.endpoint }, notifications: { waitTimeSeconds: 1 } },
+  );
+  let closeMs: number;
+  try {
+    await s.runtime.ready('orders', { timeoutMs: 30_000 });
+    await s.logger.waitFor((line) => line.message.includes('made its own SQS queue'), { timeoutMs: 30_000 });
+    proxy.setRules([{ name: 'hung', operation: 'AmazonSQS.DeleteQueue', fault: { kind: 'hang' } }]);
+  } finally {
+    const started = Date.now();
+    await s.runtime.close();
+    closeMs = Date.now() - started;
+    proxy.clear();
+  }
+  // Bounded by the runtime's stop timeout (10 s), not the SDK's three 30 s attempts.
+  expect(closeMs).toBeLessThan(20_000);
+  expect(proxy.hits('hung')).toBe(1);
+  const [warning] = s.logger.records.filter((r) => r.message.startsWith("Removing this reader's SQS queue"));
+  expect(warning?.level).toBe('warn');
+  expect(warning?.message).toContain(`run \`ferry fleet gc --topic ${topicArn}\``);
 });

@@ -89,8 +89,11 @@ export interface ReaderQueue {
   readonly topicArn: string;
   /** Refreshes the heartbeat tag (`ferry fleet gc` keeps queues whose heartbeat is recent). */
   heartbeat(at?: Date): Promise<void>;
-  /** Unsubscribes, then deletes the queue; the clients are closed afterwards. Idempotent. */
-  remove(): Promise<void>;
+  /**
+   * Unsubscribes, then deletes the queue; the clients are closed afterwards. Idempotent. `signal`
+   * abandons what is left (then it throws, naming `ferry fleet gc`), so a shutdown is bounded.
+   */
+  remove(options?: { signal?: AbortSignal }): Promise<void>;
 }
 
 interface Clients {
@@ -278,16 +281,17 @@ export async function createReaderQueue(options: CreateReaderQueueOptions): Prom
         );
       }
     },
-    remove() {
+    remove(removeOptions = {}) {
+      const abort = removeOptions.signal === undefined ? {} : { abortSignal: removeOptions.signal };
       removing ??= (async () => {
         const failures: string[] = [];
         try {
-          await sns.send(new UnsubscribeCommand({ SubscriptionArn: subscription }));
+          await sns.send(new UnsubscribeCommand({ SubscriptionArn: subscription }), abort);
         } catch (error) {
           failures.push(`sns:Unsubscribe: ${reasonOf(error)}`);
         }
         try {
-          await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+          await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }), abort);
         } catch (error) {
           if (errorName(error) !== 'QueueDoesNotExist') failures.push(`sqs:DeleteQueue: ${reasonOf(error)}`);
         }

@@ -178,14 +178,14 @@ export class NotificationConsumer {
   /**
    * Ends a long poll, a metadata read and the deletes of a batch at once (undeleted messages are
    * delivered again, as when Spice drops its consumer), then closes the queue; a queue this process
-   * made is unsubscribed and deleted.
+   * made is unsubscribed and deleted, for at most `removeTimeoutMs` (then `ferry fleet gc` removes it).
    */
-  async close(): Promise<void> {
+  async close(removeTimeoutMs = 10_000): Promise<void> {
     this.#closing.abort();
     await this.#loop;
     this.#unobserve?.();
     await this.#queue?.close();
-    await this.#removeProvisioned();
+    await this.#removeProvisioned(false, AbortSignal.timeout(removeTimeoutMs));
   }
 
   #sqsQueue(url: string, region: string): NotificationQueue {
@@ -327,14 +327,14 @@ export class NotificationConsumer {
     await this.#removeProvisioned(true);
   }
 
-  async #removeProvisioned(quiet = false): Promise<void> {
+  async #removeProvisioned(quiet = false, signal?: AbortSignal): Promise<void> {
     clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
     const made = this.#provisioned;
     this.#provisioned = undefined;
     if (made === undefined) return;
     try {
-      await made.remove();
+      await made.remove(signal === undefined ? {} : { signal });
       if (!quiet) {
         this.#options.log('info', NotificationLogMessage.queueRemoved(this.#display, made.name), {
           queue: made.name,

@@ -354,7 +354,7 @@ async function listSnapshots(name: string, limit: number | undefined): Promise<S
 let closing: Promise<void> | undefined;
 
 async function close(): Promise<void> {
-  await consumer?.close();
+  await consumer?.close(data.stopTimeoutMs);
   // The dataset threads discard their temporary files through the pool: it ends after them.
   await Promise.all([...slots.values()].map((slot) => slot.stop(data.stopTimeoutMs)));
   await pool.close();
