@@ -45,6 +45,7 @@ const queueDoesNotExist = {
 it('a queue gone again before any receive succeeded is replaced with backoff, not at once', async () => {
   await publish(aws, PREFIX, await snapshotFile('duckdb', 1));
   const topicArn = await aws.createTopic('ferry-reliability-reader-queue');
+  const since = proxy.requests().length;
   proxy.setRules([{ name: 'gone', operation: 'AmazonSQS.ReceiveMessage', fault: queueDoesNotExist }]);
   const backoffScale = 2;
   const s = await startRuntime(
@@ -74,7 +75,10 @@ it('a queue gone again before any receive succeeded is replaced with backoff, no
     expect(Date.now() - firstAt).toBeGreaterThanOrEqual((1_000 + 2_000) * backoffScale);
     expect(first?.level).toBe('warn');
     expect(
-      proxy.requests().filter((r) => r.operation === 'AmazonSQS.CreateQueue').length,
+      proxy
+        .requests()
+        .slice(since)
+        .filter((r) => r.operation === 'AmazonSQS.CreateQueue').length,
     ).toBeLessThanOrEqual(5);
   } finally {
     proxy.clear();
@@ -145,7 +149,7 @@ it('closing the runtime gives up removing its own queue when SQS never answers, 
   try {
     await s.runtime.ready('orders', { timeoutMs: 30_000 });
     await s.logger.waitFor((line) => line.message.includes('made its own SQS queue'), { timeoutMs: 30_000 });
-    proxy.setRules([{ name: 'hung', operation: 'AmazonSQS.DeleteQueue', fault: { kind: 'hang' } }]);
+    proxy.setRules([{ name: 'hung-remove', operation: 'AmazonSQS.DeleteQueue', fault: { kind: 'hang' } }]);
   } finally {
     const started = Date.now();
     await s.runtime.close();
@@ -154,7 +158,7 @@ it('closing the runtime gives up removing its own queue when SQS never answers, 
   }
   // Bounded by the runtime's stop timeout (10 s), not the SDK's three 30 s attempts.
   expect(closeMs).toBeLessThan(20_000);
-  expect(proxy.hits('hung')).toBe(1);
+  expect(proxy.hits('hung-remove')).toBe(1);
   const [warning] = s.logger.records.filter((r) => r.message.startsWith("Removing this reader's SQS queue"));
   expect(warning?.level).toBe('warn');
   expect(warning?.message).toContain(`run \`ferry fleet gc --topic ${topicArn}\``);
