@@ -5,6 +5,7 @@
  * streams. A dataset still waiting for its first snapshot has no schema yet and is listed with an
  * empty one; any other failure is the call's error, with its cause.
  */
+import type { JsonValue } from '@ferry/core/base';
 import { RUNTIME_SCHEMA } from '@ferry/engines/sql';
 import type { Runtime } from '@ferry/runtime';
 import { Schema } from 'apache-arrow';
@@ -39,25 +40,39 @@ export function listedTables(runtime: Runtime): catalog.ListedTable[] {
   ];
 }
 
+/**
+ * The schema `sql` streams: the statement runs until its schema is known, then stops (so does it
+ * once `signal` aborts). Rejects with the statement's error.
+ */
+export async function statementSchema(
+  source: ResultSource,
+  sql: string,
+  params: readonly JsonValue[],
+  signal?: AbortSignal,
+): Promise<Schema> {
+  const controller = new AbortController();
+  const stop = (): void => controller.abort();
+  if (signal?.aborted === true) stop();
+  signal?.addEventListener('abort', stop, { once: true });
+  try {
+    return (await source.stream(sql, params, controller.signal)).schema;
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    controller.abort();
+  }
+}
+
 /** The schema a table's `SELECT *` streams, or an empty one while its dataset has no snapshot. */
 export async function tableSchema(
   source: ResultSource,
   table: Pick<catalog.ListedTable, 'schema' | 'name'>,
 ): Promise<Schema> {
-  const controller = new AbortController();
   try {
-    const result = await source.stream(
-      `SELECT * FROM ${catalog.qualifiedName(table)} LIMIT 0`,
-      [],
-      controller.signal,
-    );
-    return result.schema;
+    return await statementSchema(source, `SELECT * FROM ${catalog.qualifiedName(table)} LIMIT 0`, []);
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (typeof code === 'string' && NOT_SERVING.has(code)) return new Schema([]);
     throw error;
-  } finally {
-    controller.abort();
   }
 }
 

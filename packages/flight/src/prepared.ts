@@ -1,8 +1,9 @@
 /**
  * Prepared statements, as Flight SQL drivers and Spice's SDKs use them for parameters:
- * CreatePreparedStatement (a handle and a parameter schema of `$1…$n`), DoPut binding one Arrow row
- * of values to the handle, ClosePreparedStatement; ListActions lists the two actions. Statements
- * are checked read-only before a handle exists; a DoPut that would upload data is refused.
+ * CreatePreparedStatement (a handle, the result's schema and a parameter schema of `$1…$n`),
+ * DoPut binding one Arrow row of values to the handle, ClosePreparedStatement; ListActions lists
+ * the two actions. Statements are checked read-only, and run until their schema is known, before
+ * a handle exists; a DoPut that would upload data is refused.
  */
 import { assertReadOnlySql } from '@ferry/engines/sql';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
@@ -10,6 +11,7 @@ import { Field, Null, Schema } from 'apache-arrow';
 import { authorized, clientStreamError, type FlightContext, report, serverStream } from './calls.js';
 import { FlightRequestError, FlightUnauthenticatedError, FlightUnsupportedError } from './errors.js';
 import { readFlightData, schemaBytes } from './ipc.js';
+import { statementSchema } from './metadata.js';
 import { parametersOf, placeholderCount } from './parameters.js';
 import {
   decodeSqlMessage,
@@ -46,23 +48,24 @@ function decodeSqlBody(
 }
 
 export function doAction(context: FlightContext) {
-  return serverStream<{ type: string; body: Buffer }>(context, 'DoAction', async (action, call) => {
+  return serverStream<{ type: string; body: Buffer }>(context, 'DoAction', async (action, call, signal) => {
     switch (action.type) {
       case 'CreatePreparedStatement': {
         const request = unpackSql(action.body) ?? decodeSqlBody(action.body);
         const sql = field<string>(request, 'query');
         assertReadOnlySql(sql);
+        const count = placeholderCount(sql);
+        // The result's schema, read as GetSchema reads it (each parameter NULL): Arrow's JDBC
+        // driver runs a statement whose dataset_schema has no fields as an update (DoPut).
+        const dataset = await statementSchema(context.source, sql, Array(count).fill(null), signal);
         const handle = context.statements.add({ sql, params: [] });
         const parameters = new Schema(
-          Array.from(
-            { length: placeholderCount(sql) },
-            (_, index) => new Field(`$${index + 1}`, new Null(), true),
-          ),
+          Array.from({ length: count }, (_, index) => new Field(`$${index + 1}`, new Null(), true)),
         );
         call.write({
           body: packSql('ActionCreatePreparedStatementResult', {
             preparedStatementHandle: handle,
-            datasetSchema: Buffer.alloc(0),
+            datasetSchema: schemaBytes(dataset),
             parameterSchema: schemaBytes(parameters),
           }),
         });

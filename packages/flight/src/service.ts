@@ -21,7 +21,7 @@ import { SCHEMA_NAME } from './catalog.js';
 import { FlightRequestError, FlightUnsupportedError } from './errors.js';
 import { handshake } from './handshake.js';
 import { schemaBytes } from './ipc.js';
-import { datasetNames, metadataResult, tableSchema } from './metadata.js';
+import { datasetNames, metadataResult, statementSchema, tableSchema } from './metadata.js';
 import { doAction, doPut, listActions } from './prepared.js';
 import { type FlightDescriptor, type FlightInfo, packSql } from './protocol.js';
 import { datasetSql, requestOf, ticketRequest } from './requests.js';
@@ -96,11 +96,12 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
         call.once('cancelled', cancel);
         try {
           return {
-            schema: schemaBytes((await source.stream(request.sql, request.params, controller.signal)).schema),
+            schema: schemaBytes(
+              await statementSchema(source, request.sql, request.params, controller.signal),
+            ),
           };
         } finally {
           call.off('cancelled', cancel);
-          controller.abort();
         }
       },
     ),

@@ -245,7 +245,7 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
 });
 
 describe('prepared statements with parameters', () => {
-  async function prepare(query: string): Promise<{ handle: Buffer; parameters: Schema }> {
+  async function prepare(query: string): Promise<{ handle: Buffer; parameters: Schema; dataset: Schema }> {
     const [result] = await collect(
       stub.DoAction(
         {
@@ -259,6 +259,7 @@ describe('prepared statements with parameters', () => {
     return {
       handle: decoded.preparedStatementHandle as Buffer,
       parameters: readSchema(decoded.parameterSchema as Buffer),
+      dataset: readSchema(decoded.datasetSchema as Buffer),
     };
   }
 
@@ -314,6 +315,31 @@ describe('prepared statements with parameters', () => {
     );
     const closed = await failure(fetchTable(stub, query, auth()));
     expect(closed.code).toBe(status.NOT_FOUND);
+  });
+
+  it('CreatePreparedStatement answers with the result schema (the Arrow JDBC driver runs a statement with none as an update), on both engines', async () => {
+    // Arrow's JDBC driver prepares every statement and sends it as CommandPreparedStatementUpdate
+    // (DoPut) when dataset_schema has no fields: without the schema every SELECT is refused there.
+    const duck = await prepare('SELECT id, customer, amount FROM orders WHERE id >= $1 ORDER BY id');
+    expect(typesOf(duck.dataset)).toEqual({ id: 'Int64', customer: 'Utf8', amount: 'Decimal[10e+2]' });
+    const lite = await prepare('SELECT name, joined FROM users WHERE id = ?');
+    expect(typesOf(lite.dataset)).toEqual({ name: 'Utf8', joined: 'Date32<DAY>' });
+    const plain = await prepare('SELECT count(*) AS n FROM users');
+    expect(typesOf(plain.dataset)).toEqual({ n: 'Int64' });
+    // The statement is checked where it is prepared: an unknown table is NOT_FOUND there.
+    const unknown = await failure(prepare('SELECT * FROM nowhere WHERE id = $1'));
+    expect(unknown.code).toBe(status.NOT_FOUND);
+    for (const { handle } of [duck, lite, plain]) {
+      await collect(
+        stub.DoAction(
+          {
+            type: 'ClosePreparedStatement',
+            body: sqlCommand('ActionClosePreparedStatementRequest', { preparedStatementHandle: handle }),
+          },
+          auth(),
+        ),
+      );
+    }
   });
 
   it('binds SQLite parameters too, and refuses a parameter batch of several rows', async () => {
