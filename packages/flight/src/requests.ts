@@ -38,6 +38,32 @@ export function text(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString('utf8');
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** Control characters no SQL text holds (tab, newline and carriage return aside): binary data's. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const NOT_SQL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+/**
+ * A ticket's or command's bytes that are no Flight SQL message, as the SQL text Spice's clients
+ * send; bytes that are not text (garbage, another Flight server's ticket) are refused as such.
+ */
+export function sqlText(bytes: Uint8Array, what: 'ticket' | 'command'): string {
+  let sql: string | undefined;
+  try {
+    sql = UTF8.decode(bytes);
+  } catch {
+    // Not UTF-8: refused below.
+  }
+  if (sql === undefined || NOT_SQL.test(sql)) {
+    throw new FlightRequestError(
+      what === 'ticket'
+        ? 'The ticket is neither a ticket this server issued nor SQL text; redeem the ticket GetFlightInfo returned, on the server that returned it.'
+        : 'The command is neither a Flight SQL command nor SQL text; send SQL text or a Flight SQL command packed in a google.protobuf.Any.',
+    );
+  }
+  return sql;
+}
+
 export function field<T>(message: SqlMessage, name: string): T {
   return message.fields[name] as T;
 }
@@ -60,7 +86,7 @@ export function requestOf(
   }
   const command = unpackSql(descriptor.cmd);
   if (command === undefined) {
-    const sql = text(descriptor.cmd);
+    const sql = sqlText(descriptor.cmd, 'command');
     if (sql.trim() === '') {
       throw new FlightRequestError('The descriptor holds no command; send SQL or a Flight SQL command.');
     }
@@ -102,7 +128,7 @@ export function refuseUpdate(command: SqlMessage, statements: HandleTable<Prepar
 /** A ticket (DoGet) as a request: a waiting result, a metadata command, or SQL to run now. */
 export function ticketRequest(ticket: Uint8Array): Request {
   const command = unpackSql(ticket);
-  if (command === undefined) return { kind: 'statement', sql: text(ticket), params: [] };
+  if (command === undefined) return { kind: 'statement', sql: sqlText(ticket, 'ticket'), params: [] };
   if (command.name === 'TicketStatementQuery')
     return { kind: 'ticket', handle: field(command, 'statementHandle') };
   if (command.name === 'CommandStatementQuery')
@@ -121,7 +147,7 @@ export function checkPut(descriptor: FlightDescriptor | undefined, statements: H
   if (descriptor.type === 'PATH') throw new WriteRejectedError('insert', descriptor.path.join('.'));
   const command = unpackSql(descriptor.cmd);
   if (command === undefined) {
-    assertReadOnlySql(text(descriptor.cmd));
+    assertReadOnlySql(sqlText(descriptor.cmd, 'command'));
     throw new FlightRequestError('DoPut does not run queries; send SQL with GetFlightInfo.');
   }
   if (command.name === 'CommandPreparedStatementQuery') return;

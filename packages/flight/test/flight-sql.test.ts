@@ -404,6 +404,27 @@ describe('refusals and errors as gRPC status codes', () => {
     expect(late.details).toContain("Dataset 'late' is not ready");
   });
 
+  it('a ticket that is neither one of this server nor SQL text (garbage, another Flight server’s) is INVALID_ARGUMENT saying so', async () => {
+    const foreign = Buffer.concat([
+      Buffer.from([0x0a, 0x21]),
+      Buffer.from('type.googleapis.com/other.Ticket'),
+      Buffer.from([0x12, 0x04, 0x01, 0x02, 0x03, 0x04]),
+    ]);
+    for (const ticket of [Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x01, 0x02]), foreign]) {
+      const refused = await failure(collect(stub.DoGet({ ticket }, auth())));
+      expect(refused.code).toBe(status.INVALID_ARGUMENT);
+      expect(refused.details).toMatch(/^The ticket is neither a ticket this server issued nor SQL text/);
+      const described = await failure(fetchTable(stub, { type: 'CMD', cmd: ticket }, auth()));
+      expect(described.code).toBe(status.INVALID_ARGUMENT);
+      expect(described.details).toMatch(/^The command is neither a Flight SQL command nor SQL text/);
+    }
+    // SQL text as the ticket, as Spice's clients may send it, still runs.
+    const sql = tableOf(
+      await collect(stub.DoGet({ ticket: Buffer.from('SELECT count(*) AS n\nFROM users') }, auth())),
+    );
+    expect(Number(sql.get(0)?.n)).toBe(25);
+  });
+
   it('DoExchange and unknown actions are UNIMPLEMENTED', async () => {
     const action = await failure(
       collect(stub.DoAction({ type: 'BeginTransaction', body: Buffer.alloc(0) }, auth())),
