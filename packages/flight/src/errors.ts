@@ -70,9 +70,11 @@ export class ArrowConversionError extends FerryError {
   }
 }
 
-// A quoted absolute path or file URL ('…'), or a bare one of two or more segments.
+// A quoted absolute path or file URL ('…'), or a bare one of two or more segments. A path starts
+// where no word goes on (a slash after a letter, digit or `%` is a date's, a division's, a LIKE
+// pattern's: '2026/13/01', a/b/c, '%/a/%').
 const QUOTED_PATH = /(['"`])(?:file:\/\/|\/|[A-Za-z]:[\\/])[^'"`]*\1/g;
-const BARE_PATH = /(?:file:\/\/)?(?:\/|[A-Za-z]:[\\/])[^\s'"`,;:()]+[\\/][^\s'"`,;:()]+/g;
+const BARE_PATH = /(?<![\w%])(?:file:\/\/)?(?:\/|[A-Za-z]:[\\/])[^\s'"`,;:()]+[\\/][^\s'"`,;:()]+/g;
 
 /** The message with local file paths replaced: a client never learns where the data lives. */
 export function publicMessage(message: string): string {

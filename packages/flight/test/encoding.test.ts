@@ -80,5 +80,12 @@ describe('helpers', () => {
       'IO Error: Cannot open file <snapshot file>: denied',
     );
     expect(publicMessage('SELECT a / b FROM t')).toBe('SELECT a / b FROM t');
+    expect(publicMessage('Query failed: can\'t open "file:///srv/ferry/x.db"; see C:\\ferry\\x.db')).toBe(
+      "Query failed: can't open '<snapshot file>'; see <snapshot file>",
+    );
+    // Slashes inside a word are no path: dates, divisions, LIKE patterns stay as the engine wrote them.
+    for (const text of ['value out of range: "2026/13/01"', 'SELECT nope/2/3 FROM t', "LIKE '%/a/%'"]) {
+      expect(publicMessage(text)).toBe(text);
+    }
   });
 });

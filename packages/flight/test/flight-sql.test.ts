@@ -425,6 +425,23 @@ describe('refusals and errors as gRPC status codes', () => {
     expect(Number(sql.get(0)?.n)).toBe(25);
   });
 
+  it('a statement’s error reaches the client in the engine’s words, slashes in the SQL included (no file where there is none)', async () => {
+    for (const query of [
+      "SELECT * FROM orders WHERE placed = '2026/13/01'",
+      'SELECT nope/2/3 FROM orders',
+      "SELECT CAST('1/2/3' AS INTEGER) AS x FROM orders",
+    ]) {
+      const embedded = await served.runtime.query(query).then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+      const refused = await failure(fetchTable(stub, cmd('CommandStatementQuery', { query }), auth()));
+      expect(refused.code).toBe(status.INVALID_ARGUMENT);
+      expect(refused.details).toBe(embedded);
+      expect(refused.details).not.toContain('<snapshot file>');
+    }
+  });
+
   it('DoExchange and unknown actions are UNIMPLEMENTED', async () => {
     const action = await failure(
       collect(stub.DoAction({ type: 'BeginTransaction', body: Buffer.alloc(0) }, auth())),
