@@ -47,6 +47,26 @@ function decodeSqlBody(
   return message;
 }
 
+/**
+ * A prepared statement's dataset schema: the statement's under `LIMIT 0` (each parameter NULL),
+ * so that no engine runs it for it (SQLite would scan a table for a first row); the statement as
+ * it is when it cannot be wrapped (a trailing `;`), which also gives a broken statement's error.
+ */
+async function preparedSchema(
+  context: FlightContext,
+  sql: string,
+  count: number,
+  signal: AbortSignal,
+): Promise<Schema> {
+  const params = Array<null>(count).fill(null);
+  try {
+    return await statementSchema(context.source, `SELECT * FROM (${sql}\n) LIMIT 0`, params, signal);
+  } catch {
+    // Not as a subquery: the statement itself says what it returns, or why it cannot run.
+    return statementSchema(context.source, sql, params, signal);
+  }
+}
+
 export function doAction(context: FlightContext) {
   return serverStream<{ type: string; body: Buffer }>(context, 'DoAction', async (action, call, signal) => {
     switch (action.type) {
@@ -55,9 +75,8 @@ export function doAction(context: FlightContext) {
         const sql = field<string>(request, 'query');
         assertReadOnlySql(sql);
         const count = placeholderCount(sql);
-        // The result's schema, read as GetSchema reads it (each parameter NULL): Arrow's JDBC
-        // driver runs a statement whose dataset_schema has no fields as an update (DoPut).
-        const dataset = await statementSchema(context.source, sql, Array(count).fill(null), signal);
+        // Arrow's JDBC driver runs a statement whose dataset_schema has no fields as an update.
+        const dataset = await preparedSchema(context, sql, count, signal);
         const handle = context.statements.add({ sql, params: [] });
         const parameters = new Schema(
           Array.from({ length: count }, (_, index) => new Field(`$${index + 1}`, new Null(), true)),

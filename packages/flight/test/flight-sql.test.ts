@@ -324,12 +324,15 @@ describe('prepared statements with parameters', () => {
     expect(typesOf(duck.dataset)).toEqual({ id: 'Int64', customer: 'Utf8', amount: 'Decimal[10e+2]' });
     const lite = await prepare('SELECT name, joined FROM users WHERE id = ?');
     expect(typesOf(lite.dataset)).toEqual({ name: 'Utf8', joined: 'Date32<DAY>' });
-    const plain = await prepare('SELECT count(*) AS n FROM users');
+    const plain = await prepare('SELECT count(*) AS n FROM orders');
     expect(typesOf(plain.dataset)).toEqual({ n: 'Int64' });
+    // A statement that is no subquery (a trailing ';', a closing comment) has its schema all the same.
+    const ended = await prepare('SELECT id, name FROM users; -- the last one');
+    expect(typesOf(ended.dataset)).toEqual({ id: 'Int64', name: 'Utf8' });
     // The statement is checked where it is prepared: an unknown table is NOT_FOUND there.
     const unknown = await failure(prepare('SELECT * FROM nowhere WHERE id = $1'));
     expect(unknown.code).toBe(status.NOT_FOUND);
-    for (const { handle } of [duck, lite, plain]) {
+    for (const { handle } of [duck, lite, plain, ended]) {
       await collect(
         stub.DoAction(
           {
@@ -341,6 +344,28 @@ describe('prepared statements with parameters', () => {
       );
     }
   });
+
+  it('preparing a statement does not run it: a runaway statement is prepared at once, on both engines', async () => {
+    for (const query of [
+      'SELECT count(*) AS n FROM orders, range(1000000000000) t(i) WHERE id >= $1',
+      'SELECT count(*) AS n FROM users a, users b, users c, users d, users e, users f, users g',
+    ]) {
+      const began = performance.now();
+      const { handle, dataset } = await prepare(query);
+      // Not the runtime's 30 s query timeout: nothing ran but the statement's LIMIT 0.
+      expect(performance.now() - began).toBeLessThan(5_000);
+      expect(dataset.fields.map((field) => field.name)).toEqual(['n']);
+      await collect(
+        stub.DoAction(
+          {
+            type: 'ClosePreparedStatement',
+            body: sqlCommand('ActionClosePreparedStatementRequest', { preparedStatementHandle: handle }),
+          },
+          auth(),
+        ),
+      );
+    }
+  }, 90_000);
 
   it('binds SQLite parameters too, and refuses a parameter batch of several rows', async () => {
     const { handle } = await prepare('SELECT name FROM users WHERE id = ?');
