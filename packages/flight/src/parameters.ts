@@ -128,15 +128,20 @@ export function parametersOf(batches: readonly RecordBatch[]): JsonValue[] {
   });
 }
 
-/** How many parameters a statement takes: the highest `$n`/`?n`, or the count of bare `?`. */
+/**
+ * How many parameters a statement takes: the highest `$n`/`?n`, the count of bare `?`, or of
+ * distinct `$name`s (DuckDB binds a list of values to them in order of first appearance).
+ */
 export function placeholderCount(sql: string): number {
   let numbered = 0;
   let bare = 0;
+  const names = new Set<string>();
   for (const token of tokenizeSql(sql)) {
     if (token.kind !== 'parameter') continue;
     const match = /^[$?](\d+)$/.exec(token.text);
     if (match !== null) numbered = Math.max(numbered, Number(match[1]));
     else if (token.text === '?') bare++;
+    else if (token.text.startsWith('$')) names.add(token.text);
   }
-  return Math.max(numbered, bare);
+  return Math.max(numbered, bare, names.size);
 }

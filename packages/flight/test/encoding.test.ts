@@ -59,6 +59,7 @@ describe('parameters bound with DoPut', () => {
     expect(parametersOf(batches)).toEqual([1.5, 'text']);
     expect(placeholderCount('SELECT * FROM t WHERE a = $2 AND b = $1')).toBe(2);
     expect(placeholderCount("SELECT '?' FROM t WHERE a = ? AND b = ?")).toBe(2);
+    expect(placeholderCount("SELECT '$c' FROM t WHERE a = $a AND b = $b AND c = $a")).toBe(2);
   });
 });
 

@@ -367,6 +367,18 @@ describe('prepared statements with parameters', () => {
     }
   }, 90_000);
 
+  it('a DuckDB statement with $name markers is prepared (one parameter per name) and runs with the bound values', async () => {
+    const { handle, parameters } = await prepare(
+      'SELECT id FROM orders WHERE id >= $low AND id < $low + $width ORDER BY id',
+    );
+    expect(parameters.fields).toHaveLength(2);
+    await bind(handle, tableToIPC(tableFromArrays({ low: [10], width: [3] }), 'stream'));
+    const query = cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle });
+    expect((await fetchTable(stub, query, auth())).toArray().map((row) => Number(row.id))).toEqual([
+      10, 11, 12,
+    ]);
+  });
+
   it('binds SQLite parameters too, and refuses a parameter batch of several rows', async () => {
     const { handle } = await prepare('SELECT name FROM users WHERE id = ?');
     await bind(handle, tableToIPC(tableFromArrays({ id: [7] }), 'stream'));
