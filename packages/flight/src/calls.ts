@@ -24,7 +24,8 @@ export interface Pending {
 /** An open prepared statement and the parameters bound to it last. */
 export interface Prepared {
   readonly sql: string;
-  params: JsonValue[];
+  /** The statement as it runs with `params`: `sql`, its `$name` markers numbered when bound by name. */
+  bound: { readonly sql: string; readonly params: readonly JsonValue[] };
 }
 
 export interface FlightContext {

@@ -6,7 +6,7 @@
  * both engines compare and cast), booleans, floats and text as they are.
  */
 import type { JsonValue } from '@ferry/core/base';
-import { tokenizeSql } from '@ferry/engines/sql';
+import { type NumberedStatement, numberNamedParameters, tokenizeSql } from '@ferry/engines/sql';
 import {
   DataType,
   type Decimal,
@@ -126,6 +126,33 @@ export function parametersOf(batches: readonly RecordBatch[]): JsonValue[] {
     const vector = batch.getChildAt(column) as Vector;
     return parameterValue(vector, field, index);
   });
+}
+
+/** The names of a statement's `$name` markers (not `$1`), as written without the `$`. */
+function markerNames(sql: string): Set<string> {
+  const names = new Set<string>();
+  for (const token of tokenizeSql(sql)) {
+    if (token.kind === 'parameter' && /^\$[^\d]/.test(token.text)) names.add(token.text.slice(1));
+  }
+  return names;
+}
+
+/**
+ * The statement and values a bound parameter row runs with. Columns named for every `$name`
+ * marker of the statement (Spice's SDKs bind named parameters so, one column per name, in the
+ * order of their object) fill the markers by name, as the HTTP API's named parameters do;
+ * otherwise the values bind by position ({@link parametersOf}).
+ */
+export function boundStatement(sql: string, batches: readonly RecordBatch[]): NumberedStatement {
+  const params = parametersOf(batches);
+  const columns = batches.find((batch) => batch.numRows > 0)?.schema.fields.map((field) => field.name) ?? [];
+  const bare = columns.map((name) => (name.startsWith('$') ? name.slice(1) : name));
+  const markers = markerNames(sql);
+  if (markers.size === 0 || ![...markers].every((name) => bare.includes(name))) return { sql, params };
+  return numberNamedParameters(
+    sql,
+    Object.fromEntries(bare.map((name, index) => [name, params[index] ?? null])),
+  );
 }
 
 /**

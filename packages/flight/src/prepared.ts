@@ -12,7 +12,7 @@ import { authorized, clientStreamError, type FlightContext, report, serverStream
 import { FlightRequestError, FlightUnauthenticatedError, FlightUnsupportedError } from './errors.js';
 import { readFlightData, schemaBytes } from './ipc.js';
 import { statementSchema } from './metadata.js';
-import { parametersOf, placeholderCount } from './parameters.js';
+import { boundStatement, placeholderCount } from './parameters.js';
 import {
   decodeSqlMessage,
   encodeSql,
@@ -77,7 +77,7 @@ export function doAction(context: FlightContext) {
         const count = placeholderCount(sql);
         // Arrow's JDBC driver runs a statement whose dataset_schema has no fields as an update.
         const dataset = await preparedSchema(context, sql, count, signal);
-        const handle = context.statements.add({ sql, params: [] });
+        const handle = context.statements.add({ sql, bound: { sql, params: [] } });
         const parameters = new Schema(
           Array.from({ length: count }, (_, index) => new Field(`$${index + 1}`, new Null(), true)),
         );
@@ -148,7 +148,7 @@ export function doPut(context: FlightContext) {
         }
         const handle = field<Uint8Array>(command, 'preparedStatementHandle');
         const prepared = context.statements.get(handle);
-        prepared.params = parametersOf(readFlightData(messages));
+        prepared.bound = boundStatement(prepared.sql, readFlightData(messages));
         call.write({
           appMetadata: encodeSql('DoPutPreparedStatementResult', { preparedStatementHandle: handle }),
         });

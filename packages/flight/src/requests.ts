@@ -96,8 +96,8 @@ export function requestOf(
     case 'CommandStatementQuery':
       return { kind: 'statement', sql: field(command, 'query'), params: [] };
     case 'CommandPreparedStatementQuery': {
-      const prepared = statements.get(field(command, 'preparedStatementHandle'));
-      return { kind: 'statement', sql: prepared.sql, params: prepared.params };
+      const { bound } = statements.get(field(command, 'preparedStatementHandle'));
+      return { kind: 'statement', sql: bound.sql, params: bound.params };
     }
     case 'CommandStatementUpdate':
     case 'CommandPreparedStatementUpdate':

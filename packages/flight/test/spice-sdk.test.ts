@@ -130,6 +130,22 @@ describe("Spice's JS SDK over Flight", () => {
     expect(rowsOf(users)).toEqual([{ name: 'user 4' }]);
   });
 
+  it('binds named $name parameters by name, whatever the order of the object, as the HTTP API does', async () => {
+    const client = flightOnly(served.flight.address);
+    const sql =
+      'SELECT id, customer FROM orders WHERE id >= $low AND id < $high AND customer <> $skip ORDER BY id';
+    // The SDK sends one column per name, in the object's order (here not the statement's).
+    const parameters = { skip: 'customer-4', high: 13, low: 9 };
+    const table = await client.sql(sql, { parameters });
+    const answer = await fetch(`${http.url}/v1/sql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sql, parameters }),
+    });
+    expect(rowsOf(table)).toEqual(await answer.json());
+    expect(rowsOf(table).map((row) => row.id)).toEqual([9, 10, 12]);
+  });
+
   it('reports a write refusal from Flight, not from an HTTP fallback', async () => {
     const client = flightOnly(served.flight.address);
     await expect(client.sql('DELETE FROM users')).rejects.toThrow(
