@@ -45,7 +45,12 @@ function decimalText(unscaled: bigint, scale: number): string {
   return negative ? `-${text}` : text;
 }
 
-/** `units` since the epoch (or midnight) as `YYYY-MM-DD HH:MM:SS[.fff…]`, in whole seconds plus a fraction. */
+/**
+ * `units` since the epoch (or midnight) as `YYYY-MM-DDTHH:MM:SS[.fff…]`, in whole seconds plus a
+ * fraction. A timestamp's fraction has six digits whatever its unit (nine only for nanoseconds
+ * past the microsecond): SQLite compares timestamps as the text the snapshot stores, ISO 8601 to
+ * the microsecond, so 08:00:03 in milliseconds must read `08:00:03.000000` there too.
+ */
 function isoOf(units: bigint, unit: TimeUnit, withDate: boolean): string {
   const per = PER_SECOND[unit];
   let seconds = units / per;
@@ -54,7 +59,11 @@ function isoOf(units: bigint, unit: TimeUnit, withDate: boolean): string {
     fraction += per;
     seconds -= 1n;
   }
-  const digits = DIGITS[unit];
+  let digits = DIGITS[unit];
+  if (withDate && !(unit === TimeUnit.NANOSECOND && fraction % 1_000n !== 0n)) {
+    fraction = (fraction * PER_SECOND[TimeUnit.MICROSECOND]) / per;
+    digits = 6;
+  }
   const tail = digits === 0 ? '' : `.${fraction.toString().padStart(digits, '0')}`;
   if (!withDate) {
     const s = Number(seconds);
