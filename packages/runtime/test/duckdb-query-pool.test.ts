@@ -12,6 +12,7 @@ import { buildSnapshotFile } from '@ferry/writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryLogger } from '../src/common/logging.js';
 import { threadFile } from '../src/common/thread-files.js';
+import { RuntimeClosedError } from '../src/errors.js';
 import { DuckDbQueryPool } from '../src/query/duckdb-query-pool.js';
 import { type QueryWorkerToHost, STREAM_WINDOW } from '../src/query/query-protocol.js';
 
@@ -124,7 +125,7 @@ describe('DuckDbQueryPool', () => {
       expect(await pool.run(request).answer).toMatchObject({ rows: [{ v: 2 }] });
       expect(pool.inFlight).toBe(0);
     } finally {
-      await pool.close();
+      await pool.close(new RuntimeClosedError());
     }
   });
 
@@ -153,7 +154,7 @@ describe('DuckDbQueryPool', () => {
       });
       while (pool.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 10));
     } finally {
-      await pool.close();
+      await pool.close(new RuntimeClosedError());
     }
   });
 
@@ -174,7 +175,7 @@ describe('DuckDbQueryPool', () => {
       expect(record?.message).toMatch(/missing\.duckdb|No such file|Cannot open/i);
       expect((record?.fields as { err?: { stack?: string } } | undefined)?.err?.stack).toBeTypeOf('string');
     } finally {
-      await pool.close();
+      await pool.close(new RuntimeClosedError());
     }
   });
 
@@ -194,7 +195,7 @@ describe('DuckDbQueryPool', () => {
         read: [{ name: 'orders', snapshotId: 106 }],
       });
     } finally {
-      await pool.close();
+      await pool.close(new RuntimeClosedError());
     }
   });
 });
@@ -238,7 +239,7 @@ describe('DuckDbQueryPool restarts', () => {
       expect(answer).toMatchObject({ rows: [{ v: 6 }] });
       expect(performance.now() - endedAt).toBeGreaterThanOrEqual(400);
     } finally {
-      await pool.close();
+      await pool.close(new RuntimeClosedError());
     }
   });
 
@@ -249,7 +250,7 @@ describe('DuckDbQueryPool restarts', () => {
       catalog(7, path),
     );
     await pool.endWorker(0);
-    await pool.close();
+    await pool.close(new RuntimeClosedError());
     await expect(pool.run({ sql: 'SELECT 1', params: [], maxRows: 0, maxBytes: 0 }).answer).rejects.toThrow(
       'The DuckDB query pool closed before answering',
     );

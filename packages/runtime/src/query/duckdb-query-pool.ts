@@ -328,11 +328,21 @@ export class DuckDbQueryPool {
     this.#watchdog.unref();
   }
 
-  /** Stops every query, closes every namespace, ends the workers. */
-  async close(): Promise<void> {
+  /**
+   * Stops every query, closes every namespace, ends the workers. The queries in flight fail with
+   * `reason` at once (what their stopped engines answer later only ends them).
+   */
+  async close(reason: Error): Promise<void> {
     this.#closing = true;
     clearTimeout(this.#watchdog);
     for (const supervisor of this.#supervisors) supervisor.close();
+    for (const worker of this.#workers) {
+      for (const pending of worker?.pending.values() ?? []) {
+        if (pending.settled) continue;
+        pending.settled = true;
+        pending.reject(reason);
+      }
+    }
     await Promise.all(
       this.#workers.map(async (worker) => {
         if (worker === undefined) return;

@@ -577,6 +577,6 @@ export class QueryService {
 
   async close(reason: Error): Promise<void> {
     this.#closed ??= reason;
-    await Promise.all([this.#duckdb?.close(), this.#sqlite?.close(reason)]);
+    await Promise.all([this.#duckdb?.close(reason), this.#sqlite?.close(reason)]);
   }
 }

@@ -292,6 +292,9 @@ export class SqliteReadPool {
         })) as QueryAnswer;
         await drained;
         return result;
+      } catch (error) {
+        // Its worker ended by close(): the stream fails with the pool's reason, as queries do.
+        throw this.#closed ?? error;
       } finally {
         finished = true;
         this.#unanswered--;
