@@ -14,7 +14,7 @@
  * result's `version`: the `/v1/sql` ETag. Identical requests arriving while one runs wait for its
  * answer (`find` → `running`, `share`): a stampede on one statement runs it once.
  */
-import type { JsonValue, ResultsCacheConfig } from '@ferry/core/base';
+import { errorCode, type JsonValue, type ResultsCacheConfig } from '@ferry/core/base';
 import { BoundedCache, isCacheableStatement, textBytes } from '@ferry/engines/sql';
 import { LRUCache } from 'lru-cache';
 import type { DatasetRead } from '../api.js';
@@ -46,6 +46,17 @@ export interface CacheCounters {
 interface Flight {
   readonly answer: Promise<unknown>;
   readonly shared: (answer: unknown) => unknown;
+}
+
+/**
+ * What a request that waited for an identical run gets when that run failed: its timeout (the
+ * statement at the same snapshots would run out of time again: running it once more per waiter
+ * doubled each waiter's wait and multiplied the load), else undefined, and it runs its own (the
+ * run may have failed for its own caller's reasons: cancelled, its thread ended).
+ */
+function sharedFailure(error: unknown): undefined {
+  if (errorCode(error) === 'ERR_QUERY_TIMEOUT') throw error;
+  return undefined;
 }
 
 interface Entry<V> {
@@ -255,7 +266,7 @@ export class ResultsCache {
     }
     const flight = this.#running.get(key);
     if (flight !== undefined) {
-      const running = flight.answer.then(flight.shared, () => undefined) as Promise<V | undefined>;
+      const running = flight.answer.then(flight.shared, sharedFailure) as Promise<V | undefined>;
       return { running, key };
     }
     this.#misses++;
@@ -265,7 +276,7 @@ export class ResultsCache {
   /**
    * Identical requests that come while `answer` runs wait for it instead of running too (64
    * clients asking a dashboard's statement at once run it once), and get `shared(answer)`: undefined
-   * (or a failure) sends them to run their own. Under the key {@link find} gave; returns what ends
+   * (or a failure but its timeout, which they share: {@link sharedFailure}) sends them to run their own. Under the key {@link find} gave; returns what ends
    * it, called once `answer` settles (nothing is chained to `answer` until a request waits for it:
    * a miss nobody shares costs a map entry).
    */
