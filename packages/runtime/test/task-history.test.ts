@@ -223,4 +223,20 @@ describe('spice.runtime.task_history in a runtime', () => {
     );
     expect(again.rows).toEqual([{ n: 2 }]);
   });
+
+  it('records a stream its reader left before its end as cancelled, with the rows it read', async () => {
+    // As an HTTP client that goes away mid-answer leaves it: recorded as a success before.
+    const sql = 'SELECT id FROM orders ORDER BY id';
+    const stream = await runtime.queryStream(sql, [], { batchRows: 2 });
+    for await (const _batch of stream.batches) break;
+    const { rows } = await runtime.query(
+      `SELECT error_message, labels['rows'] AS rows FROM spice.runtime.task_history WHERE input = '${sql}'`,
+    );
+    expect(rows).toEqual([
+      {
+        error_message: 'The query was cancelled by its caller before it finished; nothing more is read.',
+        rows: '2',
+      },
+    ]);
+  });
 });

@@ -523,7 +523,8 @@ interface FrontStream extends RuntimeQueryStream {
  * `batches` as read, one generator for everything that watches a stream: the cache keeps them
  * (references, no copy) while they stay under `keep.limit` bytes and is offered them once every
  * batch was read (a stream left early or failing offers nothing); when they end — read through,
- * left early, or failed — the task history is told the rows read (`record`) and this thread's
+ * left early, or failed — the task history is told the rows read (`record`; left early, it was
+ * cancelled) and this thread's
  * memory return the bytes they carried (memory-return.ts).
  */
 export async function* watched(
@@ -537,6 +538,7 @@ export async function* watched(
   let rows = 0;
   let bytes = 0;
   let failure: unknown;
+  let ended = false;
   try {
     for await (const batch of batches) {
       rows += batch.numRows;
@@ -547,12 +549,15 @@ export async function* watched(
       }
       yield batch;
     }
+    ended = true;
     if (kept !== undefined) keep?.offer(kept);
   } catch (error) {
     failure = error;
     throw error;
   } finally {
-    record?.(rows, failure);
+    // Left before its end (its reader broke off; an HTTP client went away): cancelled, as its
+    // engine was told, not a success.
+    record?.(rows, failure ?? (ended ? undefined : cancelled('the consumer stopped reading')));
     memory.ended(bytes);
   }
 }
