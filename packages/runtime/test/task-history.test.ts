@@ -239,4 +239,20 @@ describe('spice.runtime.task_history in a runtime', () => {
       },
     ]);
   });
+
+  it('records a stream stopped by a limit while its reader was blocked, then left, as stopped by it', async () => {
+    // As an HTTP answer whose client stopped reading: the idle limit stops it, the answer is cut.
+    const sql = 'SELECT id, 1 AS idle FROM orders ORDER BY id';
+    const stream = await runtime.queryStream(sql, [], { batchRows: 2, idleTimeoutMs: 50 });
+    const batches = stream.batches[Symbol.asyncIterator]();
+    await batches.next();
+    await new Promise((resolve) => stream.stopped.addEventListener('abort', resolve, { once: true }));
+    await batches.return?.();
+    const { rows } = await runtime.query(
+      `SELECT error_message FROM spice.runtime.task_history WHERE input = '${sql}'`,
+    );
+    expect(rows).toEqual([
+      { error_message: expect.stringMatching(/^The result stream was not read for 50 ms/) },
+    ]);
+  });
 });

@@ -320,8 +320,12 @@ export class QueryFront {
       });
     }
     const { keep, ...stream } = answer;
+    // A stream stopped by a limit while its reader was blocked (then left it) failed by that limit.
     const recordStream =
-      record === undefined ? undefined : (rows: number, error?: unknown) => record(answer, rows, error);
+      record === undefined
+        ? undefined
+        : (rows: number, error?: unknown) =>
+            record(answer, rows, answer.stopped.aborted ? answer.stopped.reason : error);
     return { ...stream, batches: watched(stream.batches, keep, recordStream) };
   }
 
