@@ -101,6 +101,8 @@ class QueryStop implements QueryCancellation {
 
 /** The queries running now, by id. */
 const running = new Map<number, QueryStop>();
+/** Their answers, until posted (close() waits for them). */
+const answering = new Set<Promise<void>>();
 
 type QueryMessage = Extract<HostToQueryWorker, { type: 'query' }>;
 
@@ -177,7 +179,7 @@ async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnsw
 function run(message: QueryMessage): void {
   const stop = new QueryStop();
   running.set(message.id, stop);
-  answer(message, stop).then(
+  const answered = answer(message, stop).then(
     (result) => {
       running.delete(message.id);
       post({ type: 'answer', id: message.id, answer: JSON.stringify(result) });
@@ -187,6 +189,8 @@ function run(message: QueryMessage): void {
       post({ type: 'answer', id: message.id, answer: JSON.stringify(answerOf(error)) });
     },
   );
+  answering.add(answered);
+  void answered.finally(() => answering.delete(answered));
 }
 
 async function close(): Promise<void> {
@@ -195,6 +199,10 @@ async function close(): Promise<void> {
   // Closing needs only that the namespace, if there is one, is closed: one that never came up (its
   // failure was each query's answer and the log's) has nothing to close.
   const ns = await ready.catch(() => undefined);
+  // The stopped queries end first: closing the namespace under one still being parsed or prepared
+  // (a query sent while the worker started) aborted the process ('terminate called after throwing
+  // an instance of Napi::Error').
+  await within(Promise.all(answering), 10_000);
   // A catalog change in flight finishes first: closing an instance under DDL would not return.
   await catalogs;
   await ns?.close();
