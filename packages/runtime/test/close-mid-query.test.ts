@@ -14,7 +14,8 @@ import { queriesInFlight } from '../src/testing.js';
 import { podYaml, tempDir } from './support.js';
 
 let work: string;
-let runtime: Runtime;
+let runtimes = 0;
+const opened: Runtime[] = [];
 
 const RUNAWAY = {
   duckdb: 'SELECT count(*) AS n FROM orders, range(1000000000000) t(i)',
@@ -42,7 +43,12 @@ beforeAll(async () => {
       notNull: ['id'],
     });
   }
-  runtime = await createRuntime(
+});
+
+/** A runtime serving both datasets, every query unbounded in time. */
+async function started(): Promise<Runtime> {
+  const location = `file://${join(work, 'store')}/`;
+  const runtime = await createRuntime(
     {
       yaml: podYaml(location, [
         { name: 'orders', engine: 'duckdb', interval: '1h' },
@@ -50,13 +56,15 @@ beforeAll(async () => {
       ]),
       baseDir: work,
     },
-    { logger: memoryLogger(), dataDir: join(work, 'data'), queryTimeoutMs: 600_000 },
+    { logger: memoryLogger(), dataDir: join(work, `data-${++runtimes}`), queryTimeoutMs: 600_000 },
   );
+  opened.push(runtime);
   await runtime.ready(undefined, { timeoutMs: 60_000 });
-});
+  return runtime;
+}
 
 afterAll(async () => {
-  await runtime?.close();
+  for (const runtime of opened) await runtime.close();
   await rm(work, { recursive: true, force: true });
 });
 
@@ -70,7 +78,29 @@ async function readOut(stream: RuntimeQueryStream): Promise<unknown> {
   }
 }
 
+it('a DuckDB query asked with an aborted signal, then close(): cancelled, and no unhandled rejection', async () => {
+  const unhandled: unknown[] = [];
+  const collect = (reason: unknown): void => {
+    unhandled.push(reason);
+  };
+  process.on('unhandledRejection', collect);
+  const runtime = await started();
+  try {
+    const gone = new AbortController();
+    gone.abort(new Error('the caller left'));
+    const asked = runtime.query('SELECT count(*) AS n FROM orders WHERE id > 3', [], { signal: gone.signal });
+    await expect(asked).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+    // Its engine's answer, still to come, fails at close(): that failure is nobody's to handle.
+    await runtime.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(unhandled).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', collect);
+  }
+});
+
 it('close() fails the queries and streams in flight on both engines with ERR_RUNTIME_CLOSED', async () => {
+  const runtime = await started();
   // Both pools up (their first queries would otherwise still be booting a worker).
   for (const name of ['orders', 'users']) {
     expect((await runtime.query(`SELECT count(*) AS n FROM ${name}`)).rows).toEqual([{ n: 10 }]);

@@ -33,6 +33,8 @@ export function untilAborted<T>(
 ): Promise<T> {
   if (signal === undefined) return promise;
   if (signal.aborted) {
+    // Left to settle unobserved here too: its failure must not be an unhandled rejection.
+    promise.catch(() => undefined);
     cancel?.();
     return Promise.reject(refusal(signal.reason));
   }
