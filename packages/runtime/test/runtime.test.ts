@@ -7,7 +7,13 @@ import { readdir } from 'node:fs/promises';
 import { startFaultProxy } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
-import { terminateCoordinatorThread, terminateDatasetThread } from '../src/testing.js';
+import {
+  queriesInFlight,
+  queriesSent,
+  queryAdmission,
+  terminateCoordinatorThread,
+  terminateDatasetThread,
+} from '../src/testing.js';
 import { BUCKET, nextEvent, publishVersion, spicepod, tempDir, useLocalAws } from './support.js';
 
 const aws = useLocalAws();
@@ -180,6 +186,37 @@ describe('runtime: waiting for a first snapshot', () => {
       });
       await publishVersion(aws, 'late', 'duckdb', 1, { rows: 7, prefix: 'late/' });
       expect((await waiter).rows[0]?.n).toBe(7);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('a query waiting for a dataset stops waiting when its signal aborts, and leaves admission', async () => {
+    const dataDir = await tempDir('ferry-waiting-cancelled-');
+    const { runtime } = await start(
+      spicepod(aws, [{ name: 'never', engine: 'duckdb' }], { prefix: 'never/' }),
+      dataDir,
+    );
+    try {
+      await nextEvent(runtime, 'state', (event) => event.dataset === 'never' && event.state === 'waiting');
+      const gone = new AbortController();
+      const sent = queriesSent(runtime).duckdb;
+      const waiter = runtime.query('SELECT count(*) AS n FROM never', [], {
+        waitForReady: true,
+        readyTimeoutMs: 10_000,
+        signal: gone.signal,
+      });
+      // DuckDB said the dataset does not serve: the query waits for it (admitted); then its caller goes away.
+      while (queriesSent(runtime).duckdb === sent || queriesInFlight(runtime) > 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(queryAdmission(runtime).inFlight).toBe(1);
+      const began = performance.now();
+      gone.abort(new Error('the caller went away'));
+      await expect(waiter).rejects.toMatchObject({ code: 'ERR_QUERY_CANCELLED' });
+      // Before, it waited out readyTimeoutMs holding its place.
+      expect(performance.now() - began).toBeLessThan(2_000);
+      expect(queryAdmission(runtime).inFlight).toBe(0);
     } finally {
       await runtime.close();
     }

@@ -217,7 +217,10 @@ export class QueryService {
       if (options.waitForReady !== true) throw new DatasetNotReadyError(name, asked.get(name) ?? entry.state);
       waits.push(this.#registry.ready(name, options.readyTimeoutMs ?? 30_000));
     }
-    return waits.length === 0 ? undefined : Promise.all(waits).then(() => undefined);
+    // The caller may leave while it waits: it stops waiting (and leaves admission) at once.
+    return waits.length === 0
+      ? undefined
+      : untilAborted(Promise.all(waits), options.signal, cancelled).then(() => undefined);
   }
 
   /**
