@@ -240,6 +240,21 @@ describe('spice.runtime.task_history in a runtime', () => {
     ]);
   });
 
+  it('records a stream cancelled before anyone read it', async () => {
+    const sql = 'SELECT id, 2 AS unread FROM orders ORDER BY id';
+    const stream = await runtime.queryStream(sql, [], { batchRows: 2 });
+    stream.cancel();
+    const { rows } = await runtime.query(
+      `SELECT error_message, labels['rows'] AS rows FROM spice.runtime.task_history WHERE input = '${sql}'`,
+    );
+    expect(rows).toEqual([
+      {
+        error_message: 'The query was cancelled by its caller before it finished; nothing more is read.',
+        rows: '0',
+      },
+    ]);
+  });
+
   it('records a stream stopped by a limit while its reader was blocked, then left, as stopped by it', async () => {
     // As an HTTP answer whose client stopped reading: the idle limit stops it, the answer is cut.
     const sql = 'SELECT id, 1 AS idle FROM orders ORDER BY id';

@@ -320,13 +320,32 @@ export class QueryFront {
       });
     }
     const { keep, ...stream } = answer;
-    // A stream stopped by a limit while its reader was blocked (then left it) failed by that limit.
+    // Recorded once. A stream stopped by a limit while its reader was blocked (then left it)
+    // failed by that limit.
+    let recorded = false;
     const recordStream =
       record === undefined
         ? undefined
-        : (rows: number, error?: unknown) =>
+        : (rows: number, error?: unknown) => {
+            if (recorded) return;
+            recorded = true;
             record(answer, rows, answer.stopped.aborted ? answer.stopped.reason : error);
-    return { ...stream, batches: watched(stream.batches, keep, recordStream) };
+          };
+    const batches = watched(stream.batches, keep, recordStream);
+    // A stream stopped before anyone began to read it (cancel(), its idle limit) is recorded then:
+    // a generator never started never ends. (An answer from the cache never stops.)
+    if (recordStream === undefined || answer.cache === 'hit') return { ...stream, batches };
+    let begun = false;
+    answer.stopped.addEventListener('abort', () => begun || recordStream(0), { once: true });
+    return {
+      ...stream,
+      batches: {
+        [Symbol.asyncIterator]: () => {
+          begun = true;
+          return batches;
+        },
+      },
+    };
   }
 
   /**
