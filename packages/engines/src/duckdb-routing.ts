@@ -133,7 +133,7 @@ export function duckDbRoute(
  */
 export function unparsedRoute(parseError: Error, catalog: NamespaceCatalog, sql: string): QueryRoute {
   if (catalog.datasets.some((dataset) => dataset.engine === 'sqlite')) {
-    return { engine: 'sqlite', datasets: undefined };
+    return { engine: 'sqlite', datasets: undefined, duckdbError: parseError.message };
   }
   // A typo in the first word (`SELEC 1`) is named as such, with DuckDB's words.
   const verdict = classifyStatement(sql, 'duckdb');

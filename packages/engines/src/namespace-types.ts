@@ -141,8 +141,15 @@ export type QueryRoute =
       readonly sql?: string;
       readonly statement?: DuckDbStatement;
     }
-  /** In SQLite: it reads only SQLite datasets, or it is SQLite's dialect. */
-  | { readonly engine: 'sqlite'; readonly datasets: readonly string[] | undefined };
+  /**
+   * In SQLite: it reads only SQLite datasets, or it is SQLite's dialect. `duckdbError`: DuckDB could
+   * not parse it (its message), the answer if SQLite finds it reads a DuckDB dataset.
+   */
+  | {
+      readonly engine: 'sqlite';
+      readonly datasets: readonly string[] | undefined;
+      readonly duckdbError?: string;
+    };
 
 /**
  * What stops a query: an `AbortSignal`, or anything with its few members (the query workers use a

@@ -122,6 +122,16 @@ describe('server over a file:// fixture store', () => {
     expect(body.error).toContain("'customers'");
     expect(body.error).toContain('orders, users');
 
+    // DuckDB cannot parse it (AT is its keyword) and SQLite datasets exist, so SQLite is tried: it
+    // names a DuckDB dataset, and DuckDB's own syntax error is the answer, the first time and after.
+    for (let ask = 0; ask < 2; ask++) {
+      const keyword = await sql(base, 'SELECT at FROM orders');
+      expect(keyword.status).toBe(400);
+      const refusal = keyword.json<{ error: string; code: string }>();
+      expect(refusal.code).toBe('ERR_QUERY_FAILED');
+      expect(refusal.error).toBe('Query failed: Parser Error: syntax error at or near "FROM"');
+    }
+
     const bad = await sql(base, 'SELECT no_such_column FROM orders');
     expect(bad.status).toBe(400);
     expect(bad.json<{ code: string }>().code).toBe('ERR_QUERY_FAILED');

@@ -126,7 +126,10 @@ async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnsw
   if (route.engine === 'duckdb' && message.announce === true) {
     post({ type: 'routed', id: message.id, datasets: route.datasets });
   }
-  if (route.engine === 'sqlite') return { kind: 'reroute', datasets: route.datasets, shared };
+  if (route.engine === 'sqlite') {
+    const { datasets, duckdbError } = route;
+    return { kind: 'reroute', datasets, shared, ...(duckdbError === undefined ? {} : { duckdbError }) };
+  }
   let sent = 0;
   const control = { signal: stop, maxRows, maxBytes, ...(pins === undefined ? {} : { pins }) };
   const { credits } = message;

@@ -53,7 +53,12 @@ export type QueryAnswer = (
   /** Asked `inline`: the result was larger; stream it. */
   | { readonly kind: 'larger'; readonly read: readonly DatasetRead[] }
   /** Run it in SQLite (it reads only SQLite datasets, or it is SQLite's dialect). */
-  | { readonly kind: 'reroute'; readonly datasets: readonly string[] | undefined }
+  | {
+      readonly kind: 'reroute';
+      readonly datasets: readonly string[] | undefined;
+      /** DuckDB could not parse it: its message (see `QueryRoute`). */
+      readonly duckdbError?: string;
+    }
   | { readonly kind: 'table'; readonly table: string; readonly reason: NamespaceTableError['reason'] }
   /** `detail`: the engine's message before local paths were taken out (for the log). */
   | { readonly kind: 'error'; readonly error: SerializedError; readonly detail?: string }

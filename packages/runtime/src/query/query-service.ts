@@ -19,7 +19,13 @@
  */
 import { deserializeError, type JsonValue, retentionOf } from '@ferry/core/base';
 import type { DatasetRead, NamespaceCatalog, NamespaceTaskHistory, PinnedGeneration } from '@ferry/engines';
-import { BoundedCache, type FirstEngine, firstEngine, statementShape } from '@ferry/engines/sql';
+import {
+  BoundedCache,
+  type FirstEngine,
+  firstEngine,
+  QueryFailedError,
+  statementShape,
+} from '@ferry/engines/sql';
 import { type Schema, Table } from 'apache-arrow';
 import type {
   DatasetInfo,
@@ -74,6 +80,8 @@ export interface QueryServiceOptions {
 interface Plan {
   readonly engine: 'duckdb' | 'sqlite';
   readonly datasets: readonly string[] | undefined;
+  /** In SQLite because DuckDB could not parse it: DuckDB's message, the answer if it reads a DuckDB dataset. */
+  readonly duckdbError?: string;
 }
 
 type Answered = Exclude<QueryAnswer, { kind: 'reroute' } | { kind: 'table' }>;
@@ -322,11 +330,16 @@ export class QueryService {
       const answer = await run(engine, plan, shape, pins, named);
       const shared = answer.kind !== 'started' && answer.shared === true;
       if (answer.kind === 'reroute') {
-        plan = { engine: 'sqlite', datasets: answer.datasets };
+        const { datasets, duckdbError } = answer;
+        plan = { engine: 'sqlite', datasets, ...(duckdbError === undefined ? {} : { duckdbError }) };
         this.#remember(sql, shape, plan, shared);
       } else if (answer.kind === 'table') {
         if (answer.reason === 'unknown') throw new UnknownDatasetError(answer.table, this.#registry.names());
-        if (answer.reason === 'duckdb') throw new CrossDialectError(answer.table);
+        if (answer.reason === 'duckdb') {
+          // Not SQLite's dialect after all: DuckDB's own refusal says what is wrong with it.
+          if (plan?.duckdbError !== undefined) throw new QueryFailedError(undefined, plan.duckdbError);
+          throw new CrossDialectError(answer.table);
+        }
         if (answer.reason === 'sqlite') {
           plan = { engine: 'sqlite', datasets: undefined };
           this.#remember(sql, shape, plan, false);
