@@ -78,10 +78,11 @@ describe('routing', () => {
     expect(where(statement([ref('elsewhere', 'other', 'db')]))).toEqual({ engine: 'duckdb', datasets: [] });
   });
 
-  it('sends what DuckDB cannot parse to SQLite when there are SQLite datasets, else says why', () => {
+  it('sends what DuckDB cannot parse to SQLite when there are SQLite datasets (with its refusal), else says why', () => {
     expect(unparsedRoute(new Error('Parser Error: at "["'), catalog, 'SELECT [1')).toEqual({
       engine: 'sqlite',
       datasets: undefined,
+      duckdbError: 'Parser Error: at "["',
     });
     expect(() =>
       unparsedRoute(new Error('Parser Error: at "["'), { version: 1, datasets: [] }, 'SELECT [1'),
