@@ -96,6 +96,7 @@ export function runtimeResultSource(
       const result = await runtime.queryStream(sql, params, {
         signal,
         batchRows,
+        protocol: 'flight',
         ...(options.noCache === true ? { noCache: true } : {}),
         ...(options.maxStalenessMs === undefined ? {} : { maxStalenessMs: options.maxStalenessMs }),
         ...(options.snapshots === undefined ? {} : { snapshots: options.snapshots }),

@@ -93,6 +93,15 @@ describe('views and the results cache over Flight', () => {
     expect(views.toArray().map((row) => row.table_name)).toEqual(['big_orders']);
   });
 
+  it("a Flight query is in the task history with protocol 'flight'", async () => {
+    const sql = 'SELECT count(*) AS n FROM spice.public.orders WHERE id > 0';
+    await query(sql);
+    const { rows } = await query(
+      `SELECT labels['protocol'] AS protocol FROM spice.runtime.task_history WHERE input = '${sql}'`,
+    );
+    expect(rows).toEqual([{ protocol: 'flight' }]);
+  });
+
   it("DoGet carries Spice's cache metadata; no-cache bypasses; a swap reads the new snapshot", async () => {
     const sql = 'SELECT id, amount FROM spice.public.big_orders ORDER BY id';
     const first = await query(sql);

@@ -183,6 +183,8 @@ export interface QueryOptions {
    * `ERR_SNAPSHOT_NOT_FOUND`. A pinned answer is cached under its pinned snapshots only.
    */
   readonly snapshots?: Readonly<Record<string, number>>;
+  /** How the query came, the task history's `protocol` label: `http` and `flight` from Ferry's servers; default `embed`. */
+  readonly protocol?: string;
 }
 
 export interface StreamOptions extends QueryOptions {

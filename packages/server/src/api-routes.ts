@@ -273,6 +273,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const queryOptions: AnswerOptions = {
         signal: clientGone(request),
         noCache: bypassesCache(request.headers),
+        protocol: 'http',
         ...bound,
         ...pins,
       };

@@ -198,6 +198,15 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
     expect(wrongType.json<{ error: string }>().error).toContain('parameters');
   });
 
+  it("records an HTTP query in the task history with protocol 'http'", async () => {
+    const sql = 'SELECT count(*) AS n FROM users WHERE id > 0';
+    expect((await query(sql)).status).toBe(200);
+    const recorded = await query(
+      `SELECT labels['protocol'] AS protocol FROM spice.runtime.task_history WHERE input = '${sql}'`,
+    );
+    expect(recorded.json()).toEqual([{ protocol: 'http' }]);
+  });
+
   it('refuses a body that is not UTF-8, as Spice does, instead of running the SQL with its bytes replaced', async () => {
     // 'café' in Latin-1: run with U+FFFD in place of the é, it matched nothing and answered [].
     const latin1 = Buffer.from("SELECT id FROM users WHERE name = 'caf\xe9'", 'latin1');

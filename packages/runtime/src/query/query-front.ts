@@ -137,7 +137,7 @@ export class QueryFront {
     finish: (this: QueryFront, result: T, record: TaskRecorder<T> | undefined, id: number) => R,
   ): Promise<R> {
     const id = ++this.#queryIds;
-    const record = this.#history.enabled ? this.#recorder<T>(sql) : undefined;
+    const record = this.#history.enabled ? this.#recorder<T>(sql, options.protocol ?? 'embed') : undefined;
     try {
       const syncing = record === undefined ? undefined : this.#syncHistory(sql);
       if (syncing !== undefined) await syncing;
@@ -150,15 +150,15 @@ export class QueryFront {
   }
 
   /** What records a query that starts now in the task history, once it settles. */
-  #recorder<T extends QueryProvenance>(sql: string): TaskRecorder<T> {
+  #recorder<T extends QueryProvenance>(sql: string, protocol: string): TaskRecorder<T> {
     const startMs = Date.now();
     const started = performance.now();
     return (result, rows, error, captured) => {
       const labels: { [label: string]: string } =
         result === undefined
-          ? { protocol: 'embed' }
+          ? { protocol }
           : {
-              protocol: 'embed',
+              protocol,
               datasets: result.datasets.map((read) => read.name).join(','),
               engine: result.engine,
               rows: String(rows),
