@@ -431,12 +431,37 @@ describe('refresh_mode: snapshot requirements', () => {
       ],
     },
     {
-      name: 'access: read_write',
+      // Spice loads it (its own snapshot_refresh reader test sets access: read_write) and refuses
+      // the writes: refresh_mode: snapshot rejects INSERT, UPDATE, DELETE and TRUNCATE.
+      name: 'access: read_write, and mode: (its older spelling) read_write_create, are tolerated',
       mutate: (pod) => {
         dataset(pod, 0).access = 'read_write';
+        dataset(pod, 1).mode = 'read_write_create';
+      },
+      errors: [],
+      valid: ['orders', 'users'],
+      warnings: [
+        'spicepod.yaml: datasets[0].access: read_write is ignored: the dataset is loaded only from snapshots, so writes to it are refused',
+        'spicepod.yaml: datasets[1].mode: read_write_create is ignored: the dataset is loaded only from snapshots, so writes to it are refused',
+      ],
+    },
+    {
+      name: 'access: a value Spice does not have',
+      mutate: (pod) => {
+        dataset(pod, 0).access = 'write';
       },
       errors: [
-        'spicepod.yaml: datasets[0].access: snapshot datasets are read-only; remove access: read_write',
+        "spicepod.yaml: datasets[0].access: 'write' is not allowed; use read, read_write or read_write_create (did you mean 'read_write'?)",
+      ],
+    },
+    {
+      name: 'access and mode both set',
+      mutate: (pod) => {
+        dataset(pod, 0).access = 'read';
+        dataset(pod, 0).mode = 'read';
+      },
+      errors: [
+        'spicepod.yaml: datasets[0].mode: is another name for access, which is set too; keep only one',
       ],
     },
     {
@@ -1055,6 +1080,25 @@ describe('snapshots.params.ferry_sns_topic_arn (Ferry only)', () => {
 describe('the from: s3:// + params.file_format: snapshot form', () => {
   run([
     {
+      // As Spice: "Dataset '{name}' reads snapshots (`file_format: snapshot`), so it is read-only."
+      name: 'access: read_write is refused',
+      mutate: (pod) => {
+        withPartner(pod, { access: 'read_write' });
+      },
+      errors: [
+        'spicepod.yaml: datasets[2].access: file_format: snapshot datasets are read-only; remove access: read_write',
+      ],
+      valid: ['orders', 'users'],
+    },
+    {
+      name: 'access: read is accepted, also spelt mode: read',
+      mutate: (pod) => {
+        withPartner(pod, { mode: 'read' });
+      },
+      errors: [],
+      valid: ['orders', 'users', 'partner'],
+    },
+    {
       name: 's3_queue_url is refused',
       mutate: (pod) => {
         withPartner(pod, {
@@ -1357,6 +1401,34 @@ describe('unknown keys', () => {
         "spicepod.yaml: datasets[0].embeddings: ignored: a snapshot dataset serves the snapshot's data as published",
         'spicepod.yaml: datasets[0].acceleration.snapshots_trigger: ignored: this dataset only reads snapshots and never creates them',
         'spicepod.yaml: datasets[0].acceleration.primary_key: ignored by this runtime',
+      ],
+    },
+    {
+      // crates/spicepod component/dataset.rs and acceleration/mod.rs (both deny_unknown_fields)
+      // accept these keys: a Spice spicepod carrying them loaded there and failed its dataset here.
+      name: "every other key of Spice's Dataset and Acceleration structs is tolerated",
+      mutate: (pod) => {
+        Object.assign(dataset(pod, 0), {
+          dependsOn: ['users'],
+          has_metadata_table: false,
+          invalid_type_action: 'warn',
+        });
+        Object.assign(accel(pod), {
+          snapshots_creation_policy: 'on_change',
+          ready_state: 'on_load',
+          maintained_aggregates: [],
+          write_mode: 'write_through',
+          metrics: { enabled: [] },
+        });
+      },
+      errors: [],
+      valid: ['orders', 'users'],
+      warnings: [
+        'spicepod.yaml: datasets[0].acceleration.snapshots_creation_policy: ignored: this dataset only reads snapshots and never creates them',
+        'spicepod.yaml: datasets[0].acceleration.ready_state: ignored by this runtime',
+        'spicepod.yaml: datasets[0].acceleration.maintained_aggregates: ignored by this runtime',
+        'spicepod.yaml: datasets[0].acceleration.write_mode: ignored by this runtime',
+        'spicepod.yaml: datasets[0].acceleration.metrics: ignored by this runtime',
       ],
     },
   ]);

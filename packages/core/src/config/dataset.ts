@@ -23,7 +23,16 @@ import type {
   SnapshotsMode,
   TrustedKey,
 } from './types.js';
-import { didYouMean, isMap, listOr, readBoolean, readDuration, readParam, readText } from './values.js';
+import {
+  didYouMean,
+  isMap,
+  listOr,
+  readBoolean,
+  readChoice,
+  readDuration,
+  readParam,
+  readText,
+} from './values.js';
 
 export const DEFAULT_REFRESH_CHECK_INTERVAL_MS = 60_000;
 
@@ -62,7 +71,10 @@ const SNAPSHOT_ENGINES: readonly EngineName[] = ENGINE_NAMES;
 const NON_FILE_ENGINES = ['arrow', 'postgres'];
 const UNSUPPORTED_ENGINES = ['cayenne'];
 
-const DATASET_KEYS = ['from', 'name', 'params', 'acceleration', 'ref', 'access'];
+/** `mode` is Spice's older name for `access` (a serde alias in its Dataset struct). */
+const DATASET_KEYS = ['from', 'name', 'params', 'acceleration', 'ref', 'access', 'mode'];
+/** Spice's dataset access modes (crates/spicepod component/access.rs). */
+const ACCESS_MODES = ['read', 'read_write', 'read_write_create'];
 /** Spice dataset keys that describe the source or the catalog; recorded nowhere, harmless. */
 const DATASET_DESCRIPTIVE_KEYS = [
   'description',
@@ -77,6 +89,9 @@ const DATASET_DESCRIPTIVE_KEYS = [
   'metrics',
   'check_availability',
   'replication',
+  'dependsOn',
+  'has_metadata_table',
+  'invalid_type_action',
 ];
 /** Spice dataset keys that compute from a source; a snapshot reader cannot. */
 const DATASET_COMPUTED_KEYS = ['embeddings', 'vectors', 'full_text_search'];
@@ -97,6 +112,7 @@ const SNAPSHOT_WRITER_KEYS = [
   'snapshots_trigger_threshold',
   'snapshots_compaction',
   'snapshots_reset_expiry_on_load',
+  'snapshots_creation_policy',
 ];
 /** Spice acceleration keys that shape data a snapshot reader serves as published. */
 const DATA_SHAPING_KEYS = [
@@ -122,6 +138,10 @@ const OTHER_ACCELERATION_KEYS = [
   'on_zero_results',
   'storage_profile',
   'partition_by',
+  'ready_state',
+  'maintained_aggregates',
+  'write_mode',
+  'metrics',
 ];
 const KNOWN_ACCELERATION_KEYS = [
   ...ACCELERATION_KEYS,
@@ -274,12 +294,7 @@ export function readDataset(
       'dataset references are not supported by this runtime; define the dataset inline',
     );
   }
-  if (Object.hasOwn(entry, 'access')) {
-    const access = readText(report, `${base}.access`, entry.access);
-    if (access !== undefined && access !== 'read') {
-      report.error(`${base}.access`, `snapshot datasets are read-only; remove access: ${access}`);
-    }
-  }
+  const access = readAccess(report, base, entry);
   const from = readFrom(report, base, entry);
 
   const params = entry.params;
@@ -307,10 +322,24 @@ export function readDataset(
     );
   }
   if (misspeltFormat || isSnapshotFormat(fileFormat)) {
+    if (access !== undefined && access.value !== 'read') {
+      // As Spice: a file_format: snapshot dataset is read-only.
+      report.error(
+        access.path,
+        `file_format: snapshot datasets are read-only; remove ${access.key}: ${access.value}`,
+      );
+    }
     const result = readFileFormatDataset(report, index, entry, from, connectorParams, accel, context);
     return { ...draft, form: 'file_format', ...result };
   }
   if (accel !== undefined && meantSnapshotRefresh(accel)) {
+    if (access !== undefined && access.value !== 'read') {
+      // Spice loads it and refuses the writes; so does this runtime.
+      report.warn(
+        access.path,
+        `${access.value} is ignored: the dataset is loaded only from snapshots, so writes to it are refused`,
+      );
+    }
     const result = readRefreshModeDataset(report, index, entry, from, accel, context);
     return { ...draft, form: 'refresh_mode', ...result };
   }
@@ -334,6 +363,28 @@ function readName(report: Reporter, base: string, entry: Record<string, unknown>
   }
   report.nameDataset(name);
   return name;
+}
+
+/**
+ * `access`, or `mode` (Spice's older name for it): its key, key path and value when set and one of
+ * Spice's modes; otherwise undefined (a wrong value, or both keys, is reported).
+ */
+function readAccess(
+  report: Reporter,
+  base: string,
+  entry: Record<string, unknown>,
+): { readonly key: string; readonly path: string; readonly value: string } | undefined {
+  const hasAccess = Object.hasOwn(entry, 'access');
+  const hasMode = Object.hasOwn(entry, 'mode');
+  if (hasAccess && hasMode) {
+    report.error(`${base}.mode`, 'is another name for access, which is set too; keep only one');
+    return undefined;
+  }
+  if (!hasAccess && !hasMode) return undefined;
+  const key = hasAccess ? 'access' : 'mode';
+  const path = `${base}.${key}`;
+  const value = readChoice(report, path, entry[key], ACCESS_MODES);
+  return value === undefined ? undefined : { key, path, value };
 }
 
 function readFrom(report: Reporter, base: string, entry: Record<string, unknown>): string | undefined {
