@@ -56,9 +56,47 @@ describe('parseQueueUrl', () => {
     expect(parseQueueUrl(url, aws)).toStrictEqual({ url, region });
   });
 
+  // Spice's queue_url.rs (is_sqs_queue_url, region_from_sqs_host) accepts every AWS partition's SQS
+  // host, read case-insensitively, and a path with trailing slashes.
+  it.each([
+    ['https://sqs.cn-north-1.amazonaws.com.cn/123456789012/replica', 'cn-north-1', undefined],
+    ['https://SQS.EU-WEST-1.AMAZONAWS.COM/123456789012/replica', 'eu-west-1', undefined],
+    ['https://sqs.eusc-de-east-1.amazonaws.com/123456789012/replica', 'eusc-de-east-1', undefined],
+    [
+      'https://sqs-fips.us-east-1.amazonaws.com/123456789012/replica',
+      'us-east-1',
+      'https://sqs-fips.us-east-1.amazonaws.com',
+    ],
+    [
+      'https://sqs.us-west-2.vpce.amazonaws.com/123456789012/replica',
+      'us-west-2',
+      'https://sqs.us-west-2.vpce.amazonaws.com',
+    ],
+    [
+      'https://vpce-0a1b2c-3d4e.sqs.us-west-2.vpce.amazonaws.com/123456789012/replica',
+      'us-west-2',
+      'https://vpce-0a1b2c-3d4e.sqs.us-west-2.vpce.amazonaws.com',
+    ],
+  ])('accepts %s, as Spice does (region %s, endpoint %s)', (url, region, endpoint) => {
+    expect(parseQueueUrl(url, aws)).toStrictEqual({
+      url,
+      region,
+      ...(endpoint === undefined ? {} : { endpoint }),
+    });
+  });
+
+  it('a trailing slash is dropped, as Spice drops it', () => {
+    const url = 'https://sqs.us-east-1.amazonaws.com/123456789012/replica';
+    expect(parseQueueUrl(`${url}//`, aws)).toStrictEqual({ url, region: 'us-east-1' });
+  });
+
   it.each([
     'http://sqs.us-east-1.amazonaws.com/123456789012/replica',
-    'https://sqs.us-east-1.amazonaws.com/123456789012/replica/',
+    'https://sqs.us-east-1.amazonaws.com/123456789012/replica?x=1',
+    'https://user@sqs.us-east-1.amazonaws.com/123456789012/replica',
+    'https://sqs.us-east-1.amazonaws.com.evil.example/123456789012/replica',
+    'https://sqs.not_a_region.amazonaws.com/123456789012/replica',
+    'https://a.b.sqs.us-east-1.vpce.amazonaws.com/123456789012/replica',
     'https://sqs.us-east-1.amazonaws.com/123456789012/re.plica',
     `https://sqs.eu-west-1.amazonaws.com/123456789012/${'q'.repeat(76)}.fifo`,
     'https://sqs.amazonaws.com/123456789012/replica',

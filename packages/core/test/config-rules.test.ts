@@ -885,6 +885,17 @@ describe('snapshots.params.s3_queue_url', () => {
     });
   });
 
+  it('a VPC endpoint queue URL (accepted by Spice) is read at its own host, the region from it', () => {
+    const url = 'https://vpce-0a1b2c.sqs.eu-west-1.vpce.amazonaws.com/123456789012/replica';
+    const result = load({ s3_region: 'us-east-1', s3_queue_url: url });
+    expect(result.errors).toStrictEqual([]);
+    expect(result.config?.notifications?.queue).toStrictEqual({
+      url,
+      region: 'eu-west-1',
+      endpoint: 'https://vpce-0a1b2c.sqs.eu-west-1.vpce.amazonaws.com',
+    });
+  });
+
   it('region defaults to us-east-1 when neither the host nor s3_region names one', () => {
     const url = 'http://127.0.0.1:9324/000000000000/replica';
     const result = load({ s3_queue_url: url }, { AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:9324' });

@@ -9,11 +9,26 @@ export interface ParsedQueueUrl {
   readonly url: string;
   /** The region named by the host (`sqs.<region>.…`), when it names one. */
   readonly region?: string;
+  /**
+   * The queue's endpoint (its URL's origin) when the SDK would not reach it from the region alone:
+   * a FIPS or VPC endpoint host.
+   */
+  readonly endpoint?: string;
 }
 
-const REGION = '[a-z]{2}(?:-[a-z]+)+-\\d+';
+/** An AWS region as Spice's `is_aws_region` reads one: lower-case words and digits joined by `-`. */
+const REGION = '[a-z][a-z0-9]*(?:-[a-z0-9]+)+';
 const QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$|^[A-Za-z0-9_-]{1,75}\.fifo$/;
-const AWS_QUEUE_URL = new RegExp(`^https://sqs\\.(${REGION})\\.amazonaws\\.com/(\\d{12})/([^/]+)$`);
+/**
+ * The SQS hosts of every AWS partition, as Spice's `region_from_sqs_host` reads them (lower-cased):
+ * `sqs|sqs-fips.<region>.amazonaws.com`, `sqs.<region>.amazonaws.com.cn`,
+ * `sqs.<region>.vpce.amazonaws.com` and `<endpoint id>.sqs.<region>.vpce.amazonaws.com`.
+ */
+const AWS_SQS_HOSTS: readonly { readonly host: RegExp; readonly ownEndpoint: boolean }[] = [
+  { host: new RegExp(`^sqs\\.(${REGION})\\.amazonaws\\.com(?:\\.cn)?$`), ownEndpoint: false },
+  { host: new RegExp(`^sqs-fips\\.(${REGION})\\.amazonaws\\.com$`), ownEndpoint: true },
+  { host: new RegExp(`^(?:[^.]+\\.)?sqs\\.(${REGION})\\.vpce\\.amazonaws\\.com$`), ownEndpoint: true },
+];
 const ARN = new RegExp(`^arn:aws[a-z-]*:sqs:(${REGION}):(\\d{12}):([^:/]+)$`);
 const LOCAL_HOST_REGION = new RegExp(`^sqs\\.(${REGION})\\.`);
 
@@ -38,10 +53,8 @@ export function parseQueueUrl(
         : `use the queue URL instead: https://sqs.${arn[1]}.amazonaws.com/${arn[2]}/${arn[3]}`;
     return { problem: `'${text}' is an ARN`, fix };
   }
-  const aws = AWS_QUEUE_URL.exec(value);
-  if (aws !== null && QUEUE_NAME.test(aws[3] ?? '')) {
-    return aws[1] === undefined ? { url: value } : { url: value, region: aws[1] };
-  }
+  const aws = parseAwsQueueUrl(value);
+  if (aws !== undefined) return aws;
   if (options.endpointOverride) {
     const local = parseLocalQueueUrl(value);
     if (local !== undefined) return local;
@@ -50,6 +63,30 @@ export function parseQueueUrl(
     ? `${QUEUE_URL_FORM}, or http(s)://<host>/<12-digit account id>/<queue name> with the SQS endpoint override`
     : QUEUE_URL_FORM;
   return { problem: `'${text}' is not an SQS queue URL`, fix: `use ${form}` };
+}
+
+/** An https URL of an AWS SQS host whose path is `/<12-digit account>/<queue name>` (trailing `/` dropped). */
+function parseAwsQueueUrl(value: string): ParsedQueueUrl | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:') return undefined;
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') return undefined;
+  const match = /^\/(\d{12})\/([^/]+)\/*$/.exec(url.pathname);
+  if (match === null || !QUEUE_NAME.test(match[2] ?? '')) return undefined;
+  for (const { host, ownEndpoint } of AWS_SQS_HOSTS) {
+    const region = host.exec(url.hostname)?.[1];
+    if (region === undefined || region.length > 32) continue;
+    return {
+      url: value.replace(/\/+$/, ''),
+      region,
+      ...(ownEndpoint ? { endpoint: url.origin } : {}),
+    };
+  }
+  return undefined;
 }
 
 function parseLocalQueueUrl(value: string): ParsedQueueUrl | undefined {

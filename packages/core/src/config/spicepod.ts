@@ -569,7 +569,9 @@ function resolveQueue(
   }
   if (!('url' in parsed)) return undefined;
   const region = parsed.region ?? snapshots.pod.s3?.region ?? DEFAULT_QUEUE_REGION;
-  return { url: parsed.url, region, ...overrides };
+  // A FIPS or VPC endpoint queue is read at its own host (an override still wins).
+  const queueEndpoint = endpoint ?? parsed.endpoint;
+  return { url: parsed.url, region, ...(queueEndpoint === undefined ? {} : { endpoint: queueEndpoint }) };
 }
 
 function endpointFromEnv(pod: Reporter, env: Env, names: readonly string[]): string | undefined {
