@@ -680,7 +680,20 @@ describe('the snapshots block', () => {
       fatal: true,
       errors: [
         "spicepod.yaml: snapshots.params.s3_secret: references secret 'SNAP_SECRET', which is not set; set the environment variable SNAP_SECRET",
-        'spicepod.yaml: snapshots.params.s3_secret: s3_auth is key, but s3_secret is not set; set s3_key and s3_secret',
+      ],
+    },
+    {
+      // One error per problem: s3_key is set (to a reference), so 's3_secret is set but s3_key is
+      // not' would send the operator to the spicepod instead of the environment.
+      name: 'a key reference that is not in the environment, without s3_auth',
+      mutate: (pod) => {
+        pod.snapshots.params.s3_key = secretRef('secrets', 'SNAP_KEY');
+        pod.snapshots.params.s3_secret = secretRef('secrets', 'SNAP_SECRET');
+      },
+      env: { SNAP_SECRET: 'shh-secret' },
+      fatal: true,
+      errors: [
+        "spicepod.yaml: snapshots.params.s3_key: references secret 'SNAP_KEY', which is not set; set the environment variable SNAP_KEY",
       ],
     },
     {

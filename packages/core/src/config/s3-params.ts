@@ -36,10 +36,15 @@ export function readS3Params(
   const at = (key: string): string => `${prefix}.${key}`;
   const has = (key: string): boolean => Object.hasOwn(params, key);
   let ok = true;
+  /** Keys set to a value that could not be read (an unset secret, a list): already reported. */
+  const unread = new Set<string>();
   const text = (key: string): string | undefined => {
     if (!has(key)) return undefined;
     const value = readParam(report, at(key), params[key], secrets);
-    if (value === undefined) ok = false;
+    if (value === undefined) {
+      ok = false;
+      unread.add(key);
+    }
     return value;
   };
 
@@ -95,11 +100,14 @@ export function readS3Params(
 
   const keyGiven = key !== undefined && key !== '';
   const secretGiven = secret !== undefined && secret !== '';
+  // Set but unreadable counts as set: its own error says what to fix, so none is added here.
+  const keyPresent = keyGiven || unread.has('s3_key');
+  const secretPresent = secretGiven || unread.has('s3_secret');
   const resolvedAuth: S3Auth = auth ?? (keyGiven && secretGiven ? 'key' : 'iam_role');
   if (resolvedAuth === 'key') {
-    if (!keyGiven)
+    if (!keyPresent)
       report.error(at('s3_key'), 's3_auth is key, but s3_key is not set; set s3_key and s3_secret');
-    if (!secretGiven)
+    if (!secretPresent)
       report.error(at('s3_secret'), 's3_auth is key, but s3_secret is not set; set s3_key and s3_secret');
     if (!keyGiven || !secretGiven) ok = false;
   } else if (auth === 'iam_role') {
@@ -112,14 +120,14 @@ export function readS3Params(
         ok = false;
       }
     }
-  } else if (keyGiven !== secretGiven) {
-    const [present, missing] = keyGiven ? ['s3_key', 's3_secret'] : ['s3_secret', 's3_key'];
+  } else if (keyPresent !== secretPresent) {
+    const [present, missing] = keyPresent ? ['s3_key', 's3_secret'] : ['s3_secret', 's3_key'];
     report.error(
       at(missing),
       `${present} is set but ${missing} is not; set both, or neither to use the default AWS credential chain`,
     );
     ok = false;
-  } else if (sessionToken !== undefined) {
+  } else if (!keyPresent && sessionToken !== undefined) {
     report.error(
       at('s3_session_token'),
       's3_session_token is set without s3_key and s3_secret; set them too or remove s3_session_token',
