@@ -42,10 +42,15 @@ export class KeyFileError extends FerryError {
   }
 }
 
-/** The spicepod file given to a command cannot be read. */
+/** The spicepod file given to a command cannot be read; the message says why (the cause's). */
 export class SpicepodReadError extends FerryError {
   constructor(file: string, options: FerryErrorOptions = {}) {
-    super('ERR_SPICEPOD_READ', `Cannot read spicepod '${file}'; pass the path of a spicepod.yaml.`, options);
+    const why = options.cause instanceof Error ? ` (${options.cause.message})` : '';
+    super(
+      'ERR_SPICEPOD_READ',
+      `Cannot read spicepod '${file}'${why}; pass the path of a spicepod.yaml.`,
+      options,
+    );
     this.name = 'SpicepodReadError';
   }
 }

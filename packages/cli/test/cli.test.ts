@@ -273,6 +273,13 @@ datasets:
 
     const missing = await ferry(['validate', join(dir, 'absent.yaml')]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain(`Cannot read spicepod '${join(dir, 'absent.yaml')}'`);
+    expect(missing.stderr).toContain(`Cannot read spicepod '${join(dir, 'absent.yaml')}' (ENOENT`);
+
+    // Why it cannot be read, as serve says it: a folder given for the file.
+    const folder = await ferry(['validate', dir]);
+    expect(folder.code).toBe(1);
+    expect(folder.stderr).toBe(
+      `ferry: error: Cannot read spicepod '${dir}' (EISDIR: illegal operation on a directory, read); pass the path of a spicepod.yaml.\n`,
+    );
   });
 });
