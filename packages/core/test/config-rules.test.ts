@@ -1542,6 +1542,14 @@ describe('whole-file problems are fatal', () => {
       'version: v1\nkind: Spicepod\nname: p\nname: q\n',
       ['spicepod.yaml: invalid YAML at line 4, column 1: Map keys must be unique; fix the syntax'],
     ],
+    [
+      // The YAML library's own hint ('please use YAML.parseAllDocuments()') means nothing to an operator.
+      'a second document',
+      'version: v1\nkind: Spicepod\nname: p\ndatasets: []\n---\nname: q\n',
+      [
+        "spicepod.yaml: invalid YAML at line 5, column 1: a second YAML document starts here ('---'), but a spicepod is one document; remove it and what follows, or put it in a file of its own",
+      ],
+    ],
     ['an empty file', '', ['spicepod.yaml: the file is empty; add version, kind, name and datasets']],
     [
       'a list at the top',

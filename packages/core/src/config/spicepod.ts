@@ -230,7 +230,11 @@ function parseYaml(pod: Reporter, text: string): Record<string, unknown> | undef
   if (document.errors.length > 0) {
     for (const error of document.errors) {
       const { line, col } = lineCounter.linePos(error.pos[0]);
-      pod.error('', `invalid YAML at line ${line}, column ${col}: ${error.message}; fix the syntax`);
+      const problem =
+        error.code === 'MULTIPLE_DOCS'
+          ? "a second YAML document starts here ('---'), but a spicepod is one document; remove it and what follows, or put it in a file of its own"
+          : `${error.message}; fix the syntax`;
+      pod.error('', `invalid YAML at line ${line}, column ${col}: ${problem}`);
     }
     return undefined;
   }
