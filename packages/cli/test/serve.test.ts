@@ -112,6 +112,39 @@ describe('ferry serve failures', () => {
     expect(result.stderr).toContain('snapshots.location');
   });
 
+  it('counts a dataset its configuration refused apart from the served ones', async () => {
+    const { location } = await copyFixtureStore({ kind: 'dir', dir: join(dir, 'store-refused') });
+    const path = join(dir, 'refused.yaml');
+    const yaml = spicepodYaml({
+      name: 'serve-refused',
+      location,
+      datasets: [
+        { name: 'orders', engine: 'duckdb' },
+        { name: 'users', engine: 'sqlite' },
+      ],
+    });
+    await writeFile(path, yaml.replace('engine: sqlite', 'engine: cayenne'));
+    const serve = startFerry([
+      'serve',
+      path,
+      '--http',
+      '127.0.0.1:0',
+      '--no-flight',
+      '--data-dir',
+      join(dir, 'data-refused'),
+    ]);
+    try {
+      const line = await serve.waitForStderr(/"msg":"(Serving [^"]*)"/);
+      expect(line[1]).toMatch(
+        /^Serving 1 dataset\(s\) on http:\/\/127\.0\.0\.1:\d+; 1 refused by its configuration \(users: logged above\)$/,
+      );
+      serve.child.kill('SIGTERM');
+      expect((await serve.exited).code).toBe(0);
+    } finally {
+      if (serve.child.exitCode === null) serve.child.kill('SIGKILL');
+    }
+  });
+
   it('exits 1 when the address is in use', async () => {
     const { location } = await copyFixtureStore({ kind: 'dir', dir: join(dir, 'store') });
     const path = join(dir, 'spicepod.yaml');
@@ -275,8 +308,10 @@ describe('ferry serve with Arrow Flight and TLS', () => {
         join(dir, 'data'),
       ]);
       expect(result.code).toBe(1);
-      expect(result.stderr).toContain(`ferry: error: Cannot listen on 127.0.0.1:${port} (`);
-      expect(result.stderr).toContain('choose another address with --flight.');
+      // The errno, as for --http, not gRPC's 'No address added out of total 1 resolved errors: […]'.
+      expect(result.stderr).toContain(
+        `ferry: error: Cannot listen on 127.0.0.1:${port} (EADDRINUSE); choose another address with --flight.`,
+      );
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }

@@ -96,6 +96,17 @@ async function readTls(parsed: Parsed): Promise<{ cert: Buffer; key: Buffer } | 
 }
 const FORMATS: readonly LogFormat[] = ['pretty', 'json'];
 
+/**
+ * Why a server could not listen: the errno (`EADDRINUSE`, `EACCES`), also when gRPC wraps it in
+ * its own message (`No address added out of total 1 resolved errors: [listen EADDRINUSE: …]`).
+ */
+function listenReason(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && code !== '') return code;
+  const message = error instanceof Error ? error.message : String(error);
+  return /\b(E[A-Z]{2,})\b/.exec(message)?.[1] ?? message;
+}
+
 async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const example = parsed.values.example === true;
   const exampleDir = stringOption(parsed, 'example-dir');
@@ -211,8 +222,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
       });
     } catch (error) {
       await stopEarly();
-      const reason = (error as { code?: string }).code ?? (error as Error).message;
-      throw new ListenError(`${flightAddress.host}:${flightAddress.port}`, reason, {
+      throw new ListenError(`${flightAddress.host}:${flightAddress.port}`, listenReason(error), {
         cause: error,
         flag: 'flight',
       });
@@ -232,21 +242,29 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   } catch (error) {
     await flight?.close();
     await stopEarly();
-    const reason = (error as { code?: string }).code ?? (error as Error).message;
-    throw new ListenError(`${host}:${port}`, reason, { cause: error });
+    throw new ListenError(`${host}:${port}`, listenReason(error), { cause: error });
   }
   if (flight !== undefined) io.stdout.write(`Flight on ${flight.url}\n`);
   io.stdout.write(`Listening on ${server.url}\n`);
+  // A dataset whose configuration was refused is never served (its error is logged above).
+  const datasets = runtime.datasets();
+  const refused = datasets.filter((dataset) => dataset.from === undefined).map((dataset) => dataset.name);
+  const served = datasets.length - refused.length;
   logger.info(
     {
       component: 'server',
       url: server.url,
-      datasets: runtime.datasets().length,
+      datasets: served,
+      ...(refused.length === 0 ? {} : { refused }),
       auth: auth.required,
       apiKeys: auth.count,
       tls: tls !== undefined || runtime.tls !== undefined,
     },
-    `Serving ${runtime.datasets().length} dataset(s) on ${server.url}`,
+    `Serving ${served} dataset(s) on ${server.url}${
+      refused.length === 0
+        ? ''
+        : `; ${refused.length} refused by its configuration (${refused.join(', ')}: logged above)`
+    }`,
   );
   if (withInspector) {
     logger.info(
