@@ -3,6 +3,7 @@
  * and `ferry validate` on good and broken spicepods (exit 0 / 1, every key-naming error printed).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -142,6 +143,24 @@ describe('ferry help and usage errors', () => {
     expect(result.stderr).toContain(
       `ferry: error: Request to http://127.0.0.1:${port}/v1/datasets failed: ECONNREFUSED`,
     );
+  });
+
+  it("reaches a server on a port fetch() refuses as a 'bad port' (10080, 6000, 6665, …)", async () => {
+    // WHATWG fetch blocks a list of ports for browsers; 'ferry serve --http 10080' serves on it.
+    const server = createHttpServer((request, response) => {
+      response.writeHead(request.url === '/v1/datasets' ? 200 : 404, { 'content-type': 'application/json' });
+      response.end('[]');
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(10080, '127.0.0.1', resolve);
+    });
+    try {
+      const result = await ferry(['status', '--http', '10080']);
+      expect([result.code, result.stdout, result.stderr]).toStrictEqual([0, 'No datasets.\n', '']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('exits 1 when --api-key-env names an unset variable', async () => {
