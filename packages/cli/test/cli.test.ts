@@ -82,6 +82,24 @@ describe('ferry help and usage errors', () => {
     ]);
     expect(engine.code).toBe(2);
     expect(engine.stderr).toContain("--engine must be one of duckdb, sqlite, got 'cayenne'");
+
+    // The fix names the flag, not the spicepod key (allow_http) the store's message uses.
+    const http = await ferry([
+      'publish',
+      '--location',
+      's3://bucket/prefix/',
+      '--dataset',
+      'd',
+      '--sql',
+      'SELECT 1 AS a',
+      '--s3-endpoint',
+      'http://127.0.0.1:9000',
+    ]);
+    expect([http.code, http.stderr]).toStrictEqual([
+      2,
+      "ferry: --s3-endpoint 'http://127.0.0.1:9000' is plain http; pass --allow-http to accept an unencrypted connection, or use https\n" +
+        "Run 'ferry publish --help' for usage.\n",
+    ]);
   });
 
   it('says what is wrong with an address: a port out of range, a port that is no number; a bare port is an address', async () => {

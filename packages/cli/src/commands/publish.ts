@@ -7,7 +7,7 @@
 
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { type FileFormat, parseDuration } from '@ferry/core/base';
+import { type FileFormat, parseDuration, parseEndpoint } from '@ferry/core/base';
 import type { PublishResult, SnapshotSource } from '@ferry/writer';
 import { choiceOption, expectPositionals, type Parsed, stringOption } from '../args.js';
 import type { CliIo, Command } from '../command.js';
@@ -72,9 +72,26 @@ function storeParams(parsed: Parsed): Record<string, string | boolean> {
   if ((key === undefined) !== (secret === undefined)) {
     throw new UsageError('publish', '--s3-key and --s3-secret go together; pass both or neither');
   }
-  if (endpoint !== undefined) params.endpoint = endpoint;
+  const allowHttp = parsed.values['allow-http'] === true;
+  if (endpoint !== undefined) {
+    // Checked here so the fix names the flags, not the spicepod keys the store's messages use.
+    const url = parseEndpoint(endpoint);
+    if (url === undefined) {
+      throw new UsageError(
+        'publish',
+        `--s3-endpoint '${endpoint}' is not an http(s) URL; give it as https://host[:port]`,
+      );
+    }
+    if (url.http && !allowHttp) {
+      throw new UsageError(
+        'publish',
+        `--s3-endpoint '${endpoint}' is plain http; pass --allow-http to accept an unencrypted connection, or use https`,
+      );
+    }
+    params.endpoint = endpoint;
+  }
   if (region !== undefined) params.region = region;
-  if (parsed.values['allow-http'] === true) params.allowHttp = true;
+  if (allowHttp) params.allowHttp = true;
   if (key !== undefined && secret !== undefined) {
     params.auth = 'key';
     params.accessKeyId = key;
