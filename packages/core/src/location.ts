@@ -87,7 +87,15 @@ const LOCATION_FORMS = 'use s3://bucket/prefix/ or file:///absolute/path/';
 export function parseLocation(text: string): Location | { readonly problem: string } {
   const value = text.trim();
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(value)?.[1]?.toLowerCase();
-  if (scheme === undefined) return { problem: `'${text}' has no scheme; ${LOCATION_FORMS}` };
+  if (scheme === undefined) {
+    // `file:/dir` and `s3:bucket` name a scheme but not in the form a location takes.
+    const named = /^(file|s3):/i.exec(value)?.[1]?.toLowerCase();
+    if (named === 'file') {
+      return { problem: `'${text}' is not an absolute file:// URI; use file:///absolute/path/` };
+    }
+    if (named === 's3') return { problem: `'${text}' has no '//' after 's3:'; use s3://bucket/prefix/` };
+    return { problem: `'${text}' has no scheme; ${LOCATION_FORMS}` };
+  }
   if (scheme !== 's3' && scheme !== 'file') {
     return { problem: `scheme '${scheme}://' is not supported by this runtime; ${LOCATION_FORMS}` };
   }

@@ -190,6 +190,12 @@ describe('parseLocation', () => {
       'file://srv/snapshots',
       "'file://srv/snapshots' is not an absolute file:// URI; use file:///absolute/path/",
     ],
+    // It has a scheme: saying it has none sent the operator looking for the wrong mistake.
+    [
+      'file:/srv/snapshots',
+      "'file:/srv/snapshots' is not an absolute file:// URI; use file:///absolute/path/",
+    ],
+    ['s3:bucket/prefix/', "'s3:bucket/prefix/' has no '//' after 's3:'; use s3://bucket/prefix/"],
   ])('%s is refused', (text, problem) => {
     expect(parseLocation(text)).toStrictEqual({ problem });
   });
