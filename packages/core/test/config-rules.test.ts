@@ -1428,6 +1428,25 @@ describe('unknown keys', () => {
       ],
     },
     {
+      // Spice's Option fields: a key left without a value (its contents commented out) is absent.
+      name: 'a params or acceleration.params key without a value is absent, as in Spice',
+      mutate: (pod) => {
+        Object.assign(dataset(pod, 0), { params: null });
+        Object.assign(accel(pod, 1), { params: null });
+      },
+      errors: [],
+      valid: ['orders', 'users'],
+    },
+    {
+      name: 'an acceleration key without a value is no acceleration',
+      mutate: (pod) => {
+        Object.assign(dataset(pod, 0), { acceleration: null });
+      },
+      errors: [
+        'spicepod.yaml: datasets[0].acceleration: missing; this runtime serves only snapshot datasets: add acceleration with refresh_mode: snapshot, or set from to an s3:// snapshot location with params.file_format: snapshot',
+      ],
+    },
+    {
       // crates/spicepod component/dataset.rs and acceleration/mod.rs (both deny_unknown_fields)
       // accept these keys: a Spice spicepod carrying them loaded there and failed its dataset here.
       name: "every other key of Spice's Dataset and Acceleration structs is tolerated",
@@ -1526,6 +1545,19 @@ describe('dataset names', () => {
       valid: [],
     },
   ]);
+});
+
+describe('a snapshots key without a value', () => {
+  it('is no snapshots block (Spice: Option<Snapshots>), so form-2 datasets still serve', () => {
+    const pod = basePod();
+    pod.datasets = [];
+    withPartner(pod);
+    const text = stringify(pod).replace(/^snapshots:\n(?: {2}.*\n)+/m, 'snapshots:\n');
+    expect(text).toContain('snapshots:\ndatasets:');
+    const load = loadSpicepod(text, { file: 'spicepod.yaml' });
+    expect(load.errors).toStrictEqual([]);
+    expect(load.datasets.map((d) => d.name)).toStrictEqual(['partner']);
+  });
 });
 
 describe('whole-file problems are fatal', () => {

@@ -297,10 +297,11 @@ export function readDataset(
   const access = readAccess(report, base, entry);
   const from = readFrom(report, base, entry);
 
-  const params = entry.params;
+  // A key without a value (its contents commented out) is absent, as Spice reads its Option fields.
+  const params = entry.params ?? undefined;
   if (params !== undefined && !isMap(params)) report.error(`${base}.params`, 'must be a map of parameters');
   const connectorParams = isMap(params) ? params : {};
-  const acceleration = entry.acceleration;
+  const acceleration = entry.acceleration ?? undefined;
   if (acceleration !== undefined && !isMap(acceleration)) {
     report.error(
       `${base}.acceleration`,
@@ -413,7 +414,7 @@ function reportNotSnapshot(
 ): void {
   const fix = 'this runtime serves only snapshot datasets';
   if (accel === undefined) {
-    if (entry.acceleration === undefined) {
+    if ((entry.acceleration ?? undefined) === undefined) {
       report.error(
         `${base}.acceleration`,
         `missing; ${fix}: add acceleration with refresh_mode: snapshot, or set from to an s3:// snapshot location with params.file_format: snapshot`,
@@ -872,7 +873,7 @@ function readEngineParams(
   form: DatasetForm,
   secrets: SecretSource,
 ): EngineParams {
-  if (value === undefined) return {};
+  if (value === undefined || value === null) return {};
   if (!isMap(value)) {
     report.error(at, 'must be a map of engine parameters');
     return {};

@@ -287,7 +287,8 @@ interface SnapshotsRead {
 
 function readSnapshots(pod: Reporter, block: unknown, secrets: SecretSource): SnapshotsRead {
   const none: SnapshotsRead = { pod: { enabled: true, locationBroken: false, bootstrapOnFailure: 'warn' } };
-  if (block === undefined) return none;
+  // A key without a value is no block, as Spice reads its Option<Snapshots>.
+  if (block === undefined || block === null) return none;
   if (!isMap(block)) {
     pod.error('snapshots', 'must be a map (enabled, location, bootstrap_on_failure_behavior, params)');
     return { pod: { ...none.pod, locationBroken: true } };
