@@ -3,7 +3,7 @@
  * `ferry status` sending it), a fatal spicepod (exit 1 with every error), a busy port (exit 1), and
  * Arrow Flight beside HTTP, both over TLS (Spice's JS SDK as the Flight client).
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,6 +143,46 @@ describe('ferry serve failures', () => {
     } finally {
       if (serve.child.exitCode === null) serve.child.kill('SIGKILL');
     }
+  });
+
+  it('exits 2 naming --data-dir when the data directory cannot be made, before anything starts', async () => {
+    // Before: it served, every dataset logged a warning at each check and never loaded, and every
+    // query was a 500 (its spill directory is in the data directory).
+    const { location } = await copyFixtureStore({ kind: 'dir', dir: join(dir, 'store-datadir') });
+    const path = join(dir, 'datadir.yaml');
+    await writeFile(path, fixturePod(location));
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'not a directory');
+    const given = await ferry([
+      'serve',
+      path,
+      '--http',
+      '127.0.0.1:0',
+      '--no-flight',
+      '--data-dir',
+      join(file, 'data'),
+    ]);
+    expect([given.code, given.stdout]).toStrictEqual([2, '']);
+    expect(given.stderr).toBe(
+      `ferry: --data-dir '${join(file, 'data')}' cannot be used as the data directory (ENOTDIR); give a directory this user can create and write\n` +
+        "Run 'ferry serve --help' for usage.\n",
+    );
+    // The default, .ferry/data beside the spicepod, is checked the same way.
+    const podDir = join(dir, 'pod-dir');
+    await mkdir(podDir);
+    await writeFile(join(podDir, 'spicepod.yaml'), fixturePod(location));
+    await writeFile(join(podDir, '.ferry'), 'not a directory');
+    const fallback = await ferry([
+      'serve',
+      join(podDir, 'spicepod.yaml'),
+      '--http',
+      '127.0.0.1:0',
+      '--no-flight',
+    ]);
+    expect(fallback.code).toBe(2);
+    expect(fallback.stderr).toContain(
+      `ferry: the data directory '${join(podDir, '.ferry', 'data')}' (the default: .ferry/data beside the spicepod) cannot be used (ENOTDIR); pass --data-dir with a directory this user can create and write`,
+    );
   });
 
   it('exits 1 when the address is in use', async () => {

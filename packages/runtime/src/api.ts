@@ -50,6 +50,9 @@ export interface InspectOptions {
   readonly dataset?: string;
 }
 
+/** Where live files go without `dataDir`, relative to the spicepod's folder. */
+export const DEFAULT_DATA_DIR = '.ferry/data';
+
 export interface RuntimeOptions {
   /** Where logs go (a pino instance works); default: pino JSON lines on stderr at `logLevel`. */
   readonly logger?: Logger;
@@ -60,7 +63,7 @@ export interface RuntimeOptions {
   readonly logLevel?: LogLevel;
   /**
    * Directory for live files of datasets without a `duckdb_file` / `sqlite_file` param.
-   * Default: `.ferry/data` beside the spicepod (or in the working directory for an inline config).
+   * Default: {@link DEFAULT_DATA_DIR} beside the spicepod (or in the working directory for an inline config).
    */
   readonly dataDir?: string;
   /** Environment for secret references and endpoint overrides; default `process.env`. */

@@ -6,8 +6,9 @@
  * the servers (in-flight requests finish), the bridge, then the runtime, and exits 0. Logs go to
  * stderr: pretty on a terminal, JSON lines otherwise.
  */
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { constants, existsSync } from 'node:fs';
+import { access, mkdir, readFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { LOG_LEVELS } from '@ferry/core/base';
 import type { RunningFlightServer } from '@ferry/flight';
 import type { Runtime } from '@ferry/runtime';
@@ -97,6 +98,34 @@ async function readTls(parsed: Parsed): Promise<{ cert: Buffer; key: Buffer } | 
 const FORMATS: readonly LogFormat[] = ['pretty', 'json'];
 
 /**
+ * Makes the data directory (live files, the query engines' spill files) and checks it can be
+ * written, before anything starts. An unusable one otherwise left every dataset failing at each
+ * check and every query answered 500. A default beside a spicepod that is not there is left to the
+ * runtime, which reports the spicepod.
+ */
+async function checkDataDir(given: string | undefined, spicepod: string, defaultDir: string): Promise<void> {
+  let dir: string;
+  if (given !== undefined) dir = resolve(given);
+  else {
+    const base = dirname(resolve(spicepod));
+    if (!existsSync(base)) return;
+    dir = join(base, defaultDir);
+  }
+  try {
+    await mkdir(dir, { recursive: true });
+    await access(dir, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new UsageError(
+      'serve',
+      given !== undefined
+        ? `--data-dir '${given}' cannot be used as the data directory (${code}); give a directory this user can create and write`
+        : `the data directory '${dir}' (the default: ${defaultDir} beside the spicepod) cannot be used (${code}); pass --data-dir with a directory this user can create and write`,
+    );
+  }
+}
+
+/**
  * Why a server could not listen: the errno (`EADDRINUSE`, `EACCES`), also when gRPC wraps it in
  * its own message (`No address added out of total 1 resolved errors: [listen EADDRINUSE: …]`).
  */
@@ -168,7 +197,8 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
     io.stdout.write(`Example: ${spicepod} serves a file:// copy of Ferry's fixture store (orders, users)\n`);
   }
   // Loaded on use, so `ferry validate` and `--help` start without the engines' native modules.
-  const { apiKeyCheck, createRuntime, redactingLogger } = await import('@ferry/runtime');
+  const { apiKeyCheck, createRuntime, DEFAULT_DATA_DIR, redactingLogger } = await import('@ferry/runtime');
+  await checkDataDir(dataDir, spicepod, DEFAULT_DATA_DIR);
   const { inspectorRoutes, startServer, startStatelyBridge } = await import('@ferry/server');
   const { startFlightServer } = await import('@ferry/flight');
   const runtime: Runtime = await createRuntime(spicepod, {

@@ -41,6 +41,7 @@ import type {
   SnapshotsOptions,
   StreamOptions,
 } from '../api.js';
+import { DEFAULT_DATA_DIR } from '../api.js';
 import { lowestLevel } from '../common/log-levels.js';
 import { defaultLogger, type Logger, writeLog } from '../common/logging.js';
 import type {
@@ -169,7 +170,7 @@ class HostRuntime implements Runtime {
     this.#inspection = new InspectionHub(() => {
       for (const entry of this.#registry.entries()) this.#tellInspecting(entry);
     });
-    const dataDir = resolve(baseDir, options.dataDir ?? '.ferry/data');
+    const dataDir = resolve(baseDir, options.dataDir ?? DEFAULT_DATA_DIR);
     this.#catalog = new QueryCatalog(
       this.#registry,
       (catalog) => this.#queries.setCatalog(catalog),
