@@ -36,14 +36,18 @@ export interface Command {
   run(parsed: Parsed, io: CliIo): Promise<number>;
 }
 
-/** The API key named by `--api-key-env`, or undefined when the flag is absent. */
+/**
+ * The API key named by `--api-key-env`, or undefined when the flag is absent. Surrounding
+ * whitespace is not part of it: a secret made from a file ends in a newline, which no HTTP header
+ * can carry (the server would require it, and `ferry status` could not send it).
+ */
 export function apiKeyFromEnv(
   env: CliIo['env'],
   name: string | undefined,
   onMissing: (name: string) => Error,
 ): string | undefined {
   if (name === undefined) return undefined;
-  const value = env[name];
+  const value = env[name]?.trim();
   if (value === undefined || value === '') throw onMissing(name);
   return value;
 }

@@ -20,7 +20,9 @@ describe('ferry serve with --api-key-env', () => {
   let dir: string;
   let serve: Running;
   let base: string;
-  const env = { FERRY_TEST_API_KEY: 'k3y-from-env' };
+  // With the trailing newline a Kubernetes secret made from a file carries: the key is what precedes it.
+  const env = { FERRY_TEST_API_KEY: 'k3y-from-env\n' };
+  const key = 'k3y-from-env';
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ferry-serve-'));
@@ -56,7 +58,7 @@ describe('ferry serve with --api-key-env', () => {
         async () =>
           (
             await fetch(`${base}/v1/ready`, {
-              headers: { authorization: `Bearer ${env.FERRY_TEST_API_KEY}` },
+              headers: { authorization: `Bearer ${key}` },
             })
           ).status,
         {
@@ -65,6 +67,8 @@ describe('ferry serve with --api-key-env', () => {
         },
       )
       .toBe(200);
+
+    expect((await fetch(`${base}/v1/datasets`, { headers: { 'x-api-key': key } })).status).toBe(200);
 
     const without = await ferry(['status', '--http', base]);
     expect(without.code).toBe(1);
