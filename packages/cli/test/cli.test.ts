@@ -181,6 +181,42 @@ describe('ferry help and usage errors', () => {
     }
   });
 
+  it('says where AWS credentials come from when there are none', async () => {
+    // No key, no profile, no instance role: the SDK's chain finds nothing before any request.
+    const result = await ferry(
+      [
+        'publish',
+        '--location',
+        's3://bucket/prefix/',
+        '--dataset',
+        'd',
+        '--sql',
+        'SELECT 1 AS a',
+        '--s3-endpoint',
+        'http://127.0.0.1:9',
+        '--allow-http',
+      ],
+      {
+        env: {
+          AWS_ACCESS_KEY_ID: undefined,
+          AWS_SECRET_ACCESS_KEY: undefined,
+          AWS_SESSION_TOKEN: undefined,
+          AWS_PROFILE: undefined,
+          AWS_WEB_IDENTITY_TOKEN_FILE: undefined,
+          AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined,
+          AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined,
+          AWS_SHARED_CREDENTIALS_FILE: join(tmpdir(), `ferry-no-credentials-${process.pid}`),
+          AWS_CONFIG_FILE: join(tmpdir(), `ferry-no-config-${process.pid}`),
+          AWS_EC2_METADATA_DISABLED: 'true',
+        },
+      },
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'ferry: error: Store get of s3://bucket/prefix/metadata.json failed (CredentialsProviderError: Could not load credentials from any providers); no AWS credentials were found: give them in the spicepod (s3_key and s3_secret) or on the command line (--s3-key, --s3-secret), or to the process (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an instance or pod role).',
+    );
+  });
+
   it('exits 1 when --api-key-env names an unset variable', async () => {
     const result = await ferry(['status', '--api-key-env', 'FERRY_TEST_UNSET_KEY'], {
       env: { FERRY_TEST_UNSET_KEY: '' },

@@ -17,6 +17,8 @@ export interface StoreErrorDetails {
   readonly retryable: boolean;
   /** The backend's reason (S3 error code and message, errno), quoted in the message. */
   readonly reason: string;
+  /** What to do, when the reason says more than "retry" or "check the location and credentials". */
+  readonly fix?: string;
 }
 
 /** An object-store operation failed for a reason other than the ones with their own class. */
@@ -28,9 +30,11 @@ export class StoreError extends FerryError {
 
   constructor(details: StoreErrorDetails, options: FerryErrorOptions = {}) {
     const status = details.status === undefined ? '' : ` with HTTP ${details.status}`;
-    const fix = details.retryable
-      ? 'it is transient, so retry later'
-      : 'check the location, the credentials and their permissions';
+    const fix =
+      details.fix ??
+      (details.retryable
+        ? 'it is transient, so retry later'
+        : 'check the location, the credentials and their permissions');
     super(
       'ERR_STORE',
       `Store ${details.operation} of ${details.uri} failed${status} (${details.reason}); ${fix}.`,

@@ -130,6 +130,10 @@ async function readWhole(
   return total === out.byteLength ? out : out.slice(0, total);
 }
 
+/** The SDK's credential chain found nothing: where credentials can come from, for a reader and a writer. */
+const NO_CREDENTIALS_FIX =
+  'no AWS credentials were found: give them in the spicepod (s3_key and s3_secret) or on the command line (--s3-key, --s3-secret), or to the process (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an instance or pod role)';
+
 /** An `ObjectStore` on `s3://bucket/prefix/`. */
 export function createS3Store(options: S3StoreOptions): S3ObjectStore {
   const { bucket, prefix, location, partSize, config } = checkS3Options(options);
@@ -151,6 +155,7 @@ export function createS3Store(options: S3StoreOptions): S3ObjectStore {
         retryable: isRetryable(error, status),
         reason,
         ...(status === undefined ? {} : { status }),
+        ...(sdk.name === 'CredentialsProviderError' ? { fix: NO_CREDENTIALS_FIX } : {}),
       },
       { cause: error },
     );
