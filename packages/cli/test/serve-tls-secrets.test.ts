@@ -160,6 +160,11 @@ describe('runtime.tls that cannot work stops the pod, naming the key', () => {
       format: 'pem',
     });
     await writeFile(join(dir, 'other.key'), other);
+    const ec = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+    });
+    await writeFile(join(dir, 'ec.key'), ec);
   });
 
   afterAll(async () => {
@@ -217,5 +222,15 @@ describe('runtime.tls that cannot work stops the pod, naming the key', () => {
     const served = await serveOnce(path);
     expect(served.code).toBe(1);
     expect(served.stderr).toContain('runtime.tls.key_file: is not the private key of the certificate');
+  });
+
+  it('an EC key beside the RSA certificate: OpenSSL loads the pair, but validate (and serve, by the same check) refuses it', async () => {
+    // Before: validate said ok and serve listened, and every TLS handshake failed.
+    const path = await pod('ec', '    enabled: true\n    certificate_file: cert.pem\n    key_file: ec.key\n');
+    const validate = await ferry(['validate', path]);
+    expect(validate.code).toBe(1);
+    expect(validate.stdout).toContain(
+      'ec.yaml: runtime.tls.key_file: is not the private key of the certificate in runtime.tls.certificate_file (the key does not match the certificate); give the key that certificate was issued for',
+    );
   });
 });

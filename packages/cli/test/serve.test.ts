@@ -3,6 +3,7 @@
  * `ferry status` sending it), a fatal spicepod (exit 1 with every error), a busy port (exit 1), and
  * Arrow Flight beside HTTP, both over TLS (Spice's JS SDK as the Flight client).
  */
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -312,6 +313,46 @@ describe('ferry serve with Arrow Flight and TLS', () => {
     const result = await ferry(['serve', pod, '--http', '127.0.0.1:0', '--tls-cert', TLS_FIXTURE.cert]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--tls-cert and --tls-key go together; add --tls-key');
+  });
+
+  it('refuses a --tls-cert / --tls-key pair that cannot serve TLS (exit 2, naming the flags, before anything starts)', async () => {
+    // Before: the runtime started and the error read 'Cannot listen on 127.0.0.1:0
+    // (ERR_OSSL_PEM_NO_START_LINE); choose another address with --flight', an address problem.
+    const garbage = join(dir, 'garbage.pem');
+    await writeFile(garbage, 'not PEM\n');
+    const bad = await ferry([
+      'serve',
+      pod,
+      '--http',
+      '127.0.0.1:0',
+      '--tls-cert',
+      garbage,
+      '--tls-key',
+      TLS_FIXTURE.key,
+    ]);
+    expect([bad.code, bad.stdout]).toStrictEqual([2, '']);
+    expect(bad.stderr).toMatch(
+      new RegExp(
+        `^ferry: --tls-cert ${garbage} and --tls-key ${TLS_FIXTURE.key} cannot be used for TLS \\([^)]+\\); give a PEM certificate chain and its private key\n`,
+      ),
+    );
+    const other = join(dir, 'other.key');
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    await writeFile(other, privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    const mismatch = await ferry([
+      'serve',
+      pod,
+      '--http',
+      '127.0.0.1:0',
+      '--tls-cert',
+      TLS_FIXTURE.cert,
+      '--tls-key',
+      other,
+    ]);
+    expect(mismatch.code).toBe(2);
+    expect(mismatch.stderr).toContain(
+      `ferry: --tls-key ${other} is not the private key of the certificate in --tls-cert ${TLS_FIXTURE.cert} (`,
+    );
   });
 
   it('refuses --inspect-dataset without --inspect (exit 2), and exits 1 naming a dataset the spicepod lacks', async () => {

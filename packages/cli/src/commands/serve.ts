@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { LOG_LEVELS } from '@ferry/core/base';
 import type { RunningFlightServer } from '@ferry/flight';
 import type { Runtime } from '@ferry/runtime';
+import { tlsPairProblem } from '@ferry/runtime/tls';
 import type { Route, RunningServer, StatelyBridge } from '@ferry/server';
 import {
   choiceOption,
@@ -93,7 +94,19 @@ async function readTls(parsed: Parsed): Promise<{ cert: Buffer; key: Buffer } | 
       );
     }
   };
-  return { cert: await read('--tls-cert', certFile), key: await read('--tls-key', keyFile) };
+  const cert = await read('--tls-cert', certFile);
+  const key = await read('--tls-key', keyFile);
+  // Checked as runtime.tls is, so a pair that cannot work is not reported as an address in use.
+  const problem = tlsPairProblem(cert, key);
+  if (problem !== undefined) {
+    throw new UsageError(
+      'serve',
+      problem.mismatch
+        ? `--tls-key ${keyFile} is not the private key of the certificate in --tls-cert ${certFile} (${problem.reason}); give the key that certificate was issued for`
+        : `--tls-cert ${certFile} and --tls-key ${keyFile} cannot be used for TLS (${problem.reason}); give a PEM certificate chain and its private key`,
+    );
+  }
+  return { cert, key };
 }
 const FORMATS: readonly LogFormat[] = ['pretty', 'json'];
 
