@@ -57,6 +57,26 @@ describe('runtime.auth.api-key', () => {
     expect(result.config?.auth?.apiKeys).toStrictEqual([{ key: 'from-env', access: 'read' }]);
   });
 
+  it("a secret holding a key with surrounding whitespace (a file's trailing newline) is the key without it", () => {
+    // No HTTP header or gRPC metadata value carries it, so the key as stored could never match.
+    const result = load(
+      { auth: { 'api-key': { keys: [`\${secrets:API_KEY}`, `\${secrets:RW_KEY}`, `\${secrets:BLANK}`] } } },
+      { API_KEY: 's3cret\n', RW_KEY: '  writer:rw\r\n', BLANK: ' \n' },
+    );
+    expect(result.config?.auth).toBeUndefined();
+    expect(messages(result)).toStrictEqual([
+      'spicepod.yaml: runtime.auth.api-key.keys[2]: is empty; give a key of at least one character (an empty key would let anyone in)',
+    ]);
+    const good = load(
+      { auth: { 'api-key': { keys: [`\${secrets:API_KEY}`, `\${secrets:RW_KEY}`] } } },
+      { API_KEY: 's3cret\n', RW_KEY: '  writer:rw\r\n' },
+    );
+    expect(good.config?.auth?.apiKeys).toStrictEqual([
+      { key: 's3cret', access: 'read' },
+      { key: 'writer', access: 'read_write' },
+    ]);
+  });
+
   it('enabled: false (or no auth block) requires no key', () => {
     expect(load({ auth: { 'api-key': { enabled: false, keys: ['k'] } } }).config?.auth).toBeUndefined();
     expect(load({ auth: { 'api-key': { enabled: 'false', keys: [] } } }).config?.auth).toBeUndefined();

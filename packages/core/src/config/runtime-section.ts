@@ -293,7 +293,9 @@ function readAuth(pod: Reporter, block: unknown, secrets: SecretSource): AuthCon
     const at = `${path}.keys[${index}]`;
     const text = readParam(pod, at, entry, secrets);
     if (text === undefined) return;
-    const parsed = parseApiKey(text);
+    // A secret's surrounding whitespace (a file's trailing newline) is no part of the key: no
+    // header or gRPC metadata value carries it, so no client could send the key as stored.
+    const parsed = parseApiKey(text.trim());
     if (parsed.key === '') {
       pod.error(at, 'is empty; give a key of at least one character (an empty key would let anyone in)');
       return;
