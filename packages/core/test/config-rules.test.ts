@@ -739,6 +739,29 @@ describe('the snapshots block', () => {
   ]);
 });
 
+describe('S3 params from secrets', () => {
+  it("drop a secret's surrounding whitespace (a file's trailing newline), which no key, region or token has", () => {
+    // Kept, 'AKIA…\n' reached the SDK as the access key id: every request failed to sign or was refused.
+    const pod = basePod();
+    Object.assign(pod.snapshots.params, {
+      s3_region: secretRef('secrets', 'REGION'),
+      s3_key: secretRef('secrets', 'KEY'),
+      s3_secret: secretRef('secrets', 'SECRET'),
+      s3_session_token: secretRef('secrets', 'TOKEN'),
+    });
+    const load = loadSpicepod(stringify(pod), {
+      file: 'spicepod.yaml',
+      env: { REGION: 'eu-west-1\n', KEY: 'AKIAEXAMPLE\n', SECRET: ' shh-secret\r\n', TOKEN: 'tok\n' },
+    });
+    expect(load.errors).toStrictEqual([]);
+    expect(load.config?.snapshots?.s3).toMatchObject({
+      region: 'eu-west-1',
+      auth: 'key',
+      credentials: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'shh-secret', sessionToken: 'tok' },
+    });
+  });
+});
+
 describe('snapshots.params.s3_queue_url', () => {
   const queue = (value: unknown) => (pod: Pod) => {
     pod.snapshots.params.s3_queue_url = value;

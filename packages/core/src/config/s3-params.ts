@@ -40,7 +40,8 @@ export function readS3Params(
   const unread = new Set<string>();
   const text = (key: string): string | undefined => {
     if (!has(key)) return undefined;
-    const value = readParam(report, at(key), params[key], secrets);
+    // A secret's surrounding whitespace (a file's trailing newline) is no part of any S3 param.
+    const value = readParam(report, at(key), params[key], secrets)?.trim();
     if (value === undefined) {
       ok = false;
       unread.add(key);
@@ -59,7 +60,7 @@ export function readS3Params(
   const sessionToken = text('s3_session_token');
   let auth: S3Auth | undefined;
   if (has('s3_auth')) {
-    const value = readParam(report, at('s3_auth'), params.s3_auth, secrets);
+    const value = readParam(report, at('s3_auth'), params.s3_auth, secrets)?.trim();
     if (value === undefined) ok = false;
     else if (S3_AUTHS.includes(value as S3Auth)) auth = value as S3Auth;
     else {
