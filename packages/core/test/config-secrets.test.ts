@@ -183,6 +183,13 @@ describe('parseDotenv and redactSecrets', () => {
     ).toStrictEqual({ A: '1', B: 'two words', C: 'x\ny', D: 'lit #' });
   });
 
+  it('reads a quoted value followed by a comment as the text between the quotes (as dotenvy does)', () => {
+    // Before: A was '"abc"', quotes included, so the key or password held two extra characters.
+    expect(
+      parseDotenv('A="abc" # prod key\nB=\'x y\'  # note\nC="say \\"hi\\"" #c\nD="open # not closed\n'),
+    ).toStrictEqual({ A: 'abc', B: 'x y', C: 'say "hi"', D: '"open' });
+  });
+
   it('puts the reference where the value was, longest value first', () => {
     expect(
       redactSecrets('key abcd and abcdef', [

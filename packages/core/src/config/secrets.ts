@@ -52,8 +52,10 @@ export function parseDotenv(text: string): Record<string, string> {
     const key = match[1] as string;
     let value = (match[2] as string).trim();
     const quote = value[0];
-    if ((quote === '"' || quote === "'") && value.length >= 2 && value.endsWith(quote)) {
-      value = value.slice(1, -1);
+    const end = quote === '"' || quote === "'" ? closingQuote(value, quote) : -1;
+    // Quoted: the text between the quotes, whatever comment follows them (`A="abc" # prod`).
+    if (end > 0 && /^\s*(?:#.*)?$/.test(value.slice(end + 1))) {
+      value = value.slice(1, end);
       if (quote === '"') value = value.replace(/\\n/g, '\n').replace(/\\(["\\])/g, '$1');
     } else {
       value = value.replace(/\s+#.*$/, '');
@@ -61,6 +63,15 @@ export function parseDotenv(text: string): Record<string, string> {
     if (!Object.hasOwn(values, key)) values[key] = value;
   }
   return values;
+}
+
+/** The index of the quote closing `value`'s opening one (a `\\"` inside double quotes does not), or -1. */
+function closingQuote(value: string, quote: string): number {
+  for (let index = 1; index < value.length; index++) {
+    if (quote === '"' && value[index] === '\\') index++;
+    else if (value[index] === quote) return index;
+  }
+  return -1;
 }
 
 function envStore(name: string, env: Env, files: readonly Record<string, string>[]): Store {
