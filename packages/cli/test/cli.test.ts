@@ -109,6 +109,13 @@ describe('ferry help and usage errors', () => {
       "ferry: --http '99999': port 99999 is out of range; give a port from 0 to 65535 (0 picks a free one)\n" +
         "Run 'ferry serve --help' for usage.\n",
     );
+    // One address for both servers: said as such, not as an --http address in use (exit 1, after starting).
+    const same = await ferry(['serve', 'x.yaml', '--http', '127.0.0.1:18197', '--flight', '18197']);
+    expect([same.code, same.stderr]).toStrictEqual([
+      2,
+      'ferry: --http and --flight are both 127.0.0.1:18197; give Arrow Flight another port (default 50051)\n' +
+        "Run 'ferry serve --help' for usage.\n",
+    ]);
     const flight = await ferry(['serve', 'x.yaml', '--flight', '127.0.0.1:70000']);
     expect(flight.stderr).toContain("--flight '127.0.0.1:70000': port 70000 is out of range");
     const word = await ferry(['serve', 'x.yaml', '--http', 'localhost:http']);

@@ -198,6 +198,17 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
           name: 'flight',
           example: '127.0.0.1:50051',
         });
+  if (
+    flightAddress !== undefined &&
+    port !== 0 &&
+    flightAddress.port === port &&
+    flightAddress.host === host
+  ) {
+    throw new UsageError(
+      'serve',
+      `--http and --flight are both ${host}:${port}; give Arrow Flight another port (default 50051)`,
+    );
+  }
   const tls = await readTls(parsed);
   const cliLogger = createCliLogger({ sink: io.stderr, format, level });
   // Installed before anything starts, so a signal during startup still shuts down cleanly.
