@@ -490,6 +490,23 @@ describe('dataset machine: ETag bookkeeping', () => {
     expect(h.status()).toMatchObject({ servingSnapshotId: 5, etag: null, lastPollResult: 'older' });
   });
 
+  it('a store whose current id is the served one with another SHA-256 (the id reused) warns once per change of metadata.json and loads nothing', async () => {
+    const store = new FakeStore();
+    store.publish(4);
+    const h = start({ store, restore: { ...localSnapshot(4), checksum: 'SHA-OTHER' } });
+    await h.settle();
+    const reused =
+      "Snapshot 4 of dataset 'orders' in metadata.json has SHA-256 sha-4, not that of the snapshot 4 this reader serves (sha-other): the writer published other content under the same id, which a reader does not load; publish it as a new snapshot (a new id)";
+    expect(h.messages('warn')).toEqual([reused]);
+    expect(h.status()).toMatchObject({ servingSnapshotId: 4, lastPollResult: 'same', etag: store.etag });
+    await h.advance(INTERVAL);
+    expect(h.messages('warn')).toEqual([reused]);
+    store.touch();
+    await h.advance(INTERVAL);
+    expect(h.messages('warn')).toEqual([reused, reused]);
+    expect(h.downloads.prepared).toHaveLength(0);
+  });
+
   it('ETag bookkeeping: a poll that finds the loaded id records the ETag', async () => {
     const store = new FakeStore();
     store.publish(4);

@@ -272,9 +272,25 @@ export function noteNoSnapshotPublished(context: DatasetContext): Step {
 
 export function noteSameSnapshot(context: DatasetContext): Step {
   const id = context.serving?.snapshotId;
+  const served = context.serving?.checksum.toLowerCase();
+  const listed = context.poll?.dataset === undefined ? undefined : currentSnapshot(context.poll.dataset);
+  const recorded = listed?.checksum.toLowerCase();
+  // The same id with other bytes (an id reused after its entry was dropped, a store made anew):
+  // loading it would put two contents under one id (pins, cached answers and ETags name ids).
+  const reused =
+    recorded !== undefined && served !== undefined && recorded !== served
+      ? [
+          entry(
+            context,
+            'warn',
+            `Snapshot ${id} of dataset '${context.name}' in metadata.json has SHA-256 ${recorded}, not that of the snapshot ${id} this reader serves (${served}): the writer published other content under the same id, which a reader does not load; publish it as a new snapshot (a new id)`,
+            { snapshotId: id ?? null, recorded, served },
+          ),
+        ]
+      : [];
   return {
     context: { etag: context.poll?.etag ?? null },
-    logs: [entry(context, 'debug', `Dataset '${context.name}' already serves snapshot ${id}`)],
+    logs: [entry(context, 'debug', `Dataset '${context.name}' already serves snapshot ${id}`), ...reused],
   };
 }
 
