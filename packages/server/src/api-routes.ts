@@ -222,7 +222,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     method: 'GET',
     url: '/health',
     config: { public: true },
-    handler: (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'),
+    // Spice's body, newline included (its routes.rs: `get(|| async { "ok\n" })`).
+    handler: (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok\n'),
   });
 
   // Open without a key, as in Spice (a probe has none); the names of the datasets not ready yet

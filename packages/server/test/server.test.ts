@@ -48,7 +48,8 @@ describe('server over a file:// fixture store', () => {
     expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const answer = await request(`${base}/health`);
     expect(answer.status).toBe(200);
-    expect(answer.text).toBe('ok');
+    // Spice's body, newline included (crates/runtime/src/http/routes.rs: `get(|| async { "ok\n" })`).
+    expect(answer.text).toBe('ok\n');
   });
 
   it('keeps an idle keep-alive connection open as fastify does (72 s), not node:http’s 5 s', async () => {
@@ -285,7 +286,7 @@ describe('server with an API key', () => {
     for (const path of ['/v1/datasets', '/metrics', '/extra/x']) {
       expect((await request(`${base}${path}`)).status, path).toBe(401);
     }
-    expect((await request(`${base}/health`)).text).toBe('ok');
+    expect((await request(`${base}/health`)).text).toBe('ok\n');
     // Open, as in Spice: 200 `ready`, or a 503 that names no dataset to a caller without the key.
     const ready = await request(`${base}/v1/ready`);
     expect([200, 503]).toContain(ready.status);

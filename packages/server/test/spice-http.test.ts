@@ -379,7 +379,7 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
       expect(answer.status, path).toBe(401);
       expect(answer.headers.get('www-authenticate'), path).toBe('Bearer');
     }
-    expect((await request(`${base}/health`)).text).toBe('ok');
+    expect((await request(`${base}/health`)).text).toBe('ok\n');
   });
 });
 
