@@ -68,6 +68,8 @@ const ALIASES: Readonly<Record<string, ScenarioId>> = {
 };
 
 export interface BenchArgs {
+  /** `--help` / `-h`: print the usage and run nothing. */
+  readonly help: boolean;
   readonly scenarios: readonly ScenarioId[];
   readonly quick: boolean;
   readonly minutes: number | undefined;
@@ -80,6 +82,7 @@ export const USAGE =
 export function parseArgs(argv: readonly string[]): BenchArgs {
   const scenarios: ScenarioId[] = [];
   let quick = false;
+  let help = false;
   let minutes: number | undefined;
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index] ?? '';
@@ -92,7 +95,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         throw new Error(`--minutes needs a positive number of minutes, got '${text ?? ''}'.\n${USAGE}`);
       }
       minutes = value;
-    } else if (arg === '--help' || arg === '-h') throw new Error(USAGE);
+    } else if (arg === '--help' || arg === '-h') help = true;
+    else if (arg.startsWith('-')) throw new Error(`Unknown option '${arg}'.\n${USAGE}`);
     else {
       const id = ALIASES[arg.toLowerCase()];
       if (id === undefined) throw new Error(`Unknown scenario '${arg}'.\n${USAGE}`);
@@ -100,7 +104,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     }
   }
   const chosen = scenarios.length > 0 ? scenarios : SCENARIO_IDS.filter((id) => id !== 'soak');
-  return { scenarios: chosen, quick, minutes };
+  if (!help && minutes !== undefined && !chosen.includes('soak')) {
+    throw new Error(
+      `--minutes sets the soak's length; name soak to run it (pnpm bench soak --minutes ${minutes}).\n${USAGE}`,
+    );
+  }
+  return { help, scenarios: chosen, quick, minutes };
 }
 
 /**

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, type ScenarioId } from './args.js';
+import { parseArgs, type ScenarioId, USAGE } from './args.js';
 import { type AwsProcess, startAwsProcess } from './aws-client.js';
 import { machineInfo } from './machine-info.js';
 import { consoleReport, goalCounts, type RunSummary, writeScenarioFiles, writeSummary } from './report.js';
@@ -49,6 +49,10 @@ async function main(): Promise<number> {
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
     return 2;
+  }
+  if (args.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
   }
   await mkdir(RESULTS_DIR, { recursive: true });
   const machine = machineInfo();
