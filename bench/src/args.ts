@@ -112,28 +112,71 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   return { help, scenarios: chosen, quick, minutes };
 }
 
+/** A measuring tool's usage line: `usage: node bench/dist/<tool>.js [--name default] …`. */
+export function toolUsage(tool: string, defaults: Readonly<Record<string, number>>): string {
+  const options = Object.entries(defaults).map(([name, value]) => `[--${name} ${value}]`);
+  return `usage: node bench/dist/${tool}.js ${options.join(' ')}`;
+}
+
 /**
  * A measuring tool's (cpu-split.js, gc-split.js, duckdb-calls.js) whole-number options, as
- * `--name N` from `argv`: each at least 1, its default when not given, or a thrown error naming it.
+ * `--name N` from `argv`: each at least 1, its default when not given; `help` for `--help` / `-h`.
+ * A bad argument is an Error naming it, then the usage.
  */
-export function toolOptions<K extends string>(
+export function readToolOptions<K extends string>(
+  tool: string,
   argv: readonly string[],
   defaults: Readonly<Record<K, number>>,
-): Record<K, number> {
+): { readonly help: boolean; readonly values: Record<K, number> } {
   const names = Object.keys(defaults) as K[];
-  const { values } = parseOptions({
-    args: [...argv],
-    options: Object.fromEntries(
-      names.map((name) => [name, { type: 'string', default: String(defaults[name]) }] as const),
-    ),
-  });
+  const usage = toolUsage(tool, defaults);
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseOptions({
+      args: [...argv],
+      options: {
+        ...Object.fromEntries(
+          names.map((name) => [name, { type: 'string', default: String(defaults[name]) }] as const),
+        ),
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const arg = /'([^']*)'/.exec((error as Error).message)?.[1] ?? '';
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new Error(`Unknown option '${arg}'.\n${usage}`);
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+      throw new Error(`Unexpected argument '${arg}'.\n${usage}`);
+    throw new Error(`${(error as Error).message}\n${usage}`);
+  }
   const chosen = {} as Record<K, number>;
   for (const name of names) {
     const text = values[name];
     const value = Number(text);
-    if (!Number.isInteger(value) || value < 1)
-      throw new Error(`--${name} wants a whole number of at least 1, not ${text}`);
+    if (!Number.isInteger(value) || value < 1) {
+      throw new Error(`--${name} wants a whole number of at least 1, not ${text}.\n${usage}`);
+    }
     chosen[name] = value;
   }
-  return chosen;
+  return { help: values.help === true, values: chosen };
+}
+
+/**
+ * {@link readToolOptions} for a tool's main module: `--help` prints the usage and ends the process
+ * (exit code 0); a bad argument prints what is wrong and the usage, and ends it with exit code 2.
+ */
+export function toolOptions<K extends string>(
+  tool: string,
+  argv: readonly string[],
+  defaults: Readonly<Record<K, number>>,
+): Record<K, number> {
+  try {
+    const { help, values } = readToolOptions(tool, argv, defaults);
+    if (!help) return values;
+    process.stdout.write(`${toolUsage(tool, defaults)}\n`);
+    process.exit(0);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    process.exit(2);
+  }
 }

@@ -30,7 +30,7 @@ import { startFerryServe, startServerProcess, stop, waitReady } from './serve-pr
 /** perf's sampling rate (per second), odd so as not to beat with timers. */
 const HZ = 1999;
 
-const { seconds, rounds, rows } = toolOptions(process.argv.slice(2), {
+const { seconds, rounds, rows } = toolOptions('cpu-split', process.argv.slice(2), {
   seconds: 8,
   rounds: 3,
   rows: 200_000,

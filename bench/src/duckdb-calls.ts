@@ -25,7 +25,7 @@ import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement } f
 import { toolOptions } from './args.js';
 import { buildFile, keyedColumns, QUERY_COLUMNS } from './data.js';
 
-const { seconds, rounds, rows } = toolOptions(process.argv.slice(2), {
+const { seconds, rounds, rows } = toolOptions('duckdb-calls', process.argv.slice(2), {
   seconds: 4,
   rounds: 3,
   rows: 200_000,

@@ -22,7 +22,7 @@ import { firstIsolate, NVP_LINE, sumCollections } from './gc-trace.js';
 import { failureNote, runLoad } from './load.js';
 import { startFerryServe, startServerProcess, stop, waitReady } from './serve-process.js';
 
-const { seconds, warmup, rows } = toolOptions(process.argv.slice(2), {
+const { seconds, warmup, rows } = toolOptions('gc-split', process.argv.slice(2), {
   seconds: 20,
   warmup: 15,
   rows: 200_000,
