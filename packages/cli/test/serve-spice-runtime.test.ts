@@ -244,10 +244,10 @@ runtime:
     expect(failed).toEqual([{ error_message: expect.stringContaining('nothing') }]);
     const metrics = await (await fetch(`${base}/metrics`)).text();
     const value = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1]);
-    expect(value('results_cache_hit_count')).toBeGreaterThanOrEqual(1);
-    expect(value('results_cache_request_count')).toBeGreaterThan(value('results_cache_hit_count'));
-    expect(value('results_cache_max_size')).toBe(128 * 2 ** 20);
-    expect(value('results_cache_size')).toBeGreaterThan(0);
+    expect(value('results_cache_hits')).toBeGreaterThanOrEqual(1);
+    expect(value('results_cache_requests')).toBeGreaterThan(value('results_cache_hits'));
+    expect(value('results_cache_max_size_bytes')).toBe(128 * 2 ** 20);
+    expect(value('results_cache_size_bytes')).toBeGreaterThan(0);
   });
 });
 

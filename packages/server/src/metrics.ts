@@ -244,7 +244,8 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
     },
   });
 
-  // The SQL results cache, under Spice's names (its `results_cache` meter), and Ferry's misses and evictions.
+  // The SQL results cache under Spice's names (spiceai/spiceai's EXPECTED_RESULTS_CACHE_METRICS and
+  // its observability docs), and Ferry's bypasses.
   const cache = () => counters().resultsCache;
   const cacheMetric = (
     kind: typeof Counter | typeof Gauge,
@@ -264,21 +265,22 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
   };
   cacheMetric(
     Counter,
-    'results_cache_request_count',
+    'results_cache_requests',
     'Lookups of the SQL results cache.',
     (c) => c.hits + c.misses,
   );
+  cacheMetric(Counter, 'results_cache_hits', 'Lookups answered from the SQL results cache.', (c) => c.hits);
   cacheMetric(
     Counter,
-    'results_cache_hit_count',
-    'Lookups answered from the SQL results cache.',
-    (c) => c.hits,
+    'results_cache_misses',
+    'Lookups the SQL results cache could not answer.',
+    (c) => c.misses,
   );
   cacheMetric(
     Counter,
-    'ferry_results_cache_misses_total',
-    'Lookups the SQL results cache could not answer.',
-    (c) => c.misses,
+    'results_cache_evictions',
+    'Results evicted to keep the cache within its max_size.',
+    (c) => c.evictions,
   );
   cacheMetric(
     Counter,
@@ -286,17 +288,11 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
     'Queries that asked not to be answered from the cache (Cache-Control: no-cache).',
     (c) => c.bypasses,
   );
-  cacheMetric(
-    Counter,
-    'ferry_results_cache_evictions_total',
-    'Results evicted to keep the cache within its max_size.',
-    (c) => c.evictions,
-  );
-  cacheMetric(Gauge, 'results_cache_item_count', 'Results held by the SQL results cache.', (c) => c.entries);
-  cacheMetric(Gauge, 'results_cache_size', 'Bytes held by the SQL results cache.', (c) => c.bytes);
+  cacheMetric(Gauge, 'results_cache_items_count', 'Results held by the SQL results cache.', (c) => c.entries);
+  cacheMetric(Gauge, 'results_cache_size_bytes', 'Bytes held by the SQL results cache.', (c) => c.bytes);
   cacheMetric(
     Gauge,
-    'results_cache_max_size',
+    'results_cache_max_size_bytes',
     'The largest size of the SQL results cache, in bytes (max_size).',
     (c) => c.maxBytes,
   );

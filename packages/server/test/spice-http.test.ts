@@ -316,6 +316,40 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
     expect(csv.text).toBe(`name,endpoint,status\nhttp,${endpoint},Ready\nmetrics,${endpoint},Ready\n`);
   });
 
+  it("exports the SQL results cache under Spice's names (its cache metrics test's list)", async () => {
+    // spiceai/spiceai's runtime metrics test, EXPECTED_RESULTS_CACHE_METRICS, and its observability docs.
+    const sql = 'SELECT count(*) AS n FROM orders WHERE amount > 1';
+    expect((await query(sql)).status).toBe(200);
+    expect((await query(sql)).headers.get('results-cache-status')).toBe('HIT');
+    const families = await parsePrometheus((await get('/metrics')).text);
+    const types = Object.fromEntries(
+      [
+        'results_cache_requests',
+        'results_cache_hits',
+        'results_cache_misses',
+        'results_cache_evictions',
+        'results_cache_items_count',
+        'results_cache_size_bytes',
+        'results_cache_max_size_bytes',
+      ].map((name) => [name, families.get(name)?.type]),
+    );
+    expect(types).toEqual({
+      results_cache_requests: 'counter',
+      results_cache_hits: 'counter',
+      results_cache_misses: 'counter',
+      results_cache_evictions: 'counter',
+      results_cache_items_count: 'gauge',
+      results_cache_size_bytes: 'gauge',
+      results_cache_max_size_bytes: 'gauge',
+    });
+    const value = (name: string): number => sampleValue(families, name) ?? Number.NaN;
+    expect(value('results_cache_hits')).toBeGreaterThanOrEqual(1);
+    expect(value('results_cache_requests')).toBe(value('results_cache_hits') + value('results_cache_misses'));
+    expect(value('results_cache_items_count')).toBeGreaterThanOrEqual(1);
+    expect(value('results_cache_size_bytes')).toBeGreaterThan(0);
+    expect(value('results_cache_max_size_bytes')).toBe(128 * 2 ** 20);
+  });
+
   it("exports Spice's snapshot metrics from what the runtime recorded", async () => {
     const families = await parsePrometheus((await get('/metrics')).text);
     const current = (await get('/v1/datasets/users/acceleration/snapshots')).json<SpiceSnapshotSummary>()
