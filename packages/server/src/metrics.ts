@@ -4,13 +4,23 @@
  * polls by result, signature refusals and heartbeat freshness, download totals (fetched and, for
  * delta downloads, reused bytes; per dataset, its last download's) and SQS message
  * counts, read from the runtime at every scrape (each metric's `collect`); Spice's reader-side
- * snapshot metrics under their Spice names (`dataset_acceleration_snapshot_*`, label `dataset`);
+ * snapshot metrics and each dataset's status under their Spice names (`dataset_acceleration_snapshot_*`,
+ * `dataset_load_state`, label `dataset`); the SQL results cache's (`results_cache_*`);
  * and the latency histogram of
  * `POST /v1/sql`, measured around `runtime.query`.
  */
 import { POLL_RESULTS, type Runtime } from '@ferry/runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { isServing } from './dataset-view.js';
+import { isServing, type SpiceDatasetStatus, spiceStatus } from './dataset-view.js';
+
+/** The values of Spice's `dataset_load_state` gauge (its observability docs); `Disabled` never applies. */
+const LOAD_STATE: Readonly<Record<SpiceDatasetStatus, number>> = {
+  Initializing: 0,
+  Ready: 1,
+  Error: 3,
+  Refreshing: 4,
+  ShuttingDown: 5,
+};
 
 /** Latency buckets of `ferry_query_duration_seconds`, in seconds. */
 export const QUERY_SECONDS_BUCKETS: readonly number[] = [
@@ -82,6 +92,16 @@ export function createServerMetrics(runtime: Runtime, now: () => number = Date.n
     collect() {
       this.reset();
       for (const info of datasets()) this.set({ dataset: info.name }, isServing(info) ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'dataset_load_state',
+    help: 'Status of the dataset. 0=Initializing, 1=Ready, 2=Disabled, 3=Error, 4=Refreshing, 5=ShuttingDown.',
+    labelNames: ['dataset'],
+    registers,
+    collect() {
+      this.reset();
+      for (const info of datasets()) this.set({ dataset: info.name }, LOAD_STATE[spiceStatus(info)]);
     },
   });
   new Counter({

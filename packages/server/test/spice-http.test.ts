@@ -350,6 +350,15 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
     expect(value('results_cache_max_size_bytes')).toBe(128 * 2 ** 20);
   });
 
+  it("exports each dataset's Spice status as Spice's dataset_load_state gauge", async () => {
+    // Spice's observability docs: 0=Initializing, 1=Ready, 2=Disabled, 3=Error, 4=Refreshing, 5=ShuttingDown.
+    const families = await parsePrometheus((await get('/metrics')).text);
+    expect(families.get('dataset_load_state')?.type).toBe('gauge');
+    for (const dataset of ['orders', 'users']) {
+      expect(sampleValue(families, 'dataset_load_state', { dataset }), dataset).toBe(1);
+    }
+  });
+
   it("exports Spice's snapshot metrics from what the runtime recorded", async () => {
     const families = await parsePrometheus((await get('/metrics')).text);
     const current = (await get('/v1/datasets/users/acceleration/snapshots')).json<SpiceSnapshotSummary>()
@@ -486,6 +495,7 @@ describe('the Spice status of datasets that serve nothing', () => {
     await when(served.runtime, () => (served.runtime.metrics().failures.orders ?? 0) >= 1);
     expect(await status(served)).toBe('Error');
     const families = await parsePrometheus((await request(`${served.server.url}/metrics`)).text);
+    expect(sampleValue(families, 'dataset_load_state', { dataset: 'orders' })).toBe(3);
     expect(
       sampleValue(families, 'dataset_acceleration_snapshot_failure_count', { dataset: 'orders' }),
     ).toBeGreaterThanOrEqual(1);
