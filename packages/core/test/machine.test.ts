@@ -490,6 +490,30 @@ describe('dataset machine: ETag bookkeeping', () => {
     expect(h.status()).toMatchObject({ servingSnapshotId: 5, etag: null, lastPollResult: 'older' });
   });
 
+  it('a serving dataset whose store lost metadata.json warns once, keeps serving, and says so again only after a current snapshot was seen', async () => {
+    const store = new FakeStore();
+    store.publish(4);
+    const h = start({ store });
+    await h.settle();
+    const gone =
+      "The store has no current snapshot for dataset 'orders' (no metadata.json); keeping snapshot 4";
+    store.exists = false;
+    await h.advance(INTERVAL);
+    await h.advance(INTERVAL);
+    expect(h.messages('warn').filter((m) => m.startsWith('The store has no current snapshot'))).toEqual([
+      gone,
+    ]);
+    expect(h.status()).toMatchObject({ servingSnapshotId: 4, lastPollResult: 'waiting' });
+    store.exists = true;
+    await h.advance(INTERVAL);
+    store.exists = false;
+    await h.advance(INTERVAL);
+    expect(h.messages('warn').filter((m) => m.startsWith('The store has no current snapshot'))).toEqual([
+      gone,
+      gone,
+    ]);
+  });
+
   it('a store whose current id is the served one with another SHA-256 (the id reused) warns once per change of metadata.json and loads nothing', async () => {
     const store = new FakeStore();
     store.publish(4);

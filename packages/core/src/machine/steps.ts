@@ -263,7 +263,8 @@ export function noteNoSnapshotPublished(context: DatasetContext): Step {
         )
       : entry(
           context,
-          'debug',
+          // Said once (warn) when the store stops naming one, not at every check while it stays so.
+          context.lastPoll?.result === 'waiting' ? 'debug' : 'warn',
           `The store has no current snapshot for dataset '${name}' (${reason}); ${keeping(context)}`,
           { reason },
         );
