@@ -149,6 +149,24 @@ describe('ferry_max_staleness (Ferry only)', () => {
     expect(load.datasets.map((d) => d.maxStalenessMs)).toStrictEqual([undefined, undefined]);
   });
 
+  it("in a refresh_mode: snapshot dataset's own params (not acceleration.params) it is named as ignored, with where it goes", () => {
+    const pod = basePod();
+    (pod.datasets[0] as Record<string, unknown>).params = {
+      ferry_max_staleness: '30s',
+      ferry_retain_snapshots: 3,
+      pg_host: 'db',
+    };
+    const load = loadSpicepod(stringify(pod), { file: 'spicepod.yaml' });
+    expect(load.errors).toStrictEqual([]);
+    expect(load.warnings.map((issue) => issue.message)).toStrictEqual(
+      ['ferry_max_staleness', 'ferry_retain_snapshots'].map(
+        (key) =>
+          `spicepod.yaml: datasets[0].params.${key}: ignored here: a refresh_mode: snapshot dataset reads it from its acceleration.params; move it to datasets[0].acceleration.params.${key}`,
+      ),
+    );
+    expect(load.datasets[0]?.maxStalenessMs).toBeUndefined();
+  });
+
   run([
     {
       name: 'a dataset ferry_max_staleness that is not a duration',

@@ -479,6 +479,7 @@ function readRefreshModeDataset(
   const at = `${base}.acceleration`;
   warnComputedKeys(report, base, entry);
   const trustedKeys = readDatasetTrustedKeys(report, base, entry.params, secrets) ?? pod.trustedKeys;
+  warnMisplacedParams(report, base, entry.params);
   checkAccelerationKeys(report, at, accel, 'refresh_mode');
   if (accel.refresh_mode !== undefined && accel.refresh_mode !== 'snapshot') {
     const refreshMode = readText(report, `${at}.refresh_mode`, accel.refresh_mode);
@@ -742,6 +743,19 @@ function readDatasetTrustedKeys(
 ): readonly TrustedKey[] | undefined {
   if (!isMap(params) || !Object.hasOwn(params, TRUSTED_KEYS_PARAM)) return undefined;
   return readTrustedKeys(report, `${base}.params.${TRUSTED_KEYS_PARAM}`, params[TRUSTED_KEYS_PARAM], secrets);
+}
+
+/** Ferry's acceleration params put in a refresh_mode: snapshot dataset's own `params`, which are its source's. */
+function warnMisplacedParams(report: Reporter, base: string, params: unknown): void {
+  if (!isMap(params)) return;
+  for (const key of [MAX_STALENESS_PARAM, RETAIN_SNAPSHOTS_PARAM, RETAIN_DISK_BUDGET_PARAM]) {
+    if (Object.hasOwn(params, key)) {
+      report.warn(
+        `${base}.params.${key}`,
+        `ignored here: a refresh_mode: snapshot dataset reads it from its acceleration.params; move it to ${base}.acceleration.params.${key}`,
+      );
+    }
+  }
 }
 
 function warnComputedKeys(report: Reporter, base: string, entry: Record<string, unknown>): void {
