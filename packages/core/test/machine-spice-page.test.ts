@@ -12,6 +12,7 @@ import {
   deferred,
   FakeDownloads,
   FakeStore,
+  INTERVAL,
   idSchema,
   localSnapshot,
   networkError,
@@ -422,5 +423,40 @@ describe('Spice snapshot mode, Reload on S3 event notifications', () => {
     await h.advance(MINUTE);
     expect(h.status()).toMatchObject({ servingSnapshotId: 2, counters: { notifications: 1 } });
     expect(h.store.reads.at(-1)?.trigger).toBe('schedule');
+  });
+});
+
+describe('a file_format: snapshot dataset says what Spice’s snapshot data connector says (spice-reference §3d)', () => {
+  const input = { form: 'file_format', location: LOCATION } as const;
+
+  it('nothing published: it has no snapshot to load yet, naming what is missing', async () => {
+    const store = new FakeStore();
+    store.exists = false;
+    const h = start({ store, input });
+    await h.settle();
+    expect(h.messages('info')).toContain(
+      `Dataset 'orders' has no snapshot to load yet, so it cannot be queried until one is published: '${LOCATION}metadata.json' does not exist. Spice keeps checking for it. See: https://spiceai.org/docs/features/data-acceleration/snapshots`,
+    );
+    expect(h.messages().some((m) => m.includes('is waiting for its first snapshot'))).toBe(false);
+  });
+
+  it('the snapshot list cannot be read: it says so with the S3 auth pointer; once loaded, what it loads', async () => {
+    const store = new FakeStore();
+    store.publish(1);
+    store.failures.push(networkError());
+    const h = start({ store, input });
+    await h.settle();
+    expect(h.messages('warn')).toContain(
+      "Failed to read the snapshot list of dataset 'orders', so it cannot be queried until a read succeeds. Check that the dataset's `s3_*` params reach the bucket and that its credentials can read the object; Spice keeps retrying. Cause: The store at s3://bucket/snapshots/ is unreachable.. See: https://spiceai.org/docs/components/data-connectors/s3#auth",
+    );
+    expect(h.messages().some((m) => m.startsWith('Failed to bootstrap snapshot'))).toBe(false);
+    await h.advance(INTERVAL);
+    expect(h.status()).toMatchObject({ servingSnapshotId: 1 });
+    const loads = `Dataset 'orders' loads the duckdb snapshots published at '${LOCATION}'; it is read-only and checks for newer snapshots on its refresh interval`;
+    expect(h.messages('info').filter((m) => m === loads)).toHaveLength(1);
+    store.publish(2);
+    await h.advance(INTERVAL);
+    expect(h.status()).toMatchObject({ servingSnapshotId: 2 });
+    expect(h.messages('info').filter((m) => m === loads)).toHaveLength(1);
   });
 });

@@ -47,12 +47,17 @@ describe('temporary files of an earlier run', () => {
     // What a run killed mid-download leaves beside the live file (`<live>.ferry-tmp-<id>-<hex>`).
     const leftover = 'partner.db.ferry-tmp-7-0badf00d';
     await writeFile(join(dataDir, leftover), Buffer.alloc(64 * 1024, 1));
+    const logger = memoryLogger();
     runtime = await createRuntime(
       { yaml: engineFromMetadataPod(prefix), baseDir: dataDir },
-      { logger: memoryLogger(), dataDir },
+      { logger, dataDir },
     );
     await runtime.ready(undefined, { timeoutMs: 30_000 });
     expect(runtime.status('partner').engine).toBeUndefined();
+    // The line of Spice's snapshot data connector, not its acceleration's.
+    expect(logger.records.map((record) => record.message)).toContain(
+      `Dataset 'partner' loads the duckdb snapshots published at 's3://${BUCKET}/${prefix}'; it is read-only and checks for newer snapshots on its refresh interval`,
+    );
     const files = await readdir(dataDir);
     expect(files).toContain('partner.db');
     expect(files.filter((name) => name.includes('.ferry-tmp-'))).toEqual([]);

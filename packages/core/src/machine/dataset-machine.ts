@@ -528,6 +528,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       pollPhaseMs: input.pollPhaseMs ?? null,
       location: input.location,
       signaturesRequired: input.signaturesRequired ?? false,
+      form: input.form ?? 'refresh_mode',
       serving: null,
       etag: null,
       paused: false,

@@ -4,7 +4,7 @@
  * so operators who grep Spice's logs find the same lines in Ferry's. Ferry's structured fields
  * travel beside them in each entry's `fields`.
  */
-import { SNAPSHOTS_DOCS } from '../spice-docs.js';
+import { S3_AUTH_DOCS, SNAPSHOTS_DOCS } from '../spice-docs.js';
 
 /** Nothing is published yet for the dataset (no metadata.json, no entry, no current snapshot). */
 export function waitingForFirstSnapshot(dataset: string, location: string): string {
@@ -55,4 +55,27 @@ export function fallbackDownloadFailed(dataset: string, uri: string, sha: string
 /** `fallback`: the attempt ended on such an error. */
 export function fallbackBootstrapFailed(dataset: string, location: string, error: string): string {
   return `Failed to bootstrap snapshot even after fallback attempts; continuing. dataset=${dataset} location=${location} error=${error}`;
+}
+
+// The lines of Spice's snapshot data connector (`from: s3://…`, `file_format: snapshot`) while the
+// dataset serves nothing, and once it loads.
+
+/** `file_format`: nothing published (no metadata.json, no entry, no current snapshot); `why` says which. */
+export function noSnapshotToLoadYet(dataset: string, why: string): string {
+  return `Dataset '${dataset}' has no snapshot to load yet, so it cannot be queried until one is published: ${why}. Spice keeps checking for it. See: ${SNAPSHOTS_DOCS}`;
+}
+
+/** `file_format`: metadata.json could not be read. */
+export function snapshotListUnreadable(dataset: string, error: string): string {
+  return `Failed to read the snapshot list of dataset '${dataset}', so it cannot be queried until a read succeeds. Check that the dataset's \`s3_*\` params reach the bucket and that its credentials can read the object; Spice keeps retrying. Cause: ${error}. See: ${S3_AUTH_DOCS}`;
+}
+
+/** `file_format`: anything else kept the first snapshot from loading (an invalid list, a refused or failed snapshot). */
+export function snapshotListInvalid(dataset: string, error: string): string {
+  return `Failed to read the snapshot list of dataset '${dataset}', so it cannot be queried until a valid one is published; Spice keeps checking. Cause: ${error}. See: ${SNAPSHOTS_DOCS}`;
+}
+
+/** `file_format`: its first snapshot loaded. */
+export function loadsPublishedSnapshots(dataset: string, engine: string, location: string): string {
+  return `Dataset '${dataset}' loads the ${engine} snapshots published at '${location}'; it is read-only and checks for newer snapshots on its refresh interval`;
 }

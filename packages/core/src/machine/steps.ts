@@ -23,7 +23,11 @@ import {
   bootstrapRetrying,
   fallbackBootstrapFailed,
   fallbackDownloadFailed,
+  loadsPublishedSnapshots,
+  noSnapshotToLoadYet,
   OLDER_THAN_LOADED,
+  snapshotListInvalid,
+  snapshotListUnreadable,
   waitingForFirstSnapshot,
 } from './log-lines.js';
 import { storeVouchesFor } from './staleness.js';
@@ -250,6 +254,16 @@ function unpublishedReason(poll: PollInProgress | null): string {
   return poll?.etag === undefined ? 'no metadata.json' : 'no entry for the dataset';
 }
 
+/** What is missing, as the snapshot data connector's line says it. */
+function unpublishedWhy(context: DatasetContext): string {
+  const poll = context.poll;
+  if (poll?.dataset !== undefined)
+    return `dataset '${context.name}' has no current snapshot in metadata.json`;
+  if (poll?.etag !== undefined) return `metadata.json has no entry for dataset '${context.name}'`;
+  const location = context.location.endsWith('/') ? context.location : `${context.location}/`;
+  return `'${location}metadata.json' does not exist`;
+}
+
 export function noteNoSnapshotPublished(context: DatasetContext): Step {
   const reason = unpublishedReason(context.poll);
   const name = context.name;
@@ -258,7 +272,9 @@ export function noteNoSnapshotPublished(context: DatasetContext): Step {
       ? entry(
           context,
           context.lastPoll?.result === 'waiting' ? 'debug' : 'info',
-          waitingForFirstSnapshot(name, context.location),
+          context.form === 'file_format'
+            ? noSnapshotToLoadYet(name, unpublishedWhy(context))
+            : waitingForFirstSnapshot(name, context.location),
           { reason, location: context.location, intervalMs: context.refreshCheckIntervalMs },
         )
       : entry(
@@ -391,10 +407,16 @@ export function logFailure(context: DatasetContext, next: 'keep' | 'retry'): Ste
   if (failure === undefined) return NO_STEP;
   const fields = failureFields(failure);
   if (context.serving === null) {
+    const { name, location } = context;
+    const error = failure.error.message;
     const message =
-      next === 'retry'
-        ? bootstrapRetrying(context.name, context.location, failure.error.message)
-        : bootstrapContinuing(context.name, context.location, failure.error.message);
+      context.form === 'file_format'
+        ? failure.stage === 'metadata' && failure.error.code !== 'ERR_METADATA_INVALID'
+          ? snapshotListUnreadable(name, error)
+          : snapshotListInvalid(name, error)
+        : next === 'retry'
+          ? bootstrapRetrying(name, location, error)
+          : bootstrapContinuing(name, location, error);
     const level = next === 'retry' || failure.permanent ? 'error' : 'warn';
     return { logs: [entry(context, level, message, fields)] };
   }
@@ -565,6 +587,10 @@ export function swapDone(context: DatasetContext): Step {
       },
     ),
   ];
+  if (from === null && context.form === 'file_format') {
+    const engine = snapshot.engine ?? context.engine ?? 'duckdb';
+    logs.push(entry(context, 'info', loadsPublishedSnapshots(context.name, engine, context.location)));
+  }
   if (!isCurrent) {
     logs.push(
       entry(

@@ -37,6 +37,12 @@ export interface DatasetMachineInput {
    * actor) after its engine and schema, before anything is downloaded. Default false.
    */
   readonly signaturesRequired?: boolean;
+  /**
+   * How the spicepod declares it: `file_format` (`from: s3://…` with `params.file_format:
+   * snapshot`) logs the lines of Spice's snapshot data connector while nothing is served, where
+   * `refresh_mode` (default) logs those of its snapshot acceleration.
+   */
+  readonly form?: 'refresh_mode' | 'file_format';
 }
 
 /** The snapshot a dataset serves: what restoreLocal reports, or what a swap installed. */
@@ -289,6 +295,8 @@ export interface DatasetContext {
   readonly location: string;
   /** Candidates are authenticated (signature and statement) before download. */
   readonly signaturesRequired: boolean;
+  /** See {@link DatasetMachineInput.form}; absent in a snapshot persisted before it existed. */
+  readonly form?: 'refresh_mode' | 'file_format';
   /** What queries are served from; changes only when the swap actor resolves. */
   readonly serving: LoadedSnapshot | null;
   /** The metadata ETag to send with the next conditional read. */

@@ -610,6 +610,7 @@ export class DatasetHost {
         location: config.location,
         pollPhaseMs: this.#data.pollPhaseMs,
         signaturesRequired: config.trustedKeys !== undefined,
+        form: config.form,
       },
     });
     /*
