@@ -274,8 +274,8 @@ describe('ferry serve with Arrow Flight and TLS', () => {
         status: 200,
         body: [
           { name: 'http', endpoint: base.replace('https://', ''), status: 'Ready' },
-          { name: 'metrics', endpoint: base.replace('https://', ''), status: 'Ready' },
           { name: 'flight', endpoint: flight, status: 'Ready' },
+          { name: 'metrics', endpoint: base.replace('https://', ''), status: 'Ready' },
         ],
       });
       // Bootstrapping takes a few seconds on a loaded machine (3.2 s at load 90): poll's 1 s default is too short.

@@ -426,9 +426,10 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const endpoint = localEndpoint(request);
       const { format, datasets } = request.query as { format?: string; datasets?: boolean };
       const items = [
+        // Spice's order: http, flight, metrics.
         { name: 'http', endpoint, status: 'Ready' },
-        { name: 'metrics', endpoint, status: 'Ready' },
         ...options.endpoints.map((other) => ({ ...other, status: 'Ready' })),
+        { name: 'metrics', endpoint, status: 'Ready' },
         // Ferry's extension (?datasets=true): a row per dataset with its snapshot and staleness.
         ...(datasets === true ? runtime.datasets().map(datasetStatusRow) : []),
       ];
