@@ -73,7 +73,7 @@ export class ServerRequestError extends FerryError {
   constructor(url: string, reason: string, options: FerryErrorOptions = {}) {
     super(
       'ERR_SERVER_REQUEST',
-      `Request to ${url} failed: ${reason}; check that 'ferry serve' runs there (--http) and the API key (--api-key-env).`,
+      `Request to ${url} failed: ${reason.replace(/\.$/, '')}; check that 'ferry serve' runs there (--http) and the API key (--api-key-env).`,
       options,
     );
     this.name = 'ServerRequestError';

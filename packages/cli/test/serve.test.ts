@@ -74,6 +74,8 @@ describe('ferry serve with --api-key-env', () => {
     const without = await ferry(['status', '--http', base]);
     expect(without.code).toBe(1);
     expect(without.stderr).toContain('HTTP 401');
+    // The server's sentence, then the hint: one stop between them, not '.;'.
+    expect(without.stderr).not.toContain('.;');
 
     const withKey = await ferry(['status', '--http', base, '--api-key-env', 'FERRY_TEST_API_KEY', '--json'], {
       env,
