@@ -150,6 +150,36 @@ export class MetadataConflictError extends FerryError {
 }
 
 /**
+ * The snapshot's entry would make metadata.json larger than readers accept (`maxMetadataBytes`):
+ * written, it would make every reader of the location refuse every dataset in it.
+ */
+export class MetadataTooLargeError extends FerryError {
+  readonly dataset: string;
+  readonly location: string;
+  readonly bytes: number;
+  readonly maxBytes: number;
+
+  constructor(
+    dataset: string,
+    location: string,
+    bytes: number,
+    maxBytes: number,
+    options: FerryErrorOptions = {},
+  ) {
+    super(
+      'ERR_WRITER_METADATA_TOO_LARGE',
+      `Refusing to record the snapshot of dataset '${dataset}' in '${location}metadata.json': the document would be ${bytes} bytes, over the ${maxBytes} readers accept, and every reader of the location would then refuse all its datasets; remove old snapshot entries from metadata.json (keep each dataset's current one and its highest snapshot-id) or publish to a new location.`,
+      options,
+    );
+    this.name = 'MetadataTooLargeError';
+    this.dataset = dataset;
+    this.location = location;
+    this.bytes = bytes;
+    this.maxBytes = maxBytes;
+  }
+}
+
+/**
  * A heartbeat was asked for a current snapshot older than one metadata.json lists or than the one
  * the writer's last heartbeat named: metadata.json was set back, and the writer does not vouch for it.
  */
@@ -238,4 +268,5 @@ registerErrors({
   SchemaRefusedError,
   SnapshotKeyTakenError,
   MetadataConflictError,
+  MetadataTooLargeError,
 });

@@ -19,7 +19,12 @@ import {
   type ObjectStore,
   parseMetadata,
 } from '@ferry/core/base';
-import { EngineMismatchError, MetadataConflictError, SchemaRefusedError } from './errors.js';
+import {
+  EngineMismatchError,
+  MetadataConflictError,
+  MetadataTooLargeError,
+  SchemaRefusedError,
+} from './errors.js';
 
 export const METADATA_KEY = 'metadata.json';
 
@@ -83,8 +88,24 @@ function append(store: ObjectStore, read: MetadataRead, input: AppendSnapshotInp
 }
 
 /**
+ * The bytes of `document` as metadata.json is written (pretty-printed, like Spice's writer).
+ * @throws MetadataTooLargeError when readers would refuse a document that large.
+ */
+function serializeMetadata(
+  store: ObjectStore,
+  dataset: string,
+  document: Record<string, unknown>,
+): Uint8Array {
+  const body = new TextEncoder().encode(`${JSON.stringify(document, null, 2)}\n`);
+  if (body.byteLength > maxMetadataBytes) {
+    throw new MetadataTooLargeError(dataset, store.location, body.byteLength, maxMetadataBytes);
+  }
+  return body;
+}
+
+/**
  * Throws what the commit would throw for a file of this schema (incompatible schema, invalid
- * document or entry, location mismatch), without writing anything.
+ * document or entry, location mismatch, a document too large for readers), without writing anything.
  */
 export function checkAppendable(
   store: ObjectStore,
@@ -98,7 +119,7 @@ export function checkAppendable(
     rowCount: number;
   },
 ): void {
-  append(store, read, {
+  const document = append(store, read, {
     location: store.location,
     dataset: input.dataset,
     engine: input.engine,
@@ -109,6 +130,7 @@ export function checkAppendable(
     rowCount: input.rowCount,
     timestampMs: Date.now(),
   });
+  serializeMetadata(store, input.dataset, document);
 }
 
 export interface CommitResult {
@@ -174,8 +196,8 @@ export async function commitSnapshot(input: CommitInput): Promise<CommitResult> 
       if (recorded !== undefined) return { ...recorded, attempts: attempt - 1 };
     }
     const next = append(store, read, entry);
+    const body = serializeMetadata(store, entry.dataset, next);
     await input.beforeWrite?.(next);
-    const body = new TextEncoder().encode(`${JSON.stringify(next, null, 2)}\n`);
     try {
       await store.put(METADATA_KEY, body, {
         ...(read.etag === undefined ? { ifNoneMatch: '*' as const } : { ifMatch: read.etag }),

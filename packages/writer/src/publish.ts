@@ -205,7 +205,11 @@ export async function publishBuilt(
     // Refused or lost every race: nothing references the object, so take it back. (Any other
     // error may hide a write that landed, so the object stays.)
     const code = (error as { code?: unknown }).code;
-    if (code === 'ERR_WRITER_METADATA_CONFLICT' || code === 'ERR_INCOMPATIBLE_SCHEMA') {
+    if (
+      code === 'ERR_WRITER_METADATA_CONFLICT' ||
+      code === 'ERR_INCOMPATIBLE_SCHEMA' ||
+      code === 'ERR_WRITER_METADATA_TOO_LARGE'
+    ) {
       await deleteUnreferenced(store, uploaded.key);
       if (sidecar !== undefined) await deleteUnreferenced(store, sidecar.key);
     }

@@ -6,7 +6,7 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ObjectStore } from '@ferry/core';
+import { maxMetadataBytes, type ObjectStore, parseMetadata } from '@ferry/core';
 import { createFileStore } from '@ferry/store';
 import { copyFixtureStore } from '@ferry/test-support';
 import Database from 'better-sqlite3';
@@ -127,6 +127,34 @@ describe('publishSnapshot to file://', () => {
     });
     expect(again).toMatchObject({ snapshotId: 1, schemaId: 0 });
     await verifyPublished(store, 'items', 'duckdb', again, 2);
+  });
+
+  it('refuses, before uploading, a snapshot whose entry would grow metadata.json past what readers accept', async () => {
+    const { location, store } = await newLocation();
+    const sql = 'SELECT i::BIGINT AS id FROM range(3) t(i)';
+    await publishSnapshot({ dataset: 'orders', location, source: { sql } });
+    // Another dataset's properties fill the document to just under the readers' limit.
+    const got = await store.get('metadata.json');
+    if (got.status !== 'ok') throw new Error('no metadata.json');
+    const document = JSON.parse(new TextDecoder().decode(got.body)) as Record<string, unknown>;
+    document.padding = { name: 'padding', 'current-schema-id': 0, properties: { fill: '' } };
+    const size = (): number => Buffer.byteLength(`${JSON.stringify(document, null, 2)}\n`);
+    (document.padding as { properties: { fill: string } }).properties.fill = 'x'.repeat(
+      maxMetadataBytes - 200 - size(),
+    );
+    const full = `${JSON.stringify(document, null, 2)}\n`;
+    await store.put('metadata.json', new TextEncoder().encode(full), { ifMatch: got.etag });
+    const keysBefore = await keysOf(store);
+
+    const error = await rejection(publishSnapshot({ dataset: 'orders', location, source: { sql } }));
+    expect(error.code).toBe('ERR_WRITER_METADATA_TOO_LARGE');
+    expect(error.message).toContain(`${location}metadata.json`);
+    // Nothing written: readers still parse the document, and no object was left behind.
+    const after = await store.get('metadata.json');
+    if (after.status !== 'ok') throw new Error('no metadata.json');
+    expect(new TextDecoder().decode(after.body)).toBe(full);
+    expect(() => parseMetadata(full, location)).not.toThrow();
+    expect(await keysOf(store)).toEqual(keysBefore);
   });
 
   it('refuses another engine than the recorded one before uploading', async () => {
