@@ -306,7 +306,14 @@ export async function publishIncremental(
     const { schema, rowCount } = await inspect(work, dataset, engine, undefined);
     const { size } = await stat(work);
     const built: BuiltSnapshot = { path: work, dataset, engine, schema, rowCount, size };
-    const published = await publishBuilt(store, firstRead, built, options, maxAttempts, signingOf(options));
+    const published = await publishBuilt(
+      store,
+      firstRead,
+      built,
+      { ...options, base: { snapshotId: current.snapshotId, checksum: current.checksum } },
+      maxAttempts,
+      signingOf(options),
+    );
     await rename(work, copy);
     work = undefined;
     await writeState(copy, published.snapshotId, published.checksum);

@@ -11,6 +11,7 @@ import {
   type ArrowSchema,
   appendSnapshot,
   backoffDelayMs,
+  currentSnapshot,
   type DatasetMetadata,
   FerryError,
   getDataset,
@@ -21,6 +22,7 @@ import {
 } from '@ferry/core/base';
 import {
   EngineMismatchError,
+  IncrementalBaseError,
   MetadataConflictError,
   MetadataTooLargeError,
   SchemaRefusedError,
@@ -148,6 +150,34 @@ export interface CommitInput {
   readonly maxAttempts: number;
   /** Runs on each attempt's document before it is written (the signature goes out first: `sign.ts`). */
   readonly beforeWrite?: (document: Record<string, unknown>) => Promise<void>;
+  /**
+   * The snapshot the file was made from (an incremental publish): when a re-read finds another one
+   * current, the file lacks that one's changes, so it is refused instead of appended after it.
+   */
+  readonly base?: CommitBase;
+}
+
+/** The current snapshot an incremental publish applied its statements to. */
+export interface CommitBase {
+  readonly snapshotId: number;
+  readonly checksum: string;
+}
+
+/** @throws IncrementalBaseError when `read` no longer has `base` as the dataset's current snapshot. */
+function assertBaseCurrent(store: ObjectStore, read: MetadataRead, dataset: string, base: CommitBase): void {
+  const entry = datasetEntry(store, read, dataset);
+  const current = entry === undefined ? undefined : currentSnapshot(entry);
+  if (
+    current?.snapshotId === base.snapshotId &&
+    current.checksum.toLowerCase() === base.checksum.toLowerCase()
+  ) {
+    return;
+  }
+  const now = current === undefined ? 'none is' : `snapshot ${current.snapshotId} is`;
+  throw new IncrementalBaseError(
+    dataset,
+    `its base, snapshot ${base.snapshotId}, stopped being current in '${store.location}metadata.json' while it ran (${now}, from another writer), and its statements were applied to the base alone, so publishing would drop that writer's changes; publish again to apply them to what is current`,
+  );
 }
 
 function isPreconditionFailed(error: unknown): boolean {
@@ -185,6 +215,7 @@ function alreadyRecorded(store: ObjectStore, read: MetadataRead, input: AppendSn
  * Append `entry` to metadata.json conditionally, re-reading and retrying on a lost race.
  * @throws MetadataConflictError after `maxAttempts` lost races.
  * @throws SchemaRefusedError when a concurrent writer changed the schema incompatibly.
+ * @throws IncrementalBaseError when `base` is given and a concurrent writer made another snapshot current.
  */
 export async function commitSnapshot(input: CommitInput): Promise<CommitResult> {
   const { store, entry, maxAttempts } = input;
@@ -194,6 +225,7 @@ export async function commitSnapshot(input: CommitInput): Promise<CommitResult> 
       read = await readMetadata(store);
       const recorded = alreadyRecorded(store, read, entry);
       if (recorded !== undefined) return { ...recorded, attempts: attempt - 1 };
+      if (input.base !== undefined) assertBaseCurrent(store, read, entry.dataset, input.base);
     }
     const next = append(store, read, entry);
     const body = serializeMetadata(store, entry.dataset, next);

@@ -21,6 +21,7 @@ import {
 import { WriterOptionsError } from './errors.js';
 import {
   assertEngineMatches,
+  type CommitBase,
   type CommitResult,
   checkAppendable,
   commitSnapshot,
@@ -117,7 +118,10 @@ export function signingOf(
 export type PublishBuiltOptions = Pick<
   PublishSnapshotOptions,
   'lastUpdatedAtMs' | 'onProgress' | 'blockManifest'
->;
+> & {
+  /** The snapshot `built` was made from (incremental): refused once another is current. */
+  readonly base?: CommitBase;
+};
 
 /** `maxAttempts` checked (a positive integer; default 10). */
 export function maxAttemptsOf(options: { readonly maxAttempts?: number }): number {
@@ -171,6 +175,7 @@ export async function publishBuilt(
       store,
       firstRead,
       maxAttempts,
+      ...(options.base === undefined ? {} : { base: options.base }),
       ...(signing === undefined
         ? {}
         : {
@@ -208,7 +213,8 @@ export async function publishBuilt(
     if (
       code === 'ERR_WRITER_METADATA_CONFLICT' ||
       code === 'ERR_INCOMPATIBLE_SCHEMA' ||
-      code === 'ERR_WRITER_METADATA_TOO_LARGE'
+      code === 'ERR_WRITER_METADATA_TOO_LARGE' ||
+      code === 'ERR_WRITER_INCREMENTAL_BASE'
     ) {
       await deleteUnreferenced(store, uploaded.key);
       if (sidecar !== undefined) await deleteUnreferenced(store, sidecar.key);

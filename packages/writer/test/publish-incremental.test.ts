@@ -13,7 +13,15 @@ import { createFileStore, createS3Store } from '@ferry/store';
 import { type LocalAws, localStoreParams, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PublishResult, publishIncremental, publishSnapshot } from '../src/index.js';
-import { collect, removeTempDirs, tempDir, verifyPublished } from './helpers.js';
+import {
+  collect,
+  datasetOf,
+  keysOf,
+  removeTempDirs,
+  tempDir,
+  verifyPublished,
+  withHookBeforeMetadataPut,
+} from './helpers.js';
 
 const BUCKET = 'incremental';
 let aws: LocalAws;
@@ -152,5 +160,37 @@ describe('publishIncremental without a base', () => {
       }),
     ).rejects.toMatchObject({ code: 'ERR_WRITER_INCREMENTAL_BASE' });
     await rm(dir, { recursive: true, force: true });
+  });
+});
+
+describe('publishIncremental racing another writer', () => {
+  it('refuses to publish over a snapshot another writer made current meanwhile, which its file lacks', async () => {
+    const dir = await tempDir();
+    const store = createFileStore({ location: pathToFileURL(`${dir}/`).href });
+    const sql = (n: number) => `SELECT i::BIGINT AS id FROM range(${n}) r(i)`;
+    const base = await publishSnapshot({ dataset: 'orders', location: store, source: { sql: sql(10) } });
+    let other: PublishResult | undefined;
+    // Another writer publishes 20 rows after this writer read metadata.json (its base: 10 rows).
+    const racing = withHookBeforeMetadataPut(store, async () => {
+      other = await publishSnapshot({ dataset: 'orders', location: store, source: { sql: sql(20) } });
+    });
+    const error = await publishIncremental({
+      dataset: 'orders',
+      location: racing,
+      stateDir: join(dir, 'state'),
+      statements: ['INSERT INTO orders VALUES (100)'],
+    }).then(
+      () => undefined,
+      (caught: Error & { code?: string }) => caught,
+    );
+    expect(other?.snapshotId).toBe(base.snapshotId + 1);
+    // Published, its 11 rows would have replaced the other writer's 20 as the current snapshot.
+    expect(error?.code).toBe('ERR_WRITER_INCREMENTAL_BASE');
+    expect(error?.message).toContain(`snapshot ${other?.snapshotId}`);
+    const entry = await datasetOf(store, 'orders');
+    expect(entry.currentSnapshotId).toBe(other?.snapshotId);
+    expect(entry.snapshots.map((s) => s.snapshotId)).toEqual([0, 1]);
+    // Its upload is taken back: only the two published snapshots (and their manifests) remain.
+    expect((await keysOf(store)).filter((key) => key.startsWith('month='))).toHaveLength(4);
   });
 });
