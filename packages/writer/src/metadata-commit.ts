@@ -227,7 +227,7 @@ export async function commitSnapshot(input: CommitInput): Promise<CommitResult> 
       if (recorded !== undefined) return { ...recorded, attempts: attempt - 1 };
       if (input.base !== undefined) assertBaseCurrent(store, read, entry.dataset, input.base);
     }
-    const next = append(store, read, entry);
+    const next = append(store, read, { ...entry, writtenAtMs: Date.now() });
     const body = serializeMetadata(store, entry.dataset, next);
     await input.beforeWrite?.(next);
     try {

@@ -248,6 +248,22 @@ describe('concurrent publishers on file://', () => {
     await verifyPublished(store, 'orders', 'duckdb', loser, 3);
   });
 
+  it('sets last-updated-ms when it writes metadata.json: a writer committing last never moves it back', async () => {
+    const { location, store } = await newLocation();
+    const sql = 'SELECT 1::BIGINT AS id';
+    let winnerUpdatedMs = 0;
+    // The loser has taken its key's time and uploaded; the winner publishes (later) right then.
+    const loserStore = withHookBeforeMetadataPut(createFileStore({ location }), async () => {
+      await publishSnapshot({ dataset: 'orders', location, source: { sql } });
+      winnerUpdatedMs = (await readStoreMetadata(store)).lastUpdatedMs;
+    });
+    const loser = await publishSnapshot({ dataset: 'orders', location: loserStore, source: { sql } });
+    const metadata = await readStoreMetadata(store);
+    const entry = (await datasetOf(store, 'orders')).snapshots.find((s) => s.snapshotId === loser.snapshotId);
+    expect(winnerUpdatedMs).toBeGreaterThan(entry?.timestampMs ?? Number.POSITIVE_INFINITY);
+    expect(metadata.lastUpdatedMs).toBeGreaterThanOrEqual(winnerUpdatedMs);
+  });
+
   it('several writers at once: every one succeeds and no entry is lost', async () => {
     const { dir, location, store } = await newLocation();
     const built = await buildSnapshotFile({

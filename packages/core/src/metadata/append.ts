@@ -28,8 +28,13 @@ export interface AppendSnapshotInput {
   readonly checksum: string;
   readonly size: number;
   readonly rowCount?: number;
-  /** When the snapshot was taken; also becomes `last-updated-ms`. */
+  /** When the snapshot was taken (`timestamp-ms`: its upload's start, the time in its key). */
   readonly timestampMs: number;
+  /**
+   * When this document is written (`last-updated-ms`; Spice's writer sets it to now on every write).
+   * Default `timestampMs`.
+   */
+  readonly writtenAtMs?: number;
   /** When the source data last changed. */
   readonly lastUpdatedAtMs?: number;
 }
@@ -107,7 +112,7 @@ export function appendSnapshot(existing: unknown, input: AppendSnapshotInput): R
     snapshots: [...oldSnapshots, snapshotEntry],
     'current-snapshot-id': snapshotId,
   };
-  const next = { ...raw, 'last-updated-ms': input.timestampMs, [dataset]: entry };
+  const next = { ...raw, 'last-updated-ms': input.writtenAtMs ?? input.timestampMs, [dataset]: entry };
 
   const check = parseMetadata(next, input.location);
   const invalid = check.invalidDatasets.get(dataset);
