@@ -115,6 +115,7 @@ import {
   IncrementalBaseError,
   IncrementalStatementError,
   MetadataConflictError,
+  MetadataTooLargeError,
   NothingPublishedError,
   NotNullViolationError,
   RollbackRefusedError,
@@ -276,6 +277,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
     }),
   SnapshotKeyTakenError: () => new SnapshotKeyTakenError('orders', 's3://b/p/', 'orders/1.db', 5),
   MetadataConflictError: () => new MetadataConflictError('orders', 's3://b/p/', 5),
+  MetadataTooLargeError: () => new MetadataTooLargeError('orders', 's3://b/p/', 16_777_300, 16_777_216),
   IncrementalBaseError: () =>
     new IncrementalBaseError('orders', 'the location records no current snapshot of it'),
   IncrementalStatementError: () =>
