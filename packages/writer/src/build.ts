@@ -55,7 +55,15 @@ export function assertDatasetName(dataset: string): void {
   if (!isSafeDatasetName(dataset)) {
     throw new WriterOptionsError(
       'dataset',
-      `Dataset name '${dataset}' is not usable in a snapshot key; use letters, digits, '_', '-' and '.' (not leading '.' or '-', no '..').`,
+      `Dataset name '${dataset}' is not usable in a snapshot key; use letters, digits, '_' and '-' (not a leading '-').`,
+    );
+  }
+  // Safe in a key, but a table named so cannot be read: SQL takes 'a.b' for table b of schema a
+  // (Spice's readers do), and Ferry's query check for a file path (it refused the writer's own count).
+  if (dataset.includes('.')) {
+    throw new WriterOptionsError(
+      'dataset',
+      `Dataset name '${dataset}' has a '.', which SQL reads as a schema or file name, so no reader could query its table; use letters, digits, '_' and '-' (not a leading '-').`,
     );
   }
 }

@@ -4,6 +4,7 @@
  * result with @ferry/engines as a reader would.
  */
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { getDataset, parseMetadata, recordedSchema, schemaDifference } from '@ferry/core';
@@ -149,6 +150,23 @@ describe('buildSnapshotFile from a query, DuckDB output', () => {
         )
       ).code,
     ).toBe('ERR_WRITER_OPTIONS');
+  });
+
+  it("refuses a dataset name with a '.' up front: SQL reads it as a schema or file, so no reader can query the table", async () => {
+    const dir = await tempDir();
+    for (const engine of ['duckdb', 'sqlite'] as const) {
+      const error = await rejection(
+        buildSnapshotFile({
+          dataset: 'v1.orders',
+          engine,
+          source: { sql: 'SELECT 1 AS id' },
+          output: join(dir, `dotted.${engine}`),
+        }),
+      );
+      expect(error.code).toBe('ERR_WRITER_OPTIONS');
+      expect(error.message).toContain("'v1.orders'");
+      expect(existsSync(join(dir, `dotted.${engine}`))).toBe(false);
+    }
   });
 });
 
