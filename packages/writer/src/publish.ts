@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FileFormat, ObjectStore } from '@ferry/core/base';
+import { type FileFormat, type ObjectStore, signatureKeyOf } from '@ferry/core/base';
 import { createObjectStore, type ObjectStoreParams, type SigningKey } from '@ferry/store';
 import { putBlockManifest } from './block-sidecar.js';
 import {
@@ -218,6 +218,7 @@ export async function publishBuilt(
     ) {
       await deleteUnreferenced(store, uploaded.key);
       if (sidecar !== undefined) await deleteUnreferenced(store, sidecar.key);
+      if (signing !== undefined) await deleteUnreferenced(store, signatureKeyOf(uploaded.key));
     }
     throw error;
   }

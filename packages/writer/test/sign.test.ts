@@ -116,6 +116,28 @@ describe('signed publishing', () => {
     expect(statement).toMatchObject({ snapshotId: 1, uri: loser.uri });
   });
 
+  it('a writer that loses every race takes back its signature with its snapshot and manifest', async () => {
+    const { location, store } = await newLocation();
+    const loserStore = withHookBeforeMetadataPut(createFileStore({ location }), async () => {
+      await publishSnapshot({ dataset: 'orders', location, source: { sql: 'SELECT 1::BIGINT AS id' } });
+    });
+    await expect(
+      publishSnapshot({
+        dataset: 'orders',
+        location: loserStore,
+        source: { sql: 'SELECT 2::BIGINT AS id' },
+        signingKey: key.privatePem,
+        maxAttempts: 1,
+      }),
+    ).rejects.toMatchObject({ code: 'ERR_WRITER_METADATA_CONFLICT' });
+    const winner = currentSnapshot(await datasetOf(store, 'orders'));
+    if (winner === undefined) throw new Error('nothing current');
+    const keys: string[] = [];
+    for await (const info of store.list()) keys.push(info.key);
+    const winnerKey = winner.uri.slice(location.length);
+    expect(keys.sort()).toEqual([blockManifestKey(winnerKey), 'metadata.json', winnerKey].sort());
+  });
+
   it('publishHeartbeat re-signs for the current snapshot; refuses a dataset with nothing published and a key that is not Ed25519', async () => {
     const { location } = await newLocation();
     await expect(
