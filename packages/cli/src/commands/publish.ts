@@ -5,8 +5,10 @@
  * checksum on stdout.
  */
 
-import { readFile, stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { type FileFormat, parseDuration, parseEndpoint } from '@ferry/core/base';
 import type { PublishResult, SnapshotSource } from '@ferry/writer';
 import { choiceOption, expectPositionals, type Parsed, stringOption } from '../args.js';
@@ -154,6 +156,32 @@ async function heartbeat(parsed: Parsed, io: CliIo, location: string, dataset: s
 
 const DEFAULT_VALID_FOR_MS = 60 * 60 * 1000;
 
+/**
+ * Runs a publish with its build folder in a temporary folder of its own. SIGINT or SIGTERM (Ctrl-C,
+ * a CronJob's deadline) still ends it at once, as every command but `serve`, but first removes that
+ * folder: it holds a whole copy of the snapshot, and one left per interrupted run fills the disk.
+ * (An object already uploaded is named by no metadata.json, so readers never see it.)
+ */
+async function withBuildFolder<T>(publish: (workDir: string) => Promise<T>): Promise<T> {
+  const workDir = await mkdtemp(join(tmpdir(), 'ferry-publish-'));
+  const onSignal = (signal: NodeJS.Signals): void => {
+    rmSync(workDir, { recursive: true, force: true });
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    // The signal's own default action: exit status 130 / 143, as without this handler.
+    process.kill(process.pid, signal);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await publish(workDir);
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
 async function run(parsed: Parsed, io: CliIo): Promise<number> {
   expectPositionals('publish', parsed, []);
   const location = required(parsed, 'location');
@@ -185,18 +213,21 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const { publishSnapshot } = await import('@ferry/writer');
   let result: PublishResult;
   try {
-    result = await publishSnapshot({
-      dataset,
-      location,
-      source,
-      storeParams: storeParams(parsed),
-      ...(engine === undefined ? {} : { engine }),
-      ...(notNull === undefined ? {} : { notNull }),
-      ...(key === undefined ? {} : { signingKey: key }),
-      ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
-      ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
-      onProgress: (bytes, total) => progress.update(bytes, total),
-    });
+    result = await withBuildFolder((workDir) =>
+      publishSnapshot({
+        dataset,
+        location,
+        source,
+        workDir,
+        storeParams: storeParams(parsed),
+        ...(engine === undefined ? {} : { engine }),
+        ...(notNull === undefined ? {} : { notNull }),
+        ...(key === undefined ? {} : { signingKey: key }),
+        ...(validFor === undefined ? {} : { heartbeatValidForMs: validFor }),
+        ...(parsed.values['no-block-manifest'] === true ? { blockManifest: false } : {}),
+        onProgress: (bytes, total) => progress.update(bytes, total),
+      }),
+    );
   } finally {
     progress.done();
   }
