@@ -248,6 +248,21 @@ export async function publishBuilt(
 }
 
 /**
+ * The build skips NOT NULL names the table lacks (a recorded column dropped from the query is the
+ * schema check's to refuse), so a misspelt or wrongly cased `notNull` would silently record the
+ * column nullable, which later publishes could not tighten: refuse it instead, before uploading.
+ */
+function assertNotNullColumns(built: BuiltSnapshot, notNull: readonly string[]): void {
+  const names = built.schema.fields.map((field) => field.name);
+  const missing = notNull.filter((column) => !names.includes(column));
+  if (missing.length === 0) return;
+  throw new WriterOptionsError(
+    'notNull',
+    `NOT NULL column(s) ${missing.map((name) => `'${name}'`).join(', ')} of dataset '${built.dataset}' are not in its table, whose columns are ${names.map((name) => `'${name}'`).join(', ')}; name them exactly (case included).`,
+  );
+}
+
+/**
  * Publish one snapshot of `dataset` to `location`.
  * @throws SchemaRefusedError (`ERR_INCOMPATIBLE_SCHEMA`) before uploading when the table neither
  * equals nor widens the recorded schema; EngineMismatchError before uploading; MetadataConflictError
@@ -279,6 +294,7 @@ export async function publishSnapshot(options: PublishSnapshotOptions): Promise<
       output: join(workDir, `${dataset}.${engine}`),
       ...('sql' in source ? { notNull } : {}),
     });
+    if ('sql' in source) assertNotNullColumns(built, options.notNull ?? []);
     return await publishBuilt(store, firstRead, built, options, maxAttempts, signing);
   } finally {
     await rm(workDir, { recursive: true, force: true });

@@ -129,6 +129,27 @@ describe('publishSnapshot to file://', () => {
     await verifyPublished(store, 'items', 'duckdb', again, 2);
   });
 
+  it('refuses a NOT NULL column the table does not have, instead of recording it nullable for good', async () => {
+    const { location, store } = await newLocation();
+    const sql = 'SELECT 1::BIGINT AS id, 2::BIGINT AS qty';
+    for (const notNull of [['idd'], ['ID'], ['id', 'qtty']]) {
+      const error = await rejection(
+        publishSnapshot({ dataset: 'items', location, source: { sql }, notNull }),
+      );
+      expect(error.code).toBe('ERR_WRITER_OPTIONS');
+      expect(error.message).toContain(`'${notNull.at(-1)}'`);
+      expect(error.message).toContain("'id', 'qty'");
+    }
+    // Nothing published: a later publish with the right name still records id NOT NULL.
+    expect(await keysOf(store)).toEqual([]);
+    await publishSnapshot({ dataset: 'items', location, source: { sql }, notNull: ['id'] });
+    const fields = (await datasetOf(store, 'items')).schemas[0]?.schema.fields;
+    expect(fields?.map((field) => [field.name, field.nullable])).toEqual([
+      ['id', false],
+      ['qty', true],
+    ]);
+  });
+
   it('refuses, before uploading, a snapshot whose entry would grow metadata.json past what readers accept', async () => {
     const { location, store } = await newLocation();
     const sql = 'SELECT i::BIGINT AS id FROM range(3) t(i)';
