@@ -57,3 +57,48 @@ describe('ferry publish interrupted', () => {
     60_000,
   );
 });
+
+describe('ferry publish --incremental killed', () => {
+  it('the next run removes the work copy a killed run left in the state directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ferry-publish-killed-'));
+    dirs.push(dir);
+    const location = pathToFileURL(`${join(dir, 'store')}/`).href;
+    const state = join(dir, 'state');
+    const full = await ferry([
+      'publish',
+      '--location',
+      location,
+      '--dataset',
+      'big',
+      '--sql',
+      'SELECT i::BIGINT AS id, md5(i::VARCHAR) AS a, md5((i * 7)::VARCHAR) AS b FROM range(2000000) t(i)',
+    ]);
+    expect(full.code).toBe(0);
+    const incremental = (sql: string) => [
+      'publish',
+      '--incremental',
+      '--location',
+      location,
+      '--dataset',
+      'big',
+      '--state-dir',
+      state,
+      '--sql',
+      sql,
+    ];
+    const first = await ferry(incremental('INSERT INTO big VALUES (-1, 1, 1)'));
+    expect(first.code).toBe(0);
+    const kept = (await readdir(state)).sort();
+
+    // Killed (SIGKILL: no handler runs) while uploading its work copy of the whole database.
+    const running = startFerry(incremental('INSERT INTO big VALUES (-2, 2, 2)'));
+    await running.waitForStderr(/Uploading big: \d+% \([1-9]/);
+    running.child.kill('SIGKILL');
+    await running.exited;
+    expect((await readdir(state)).length).toBeGreaterThan(kept.length);
+
+    const next = await ferry(incremental('INSERT INTO big VALUES (-3, 3, 3)'));
+    expect(next.code).toBe(0);
+    expect((await readdir(state)).sort()).toEqual(kept);
+  }, 120_000);
+});

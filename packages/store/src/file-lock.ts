@@ -56,7 +56,8 @@ export class LockTimeoutError extends Error {
 }
 registerErrors({ LockTimeoutError });
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` of this host still runs (a process of another user counts as running). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -4,6 +4,7 @@
  */
 export * from './block-digests.js';
 export * from './errors.js';
+export { isAlive as isProcessAlive } from './file-lock.js';
 export * from './file-store.js';
 export * from './object-store.js';
 export * from './read-parallel.js';

@@ -12,8 +12,9 @@
  * the current snapshot downloaded from the store and checked against its recorded SHA-256.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFile, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { StatementType } from '@duckdb/node-api';
 import {
   currentSnapshot,
@@ -24,7 +25,7 @@ import {
   type SnapshotEntry,
 } from '@ferry/core/base';
 import { readDatabaseHeader } from '@ferry/engines';
-import { createObjectStore, readParallelParts } from '@ferry/store';
+import { createObjectStore, isProcessAlive, readParallelParts } from '@ferry/store';
 import Database from 'better-sqlite3';
 import { assertDatasetName, assertNoSideFiles, type BuiltSnapshot, inspect } from './build.js';
 import { openBuildConnection } from './build-duckdb.js';
@@ -91,6 +92,31 @@ function statePath(copy: string): string {
   return `${copy}.ferry-writer.json`;
 }
 
+/**
+ * A scratch file beside the kept copy (`work`: the copy the statements run on; `tmp`: a download),
+ * named after its host and process so a later run can tell one abandoned by a killed run.
+ */
+function scratchPath(copy: string, kind: 'work' | 'tmp'): string {
+  return `${copy}.ferry-${kind}-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Removes the scratch files (and their engines' side files) that runs of this host killed before
+ * their own cleanup left beside `copy`: each holds a whole copy of the database, and nothing else
+ * would ever remove them. Those of a live process, or of another host, are left alone.
+ */
+async function removeAbandonedScratch(copy: string): Promise<void> {
+  const dir = dirname(copy);
+  const prefix = `${basename(copy)}.ferry-`;
+  const host = hostname();
+  for (const name of await readdir(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    const match = /^(?:work|tmp)-(.+)-(\d+)-[0-9a-f]{8}/.exec(name.slice(prefix.length));
+    if (match === null || match[1] !== host || isProcessAlive(Number(match[2]))) continue;
+    await rm(join(dir, name), { force: true });
+  }
+}
+
 async function identity(path: string): Promise<{ inode: number; mtimeNs: string; size: number } | undefined> {
   const info = await stat(path, { bigint: true }).catch(() => undefined);
   if (info === undefined) return undefined;
@@ -144,7 +170,7 @@ async function downloadBase(
   copy: string,
 ): Promise<void> {
   const key = resolveSnapshotKey(recordedLocation, current.uri);
-  const temp = `${copy}.ferry-tmp-${randomBytes(4).toString('hex')}`;
+  const temp = scratchPath(copy, 'tmp');
   const handle = await open(temp, 'wx');
   const hash = createHash('sha256');
   let bytes = 0;
@@ -283,6 +309,7 @@ export async function publishIncremental(
     }
     await mkdir(options.stateDir, { recursive: true });
     const copy = join(options.stateDir, `${dataset}.snapshot`);
+    await removeAbandonedScratch(copy);
     let source: 'kept' | 'downloaded' = 'kept';
     if (!(await keptHolds(copy, current))) {
       source = 'downloaded';
@@ -298,7 +325,7 @@ export async function publishIncremental(
       );
     }
     const engine: FileFormat = header;
-    work = `${copy}.ferry-work-${randomBytes(4).toString('hex')}`;
+    work = scratchPath(copy, 'work');
     await copyFile(copy, work);
     if (engine === 'duckdb') await applyDuckDb(dataset, work, statements);
     else applySqlite(dataset, work, statements);
