@@ -471,6 +471,11 @@ export interface Runtime {
    * for a name not configured. Returns the unsubscribe function.
    */
   inspect(listener: (event: InspectionEvent) => void, options?: InspectOptions): () => void;
+  /**
+   * Sends a command to the dataset's machine. Throws `ERR_UNKNOWN_DATASET` for a name not
+   * configured, `ERR_DATASET_FAILED` (with the reason) for one that cannot run, and
+   * `ERR_DATASET_NOT_READY` while its thread is starting or restarting.
+   */
   send(name: string, command: DatasetCommand): Promise<void>;
   metrics(): RuntimeMetrics;
   /**

@@ -601,6 +601,46 @@ describe('inspector routes', () => {
   });
 });
 
+describe('a command to a dataset whose configuration was refused', () => {
+  it('says why it cannot run (ERR_DATASET_FAILED with the reason), not that it has no snapshot yet and to retry', async () => {
+    const store = await fixtureDir();
+    const yaml = `${spicepod({ location: store.location, interval: '1h', datasets: ['users'] })}${[
+      '  - from: postgres:public.broken',
+      '    name: broken',
+      '    acceleration:',
+      '      engine: sqlite',
+      '      mode: file',
+      '      refresh_mode: snapshot',
+      '      snapshots: enabled',
+      '      refresh_check_interval: soon',
+      '',
+    ].join('\n')}`;
+    const plain = await serve(yaml);
+    const server = await startServer(plain.runtime, { port: 0, routes: inspectorRoutes(plain.runtime) });
+    try {
+      expect(plain.runtime.status('broken').state).toBe('failed');
+      for (const url of [
+        `${server.url}/inspector/datasets/broken/commands`,
+        `${plain.server.url}/v1/datasets/broken/commands`,
+      ]) {
+        const answer = await request(url, {
+          method: 'POST',
+          headers: JSON_BODY,
+          body: JSON.stringify({ command: 'poll.now' }),
+        });
+        expect(answer.status).toBe(503);
+        const body = answer.json<{ code: string; error: string }>();
+        expect(body.code).toBe('ERR_DATASET_FAILED');
+        expect(body.error).toContain("refresh_check_interval: 'soon' is not a duration");
+      }
+    } finally {
+      await server.close();
+      await plain.close();
+      await rm(store.dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('the inspector and parked datasets', () => {
   it('mounted, with an overview open, it lets serving datasets park (no check of their own); a detail view wakes only its dataset, lists its checks, and it parks again once let go', async () => {
     const store = await fixtureDir();

@@ -540,6 +540,8 @@ class HostRuntime implements Runtime {
 
   async send(name: string, command: DatasetCommand): Promise<void> {
     const entry = this.#registry.get(name);
+    // A refused configuration never gets a machine: say why, as queries and ready() do.
+    if (entry.state === 'failed') throw this.#registry.failure(entry);
     if (entry.rpc === undefined) throw new DatasetNotReadyError(name, entry.state);
     await entry.rpc.request<void>({ type: 'command', id: 0, command });
   }
