@@ -440,6 +440,27 @@ describe.skipIf(!HAS_CHROMIUM)(SUITE('inspector page in Chromium: two datasets o
     expect(freshErrors.filter((error) => !error.includes('404'))).toEqual([]);
     await fresh.close();
   });
+
+  it('keeps every sort it offers in the URL: a reload or a link shows the same sort', async () => {
+    const fresh = await context.newPage();
+    const freshErrors = collectErrors(fresh);
+    await fresh.goto(`${server.url}/inspector`);
+    await fresh.waitForSelector('a.row[data-name="orders"]');
+    const sorts = await fresh.$$eval('#sort option', (options) =>
+      options.map((option) => (option as unknown as { value: string }).value),
+    );
+    expect(sorts).toContain('lag');
+    for (const sort of sorts) {
+      await fresh.selectOption('#sort', sort);
+      await fresh.reload();
+      await fresh.waitForSelector('a.row[data-name="orders"]');
+      expect(await fresh.$eval('#sort', (select) => (select as unknown as { value: string }).value)).toBe(
+        sort,
+      );
+    }
+    expect(freshErrors).toEqual([]);
+    await fresh.close();
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import { byId, clock, duration, relative, renderCounts, setText, syncText } from
 const ROW_HEIGHT = 30;
 const OVERSCAN = 6;
 const HEALTH_RANK = { error: 0, warn: 1, pending: 2, stopped: 3, ok: 4 };
-const SORTS = ['attention', 'name', 'state', 'age', 'checked', 'failures'];
 
 const model = {
   /** @type {Map<string, { row: any, version: number }>} */ rows: new Map(),
@@ -308,7 +307,8 @@ function readQuery() {
   model.filter = params.get('state') ?? 'all';
   model.query = params.get('q') ?? '';
   const sort = params.get('sort') ?? 'attention';
-  model.sort = SORTS.includes(sort) ? sort : 'attention';
+  // Every sort there is a comparator for (the select and the column headers offer each).
+  model.sort = Object.hasOwn(COMPARATORS, sort) ? sort : 'attention';
   /** @type {HTMLInputElement} */ (byId('search')).value = model.query;
   /** @type {HTMLSelectElement} */ (byId('sort')).value = model.sort;
 }
