@@ -441,6 +441,42 @@ describe.skipIf(!HAS_CHROMIUM)(SUITE('inspector page in Chromium: two datasets o
     await fresh.close();
   });
 
+  it('a tab in the background gives its connection back, so many open tabs leave room for commands and pages', async () => {
+    // Chromium keeps six HTTP/1.1 connections per server for all its tabs; each live tab's stream holds one.
+    const setHidden = (tab: Page, hidden: boolean) =>
+      tab.evaluate((value) => {
+        const document = (globalThis as unknown as { document: Record<string, unknown> }).document;
+        Object.defineProperty(document, 'hidden', { value, configurable: true });
+        Object.defineProperty(document, 'visibilityState', {
+          value: value ? 'hidden' : 'visible',
+          configurable: true,
+        });
+        (document as unknown as { dispatchEvent(event: unknown): void }).dispatchEvent(
+          new (globalThis as unknown as { Event: new (type: string) => unknown }).Event('visibilitychange'),
+        );
+      }, hidden);
+    const tabs: Page[] = [];
+    try {
+      for (let index = 0; index < 7; index++) {
+        const tab = await context.newPage();
+        tabs.push(tab);
+        await tab.goto(`${server.url}/inspector/datasets/${index % 2 === 0 ? 'orders' : 'users'}`, {
+          timeout: 10_000,
+        });
+        await tab.waitForSelector('#connection[data-connection="live"]', { timeout: 10_000 });
+        await setHidden(tab, true);
+      }
+      expect(await (tabs[6] as Page).locator('#connection').textContent()).toBe('paused while hidden');
+      const shown = tabs[0] as Page;
+      await setHidden(shown, false);
+      await shown.waitForSelector('#connection[data-connection="live"]', { timeout: 10_000 });
+      await shown.click('#detail button[data-command="poll.now"]');
+      await waitForField(shown, 'command-result', 'poll.now accepted');
+    } finally {
+      for (const tab of tabs) await tab.close();
+    }
+  });
+
   it('keeps every sort it offers in the URL: a reload or a link shows the same sort', async () => {
     const fresh = await context.newPage();
     const freshErrors = collectErrors(fresh);

@@ -5,7 +5,8 @@
  * stream, the state and the commands accept; the page renews it while open. Every (re)connection
  * starts with a full snapshot, so a page that lost the server resyncs when it is back: EventSource
  * reconnects by itself, and when the browser gives up (a 401, a 404, a restart) the page finds out
- * why and reconnects with a backoff, asks for the key, or says the dataset does not exist.
+ * why and reconnects with a backoff, asks for the key, or says the dataset does not exist. A tab
+ * in the background closes its stream and reopens it when shown.
  */
 import { byId, clock } from './format.js';
 
@@ -70,8 +71,15 @@ export function disconnect() {
 function open() {
   clearTimeout(state.retryTimer);
   state.source?.close();
+  state.source = null;
   const target = state.target;
   if (target === null) return;
+  // A tab in the background holds no stream: over HTTP/1.1 a browser keeps six connections per
+  // server for all its tabs, so six open inspector tabs would leave none for a command or a page.
+  if (document.hidden) {
+    setConnection('hidden', 'paused while hidden');
+    return;
+  }
   const source = new EventSource(target.url);
   state.source = source;
   setConnection('connecting', 'connecting…');
@@ -214,4 +222,13 @@ export function startConnection() {
     void signIn(key);
   });
   byId('sign-out').addEventListener('click', () => void signOut());
+  // Hidden: the stream is closed (see open()); shown again: reopened, starting from a snapshot.
+  document.addEventListener('visibilitychange', () => {
+    if (document.hidden) {
+      if (state.source !== null) open();
+    } else if (state.source === null && state.target !== null && byId('key-form').hidden) {
+      state.retryAttempt = 0;
+      open();
+    }
+  });
 }
