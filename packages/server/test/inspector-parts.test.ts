@@ -11,10 +11,12 @@ import type { AddressInfo } from 'node:net';
 import type { DatasetStatus } from '@ferry/core';
 import type { DatasetInfo } from '@ferry/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { overviewCounts, overviewRow } from '../src/index.js';
 import { storeSnapshotOf, storeSync } from '../src/inspector/overview.js';
 import { InspectorSessions, SESSION_COOKIE } from '../src/inspector/session.js';
 import { SseStream, sseFrame } from '../src/inspector/stream.js';
+import { WebSocketTransport } from '../src/inspector/websocket-transport.js';
 
 function status(fields: Partial<DatasetStatus> = {}): DatasetStatus {
   return {
@@ -260,4 +262,51 @@ describe('the event stream of a page that stops reading', () => {
     expect(text.indexOf('"resync":true')).toBeLessThan(text.indexOf('"after":true'));
     stream.close();
   });
+});
+
+describe('the Stately bridge connection to a receiver that stops reading', () => {
+  it('holds at most its bound plus a message, then drops the connection and reconnects', async () => {
+    const receiver = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await once(receiver, 'listening');
+    let connections = 0;
+    receiver.on('connection', (_socket, request) => {
+      connections++;
+      // The first connection is never read from again (a receiver that hangs).
+      if (connections === 1) request.socket.pause();
+    });
+    const bound = 256 * 1024;
+    let opened = 0;
+    const transport = new WebSocketTransport({
+      url: `ws://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+      maxBufferedBytes: bound,
+      reconnectDelaysMs: [10],
+      onOpen: () => {
+        opened++;
+      },
+    });
+    try {
+      transport.start();
+      while (opened === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const message = { type: '@xstate.snapshot', payload: 'x'.repeat(16 * 1024) };
+      let most = 0;
+      // 64 MiB offered in all, far past what the kernel's socket buffers take.
+      for (let sent = 0; sent < 4_096 && opened < 2; sent++) {
+        transport.send(message);
+        most = Math.max(most, transport.bufferedBytes);
+        if (sent % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+      for (let waited = 0; opened < 2 && waited < 5_000; waited += 5) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      // Dropped and made again (the owner announces again on it) …
+      expect(opened).toBe(2);
+      expect(connections).toBe(2);
+      // … never holding more than the bound and the message that crossed it.
+      expect(most).toBeLessThanOrEqual(bound + 17 * 1024);
+    } finally {
+      await transport.stop();
+      for (const client of receiver.clients) client.terminate();
+      receiver.close();
+    }
+  }, 30_000);
 });

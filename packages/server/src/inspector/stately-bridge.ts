@@ -30,6 +30,11 @@ export interface StatelyBridgeOptions {
   readonly logger?: Logger;
   /** Messages kept while the receiver is unreachable (oldest dropped first); default 1 000. */
   readonly maxQueuedMessages?: number;
+  /**
+   * Bytes a connected receiver may leave unread; default 8 MiB. One further behind is disconnected
+   * (and reconnected, every machine announced again) rather than buffered for without bound.
+   */
+  readonly maxBufferedBytes?: number;
   /** Largest JSON size of one event payload before it is abridged; default 65 536. */
   readonly maxPayloadChars?: number;
   /** Delays before reconnect attempts; the last repeats; default 500 ms … 10 s. */
@@ -210,6 +215,7 @@ export function startStatelyBridge(runtime: Runtime, options: StatelyBridgeOptio
   const transport = new WebSocketTransport({
     url: options.url,
     ...(options.maxQueuedMessages === undefined ? {} : { maxQueued: options.maxQueuedMessages }),
+    ...(options.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: options.maxBufferedBytes }),
     ...(options.reconnectDelaysMs === undefined ? {} : { reconnectDelaysMs: options.reconnectDelaysMs }),
     onOpen: () => {
       outage = false;

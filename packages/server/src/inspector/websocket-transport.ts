@@ -13,6 +13,12 @@ export interface WebSocketTransportOptions {
   readonly url: string;
   /** Messages kept while disconnected (oldest dropped first); default 1 000. */
   readonly maxQueued?: number;
+  /**
+   * Bytes an open connection may hold unsent; default 8 MiB. A receiver that falls further behind
+   * (it stopped reading) is disconnected rather than buffered for without bound; the reconnection
+   * lets the owner announce again (`onOpen`).
+   */
+  readonly maxBufferedBytes?: number;
   /** Delays before reconnect attempts 1, 2, …; the last repeats; default 500 ms … 10 s. */
   readonly reconnectDelaysMs?: readonly number[];
   /** Called on every (re)connection, before the backlog is flushed; sends made here go first. */
@@ -26,6 +32,7 @@ const DEFAULT_DELAYS = [500, 1_000, 2_000, 5_000, 10_000];
 export class WebSocketTransport {
   readonly url: string;
   readonly #maxQueued: number;
+  readonly #maxBuffered: number;
   readonly #delays: readonly number[];
   readonly #onOpen: (() => void) | undefined;
   readonly #onDisconnect: ((reason: string, wasOpen: boolean) => void) | undefined;
@@ -35,11 +42,14 @@ export class WebSocketTransport {
   #attempt = 0;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** The open connection was dropped for a receiver that stopped reading. */
+  #stalled = false;
   #dropped = 0;
 
   constructor(options: WebSocketTransportOptions) {
     this.url = options.url;
     this.#maxQueued = options.maxQueued ?? 1_000;
+    this.#maxBuffered = options.maxBufferedBytes ?? 8 * 1024 * 1024;
     this.#delays = options.reconnectDelaysMs ?? DEFAULT_DELAYS;
     this.#onOpen = options.onOpen;
     this.#onDisconnect = options.onDisconnect;
@@ -51,6 +61,11 @@ export class WebSocketTransport {
   }
 
   /** Messages dropped because the backlog was full while disconnected. */
+  /** Bytes written to the open connection that it has not sent yet. */
+  get bufferedBytes(): number {
+    return this.#socket?.bufferedAmount ?? 0;
+  }
+
   get dropped(): number {
     return this.#dropped;
   }
@@ -64,9 +79,16 @@ export class WebSocketTransport {
   send(message: unknown): void {
     if (this.#stopped) return;
     const text = JSON.stringify(message);
-    if (this.#open && this.#socket !== undefined) {
-      this.#socket.send(text);
-      return;
+    const socket = this.#socket;
+    if (this.#open && socket !== undefined) {
+      if (socket.bufferedAmount <= this.#maxBuffered) {
+        socket.send(text);
+        return;
+      }
+      // The receiver stopped reading: what follows waits in the bounded queue for the reconnection.
+      this.#open = false;
+      this.#stalled = true;
+      socket.terminate();
     }
     this.#queue.push(text);
     if (this.#queue.length > this.#maxQueued) {
@@ -111,7 +133,9 @@ export class WebSocketTransport {
     // The receiver's messages (if any) are not for us.
     socket.on('message', () => undefined);
     socket.on('close', (code) => {
-      const wasOpen = this.#open;
+      const wasOpen = this.#open || this.#stalled;
+      if (this.#stalled) lastError = `the receiver stopped reading: over ${this.#maxBuffered} bytes unsent`;
+      this.#stalled = false;
       this.#open = false;
       this.#socket = undefined;
       if (this.#stopped) return;
