@@ -39,7 +39,16 @@ export function sendJson(
   value: unknown,
   headers: Readonly<Record<string, string>> = {},
 ): void {
-  const body = JSON.stringify(value);
+  sendJsonText(res, status, JSON.stringify(value), headers);
+}
+
+/** Sends `body`, JSON text already made. */
+export function sendJsonText(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   res.writeHead(status, {
     ...headers,
     'content-type': 'application/json; charset=utf-8',

@@ -5,7 +5,9 @@
  * and auth — a key as a header, the session cookie for the event stream, no `?key=` — over real
  * HTTP against a real runtime serving a copy of the fixture store.
  */
-import { rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { JsonValue } from '@ferry/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -636,6 +638,51 @@ describe('a command to a dataset whose configuration was refused', () => {
     } finally {
       await server.close();
       await plain.close();
+      await rm(store.dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('secrets in what the inspector shows', () => {
+  it('no answer shows a value a secret reference resolved to, as /v1/datasets shows none', async () => {
+    const store = await fixtureDir();
+    // A live file given by a secret that names a directory: the error quotes the path.
+    const secret = await mkdtemp(join(tmpdir(), 'ferry-secret-live-'));
+    process.env.FERRY_TEST_INSPECTOR_LIVE = secret;
+    const reference = `\${secrets:FERRY_TEST_INSPECTOR_LIVE}`;
+    const yaml = spicepod({ location: store.location, interval: '1h', datasets: ['users'] }).replace(
+      '      mode: file\n',
+      `      mode: file\n      params:\n        sqlite_file: ${reference}\n`,
+    );
+    const plain = await serve(yaml);
+    const routes = inspectorRoutes(plain.runtime);
+    const server = await startServer(plain.runtime, { port: 0, routes });
+    try {
+      await new Promise<void>((resolve) => {
+        const off = plain.runtime.on('error', (event) => {
+          if (event.dataset !== 'users') return;
+          off();
+          resolve();
+        });
+      });
+      const datasets = await request(`${server.url}/v1/datasets?status=true`);
+      expect(datasets.text).toContain(reference);
+      expect(datasets.text).not.toContain(secret);
+      const overview = await request(`${server.url}/inspector/state`);
+      const detail = await request(`${server.url}/inspector/state?dataset=users`);
+      const stream = await readEvents(
+        `${server.url}/inspector/events?dataset=users`,
+        (events) => events.length >= 1,
+      );
+      for (const text of [overview.text, detail.text, JSON.stringify(stream.events)]) {
+        expect(text).toContain(reference);
+        expect(text).not.toContain(secret);
+      }
+    } finally {
+      delete process.env.FERRY_TEST_INSPECTOR_LIVE;
+      await server.close();
+      await plain.close();
+      await rm(secret, { recursive: true, force: true });
       await rm(store.dir, { recursive: true, force: true });
     }
   });

@@ -20,7 +20,7 @@
  * Nothing here holds more than a bounded amount per dataset, and nothing is sent to a page but
  * through its listener: the stream decides what a slow page gets (see `stream.ts`).
  */
-import type { DatasetStatus } from '@ferry/core/base';
+import { type DatasetStatus, redactSecrets } from '@ferry/core/base';
 import type { DatasetInfo, InspectionEvent, Runtime } from '@ferry/runtime';
 import { abridge } from './abridge.js';
 import { datasetMachineGraph, type MachineGraph } from './machine-graph.js';
@@ -183,9 +183,22 @@ export class InspectorHub {
   /** Rows changed since the last update went out (a snapshot's refresh included). */
   #unsent = new Set<string>();
   #ticks = 0;
+  /**
+   * JSON for a page: every string with the values the spicepod's secret references resolved to
+   * replaced by the references, as in every other answer and log line (an error can quote one).
+   */
+  readonly json: (value: unknown) => string;
 
   constructor(runtime: Runtime, options: InspectorHubOptions = {}) {
     this.#runtime = runtime;
+    const secrets = runtime.config.secretReferences;
+    this.json =
+      secrets.length === 0
+        ? (value) => JSON.stringify(value)
+        : (value) =>
+            JSON.stringify(value, (_key, item: unknown) =>
+              typeof item === 'string' ? redactSecrets(item, secrets) : item,
+            );
     this.#recentEvents = options.recentEvents ?? 200;
     this.#maxPayloadChars = options.maxPayloadChars ?? 2_048;
     this.#historyLength = options.historyLength ?? 50;
@@ -508,7 +521,7 @@ export class InspectorHub {
         counts: this.#counts,
         rows: [...changed].map((name) => this.#rows.get(name)?.row as OverviewRow),
       };
-      const json = JSON.stringify(update);
+      const json = this.json(update);
       for (const listener of [...this.#overviewListeners]) listener(update, json);
     }
     for (const [name, follow] of this.#follows) {
@@ -541,7 +554,7 @@ export class InspectorHub {
         activity,
         inspection,
       };
-      const json = JSON.stringify(update);
+      const json = this.json(update);
       for (const listener of [...follow.listeners]) listener(update, json);
     }
   }

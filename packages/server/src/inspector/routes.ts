@@ -24,7 +24,7 @@ import type { IncomingMessage } from 'node:http';
 import { apiKeyCheck, type Runtime } from '@ferry/runtime';
 import { presentedKeys } from '../auth.js';
 import { runCommand } from '../commands.js';
-import { sendError, sendJson } from '../http.js';
+import { sendError, sendJson, sendJsonText } from '../http.js';
 import type { Route, RouteContext } from '../route.js';
 import { type Asset, loadAsset, PAGE_ASSETS, sendAsset, variantOf } from './assets.js';
 import { InspectorAssetNotFoundError, InspectorUnauthorizedError } from './errors.js';
@@ -144,7 +144,7 @@ export function inspectorRoutes(runtime: Runtime, options: InspectorRoutesOption
 
   const state = ({ res, url }: RouteContext): void => {
     const dataset = url.searchParams.get('dataset');
-    sendJson(res, 200, dataset === null ? hub.overview() : hub.detail(dataset), NO_STORE);
+    sendJsonText(res, 200, hub.json(dataset === null ? hub.overview() : hub.detail(dataset)), NO_STORE);
   };
 
   const events = (context: RouteContext): Promise<void> => {
@@ -161,12 +161,12 @@ export function inspectorRoutes(runtime: Runtime, options: InspectorRoutesOption
       let stream: SseStream;
       let unsubscribe: () => void;
       if (dataset === null) {
-        const snapshot = (): string => sseFrame('overview', JSON.stringify(hub.overview()));
+        const snapshot = (): string => sseFrame('overview', hub.json(hub.overview()));
         stream = new SseStream(res, options, snapshot);
         stream.sendAlways(snapshot());
         unsubscribe = hub.subscribeOverview((_update, json) => stream.send(sseFrame('update', json)));
       } else {
-        const snapshot = (): string => sseFrame('detail', JSON.stringify(hub.detail(dataset)));
+        const snapshot = (): string => sseFrame('detail', hub.json(hub.detail(dataset)));
         stream = new SseStream(res, options, snapshot);
         unsubscribe = hub.subscribeDetail(dataset, (_update, json) =>
           stream.send(sseFrame('detail-update', json)),
