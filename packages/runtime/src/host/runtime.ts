@@ -14,7 +14,6 @@ import {
   type DatasetConfig,
   type DatasetEmitted,
   type JsonValue,
-  parseByteSize,
   retentionOf,
   type SpicepodConfig,
 } from '@ferry/core/base';
@@ -79,6 +78,7 @@ import { InspectionHub } from './inspection-hub.js';
 import { manyThreadsNotice, nodeLineNoticeOnce } from './node-lines.js';
 import { redactingLogger } from './redaction.js';
 import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
+import { byteSize, checkRuntimeOptions } from './runtime-options.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { checkMaxStaleness, holdToStalenessBound } from './staleness-bound.js';
@@ -93,6 +93,7 @@ export async function createRuntime(
   source: string | SpicepodSource,
   options: RuntimeOptions = {},
 ): Promise<Runtime> {
+  checkRuntimeOptions(options);
   const env = options.env ?? process.env;
   const logger = options.logger ?? defaultLogger(options.logLevel);
   const pod = await loadSpicepodSource(source, env, logger);
@@ -640,17 +641,6 @@ const DATASET_THREAD_LIMITS = {
   maxYoungGenerationSizeMb: SMALL_THREAD_YOUNG_GENERATION_MB,
 } as const;
 
-function size(option: string, value: string | number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const bytes = parseByteSize(value);
-  if (bytes === undefined || bytes <= 0) {
-    throw new TypeError(
-      `${option}: ${JSON.stringify(value)} is not a size; write it like '4GB' or '512MiB', or give bytes.`,
-    );
-  }
-  return bytes;
-}
-
 /**
  * Queries admitted at once per core, by default (`maxQueriesInFlight`). Past what the engines run
  * at once (about one a core) an admitted query waits in a pool's queue, and its answer then waits
@@ -691,15 +681,14 @@ function queryServiceOptions(
     ...new Set([generationsRoot(dataDir), ...livePaths.map((path) => generationsRootFor(path, dataDir))]),
   ];
   const privateRoots = [...new Set([dataDir, ...livePaths.map((path) => dirname(path))])];
-  const memoryLimitBytes = size(
-    'queryMemoryLimit',
+  const memoryLimitBytes = byteSize(
     options.queryMemoryLimit,
     Math.max(256 * 2 ** 20, Math.floor(totalmem() / 2 / workers)),
   );
   const duckdb = (index: number): DuckDbNamespaceOptions => ({
     allowedDirectories: roots.map((root) => `${root}/`),
     tempDirectory: join(tempRoot, `duckdb-${index}`),
-    maxTempBytes: size('queryTempDirectorySize', options.queryTempDirectorySize, 4 * GIB),
+    maxTempBytes: byteSize(options.queryTempDirectorySize, 4 * GIB),
     memoryLimitBytes,
     threads: Math.max(1, options.queryThreads ?? Math.floor(availableParallelism() / workers)),
     settings: { memory: 'queryMemoryLimit', threads: 'queryThreads', temp: 'queryTempDirectorySize' },

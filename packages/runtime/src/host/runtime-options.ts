@@ -1,0 +1,156 @@
+/**
+ * `createRuntime`'s options, checked before anything starts: a key that is no option (a typo), a
+ * value of the wrong type or out of its range is refused with one {@link ConfigError} (ERR_CONFIG)
+ * listing each, by its name — never taken silently (a text where a number belongs fell back to the
+ * default, a negative cap or timeout meant something nobody asked for) or found out later in a
+ * thread (a negative `snapshotIdleTimeoutMs` left every dataset `starting`).
+ */
+import { ConfigError, type ConfigIssue, closest, MAX_DURATION_MS, parseByteSize } from '@ferry/core/base';
+import { LOG_LEVELS } from '@ferry/core/common';
+import type { RuntimeOptions } from '../api.js';
+
+const FILE = 'createRuntime options';
+
+/** What is wrong with a value, or undefined when it is good. */
+type Rule = (value: unknown, path: string) => readonly ConfigIssue[] | string | undefined;
+
+const got = (value: unknown): string =>
+  typeof value === 'string' ? `'${value}'` : typeof value === 'function' ? 'a function' : String(value);
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function whole(min: number, max = Number.MAX_SAFE_INTEGER): Rule {
+  const range = max === Number.MAX_SAFE_INTEGER ? `, ${min} or more` : ` from ${min} to ${max}`;
+  return (value) =>
+    Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max
+      ? undefined
+      : `must be a whole number${range} (got ${got(value)})`;
+}
+
+const milliseconds: Rule = (value) =>
+  typeof value === 'number' && value >= 0 && value <= MAX_DURATION_MS
+    ? undefined
+    : `must be a number of milliseconds from 0 to ${MAX_DURATION_MS} (got ${got(value)})`;
+
+const positive: Rule = (value) =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0
+    ? undefined
+    : `must be a number above 0 (got ${got(value)})`;
+
+/** `'4GB'`, `'512MiB'` or bytes, above 0: the rule {@link byteSize} reads by. */
+const size: Rule = (value) => {
+  const bytes = typeof value === 'string' || typeof value === 'number' ? parseByteSize(value) : undefined;
+  return bytes !== undefined && bytes > 0
+    ? undefined
+    : `${JSON.stringify(value) ?? got(value)} is not a size; write it like '4GB' or '512MiB', or give bytes`;
+};
+
+/** A map of the named keys, each checked by its rule; a key not named is refused. */
+function fields(rules: Readonly<Record<string, Rule>>): Rule {
+  return (value, path) =>
+    isObject(value) ? check(value, rules, `${path}.`) : `must be an object (got ${got(value)})`;
+}
+
+const resourceLimits = fields({
+  maxOldGenerationSizeMb: positive,
+  maxYoungGenerationSizeMb: positive,
+  codeRangeSizeMb: positive,
+  stackSizeMb: positive,
+});
+
+const LOGGER_METHODS = ['debug', 'info', 'warn', 'error'] as const;
+
+/** Every option's rule: an option added to {@link RuntimeOptions} without one does not compile. */
+const RULES: { readonly [K in keyof RuntimeOptions]-?: Rule } = {
+  logger: (value) =>
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    LOGGER_METHODS.every((method) => typeof (value as Record<string, unknown>)[method] === 'function')
+      ? undefined
+      : 'must be a pino instance or an object with debug, info, warn and error methods',
+  logLevel: (value) =>
+    (LOG_LEVELS as readonly unknown[]).includes(value)
+      ? undefined
+      : `${got(value)} is not a level; use ${LOG_LEVELS.join(', ')}`,
+  dataDir: (value) =>
+    typeof value === 'string' && value !== '' ? undefined : `must be a path (got ${got(value)})`,
+  env: (value) => (isObject(value) ? undefined : `must be an object of variables (got ${got(value)})`),
+  queryTimeoutMs: milliseconds,
+  maxQueriesInFlight: whole(0),
+  queryThreadNiceness: whole(0, 19),
+  maxResultRows: whole(0),
+  maxResultBytes: whole(0),
+  maxStreamBytes: whole(0),
+  streamIdleTimeoutMs: milliseconds,
+  queryMemoryLimit: size,
+  queryThreads: whole(1),
+  queryTempDirectorySize: size,
+  duckdbQueryThreads: whole(1),
+  crossEngineMaxRows: whole(0),
+  crossEngineMaxBytes: whole(0),
+  queryWorkerResourceLimits: resourceLimits,
+  sqliteReadThreads: whole(1),
+  metadataWindowMs: milliseconds,
+  restartBackoffMs: (value, path) =>
+    Array.isArray(value) && value.length > 0
+      ? value.flatMap((delay, index) => {
+          const problem = milliseconds(delay, `${path}[${index}]`);
+          return typeof problem === 'string' ? [issue(`${path}[${index}]`, problem)] : (problem ?? []);
+        })
+      : `must be a list of at least one delay in milliseconds (got ${Array.isArray(value) ? '[]' : got(value)})`,
+  datasetResourceLimits: resourceLimits,
+  snapshotThreads: whole(1),
+  snapshotIdleTimeoutMs: milliseconds,
+  datasetLoadParallelism: whole(1),
+  // SQS's own bounds (packages/store's createSqsQueue refuses the same, but only once the queue is made in a thread).
+  notifications: fields({
+    visibilityTimeoutSeconds: whole(0, 43_200),
+    waitTimeSeconds: whole(0, 20),
+    backoffScale: positive,
+    missedCommitGraceMs: milliseconds,
+  }),
+};
+
+function issue(path: string, text: string): ConfigIssue {
+  return { path, message: `${FILE}: ${path}: ${text}`, fatal: true };
+}
+
+function check(
+  values: Record<string, unknown>,
+  rules: Readonly<Record<string, Rule>>,
+  prefix: string,
+): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const [key, value] of Object.entries(values)) {
+    const path = `${prefix}${key}`;
+    const rule = rules[key];
+    if (rule === undefined) {
+      const close = closest(key, Object.keys(rules));
+      issues.push(
+        issue(path, close === undefined ? 'unknown key; remove it' : `unknown key; did you mean '${close}'?`),
+      );
+      continue;
+    }
+    if (value === undefined) continue;
+    const problem = rule(value, path);
+    if (typeof problem === 'string') issues.push(issue(path, problem));
+    else if (problem !== undefined) issues.push(...problem);
+  }
+  return issues;
+}
+
+/** Refuses unusable options (every problem, each by its option's name) with a ConfigError. */
+export function checkRuntimeOptions(options: unknown): RuntimeOptions {
+  if (!isObject(options)) {
+    throw new ConfigError(FILE, [issue('options', `must be an object (got ${got(options)})`)]);
+  }
+  const issues = check(options, RULES, '');
+  if (issues.length > 0) throw new ConfigError(FILE, issues);
+  return options as RuntimeOptions;
+}
+
+/** A size option checked by {@link checkRuntimeOptions}, in bytes; `fallback` when it is not given. */
+export function byteSize(value: string | number | undefined, fallback: number): number {
+  return value === undefined ? fallback : (parseByteSize(value) ?? fallback);
+}

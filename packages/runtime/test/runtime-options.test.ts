@@ -1,0 +1,125 @@
+/**
+ * createRuntime's options, as an embedder writes them: an option of the wrong type, out of its
+ * range, or a key that is no option (a typo) is refused by createRuntime with a ConfigError
+ * (ERR_CONFIG) naming the option, before any thread starts — not taken silently (`queryTimeoutMs:
+ * '30s'` served with the default, `maxResultRows: -1`), and not found out later in a thread
+ * (`snapshotIdleTimeoutMs: -1` left every dataset `starting` for good).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { copyFixtureStore, spicepodYaml } from '@ferry/test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, createRuntime, memoryLogger, type RuntimeOptions } from '../src/index.js';
+
+describe('createRuntime options', () => {
+  let dir: string;
+  let yaml: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ferry-options-'));
+    const { location } = await copyFixtureStore({ kind: 'dir', dir: join(dir, 'store') });
+    yaml = spicepodYaml({ location, datasets: [{ name: 'orders', engine: 'duckdb' }] });
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    [
+      'a typo of an option',
+      { queryTimout: 5_000 },
+      "queryTimout: unknown key; did you mean 'queryTimeoutMs'?",
+    ],
+    ['a key that is no option', { port: 8080 }, 'port: unknown key; remove it'],
+    ['a duration as text', { queryTimeoutMs: '30s' }, 'queryTimeoutMs: must be a number of milliseconds'],
+    ['a negative timeout', { queryTimeoutMs: -5 }, 'queryTimeoutMs: must be a number of milliseconds'],
+    ['a timeout past what a timer holds', { streamIdleTimeoutMs: 2 ** 31 }, 'streamIdleTimeoutMs:'],
+    ['a negative cap', { maxResultRows: -1 }, 'maxResultRows: must be a whole number, 0 or more'],
+    [
+      'a fractional admission bound',
+      { maxQueriesInFlight: 1.5 },
+      'maxQueriesInFlight: must be a whole number',
+    ],
+    ['no query threads', { duckdbQueryThreads: 0 }, 'duckdbQueryThreads: must be a whole number, 1 or more'],
+    ['a negative idle timeout', { snapshotIdleTimeoutMs: -1 }, 'snapshotIdleTimeoutMs:'],
+    [
+      'a niceness as a word',
+      { queryThreadNiceness: 'high' },
+      'queryThreadNiceness: must be a whole number from 0 to 19',
+    ],
+    ['no restart delays', { restartBackoffMs: [] }, 'restartBackoffMs: must be a list of'],
+    ['a level pino does not have', { logLevel: 'verbose' }, "logLevel: 'verbose' is not a level"],
+    ['a data directory that is no path', { dataDir: 5 }, 'dataDir: must be a path'],
+    ['a size that is none', { queryMemoryLimit: '4XB' }, 'queryMemoryLimit: "4XB" is not a size'],
+    ['a logger without its methods', { logger: console.log }, 'logger: must be'],
+    [
+      'an SQS long poll past 20 s',
+      { notifications: { waitTimeSeconds: 99 } },
+      'notifications.waitTimeSeconds: must be a whole number from 0 to 20',
+    ],
+    [
+      'a typo inside notifications',
+      { notifications: { waitTimeSecond: 1 } },
+      "notifications.waitTimeSecond: unknown key; did you mean 'waitTimeSeconds'?",
+    ],
+    [
+      'a typo inside resource limits',
+      { datasetResourceLimits: { maxOldGenerationSizeMB: 64 } },
+      'datasetResourceLimits.maxOldGenerationSizeMB: unknown key',
+    ],
+  ])('refuses %s before anything starts', async (_case, options, expected) => {
+    const logger = memoryLogger();
+    const started = createRuntime({ yaml }, {
+      dataDir: join(dir, 'data'),
+      logger,
+      ...options,
+    } as RuntimeOptions);
+    const error = await started.then(
+      async (runtime) => {
+        await runtime.close();
+        return undefined;
+      },
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ code: 'ERR_CONFIG' });
+    expect((error as Error).message).toContain(`createRuntime options: ${expected}`);
+    // Refused before the spicepod was served: not one record of a starting runtime.
+    expect(logger.records).toEqual([]);
+  });
+
+  it('names every bad option at once', async () => {
+    const error = await createRuntime({ yaml }, {
+      queryTimeoutMs: -1,
+      maxResultRows: 'many',
+    } as unknown as RuntimeOptions).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues.map((issue) => issue.path)).toEqual([
+      'queryTimeoutMs',
+      'maxResultRows',
+    ]);
+  });
+
+  it('takes good options, and undefined for an option left out', async () => {
+    const runtime = await createRuntime({ yaml }, {
+      dataDir: join(dir, 'data'),
+      logger: memoryLogger(),
+      queryTimeoutMs: 0,
+      maxResultRows: 10,
+      maxQueriesInFlight: undefined,
+      queryMemoryLimit: '512MiB',
+      restartBackoffMs: [0, 100],
+      notifications: { waitTimeSeconds: 1, backoffScale: 0.05 },
+      datasetResourceLimits: { maxOldGenerationSizeMb: 64 },
+    } as unknown as RuntimeOptions);
+    try {
+      await runtime.ready(undefined, { timeoutMs: 30_000 });
+      const { rows } = await runtime.query('SELECT 1 AS x');
+      expect(rows).toEqual([{ x: 1 }]);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
