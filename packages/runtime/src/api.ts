@@ -43,7 +43,22 @@ import type { DatasetCommand, InspectionEvent } from './common/protocol.js';
 import type { CacheCounters, CacheStatus } from './query/results-cache.js';
 import type { RuntimeTls } from './tls.js';
 
-export type { CacheCounters, CacheStatus, DatasetCommand, InspectionEvent };
+// The types of @ferry/core these signatures use, so that an application names them from here (an
+// application installed with pnpm cannot import @ferry/core, not one of its own dependencies).
+export type {
+  CacheCounters,
+  CacheStatus,
+  ConfigIssue,
+  DatasetCommand,
+  DatasetStatus,
+  FileFormat,
+  InspectionEvent,
+  JsonValue,
+  PollResult,
+  QueryResult,
+  SnapshotEntry,
+  SpicepodConfig,
+};
 
 export interface InspectOptions {
   /** Only this dataset's machine. */

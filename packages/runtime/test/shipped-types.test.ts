@@ -77,3 +77,35 @@ describe('shipped declarations', () => {
     expect(problems).toEqual([]);
   });
 });
+
+/** The names a declaration file imports from the other packages of Ferry. */
+function ferryImports(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const match of text.matchAll(/import (?:type )?\{([^}]*)\} from '@ferry\/[^']+'/g)) {
+    for (const name of (match[1] as string).split(',')) names.add(name.replace(/\btype\b/, '').trim());
+  }
+  names.delete('');
+  return names;
+}
+
+describe('the types of the embed API', () => {
+  it('exports from @ferry/runtime every type its public signatures use from another package of Ferry', async () => {
+    // An application whose package manager installs only its direct dependencies (pnpm) cannot
+    // import @ferry/core to name `JsonValue` (a query's params) or `SpicepodConfig` (`runtime.config`).
+    const ts = (await import('typescript')).default;
+    const dist = join(PACKAGES, 'runtime', 'dist');
+    const program = ts.createProgram([join(dist, 'index.d.ts')], { strict: true, skipLibCheck: true });
+    const checker = program.getTypeChecker();
+    const entry = program.getSourceFile(join(dist, 'index.d.ts'));
+    const entrySymbol = entry === undefined ? undefined : checker.getSymbolAtLocation(entry);
+    if (entrySymbol === undefined) throw new Error('no declarations of @ferry/runtime; build it first');
+    const exported = new Set(checker.getExportsOfModule(entrySymbol).map((symbol) => symbol.name));
+    // api.ts holds the embed API's types; of the protocol's, index.ts exports InspectionEvent.
+    const used = ferryImports(readFileSync(join(dist, 'api.d.ts'), 'utf8'));
+    const protocol = readFileSync(join(dist, 'common', 'protocol.d.ts'), 'utf8');
+    const inspection = protocol.match(/export interface InspectionEvent \{[^}]*\}/)?.[0] ?? '';
+    for (const name of ferryImports(protocol))
+      if (new RegExp(`\\b${name}\\b`).test(inspection)) used.add(name);
+    expect([...used].filter((name) => !exported.has(name)).sort()).toEqual([]);
+  });
+});
