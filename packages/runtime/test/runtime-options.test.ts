@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { copyFixtureStore, spicepodYaml } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, createRuntime, memoryLogger, type RuntimeOptions } from '../src/index.js';
+import {
+  ConfigError,
+  createRuntime,
+  memoryLogger,
+  type Runtime,
+  type RuntimeOptions,
+  type RuntimeQueryStream,
+} from '../src/index.js';
 
 describe('createRuntime options', () => {
   let dir: string;
@@ -121,5 +128,100 @@ describe('createRuntime options', () => {
     } finally {
       await runtime.close();
     }
+  });
+});
+
+describe('query options', () => {
+  let dir: string;
+  let runtime: Runtime;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ferry-query-options-'));
+    const { location } = await copyFixtureStore({ kind: 'dir', dir: join(dir, 'store') });
+    const yaml = spicepodYaml({ location, datasets: [{ name: 'orders', engine: 'duckdb' }] });
+    runtime = await createRuntime({ yaml }, { dataDir: join(dir, 'data'), logger: memoryLogger() });
+    await runtime.ready(undefined, { timeoutMs: 30_000 });
+  });
+
+  afterAll(async () => {
+    await runtime?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each<[string, 'query' | 'queryArrow' | 'queryStream' | 'queryJson', Record<string, unknown>, string]>([
+    // Streamed empty batches for ever: the process ran out of memory.
+    [
+      'no rows per batch',
+      'queryStream',
+      { batchRows: 0 },
+      'batchRows: must be a whole number, 1 or more (got 0)',
+    ],
+    ['a fractional batch', 'queryJson', { batchRows: 1.5 }, 'batchRows: must be a whole number, 1 or more'],
+    [
+      'a typo of an option',
+      'query',
+      { waitforReady: true },
+      "waitforReady: unknown key; did you mean 'waitForReady'?",
+    ],
+    [
+      'a ready timeout as text',
+      'query',
+      { waitForReady: true, readyTimeoutMs: '5s' },
+      'readyTimeoutMs: must be a number of milliseconds',
+    ],
+    ['a signal that is none', 'queryArrow', { signal: 'stop' }, 'signal: must be an AbortSignal'],
+    [
+      'a pin that is no snapshot id',
+      'query',
+      { snapshots: { orders: 'x' } },
+      'snapshots.orders: must be a whole number, 0 or more',
+    ],
+    [
+      'a negative idle timeout',
+      'queryStream',
+      { idleTimeoutMs: -1 },
+      'idleTimeoutMs: must be a number of milliseconds',
+    ],
+    [
+      'a negative inline size',
+      'queryJson',
+      { inlineBytes: -1 },
+      'inlineBytes: must be a whole number, 0 or more',
+    ],
+    ['noCache as text', 'query', { noCache: 'yes' }, "noCache: must be true or false (got 'yes')"],
+  ])('refuses %s before the query runs', async (_case, method, options, expected) => {
+    const answer = await (runtime[method] as (sql: string, params: [], options: unknown) => Promise<unknown>)(
+      'SELECT * FROM orders',
+      [],
+      options,
+    ).then(
+      (answered) => {
+        // Not refused: end a stream it answered before failing the test.
+        if (typeof answered === 'object' && answered !== null && 'cancel' in answered) {
+          (answered as RuntimeQueryStream).cancel();
+        }
+        return answered;
+      },
+      (thrown: unknown) => thrown,
+    );
+    expect(answer).toBeInstanceOf(RangeError);
+    expect((answer as Error).message).toContain(`${method} options: ${expected}`);
+  });
+
+  it('answers with good options', async () => {
+    const stream = await runtime.queryStream('SELECT * FROM orders', [], {
+      batchRows: 3,
+      idleTimeoutMs: 10_000,
+    });
+    let rows = 0;
+    for await (const batch of stream.batches) rows += batch.numRows;
+    expect(rows).toBe(8);
+    const { rows: pinned } = await runtime.query('SELECT count(*) AS n FROM orders', [], {
+      snapshots: { orders: 1 },
+      waitForReady: true,
+      readyTimeoutMs: 1_000,
+      noCache: true,
+    });
+    expect(pinned).toEqual([{ n: 8 }]);
   });
 });

@@ -3,16 +3,23 @@
  * value of the wrong type or out of its range is refused with one {@link ConfigError} (ERR_CONFIG)
  * listing each, by its name — never taken silently (a text where a number belongs fell back to the
  * default, a negative cap or timeout meant something nobody asked for) or found out later in a
- * thread (a negative `snapshotIdleTimeoutMs` left every dataset `starting`).
+ * thread (a negative `snapshotIdleTimeoutMs` left every dataset `starting`). The query methods'
+ * options are checked the same way, before the query runs ({@link checkQueryOptions}).
  */
 import { ConfigError, type ConfigIssue, closest, MAX_DURATION_MS, parseByteSize } from '@ferry/core/base';
 import { LOG_LEVELS } from '@ferry/core/common';
-import type { RuntimeOptions } from '../api.js';
+import type { JsonOptions, RuntimeOptions } from '../api.js';
 
 const FILE = 'createRuntime options';
 
-/** What is wrong with a value, or undefined when it is good. */
-type Rule = (value: unknown, path: string) => readonly ConfigIssue[] | string | undefined;
+/** What is wrong with an option, by its path (`notifications.waitTimeSeconds`). */
+interface Problem {
+  readonly path: string;
+  readonly text: string;
+}
+
+/** What is wrong with a value (nested values: each problem by its path), or undefined when it is good. */
+type Rule = (value: unknown, path: string) => readonly Problem[] | string | undefined;
 
 const got = (value: unknown): string =>
   typeof value === 'string' ? `'${value}'` : typeof value === 'function' ? 'a function' : String(value);
@@ -96,7 +103,9 @@ const RULES: { readonly [K in keyof RuntimeOptions]-?: Rule } = {
     Array.isArray(value) && value.length > 0
       ? value.flatMap((delay, index) => {
           const problem = milliseconds(delay, `${path}[${index}]`);
-          return typeof problem === 'string' ? [issue(`${path}[${index}]`, problem)] : (problem ?? []);
+          return typeof problem === 'string'
+            ? [{ path: `${path}[${index}]`, text: problem }]
+            : (problem ?? []);
         })
       : `must be a list of at least one delay in milliseconds (got ${Array.isArray(value) ? '[]' : got(value)})`,
   datasetResourceLimits: resourceLimits,
@@ -112,41 +121,86 @@ const RULES: { readonly [K in keyof RuntimeOptions]-?: Rule } = {
   }),
 };
 
-function issue(path: string, text: string): ConfigIssue {
-  return { path, message: `${FILE}: ${path}: ${text}`, fatal: true };
-}
-
+/** The problems of `values`: a key without a rule is unknown (with the closest known one, when one is close). */
 function check(
   values: Record<string, unknown>,
   rules: Readonly<Record<string, Rule>>,
   prefix: string,
-): ConfigIssue[] {
-  const issues: ConfigIssue[] = [];
+): Problem[] {
+  const problems: Problem[] = [];
   for (const [key, value] of Object.entries(values)) {
     const path = `${prefix}${key}`;
     const rule = rules[key];
     if (rule === undefined) {
       const close = closest(key, Object.keys(rules));
-      issues.push(
-        issue(path, close === undefined ? 'unknown key; remove it' : `unknown key; did you mean '${close}'?`),
-      );
+      const text = close === undefined ? 'unknown key; remove it' : `unknown key; did you mean '${close}'?`;
+      problems.push({ path, text });
       continue;
     }
     if (value === undefined) continue;
     const problem = rule(value, path);
-    if (typeof problem === 'string') issues.push(issue(path, problem));
-    else if (problem !== undefined) issues.push(...problem);
+    if (typeof problem === 'string') problems.push({ path, text: problem });
+    else if (problem !== undefined) problems.push(...problem);
   }
-  return issues;
+  return problems;
+}
+
+const issue = ({ path, text }: Problem): ConfigIssue => ({
+  path,
+  message: `${FILE}: ${path}: ${text}`,
+  fatal: true,
+});
+
+const snapshotId = whole(0);
+
+const boolean: Rule = (value) =>
+  typeof value === 'boolean' ? undefined : `must be true or false (got ${got(value)})`;
+
+/**
+ * Every query option's rule (`query`, `queryArrow`, `queryStream`, `queryJson` take the same set;
+ * the stream's and JSON's only apply to those). `maxStalenessMs` has its own check and message
+ * (checkMaxStaleness, run beside this one).
+ */
+const QUERY_RULES: { readonly [K in keyof JsonOptions]-?: Rule } = {
+  waitForReady: boolean,
+  noCache: boolean,
+  readyTimeoutMs: milliseconds,
+  signal: (value) =>
+    value instanceof AbortSignal ? undefined : `must be an AbortSignal (got ${got(value)})`,
+  maxStalenessMs: () => undefined,
+  snapshots: (value, path) =>
+    isObject(value)
+      ? check(value, Object.fromEntries(Object.keys(value).map((name) => [name, snapshotId])), `${path}.`)
+      : `must be an object of dataset names and snapshot ids (got ${got(value)})`,
+  protocol: (value) => (typeof value === 'string' ? undefined : `must be a string (got ${got(value)})`),
+  maxBytes: whole(0),
+  idleTimeoutMs: milliseconds,
+  batchRows: whole(1),
+  inlineBytes: whole(0),
+};
+
+/**
+ * Refuses unusable query options before the query runs, each by its name, with a RangeError (as
+ * `maxStalenessMs` is refused): `batchRows: 0` streamed empty batches until the process ran out
+ * of memory; a text or negative timeout, a typo of an option, were taken silently.
+ */
+export function checkQueryOptions(method: string, options: unknown): void {
+  if (options === undefined) return;
+  const problems = isObject(options)
+    ? check(options, QUERY_RULES, '')
+    : [{ path: 'options', text: `must be an object (got ${got(options)})` }];
+  if (problems.length === 0) return;
+  throw new RangeError(
+    `${method} options: ${problems.map(({ path, text }) => `${path}: ${text}`).join('; ')}.`,
+  );
 }
 
 /** Refuses unusable options (every problem, each by its option's name) with a ConfigError. */
 export function checkRuntimeOptions(options: unknown): RuntimeOptions {
-  if (!isObject(options)) {
-    throw new ConfigError(FILE, [issue('options', `must be an object (got ${got(options)})`)]);
-  }
-  const issues = check(options, RULES, '');
-  if (issues.length > 0) throw new ConfigError(FILE, issues);
+  const problems = isObject(options)
+    ? check(options, RULES, '')
+    : [{ path: 'options', text: `must be an object (got ${got(options)})` }];
+  if (problems.length > 0) throw new ConfigError(FILE, problems.map(issue));
   return options as RuntimeOptions;
 }
 

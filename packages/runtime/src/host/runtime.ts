@@ -78,7 +78,7 @@ import { InspectionHub } from './inspection-hub.js';
 import { manyThreadsNotice, nodeLineNoticeOnce } from './node-lines.js';
 import { redactingLogger } from './redaction.js';
 import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
-import { byteSize, checkRuntimeOptions } from './runtime-options.js';
+import { byteSize, checkQueryOptions, checkRuntimeOptions } from './runtime-options.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { checkMaxStaleness, holdToStalenessBound } from './staleness-bound.js';
@@ -475,6 +475,7 @@ class HostRuntime implements Runtime {
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
+    checkQueryOptions('query', options);
     return this.#holdToBound(await this.#front.query(sql, params, options), options);
   }
 
@@ -485,6 +486,7 @@ class HostRuntime implements Runtime {
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
+    checkQueryOptions('queryArrow', options);
     return this.#holdToBound(await this.#front.queryArrow(sql, params, options), options);
   }
 
@@ -493,6 +495,7 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
+    checkQueryOptions('queryStream', options);
     // A stream is a JSON answer asked with no inline text: one path for both.
     return streamed(await this.queryJson(sql, params, { ...options, inlineBytes: 0 }));
   }
@@ -504,6 +507,7 @@ class HostRuntime implements Runtime {
   ): Promise<RuntimeJsonAnswer> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
+    checkQueryOptions('queryJson', options);
     const answer = await this.#front.queryJson(sql, params, options);
     try {
       return this.#holdToBound(answer, options);
