@@ -515,6 +515,9 @@ export interface Runtime {
    * the read fails.
    */
   snapshots(name: string, options?: SnapshotsOptions): Promise<SnapshotListing>;
-  /** Stops polling, drains queries, closes engines and ends every thread; harmless to call twice. */
+  /**
+   * Stops polling, closes engines and ends every thread; harmless to call twice. A query still
+   * running when the engines close fails with `ERR_RUNTIME_CLOSED`, as one asked after close() does.
+   */
   close(): Promise<void>;
 }
