@@ -208,6 +208,47 @@ describe('query options', () => {
     expect((answer as Error).message).toContain(`${method} options: ${expected}`);
   });
 
+  it('takes one signal for many queries at once without a listener warning', async () => {
+    // QueryOptions.signal: 'One signal may serve many queries (an application's shutdown signal)'.
+    // Each query added its own listener to it: past 10 at once Node warned of a possible leak
+    // (MaxListenersExceededWarning) on the application's stderr.
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(`${warning.name}: ${warning.message}`);
+    };
+    process.on('warning', onWarning);
+    try {
+      const shutdown = new AbortController();
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, index) =>
+          index % 2 === 0
+            ? runtime.query('SELECT count(*) AS n FROM orders', [], {
+                signal: shutdown.signal,
+                noCache: true,
+              })
+            : runtime
+                .queryStream('SELECT * FROM orders', [], { signal: shutdown.signal })
+                .then(async (stream) => {
+                  let rows = 0;
+                  for await (const batch of stream.batches) rows += batch.numRows;
+                  return rows;
+                }),
+        ),
+      );
+      expect(answers).toHaveLength(40);
+      // A warning is emitted on the next tick after the listener that crossed the limit.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).toEqual([]);
+      // And the signal still cancels: a query asked after it is aborted.
+      shutdown.abort();
+      await expect(runtime.query('SELECT 1', [], { signal: shutdown.signal })).rejects.toMatchObject({
+        code: 'ERR_QUERY_CANCELLED',
+      });
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('answers with good options', async () => {
     const stream = await runtime.queryStream('SELECT * FROM orders', [], {
       batchRows: 3,

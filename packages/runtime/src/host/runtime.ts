@@ -5,6 +5,7 @@
  * inspection hub and the typed events. Messages from the threads arrive here and are handed to the
  * part that owns what they report.
  */
+import { setMaxListeners } from 'node:events';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -109,6 +110,17 @@ export async function createRuntime(
   // statements run on libuv's threadpool, which must yield to the host thread as the query threads do.
   await lowerThreadpoolPriority(queryThreadNiceness(options));
   return new HostRuntime(pod, safe, options);
+}
+
+/**
+ * The query options, their signal made able to serve many queries at once without Node's warning:
+ * QueryOptions.signal may be an application's shutdown signal shared by every query, and each
+ * running query holds one listener on it (taken off when it ends), so past 10 at once Node warned
+ * of a possible leak (MaxListenersExceededWarning) on the application's stderr.
+ */
+function sharedSignal<T extends QueryOptions>(options: T): T {
+  if (options.signal !== undefined) setMaxListeners(0, options.signal);
+  return options;
 }
 
 /** `queryThreadNiceness`, whole and within 0–19; default 2 (docs/reliability.md says why). */
@@ -476,7 +488,7 @@ class HostRuntime implements Runtime {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
     checkQueryOptions('query', options);
-    return this.#holdToBound(await this.#front.query(sql, params, options), options);
+    return this.#holdToBound(await this.#front.query(sql, params, sharedSignal(options)), options);
   }
 
   async queryArrow(
@@ -487,7 +499,7 @@ class HostRuntime implements Runtime {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
     checkQueryOptions('queryArrow', options);
-    return this.#holdToBound(await this.#front.queryArrow(sql, params, options), options);
+    return this.#holdToBound(await this.#front.queryArrow(sql, params, sharedSignal(options)), options);
   }
 
   async queryStream(
@@ -508,7 +520,7 @@ class HostRuntime implements Runtime {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
     checkQueryOptions('queryJson', options);
-    const answer = await this.#front.queryJson(sql, params, options);
+    const answer = await this.#front.queryJson(sql, params, sharedSignal(options));
     try {
       return this.#holdToBound(answer, options);
     } catch (error) {
