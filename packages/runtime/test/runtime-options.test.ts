@@ -17,6 +17,7 @@ import {
   type Runtime,
   type RuntimeOptions,
   type RuntimeQueryStream,
+  type SpicepodSource,
 } from '../src/index.js';
 
 describe('createRuntime options', () => {
@@ -129,6 +130,25 @@ describe('createRuntime options', () => {
       await runtime.close();
     }
   });
+});
+
+describe('the spicepod source', () => {
+  it.each<[string, unknown, string]>([
+    ['neither yaml nor object', {}, 'createRuntime: give the spicepod as a path, { yaml } or { object }'],
+    ['both yaml and object', { yaml: 'version: v1', object: {} }, 'not both'],
+    ['yaml that is no text', { yaml: Buffer.from('version: v1') }, 'yaml must be the spicepod as text'],
+    ['a number', 123, 'createRuntime: give the spicepod as a path, { yaml } or { object }'],
+    ['null', null, 'createRuntime: give the spicepod as a path, { yaml } or { object }'],
+  ])(
+    'refuses %s, saying what to give (not that the spicepod lacks version, kind and name)',
+    async (_case, source, expected) => {
+      const error = await createRuntime(source as SpicepodSource, { logger: memoryLogger() }).catch(
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toContain(expected);
+    },
+  );
 });
 
 describe('query options', () => {

@@ -42,6 +42,22 @@ export interface LoadedSpicepod {
   readonly tls: RuntimeTls | undefined;
 }
 
+/**
+ * What is wrong with an inline source, if anything: it must give the spicepod once, as `yaml` text
+ * or as `object`. Without this, `{}` or a number was read as an empty spicepod (and refused for its
+ * missing version, kind and name), `null` failed with a bare TypeError, and with both `object` was
+ * dropped unsaid.
+ */
+function sourceProblem(source: unknown): string | undefined {
+  const give = 'give the spicepod as a path, { yaml } or { object }';
+  if (typeof source !== 'object' || source === null) return `${give} (got ${String(source)})`;
+  const { yaml, object } = source as SpicepodSource;
+  if (yaml === undefined && object === undefined) return `${give}; the source has neither`;
+  if (yaml !== undefined && object !== undefined) return `${give}, not both`;
+  if (yaml !== undefined && typeof yaml !== 'string') return 'yaml must be the spicepod as text (a string)';
+  return undefined;
+}
+
 async function read(
   source: string | SpicepodSource,
   env: Readonly<Record<string, string | undefined>>,
@@ -50,7 +66,13 @@ async function read(
   let file: string;
   let baseDir: string;
   if (typeof source !== 'string') {
-    text = source.yaml ?? JSON.stringify(source.object ?? {});
+    const problem = sourceProblem(source);
+    if (problem !== undefined) {
+      throw new ConfigError('createRuntime', [
+        { path: '', message: `createRuntime: ${problem}`, fatal: true },
+      ]);
+    }
+    text = source.yaml ?? JSON.stringify(source.object);
     file = source.file ?? 'spicepod.yaml';
     baseDir = resolve(source.baseDir ?? '.');
   } else {
