@@ -4,8 +4,9 @@
 # outside the repository (third-party dependencies from the registry, better-sqlite3 unpatched, as an
 # embedder gets it), and run examples/embed.mjs there against a file:// copy of the fixture store: a
 # parameterised query, an Arrow query, a refused write, close(), and the process ending by itself.
-# Also checked: stdout holds only the example's own lines (logs go to stderr), and no AWS SDK
-# Node-version notice appears for a file:// store. Usage: scripts/embed-check.sh (after a build).
+# Also checked: stdout holds only the example's own lines (logs go to stderr), no AWS SDK
+# Node-version notice appears for a file:// store, and a strict TypeScript application (the README's
+# example) type-checks against the shipped declarations with skipLibCheck off. Usage: scripts/embed-check.sh (after a build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -45,6 +46,42 @@ printf '{ "name": "ferry-embed-check", "version": "0.0.0", "private": true, "typ
 npm install --no-audit --no-fund --loglevel=error "$WORK"/tarballs/*.tgz
 
 cp "$REPO/examples/embed.mjs" .
+
+echo "== tsc: a TypeScript application (strict, skipLibCheck off) type-checks against the shipped .d.ts"
+npm install --no-audit --no-fund --loglevel=error --save-dev typescript@5.9.3 @types/node@20
+# The README's example, and the @ferry/core types the API's signatures use, named from @ferry/runtime.
+cat > consumer.ts <<'TS'
+import {
+  type ConfigIssue,
+  createRuntime,
+  type DatasetStatus,
+  type JsonValue,
+  type PollResult,
+  type SpicepodConfig,
+  WriteRejectedError,
+} from '@ferry/runtime';
+
+const runtime = await createRuntime('spicepod.yaml', { dataDir: '/var/lib/ferry' });
+runtime.on('swap', ({ dataset, from, to }) => console.error(`${dataset}: ${from} -> ${to}`));
+await runtime.ready(undefined, { timeoutMs: 60_000 });
+
+const params: JsonValue[] = [4];
+const { rows } = await runtime.query('SELECT id, customer FROM orders WHERE id = ?', params);
+const { table } = await runtime.queryArrow('SELECT count(*) AS n FROM users');
+console.log(rows[0], table.getChild('n')?.get(0));
+try {
+  await runtime.query('DELETE FROM orders');
+} catch (error) {
+  if (!(error instanceof WriteRejectedError)) throw error;
+}
+const config: SpicepodConfig = runtime.config;
+const issues: readonly ConfigIssue[] = runtime.configErrors;
+const status: DatasetStatus | undefined = runtime.status('orders').status;
+runtime.on('poll', ({ result }: { result: PollResult }) => console.error(result, config.name, issues, status));
+await runtime.close();
+TS
+printf '{ "compilerOptions": { "target": "es2022", "module": "nodenext", "strict": true, "noEmit": true, "skipLibCheck": false }, "files": ["consumer.ts"] }\n' > tsconfig.json
+npx tsc -p . || { echo "embed-check: a TypeScript application does not type-check against the shipped declarations" >&2; exit 1; }
 cp -R "$REPO/packages/test-support/fixtures/spice-store" "$WORK/store"
 chmod -R u+w "$WORK/store"
 rm -f "$WORK/store/README.md"
