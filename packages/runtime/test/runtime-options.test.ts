@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
   createRuntime,
+  type DatasetCommand,
   memoryLogger,
   type Runtime,
   type RuntimeOptions,
@@ -267,6 +268,20 @@ describe('query options', () => {
     } finally {
       process.off('warning', onWarning);
     }
+  });
+
+  it('refuses SQL that is no text and a command that is none, by name', async () => {
+    // query(42) failed inside the results cache's LRU ('invalid size value (must be positive integer)').
+    for (const method of ['query', 'queryArrow', 'queryStream', 'queryJson'] as const) {
+      await expect((runtime[method] as (sql: unknown) => Promise<unknown>)(42)).rejects.toThrow(
+        new TypeError(`${method}: the SQL must be a string (got number)`),
+      );
+    }
+    // send('orders', 'bogus') resolved as if the dataset had been told something.
+    await expect(runtime.send('orders', 'poll' as DatasetCommand)).rejects.toThrow(
+      new RangeError("send: 'poll' is not a dataset command; use poll.now, polling.pause or polling.resume"),
+    );
+    await expect(runtime.send('orders', 'poll.now')).resolves.toBeUndefined();
   });
 
   it('answers with good options', async () => {

@@ -38,7 +38,8 @@ import type { LogLevel, LogRecord } from './logging.js';
 import type { RpcResponse } from './rpc.js';
 
 /** Operator commands a dataset machine accepts from the host (inspector, CLI, embed API). */
-export type DatasetCommand = 'poll.now' | 'polling.pause' | 'polling.resume';
+export const DATASET_COMMANDS = ['poll.now', 'polling.pause', 'polling.resume'] as const;
+export type DatasetCommand = (typeof DATASET_COMMANDS)[number];
 
 /** A plain-JSON inspection event, tagged with its dataset (see the inspector). */
 export interface InspectionEvent {

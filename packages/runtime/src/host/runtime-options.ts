@@ -9,6 +9,7 @@
 import { ConfigError, type ConfigIssue, closest, MAX_DURATION_MS, parseByteSize } from '@ferry/core/base';
 import { LOG_LEVELS } from '@ferry/core/common';
 import type { JsonOptions, RuntimeOptions } from '../api.js';
+import { DATASET_COMMANDS } from '../common/protocol.js';
 
 const FILE = 'createRuntime options';
 
@@ -193,6 +194,18 @@ export function checkQueryOptions(method: string, options: unknown): void {
   throw new RangeError(
     `${method} options: ${problems.map(({ path, text }) => `${path}: ${text}`).join('; ')}.`,
   );
+}
+
+/** The statement a query method was given is text; anything else failed deep inside (the results cache's keys). */
+export function checkSql(method: string, sql: unknown): void {
+  if (typeof sql !== 'string') throw new TypeError(`${method}: the SQL must be a string (got ${typeof sql})`);
+}
+
+/** `send`'s command is one a dataset takes; another was sent on and ignored, the call resolving. */
+export function checkCommand(command: unknown): void {
+  if ((DATASET_COMMANDS as readonly unknown[]).includes(command)) return;
+  const use = `${DATASET_COMMANDS.slice(0, -1).join(', ')} or ${DATASET_COMMANDS.at(-1)}`;
+  throw new RangeError(`send: ${got(command)} is not a dataset command; use ${use}`);
 }
 
 /** Refuses unusable options (every problem, each by its option's name) with a ConfigError. */

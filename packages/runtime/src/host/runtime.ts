@@ -79,7 +79,13 @@ import { InspectionHub } from './inspection-hub.js';
 import { manyThreadsNotice, nodeLineNoticeOnce } from './node-lines.js';
 import { redactingLogger } from './redaction.js';
 import { POLL_RESULTS, RuntimeMetricsCounter } from './runtime-metrics.js';
-import { byteSize, checkQueryOptions, checkRuntimeOptions } from './runtime-options.js';
+import {
+  byteSize,
+  checkCommand,
+  checkQueryOptions,
+  checkRuntimeOptions,
+  checkSql,
+} from './runtime-options.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
 import { checkMaxStaleness, holdToStalenessBound } from './staleness-bound.js';
@@ -487,6 +493,7 @@ class HostRuntime implements Runtime {
   ): Promise<RuntimeQueryResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
+    checkSql('query', sql);
     checkQueryOptions('query', options);
     return this.#holdToBound(await this.#front.query(sql, params, sharedSignal(options)), options);
   }
@@ -498,6 +505,7 @@ class HostRuntime implements Runtime {
   ): Promise<RuntimeArrowResult> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
+    checkSql('queryArrow', sql);
     checkQueryOptions('queryArrow', options);
     return this.#holdToBound(await this.#front.queryArrow(sql, params, sharedSignal(options)), options);
   }
@@ -507,6 +515,7 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
+    checkSql('queryStream', sql);
     checkQueryOptions('queryStream', options);
     // A stream is a JSON answer asked with no inline text: one path for both.
     return streamed(await this.queryJson(sql, params, { ...options, inlineBytes: 0 }));
@@ -519,6 +528,7 @@ class HostRuntime implements Runtime {
   ): Promise<RuntimeJsonAnswer> {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
     checkMaxStaleness(options.maxStalenessMs);
+    checkSql('queryJson', sql);
     checkQueryOptions('queryJson', options);
     const answer = await this.#front.queryJson(sql, params, sharedSignal(options));
     try {
@@ -556,6 +566,7 @@ class HostRuntime implements Runtime {
   }
 
   async send(name: string, command: DatasetCommand): Promise<void> {
+    checkCommand(command);
     const entry = this.#registry.get(name);
     // A refused configuration never gets a machine: say why, as queries and ready() do.
     if (entry.state === 'failed') throw this.#registry.failure(entry);
