@@ -5,7 +5,7 @@
  */
 export * from './api.js';
 export { defaultLogger, type Logger, type LogLevel, type LogRecord, memoryLogger } from './common/logging.js';
-export type { DatasetCommand, InspectionEvent } from './common/protocol.js';
+export { DATASET_COMMANDS, type DatasetCommand, type InspectionEvent } from './common/protocol.js';
 export * from './errors.js';
 export { type ApiKeyCheck, apiKeyCheck } from './host/api-keys.js';
 export { redactingLogger } from './host/redaction.js';

@@ -229,6 +229,17 @@ describe('query options', () => {
     expect((answer as Error).message).toContain(`${method} options: ${expected}`);
   });
 
+  it('ready() refuses a timeout that is no number of milliseconds, which timed out at once', async () => {
+    for (const timeoutMs of ['5s', -1]) {
+      const refused = await runtime.ready('orders', { timeoutMs } as never).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(RangeError);
+      expect((refused as Error).message).toMatch(
+        /^ready options: timeoutMs: must be a number of milliseconds from 0 to/,
+      );
+    }
+    await expect(runtime.ready('orders', { timeoutMs: 1_000 })).resolves.toBeUndefined();
+  });
+
   it('takes one signal for many queries at once without a listener warning', async () => {
     // QueryOptions.signal: 'One signal may serve many queries (an application's shutdown signal)'.
     // Each query added its own listener to it: past 10 at once Node warned of a possible leak

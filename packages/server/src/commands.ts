@@ -4,10 +4,10 @@
  * "polling.pause" | "polling.resume" }`, as JSON whatever its content type says, sent to the
  * dataset's machine. Both routes answer 202 `{ dataset, command, accepted: true }`.
  */
-import type { DatasetCommand, Runtime } from '@ferry/runtime';
+import { DATASET_COMMANDS, type DatasetCommand, type Runtime } from '@ferry/runtime';
 import { BadRequestError, InvalidCommandError } from './errors.js';
 
-export const DATASET_COMMANDS: readonly DatasetCommand[] = ['poll.now', 'polling.pause', 'polling.resume'];
+export { DATASET_COMMANDS };
 
 export interface CommandAccepted {
   readonly dataset: string;

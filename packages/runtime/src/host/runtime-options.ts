@@ -185,16 +185,23 @@ const QUERY_RULES: { readonly [K in keyof JsonOptions]-?: Rule } = {
  * `maxStalenessMs` is refused): `batchRows: 0` streamed empty batches until the process ran out
  * of memory; a text or negative timeout, a typo of an option, were taken silently.
  */
-export function checkQueryOptions(method: string, options: unknown): void {
+export function checkQueryOptions(
+  method: string,
+  options: unknown,
+  rules: Readonly<Record<string, Rule>> = QUERY_RULES,
+): void {
   if (options === undefined) return;
   const problems = isObject(options)
-    ? check(options, QUERY_RULES, '')
+    ? check(options, rules, '')
     : [{ path: 'options', text: `must be an object (got ${got(options)})` }];
   if (problems.length === 0) return;
   throw new RangeError(
     `${method} options: ${problems.map(({ path, text }) => `${path}: ${text}`).join('; ')}.`,
   );
 }
+
+/** `ready()`'s options: a text or negative timeout timed out at once. */
+export const READY_RULES = { timeoutMs: milliseconds } as const;
 
 /** The statement a query method was given is text; anything else failed deep inside (the results cache's keys). */
 export function checkSql(method: string, sql: unknown): void {

@@ -85,6 +85,7 @@ import {
   checkQueryOptions,
   checkRuntimeOptions,
   checkSql,
+  READY_RULES,
 } from './runtime-options.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
@@ -483,6 +484,11 @@ class HostRuntime implements Runtime {
   }
 
   ready(name?: string, options: { readonly timeoutMs?: number } = {}): Promise<void> {
+    try {
+      checkQueryOptions('ready', options, READY_RULES);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.#registry.ready(name, options.timeoutMs ?? 30_000);
   }
 
