@@ -66,6 +66,19 @@ async function cpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * The lowest share of one core the process used over one of up to `windows` 1 s windows, stopping
+ * at the first below `idle`. Work the stopped statements leave (their threads unwinding, freed
+ * memory) ends within a few seconds, later on a loaded machine; a statement that kept its core
+ * shows a share near 1 in every window.
+ */
+async function settledShare(pid: number, idle: number, windows = 20): Promise<number> {
+  let lowest = Number.POSITIVE_INFINITY;
+  for (let window = 0; window < windows && lowest >= idle; window++)
+    lowest = Math.min(lowest, await cpuShare(pid, 1_000));
+  return lowest;
+}
+
 /** The share of one core the process used over `ms`. */
 async function cpuShare(pid: number, ms: number): Promise<number> {
   const before = await cpuSeconds(pid);
@@ -123,7 +136,7 @@ describe.skipIf(process.platform !== 'linux')('runaway statements', { timeout: P
         expect(JSON.parse(line)).toMatchObject({ level: 'warn', code: 'ERR_QUERY_TIMEOUT' });
       expect(served.stderr()).not.toContain('"level":"error"');
       // Nothing runs on: the process idles (a stopped statement that kept its core would show here).
-      expect(await cpuShare(served.child.pid as number, 2_000)).toBeLessThan(0.15);
+      expect(await settledShare(served.child.pid as number, 0.15)).toBeLessThan(0.15);
       for (const name of ['orders', 'users']) expect(JSON.parse(await count(name))).toEqual([{ n: 100 }]);
     } finally {
       served.child.kill('SIGKILL');
