@@ -197,13 +197,18 @@ describe("a client's bound: on a revalidation (If-None-Match), and values that a
     await expect.poll(() => runtime.status('orders').stalenessMs).toBeGreaterThan(5);
     for (const bad of [Number.NaN, '30s', -1, null]) {
       const options = { maxStalenessMs: bad as number };
-      const message = /^maxStalenessMs must be a number of milliseconds, 0 or more \(30_000 for 30 s\), got /;
+      const message =
+        /^query options: maxStalenessMs: must be a number of milliseconds, 0 or more \(30_000 for 30 s\), or left out for no bound \(got /;
       await expect(runtime.query(statement, [], options)).rejects.toThrow(message);
       await expect(runtime.queryArrow(statement, [], options)).rejects.toThrow(RangeError);
       await expect(runtime.queryJson(statement, [], options)).rejects.toThrow(RangeError);
       await expect(runtime.queryStream(statement, [], options)).rejects.toThrow(RangeError);
       expect(() => runtime.resultVersion(statement, [], options)).toThrow(RangeError);
     }
+    // resultVersion takes the pins a query takes, checked the same way (a negative id matched nothing).
+    expect(() => runtime.resultVersion(statement, [], { snapshots: { orders: -1 } })).toThrow(
+      /^resultVersion options: snapshots\.orders: must be a whole number, 0 or more \(got -1\)\.$/,
+    );
     await expect(runtime.query(statement, [], { maxStalenessMs: 5 })).rejects.toMatchObject({
       code: 'ERR_STALE',
     });

@@ -159,8 +159,7 @@ const boolean: Rule = (value) =>
 
 /**
  * Every query option's rule (`query`, `queryArrow`, `queryStream`, `queryJson` take the same set;
- * the stream's and JSON's only apply to those). `maxStalenessMs` has its own check and message
- * (checkMaxStaleness, run beside this one).
+ * the stream's and JSON's only apply to those).
  */
 const QUERY_RULES: { readonly [K in keyof JsonOptions]-?: Rule } = {
   waitForReady: boolean,
@@ -168,7 +167,12 @@ const QUERY_RULES: { readonly [K in keyof JsonOptions]-?: Rule } = {
   readyTimeoutMs: milliseconds,
   signal: (value) =>
     value instanceof AbortSignal ? undefined : `must be an AbortSignal (got ${got(value)})`,
-  maxStalenessMs: () => undefined,
+  // NaN or a string ('30s') compares false with every staleness, so it would check nothing; a negative
+  // bound would refuse every read. Infinity is allowed: a bound that refuses nothing.
+  maxStalenessMs: (value) =>
+    typeof value === 'number' && value >= 0
+      ? undefined
+      : `must be a number of milliseconds, 0 or more (30_000 for 30 s), or left out for no bound (got ${got(value)})`,
   snapshots: (value, path) =>
     isObject(value)
       ? check(value, Object.fromEntries(Object.keys(value).map((name) => [name, snapshotId])), `${path}.`)
@@ -199,6 +203,12 @@ export function checkQueryOptions(
     `${method} options: ${problems.map(({ path, text }) => `${path}: ${text}`).join('; ')}.`,
   );
 }
+
+/** `resultVersion()`'s options: the two of a query's that decide which answer is current. */
+export const RESULT_VERSION_RULES = {
+  snapshots: QUERY_RULES.snapshots,
+  maxStalenessMs: QUERY_RULES.maxStalenessMs,
+} as const;
 
 /** `ready()`'s options: a text or negative timeout timed out at once. */
 export const READY_RULES = { timeoutMs: milliseconds } as const;

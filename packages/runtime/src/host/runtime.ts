@@ -86,10 +86,11 @@ import {
   checkRuntimeOptions,
   checkSql,
   READY_RULES,
+  RESULT_VERSION_RULES,
 } from './runtime-options.js';
 import { sdkNoticeOnce } from './sdk-notice.js';
 import { type LoadedSpicepod, loadSpicepodSource, type SpicepodSource } from './spicepod-source.js';
-import { checkMaxStaleness, holdToStalenessBound } from './staleness-bound.js';
+import { holdToStalenessBound } from './staleness-bound.js';
 import { StalenessWatch } from './staleness-watch.js';
 import { verificationNotices } from './verification-notice.js';
 
@@ -497,10 +498,7 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
-    if (this.#closing !== undefined) throw new RuntimeClosedError();
-    checkMaxStaleness(options.maxStalenessMs);
-    checkSql('query', sql);
-    checkQueryOptions('query', options);
+    this.#admit('query', sql, options);
     return this.#holdToBound(await this.#front.query(sql, params, sharedSignal(options)), options);
   }
 
@@ -509,10 +507,7 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
-    if (this.#closing !== undefined) throw new RuntimeClosedError();
-    checkMaxStaleness(options.maxStalenessMs);
-    checkSql('queryArrow', sql);
-    checkQueryOptions('queryArrow', options);
+    this.#admit('queryArrow', sql, options);
     return this.#holdToBound(await this.#front.queryArrow(sql, params, sharedSignal(options)), options);
   }
 
@@ -521,10 +516,9 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
-    checkSql('queryStream', sql);
-    checkQueryOptions('queryStream', options);
+    this.#admit('queryStream', sql, options);
     // A stream is a JSON answer asked with no inline text: one path for both.
-    return streamed(await this.queryJson(sql, params, { ...options, inlineBytes: 0 }));
+    return streamed(await this.#queryJson(sql, params, { ...options, inlineBytes: 0 }));
   }
 
   async queryJson(
@@ -532,10 +526,22 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: JsonOptions = {},
   ): Promise<RuntimeJsonAnswer> {
+    this.#admit('queryJson', sql, options);
+    return this.#queryJson(sql, params, options);
+  }
+
+  /** Refuses a query before it runs: the runtime closing, SQL that is not text, an unusable option (each by `method`). */
+  #admit(method: string, sql: string, options: JsonOptions): void {
     if (this.#closing !== undefined) throw new RuntimeClosedError();
-    checkMaxStaleness(options.maxStalenessMs);
-    checkSql('queryJson', sql);
-    checkQueryOptions('queryJson', options);
+    checkSql(method, sql);
+    checkQueryOptions(method, options);
+  }
+
+  async #queryJson(
+    sql: string,
+    params: readonly JsonValue[],
+    options: JsonOptions,
+  ): Promise<RuntimeJsonAnswer> {
     const answer = await this.#front.queryJson(sql, params, sharedSignal(options));
     try {
       return this.#holdToBound(answer, options);
@@ -599,7 +605,7 @@ class HostRuntime implements Runtime {
     params: readonly JsonValue[] = [],
     options: Pick<QueryOptions, 'snapshots' | 'maxStalenessMs'> = {},
   ): string | undefined {
-    checkMaxStaleness(options.maxStalenessMs);
+    checkQueryOptions('resultVersion', options, RESULT_VERSION_RULES);
     const now = this.#front.resultVersion(sql, params, options);
     if (now === undefined) return undefined;
     // A client told its copy is current (HTTP 304) is given it as the answer: the bound judges it as it would the rows.

@@ -63,19 +63,6 @@ export function snapshotHeaderValue(read: QueryProvenance['datasets']): string {
 }
 
 /**
- * Throws a `RangeError` for a `maxStalenessMs` (embed API) that is not a number of milliseconds, 0
- * or more: NaN or a string (`'30s'`) compares false with every staleness, so it would check nothing,
- * and a negative one would refuse every read. Absent: no bound.
- */
-export function checkMaxStaleness(maxStalenessMs: unknown): void {
-  if (maxStalenessMs === undefined || (typeof maxStalenessMs === 'number' && maxStalenessMs >= 0)) return;
-  const got = typeof maxStalenessMs === 'string' ? `'${maxStalenessMs}'` : String(maxStalenessMs);
-  throw new RangeError(
-    `maxStalenessMs must be a number of milliseconds, 0 or more (30_000 for 30 s), got ${got}; leave it out for no bound.`,
-  );
-}
-
-/**
  * Throws `StaleReadError` for the first dataset `read` that is staler than `maxStalenessMs`. A
  * dataset is judged at the snapshot read: the one it serves, or, for an answer read while a swap
  * replaced it, the one replaced (staler: it was last known current at its last check before the
