@@ -104,6 +104,31 @@ describe('ferry quickstart --dir', () => {
     }
   }, 300_000);
 
+  it("--check queries a server on a port fetch() refuses as a 'bad port' (6665–6669, 10080, …)", async () => {
+    // WHATWG fetch blocks ports browsers block; '--http 127.0.0.1:6669' serves on one, and the
+    // check said only 'ferry: error: fetch failed' (exit 1).
+    const result = await ferry(
+      [
+        'quickstart',
+        '--dir',
+        join(root, 'blocked-port'),
+        '--check',
+        '--duration',
+        '8',
+        '--every',
+        '0.5',
+        '--http',
+        '127.0.0.1:6669',
+        '--no-flight',
+      ],
+      { timeoutMs: 120_000 },
+    );
+    expect(result.stdout).toMatch(/^check: orders serves snapshot \d+ \(\d+ rows\)$/m);
+    expect(result.stdout).toContain('check: ok — queries answered and newer snapshots were swapped in\n');
+    expect(result.stderr).not.toContain('fetch failed');
+    expect(result.code).toBe(0);
+  }, 180_000);
+
   it('creates and marks a new folder, then reuses it, removing what the earlier run left', async () => {
     const dir = join(root, 'qs');
     const first = await quickstart(dir);

@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { type Parsed, parseCommandLine, stringOption } from '../args.js';
 import type { CliIo, CliOutput, Command } from '../command.js';
 import { UsageError } from '../errors.js';
+import { requestText } from '../http-request.js';
 import { claimWorkDir, WORK_DIR_MARKER } from '../work-dir.js';
 import { serveCommand } from './serve.js';
 
@@ -287,16 +288,24 @@ function stopLine(duration: number | undefined, check: boolean): string {
 async function selfCheck(url: string, out: CliOutput): Promise<boolean> {
   let newer = false;
   for (const sample of SAMPLES) {
-    const response = await fetch(`${url}/v1/sql`, {
-      method: 'POST',
-      body: `SELECT max(version) AS version, count(*) AS n FROM ${sample.dataset}`,
-    });
-    const body = (await response.json()) as { version: number; n: number }[] | { error: string };
-    if (!response.ok || !Array.isArray(body)) {
-      out.write(`check: ${sample.dataset} failed: ${JSON.stringify(body)}\n`);
+    let body: unknown;
+    try {
+      const answer = await requestText(`${url}/v1/sql`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', accept: 'application/json' },
+        body: `SELECT max(version) AS version, count(*) AS n FROM ${sample.dataset}`,
+      });
+      body = answer.ok ? JSON.parse(answer.text) : `HTTP ${answer.status}: ${answer.text.trim()}`;
+    } catch (error) {
+      body = (error as { code?: string }).code ?? (error as Error).message;
+    }
+    if (!Array.isArray(body)) {
+      out.write(
+        `check: ${sample.dataset} failed: ${typeof body === 'string' ? body : JSON.stringify(body)}\n`,
+      );
       return false;
     }
-    const row = body[0];
+    const row = body[0] as { version?: number; n?: number } | undefined;
     out.write(`check: ${sample.dataset} serves snapshot ${row?.version} (${row?.n} rows)\n`);
     if ((row?.version ?? 0) > 0) newer = true;
   }

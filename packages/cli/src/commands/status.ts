@@ -2,12 +2,11 @@
  * `ferry status`: asks a running `ferry serve` for its datasets (`GET /v1/datasets`) and prints
  * them as a table (or the JSON as received with `--json`).
  */
-import { get as httpGet } from 'node:http';
-import { get as httpsGet } from 'node:https';
 import type { DatasetView } from '@ferry/server';
 import { expectPositionals, type Parsed, serverUrl, stringOption } from '../args.js';
 import { apiKeyFromEnv, type CliIo, type Command } from '../command.js';
 import { ApiKeyEnvError, ServerRequestError } from '../errors.js';
+import { type HttpAnswer, requestText } from '../http-request.js';
 import { formatTable } from '../table.js';
 
 const HELP = `Usage: ferry status [--http 127.0.0.1:8090] [--api-key-env NAME] [--json]
@@ -21,45 +20,16 @@ Options:
   -h, --help               Show this help
 `;
 
-const REQUEST_TIMEOUT_MS = 10_000;
-
 function cell(value: string | number | null): string {
   return value === null ? '-' : String(value);
 }
 
-/**
- * GET `url` with node's HTTP client, not fetch(): fetch refuses the ports browsers block (10080,
- * 6000, 6665–6669, …) as a 'bad port', and `ferry serve --http` may listen on any of them.
- */
-function get(
-  url: string,
-  headers: Record<string, string>,
-): Promise<{ readonly ok: boolean; readonly status: number; readonly text: string }> {
-  return new Promise((resolve, reject) => {
-    const send = url.startsWith('https:') ? httpsGet : httpGet;
-    const request = send(url, { headers, timeout: REQUEST_TIMEOUT_MS }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        text += chunk;
-      });
-      response.on('error', reject);
-      response.on('end', () => {
-        const status = response.statusCode ?? 0;
-        resolve({ ok: status >= 200 && status < 300, status, text });
-      });
-    });
-    request.on('timeout', () =>
-      request.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })),
-    );
-    request.on('error', reject);
-  });
-}
-
 async function fetchDatasets(url: string, apiKey: string | undefined): Promise<DatasetView[]> {
-  let response: Awaited<ReturnType<typeof get>>;
+  let response: HttpAnswer;
   try {
-    response = await get(url, apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` });
+    response = await requestText(url, {
+      headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` },
+    });
   } catch (error) {
     const reason = (error as { code?: string }).code ?? (error as Error).message;
     throw new ServerRequestError(url, reason, { cause: error });
