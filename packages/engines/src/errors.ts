@@ -92,6 +92,22 @@ export class EngineOpenError extends FerryError {
   }
 }
 
+/**
+ * better-sqlite3's native module cannot be loaded by this Node.js: it was built for another
+ * Node.js version (its NODE_MODULE_VERSION) or platform, as when Ferry was installed with one
+ * Node.js and run with another. Every SQLite file would fail to open, so nothing SQLite starts.
+ */
+export class SqliteBindingError extends FerryError {
+  constructor(reason: string, options: FerryErrorOptions = {}) {
+    super(
+      'ERR_SQLITE_BINDING',
+      `better-sqlite3's native module cannot be loaded by Node.js ${process.version} (${reason}); rebuild it for this Node.js (pnpm rebuild better-sqlite3, or npm rebuild better-sqlite3) or run Ferry with the Node.js it was installed with`,
+      options,
+    );
+    this.name = 'SqliteBindingError';
+  }
+}
+
 /** A query or schema call on an engine that was closed. */
 export class EngineClosedError extends FerryError {
   constructor(path: string) {
@@ -240,6 +256,7 @@ registerErrors({
   StatementRejectedError,
   SqlSyntaxError,
   EngineOpenError,
+  SqliteBindingError,
   EngineClosedError,
   QueryFailedError,
   NamespaceTableError,

@@ -36,7 +36,7 @@ export { checkTableSchema, type SchemaSource } from './schema-check.js';
 export { createSnapshotChecker, type SnapshotChecker } from './snapshot-checker.js';
 export * from './sql.js';
 export { openSqlite, openSqliteSync, SqliteEngine } from './sqlite-engine.js';
-export { betterSqlite3Build } from './sqlite-interrupt.js';
+export { betterSqlite3Build, checkSqliteBinding } from './sqlite-interrupt.js';
 export type { SqliteNamespaceOptions, SyncBatchSink } from './sqlite-namespace.js';
 export {
   type SqliteAffinity,

@@ -34,7 +34,12 @@ export { jsonObjects } from './encode.js';
 export { NamespaceTableError } from './errors.js';
 export * from './namespace-types.js';
 export { SqliteBatchBuilder } from './sqlite-arrow.js';
-export { betterSqlite3Build, INTERRUPT_EVERY, type InterruptRegion } from './sqlite-interrupt.js';
+export {
+  betterSqlite3Build,
+  checkSqliteBinding,
+  INTERRUPT_EVERY,
+  type InterruptRegion,
+} from './sqlite-interrupt.js';
 export {
   SQLITE_MAX_ATTACHED,
   SqliteNamespace,

@@ -26,6 +26,7 @@ export {
   NamespaceTableError,
   QueryFailedError,
   QueryResourceError,
+  SqliteBindingError,
   SqlSyntaxError,
   StatementRejectedError,
   TableNotFoundError,

@@ -15,6 +15,7 @@
  * to be found in production.
  */
 import Database from 'better-sqlite3';
+import { SqliteBindingError } from './errors.js';
 
 /** VM instructions between two looks at the region: about a microsecond of SQLite's time. */
 export const INTERRUPT_EVERY = 1_000;
@@ -38,6 +39,36 @@ export function betterSqlite3Build(): 'patched' | 'stock' {
   return typeof (Database.prototype as { interruptOn?: unknown }).interruptOn === 'function'
     ? 'patched'
     : 'stock';
+}
+
+let bindingLoads = false;
+
+/**
+ * Throws `SqliteBindingError` when better-sqlite3's native module (`nativeBinding`: that file
+ * instead of the installed one) cannot be loaded. It loads at the first connection: built for
+ * another Node.js, each SQLite file failed to open one by one, with Node's words ('compiled against
+ * a different Node.js version', then 'Module did not self-register') as a bootstrap warning, a 500
+ * on each query, or a writer's "fix the SQL".
+ */
+export function checkSqliteBinding(nativeBinding?: string): void {
+  if (nativeBinding === undefined && bindingLoads) return;
+  try {
+    new Database(':memory:', nativeBinding === undefined ? {} : { nativeBinding }).close();
+    bindingLoads ||= nativeBinding === undefined;
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_DLOPEN_FAILED') throw error;
+    throw new SqliteBindingError(bindingProblem((error as Error).message), { cause: error });
+  }
+}
+
+/** What Node's dlopen failure says, in a line: the two ABI versions when it names them. */
+export function bindingProblem(message: string): string {
+  const versions =
+    /NODE_MODULE_VERSION (\d+)\. This version of Node\.js requires NODE_MODULE_VERSION (\d+)/.exec(
+      message.replace(/\s+/g, ' '),
+    );
+  if (versions === null) return message.split('\n')[0] as string;
+  return `it was built for NODE_MODULE_VERSION ${versions[1]}, and this Node.js needs ${versions[2]}`;
 }
 
 /**

@@ -6,6 +6,7 @@
  * writer or a WAL) and switched to `journal_mode=DELETE`, as the snapshot-store spec requires.
  */
 import { type DuckDBType, DuckDBTypeId, type DuckDBValue } from '@duckdb/node-api';
+import { checkSqliteBinding } from '@ferry/engines';
 import Database from 'better-sqlite3';
 import { openBuildConnection, quoteIdentifier } from './build-duckdb.js';
 
@@ -96,6 +97,7 @@ export async function copyDuckDbTableToSqlite(
   sqlitePath: string,
   dataset: string,
 ): Promise<void> {
+  checkSqliteBinding();
   const table = quoteIdentifier(dataset);
   const { instance, connection } = await openBuildConnection(duckDbPath, { access_mode: 'READ_ONLY' });
   try {
@@ -151,6 +153,7 @@ export async function copyDuckDbTableToSqlite(
  * alone. The source is opened read-only and never changed.
  */
 export async function copySqliteFile(source: string, target: string): Promise<void> {
+  checkSqliteBinding();
   const db = new Database(source, { readonly: true, fileMustExist: true });
   try {
     await db.backup(target);

@@ -24,7 +24,7 @@ import {
   resolveSnapshotKey,
   type SnapshotEntry,
 } from '@ferry/core/base';
-import { readDatabaseHeader } from '@ferry/engines';
+import { checkSqliteBinding, readDatabaseHeader } from '@ferry/engines';
 import { createObjectStore, isProcessAlive, readParallelParts } from '@ferry/store';
 import Database from 'better-sqlite3';
 import { assertDatasetName, assertNoSideFiles, type BuiltSnapshot, inspect } from './build.js';
@@ -241,6 +241,7 @@ async function applyDuckDb(dataset: string, path: string, statements: readonly s
 }
 
 function applySqlite(dataset: string, path: string, statements: readonly string[]): void {
+  checkSqliteBinding();
   const db = new Database(path, { fileMustExist: true });
   try {
     db.pragma('journal_mode = DELETE');

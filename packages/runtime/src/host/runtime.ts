@@ -19,7 +19,7 @@ import {
   type SpicepodConfig,
 } from '@ferry/core/base';
 import type { DuckDbNamespaceOptions } from '@ferry/engines';
-import { betterSqlite3Build } from '@ferry/engines/namespaces';
+import { betterSqlite3Build, checkSqliteBinding } from '@ferry/engines/namespaces';
 import { generationDirFor, generationsRoot, generationsRootFor } from '@ferry/snapshots/generations';
 import type {
   DatasetCommand,
@@ -108,7 +108,10 @@ export async function createRuntime(
   const pod = await loadSpicepodSource(source, env, logger);
   // From here on no log line shows a secret the spicepod's references resolved to.
   const safe = redactingLogger(logger, pod.config.secretReferences);
-  if (pod.datasets.some((dataset) => dataset.fileEngine !== 'duckdb') && betterSqlite3Build() === 'stock') {
+  const sqlite = pod.datasets.some((dataset) => dataset.fileEngine !== 'duckdb');
+  // A better-sqlite3 built for another Node.js fails every SQLite file: said once, before anything starts.
+  if (sqlite) checkSqliteBinding();
+  if (sqlite && betterSqlite3Build() === 'stock') {
     safe.warn(
       { component: 'runtime' },
       "better-sqlite3 is the stock build, not Ferry's patched one: SQLite statements cannot be stopped inside SQLite (a query past its timeout or cancelled runs to its end in its worker, and close() waits for it), and a worker ended while it raises an SQLite error aborts the process; apply patches/better-sqlite3@12.9.0.patch from Ferry's repository (packages/runtime/README.md, Install)",
