@@ -38,6 +38,7 @@ import {
   NamespaceTableError,
   QueryFailedError,
   QueryResourceError,
+  SqliteBindingError,
   SqlSyntaxError,
   StatementRejectedError,
   TableNotFoundError,
@@ -200,6 +201,7 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   StatementRejectedError: () => new StatementRejectedError('ATTACH', 'ATTACH is not allowed.'),
   SqlSyntaxError: () => new SqlSyntaxError('SELEC', 'SELECT', 'syntax error at or near "SELEC"'),
   EngineOpenError: () => new EngineOpenError('/data/x.db', 'not a database', { cause: engineCause }),
+  SqliteBindingError: () => new SqliteBindingError('invalid ELF header', { cause: engineCause }),
   EngineClosedError: () => new EngineClosedError('/data/x.db'),
   QueryFailedError: () => new QueryFailedError("dataset 'orders'", 'column nope', { cause: engineCause }),
   NamespaceTableError: () => new NamespaceTableError('users', 'sqlite'),
@@ -386,6 +388,7 @@ describe('the code → status table', () => {
     'ERR_PARSE_ARGS_UNKNOWN_OPTION',
     'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
     'ERR_WORKER_INVALID_EXEC_ARGV',
+    'ERR_DLOPEN_FAILED',
   ]);
 
   function sourceCodes(): Set<string> {

@@ -81,6 +81,8 @@ export const ERROR_STATUS: Readonly<Record<string, ErrorStatus>> = {
   // Handed from a query worker to the runtime, which answers with its own error instead.
   ERR_NAMESPACE_TABLE: INTERNAL,
   ERR_ENGINE_OPEN: INTERNAL,
+  // Raised at start (createRuntime, the writer), before any query: a row for completeness.
+  ERR_SQLITE_BINDING: INTERNAL,
   ERR_UNSUPPORTED_COLUMN_TYPE: INTERNAL,
 
   // The runtime's state.
