@@ -70,6 +70,11 @@ export class HandleTable<V> {
     return entry.value;
   }
 
+  /** Whether a value is held under `handle`. */
+  has(handle: Uint8Array): boolean {
+    return this.#entries.has(Buffer.from(handle).toString('hex'));
+  }
+
   /** Removes and returns the value under `handle` (a ticket is redeemed once). */
   take(handle: Uint8Array): V {
     const key = Buffer.from(handle).toString('hex');

@@ -12,10 +12,64 @@ import { FlightRequestError, FlightUnsupportedError } from './errors.js';
 import type { HandleTable } from './handles.js';
 import { type FlightDescriptor, type SqlMessage, unpackSql } from './protocol.js';
 
+/** A statement and its parameters; in a ticket, also the pins it was read with. */
+export interface Statement {
+  readonly sql: string;
+  readonly params: readonly JsonValue[];
+  readonly snapshots?: Readonly<Record<string, number>>;
+}
+
 export type Request =
-  | { readonly kind: 'statement'; readonly sql: string; readonly params: readonly JsonValue[] }
-  | { readonly kind: 'ticket'; readonly handle: Uint8Array }
+  | ({ readonly kind: 'statement' } & Statement)
+  | {
+      readonly kind: 'ticket';
+      /** The key of the result waiting on the server that issued the ticket. */
+      readonly handle: Uint8Array;
+      /** The statement, for a server that holds no such result to run it again. */
+      readonly statement?: Statement;
+    }
   | { readonly kind: 'metadata'; readonly command: SqlMessage };
+
+/** The random key that starts a statement ticket's handle (HandleTable's handles). */
+const KEY_BYTES = 16;
+
+/**
+ * A statement ticket's handle: the key of the result waiting here, then the statement as JSON, so
+ * a server that does not hold the result (another replica behind a load balancer that spreads
+ * calls, as AWS's ALB does with gRPC; or this one, once the ticket was redeemed or expired) runs
+ * it again, as Spice, whose tickets carry the SQL, does.
+ */
+export function statementHandle(key: Buffer, statement: Statement): Buffer {
+  const { sql, params, snapshots } = statement;
+  return Buffer.concat([
+    key,
+    Buffer.from(JSON.stringify(snapshots === undefined ? { sql, params } : { sql, params, snapshots })),
+  ]);
+}
+
+function ticketStatement(bytes: Uint8Array): Statement {
+  let statement: unknown;
+  try {
+    statement = JSON.parse(UTF8.decode(bytes));
+  } catch {
+    statement = undefined;
+  }
+  const { sql, params, snapshots } = (statement ?? {}) as Record<string, unknown>;
+  if (
+    typeof sql !== 'string' ||
+    !Array.isArray(params) ||
+    (snapshots !== undefined && (typeof snapshots !== 'object' || snapshots === null))
+  ) {
+    throw new FlightRequestError(
+      'The ticket is neither a ticket this server issued nor SQL text; redeem the ticket GetFlightInfo returned.',
+    );
+  }
+  return {
+    sql,
+    params: params as JsonValue[],
+    ...(snapshots === undefined ? {} : { snapshots: snapshots as Record<string, number> }),
+  };
+}
 
 export const METADATA_COMMANDS: ReadonlySet<string> = new Set([
   'CommandGetCatalogs',
@@ -129,8 +183,15 @@ export function refuseUpdate(command: SqlMessage, statements: HandleTable<Prepar
 export function ticketRequest(ticket: Uint8Array): Request {
   const command = unpackSql(ticket);
   if (command === undefined) return { kind: 'statement', sql: sqlText(ticket, 'ticket'), params: [] };
-  if (command.name === 'TicketStatementQuery')
-    return { kind: 'ticket', handle: field(command, 'statementHandle') };
+  if (command.name === 'TicketStatementQuery') {
+    const handle = field<Uint8Array>(command, 'statementHandle');
+    if (handle.length <= KEY_BYTES) return { kind: 'ticket', handle };
+    return {
+      kind: 'ticket',
+      handle: handle.subarray(0, KEY_BYTES),
+      statement: ticketStatement(handle.subarray(KEY_BYTES)),
+    };
+  }
   if (command.name === 'CommandStatementQuery')
     return { kind: 'statement', sql: field(command, 'query'), params: [] };
   if (METADATA_COMMANDS.has(command.name)) return { kind: 'metadata', command };

@@ -3,7 +3,9 @@
  * (`requests.ts`), results (`results.ts`), metadata commands (`metadata.ts`), prepared statements
  * (`prepared.ts`), the handshake (`handshake.ts`) — through the key-checking wrappers of
  * `calls.ts`. Statements run where GetFlightInfo is asked, so its answer carries the real schema;
- * the result then waits (a ticket) for its one DoGet.
+ * the result then waits (a ticket) for its DoGet. The ticket also carries the statement: a DoGet
+ * on a server that does not hold the result (another replica, or a ticket redeemed or expired)
+ * runs it again, as Spice's tickets do.
  */
 import {
   asksNoCache,
@@ -24,7 +26,13 @@ import { schemaBytes } from './ipc.js';
 import { datasetNames, metadataResult, statementSchema, tableSchema } from './metadata.js';
 import { doAction, doPut, listActions } from './prepared.js';
 import { type FlightDescriptor, type FlightInfo, packSql } from './protocol.js';
-import { datasetSql, requestOf, ticketRequest } from './requests.js';
+import {
+  datasetSql,
+  requestOf,
+  type Statement,
+  statementHandle as ticketHandle,
+  ticketRequest,
+} from './requests.js';
 import type { ArrowResult, ResultOptions } from './result-source.js';
 import { flightInfo, writeResult } from './results.js';
 
@@ -71,7 +79,8 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
         controller,
         ...(options.snapshots === undefined ? {} : { pins: options.snapshots }),
       });
-      const ticket = packSql('TicketStatementQuery', { statementHandle: handle });
+      const statementHandle = ticketHandle(handle, { ...request, ...pinsOf(options) });
+      const ticket = packSql('TicketStatementQuery', { statementHandle });
       return flightInfo(descriptor, result.schema, ticket, result.totalRows);
     }),
 
@@ -115,7 +124,7 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
       }
       let result: ArrowResult;
       let controller: AbortController;
-      if (request.kind === 'ticket') {
+      if (request.kind === 'ticket' && (request.statement === undefined || pending.has(request.handle))) {
         let pins: Pending['pins'];
         ({ result, controller, pins } = pending.take(request.handle));
         // GetFlightInfo judged the bound it was sent; DoGet's own holds too, now, when the rows go out
@@ -128,13 +137,15 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
           throw error;
         }
       } else {
+        // SQL text, or a ticket whose result is not here (issued by another server, redeemed, or
+        // expired): its statement runs now, read at the pins it was issued with unless DoGet pins its own.
+        const statement = request.kind === 'ticket' ? (request.statement as Statement) : request;
+        const options = resultOptions(call.metadata);
         controller = new AbortController();
-        result = await source.stream(
-          request.sql,
-          request.params,
-          controller.signal,
-          resultOptions(call.metadata),
-        );
+        result = await source.stream(statement.sql, statement.params, controller.signal, {
+          ...pinsOf(statement),
+          ...options,
+        });
       }
       // Spice's results cache metadata (x-cache, results-cache-status), and x-ferry-snapshot.
       call.sendMetadata(resultMetadata(result));
@@ -173,6 +184,13 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
 
     ListActions: listActions(context),
   };
+}
+
+/** The pins of `options` (x-ferry-snapshot), as an object to spread. */
+function pinsOf(options: {
+  readonly snapshots?: Readonly<Record<string, number>>;
+}): Pick<Statement, 'snapshots'> {
+  return options.snapshots === undefined ? {} : { snapshots: options.snapshots };
 }
 
 /** A call metadata key's values as text, joined with ', ' as HTTP joins a repeated header; undefined when absent. */

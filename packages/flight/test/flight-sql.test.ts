@@ -21,11 +21,13 @@ import {
 } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitIpcStream, startFlightServer } from '../src/index.js';
+import { statementHandle, ticketRequest } from '../src/requests.js';
 import {
   bearer,
   call,
   collect,
   decodeSqlAny,
+  type FlightInfoMessage,
   type FlightStub,
   fetchTable,
   flightStub,
@@ -460,6 +462,33 @@ describe('refusals and errors as gRPC status codes', () => {
       await collect(stub.DoGet({ ticket: Buffer.from('SELECT count(*) AS n\nFROM users') }, auth())),
     );
     expect(Number(sql.get(0)?.n)).toBe(25);
+  });
+
+  it('a ticket is redeemed on another server (replicas behind a load balancer that spreads calls), and again once its result was taken: its statement runs there', async () => {
+    // A second Flight server holds none of the first's waiting results, as another replica would not.
+    const other = await startFlightServer(served.runtime, { port: 0, apiKey: KEY });
+    const elsewhere = flightStub(other.address);
+    const rows = (table: Table) => table.toArray().map((row) => `${row.id} ${row.name}`);
+    try {
+      const query = 'SELECT id, name FROM users WHERE id < 3 ORDER BY id';
+      const info = await call<FlightInfoMessage>((done) =>
+        stub.GetFlightInfo(cmd('CommandStatementQuery', { query }), auth(), done),
+      );
+      const ticket = info.endpoint[0]?.ticket.ticket as Buffer;
+      const expected = ['0 user 0', '1 user 1', '2 user 2'];
+      // Before, NOT_FOUND: 'The ticket is unknown, already redeemed, or older than 60000 ms'.
+      expect(rows(tableOf(await collect(elsewhere.DoGet({ ticket }, auth()))))).toEqual(expected);
+      expect(rows(tableOf(await collect(stub.DoGet({ ticket }, auth()))))).toEqual(expected);
+      expect(rows(tableOf(await collect(stub.DoGet({ ticket }, auth()))))).toEqual(expected);
+    } finally {
+      elsewhere.close();
+      await other.close();
+    }
+    // The statement a ticket carries keeps its parameters and pins.
+    const statement = { sql: 'SELECT $1', params: [7, 'x', null], snapshots: { users: 1 } };
+    const handle = statementHandle(Buffer.alloc(16, 1), statement);
+    const ticket = sqlCommand('TicketStatementQuery', { statementHandle: handle });
+    expect(ticketRequest(ticket)).toEqual({ kind: 'ticket', handle: Buffer.alloc(16, 1), statement });
   });
 
   it('a statement’s error reaches the client in the engine’s words, slashes in the SQL included (no file where there is none)', async () => {
