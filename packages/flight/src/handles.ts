@@ -2,7 +2,11 @@
  * Server-side state behind opaque handles: results waiting for their DoGet (a GetFlightInfo runs
  * the statement, so the schema it answers with is the schema DoGet streams) and open prepared
  * statements. Each entry expires after a time without use and the number of entries is capped, so
- * a client that never redeems or closes cannot make the server hold memory without bound.
+ * a client that never redeems or closes cannot make the server hold memory without bound. At the
+ * cap, a new prepared statement is refused; a new ticket drops the oldest waiting result instead
+ * (a ticket carries its statement, so a DoGet of the dropped one runs it again): under a load
+ * balancer that sends DoGet to another replica, results nobody redeems here would otherwise fill
+ * the table and refuse every GetFlightInfo until they expired.
  */
 import { randomBytes } from 'node:crypto';
 import { FlightCapacityError, FlightHandleNotFoundError } from './errors.js';
@@ -47,6 +51,9 @@ export class HandleTable<V> {
 
   /** Stores `value` under a new random handle. */
   add(value: V): Buffer {
+    if (this.#entries.size >= this.#max && this.#what === 'ticket') {
+      this.#drop(this.#entries.keys().next().value as string);
+    }
     if (this.#entries.size >= this.#max) {
       this.#onDrop(value);
       throw new FlightCapacityError(

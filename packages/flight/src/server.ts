@@ -44,7 +44,7 @@ export interface FlightServerOptions {
   readonly logger?: Logger;
   /** How long a GetFlightInfo result waits for its DoGet; default 60 000 ms. */
   readonly ticketTtlMs?: number;
-  /** Results waiting for their DoGet at most; default 64 (more: RESOURCE_EXHAUSTED). */
+  /** Results waiting for their DoGet at most; default 64 (more: the oldest is dropped, and its DoGet runs it again). */
   readonly maxTickets?: number;
   /** How long an unused prepared statement stays open; default 600 000 ms. */
   readonly statementTtlMs?: number;

@@ -464,7 +464,7 @@ describe('refusals and errors as gRPC status codes', () => {
     expect(Number(sql.get(0)?.n)).toBe(25);
   });
 
-  it('a ticket is redeemed on another server (replicas behind a load balancer that spreads calls), and again once its result was taken: its statement runs there', async () => {
+  it('a ticket is redeemed on another server (replicas behind a load balancer that spreads calls), again once its result was taken, and after maxTickets dropped it: its statement runs there', async () => {
     // A second Flight server holds none of the first's waiting results, as another replica would not.
     const other = await startFlightServer(served.runtime, { port: 0, apiKey: KEY });
     const elsewhere = flightStub(other.address);
@@ -483,6 +483,28 @@ describe('refusals and errors as gRPC status codes', () => {
     } finally {
       elsewhere.close();
       await other.close();
+    }
+    // At maxTickets, a new result drops the oldest waiting one (RESOURCE_EXHAUSTED before): results
+    // whose DoGet went to another replica no longer refuse every GetFlightInfo until they expire.
+    const small = await startFlightServer(served.runtime, { port: 0, apiKey: KEY, maxTickets: 2 });
+    const smallStub = flightStub(small.address);
+    try {
+      const tickets: Buffer[] = [];
+      for (const id of [0, 1, 2]) {
+        const query = `SELECT id, name FROM users WHERE id = ${id}`;
+        const info = await call<FlightInfoMessage>((done) =>
+          smallStub.GetFlightInfo(cmd('CommandStatementQuery', { query }), auth(), done),
+        );
+        tickets.push(info.endpoint[0]?.ticket.ticket as Buffer);
+      }
+      for (const [id, ticket] of tickets.entries()) {
+        expect(rows(tableOf(await collect(smallStub.DoGet({ ticket }, auth()))))).toEqual([
+          `${id} user ${id}`,
+        ]);
+      }
+    } finally {
+      smallStub.close();
+      await small.close();
     }
     // The statement a ticket carries keeps its parameters and pins.
     const statement = { sql: 'SELECT $1', params: [7, 'x', null], snapshots: { users: 1 } };
