@@ -47,6 +47,7 @@ import {
   WriteRejectedError,
 } from '@ferry/engines';
 import * as namespaces from '@ferry/engines/namespaces';
+import * as engineSql from '@ferry/engines/sql';
 import * as flight from '@ferry/flight';
 import {
   ArrowConversionError,
@@ -333,6 +334,14 @@ describe('the error registry', () => {
         if (typeof value !== 'function' || !(value.prototype instanceof Error)) continue;
         expect(registry.get(name), `${entry} exports ${name}`).toBe(value);
       }
+    }
+  });
+
+  it("lets an embedder catch every engine error from @ferry/runtime (its errors.ts re-exports @ferry/engines/sql's)", () => {
+    // createRuntime throws SqliteBindingError, queries the rest: runtime/README.md's Errors section.
+    for (const [name, value] of Object.entries(engineSql)) {
+      if (typeof value !== 'function' || !(value.prototype instanceof Error)) continue;
+      expect((runtime as Record<string, unknown>)[name], `@ferry/runtime exports ${name}`).toBe(value);
     }
   });
 

@@ -28,6 +28,7 @@ export {
   NamespaceTableError,
   QueryFailedError,
   QueryResourceError,
+  SqliteBindingError,
   SqlSyntaxError,
   StatementRejectedError,
   TableNotFoundError,
