@@ -136,7 +136,7 @@ export class SnapshotTaskRunner {
       local.location !== undefined &&
       normalizeLocation(local.location) !== normalizeLocation(files.location)
     ) {
-      // Another store's snapshot ids are no guide to this one's (a new store numbers from 1 again).
+      // Another store's snapshot ids are no guide to this one's (a new store numbers from 0 again).
       const error = `was loaded from ${local.location}, not the dataset's location ${files.location}`;
       return { kind: 'refused', snapshotId: local.snapshotId, error };
     }
