@@ -393,12 +393,19 @@ describe('ferry serve with Arrow Flight and TLS', () => {
         `127.0.0.1:${port}`,
         '--data-dir',
         join(dir, 'data'),
+        '--log-format',
+        'json',
       ]);
       expect(result.code).toBe(1);
       // The errno, as for --http, not gRPC's 'No address added out of total 1 resolved errors: […]'.
       expect(result.stderr).toContain(
         `ferry: error: Cannot listen on 127.0.0.1:${port} (EADDRINUSE); choose another address with --flight.`,
       );
+      // Every line before it is a JSON log line: gRPC's own ('E No address added …' on stderr
+      // before) is one of them, at warn.
+      const lines = result.stderr.trimEnd().split('\n').slice(0, -1);
+      const records = lines.map((line) => JSON.parse(line) as { component?: string; level?: string });
+      expect(records).toContainEqual(expect.objectContaining({ component: 'grpc', level: 'warn' }));
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }

@@ -29,5 +29,6 @@ export {
   type FlightServerOptions,
   type FlightTlsOptions,
   type RunningFlightServer,
+  routeGrpcLogs,
   startFlightServer,
 } from './server.js';

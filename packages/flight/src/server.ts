@@ -8,7 +8,7 @@
  * never closed here: its owner does that, after `close()`.
  */
 import { apiKeyCheck, type Logger, type Runtime } from '@ferry/runtime';
-import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { Server, ServerCredentials, setLogger } from '@grpc/grpc-js';
 import { keyCheck } from './auth.js';
 import type { FlightContext, Pending, Prepared } from './calls.js';
 import { HandleTable } from './handles.js';
@@ -77,6 +77,21 @@ function pem(value: string | Buffer): Buffer {
 }
 
 /** Starts the Flight server; resolves once it listens. */
+/**
+ * Sends grpc-js's own log lines (`E No address added out of total 1 resolved` when the port is
+ * taken, before Ferry says so itself) to `logger`, errors at warn and the rest at debug, instead of
+ * plain text on stderr between the JSON lines. grpc-js keeps one logger per process: `ferry serve`
+ * calls this; an embedder whose process uses grpc-js otherwise decides for itself.
+ */
+export function routeGrpcLogs(logger: Logger): void {
+  const line = (args: unknown[]): string => args.map(String).join(' ');
+  setLogger({
+    error: (...args: unknown[]) => logger.warn({ component: 'grpc' }, line(args)),
+    info: (...args: unknown[]) => logger.debug({ component: 'grpc' }, line(args)),
+    debug: (...args: unknown[]) => logger.debug({ component: 'grpc' }, line(args)),
+  } as unknown as Partial<Console>);
+}
+
 export async function startFlightServer(
   runtime: Runtime,
   options: FlightServerOptions = {},

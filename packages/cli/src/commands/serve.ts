@@ -224,7 +224,7 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   const { apiKeyCheck, createRuntime, DEFAULT_DATA_DIR, redactingLogger } = await import('@ferry/runtime');
   await checkDataDir(dataDir, spicepod, DEFAULT_DATA_DIR);
   const { inspectorRoutes, startServer, startStatelyBridge } = await import('@ferry/server');
-  const { startFlightServer } = await import('@ferry/flight');
+  const { routeGrpcLogs, startFlightServer } = await import('@ferry/flight');
   const runtime: Runtime = await createRuntime(spicepod, {
     logger: cliLogger,
     logLevel: level,
@@ -234,6 +234,8 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
   });
   // The servers' log lines never show a secret the spicepod's references resolved to either.
   const logger = redactingLogger(cliLogger, runtime.config.secretReferences);
+  // This process is ferry serve's: gRPC's own lines are log lines like the rest, not text between them.
+  routeGrpcLogs(logger);
   // Started before anything is awaited, so the bridge sees each dataset machine being created.
   let bridge: StatelyBridge | undefined;
   try {
