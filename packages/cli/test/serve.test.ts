@@ -375,7 +375,10 @@ describe('ferry serve with Arrow Flight and TLS', () => {
       'nope',
     ]);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain("'nope'");
+    // Of the flag, not 'Table 'nope' is not a dataset of this runtime'.
+    expect(unknown.stderr).toContain(
+      `ferry: error: --inspect-dataset 'nope' is not a dataset of ${pod}; its datasets are: `,
+    );
   });
 
   it('exits 1 naming --flight when the Flight address is in use', async () => {

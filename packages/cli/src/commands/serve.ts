@@ -9,7 +9,7 @@
 import { constants, existsSync } from 'node:fs';
 import { access, mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { LOG_LEVELS } from '@ferry/core/base';
+import { FerryError, LOG_LEVELS } from '@ferry/core/base';
 import type { RunningFlightServer } from '@ferry/flight';
 import type { Runtime } from '@ferry/runtime';
 import { tlsPairProblem } from '@ferry/runtime/tls';
@@ -248,9 +248,15 @@ async function run(parsed: Parsed, io: CliIo): Promise<number> {
             ...(inspectDataset === undefined ? {} : { dataset: inspectDataset }),
           });
   } catch (error) {
-    // An --inspect-dataset the spicepod does not configure.
     await runtime.close();
-    throw error;
+    if ((error as { code?: string }).code !== 'ERR_UNKNOWN_DATASET') throw error;
+    // An --inspect-dataset the spicepod does not configure: said of the flag, not as a table.
+    const names = runtime.datasets().map((dataset) => dataset.name);
+    throw new FerryError(
+      'ERR_UNKNOWN_DATASET',
+      `--inspect-dataset '${inspectDataset}' is not a dataset of ${spicepod}; its datasets are: ${names.join(', ')}`,
+      { cause: error },
+    );
   }
   const key = apiKey === undefined ? {} : { apiKey };
   // The spicepod's runtime.auth.api-key keys apply on every endpoint, beside --api-key-env's.
