@@ -41,10 +41,16 @@ const KEY_BYTES = 16;
  */
 export function statementHandle(key: Buffer, statement: Statement): Buffer {
   const { sql, params, snapshots } = statement;
-  return Buffer.concat([
-    key,
-    Buffer.from(JSON.stringify(snapshots === undefined ? { sql, params } : { sql, params, snapshots })),
-  ]);
+  let exact = true;
+  const text = JSON.stringify(
+    snapshots === undefined ? { sql, params } : { sql, params, snapshots },
+    (_, value) => {
+      if (typeof value === 'number' && !Number.isFinite(value)) exact = false;
+      return value;
+    },
+  );
+  // JSON has no NaN or Infinity (they would run again as NULL): such a ticket is redeemed here only.
+  return exact ? Buffer.concat([key, Buffer.from(text)]) : key;
 }
 
 function ticketStatement(bytes: Uint8Array): Statement {

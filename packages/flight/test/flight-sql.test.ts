@@ -511,6 +511,13 @@ describe('refusals and errors as gRPC status codes', () => {
     const handle = statementHandle(Buffer.alloc(16, 1), statement);
     const ticket = sqlCommand('TicketStatementQuery', { statementHandle: handle });
     expect(ticketRequest(ticket)).toEqual({ kind: 'ticket', handle: Buffer.alloc(16, 1), statement });
+    // A parameter JSON cannot carry (NaN, Infinity: they would run again as NULL) keeps the
+    // statement out of the ticket: redeemed where it was issued, or NOT_FOUND, never another answer.
+    const nan = statementHandle(Buffer.alloc(16, 2), { sql: 'SELECT $1', params: [Number.NaN] });
+    expect(ticketRequest(sqlCommand('TicketStatementQuery', { statementHandle: nan }))).toEqual({
+      kind: 'ticket',
+      handle: Buffer.alloc(16, 2),
+    });
   });
 
   it('a statement’s error reaches the client in the engine’s words, slashes in the SQL included (no file where there is none)', async () => {
