@@ -204,7 +204,10 @@ function columnText(data: arrow.Data, form: string | undefined): ColumnText {
     case arrow.Type.Date: {
       const days = values as ArrayLike<number>;
       const { DuckDBDateValue } = duckDbApi();
-      return stringColumn(valid, (row) => new DuckDBDateValue(days[row] as number).toString());
+      return stringColumn(
+        valid,
+        (row) => encodeDuckDbValue(new DuckDBDateValue(days[row] as number)) as string,
+      );
     }
     case arrow.Type.Time: {
       const units = values as ArrayLike<bigint>;

@@ -1,6 +1,6 @@
 /**
  * DuckDB result values to JSON, per the shared encoding in `encode.ts`: BIGINT/HUGEINT exact
- * (strings beyond ±2^53), DECIMAL as DuckDB prints it (`"350.00"`), DATE `2026-11-29`,
+ * (strings beyond ±2^53), DECIMAL as DuckDB prints it (`"350.00"`), DATE `2026-11-29` (`infinity`, `-infinity`),
  * TIMESTAMP `2026-11-29T08:00:00.000000`, TIMESTAMPTZ the same in UTC with `Z`, TIME
  * `08:00:00.000000`, BLOB base64, LIST/ARRAY as arrays, STRUCT as objects, MAP as
  * `[{key, value}]` (keys need not be strings), UNION as `{tag, value}`, INTERVAL as
@@ -31,6 +31,7 @@ export function encodeDuckDbValue(value: DuckDBValue): JsonValue {
   const {
     DuckDBArrayValue,
     DuckDBBlobValue,
+    DuckDBDateValue,
     DuckDBIntervalValue,
     DuckDBListValue,
     DuckDBMapValue,
@@ -54,6 +55,12 @@ export function encodeDuckDbValue(value: DuckDBValue): JsonValue {
     return timestamp(value, value.millis * 1000n, MICROS, 6, false);
   }
   if (value instanceof DuckDBTimestampNanosecondsValue) return timestamp(value, value.nanos, NANOS, 9, false);
+  if (value instanceof DuckDBDateValue) {
+    // DuckDB's infinite dates are the extreme day numbers, which node-api prints as those days.
+    if (value.days === DuckDBDateValue.PosInf.days) return 'infinity';
+    if (value.days === DuckDBDateValue.NegInf.days) return '-infinity';
+    return value.toString();
+  }
   if (value instanceof DuckDBTimeValue) return isoTime(value.micros, MICROS, 6);
   if (value instanceof DuckDBTimeNSValue) return isoTime(value.nanos, NANOS, 9);
   if (value instanceof DuckDBBlobValue) return base64(value.bytes);

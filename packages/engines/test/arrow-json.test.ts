@@ -72,3 +72,29 @@ describe('Arrow batches as JSON and CSV text', () => {
     expect(cells).toEqual(want.map((row) => row.map(cellOf)));
   });
 });
+
+describe('values a JSON encoding could get wrong', () => {
+  /** Row 0 of `sql` as `query()` encodes it and as a batch's JSON, CSV cells too. */
+  async function bothWays(sql: string): Promise<{ rows: JsonValue[]; batch: JsonValue[]; cells: string[] }> {
+    const [row] = await expected(sql);
+    const [batch] = await arrowBatches(sql);
+    const columns = batchText(batch as RecordBatch);
+    return {
+      rows: row as JsonValue[],
+      batch: columns.map((column) => JSON.parse(column.json(0)) as JsonValue),
+      cells: columns.map((column) => column.cell(0)),
+    };
+  }
+
+  it("DATE 'infinity' and '-infinity' read as DuckDB prints them, not as the day they are stored as", async () => {
+    const sql =
+      "SELECT 'infinity'::DATE AS a, '-infinity'::DATE AS b, DATE '2026-12-07' AS c, ['infinity'::DATE] AS l";
+    const got = await bothWays(sql);
+    const printed = await connection.runAndReadAll(`SELECT a::VARCHAR, b::VARCHAR FROM (${sql})`);
+    expect(printed.getRows()[0]).toEqual(['infinity', '-infinity']);
+    const want = ['infinity', '-infinity', '2026-12-07', ['infinity']];
+    expect(got.rows).toEqual(want);
+    expect(got.batch).toEqual(want);
+    expect(got.cells).toEqual(['infinity', '-infinity', '2026-12-07', '["infinity"]']);
+  });
+});
