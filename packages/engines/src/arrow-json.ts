@@ -19,7 +19,7 @@ import * as arrow from 'apache-arrow';
 import { JSON_FORM_METADATA } from './arrow-results.js';
 import { duckDbApi } from './duckdb-api.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
-import { base64 } from './encode.js';
+import { base64, setEntry } from './encode.js';
 
 /** How one column reads as text: `json(row)` its value's JSON, `cell(row)` its CSV cell. */
 export interface ColumnText {
@@ -104,7 +104,7 @@ function valueReader(data: arrow.Data): (row: number) => unknown {
       return (row) => {
         if (!valid(row)) return null;
         const object: Record<string, unknown> = {};
-        for (const [index, field] of fields.entries()) object[field.name] = children[index]?.(row);
+        for (const [index, field] of fields.entries()) setEntry(object, field.name, children[index]?.(row));
         return object;
       };
     }

@@ -12,7 +12,7 @@ import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
 import { duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
-import { type ScalarParam, scalarParams, uniqueColumnNames } from './encode.js';
+import { type ScalarParam, scalarParams, setEntry, uniqueColumnNames } from './encode.js';
 import {
   missingTable,
   type OpenOptions,
@@ -224,7 +224,7 @@ export class DuckDbEngine implements SnapshotEngine {
         const rows = reader.getRows().map((row) => {
           const record: Record<string, JsonValue> = {};
           for (const [index, value] of row.entries())
-            record[names[index] as string] = encodeDuckDbValue(value);
+            setEntry(record, names[index] as string, encodeDuckDbValue(value));
           return record;
         });
         return { columns, rows };

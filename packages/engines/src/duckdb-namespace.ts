@@ -40,7 +40,7 @@ import {
   viewsOfRoute,
 } from './duckdb-routing.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
-import { scalarParams } from './encode.js';
+import { scalarParams, setEntry } from './encode.js';
 import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
 import {
   type BatchControl,
@@ -440,7 +440,7 @@ export class DuckDbNamespace {
           for (let index = 0; index < values.length; index++) {
             const encoded = encodeDuckDbValue(values[index] as never);
             bytes += valueBytes(encoded);
-            record[names[index] as string] = encoded;
+            setEntry(record, names[index] as string, encoded);
           }
           rows.push(record);
         }

@@ -9,7 +9,7 @@
 import type { DuckDBValue } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core/base';
 import { duckDbApi } from './duckdb-api.js';
-import { base64, isoTime, isoTimestamp, jsonFloat, jsonInteger } from './encode.js';
+import { base64, isoTime, isoTimestamp, jsonFloat, jsonInteger, setEntry } from './encode.js';
 
 const MICROS = 1_000_000n;
 const NANOS = 1_000_000_000n;
@@ -69,7 +69,7 @@ export function encodeDuckDbValue(value: DuckDBValue): JsonValue {
   }
   if (value instanceof DuckDBStructValue) {
     const object: { [key: string]: JsonValue } = {};
-    for (const [key, entry] of Object.entries(value.entries)) object[key] = encodeDuckDbValue(entry);
+    for (const [key, entry] of Object.entries(value.entries)) setEntry(object, key, encodeDuckDbValue(entry));
     return object;
   }
   if (value instanceof DuckDBMapValue) {

@@ -58,6 +58,18 @@ export function isoTime(units: bigint, perSecond: bigint, digits: number): strin
   return `${pad(seconds / 3600n)}:${pad((seconds / 60n) % 60n)}:${pad(seconds % 60n)}.${scaled.toString().padStart(digits, '0')}`;
 }
 
+/**
+ * `object[key] = value` as an own property of `object`, also for the key `__proto__` (a column or
+ * struct field may be named so), which plain assignment would take as the object's prototype.
+ */
+export function setEntry<T>(object: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') {
+    Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    object[key] = value;
+  }
+}
+
 /** `a`, `a` → `a`, `a:1` (DuckDB's scheme), so rows keyed by name lose no column. */
 export function uniqueColumnNames(names: readonly string[]): string[] {
   const seen = new Set<string>();

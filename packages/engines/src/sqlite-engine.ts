@@ -15,6 +15,7 @@ import {
   jsonInteger,
   type ScalarParam,
   scalarParams,
+  setEntry,
   uniqueColumnNames,
 } from './encode.js';
 import {
@@ -100,7 +101,7 @@ export function sqliteRecords(
   return raw.map((row) => {
     const record: Record<string, JsonValue> = {};
     for (let index = 0; index < row.length; index++) {
-      record[names[index] as string] = encodeSqliteValue(row[index] as SqliteValue);
+      setEntry(record, names[index] as string, encodeSqliteValue(row[index] as SqliteValue));
     }
     return record;
   });

@@ -150,6 +150,49 @@ describe('one namespace over HTTP', () => {
     }
   });
 
+  it('a column or struct field named __proto__ keeps its value in every format, on both engines', async () => {
+    // A plain object takes `__proto__` as its prototype: a row or struct built by assignment loses it.
+    const struct = `{'__proto__': 2, 'b': 3}`;
+    const cases = [
+      [
+        `SELECT 1 AS "__proto__", ${struct} AS st, 4 AS "constructor" FROM orders LIMIT 1`,
+        '{"__proto__":1,"st":{"__proto__":2,"b":3},"constructor":4}',
+        '1,"{""__proto__"":2,""b"":3}",4',
+      ],
+      [
+        `SELECT ${struct} AS st FROM orders LIMIT 1`,
+        '{"st":{"__proto__":2,"b":3}}',
+        '"{""__proto__"":2,""b"":3}"',
+      ],
+      [
+        'SELECT 1 AS "__proto__", 4 AS "constructor" FROM orders LIMIT 1',
+        '{"__proto__":1,"constructor":4}',
+        '1,4',
+      ],
+      [
+        'SELECT 1 AS "__proto__", 4 AS "constructor" FROM users LIMIT 1',
+        '{"__proto__":1,"constructor":4}',
+        '1,4',
+      ],
+    ] as const;
+    const noCache = { 'cache-control': 'no-cache' };
+    for (const [statement, row, csv] of cases) {
+      expect((await sql(base, statement, noCache)).text, statement).toBe(`[${row}]`);
+      expect((await sql(base, statement, { ...noCache, accept: JSON_LINES_TYPE })).text, statement).toBe(
+        `${row}\n`,
+      );
+      expect(
+        (await sql(base, statement, { ...noCache, accept: 'text/csv' })).text.split('\n')[1],
+        statement,
+      ).toBe(csv);
+      if (statement.includes("'__proto__'")) continue; // rows (query(), the table) hold node-api's STRUCT objects
+      const table = (await sql(base, statement, { ...noCache, accept: 'text/plain' })).text.split('\n')[3];
+      expect(table, statement).toMatch(/^\| 1 +\| 4 +\|$/);
+      const { rows } = await served.runtime.query(statement, [], { noCache: true });
+      expect(JSON.stringify(rows), statement).toBe(`[${row}]`);
+    }
+  });
+
   it('a JSON answer past one batch is streamed: the same text as its JSON Lines, and a stream to the runtime', async () => {
     for (const statement of [
       "SELECT i, 'row ' || i AS label FROM range(20000) t(i) ORDER BY i",

@@ -136,8 +136,9 @@ export interface InlineJson {
  * to `bound`), written by `jsonObjects`: the text `batchObjects` writes for the same result (the
  * values' JSON forms are the engine's one encoding; namespace-http.test.ts checks the two texts
  * byte for byte); `larger` past `bound`. A one-row answer costs the worker ~150 µs less CPU this
- * way than built as an Arrow batch first (docs/queries.md). Undefined when a column is named
- * `__proto__`, which a row object cannot hold: build it as a batch ({@link InlineResult}).
+ * way than built as an Arrow batch first (docs/queries.md). Undefined when a column, or a field of
+ * a STRUCT column, is named `__proto__`, which node-api's row and struct objects lose: build it as
+ * a batch ({@link InlineResult}).
  */
 export function inlineRows(
   outcome: RowsOutcome,
@@ -152,7 +153,10 @@ export function inlineRows(
       : outcome;
   }
   const names = outcome.columns.map((column) => column.name);
-  if (names.includes('__proto__')) return undefined;
+  // node-api's STRUCT values are plain objects too: a field `__proto__` is lost in them.
+  if (names.includes('__proto__') || outcome.columns.some((column) => column.type.includes('__proto__'))) {
+    return undefined;
+  }
   const { rows } = outcome;
   const json = jsonObjects(
     names,
