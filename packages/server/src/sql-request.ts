@@ -29,6 +29,30 @@ export const SQL_BODY_SCHEMA = {
   ],
 } as const;
 
+/** A JSON string, or a JSON number. */
+const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+/**
+ * The first integer written in the JSON `text` (outside its strings) that a JSON number cannot
+ * carry exactly: `JSON.parse` reads it as a neighbouring double, so a parameter would bind another
+ * value (and select other rows) than the client sent. Undefined when there is none.
+ */
+export function inexactJsonInteger(text: string): string | undefined {
+  if (!/\d{16}/.test(text)) return undefined;
+  for (const [token] of text.matchAll(JSON_TOKEN)) {
+    if (token.startsWith('"') || !/^-?\d{16,}$/.test(token)) continue;
+    if (BigInt(Number(token)) !== BigInt(token)) return token;
+  }
+  return undefined;
+}
+
+/** The error for a JSON body holding an integer `token` that {@link inexactJsonInteger} found. */
+export function inexactIntegerError(token: string): BadRequestError {
+  return new BadRequestError(
+    `The JSON body holds the integer ${token}, which a JSON number cannot carry exactly (it reads as ${BigInt(Number(token))}); send it as a string ("${token}").`,
+  );
+}
+
 export interface SqlRequest {
   readonly sql: string;
   readonly params: readonly JsonValue[];

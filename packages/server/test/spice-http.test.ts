@@ -198,6 +198,34 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
     expect(wrongType.json<{ error: string }>().error).toContain('parameters');
   });
 
+  it('refuses a JSON parameter integer a JSON number cannot carry exactly, instead of binding its neighbour', async () => {
+    const json = (body: string) => post('/v1/sql', body, { 'content-type': 'application/json' });
+    // 9007199254740993 reads as 9007199254740992 in JSON.parse: bound so, it selected other rows.
+    const lossy = await json(
+      '{"sql": "SELECT $1::BIGINT AS a, \'9007199254740993\' AS s", "parameters": [9007199254740993]}',
+    );
+    expect(lossy.status).toBe(400);
+    expect(lossy.json()).toMatchObject({
+      code: 'ERR_BAD_REQUEST',
+      error: expect.stringContaining('"9007199254740993"'),
+    });
+    const named = await json(
+      '{"sql": "SELECT $id::BIGINT AS a", "parameters": {"id": -12345678901234567891}}',
+    );
+    expect([named.status, named.json<{ error: string }>().error]).toEqual([
+      400,
+      expect.stringContaining('-12345678901234567891'),
+    ]);
+    // As a string it is exact; an integer a double holds exactly, a float and digits in a string pass.
+    const exact = await json(
+      '{"sql": "SELECT $1::BIGINT AS a, $2::BIGINT AS b, $3 AS c, $4 AS d", "parameters": ["9007199254740993", 9007199254740992, 1e300, "12345678901234567891"]}',
+    );
+    expect([exact.status, exact.text]).toEqual([
+      200,
+      '[{"a":"9007199254740993","b":"9007199254740992","c":1e+300,"d":"12345678901234567891"}]',
+    ]);
+  });
+
   it("records an HTTP query in the task history with protocol 'http'", async () => {
     const sql = 'SELECT count(*) AS n FROM users WHERE id > 0';
     expect((await query(sql)).status).toBe(200);
