@@ -3,7 +3,8 @@
  * without building row objects: {@link batchText} gives, for each column, the JSON text of a row's
  * value and its CSV cell. The encoding is the engines' own (`encode.ts`, `duckdb-values.ts`), so a
  * row streamed from Arrow reads exactly as the same row answered by `query()`: integers as numbers
- * within ±(2^53−1) and as strings beyond, non-finite floats as strings, DECIMAL as DuckDB prints
+ * within ±(2^53−1) and as strings beyond, non-finite floats as strings (a FLOAT as the shortest
+ * text of its 32-bit value), DECIMAL as DuckDB prints
  * it, DATE / TIME / TIMESTAMP as ISO text (infinities as `infinity`), BLOB base64, INTERVAL as
  * `{months, days, micros}`, MAP as `[{key, value}]`, lists and structs as arrays and objects. A
  * column outside the type table is Utf8 holding the engine's text; its field's
@@ -19,7 +20,7 @@ import * as arrow from 'apache-arrow';
 import { JSON_FORM_METADATA } from './arrow-results.js';
 import { duckDbApi } from './duckdb-api.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
-import { base64, setEntry } from './encode.js';
+import { base64, float32Number, setEntry } from './encode.js';
 
 /** How one column reads as text: `json(row)` its value's JSON, `cell(row)` its CSV cell. */
 export interface ColumnText {
@@ -178,9 +179,14 @@ function columnText(data: arrow.Data, form: string | undefined): ColumnText {
     }
     case arrow.Type.Float: {
       const floats = values as ArrayLike<number>;
+      // A FLOAT: the shortest text of its 32-bit value.
+      const single = (data.type as arrow.Float).precision === arrow.Precision.SINGLE;
+      const value = single
+        ? (row: number) => float32Number(floats[row] as number)
+        : (row: number) => floats[row] as number;
       return {
-        json: (row) => (valid(row) ? floatJson(floats[row] as number) : 'null'),
-        cell: (row) => (valid(row) ? String(floats[row]) : ''),
+        json: (row) => (valid(row) ? floatJson(value(row)) : 'null'),
+        cell: (row) => (valid(row) ? String(value(row)) : ''),
       };
     }
     case arrow.Type.Utf8: {

@@ -429,11 +429,11 @@ function duckDbJsonForm(type: DuckDBType): 'json' | 'integer' | undefined {
  * A value of a type outside the type table as text: the engine's own for a string, else the text
  * the JSON answers carry. A VARIANT is its value's text (a VARIANT holding NULL is null, not `null`).
  */
-function engineText(value: DuckDBValue): string | null {
+function engineText(value: DuckDBValue, type?: DuckDBType): string | null {
   if (value === null) return null;
   if (value instanceof DuckDBVariantValue) return engineText(value.value);
   if (typeof value === 'string') return value;
-  const encoded = encodeDuckDbValue(value);
+  const encoded = encodeDuckDbValue(value, type);
   return typeof encoded === 'string' ? encoded : JSON.stringify(encoded);
 }
 
@@ -464,7 +464,9 @@ class TextWriter implements VectorWriter {
       const row = rowAt(rows, i);
       const value = values.getItem(row);
       this.#builder.append(
-        this.#json && value !== null ? JSON.stringify(encodeDuckDbValue(value)) : engineText(value),
+        this.#json && value !== null
+          ? JSON.stringify(encodeDuckDbValue(value, this.#type))
+          : engineText(value, this.#type),
       );
     }
   }

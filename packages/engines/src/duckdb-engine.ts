@@ -221,10 +221,11 @@ export class DuckDbEngine implements SnapshotEngine {
           throw error;
         });
         const { names, columns } = columnsOf(reader);
+        const types = reader.columnTypes();
         const rows = reader.getRows().map((row) => {
           const record: Record<string, JsonValue> = {};
           for (const [index, value] of row.entries())
-            setEntry(record, names[index] as string, encodeDuckDbValue(value));
+            setEntry(record, names[index] as string, encodeDuckDbValue(value, types[index]));
           return record;
         });
         return { columns, rows };

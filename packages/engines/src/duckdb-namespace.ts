@@ -430,6 +430,7 @@ export class DuckDbNamespace {
     return this.#run(sql, params, route, control, async (started, stop) => {
       const { result, read } = started;
       const { names, columns } = started.columns();
+      const types = result.columnTypes();
       const rows: Record<string, JsonValue>[] = [];
       let bytes = 0;
       for (;;) {
@@ -438,7 +439,7 @@ export class DuckDbNamespace {
         for (const values of chunk.getRows()) {
           const record: Record<string, JsonValue> = {};
           for (let index = 0; index < values.length; index++) {
-            const encoded = encodeDuckDbValue(values[index] as never);
+            const encoded = encodeDuckDbValue(values[index] as never, types[index]);
             bytes += valueBytes(encoded);
             setEntry(record, names[index] as string, encoded);
           }

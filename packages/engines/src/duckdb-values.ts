@@ -6,10 +6,10 @@
  * `[{key, value}]` (keys need not be strings), UNION as `{tag, value}`, INTERVAL as
  * `{months, days, micros}`. Values are recognised by class, so nested values need no type.
  */
-import type { DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBType, DuckDBValue } from '@duckdb/node-api';
 import type { JsonValue } from '@ferry/core/base';
 import { duckDbApi } from './duckdb-api.js';
-import { base64, isoTime, isoTimestamp, jsonFloat, jsonInteger, setEntry } from './encode.js';
+import { base64, float32Number, isoTime, isoTimestamp, jsonFloat, jsonInteger, setEntry } from './encode.js';
 
 const MICROS = 1_000_000n;
 const NANOS = 1_000_000_000n;
@@ -24,17 +24,27 @@ function timestamp(
   return (value.isFinite ? isoTimestamp(units, perSecond, digits, zulu) : undefined) ?? value.toString();
 }
 
-export function encodeDuckDbValue(value: DuckDBValue): JsonValue {
+/**
+ * `value` (of the column type `type`, when known) as JSON. The type tells a FLOAT from a DOUBLE,
+ * which node-api reads alike as numbers: a FLOAT is written as its shortest 32-bit text.
+ */
+export function encodeDuckDbValue(value: DuckDBValue, type?: DuckDBType): JsonValue {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return value;
-  if (typeof value === 'number') return jsonFloat(value);
+  if (typeof value === 'number') {
+    return jsonFloat(type?.typeId === duckDbApi().DuckDBTypeId.FLOAT ? float32Number(value) : value);
+  }
   if (typeof value === 'bigint') return jsonInteger(value);
   const {
+    DuckDBArrayType,
     DuckDBArrayValue,
     DuckDBBlobValue,
     DuckDBDateValue,
     DuckDBIntervalValue,
+    DuckDBListType,
     DuckDBListValue,
+    DuckDBMapType,
     DuckDBMapValue,
+    DuckDBStructType,
     DuckDBStructValue,
     DuckDBTimeNSValue,
     DuckDBTimestampMillisecondsValue,
@@ -43,6 +53,7 @@ export function encodeDuckDbValue(value: DuckDBValue): JsonValue {
     DuckDBTimestampTZValue,
     DuckDBTimestampValue,
     DuckDBTimeValue,
+    DuckDBUnionType,
     DuckDBUnionValue,
     DuckDBVariantValue,
   } = duckDbApi();
@@ -65,20 +76,33 @@ export function encodeDuckDbValue(value: DuckDBValue): JsonValue {
   if (value instanceof DuckDBTimeNSValue) return isoTime(value.nanos, NANOS, 9);
   if (value instanceof DuckDBBlobValue) return base64(value.bytes);
   if (value instanceof DuckDBListValue || value instanceof DuckDBArrayValue) {
-    return value.items.map(encodeDuckDbValue);
+    const item =
+      type instanceof DuckDBListType || type instanceof DuckDBArrayType ? type.valueType : undefined;
+    return value.items.map((entry) => encodeDuckDbValue(entry, item));
   }
   if (value instanceof DuckDBStructValue) {
+    const struct = type instanceof DuckDBStructType ? type : undefined;
     const object: { [key: string]: JsonValue } = {};
-    for (const [key, entry] of Object.entries(value.entries)) setEntry(object, key, encodeDuckDbValue(entry));
+    for (const [key, entry] of Object.entries(value.entries)) {
+      const entryType = struct?.entryTypes[struct.entryIndexes[key] as number];
+      setEntry(object, key, encodeDuckDbValue(entry, entryType));
+    }
     return object;
   }
   if (value instanceof DuckDBMapValue) {
+    const map = type instanceof DuckDBMapType ? type : undefined;
     return value.entries.map((entry) => ({
-      key: encodeDuckDbValue(entry.key),
-      value: encodeDuckDbValue(entry.value),
+      key: encodeDuckDbValue(entry.key, map?.keyType),
+      value: encodeDuckDbValue(entry.value, map?.valueType),
     }));
   }
-  if (value instanceof DuckDBUnionValue) return { tag: value.tag, value: encodeDuckDbValue(value.value) };
+  if (value instanceof DuckDBUnionValue) {
+    const member =
+      type instanceof DuckDBUnionType
+        ? type.memberTypes[type.tagMemberIndexes[value.tag] as number]
+        : undefined;
+    return { tag: value.tag, value: encodeDuckDbValue(value.value, member) };
+  }
   if (value instanceof DuckDBIntervalValue) {
     return { months: value.months, days: value.days, micros: jsonInteger(value.micros) };
   }

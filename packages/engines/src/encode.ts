@@ -1,7 +1,7 @@
 /**
  * The JSON-safe result encoding both adapters share, so a row reads the same whichever engine
  * served it: integers as numbers within ±(2^53−1) and as decimal strings beyond, non-finite
- * floats as `"NaN"` / `"Infinity"` / `"-Infinity"`, blobs base64, timestamps
+ * floats as `"NaN"` / `"Infinity"` / `"-Infinity"` (a FLOAT as its shortest 32-bit text), blobs base64, timestamps
  * `YYYY-MM-DDTHH:MM:SS.ffffff` (nanosecond types: 9 digits; `Z` appended for TIMESTAMPTZ).
  * Also the parameter check and the column-name de-duplication both engines apply.
  */
@@ -16,6 +16,25 @@ export function jsonInteger(value: bigint): number | string {
 
 export function jsonFloat(value: number): number | string {
   return Number.isFinite(value) ? value : String(value);
+}
+
+/**
+ * A 32-bit float (held as the double it widens to) as the shortest decimal that reads back as the
+ * same 32-bit float: `0.1`, as DuckDB and Arrow's JSON and CSV writers print a FLOAT, not the
+ * double's `0.10000000149011612`.
+ */
+export function float32Number(value: number): number {
+  if (!Number.isFinite(value)) return value;
+  // 9 significant digits always read back; a (p+1)-digit rounding is never farther than a p-digit
+  // one, so the digits that do form a range: search it.
+  let low = 1;
+  let high = 9;
+  while (low < high) {
+    const digits = (low + high) >> 1;
+    if (Math.fround(Number(value.toPrecision(digits))) === value) high = digits;
+    else low = digits + 1;
+  }
+  return Number(value.toPrecision(low));
 }
 
 export function base64(bytes: Uint8Array): string {

@@ -44,7 +44,8 @@ async function arrowBatches(sql: string): Promise<RecordBatch[]> {
 
 async function expected(sql: string): Promise<JsonValue[][]> {
   const reader = await connection.runAndReadAll(sql);
-  return reader.getRows().map((row) => row.map(encodeDuckDbValue));
+  const types = reader.columnTypes();
+  return reader.getRows().map((row) => row.map((value, index) => encodeDuckDbValue(value, types[index])));
 }
 
 const cellOf = (value: JsonValue): string =>
@@ -96,5 +97,26 @@ describe('values a JSON encoding could get wrong', () => {
     expect(got.rows).toEqual(want);
     expect(got.batch).toEqual(want);
     expect(got.cells).toEqual(['infinity', '-infinity', '2026-12-07', '["infinity"]']);
+  });
+
+  it('FLOAT values read as the shortest text of their 32-bit value, as DuckDB and Spice print them', async () => {
+    const sql = `SELECT 0.1::FLOAT AS f, 19.99::FLOAT AS price, 123456789.123::FLOAT AS big, 'NaN'::FLOAT AS nan,
+      [0.1::FLOAT, NULL] AS l, {'x': 19.99::FLOAT} AS s, MAP {1.5::FLOAT: 0.3::FLOAT} AS m, 0.1::DOUBLE AS d`;
+    const got = await bothWays(sql);
+    const printed = await connection.runAndReadAll(`SELECT f::VARCHAR, price::VARCHAR FROM (${sql})`);
+    expect(printed.getRows()[0]).toEqual(['0.1', '19.99']);
+    const want = [0.1, 19.99, 123456790, 'NaN', [0.1, null], { x: 19.99 }, [{ key: 1.5, value: 0.3 }], 0.1];
+    expect(got.rows).toEqual(want);
+    expect(got.batch).toEqual(want);
+    expect(got.cells).toEqual([
+      '0.1',
+      '19.99',
+      '123456790',
+      'NaN',
+      '[0.1,null]',
+      '{"x":19.99}',
+      '[{"key":1.5,"value":0.3}]',
+      '0.1',
+    ]);
   });
 });

@@ -156,7 +156,10 @@ async function duckdbOwn(sql: string): Promise<Expected> {
   const connection = await instance.connect();
   try {
     const reader = await connection.runAndReadAll(sql);
-    const rows = normal(reader.getRows().map((row) => row.map(encodeDuckDbValue)));
+    const types = reader.columnTypes();
+    const rows = normal(
+      reader.getRows().map((row) => row.map((value, index) => encodeDuckDbValue(value, types[index]))),
+    );
     return {
       names: reader.deduplicatedColumnNames(),
       rows,
