@@ -9,7 +9,7 @@
  * `{months, days, micros}`, MAP as `[{key, value}]`, lists and structs as arrays and objects. A
  * column outside the type table is Utf8 holding the engine's text; its field's
  * {@link JSON_FORM_METADATA} says when that text is JSON (UNION, fixed-size ARRAY, nested values
- * holding such types) or an integer (HUGEINT), so those come back as the JSON value they are.
+ * holding such types) or an integer (HUGEINT, UHUGEINT, BIGNUM), so those come back as the JSON value they are.
  *
  * A CSV cell is what `formats.ts` has always written: empty for null, a string value as it is,
  * anything else as its JSON text.

@@ -405,13 +405,15 @@ class StructWriter extends ColumnWriter {
 
 /**
  * How a type outside the type table is written as text: JSON (`json`) when its JSON value is an
- * array or object, an integer's digits (`integer`) for HUGEINT, the engine's text otherwise.
+ * array or object, an integer's digits (`integer`) for HUGEINT, UHUGEINT and BIGNUM (VARINT: node-api
+ * reads all three as bigint), the engine's text otherwise.
  */
 function duckDbJsonForm(type: DuckDBType): 'json' | 'integer' | undefined {
   if (duckDbTypeToArrow(type) !== undefined) return undefined;
   switch (type.typeId) {
     case DuckDBTypeId.HUGEINT:
     case DuckDBTypeId.UHUGEINT:
+    case DuckDBTypeId.BIGNUM:
       return 'integer';
     case DuckDBTypeId.UNION:
     case DuckDBTypeId.ARRAY:

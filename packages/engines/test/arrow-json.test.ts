@@ -119,4 +119,13 @@ describe('values a JSON encoding could get wrong', () => {
       '0.1',
     ]);
   });
+
+  it('a BIGNUM (VARINT) reads as an integer either way: a number within 2^53, else its digits', async () => {
+    const sql = `SELECT '-5'::VARINT AS small, '123456789012345678901234567890'::VARINT AS big, ['7'::VARINT] AS l`;
+    const got = await bothWays(sql);
+    const want = [-5, '123456789012345678901234567890', [7]];
+    expect(got.rows).toEqual(want);
+    expect(got.batch).toEqual(want);
+    expect(got.cells).toEqual(['-5', '123456789012345678901234567890', '[7]']);
+  });
 });
