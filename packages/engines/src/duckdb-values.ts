@@ -21,7 +21,7 @@ function timestamp(
   digits: number,
   zulu: boolean,
 ): string {
-  return (value.isFinite ? isoTimestamp(units, perSecond, digits, zulu) : undefined) ?? value.toString();
+  return value.isFinite ? isoTimestamp(units, perSecond, digits, zulu) : value.toString();
 }
 
 /**

@@ -49,24 +49,29 @@ function split(units: bigint, per: bigint): [bigint, bigint] {
 
 /** The largest distance from the epoch a JavaScript Date represents, in seconds. */
 const DATE_RANGE_SECONDS = 8_640_000_000_000n;
+/** 400 Gregorian years, in seconds: the calendar repeats after them. */
+const CYCLE_SECONDS = 12_622_780_800n;
 
 /**
  * An instant of `units` (seconds × `perSecond`) since the epoch, as
- * `YYYY-MM-DDTHH:MM:SS.<digits>` (+ `Z` when `zulu`). Years beyond 9999 use ISO's expanded form;
- * `undefined` beyond the ±270,000-year range of a Date (the caller falls back to the engine's text).
+ * `YYYY-MM-DDTHH:MM:SS.<digits>` (+ `Z` when `zulu`). Years before 0 or beyond 9999 use ISO's
+ * expanded form (`+294247-01-10…`, `-000044-03-15…`, year 0 being 1 BC), also beyond the
+ * ±275,760 years a Date represents (DuckDB's TIMESTAMP reaches 294,247): the date is then found
+ * whole 400-year cycles nearer the epoch, and the cycles added back to its year.
  */
-export function isoTimestamp(
-  units: bigint,
-  perSecond: bigint,
-  digits: number,
-  zulu: boolean,
-): string | undefined {
+export function isoTimestamp(units: bigint, perSecond: bigint, digits: number, zulu: boolean): string {
   const [seconds, fraction] = split(units, perSecond);
-  if (seconds > DATE_RANGE_SECONDS || seconds < -DATE_RANGE_SECONDS) return undefined;
-  const date = new Date(Number(seconds) * 1000).toISOString();
-  const dateTime = date.slice(0, date.indexOf('.'));
+  const cycles = seconds > DATE_RANGE_SECONDS || seconds < -DATE_RANGE_SECONDS ? seconds / CYCLE_SECONDS : 0n;
+  const date = new Date(Number(seconds - cycles * CYCLE_SECONDS) * 1000);
+  const year = date.getUTCFullYear() + Number(cycles) * 400;
+  const yearText =
+    year >= 0 && year <= 9999
+      ? String(year).padStart(4, '0')
+      : `${year < 0 ? '-' : '+'}${String(Math.abs(year)).padStart(6, '0')}`;
+  const iso = date.toISOString();
+  const rest = iso.slice(iso.indexOf('-', 1), iso.indexOf('.'));
   const scaled = (fraction * 10n ** BigInt(digits)) / perSecond;
-  return `${dateTime}.${scaled.toString().padStart(digits, '0')}${zulu ? 'Z' : ''}`;
+  return `${yearText}${rest}.${scaled.toString().padStart(digits, '0')}${zulu ? 'Z' : ''}`;
 }
 
 /** A time of day of `units` (seconds × `perSecond`) since midnight, as `HH:MM:SS.<digits>`. */

@@ -128,4 +128,21 @@ describe('values a JSON encoding could get wrong', () => {
     expect(got.batch).toEqual(want);
     expect(got.cells).toEqual(['-5', '123456789012345678901234567890', '[7]']);
   });
+
+  it('a TIMESTAMP beyond the range of a JavaScript Date reads as ISO text too, as nearer ones do', async () => {
+    const sql = `SELECT '294247-01-10 04:00:54.775806'::TIMESTAMP AS max, '290308-12-22 (BC) 00:00:00'::TIMESTAMP AS min,
+      '275760-09-13 00:00:00'::TIMESTAMP AS edge, '275760-09-14 00:00:00.5'::TIMESTAMP AS past,
+      '12345-06-07 08:09:10'::TIMESTAMP AS near, ['294247-01-10 04:00:54'::TIMESTAMP] AS l`;
+    const got = await bothWays(sql);
+    const want = [
+      '+294247-01-10T04:00:54.775806',
+      '-290307-12-22T00:00:00.000000',
+      '+275760-09-13T00:00:00.000000',
+      '+275760-09-14T00:00:00.500000',
+      '+012345-06-07T08:09:10.000000',
+      ['+294247-01-10T04:00:54.000000'],
+    ];
+    expect(got.rows).toEqual(want);
+    expect(got.batch).toEqual(want);
+  });
 });
