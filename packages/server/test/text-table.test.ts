@@ -29,13 +29,12 @@ describe('toTextTable', () => {
     );
   });
 
-  it('writes 50,000 rows in well under the seconds a client would wait (cli-table3 took minutes)', () => {
+  it('writes 50,000 rows, each its line (cli-table3, used before, took 77 s: past the test timeout)', () => {
+    // Its cost is the bench's to measure; here, a renderer that is not linear in the rows times out.
     const rows = Array.from({ length: 50_000 }, (_, i) => ({ i, label: `row ${i}`, f: i * 1.5 }));
-    const started = performance.now();
     const table = toTextTable(['i', 'label', 'f'], rows);
-    const elapsed = performance.now() - started;
     expect(table.split('\n')).toHaveLength(50_000 + 5);
     expect(table.split('\n')[3]).toBe('| 0     | row 0     | 0       |');
-    expect(elapsed).toBeLessThan(5_000);
+    expect(table.split('\n')[50_002]).toBe('| 49999 | row 49999 | 74998.5 |');
   });
 });
