@@ -7,7 +7,7 @@
  * `packages/core/test/machine-spice-page.test.ts`; configuration sentences are checked on the loader.
  */
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { createOutageTracker, loadSpicepod } from '@ferry/core';
 import type { Runtime } from '@ferry/runtime';
 import { startServer } from '@ferry/server';
@@ -642,16 +642,27 @@ describe('Reload on S3 event notifications', () => {
     const swaps = collect(runtime, 'swap');
     const errors = collect(runtime, 'error');
     const polls = collect(runtime, 'poll');
+    const notifications = collect(runtime, 'notification');
     const mark = metadataGets(prefix).length;
     const commit = JSON.stringify(
       s3Event({ eventName: 'ObjectCreated:Put', bucket: BUCKET, key: `${prefix}metadata.json` }),
     );
     const swapped = swapTo(runtime, moved.snapshotId, 'alpha');
     const refused = nextEvent(runtime, 'error', (event) => event.dataset === 'beta');
-    // One batch of three notifications of the same commit.
-    for (let i = 0; i < 3; i++)
-      await aws.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: commit }));
-    await Promise.all([swapped, refused]);
+    let deleted = 0;
+    const handled = nextEvent(runtime, 'notification', (event) => {
+      if (event.outcome === 'deleted') deleted += event.count;
+      return deleted >= 3;
+    });
+    // One batch of three notifications of the same commit: sent in one request, so a receive finds
+    // all three (sent one by one, a receive between two sends split them into two or three batches).
+    await aws.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: [0, 1, 2].map((i) => ({ Id: `commit-${i}`, MessageBody: commit })),
+      }),
+    );
+    await Promise.all([swapped, refused, handled]);
     expect(swaps.map((swap) => swap.dataset)).toEqual(['alpha']);
     expect(errors.map((error) => [error.dataset, error.code, error.snapshotId])).toEqual([
       ['beta', 'ERR_SNAPSHOT_CHECKSUM_MISMATCH', broken.snapshotId],
@@ -659,7 +670,9 @@ describe('Reload on S3 event notifications', () => {
     // gamma's current snapshot did not change: it was not reloaded, not even checked.
     expect(polls.filter((event) => event.dataset === 'gamma')).toEqual([]);
     // The consumer's read and the reloads it asked for: one metadata.json GET per batch read, shared.
-    expect(metadataGets(prefix, mark).length).toBeLessThanOrEqual(2);
+    const batches = notifications.filter((event) => event.outcome === 'received');
+    expect(batches.reduce((sum, event) => sum + event.count, 0)).toBe(3);
+    expect(metadataGets(prefix, mark).length).toBe(batches.length);
   });
 
   it('Notifications for snapshot files and for removed objects are deleted from the queue without a reload.', async () => {
