@@ -349,12 +349,22 @@ describe("runtime: a parked dataset (its unchanged checks are the coordinator's)
       const unchangedBefore = runtime.metrics().polls.quiet_a?.unchanged ?? 0;
       const gets = aws.requests.count('GET', target);
       const logged = logger.records.length;
-      await new Promise((resolve) => setTimeout(resolve, 3_500));
+      const windowStartMs = Date.now();
+      // Three ticks of the 1 s schedule (the window starts just after one, so the third falls ~2.9 s
+      // in; a fixed 3.5 s window left a loaded machine ~0.5 s to record it).
+      await vi.waitFor(
+        () =>
+          expect((runtime.status('quiet_a').status?.counters.polls ?? 0) - before).toBeGreaterThanOrEqual(3),
+        { timeout: 10_000, interval: 50 },
+      );
       const status = runtime.status('quiet_a').status;
       const checks = (status?.counters.polls ?? 0) - before;
-      expect(checks).toBeGreaterThanOrEqual(3);
       expect(status).toMatchObject({ state: 'serving', lastPollResult: 'unchanged' });
-      expect(Date.now() - (status?.lastPollAtMs ?? 0)).toBeLessThan(1_500);
+      // Every tick of the dataset's interval, not of a slower schedule: the next is due within 1 s.
+      const nextInMs = (status?.nextPollDueMs ?? 0) - (status?.lastPollAtMs ?? 0);
+      expect(nextInMs).toBeGreaterThan(0);
+      expect(nextInMs).toBeLessThanOrEqual(1_000);
+      expect(status?.lastPollAtMs).toBeGreaterThan(windowStartMs);
       expect((runtime.metrics().polls.quiet_a?.unchanged ?? 0) - unchangedBefore).toBe(checks);
       // No check left `serving`, the location was read once per tick, and no dataset thread said a
       // word (a check of its own logs at debug level): they slept.
