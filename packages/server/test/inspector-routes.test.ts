@@ -720,15 +720,36 @@ describe('the inspector and parked datasets', () => {
       );
       const polls = served.runtime.status('users').status?.counters.polls ?? 0;
       const updates = rows.length;
-      expect(await statesOver(2_500)).toEqual([]);
-      // The checks went on, made by the coordinator, and the open overview was told of them.
-      expect(served.runtime.status('users').status?.counters.polls ?? 0).toBeGreaterThanOrEqual(polls + 2);
-      const users = rows
-        .slice(updates)
-        .flatMap((update) => update.rows)
-        .filter((row) => row.name === 'users');
-      expect(users.at(-1)).toMatchObject({ lastPollResult: 'unchanged', sync: 'current', health: 'ok' });
-      expect(users.at(-1)?.polls).toBeGreaterThan(polls);
+      const parked = states.length;
+      const usersRows = () =>
+        rows
+          .slice(updates)
+          .flatMap((update) => update.rows)
+          .filter((row) => row.name === 'users');
+      // The checks go on, made by the coordinator, and the open overview is told of them: two ticks
+      // of the 1 s schedule (the wait above ends just after one, so the second falls ~2 s in; a fixed
+      // 2.5 s window left a loaded machine ~0.5 s to record it).
+      await vi.waitFor(
+        () => {
+          expect(served.runtime.status('users').status?.counters.polls ?? 0).toBeGreaterThanOrEqual(
+            polls + 2,
+          );
+          expect(usersRows().at(-1)?.polls).toBeGreaterThanOrEqual(polls + 2);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      // Meanwhile no dataset left `serving` (no check of its own): they stayed parked.
+      expect(states.slice(parked)).toEqual([]);
+      expect(usersRows().at(-1)).toMatchObject({
+        lastPollResult: 'unchanged',
+        sync: 'current',
+        health: 'ok',
+      });
+      // On the dataset's 1 s schedule, not a slower one: the next check is due within the interval.
+      const status = served.runtime.status('users').status;
+      const nextInMs = (status?.nextPollDueMs ?? 0) - (status?.lastPollAtMs ?? 0);
+      expect(nextInMs).toBeGreaterThan(0);
+      expect(nextInMs).toBeLessThanOrEqual(1_000);
 
       // A detail view of `users` opens: that one machine is inspected, wakes and checks for itself,
       // and its checks fill the view's activity; `orders` stays parked.
