@@ -19,14 +19,21 @@ const checks: LiveChecks = {
   unposted: 7,
 };
 
-/** Reads slot 0 of `buffer` in a thread of its own; 'no answer' when it has not answered within `ms`. */
+/**
+ * Reads slot 0 of `buffer` in a thread of its own; 'no answer' when the read has not answered within
+ * `ms`. The limit runs from the read, once the thread has started and loaded the module (a starting
+ * thread on a loaded machine is no stuck reader).
+ */
 async function readElsewhere(buffer: SharedArrayBuffer, ms: number): Promise<unknown> {
   const worker = new Worker(
     `
     const { parentPort, workerData } = require('node:worker_threads');
     import(workerData.module).then(({ LiveStatus }) => {
-      const read = new LiveStatus(workerData.buffer).read(0);
-      parentPort.postMessage(read === undefined ? 'absent' : read);
+      parentPort.once('message', () => {
+        const read = new LiveStatus(workerData.buffer).read(0);
+        parentPort.postMessage(read === undefined ? 'absent' : read);
+      });
+      parentPort.postMessage('ready');
     });
     `,
     {
@@ -41,6 +48,11 @@ async function readElsewhere(buffer: SharedArrayBuffer, ms: number): Promise<unk
   );
   let timer: NodeJS.Timeout | undefined;
   try {
+    await new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    worker.postMessage('read');
     return await Promise.race([
       new Promise((resolve) => worker.once('message', resolve)),
       new Promise((resolve) => {
