@@ -23,7 +23,8 @@ const FULL_CHUNK = 2_048;
 
 /**
  * Streams `result` to `sink`; `stop` interrupts the query in DuckDB, `emitted` says the caller got
- * something (a query that emitted is not run again).
+ * something (a query that emitted is not run again), `aside` awaits the sink while it takes a batch
+ * (a consumer that stops reading must not keep its connection from the other queries).
  */
 export async function sendDuckDbBatches(
   result: DuckDBResult,
@@ -32,6 +33,7 @@ export async function sendDuckDbBatches(
   control: BatchControl,
   stop: () => void,
   emitted: () => void,
+  aside: <T>(wait: Promise<T>) => Promise<T>,
 ): Promise<BatchOutcome> {
   const batchRows = control.batchRows ?? 65_536;
   const batchBytes = control.batchBytes ?? 4 * MIB;
@@ -61,8 +63,7 @@ export async function sendDuckDbBatches(
     const limit = capExceeded(rows, bytes, control);
     if (limit !== undefined) return limit;
     try {
-      if ('batch' in sink) await sink.batch(ipc as Uint8Array, count);
-      else await sink.built(built, count);
+      await aside('batch' in sink ? sink.batch(ipc as Uint8Array, count) : sink.built(built, count));
     } catch (error) {
       // The sink stops the query (it is cancelled, or wants no more): nothing more is computed.
       stop();

@@ -113,6 +113,8 @@ export class DuckDbClassInstance {
   readonly #busy = new Set<PooledConnection>();
   readonly #waiters: ((connection: PooledConnection) => void)[] = [];
   #opened = 0;
+  /** Connections whose streams wait for their consumers ({@link aside}): not counted against the cap. */
+  #aside = 0;
   /** Attached DuckDB generations (by generation id) and the generation behind each dataset's view. */
   readonly #attached = new Set<number>();
   readonly #views = new Map<string, number>();
@@ -345,32 +347,66 @@ export class DuckDbClassInstance {
    * promise rejects with its reason).
    */
   async acquire(signal?: QueryCancellation): Promise<PooledConnection> {
-    let pooled = this.#idle.pop();
-    if (pooled === undefined && this.#opened < (this.#options.connections ?? 8)) {
-      this.#opened++;
-      try {
-        const connection = await this.#instance.connect();
-        // Unqualified names resolve in spice.public, as in Spice.
-        await connection.run(USE_SPICE);
-        const retired: DuckDBPreparedStatement[] = [];
-        pooled = {
-          connection,
-          statements: new BoundedCache<string, CachedStatement>({
-            // Prepared statements kept per connection.
-            entries: 64,
-            bytes: 16 * 1024 * 1024,
-            dispose: (cached) => retired.push(cached.statement),
-          }),
-          retired,
-        };
-      } catch (error) {
-        this.#opened--;
-        throw error;
-      }
-    }
+    const pooled = this.#idle.pop() ?? (this.#room() ? await this.#open() : undefined);
     // A connection another query lets go comes taken (release()): counted once.
     if (pooled === undefined) return this.#wait(signal);
     return this.#take(pooled);
+  }
+
+  get #cap(): number {
+    return this.#options.connections ?? 8;
+  }
+
+  /** Whether another connection may be opened: the cap counts the connections that run queries. */
+  #room(): boolean {
+    return this.#opened - this.#aside < this.#cap;
+  }
+
+  async #open(): Promise<PooledConnection> {
+    this.#opened++;
+    try {
+      const connection = await this.#instance.connect();
+      // Unqualified names resolve in spice.public, as in Spice.
+      await connection.run(USE_SPICE);
+      const retired: DuckDBPreparedStatement[] = [];
+      return {
+        connection,
+        statements: new BoundedCache<string, CachedStatement>({
+          // Prepared statements kept per connection.
+          entries: 64,
+          bytes: 16 * 1024 * 1024,
+          dispose: (cached) => retired.push(cached.statement),
+        }),
+        retired,
+      };
+    } catch (error) {
+      this.#opened--;
+      throw error;
+    }
+  }
+
+  /**
+   * Awaits `wait` — a stream handing a batch to a consumer that may not take it for long (a Flight
+   * result waiting for its DoGet, a client that stopped reading) — with its connection not counted
+   * against the cap, which bounds the queries that run: a query waiting for a connection gets a new
+   * one meanwhile. Before, as many stalled streams as the cap made every other query of the instance
+   * wait until they idled out (60 s), past its own timeout. The streams themselves stay bounded by
+   * the runtime's admission (`maxQueriesInFlight`); a connection over the cap is closed when let go.
+   */
+  async aside<T>(wait: Promise<T>): Promise<T> {
+    this.#aside++;
+    try {
+      while (this.#waiters.length > 0 && this.#room()) {
+        const opened = await this.#open().catch(() => undefined);
+        if (opened === undefined) break;
+        const waiter = this.#waiters.shift();
+        if (waiter === undefined) this.#idle.push(opened);
+        else waiter(this.#take(opened));
+      }
+      return await wait;
+    } finally {
+      this.#aside--;
+    }
   }
 
   /**
@@ -437,7 +473,13 @@ export class DuckDbClassInstance {
     this.#inFlight--;
     this.#finishedCount++;
     const waiter = this.#waiters.shift();
-    if (waiter === undefined) {
+    if (waiter === undefined && this.#opened - this.#aside > this.#cap) {
+      // Opened while others' streams waited for their consumers (aside): over the cap, not kept.
+      this.#opened--;
+      pooled.statements.clear();
+      destroyRetired(pooled);
+      pooled.connection.closeSync();
+    } else if (waiter === undefined) {
       this.#idle.push(pooled);
       // Off the answer's path (a destroy costs ~100 µs); a connection taken meanwhile destroys
       // them at its own release.

@@ -99,6 +99,8 @@ interface StartedQuery {
   readonly read: readonly DatasetRead[];
   /** The result's columns (read once per prepared statement). */
   columns(): ResultColumns;
+  /** Awaits a consumer, the connection meanwhile not counted against the instance's cap (see its `aside`). */
+  aside<T>(wait: Promise<T>): Promise<T>;
 }
 
 /** Whether the query was cancelled (read anew after an await: the signal may have fired meanwhile). */
@@ -465,8 +467,8 @@ export class DuckDbNamespace {
     sink: BatchSink,
     control: BatchControl = {},
   ): Promise<BatchOutcome> {
-    return this.#run(sql, params, route, control, ({ result, read }, stop, emitted) =>
-      sendDuckDbBatches(result, read, sink, control, stop, emitted),
+    return this.#run(sql, params, route, control, ({ result, read, aside }, stop, emitted) =>
+      sendDuckDbBatches(result, read, sink, control, stop, emitted, aside),
     );
   }
 
@@ -655,7 +657,8 @@ export class DuckDbNamespace {
           }
           return known.columns;
         };
-        return { value: await consume({ result, read, columns }, interrupt) };
+        const aside = <W>(wait: Promise<W>): Promise<W> => instance.aside(wait);
+        return { value: await consume({ result, read, columns, aside }, interrupt) };
       }
     } catch (thrown) {
       if (isAborted(signal)) throw signal?.reason;

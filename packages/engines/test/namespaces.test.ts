@@ -336,6 +336,49 @@ describe('DuckDbNamespace', () => {
     }
   });
 
+  it('streams whose consumers stopped reading do not hold the connections: other queries still run', async () => {
+    // A Flight result waiting for a DoGet that never comes (a load balancer sent it elsewhere), or
+    // a client that stops reading: before, each held one of the instance's connections until the
+    // stream idled out (60 s), and as many as the pool had made every other query wait (then time out).
+    const one = await DuckDbNamespace.create(duckdbOptions({ connections: 2 }));
+    try {
+      await one.setCatalog(catalog([dataset('orders', 'duckdb', orders1, 11)]));
+      const big = 'SELECT o.id, r.range AS k FROM orders o, range(1000) r';
+      const bigRoute = await one.route(big);
+      const stopped = new Error('consumer gone');
+      const gone: (() => void)[] = [];
+      const stalled = Array.from({ length: 3 }, () => {
+        let batches = 0;
+        const waiting = new Promise<void>((_resolve, reject) => gone.push(() => reject(stopped)));
+        waiting.catch(() => undefined);
+        return one
+          .batches(
+            big,
+            [],
+            bigRoute,
+            {
+              schema: () => undefined,
+              // The first batch is taken; then the consumer never asks for more.
+              batch: () => (batches++ === 0 ? Promise.resolve() : waiting),
+            },
+            { batchRows: 1_000 },
+          )
+          .catch((error: unknown) => error);
+      });
+      const sql = 'SELECT count(*) AS n FROM orders';
+      const answer = await Promise.race([
+        one.rows(sql, [], await one.route(sql)).then((result) => result.kind),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting for a connection'), 5_000)),
+      ]);
+      for (const leave of gone) leave();
+      expect(answer).toBe('rows');
+      for (const outcome of await Promise.all(stalled)) expect(outcome).toMatchObject({ cause: stopped });
+      expect(await one.inFlight()).toBe(0);
+    } finally {
+      await one.close();
+    }
+  });
+
   it('a query cancelled while it waits for a connection stops waiting: it fails at once', async () => {
     const one = await DuckDbNamespace.create(duckdbOptions({ connections: 1 }));
     try {
