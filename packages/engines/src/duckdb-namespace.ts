@@ -103,6 +103,15 @@ interface StartedQuery {
   aside<T>(wait: Promise<T>): Promise<T>;
 }
 
+/** Reads a result stopped by an interrupt to its end (the interrupt's error, at once). */
+async function drain(result: DuckDBResult): Promise<void> {
+  try {
+    while (((await result.fetchChunk())?.rowCount ?? 0) > 0);
+  } catch {
+    // The interrupt: the query is over.
+  }
+}
+
 /** Whether the query was cancelled (read anew after an await: the signal may have fired meanwhile). */
 const isAborted = (signal: NamespaceQueryControl['signal']): boolean => signal?.aborted === true;
 
@@ -658,7 +667,19 @@ export class DuckDbNamespace {
           return known.columns;
         };
         const aside = <W>(wait: Promise<W>): Promise<W> => instance.aside(wait);
-        return { value: await consume({ result, read, columns, aside }, interrupt) };
+        let stopped = false;
+        const stop = (): void => {
+          stopped = true;
+          interrupt();
+        };
+        try {
+          return { value: await consume({ result, read, columns, aside }, stop) };
+        } finally {
+          // A result left mid-way keeps its query open in DuckDB, and with it the generations it
+          // read (unlinked after a swap, their space held), until the connection's next query:
+          // read it to its end, the interrupt's error, before the connection is let go.
+          if (stopped) await drain(result);
+        }
       }
     } catch (thrown) {
       if (isAborted(signal)) throw signal?.reason;

@@ -4,7 +4,7 @@
  * DuckDB's parser) and SQLite's (datasets attached to a read-only main, on demand past SQLite's
  * ten). Swaps are catalog changes; a query reads one generation of each dataset throughout.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { Schema } from 'apache-arrow';
@@ -374,6 +374,53 @@ describe('DuckDbNamespace', () => {
       expect(answer).toBe('rows');
       for (const outcome of await Promise.all(stalled)) expect(outcome).toMatchObject({ cause: stopped });
       expect(await one.inFlight()).toBe(0);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it('lets go of a swapped-out generation once its queries end, also those stopped mid-result', async () => {
+    // The data directory's old generations are unlinked after a swap; a file still open keeps its
+    // space. A result left mid-way (its consumer gone, or over a cap) kept its connection's query
+    // open in DuckDB, and with it the generation it read, until that connection ran another query:
+    // a connection idle at the bottom of the pool held it for good (found by a soak of ferry serve:
+    // a deleted generation open for the eight idle minutes after the load).
+    const heldOpen = async (path: string): Promise<boolean> => {
+      const fds = await readdir('/proc/self/fd');
+      const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.some((target) => target === path);
+    };
+    const one = await DuckDbNamespace.create(duckdbOptions({ connections: 1 }));
+    try {
+      const big = 'SELECT o.id, r.range AS k FROM orders o, range(1000) r';
+      for (const [index, stopped] of ['consumer gone', 'over a cap'].entries()) {
+        const first = await duckdbFile(`left-${index}-1`, 'orders', 1);
+        const second = await duckdbFile(`left-${index}-2`, 'orders', 2);
+        await one.setCatalog(catalog([dataset('orders', 'duckdb', first, 1)]));
+        const route = await one.route(big);
+        if (stopped === 'consumer gone') {
+          const left = new Error('client gone');
+          let batches = 0;
+          const outcome = await one
+            .batches(
+              big,
+              [],
+              route,
+              {
+                schema: () => undefined,
+                batch: () => (batches++ === 0 ? Promise.resolve() : Promise.reject(left)),
+              },
+              { batchRows: 1_000 },
+            )
+            .catch((error: unknown) => error);
+          expect(outcome).toMatchObject({ cause: left });
+        } else {
+          expect(await one.rows(big, [], route, { maxRows: 10 })).toMatchObject({ kind: 'too-large' });
+        }
+        expect(await heldOpen(first)).toBe(true);
+        await one.setCatalog(catalog([dataset('orders', 'duckdb', second, 2)]));
+        expect({ stopped, held: await heldOpen(first) }).toEqual({ stopped, held: false });
+      }
     } finally {
       await one.close();
     }
