@@ -41,8 +41,12 @@ export function listedTables(runtime: Runtime): catalog.ListedTable[] {
 }
 
 /**
- * The schema `sql` streams: the statement runs until its schema is known, then stops (so does it
- * once `signal` aborts). Rejects with the statement's error.
+ * The schema `sql` answers with, none of its rows computed: `SELECT * FROM (sql) LIMIT 0`, read to
+ * its (empty) end, so no engine runs the statement for it (SQLite would scan a table for a first
+ * row) and the task history records a query that ran, not one its caller cancelled (a row saying
+ * so for every prepared statement, GetSchema and table listed with its schema, before); the
+ * statement as it is when it cannot be wrapped (a trailing `;`), which also gives a broken
+ * statement's error.
  */
 export async function statementSchema(
   source: ResultSource,
@@ -50,12 +54,29 @@ export async function statementSchema(
   params: readonly JsonValue[],
   signal?: AbortSignal,
 ): Promise<Schema> {
+  try {
+    return await schemaOf(source, `SELECT * FROM (${sql}\n) LIMIT 0`, params, signal, true);
+  } catch {
+    return schemaOf(source, sql, params, signal, false);
+  }
+}
+
+/** The schema of `sql`'s result; its rows read to the end when `empty` (none), else not read at all. */
+async function schemaOf(
+  source: ResultSource,
+  sql: string,
+  params: readonly JsonValue[],
+  signal: AbortSignal | undefined,
+  empty: boolean,
+): Promise<Schema> {
   const controller = new AbortController();
   const stop = (): void => controller.abort();
   if (signal?.aborted === true) stop();
   signal?.addEventListener('abort', stop, { once: true });
   try {
-    return (await source.stream(sql, params, controller.signal)).schema;
+    const result = await source.stream(sql, params, controller.signal);
+    if (empty) for await (const _ of result.batches);
+    return result.schema;
   } finally {
     signal?.removeEventListener('abort', stop);
     controller.abort();
@@ -68,7 +89,7 @@ export async function tableSchema(
   table: Pick<catalog.ListedTable, 'schema' | 'name'>,
 ): Promise<Schema> {
   try {
-    return await statementSchema(source, `SELECT * FROM ${catalog.qualifiedName(table)} LIMIT 0`, []);
+    return await statementSchema(source, `SELECT * FROM ${catalog.qualifiedName(table)}`, []);
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (typeof code === 'string' && NOT_SERVING.has(code)) return new Schema([]);

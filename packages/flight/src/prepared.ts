@@ -47,26 +47,6 @@ function decodeSqlBody(
   return message;
 }
 
-/**
- * A prepared statement's dataset schema: the statement's under `LIMIT 0` (each parameter NULL),
- * so that no engine runs it for it (SQLite would scan a table for a first row); the statement as
- * it is when it cannot be wrapped (a trailing `;`), which also gives a broken statement's error.
- */
-async function preparedSchema(
-  context: FlightContext,
-  sql: string,
-  count: number,
-  signal: AbortSignal,
-): Promise<Schema> {
-  const params = Array<null>(count).fill(null);
-  try {
-    return await statementSchema(context.source, `SELECT * FROM (${sql}\n) LIMIT 0`, params, signal);
-  } catch {
-    // Not as a subquery: the statement itself says what it returns, or why it cannot run.
-    return statementSchema(context.source, sql, params, signal);
-  }
-}
-
 export function doAction(context: FlightContext) {
   return serverStream<{ type: string; body: Buffer }>(context, 'DoAction', async (action, call, signal) => {
     switch (action.type) {
@@ -76,7 +56,7 @@ export function doAction(context: FlightContext) {
         assertReadOnlySql(sql);
         const count = placeholderCount(sql);
         // Arrow's JDBC driver runs a statement whose dataset_schema has no fields as an update.
-        const dataset = await preparedSchema(context, sql, count, signal);
+        const dataset = await statementSchema(context.source, sql, Array<null>(count).fill(null), signal);
         const handle = context.statements.add({ sql, bound: { sql, params: [] } });
         const parameters = new Schema(
           Array.from({ length: count }, (_, index) => new Field(`$${index + 1}`, new Null(), true)),
