@@ -42,7 +42,11 @@ export interface FlightServerOptions {
   readonly source?: ResultSource;
   /** Where unexpected errors (debug: back-pressure waits) are logged; default nowhere. */
   readonly logger?: Logger;
-  /** How long a GetFlightInfo result waits for its DoGet; default 60 000 ms. */
+  /**
+   * How long a GetFlightInfo result waits for its DoGet; default 10 000 ms. A later DoGet runs the
+   * ticket's statement again, so this only bounds what an unredeemed result holds (its query, an
+   * SQLite worker while its rows wait): behind a load balancer, the DoGet often goes elsewhere.
+   */
   readonly ticketTtlMs?: number;
   /** Results waiting for their DoGet at most; default 64 (more: the oldest is dropped, and its DoGet runs it again). */
   readonly maxTickets?: number;
@@ -97,7 +101,7 @@ export async function startFlightServer(
   options: FlightServerOptions = {},
 ): Promise<RunningFlightServer> {
   const keys = apiKeyCheck(runtime.config, [options.apiKey]);
-  const ticketTtlMs = options.ticketTtlMs ?? 60_000;
+  const ticketTtlMs = options.ticketTtlMs ?? 10_000;
   // The spicepod's runtime.flight.max_message_size: the largest message a client may send, and
   // the bound of the result messages sent to it (each batch is cut to under half of it).
   const maxMessage = runtime.config.flightMaxMessageBytes;
