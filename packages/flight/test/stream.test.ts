@@ -23,6 +23,7 @@ import {
 import {
   bearer,
   call,
+  collect,
   type FlightDataMessage,
   type FlightInfoMessage,
   type FlightStub,
@@ -230,4 +231,32 @@ it('results waiting for a DoGet that never comes do not keep the other queries f
     new Promise((resolve) => setTimeout(() => resolve('still waiting for a connection'), 5_000)),
   ]);
   expect(answer).toEqual([{ n: 1_000 }]);
+}, 60_000);
+
+it('a result nobody redeems is stopped at ticketTtlMs, quietly, and its ticket still answers later', async () => {
+  // Before, an unredeemed result ran on to the runtime's stream idle limit (60 s, past the 60 s
+  // ticketTtlMs) and logged ERR_STREAM_IDLE at warn: one line per DoGet a load balancer sent elsewhere.
+  const quick = await startFlightServer(served.runtime, { port: 0, ticketTtlMs: 300, logger: served.logger });
+  const quickStub = flightStub(quick.address);
+  try {
+    const sql = 'SELECT id, label, 1 AS unredeemed FROM big';
+    const mark = served.logger.records.length;
+    const descriptor = { type: 'CMD' as const, cmd: sqlCommand('CommandStatementQuery', { query: sql }) };
+    const info = await call<FlightInfoMessage>((done) => quickStub.GetFlightInfo(descriptor, bearer(), done));
+    const history = async () =>
+      (
+        await served.runtime.query(
+          `SELECT error_message FROM runtime.task_history WHERE input = '${sql}' AND end_time IS NOT NULL`,
+        )
+      ).rows;
+    await expect.poll(history, { timeout: 10_000, interval: 100 }).toHaveLength(1);
+    expect(String((await history())[0]?.error_message)).toMatch(/cancelled/);
+    expect(served.logger.since(mark).filter((record) => record.level === 'warn')).toEqual([]);
+    const ticket = info.endpoint[0]?.ticket.ticket as Buffer;
+    const messages = await collect(quickStub.DoGet({ ticket }, bearer()));
+    expect(messages.length).toBeGreaterThan(2);
+  } finally {
+    quickStub.close();
+    await quick.close();
+  }
 }, 60_000);
