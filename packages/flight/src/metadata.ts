@@ -44,7 +44,7 @@ export function listedTables(runtime: Runtime): catalog.ListedTable[] {
  * The schema `sql` answers with, none of its rows computed: `SELECT * FROM (sql) LIMIT 0`, read to
  * its (empty) end, so no engine runs the statement for it (SQLite would scan a table for a first
  * row) and the task history records a query that ran, not one its caller cancelled (a row saying
- * so for every prepared statement, GetSchema and table listed with its schema, before); the
+ * so for every prepared statement and table listed with its schema, before); the
  * statement as it is when it cannot be wrapped (a trailing `;`), which also gives a broken
  * statement's error.
  */
@@ -59,6 +59,20 @@ export async function statementSchema(
   } catch {
     return schemaOf(source, sql, params, signal, false);
   }
+}
+
+/**
+ * The schema `sql` streams, the statement run until its schema is known, then stopped (GetSchema):
+ * under `LIMIT 0` an SQLite expression's type could not be read from its values (`count(*)` would
+ * say Utf8, where the statement's answer says Int64). The task history records it as cancelled.
+ */
+export function runningSchema(
+  source: ResultSource,
+  sql: string,
+  params: readonly JsonValue[],
+  signal?: AbortSignal,
+): Promise<Schema> {
+  return schemaOf(source, sql, params, signal, false);
 }
 
 /** The schema of `sql`'s result; its rows read to the end when `empty` (none), else not read at all. */

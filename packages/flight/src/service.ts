@@ -23,7 +23,7 @@ import { SCHEMA_NAME } from './catalog.js';
 import { FlightRequestError, FlightUnsupportedError } from './errors.js';
 import { handshake } from './handshake.js';
 import { schemaBytes } from './ipc.js';
-import { datasetNames, metadataResult, statementSchema, tableSchema } from './metadata.js';
+import { datasetNames, metadataResult, runningSchema, tableSchema } from './metadata.js';
 import { doAction, doPut, listActions } from './prepared.js';
 import { type FlightDescriptor, type FlightInfo, packSql } from './protocol.js';
 import {
@@ -105,9 +105,7 @@ export function flightService(context: FlightContext): UntypedServiceImplementat
         call.once('cancelled', cancel);
         try {
           return {
-            schema: schemaBytes(
-              await statementSchema(source, request.sql, request.params, controller.signal),
-            ),
+            schema: schemaBytes(await runningSchema(source, request.sql, request.params, controller.signal)),
           };
         } finally {
           call.off('cancelled', cancel);

@@ -11,12 +11,10 @@ import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bearer,
-  call,
   type FlightStub,
   fetchTable,
   flightStub,
   ORDERS_SQL,
-  readSchema,
   type Served,
   serveDatasets,
   sqlCommand,
@@ -80,16 +78,10 @@ describe('admission over Flight', () => {
   });
 
   it('a GetFlightInfo or GetSchema its client cancels while the statement runs stops the statement (and frees its admission)', async () => {
-    const sql = 'SELECT count(*) AS n FROM orders, range(1000000000000)';
-    const runaway = statement(sql);
-    // GetSchema reads the statement under LIMIT 0: its schema, the statement not run.
-    const schema = await call<{ schema: Buffer }>((done) => stub.GetSchema(runaway, bearer(), done));
-    expect(readSchema(schema.schema).fields.map((field) => field.name)).toEqual(['n']);
-    await drained();
+    const runaway = statement('SELECT count(*) AS n FROM orders, range(1000000000000)');
     for (const ask of [
       () => stub.GetFlightInfo(runaway, bearer(), () => undefined),
-      // One that cannot be wrapped (a trailing ';') runs as it is, until its client cancels.
-      () => stub.GetSchema(statement(`${sql};`), bearer(), () => undefined),
+      () => stub.GetSchema(runaway, bearer(), () => undefined),
     ]) {
       const asked = ask();
       while (queriesInFlight(served.runtime) === 0) await new Promise((resolve) => setTimeout(resolve, 10));

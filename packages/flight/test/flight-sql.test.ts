@@ -520,6 +520,15 @@ describe('refusals and errors as gRPC status codes', () => {
     });
   });
 
+  it('GetSchema gives the types an SQLite statement answers with (it runs until its schema is known)', async () => {
+    // Under LIMIT 0 an SQLite expression has no values to be typed by: count(*) would say Utf8.
+    const query = 'SELECT count(*) AS n, max(score) AS top FROM users';
+    const schema = await call<{ schema: Buffer }>((done) =>
+      stub.GetSchema(cmd('CommandStatementQuery', { query }), auth(), done),
+    );
+    expect(typesOf(readSchema(schema.schema))).toEqual({ n: 'Int64', top: 'Float64' });
+  });
+
   it('a statement’s error reaches the client in the engine’s words, slashes in the SQL included (no file where there is none)', async () => {
     for (const query of [
       "SELECT * FROM orders WHERE placed = '2026/13/01'",

@@ -102,17 +102,14 @@ describe('views and the results cache over Flight', () => {
     expect(rows).toEqual([{ protocol: 'flight' }]);
   });
 
-  it('schema lookups (GetSchema, GetTables with schemas) are queries that ran in the task history, not cancelled ones', async () => {
-    const sql = 'SELECT id FROM spice.public.orders WHERE id > 1';
-    const schema = await call<{ schema: Buffer }>((done) =>
-      stub.GetSchema(cmd('CommandStatementQuery', { query: sql }), authorized(), done),
-    );
-    expect(readSchema(schema.schema).fields.map((field) => field.name)).toEqual(['id']);
+  it('schema lookups (GetTables with schemas) are queries that ran in the task history, not cancelled ones', async () => {
     await fetchTable(stub, cmd('CommandGetTables', { includeSchema: true }), authorized());
     const { rows } = await query(
       "SELECT input, error_message FROM spice.runtime.task_history WHERE input LIKE '%LIMIT 0'",
     );
-    expect(rows.map((row) => row.input)).toContain(`SELECT * FROM (${sql}\n) LIMIT 0`);
+    expect(rows.map((row) => String(row.input))).toContainEqual(
+      expect.stringMatching(/^SELECT \* FROM \(SELECT \* FROM .*orders.*\n\) LIMIT 0$/),
+    );
     // Before: 'The query was cancelled by its caller…' on each of them.
     expect(rows.filter((row) => row.error_message !== null)).toEqual([]);
   });
