@@ -42,6 +42,7 @@ export {
 } from './sqlite-interrupt.js';
 export {
   SQLITE_MAX_ATTACHED,
+  type SqliteCursor,
   SqliteNamespace,
   type SqliteNamespaceOptions,
   type SyncBatchSink,

@@ -127,6 +127,14 @@ function missingTable(
   return match === null ? undefined : { db: match[1], table: match[2] as string };
 }
 
+/** A statement's result handed over a batch at a time (see `SqliteNamespace.cursor`). */
+export interface SqliteCursor {
+  /** Hands over the next batch (if one is ready); the outcome once there is one, else undefined. */
+  next(): BatchOutcome | undefined;
+  /** Ends the statement before its outcome (nothing if it has one). */
+  close(): void;
+}
+
 export class SqliteNamespace {
   readonly #db: Database.Database;
   readonly #options: SqliteNamespaceOptions;
@@ -459,75 +467,128 @@ export class SqliteNamespace {
     control: BatchControl = {},
     shapeKey?: string,
   ): BatchOutcome {
+    const cursor = this.cursor(asked, params, sink, control, shapeKey);
+    for (;;) {
+      const outcome = cursor.next();
+      if (outcome !== undefined) return outcome;
+    }
+  }
+
+  /**
+   * {@link batches}, a step at a time: each `next()` hands `sink` at most one batch (the batch it
+   * read the step before: a step reads the next batch's rows, then stops before handing it over)
+   * and answers the outcome once there is one. A caller may wait between steps (for its consumer),
+   * while this connection stays busy with the statement: until the outcome, or `close()`, nothing
+   * else may run on it.
+   */
+  cursor(
+    asked: string,
+    params: readonly JsonValue[],
+    sink: SyncBatchSink,
+    control: BatchControl = {},
+    shapeKey?: string,
+  ): SqliteCursor {
+    let steps: Generator<undefined, BatchOutcome> | undefined;
+    let prepared: Prepared | undefined;
+    const step = (): BatchOutcome | undefined => {
+      const next = (steps as Generator<undefined, BatchOutcome>).next();
+      return next.done === true ? next.value : undefined;
+    };
+    return {
+      next: () => {
+        if (steps === undefined) {
+          // The first step in #withStatement: a table detached since the statement was prepared is
+          // attached and the statement run again (nothing has been handed over before it).
+          return this.#withStatement(asked, params, shapeKey, (sql, statement, args, read) => {
+            prepared = statement;
+            steps = this.#batchSteps(sql, statement, args, read, sink, control);
+            return step();
+          });
+        }
+        try {
+          return step();
+        } catch (error) {
+          throw this.#engineError(error, prepared);
+        }
+      },
+      // Ends the statement (its iterator's `return`), so the connection is free again.
+      close: () => void steps?.return(undefined as never),
+    };
+  }
+
+  /** {@link batches}' steps: yields before it hands each batch over (see {@link cursor}). */
+  *#batchSteps(
+    sql: string,
+    prepared: Prepared,
+    args: unknown[],
+    read: DatasetRead[],
+    sink: SyncBatchSink,
+    control: BatchControl,
+  ): Generator<undefined, BatchOutcome> {
     const batchRows = control.batchRows ?? 65_536;
     const batchBytes = control.batchBytes ?? 4 * MIB;
-    return this.#withStatement(asked, params, shapeKey, (sql, prepared, args, read) => {
-      const { statement } = prepared;
-      const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
-      let pending: SqliteValue[][] = [];
-      let pendingBytes = 0;
-      let builder: SqliteBatchBuilder | undefined;
-      let rows = 0;
-      let bytes = 0;
-      const send = (): 'rows' | 'bytes' | undefined => {
-        const first = builder === undefined;
-        if (builder === undefined) {
-          const { names, declared } = this.#described(sql, prepared);
-          // The first batch's rows decide the column types (see sqlite-arrow.ts).
-          builder = new SqliteBatchBuilder(names, declared, pending);
-          sink.schema(builder.schema, read);
-        }
-        const taken = pending;
-        pending = [];
-        pendingBytes = 0;
-        if (
-          first &&
-          'text' in sink &&
-          sink.text !== undefined &&
-          taken.length > 0 &&
-          builder.natural(taken)
-        ) {
-          const { names } = this.#described(sql, prepared);
-          const json = jsonObjects(names, taken.length, (row, column) =>
-            encodeSqliteValue(taken[row]?.[column] ?? null),
-          ) as string;
-          rows += taken.length;
-          bytes += json.length;
-          const limit = capExceeded(rows, bytes, control);
-          if (limit !== undefined) return limit;
-          sink.text(json, taken.length);
-          return undefined;
-        }
-        for (const row of taken) builder.append(row);
-        const count = builder.rows;
-        if (count === 0) return undefined;
-        const built = builder.flush();
-        const ipc = 'batch' in sink ? batchToIpc(builder.schema, built) : undefined;
-        rows += count;
-        bytes += ipc?.byteLength ?? built.data.byteLength;
+    const { statement } = prepared;
+    const iterator = statement.iterate(...args) as IterableIterator<SqliteValue[]>;
+    let pending: SqliteValue[][] = [];
+    let pendingBytes = 0;
+    let builder: SqliteBatchBuilder | undefined;
+    let rows = 0;
+    let bytes = 0;
+    const send = (): 'rows' | 'bytes' | undefined => {
+      const first = builder === undefined;
+      if (builder === undefined) {
+        const { names, declared } = this.#described(sql, prepared);
+        // The first batch's rows decide the column types (see sqlite-arrow.ts).
+        builder = new SqliteBatchBuilder(names, declared, pending);
+        sink.schema(builder.schema, read);
+      }
+      const taken = pending;
+      pending = [];
+      pendingBytes = 0;
+      if (first && 'text' in sink && sink.text !== undefined && taken.length > 0 && builder.natural(taken)) {
+        const { names } = this.#described(sql, prepared);
+        const json = jsonObjects(names, taken.length, (row, column) =>
+          encodeSqliteValue(taken[row]?.[column] ?? null),
+        ) as string;
+        rows += taken.length;
+        bytes += json.length;
         const limit = capExceeded(rows, bytes, control);
         if (limit !== undefined) return limit;
-        if ('batch' in sink) sink.batch(ipc as Uint8Array, count);
-        else sink.built(built, count);
+        sink.text(json, taken.length);
         return undefined;
-      };
-      for (const row of iterator) {
-        pending.push(row);
-        for (const value of row) pendingBytes += valueBytes(value);
-        if (pending.length >= batchRows || pendingBytes >= batchBytes) {
-          const limit = send();
-          if (limit !== undefined) {
-            iterator.return?.();
-            return { kind: 'too-large', limit, read };
-          }
+      }
+      for (const row of taken) builder.append(row);
+      const count = builder.rows;
+      if (count === 0) return undefined;
+      const built = builder.flush();
+      const ipc = 'batch' in sink ? batchToIpc(builder.schema, built) : undefined;
+      rows += count;
+      bytes += ipc?.byteLength ?? built.data.byteLength;
+      const limit = capExceeded(rows, bytes, control);
+      if (limit !== undefined) return limit;
+      if ('batch' in sink) sink.batch(ipc as Uint8Array, count);
+      else sink.built(built, count);
+      return undefined;
+    };
+    // A `return()` while suspended in this loop closes the iterator (for-of does), ending the statement.
+    for (const row of iterator) {
+      pending.push(row);
+      for (const value of row) pendingBytes += valueBytes(value);
+      if (pending.length >= batchRows || pendingBytes >= batchBytes) {
+        yield;
+        const limit = send();
+        if (limit !== undefined) {
+          iterator.return?.();
+          return { kind: 'too-large', limit, read };
         }
       }
-      const limit = send();
-      if (limit !== undefined) return { kind: 'too-large', limit, read };
-      return prepared.datasetsByShape
-        ? { kind: 'done', read, rows, bytes, shared: true }
-        : { kind: 'done', read, rows, bytes };
-    });
+    }
+    if (pending.length > 0) yield;
+    const limit = send();
+    if (limit !== undefined) return { kind: 'too-large', limit, read };
+    return prepared.datasetsByShape
+      ? { kind: 'done', read, rows, bytes, shared: true }
+      : { kind: 'done', read, rows, bytes };
   }
 
   #engineError(error: unknown, prepared: Prepared | undefined): unknown {

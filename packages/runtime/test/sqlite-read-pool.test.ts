@@ -385,4 +385,90 @@ describe('SqliteReadPool', () => {
       await reads.close(new Error('closed'));
     }
   });
+
+  it('streams nobody reads hold no worker: the queries asked beside them are answered, and each stream still ends whole', async () => {
+    // One worker, three streams of 30 batches left unread past their window: before, the first
+    // stream blocked the worker for a credit and everything behind it waited (a slow HTTP client, an
+    // unredeemed Flight ticket, held every SQLite query of the pool).
+    const reads = pool({ threads: 1, timeoutMs: 30_000 });
+    try {
+      const sql =
+        'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 30000) SELECT x FROM c';
+      const streams = Array.from({ length: 3 }, () => {
+        const received: number[] = [];
+        const take = (rows: number | undefined): void => {
+          if (rows !== undefined) received.push(rows);
+        };
+        const query = reads.stream(
+          { sql, params: [], maxRows: 0, maxBytes: 0 },
+          { schema: (_ipc, _read, rows) => take(rows), batch: (_ipc, rows) => take(rows) },
+          1_000,
+        );
+        return { query, received };
+      });
+      // Every stream sends its window (2 batches) and waits for its consumer.
+      const deadline = Date.now() + 10_000;
+      while (streams.some(({ received }) => received.length < 2) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(streams.map(({ received }) => received.length)).toEqual([2, 2, 2]);
+      let late: NodeJS.Timeout | undefined;
+      const answered = await Promise.race([
+        Promise.all([1, 2, 3].map((id) => reads.run(['users'], lookup(id)))),
+        new Promise<'held'>((resolve) => {
+          late = setTimeout(() => resolve('held'), 10_000);
+        }),
+      ]);
+      clearTimeout(late);
+      expect(answered === 'held' ? 'held behind the unread streams' : answered.map(rowsOf)).toEqual(
+        [1, 2, 3].map((id) => [{ n: Math.min(id, expected) }]),
+      );
+      // Nothing was lost meanwhile: read, each stream ends with every row, in order of its batches.
+      for (const { query, received } of streams) {
+        let taken = 0;
+        let ended = false;
+        void query.answer.finally(() => {
+          ended = true;
+        });
+        while (!ended) {
+          if (received.length > taken) {
+            taken++;
+            query.credit();
+          } else await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        expect(await query.answer).toMatchObject({ kind: 'done', rows: 30_000 });
+        expect(received).toEqual(Array.from({ length: 30 }, () => 1_000));
+      }
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it('a stream cancelled while it waits for its consumer ends there: the long query running on its worker is not ended with it', async () => {
+    const reads = pool({ threads: 1, timeoutMs: 30_000 });
+    try {
+      let batches = 0;
+      const query = reads.stream(
+        {
+          sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000) SELECT x FROM c',
+          params: [],
+          maxRows: 0,
+          maxBytes: 0,
+        },
+        { schema: () => batches++, batch: () => batches++ },
+        1_000,
+      );
+      while (batches < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      // Counts to 20 million: seconds, well past the 1 s after which a stop not answered ends a worker.
+      const sent = reads.batches;
+      const slow = reads.run(['users'], slowQuery(20_000_000));
+      query.cancel();
+      expect(await query.answer).toMatchObject({ kind: 'error' });
+      expect(rowsOf(await slow)).toEqual([{ n: 20_000_000 }]);
+      // Run once: its worker was not ended under it (a batch ended with its worker is sent again).
+      expect(reads.batches - sent).toBe(1);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
 });

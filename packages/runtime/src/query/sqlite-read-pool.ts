@@ -22,7 +22,12 @@
  * of the queue. A cancelled query still queued just leaves the queue. Closing the pool stops every
  * query it runs, so no worker outlives it.
  *
- * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit.
+ * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit. A stream
+ * waits for its credits without blocking its worker, on a connection of its own, so a worker runs
+ * batches beside the streams it holds: piscina's balancer here ({@link SqliteReadPool.#place})
+ * sends a batch to a worker running no other batch, whatever streams wait there, and a stream to
+ * the worker with the fewest. (A consumer that reads slowly, or not at all, used to hold a whole
+ * worker: two such streams stopped every SQLite query of a two-core machine.)
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { BoundedCache } from '@ferry/engines/sql';
@@ -34,7 +39,7 @@ import { CatalogBoard, type SharedCatalog } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
 import type { QueryAnswer, QueryRequest } from './query-protocol.js';
 import { isExpensive, nextBatch, nextCost } from './sqlite-batching.js';
-import { clearRegion, MAX_BATCH, stopBuffer, stopQuery } from './sqlite-stops.js';
+import { clearRegion, isRunning, MAX_BATCH, stopBuffer, stopQuery } from './sqlite-stops.js';
 import type {
   SqliteBatchAnswer,
   SqlitePoolBuffers,
@@ -108,7 +113,7 @@ interface RunningBatch {
   readonly stop: BatchStop;
   readonly stopped: Map<Pending, Error>;
   /** Ends the worker if it does not answer soon after a stop. */
-  escalation: NodeJS.Timeout | undefined;
+  escalation: Escalation | undefined;
 }
 
 /**
@@ -116,6 +121,29 @@ interface RunningBatch {
  * SQLite stops within microseconds, so only a worker stuck outside SQLite's loop reaches it.
  */
 const ESCALATE_MS = 1_000;
+
+/**
+ * After a stop: ends the worker (`end`) if the stopped work still `runs` there {@link ESCALATE_MS}
+ * on, checked again each {@link ESCALATE_MS} while it does not run. Work waiting for its worker (a
+ * batch behind a stream's step, a stream waiting for its consumer) answers its stop once it gets
+ * there; ending the worker meanwhile would only end the work beside it.
+ */
+class Escalation {
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(runs: () => boolean, end: () => void) {
+    const check = (): void => {
+      this.#timer = runs() ? undefined : setTimeout(check, ESCALATE_MS);
+      if (this.#timer === undefined) end();
+    };
+    this.#timer = setTimeout(check, ESCALATE_MS);
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
 
 /**
  * Each running batch has a slot of the pool's one progress buffer, `[index, startedAtMs]` of the
@@ -126,6 +154,29 @@ const INDEX = 0;
 const STARTED_AT = 1;
 /** Slots beyond the threads: a slot is free again only once its batch's outcome is in. */
 const SPARE_SLOTS = 4;
+
+/** Where piscina's balancer reads a stream task's placement (its queue options). */
+const PLACEMENT = Piscina.queueOptionsSymbol;
+
+/** The worker a stream was placed on (set by the balancer), and its stop buffer (whether it steps now). */
+interface StreamPlacement {
+  worker: number | undefined;
+  readonly stops: Int32Array;
+}
+
+type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+
+/**
+ * Tasks a worker may hold at once, for piscina (the balancer decides): one batch and the streams
+ * beside it. Streams are bounded by admission (`maxQueriesInFlight`), not here: a stream waiting
+ * for a worker would wait for another stream's consumer.
+ */
+const MAX_TASKS_PER_WORKER = 1_024;
+
+/** piscina's error for a task whose worker was ended for another task's abort (or the pool's end). */
+function isThreadTermination(error: unknown): boolean {
+  return error instanceof Error && error.message === 'Terminating worker thread';
+}
 
 export class SqliteReadPool {
   readonly #pool: Piscina<
@@ -152,6 +203,8 @@ export class SqliteReadPool {
   readonly #stops: Int32Array;
   /** Streams running now, each with its stop buffer. */
   readonly #streams = new Set<Int32Array>();
+  /** The streams each worker holds now, by thread id (the balancer's). */
+  readonly #streamsOn = new Map<number, Set<StreamPlacement>>();
   /** What each statement (by shape, else text) took to run, as a moving average in ms. */
   readonly #costs = new BoundedCache<string, { ms: number; runs: number }>({
     entries: 4_096,
@@ -186,7 +239,61 @@ export class SqliteReadPool {
       // never runs them), and so does anything a worker schedules. B1 and B9 did not move against
       // 'sync' (bench/RESULTS.md, "One-hour soak alone, 2026-12-03").
       atomics: 'async',
+      concurrentTasksPerWorker: MAX_TASKS_PER_WORKER,
+      loadBalancer: this.#place,
     });
+  }
+
+  /**
+   * piscina's balancer: a batch goes to a worker running no other batch (the streams it holds do
+   * not count: they wait for their consumers between steps), one where no stream steps now first,
+   * then the one holding the fewest streams; a stream goes to the worker holding the fewest, one
+   * running no batch and no step first. Null: no worker for it now, or only a busy one while the
+   * pool may start another (piscina starts one; the task waits for it, or for a task to finish).
+   * The dispatcher sends at most a batch a worker, so a batch finds one once the workers run.
+   */
+  readonly #place: Balancer = (task, workers) => {
+    // piscina gives null for a task without queue options (a batch).
+    const placement = ((task as unknown as Record<symbol, unknown>)[PLACEMENT] ?? undefined) as
+      | StreamPlacement
+      | undefined;
+    let best: (typeof workers)[number] | null = null;
+    let bestScore = Number.POSITIVE_INFINITY;
+    for (const worker of workers) {
+      if (worker.terminating) continue;
+      const streams = this.#streamsOn.get(worker.id);
+      const held = streams?.size ?? 0;
+      // piscina counts a worker's one task with a signal as Infinity.
+      const tasks = worker.currentUsage === Number.POSITIVE_INFINITY ? 1 : worker.currentUsage;
+      const batches = tasks - held;
+      if (placement === undefined && batches > 0) continue;
+      let stepping = false;
+      for (const stream of streams ?? []) stepping ||= isRunning(stream.stops, 0);
+      const score = ((batches > 0 ? 2 : 0) + (stepping ? 1 : 0)) * MAX_TASKS_PER_WORKER + held;
+      if (score < bestScore) {
+        best = worker;
+        bestScore = score;
+      }
+    }
+    // Busy (a batch, or a stream stepping) while the pool may start another worker: start one.
+    if (bestScore >= MAX_TASKS_PER_WORKER && workers.length < this.#threads) return null;
+    if (best !== null && placement !== undefined) {
+      placement.worker = best.id;
+      const streams = this.#streamsOn.get(best.id);
+      if (streams === undefined) this.#streamsOn.set(best.id, new Set([placement]));
+      else streams.add(placement);
+    }
+    return best;
+  };
+
+  /** A stream's worker no longer holds it. */
+  #unplace(placement: StreamPlacement): void {
+    const { worker } = placement;
+    if (worker === undefined) return;
+    placement.worker = undefined;
+    const streams = this.#streamsOn.get(worker);
+    streams?.delete(placement);
+    if (streams?.size === 0) this.#streamsOn.delete(worker);
   }
 
   /** Each running worker's young generation limit in MiB, 0 for V8's default (a test hook). */
@@ -264,13 +371,15 @@ export class SqliteReadPool {
       else if (message.type === 'schema') listener.schema(message.ipc, message.read, message.rows);
       else listener.batch(message.ipc, message.rows);
     });
-    const task: SqliteStreamTask = {
+    const placement: StreamPlacement = { worker: undefined, stops };
+    const task: SqliteStreamTask & { readonly [PLACEMENT]: StreamPlacement } = {
       catalog: this.#catalogOf(),
       request: query,
       port: channel.port2,
       control: credits.control,
       stops,
       batchRows,
+      [PLACEMENT]: placement,
     };
     // The answer comes back on piscina's port, the schema and batches on this channel: no order
     // holds between the two, so the answer waits for the channel's last message ('end', posted
@@ -280,7 +389,7 @@ export class SqliteReadPool {
       ended = resolve;
     });
     this.#unanswered++;
-    let stopper: NodeJS.Timeout | undefined;
+    let escalation: Escalation | undefined;
     let finished = false;
     const answer = (async (): Promise<QueryAnswer> => {
       this.#streams.add(stops);
@@ -298,9 +407,10 @@ export class SqliteReadPool {
       } finally {
         finished = true;
         this.#unanswered--;
+        this.#unplace(placement);
         this.#streams.delete(stops);
         channel.port1.close();
-        clearTimeout(stopper);
+        escalation?.clear();
       }
     })();
     return {
@@ -312,7 +422,10 @@ export class SqliteReadPool {
         // A worker inside a long SQLite step does not see the credits: stop the statement there,
         // and end the worker only if it does not answer soon.
         stopQuery(stops, 0, 0);
-        stopper ??= setTimeout(() => stop.abort(), ESCALATE_MS);
+        escalation ??= new Escalation(
+          () => isRunning(stops, 0),
+          () => stop.abort(),
+        );
       },
       credit: () => credits.credit(),
     };
@@ -412,14 +525,17 @@ export class SqliteReadPool {
       // with their own reason, the others run again elsewhere.
       const { stopped } = running;
       if (stopped.size === 0) {
-        for (const pending of batch) this.#settle(pending, error);
+        // Its worker was ended for a stream beside it that did not stop: its queries (read-only) run
+        // again. Any other failure (the worker crashed) is theirs.
+        if (isThreadTermination(error) && this.#closed === undefined) this.#requeue(batch);
+        else for (const pending of batch) this.#settle(pending, error);
         return;
       }
       for (const [pending, reason] of stopped) this.#settle(pending, reason);
       this.#requeue(batch.filter((pending) => !stopped.has(pending)));
       return;
     } finally {
-      clearTimeout(running.escalation);
+      running.escalation?.clear();
       this.#running.delete(running);
       for (const pending of batch) pending.running = undefined;
     }
@@ -474,7 +590,10 @@ export class SqliteReadPool {
     if (index < 0) return;
     running.stopped.set(pending, error);
     stopQuery(this.#stops, running.slot, index);
-    running.escalation ??= setTimeout(() => running.stop.abort(), ESCALATE_MS);
+    running.escalation ??= new Escalation(
+      () => Atomics.load(this.#progress, 2 * running.slot + INDEX) >= 0n,
+      () => running.stop.abort(),
+    );
   }
 
   /**

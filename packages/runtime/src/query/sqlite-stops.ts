@@ -5,7 +5,8 @@
  * in its batch, 0 between queries); the host stops query k of a slot's batch by writing `stop_k`,
  * whether k runs now or has not started: SQLite fails it with `SQLITE_INTERRUPT` within a
  * microsecond or so, and the worker goes on with the rest of its batch. A stream has a buffer of
- * its own, of one region (its one statement is query 0).
+ * its own, of one region (its one statement is query 0, running only while the worker steps it,
+ * not while it waits for its consumer).
  */
 import type { InterruptRegion } from '@ferry/engines/namespaces';
 
@@ -26,6 +27,11 @@ export function regionOf(stops: Int32Array, slot: number): InterruptRegion {
 /** A worker: query `index` (0-based) of `slot`'s batch runs now; -1: none. */
 export function markRunning(stops: Int32Array, region: InterruptRegion, index: number): void {
   Atomics.store(stops, region.offset, index + 1);
+}
+
+/** Whether a query of `slot`'s batch (a stream's: its statement) runs now. */
+export function isRunning(stops: Int32Array, slot: number): boolean {
+  return Atomics.load(stops, slot * REGION) !== 0;
 }
 
 /** Whether query `index` of the region's batch was stopped (a worker skips it without starting it). */

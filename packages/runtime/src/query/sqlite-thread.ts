@@ -20,6 +20,7 @@ import {
   pinnedCatalog,
   pinsKey,
   pinsOf,
+  type SqliteCursor,
   SqliteNamespace,
   type SyncBatchSink,
 } from '@ferry/engines/namespaces';
@@ -33,7 +34,7 @@ import {
   SchemaWithFirstBatch,
 } from './query-protocol.js';
 import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
-import { takeCreditSync } from './stream-credits.js';
+import { takeCredit } from './stream-credits.js';
 import { lowerThreadPriority } from './thread-priority.js';
 
 if (isMainThread) {
@@ -116,21 +117,31 @@ function newNamespace(): SqliteNamespace {
   });
 }
 
-function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
-  namespace ??= newNamespace();
+/** The newest catalog (the task's, else the board's, else the one applied last). */
+function currentCatalog(catalog: SharedCatalog | undefined): NamespaceCatalog | undefined {
   if (catalog !== undefined) {
     if (current?.version !== catalog.version) current = readSharedCatalog(catalog);
   } else current = readCatalogBoard(data.board, current?.version ?? -1) ?? current;
-  if (current === undefined) return namespace;
-  // Every pin the query carries applies (each names its own dataset); pinsOf sorts them.
+  return current;
+}
+
+/** The pins `query` carries, sorted (pinsOf); undefined when it has none. */
+function pinsOfQuery(query: QueryRequest): ReturnType<typeof pinsOf> | undefined {
+  // Every pin the query carries applies (each names its own dataset).
   const asked = query.pins;
-  const pins =
-    asked === undefined
-      ? undefined
-      : pinsOf(
-          asked,
-          asked.map((pin) => pin.name),
-        );
+  return asked === undefined
+    ? undefined
+    : pinsOf(
+        asked,
+        asked.map((pin) => pin.name),
+      );
+}
+
+function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
+  namespace ??= newNamespace();
+  const current = currentCatalog(catalog);
+  if (current === undefined) return namespace;
+  const pins = pinsOfQuery(query);
   if (pins === undefined) {
     if (namespace.catalog.version !== current.version) namespace.setCatalog(current);
     return namespace;
@@ -153,6 +164,32 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
     pinned.space.setCatalog({ ...pinnedCatalog(current, pins), version: pinned.version });
   }
   return pinned.space;
+}
+
+/**
+ * Connections for streams, idle ones kept up to {@link IDLE_STREAM_SPACES}. A stream keeps its
+ * connection busy with its statement until it ends, and waits for its consumer between batches
+ * while this thread runs other tasks: so it never runs on a connection other queries use.
+ */
+const idleStreamSpaces: SqliteNamespace[] = [];
+const IDLE_STREAM_SPACES = 2;
+
+/** A connection of its own for a stream, at the newest catalog (with the query's pins, if any). */
+function streamSpace(catalog: SharedCatalog | undefined, query: QueryRequest): SqliteNamespace {
+  const space = idleStreamSpaces.pop() ?? newNamespace();
+  const current = currentCatalog(catalog);
+  if (current === undefined) return space;
+  const pins = pinsOfQuery(query);
+  space.setCatalog(
+    pins === undefined ? current : { ...pinnedCatalog(current, pins), version: -1 - ++pinnedVersions },
+  );
+  return space;
+}
+
+function releaseStreamSpace(space: SqliteNamespace): void {
+  space.interruptOn(undefined);
+  if (idleStreamSpaces.length < IDLE_STREAM_SPACES) idleStreamSpaces.push(space);
+  else space.close();
 }
 
 /**
@@ -255,8 +292,15 @@ export type SqliteStreamMessage =
   | { readonly type: 'batch'; readonly ipc: Uint8Array; readonly rows: number }
   | { readonly type: 'end' };
 
-/** Streams one query's result over `task.port`, one batch per credit (blocking in between). */
-export function stream(task: SqliteStreamTask): QueryAnswer {
+/** What a stream's credit wait checks besides the host's cancel: nothing (the host stops it). */
+const NOT_STOPPED = { aborted: false } as const;
+
+/**
+ * Streams one query's result over `task.port`, one batch per credit. Between batches it awaits its
+ * credit without blocking the thread, on a connection of its own: a consumer that reads slowly, or
+ * not at all, holds a connection, never the thread, and the pool runs other tasks here meanwhile.
+ */
+export async function stream(task: SqliteStreamTask): Promise<QueryAnswer> {
   const { port, control } = task;
   const region = regionOf(task.stops, 0);
   let sent = 0;
@@ -268,25 +312,36 @@ export function stream(task: SqliteStreamTask): QueryAnswer {
   const sink: SyncBatchSink = {
     schema: (schema, read) => out.schema(schema, read),
     batch: (ipc, rows) => {
-      takeCreditSync(control);
       sent += out.batch(ipc, rows);
     },
   };
+  let space: SqliteNamespace | undefined;
+  let cursor: SqliteCursor | undefined;
   try {
     const { sql, params, maxRows, maxBytes } = task.request;
-    const ns = namespaceAt(task.catalog, task.request);
-    ns.interruptOn(region);
-    markRunning(task.stops, region, 0);
-    return ns.batches(
+    space = streamSpace(task.catalog, task.request);
+    space.interruptOn(region);
+    cursor = space.cursor(
       sql,
       params,
       sink,
       { maxRows, maxBytes, ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }) },
       task.request.shape,
     );
+    // The first step reads the first batch; each later one hands the one before over, for a credit.
+    for (let step = 0; ; step++) {
+      if (step > 0) await takeCredit(control, NOT_STOPPED);
+      // Running only while it steps (the host ends a worker only for a stop it does not answer there).
+      markRunning(task.stops, region, 0);
+      const outcome = cursor.next();
+      markRunning(task.stops, region, -1);
+      if (outcome !== undefined) return outcome;
+    }
   } catch (error) {
     return answerOf(error);
   } finally {
+    cursor?.close();
+    if (space !== undefined) releaseStreamSpace(space);
     markRunning(task.stops, region, -1);
     out.flush();
     port.postMessage({ type: 'end' } satisfies SqliteStreamMessage);

@@ -2,10 +2,9 @@
  * Flow control of a result stream, one mechanism for both query pools: a shared `[credits,
  * cancelled]` pair of counters. The producer (a pool worker) takes a credit before it sends each
  * batch; the host gives one back each time its consumer takes a batch, so at most the window's
- * batches wait between them and a consumer that stops reading stops the producer. The SQLite
- * worker blocks for a credit in `Atomics.wait` (it is synchronous anyway); the DuckDB worker awaits
- * `Atomics.waitAsync`, serving its other queries meanwhile. Cancelling sets the flag and wakes the
- * producer; the DuckDB pool also interrupts the query in its engine.
+ * batches wait between them and a consumer that stops reading stops the producer. Both pools'
+ * workers await `Atomics.waitAsync`, serving their other queries meanwhile. Cancelling sets the flag
+ * and wakes the producer; the pools also interrupt the query in its engine.
  */
 import { registerErrors } from '@ferry/core/base';
 import { STREAM_WINDOW } from './query-protocol.js';
@@ -66,11 +65,6 @@ function take(control: Int32Array, stopped: boolean): boolean {
   if (Atomics.load(control, CANCELLED) === 1 || stopped) throw new StreamCancelledError();
   const credits = Atomics.load(control, CREDITS);
   return credits > 0 && Atomics.compareExchange(control, CREDITS, credits, credits - 1) === credits;
-}
-
-/** Takes a credit, blocking the thread until one comes; throws once the stream is cancelled. */
-export function takeCreditSync(control: Int32Array): void {
-  while (!take(control, false)) Atomics.wait(control, CREDITS, 0, 1_000);
 }
 
 /**
