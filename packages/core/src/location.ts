@@ -264,6 +264,13 @@ export function snapshotKeyResolver(location: string): (uri: string) => string {
 const safeName = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;
 
 /**
+ * A name a spicepod may give a dataset or a view: up to 128 letters, digits and underscores (an
+ * SQL identifier no statement must quote). Stricter than {@link isSafeDatasetName}: a store may
+ * hold other names, but no reader serves them.
+ */
+export const SPICEPOD_NAME = /^[A-Za-z0-9_]{1,128}$/;
+
+/**
  * Dataset names become path segments (`dataset=<name>/<name>_...`, local file names), so only
  * letters, digits, `_`, `-` and `.` are allowed, not leading `-` or `.`, never `..`, at most 255.
  */

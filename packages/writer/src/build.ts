@@ -14,6 +14,7 @@ import {
   FILE_FORMAT_NAMES,
   type FileFormat,
   isSafeDatasetName,
+  SPICEPOD_NAME,
 } from '@ferry/core/base';
 import { openEngine, readDatabaseHeader, type SnapshotEngine } from '@ferry/engines';
 import { createDuckDbTable, quoteIdentifier } from './build-duckdb.js';
@@ -55,15 +56,16 @@ export function assertDatasetName(dataset: string): void {
   if (!isSafeDatasetName(dataset)) {
     throw new WriterOptionsError(
       'dataset',
-      `Dataset name '${dataset}' is not usable in a snapshot key; use letters, digits, '_' and '-' (not a leading '-').`,
+      `Dataset name '${dataset}' is not usable in a snapshot key; use up to 128 letters, digits and '_'.`,
     );
   }
-  // Safe in a key, but a table named so cannot be read: SQL takes 'a.b' for table b of schema a
-  // (Spice's readers do), and Ferry's query check for a file path (it refused the writer's own count).
-  if (dataset.includes('.')) {
+  // Safe in a key, but no reader could serve it: a spicepod names datasets with letters, digits and
+  // '_' only (SQL reads 'a.b' as table b of schema a, and 'a-b' as a subtraction).
+  if (!SPICEPOD_NAME.test(dataset)) {
+    const suggestion = dataset.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 128);
     throw new WriterOptionsError(
       'dataset',
-      `Dataset name '${dataset}' has a '.', which SQL reads as a schema or file name, so no reader could query its table; use letters, digits, '_' and '-' (not a leading '-').`,
+      `Dataset name '${dataset}' is not one a spicepod can name, so no reader could serve it; use up to 128 letters, digits and '_' (such as '${suggestion}').`,
     );
   }
 }

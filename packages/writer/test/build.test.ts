@@ -152,20 +152,26 @@ describe('buildSnapshotFile from a query, DuckDB output', () => {
     ).toBe('ERR_WRITER_OPTIONS');
   });
 
-  it("refuses a dataset name with a '.' up front: SQL reads it as a schema or file, so no reader can query the table", async () => {
+  it("refuses a dataset name no spicepod can name ('.', '-') up front: no reader could serve the table", async () => {
     const dir = await tempDir();
-    for (const engine of ['duckdb', 'sqlite'] as const) {
-      const error = await rejection(
-        buildSnapshotFile({
-          dataset: 'v1.orders',
-          engine,
-          source: { sql: 'SELECT 1 AS id' },
-          output: join(dir, `dotted.${engine}`),
-        }),
-      );
-      expect(error.code).toBe('ERR_WRITER_OPTIONS');
-      expect(error.message).toContain("'v1.orders'");
-      expect(existsSync(join(dir, `dotted.${engine}`))).toBe(false);
+    for (const [dataset, suggested] of [
+      ['v1.orders', 'v1_orders'],
+      ['my-orders', 'my_orders'],
+    ] as const) {
+      for (const engine of ['duckdb', 'sqlite'] as const) {
+        const error = await rejection(
+          buildSnapshotFile({
+            dataset,
+            engine,
+            source: { sql: 'SELECT 1 AS id' },
+            output: join(dir, `named.${engine}`),
+          }),
+        );
+        expect(error.code).toBe('ERR_WRITER_OPTIONS');
+        expect(error.message).toContain(`'${dataset}'`);
+        expect(error.message).toContain(`such as '${suggested}'`);
+        expect(existsSync(join(dir, `named.${engine}`))).toBe(false);
+      }
     }
   });
 });

@@ -7,7 +7,7 @@
  */
 
 import { ENGINE_NAMES, type EngineName, fileFormatOf } from '../engines.js';
-import { type Location, parseLocation } from '../location.js';
+import { type Location, parseLocation, SPICEPOD_NAME } from '../location.js';
 import { parseByteSize } from './byte-size.js';
 import { closest, type Reporter } from './issues.js';
 import { readS3Params, S3_PARAM_KEYS } from './s3-params.js';
@@ -65,8 +65,6 @@ export interface DatasetDraft {
   readonly config?: DatasetConfig;
 }
 
-/** A dataset (or view) name: a table name in every engine and a path segment. */
-export const NAME = /^[A-Za-z0-9_]{1,128}$/;
 const SNAPSHOT_ENGINES: readonly EngineName[] = ENGINE_NAMES;
 const NON_FILE_ENGINES = ['arrow', 'postgres'];
 const UNSUPPORTED_ENGINES = ['cayenne'];
@@ -355,7 +353,7 @@ function readName(report: Reporter, base: string, entry: Record<string, unknown>
   }
   const name = readText(report, `${base}.name`, entry.name);
   if (name === undefined) return undefined;
-  if (!NAME.test(name)) {
+  if (!SPICEPOD_NAME.test(name)) {
     report.error(
       `${base}.name`,
       `'${name}' is not a safe dataset name; use up to 128 letters, digits and underscores`,

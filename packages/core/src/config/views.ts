@@ -5,7 +5,7 @@
  * its SQL reads and whether the engine accepts it are decided when the view is created in the
  * namespace, with the same statement checks as a query.
  */
-import { NAME } from './dataset.js';
+import { SPICEPOD_NAME } from '../location.js';
 import { type IssueSink, Reporter } from './issues.js';
 import type { FileReader } from './secrets.js';
 import type { ViewConfig } from './types.js';
@@ -101,7 +101,7 @@ function readView(
     report.error(`${base}.name`, 'missing; give the view a name (letters, digits and underscores)');
   } else {
     const text = readText(report, `${base}.name`, entry.name);
-    if (text !== undefined && !NAME.test(text)) {
+    if (text !== undefined && !SPICEPOD_NAME.test(text)) {
       report.error(
         `${base}.name`,
         `'${text}' is not a safe view name; use up to 128 letters, digits and underscores`,
