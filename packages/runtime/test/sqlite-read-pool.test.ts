@@ -3,13 +3,13 @@
  * snapshot): batching, per-query timeouts inside a batch, errors that stay with their query,
  * cancellation of a queued and of a running query, and a stream that stops when nobody reads it.
  */
-import { copyFile, mkdtemp, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, readlink, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { batchesFromIpc } from '@ferry/engines/namespaces';
 import { fixtureStoreDir } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shareCatalog } from '../src/query/catalog-board.js';
+import { type SharedCatalog, shareCatalog } from '../src/query/catalog-board.js';
 import type { PoolQuery } from '../src/query/duckdb-query-pool.js';
 import { LARGE_ANSWER_BYTES } from '../src/query/memory-return.js';
 import type { QueryAnswer, QueryRequest } from '../src/query/query-protocol.js';
@@ -23,7 +23,13 @@ let dir: string;
 let path: string;
 let expected: number;
 
-function pool(options: { threads: number; timeoutMs: number; file?: string }): SqliteReadPool {
+function pool(options: {
+  threads: number;
+  timeoutMs: number;
+  file?: string;
+  catalog?: () => SharedCatalog;
+  spareIdleMs?: number;
+}): SqliteReadPool {
   const catalog = shareCatalog({
     version: 1,
     datasets: [
@@ -33,8 +39,13 @@ function pool(options: { threads: number; timeoutMs: number; file?: string }): S
   return new SqliteReadPool({
     maxThreads: options.threads,
     queryTimeoutMs: options.timeoutMs,
-    catalog: () => catalog,
-    workerData: { mainPath: join(dir, 'main.sqlite'), privateRoots: [dir], tempDirectory: dir },
+    catalog: options.catalog ?? (() => catalog),
+    workerData: {
+      mainPath: join(dir, 'main.sqlite'),
+      privateRoots: [dir],
+      tempDirectory: dir,
+      ...(options.spareIdleMs === undefined ? {} : { spareIdleMs: options.spareIdleMs }),
+    },
   });
 }
 
@@ -467,6 +478,43 @@ describe('SqliteReadPool', () => {
       expect(rowsOf(await slow)).toEqual([{ n: 20_000_000 }]);
       // Run once: its worker was not ended under it (a batch ended with its worker is sent again).
       expect(reads.batches - sent).toBe(1);
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
+
+  it("a stream's connection, kept for the next stream, lets go of a generation unlinked since once unused a while", async () => {
+    // A swap unlinks old generations; their disk space returns only when no connection has them
+    // open. The batches' connection follows the catalog with every batch, a spare one only when
+    // used again: unused, it is closed after `spareIdleMs`.
+    const old = join(dir, 'users-old.sqlite');
+    const next = join(dir, 'users-next.sqlite');
+    await copyFile(path, old);
+    await copyFile(path, next);
+    const generation = (id: number, file: string): SharedCatalog =>
+      shareCatalog({
+        version: id,
+        datasets: [{ name: 'users', engine: 'sqlite', generation: { id, path: file, snapshotId: id } }],
+      });
+    let catalog = generation(1, old);
+    const reads = pool({ threads: 1, timeoutMs: 0, catalog: () => catalog, spareIdleMs: 200 });
+    try {
+      let query: PoolQuery | undefined;
+      query = reads.stream(
+        { sql: 'SELECT * FROM users', params: [], maxRows: 0, maxBytes: 0 },
+        { schema: () => query?.credit(), batch: () => query?.credit() },
+      );
+      expect(await query.answer).toMatchObject({ kind: 'done', rows: expected });
+      // The swap: a new generation in the catalog, the old one unlinked.
+      catalog = generation(2, next);
+      await unlink(old);
+      const deadline = Date.now() + 10_000;
+      while ((await descriptorsOn(`${old} (deleted)`)) > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(await descriptorsOn(`${old} (deleted)`)).toBe(0);
+      // And the pool goes on at the new generation.
+      expect(rowsOf(await reads.run(['users'], lookup(1)))).toEqual([{ n: 1 }]);
     } finally {
       await reads.close(new Error('closed'));
     }

@@ -50,6 +50,8 @@ export interface SqliteWorkerData {
   readonly tempDirectory: string;
   /** Nice value added to each read thread's (thread-priority.ts). */
   readonly niceness?: number;
+  /** How long a spare connection (a stream's, a pinned query's) stays open unused; 10 s by default. */
+  readonly spareIdleMs?: number;
 }
 
 /** What the pool adds to a worker's {@link SqliteWorkerData}: the buffers it shares with every worker. */
@@ -157,6 +159,7 @@ function namespaceAt(catalog: SharedCatalog | undefined, query: QueryRequest): S
     }
   } else pinnedSpaces.delete(key);
   pinnedSpaces.set(key, pinned);
+  closeSparesWhenIdle();
   // The catalog moved (another dataset swapped): the datasets not pinned follow it.
   if (pinned.base !== current.version) {
     pinned.base = current.version;
@@ -190,6 +193,27 @@ function releaseStreamSpace(space: SqliteNamespace): void {
   space.interruptOn(undefined);
   if (idleStreamSpaces.length < IDLE_STREAM_SPACES) idleStreamSpaces.push(space);
   else space.close();
+  closeSparesWhenIdle();
+}
+
+let spareTimer: NodeJS.Timeout | undefined;
+
+/**
+ * Closes the spare connections (the idle streams' and the pinned queries') once none has been used
+ * for `spareIdleMs`. A spare one is set to the newest catalog only when used again, so until then
+ * it keeps the generations it had attached, and a generation unlinked since (a swap prunes all but
+ * the last three) keeps its disk space while any connection has it open. The main connection
+ * follows the catalog with every batch.
+ */
+function closeSparesWhenIdle(): void {
+  clearTimeout(spareTimer);
+  spareTimer = setTimeout(() => {
+    for (const space of idleStreamSpaces.splice(0)) space.close();
+    for (const { space } of pinnedSpaces.values()) space.close();
+    pinnedSpaces.clear();
+  }, data.spareIdleMs ?? 10_000);
+  // An idle worker ends on piscina's idle timeout, closing everything anyway.
+  spareTimer.unref();
 }
 
 /**
