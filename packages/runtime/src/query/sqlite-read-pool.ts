@@ -32,6 +32,7 @@
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { BoundedCache } from '@ferry/engines/sql';
 import { Piscina } from 'piscina';
+import { ChannelClosedError } from '../common/thread-errors.js';
 import { threadExecArgv, threadFile } from '../common/thread-files.js';
 import { youngGenerationOf } from '../common/thread-limits.js';
 import { QueryCancelledError, QueryTimeoutError } from '../errors.js';
@@ -402,8 +403,16 @@ export class SqliteReadPool {
         await drained;
         return result;
       } catch (error) {
-        // Its worker ended by close(): the stream fails with the pool's reason, as queries do.
-        throw this.#closed ?? error;
+        // Its worker ended by close(): the stream fails with the pool's reason, as queries do. Ended
+        // for a stopped batch beside it that did not stop: it cannot run again (batches went out).
+        if (this.#closed !== undefined) throw this.#closed;
+        if (isThreadTermination(error)) {
+          throw new ChannelClosedError(
+            'The SQLite read thread running the stream',
+            'was ended (a query beside it did not stop)',
+          );
+        }
+        throw error;
       } finally {
         finished = true;
         this.#unanswered--;
