@@ -519,4 +519,46 @@ describe('SqliteReadPool', () => {
       await reads.close(new Error('closed'));
     }
   });
+
+  it('a stream read as fast as it comes takes turns with the queries sent to its worker', async () => {
+    // A credit already there resolves in a microtask: without a turn of the event loop between
+    // steps, the worker's next task (these lookups) waited for the whole stream.
+    const reads = pool({ threads: 1, timeoutMs: 30_000 });
+    try {
+      let query: PoolQuery | undefined;
+      let batches = 0;
+      let first: () => void = () => undefined;
+      const started = new Promise<void>((resolve) => {
+        first = resolve;
+      });
+      const take = (): void => {
+        batches++;
+        first();
+      };
+      query = reads.stream(
+        {
+          sql: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT x FROM c',
+          params: [],
+          maxRows: 0,
+          maxBytes: 0,
+        },
+        { schema: (_ipc, _read, rows) => rows !== undefined && take(), batch: take },
+        1_000,
+      );
+      // Credits far ahead (a consumer as fast as the worker): the stream never waits for one.
+      for (let n = 0; n < 5_000; n++) query.credit();
+      let ended = false;
+      void query.answer.finally(() => {
+        ended = true;
+      });
+      await started;
+      const answered = await reads.run(['users'], lookup(1));
+      expect({ ended, rows: rowsOf(answered) }).toEqual({ ended: false, rows: [{ n: 1 }] });
+      expect(batches).toBeLessThan(3_000);
+      query.cancel();
+      await query.answer;
+    } finally {
+      await reads.close(new Error('closed'));
+    }
+  });
 });

@@ -11,6 +11,7 @@
  * pinned to generations (`X-Ferry-Snapshot`) runs on a connection kept for its set of pins, at the
  * current catalog with those datasets attached at their pinned generations.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { isMainThread, type MessagePort, workerData } from 'node:worker_threads';
 import {
   type BatchOutcome,
@@ -354,7 +355,14 @@ export async function stream(task: SqliteStreamTask): Promise<QueryAnswer> {
     );
     // The first step reads the first batch; each later one hands the one before over, for a credit.
     for (let step = 0; ; step++) {
-      if (step > 0) await takeCredit(control, NOT_STOPPED);
+      if (step > 0) {
+        // A turn of the event loop between steps, so a task sent here meanwhile (a batch of point
+        // lookups) runs between this stream's batches, not after all of them: a credit already
+        // there resolves in a microtask, and streams read as fast as they come would take turns
+        // only with each other.
+        await yieldToLoop();
+        await takeCredit(control, NOT_STOPPED);
+      }
       // Running only while it steps (the host ends a worker only for a stop it does not answer there).
       markRunning(task.stops, region, 0);
       const outcome = cursor.next();
