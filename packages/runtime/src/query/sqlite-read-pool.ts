@@ -16,10 +16,10 @@
  * the timeout could have run out. A query past its timeout — or cancelled by its caller while it
  * waits in a batch or runs — is stopped inside SQLite through the stop buffer (sqlite-stops.ts):
  * it fails with `SQLITE_INTERRUPT` within microseconds, its caller gets the timeout or the
- * cancellation, and its worker goes on with the rest of the batch. Only a worker that does not
- * answer within {@link ESCALATE_MS} of a stop (stuck outside SQLite's loop) is ended (piscina's
- * abort), and the rest of its batch (read-only queries, safe to run again) goes back to the front
- * of the queue. A cancelled query still queued just leaves the queue. Closing the pool stops every
+ * cancellation, and its worker goes on with the rest of the batch. Only a worker still running
+ * the stopped work {@link ESCALATE_MS} after the stop (stuck outside SQLite's loop) is ended
+ * (piscina's abort; `Escalation`), and the rest of its batch (read-only queries, safe to run again)
+ * goes back to the front of the queue, as does a batch ended with it. A cancelled query still queued just leaves the queue. Closing the pool stops every
  * query it runs, so no worker outlives it.
  *
  * Streams run as tasks of their own (`stream`), answering one Arrow batch per credit. A stream
