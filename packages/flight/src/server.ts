@@ -44,8 +44,8 @@ export interface FlightServerOptions {
   readonly logger?: Logger;
   /**
    * How long a GetFlightInfo result waits for its DoGet; default 10 000 ms. A later DoGet runs the
-   * ticket's statement again, so this only bounds what an unredeemed result holds (its query, an
-   * SQLite worker while its rows wait): behind a load balancer, the DoGet often goes elsewhere.
+   * ticket's statement again, so this only bounds what an unredeemed result holds (its query and
+   * the batches waiting): behind a load balancer, the DoGet often goes elsewhere.
    */
   readonly ticketTtlMs?: number;
   /** Results waiting for their DoGet at most; default 64 (more: the oldest is dropped, and its DoGet runs it again). */

@@ -134,8 +134,11 @@ class Escalation {
 
   constructor(runs: () => boolean, end: () => void) {
     const check = (): void => {
-      this.#timer = runs() ? undefined : setTimeout(check, ESCALATE_MS);
-      if (this.#timer === undefined) end();
+      if (!runs()) this.#timer = setTimeout(check, ESCALATE_MS);
+      else {
+        this.#timer = undefined;
+        end();
+      }
     };
     this.#timer = setTimeout(check, ESCALATE_MS);
   }

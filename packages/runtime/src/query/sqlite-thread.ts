@@ -317,9 +317,6 @@ export type SqliteStreamMessage =
   | { readonly type: 'batch'; readonly ipc: Uint8Array; readonly rows: number }
   | { readonly type: 'end' };
 
-/** What a stream's credit wait checks besides the host's cancel: nothing (the host stops it). */
-const NOT_STOPPED = { aborted: false } as const;
-
 /**
  * Streams one query's result over `task.port`, one batch per credit. Between batches it awaits its
  * credit without blocking the thread, on a connection of its own: a consumer that reads slowly, or
@@ -361,7 +358,7 @@ export async function stream(task: SqliteStreamTask): Promise<QueryAnswer> {
         // there resolves in a microtask, and streams read as fast as they come would take turns
         // only with each other.
         await yieldToLoop();
-        await takeCredit(control, NOT_STOPPED);
+        await takeCredit(control);
       }
       // Running only while it steps (the host ends a worker only for a stop it does not answer there).
       markRunning(task.stops, region, 0);

@@ -69,10 +69,10 @@ function take(control: Int32Array, stopped: boolean): boolean {
 
 /**
  * Takes a credit, awaiting one without blocking the thread; throws once the stream is cancelled
- * (by the host, or by `stop` — the query's own).
+ * (by the host, or by `stop` — the query's own, if it has one).
  */
-export async function takeCredit(control: Int32Array, stop: { readonly aborted: boolean }): Promise<void> {
-  while (!take(control, stop.aborted)) {
+export async function takeCredit(control: Int32Array, stop?: { readonly aborted: boolean }): Promise<void> {
+  while (!take(control, stop?.aborted === true)) {
     const waited = waitAsync(control, CREDITS, 0, 1_000);
     if (waited.async) await waited.value;
   }
