@@ -24,7 +24,8 @@ const FULL_CHUNK = 2_048;
 /**
  * Streams `result` to `sink`; `stop` interrupts the query in DuckDB, `emitted` says the caller got
  * something (a query that emitted is not run again), `aside` awaits the sink while it takes a batch
- * (a consumer that stops reading must not keep its connection from the other queries).
+ * (a consumer that stops reading must not keep its connection from the other queries), `metadata`
+ * is the schema's (`BatchControl.parameterTypes`).
  */
 export async function sendDuckDbBatches(
   result: DuckDBResult,
@@ -34,6 +35,7 @@ export async function sendDuckDbBatches(
   stop: () => void,
   emitted: () => void,
   aside: <T>(wait: Promise<T>) => Promise<T>,
+  metadata?: ReadonlyMap<string, string>,
 ): Promise<BatchOutcome> {
   const batchRows = control.batchRows ?? 65_536;
   const batchBytes = control.batchBytes ?? 4 * MIB;
@@ -47,7 +49,8 @@ export async function sendDuckDbBatches(
     if (builder !== undefined) return builder;
     const first = chunk?.rowCount ?? 0;
     const capacity = first < FULL_CHUNK ? Math.max(first, 1) : Math.min(batchRows, 8_192);
-    builder = new DuckDbBatchBuilder(uniqueColumnNames(result.columnNames()), result.columnTypes(), capacity);
+    const names = uniqueColumnNames(result.columnNames());
+    builder = new DuckDbBatchBuilder(names, result.columnTypes(), capacity, metadata);
     sink.schema(builder.schema, read);
     emitted();
     return builder;

@@ -631,9 +631,18 @@ export class DuckDbBatchBuilder {
   readonly #writers: readonly VectorWriter[];
   #rows = 0;
 
-  /** `capacity`: rows a batch is expected to hold (buffers start that large). */
-  constructor(names: readonly string[], types: readonly DuckDBType[], capacity = 2048) {
-    this.schema = duckDbResultSchema(names, types);
+  /**
+   * `capacity`: rows a batch is expected to hold (buffers start that large); `metadata`: the
+   * schema's own (a schema of its own then, not the one shared by every result of these columns).
+   */
+  constructor(
+    names: readonly string[],
+    types: readonly DuckDBType[],
+    capacity = 2048,
+    metadata?: ReadonlyMap<string, string>,
+  ) {
+    const shared = duckDbResultSchema(names, types);
+    this.schema = metadata === undefined ? shared : new arrow.Schema(shared.fields, new Map(metadata));
     this.#writers = types.map((type, index) => {
       const field = this.schema.fields[index] as arrow.Field;
       return vectorWriter(type, field.type, field.name, capacity);

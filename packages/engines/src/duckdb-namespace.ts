@@ -22,7 +22,7 @@
  * `spice.runtime.task_history`.
  */
 import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
-import type { JsonValue } from '@ferry/core/base';
+import type { ArrowDataType, JsonValue } from '@ferry/core/base';
 import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
 import { hasShow, isDescribe, parseTree, rewriteListings, spiceName, treeJson } from './duckdb-catalog.js';
@@ -39,6 +39,7 @@ import {
   type ViewContext,
   viewsOfRoute,
 } from './duckdb-routing.js';
+import { duckDbTypeToArrow } from './duckdb-types.js';
 import { encodeDuckDbValue } from './duckdb-values.js';
 import { scalarParams, setEntry } from './encode.js';
 import { NamespaceTableError, QueryFailedError, QueryResourceError } from './errors.js';
@@ -52,6 +53,7 @@ import {
   type NamespaceCatalog,
   type NamespaceQueryControl,
   type NamespaceTaskHistory,
+  PARAMETER_TYPES_METADATA,
   type PinnedGeneration,
   pinnedCatalog,
   pinsKey,
@@ -101,6 +103,23 @@ interface StartedQuery {
   columns(): ResultColumns;
   /** Awaits a consumer, the connection meanwhile not counted against the instance's cap (see its `aside`). */
   aside<T>(wait: Promise<T>): Promise<T>;
+  /** The prepared statement's parameters' types (see {@link PARAMETER_TYPES_METADATA}). */
+  parameterTypes(): readonly (ArrowDataType | null)[];
+}
+
+/** Each `$n`'s type as DuckDB bound it, in Arrow's JSON form; `null` where it has none (`SELECT $1`). */
+function parameterTypesOf(statement: DuckDBPreparedStatement): (ArrowDataType | null)[] {
+  const types: (ArrowDataType | null)[] = [];
+  for (let index = 1; index <= statement.parameterCount; index++) {
+    let type: ArrowDataType | undefined;
+    try {
+      type = duckDbTypeToArrow(statement.parameterType(index));
+    } catch {
+      // DuckDB could not infer it ("Failed to get param logical type").
+    }
+    types.push(type ?? null);
+  }
+  return types;
 }
 
 /** Reads a result stopped by an interrupt to its end (the interrupt's error, at once). */
@@ -476,8 +495,18 @@ export class DuckDbNamespace {
     sink: BatchSink,
     control: BatchControl = {},
   ): Promise<BatchOutcome> {
-    return this.#run(sql, params, route, control, ({ result, read, aside }, stop, emitted) =>
-      sendDuckDbBatches(result, read, sink, control, stop, emitted, aside),
+    return this.#run(
+      sql,
+      params,
+      route,
+      control,
+      ({ result, read, aside, parameterTypes }, stop, emitted) => {
+        const metadata =
+          control.parameterTypes === true
+            ? new Map([[PARAMETER_TYPES_METADATA, JSON.stringify(parameterTypes())]])
+            : undefined;
+        return sendDuckDbBatches(result, read, sink, control, stop, emitted, aside, metadata);
+      },
     );
   }
 
@@ -673,7 +702,8 @@ export class DuckDbNamespace {
           interrupt();
         };
         try {
-          return { value: await consume({ result, read, columns, aside }, stop) };
+          const parameterTypes = () => parameterTypesOf(statement);
+          return { value: await consume({ result, read, columns, aside, parameterTypes }, stop) };
         } finally {
           // A result left mid-way keeps its query open in DuckDB, and with it the generations it
           // read (unlinked after a swap, their space held), until the connection's next query:

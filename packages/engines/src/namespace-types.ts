@@ -218,7 +218,21 @@ export interface BatchControl extends NamespaceQueryControl {
   readonly batchRows?: number;
   /** Bytes per batch at most, roughly (default 4 MiB). */
   readonly batchBytes?: number;
+  /**
+   * Name the statement's parameters' types in the schema's metadata under
+   * {@link PARAMETER_TYPES_METADATA} (DuckDB; SQLite knows no parameter types and adds nothing).
+   */
+  readonly parameterTypes?: boolean;
 }
+
+/**
+ * The schema metadata key a result asked with `parameterTypes` carries: a JSON array with one
+ * entry per `$n` (in order), the parameter's Arrow type in the snapshot store's JSON form
+ * (`"Int64"`, `{"Decimal128":[10,2]}`), or `null` where the engine could not type it (`SELECT $1`).
+ * Flight's CreatePreparedStatement answers it as the parameter schema: Arrow's JDBC driver binds a
+ * value only to a typed parameter.
+ */
+export const PARAMETER_TYPES_METADATA = 'ferry:parameter_types';
 
 /** What a streamed query did: the datasets it read, rows and bytes sent; or the cap it exceeded. */
 export type BatchOutcome =

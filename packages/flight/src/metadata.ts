@@ -5,14 +5,15 @@
  * streams. A dataset still waiting for its first snapshot has no schema yet and is listed with an
  * empty one; any other failure is the call's error, with its cause.
  */
-import type { JsonValue } from '@ferry/core/base';
+import type { ArrowDataType, JsonValue } from '@ferry/core/base';
+import { arrowTypeOf, PARAMETER_TYPES_METADATA } from '@ferry/engines/namespaces';
 import { RUNTIME_SCHEMA } from '@ferry/engines/sql';
 import type { Runtime } from '@ferry/runtime';
-import { Schema } from 'apache-arrow';
+import { Field, Null, Schema } from 'apache-arrow';
 import * as catalog from './catalog.js';
 import type { SqlMessage } from './protocol.js';
 import { field } from './requests.js';
-import type { ResultSource } from './result-source.js';
+import type { ResultOptions, ResultSource } from './result-source.js';
 
 /** Failures that mean "no snapshot yet": the dataset exists and will have a schema once it serves. */
 const NOT_SERVING: ReadonlySet<string> = new Set(['ERR_DATASET_NOT_READY']);
@@ -53,12 +54,38 @@ export async function statementSchema(
   sql: string,
   params: readonly JsonValue[],
   signal?: AbortSignal,
+  options?: ResultOptions,
 ): Promise<Schema> {
   try {
-    return await schemaOf(source, `SELECT * FROM (${sql}\n) LIMIT 0`, params, signal, true);
+    return await schemaOf(source, `SELECT * FROM (${sql}\n) LIMIT 0`, params, signal, true, options);
   } catch {
-    return schemaOf(source, sql, params, signal, false);
+    return schemaOf(source, sql, params, signal, false, options);
   }
+}
+
+/**
+ * A prepared statement's two schemas: its result's ({@link statementSchema}) and its parameters',
+ * one field per `$n` (`$1`, `$2`, …) typed as the engine bound it (DuckDB), else Null: Arrow's JDBC
+ * driver binds a value only to a typed parameter, as Spice types them; ADBC drivers send the
+ * values' own types either way.
+ */
+export async function preparedSchemas(
+  source: ResultSource,
+  sql: string,
+  count: number,
+  signal?: AbortSignal,
+): Promise<{ readonly dataset: Schema; readonly parameters: Schema }> {
+  const nulls = Array<null>(count).fill(null);
+  const result = await statementSchema(source, sql, nulls, signal, { parameterTypes: true });
+  const metadata = new Map(result.metadata);
+  const listed = metadata.get(PARAMETER_TYPES_METADATA);
+  metadata.delete(PARAMETER_TYPES_METADATA);
+  const types = listed === undefined ? [] : (JSON.parse(listed) as (ArrowDataType | null)[]);
+  const parameters = nulls.map((_, index) => {
+    const type = types[index];
+    return new Field(`$${index + 1}`, type == null ? new Null() : arrowTypeOf(type), true);
+  });
+  return { dataset: new Schema(result.fields, metadata), parameters: new Schema(parameters) };
 }
 
 /**
@@ -82,13 +109,14 @@ async function schemaOf(
   params: readonly JsonValue[],
   signal: AbortSignal | undefined,
   empty: boolean,
+  options?: ResultOptions,
 ): Promise<Schema> {
   const controller = new AbortController();
   const stop = (): void => controller.abort();
   if (signal?.aborted === true) stop();
   signal?.addEventListener('abort', stop, { once: true });
   try {
-    const result = await source.stream(sql, params, controller.signal);
+    const result = await source.stream(sql, params, controller.signal, options);
     if (empty) for await (const _ of result.batches);
     return result.schema;
   } finally {

@@ -1,17 +1,16 @@
 /**
  * Prepared statements, as Flight SQL drivers and Spice's SDKs use them for parameters:
- * CreatePreparedStatement (a handle, the result's schema and a parameter schema of `$1…$n`),
+ * CreatePreparedStatement (a handle, the result's schema and a parameter schema of `$1…$n`, typed where the engine types them),
  * DoPut binding one Arrow row of values to the handle, ClosePreparedStatement; ListActions lists
  * the two actions. Statements are checked read-only, and run until their schema is known, before
  * a handle exists; a DoPut that would upload data is refused.
  */
 import { assertReadOnlySql } from '@ferry/engines/sql';
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import { Field, Null, Schema } from 'apache-arrow';
 import { authorized, clientStreamError, type FlightContext, report, serverStream } from './calls.js';
 import { FlightRequestError, FlightUnauthenticatedError, FlightUnsupportedError } from './errors.js';
 import { readFlightData, schemaBytes } from './ipc.js';
-import { statementSchema } from './metadata.js';
+import { preparedSchemas } from './metadata.js';
 import { boundStatement, placeholderCount } from './parameters.js';
 import {
   decodeSqlMessage,
@@ -54,13 +53,14 @@ export function doAction(context: FlightContext) {
         const request = unpackSql(action.body) ?? decodeSqlBody(action.body);
         const sql = field<string>(request, 'query');
         assertReadOnlySql(sql);
-        const count = placeholderCount(sql);
         // Arrow's JDBC driver runs a statement whose dataset_schema has no fields as an update.
-        const dataset = await statementSchema(context.source, sql, Array<null>(count).fill(null), signal);
-        const handle = context.statements.add({ sql, bound: { sql, params: [] } });
-        const parameters = new Schema(
-          Array.from({ length: count }, (_, index) => new Field(`$${index + 1}`, new Null(), true)),
+        const { dataset, parameters } = await preparedSchemas(
+          context.source,
+          sql,
+          placeholderCount(sql),
+          signal,
         );
+        const handle = context.statements.add({ sql, bound: { sql, params: [] } });
         call.write({
           body: packSql('ActionCreatePreparedStatementResult', {
             preparedStatementHandle: handle,

@@ -36,6 +36,8 @@ export interface ResultOptions {
   readonly maxStalenessMs?: number;
   /** The call's `x-ferry-snapshot`: datasets read at these snapshots (dataset → snapshot id). */
   readonly snapshots?: Readonly<Record<string, number>>;
+  /** The schema names the statement's parameters' types (the runtime's `StreamOptions.parameterTypes`). */
+  readonly parameterTypes?: boolean;
 }
 
 export interface ResultSource {
@@ -100,6 +102,7 @@ export function runtimeResultSource(
         ...(options.noCache === true ? { noCache: true } : {}),
         ...(options.maxStalenessMs === undefined ? {} : { maxStalenessMs: options.maxStalenessMs }),
         ...(options.snapshots === undefined ? {} : { snapshots: options.snapshots }),
+        ...(options.parameterTypes === true ? { parameterTypes: true } : {}),
       });
       return {
         schema: result.schema,

@@ -8,6 +8,7 @@ import { status } from '@grpc/grpc-js';
 import { Client as LanceClient } from '@lancedb/arrow-flight-sql-client';
 import {
   type Field,
+  Float64,
   Int64,
   type Schema,
   Table,
@@ -345,6 +346,40 @@ describe('prepared statements with parameters', () => {
         ),
       );
     }
+  });
+
+  it("CreatePreparedStatement types each parameter as DuckDB binds it (Arrow's JDBC driver binds a value only to a typed one); SQLite's are Null", async () => {
+    const duck = await prepare(
+      'SELECT id FROM orders WHERE customer = $2 AND amount > $1 AND id IN ($3, 7) LIMIT $4',
+    );
+    expect(typesOf(duck.parameters)).toEqual({
+      $1: 'Decimal[10e+2]',
+      $2: 'Utf8',
+      $3: 'Int64',
+      $4: 'Int64',
+    });
+    // What only carried the types is not part of the result's schema.
+    expect([...duck.dataset.metadata.keys()].filter((key) => key.startsWith('ferry:'))).toEqual([]);
+    // A parameter DuckDB cannot type stays Null (ADBC drivers send their values' own types).
+    expect(typesOf((await prepare('SELECT $1 AS v, id FROM orders WHERE id = $2')).parameters)).toEqual({
+      $1: 'Null',
+      $2: 'Int64',
+    });
+    // SQLite has no parameter types.
+    expect(typesOf((await prepare('SELECT name FROM users WHERE id = ?')).parameters)).toEqual({
+      $1: 'Null',
+    });
+    // Bound with the types it was told, the statement runs.
+    const { handle } = duck;
+    const values = new Table({
+      $1: vectorFromArray([10], new Float64()),
+      $2: vectorFromArray(['customer-2'], new Utf8()),
+      $3: vectorFromArray([23n], new Int64()),
+      $4: vectorFromArray([5n], new Int64()),
+    });
+    await bind(handle, tableToIPC(values, 'stream'));
+    const query = cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle });
+    expect((await fetchTable(stub, query, auth())).toArray().map((row) => Number(row.id))).toEqual([23]);
   });
 
   it('preparing a statement does not run it: a runaway statement is prepared at once, on both engines', async () => {

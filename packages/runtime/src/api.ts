@@ -212,6 +212,14 @@ export interface StreamOptions extends QueryOptions {
   readonly idleTimeoutMs?: number;
   /** Rows per batch at most; default 65 536 (batches are also cut at about 4 MiB). */
   readonly batchRows?: number;
+  /**
+   * The stream's schema names the statement's parameters' types in its metadata, under
+   * `ferry:parameter_types` (a JSON array, one Arrow type per `$n`, `null` where the engine could
+   * not type it). DuckDB types them as it binds the statement; a statement SQLite runs gets no such
+   * entry (SQLite has no parameter types). The results cache keeps such a stream apart from the
+   * statement's plain ones. Flight's CreatePreparedStatement asks it for its parameter schema.
+   */
+  readonly parameterTypes?: boolean;
 }
 
 export interface JsonOptions extends StreamOptions {

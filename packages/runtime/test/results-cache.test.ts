@@ -9,6 +9,7 @@
  */
 import { getEventListeners } from 'node:events';
 import type { ResultsCacheConfig } from '@ferry/core/base';
+import { PARAMETER_TYPES_METADATA } from '@ferry/engines/namespaces';
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, memoryLogger, type Runtime } from '../src/index.js';
@@ -298,6 +299,36 @@ runtime:
     const table = await runtime.queryArrow(sql);
     expect(table.cache).toBe('hit');
     expect(table.table.numRows).toBe(3);
+  });
+
+  it("keeps a stream that names its parameters' types apart from the plain one", async () => {
+    const sql = 'SELECT id FROM orders WHERE id > ? ORDER BY id';
+    const read = async (parameterTypes: boolean, from = 0) => {
+      const stream = await runtime.queryStream(sql, [from], parameterTypes ? { parameterTypes } : {});
+      let rows = 0;
+      for await (const batch of stream.batches) rows += batch.numRows;
+      return { cache: stream.cache, rows, types: stream.schema.metadata.get(PARAMETER_TYPES_METADATA) };
+    };
+    const plain = await read(false);
+    expect(plain).toMatchObject({ cache: 'miss', types: undefined });
+    expect(plain.rows).toBeGreaterThan(0);
+    const { rows } = plain;
+    await settle();
+    expect(await read(true)).toEqual({ cache: 'miss', rows, types: '["Int64"]' });
+    await settle();
+    expect(await read(true)).toEqual({ cache: 'hit', rows, types: '["Int64"]' });
+    expect(await read(false)).toEqual({ cache: 'hit', rows, types: undefined });
+    // Run anew, a plain one has no types either (results of the same columns share a schema).
+    expect(await read(false, 1)).toMatchObject({ cache: 'miss', types: undefined });
+    // SQLite has no parameter types: the schema says nothing of them.
+    const users = await runtime.queryStream('SELECT id FROM users WHERE id = ?', [1], {
+      parameterTypes: true,
+    });
+    for await (const _ of users.batches);
+    expect(users.schema.metadata.has(PARAMETER_TYPES_METADATA)).toBe(false);
+    await expect(runtime.queryStream('SELECT 1', [], { parameterTypes: 'yes' as never })).rejects.toThrow(
+      /parameterTypes: must be/,
+    );
   });
 
   it('runs identical requests arriving together once, each waiter free to give up', async () => {

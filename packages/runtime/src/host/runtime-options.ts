@@ -181,6 +181,7 @@ const QUERY_RULES: { readonly [K in keyof JsonOptions]-?: Rule } = {
   maxBytes: whole(0),
   idleTimeoutMs: milliseconds,
   batchRows: whole(1),
+  parameterTypes: boolean,
   inlineBytes: whole(0),
 };
 

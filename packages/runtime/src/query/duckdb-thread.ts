@@ -169,6 +169,7 @@ async function answer(message: QueryMessage, stop: QueryStop): Promise<QueryAnsw
     const outcome = await ns.batches(sql, params, route, sink, {
       ...control,
       ...(message.batchRows === undefined ? {} : { batchRows: message.batchRows }),
+      ...(message.request.parameterTypes === true ? { parameterTypes: true } : {}),
     });
     return { ...outcome, shared };
   } finally {

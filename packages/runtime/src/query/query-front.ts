@@ -419,7 +419,8 @@ export class QueryFront {
     const inline = options.inlineBytes ?? INLINE_JSON_BYTES;
     // One entry per statement and stream shape: the rows' text, or the batches of a larger result
     // (`queryStream` asks with no inline answer: its entries are batches only).
-    const kind = `json/${inline}/${options.batchRows ?? ''}/${options.maxBytes ?? ''}`;
+    // (A stream whose schema names its parameters' types is kept apart from the plain one.)
+    const kind = `json/${inline}/${options.batchRows ?? ''}/${options.maxBytes ?? ''}${options.parameterTypes === true ? '/p' : ''}`;
     const found = this.#cachedOr<RuntimeJsonRows | FrontStream, RuntimeJsonRows | CachedArrow>(
       kind,
       sql,

@@ -37,6 +37,8 @@ export interface QueryRequest {
    * bytes, else `larger` ({@link InlineResult}); 0 or absent: rows (DuckDB) or a stream.
    */
   readonly inline?: number;
+  /** A stream's schema names its parameters' types (`BatchControl.parameterTypes`; DuckDB only). */
+  readonly parameterTypes?: boolean;
 }
 
 /**

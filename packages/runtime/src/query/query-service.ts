@@ -500,7 +500,16 @@ export class QueryService {
           this.#largerResults.set(key, true, 2 * key.length + 64);
         }
       }
-      const request: QueryRequest = { sql, params, maxRows, maxBytes, inline: 0, shape, pins };
+      const request: QueryRequest = {
+        sql,
+        params,
+        maxRows,
+        maxBytes,
+        inline: 0,
+        shape,
+        pins,
+        ...(options.parameterTypes === true ? { parameterTypes: true } : {}),
+      };
       const stream = new ResultStream({
         timeoutMs: this.#options.queryTimeoutMs,
         idleTimeoutMs: options.idleTimeoutMs ?? this.#options.streamIdleTimeoutMs,
