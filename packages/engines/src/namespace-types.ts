@@ -220,7 +220,8 @@ export interface BatchControl extends NamespaceQueryControl {
   readonly batchBytes?: number;
   /**
    * Name the statement's parameters' types in the schema's metadata under
-   * {@link PARAMETER_TYPES_METADATA} (DuckDB; SQLite knows no parameter types and adds nothing).
+   * {@link PARAMETER_TYPES_METADATA}: as DuckDB binds them, or as SQLite's program uses them
+   * (sqlite-parameters.ts).
    */
   readonly parameterTypes?: boolean;
 }

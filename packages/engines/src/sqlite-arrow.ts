@@ -17,6 +17,7 @@
  */
 import type { ArrowDataType } from '@ferry/core/base';
 import type * as arrow from 'apache-arrow';
+import { Schema } from 'apache-arrow';
 import { type ArrowValue, arrowSchemaOf, RecordBatchBuilder } from './arrow-results.js';
 import { QueryFailedError } from './errors.js';
 import { type SqliteValue, storageClass } from './sqlite-engine.js';
@@ -182,20 +183,23 @@ export class SqliteBatchBuilder {
   /** Rows appended so far, over every batch (the row number errors name). */
   #row = 0;
 
+  /** `metadata`: the schema's own (a schema of its own then, not the one shared by results of these columns). */
   constructor(
     names: readonly string[],
     declared: readonly (string | null)[],
     sample: readonly SqliteValue[][],
+    metadata?: ReadonlyMap<string, string>,
   ) {
     this.#names = names;
     this.#plans = names.map((name, index) => planColumn(name, declared[index] ?? null, sample, index));
-    this.schema = arrowSchemaOf(
+    const shared = arrowSchemaOf(
       this.#plans.map((plan, index) => ({
         name: names[index] as string,
         type: plan.type,
         typeName: plan.typeName,
       })),
     );
+    this.schema = metadata === undefined ? shared : new Schema(shared.fields, new Map(metadata));
     this.#builder = new RecordBatchBuilder(this.schema);
   }
 

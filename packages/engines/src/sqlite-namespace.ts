@@ -12,14 +12,14 @@
  * statement; statements are prepared once and kept (an LRU). Everything here is synchronous: it
  * runs in the read pool's workers.
  */
-import type { JsonValue } from '@ferry/core/base';
+import type { ArrowDataType, JsonValue } from '@ferry/core/base';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
 import { BoundedCache } from './bounded-cache.js';
 import { datasetsPhrase, redactDuckDbMessage } from './duckdb-errors.js';
 import { jsonObjects, scalarParams, uniqueColumnNames } from './encode.js';
-import { queryFailure, quoteLiteral } from './engine.js';
+import { queryFailure, quoteIdentifier, quoteLiteral } from './engine.js';
 import { messageOf, NamespaceTableError, QueryFailedError } from './errors.js';
 import {
   type BatchControl,
@@ -30,6 +30,7 @@ import {
   type NamespaceCatalog,
   type NamespaceDataset,
   type NamespaceQueryControl,
+  PARAMETER_TYPES_METADATA,
   type ResultColumn,
   type RowsOutcome,
   valueBytes,
@@ -49,6 +50,7 @@ import {
   sqliteRecords,
 } from './sqlite-engine.js';
 import { type InterruptRegion, watchInterrupts } from './sqlite-interrupt.js';
+import { type ProgramStep, sqliteParameterTypes } from './sqlite-parameters.js';
 import { checkSqliteStatement } from './statement-check.js';
 
 /** SQLite's compile-time limit on attached databases (SQLITE_MAX_ATTACHED). */
@@ -371,6 +373,50 @@ export class SqliteNamespace {
     return read;
   }
 
+  /** Each parameter's type as the statement's program uses it (sqlite-parameters.ts). */
+  #parameterTypes(sql: string, args: readonly unknown[]): (ArrowDataType | null)[] {
+    const db = this.#db;
+    // Explained with every value NULL: SQLite may fold a bound value into the program (a bound
+    // LIMIT became `Integer 10`), and the types must not depend on the values.
+    const unbound = args.map((arg) =>
+      arg !== null && typeof arg === 'object' && !(arg instanceof Uint8Array)
+        ? Object.fromEntries(Object.keys(arg).map((key) => [key, null]))
+        : null,
+    );
+    let program: ProgramStep[];
+    try {
+      program = db.prepare(`EXPLAIN ${sql}`).all(...unbound) as ProgramStep[];
+    } catch {
+      // No program to read (an EXPLAIN cannot be explained): nothing is known of its parameters.
+      return [];
+    }
+    const count = program.reduce(
+      (most, step) => (step.opcode === 'Variable' ? Math.max(most, step.p1) : most),
+      0,
+    );
+    const databases = new Map(
+      (db.pragma('database_list') as { seq: number; name: string }[]).map((row) => [row.seq, row.name]),
+    );
+    const declaredTypes = (schema: string, table: string): (string | null)[] =>
+      (db.pragma(`${schema}.table_info(${quoteIdentifier(table)})`) as { type: string }[]).map((column) =>
+        column.type === '' ? null : column.type,
+      );
+    return sqliteParameterTypes(program, count, (database, rootPage) => {
+      const name = databases.get(database);
+      if (name === undefined) return undefined;
+      const schema = quoteIdentifier(name);
+      const opened = db
+        .prepare(`SELECT type, name, tbl_name AS "table" FROM ${schema}.sqlite_schema WHERE rootpage = ?`)
+        .get(rootPage) as { type: string; name: string; table: string } | undefined;
+      if (opened?.type === 'table') return declaredTypes(schema, opened.name);
+      if (opened?.type !== 'index') return undefined;
+      const columns = declaredTypes(schema, opened.table);
+      return (db.pragma(`${schema}.index_xinfo(${quoteIdentifier(opened.name)})`) as { cid: number }[]).map(
+        ({ cid }) => (cid === -1 ? 'INTEGER' : (columns[cid] ?? null)),
+      );
+    });
+  }
+
   /** The statement's result column names (made unique) and declared types, asked once per epoch. */
   #described(sql: string, prepared: Prepared): NonNullable<Prepared['described']> {
     if (prepared.described?.epoch === this.#epoch) return prepared.described;
@@ -538,8 +584,12 @@ export class SqliteNamespace {
       const first = builder === undefined;
       if (builder === undefined) {
         const { names, declared } = this.#described(sql, prepared);
+        const metadata =
+          control.parameterTypes === true
+            ? new Map([[PARAMETER_TYPES_METADATA, JSON.stringify(this.#parameterTypes(sql, args))]])
+            : undefined;
         // The first batch's rows decide the column types (see sqlite-arrow.ts).
-        builder = new SqliteBatchBuilder(names, declared, pending);
+        builder = new SqliteBatchBuilder(names, declared, pending, metadata);
         sink.schema(builder.schema, read);
       }
       const taken = pending;

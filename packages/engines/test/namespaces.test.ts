@@ -7,12 +7,14 @@
 import { mkdir, readdir, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
+import type { JsonValue } from '@ferry/core/base';
 import type { Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { batchesFromIpc } from '../src/arrow-results.js';
 import { DuckDbNamespace } from '../src/duckdb-namespace.js';
 import type { DuckDbNamespaceOptions, NamespaceCatalog, NamespaceDataset } from '../src/index.js';
+import { PARAMETER_TYPES_METADATA } from '../src/namespace-types.js';
 import { SqliteNamespace } from '../src/sqlite-namespace.js';
 import { makeDuckDbFile, makeSqliteFile, makeTempDir } from './files.js';
 
@@ -764,6 +766,70 @@ describe('SqliteNamespace', () => {
       joined: Date.UTC(2026, 10, 2),
       f: 3,
     });
+  });
+
+  it("names each parameter's type as the statement's program uses it (asked with parameterTypes)", async () => {
+    const path = join(generations, 'typed.sqlite');
+    await makeSqliteFile(path, [
+      `CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, score REAL, joined DATE, admin BOOLEAN,
+        amount DECIMAL(10,2), tag VARCHAR(8), anything)`,
+      'CREATE INDEX people_name ON people (name, joined)',
+      "INSERT INTO people VALUES (1, 'a', 1.5, '2026-01-02', 1, '3.25', 't', 7)",
+    ]);
+    namespace?.close();
+    namespace = new SqliteNamespace({ mainPath: main, privateRoots: [dir] });
+    namespace.setCatalog(catalog([dataset('people', 'sqlite', path, 3)]));
+    const typesOf = (sql: string, params: readonly JsonValue[]) => {
+      let types: string | undefined;
+      const outcome = namespace.batches(
+        sql,
+        params,
+        {
+          schema: (schema) => {
+            types = schema.metadata.get(PARAMETER_TYPES_METADATA);
+          },
+          batch: () => {},
+        },
+        { parameterTypes: true },
+      );
+      expect(outcome.kind).toBe('done');
+      return types === undefined ? undefined : JSON.parse(types);
+    };
+    // The rowid sought, an index's columns sought in order, columns compared in a scan.
+    expect(typesOf('SELECT name FROM people WHERE id = ?', [1])).toEqual(['Int64']);
+    expect(typesOf('SELECT id FROM people WHERE name = ? AND joined > ?', ['a', '2026-01-01'])).toEqual([
+      'Utf8',
+      'Date32',
+    ]);
+    expect(
+      typesOf('SELECT id FROM people WHERE score > ? AND admin = ? AND amount < ? AND tag <> ?', [
+        1,
+        1,
+        9,
+        'x',
+      ]),
+    ).toEqual(['Float64', 'Boolean', { Decimal128: [10, 2] }, 'Utf8']);
+    // IN lists, the other side of the comparison, LIMIT and OFFSET; `$n` and `?NNN` numbering.
+    expect(
+      typesOf('SELECT id FROM people WHERE ?2 < score AND id IN (?1, 5) LIMIT ?3 OFFSET ?4', [1, 0, 10, 0]),
+    ).toEqual(['Int64', 'Float64', 'Int64', 'Int64']);
+    // Nothing to go by: a parameter only selected, a column with no declared type.
+    expect(typesOf('SELECT ? AS v, id FROM people WHERE anything = ?', [1, 7])).toEqual([null, null]);
+    // Wrapped as Flight prepares it (no row computed), and with the values still unbound.
+    expect(
+      typesOf('SELECT * FROM (SELECT id FROM people WHERE name = ? AND score > ?\n) LIMIT 0', [null, null]),
+    ).toEqual(['Utf8', 'Float64']);
+    // A statement with no program of its own to read (SQLite cannot explain an EXPLAIN): none known.
+    expect(typesOf('EXPLAIN SELECT id FROM people WHERE id = ?', [1])).toEqual([]);
+    // Not asked: nothing in the schema.
+    let plain: Schema | undefined;
+    namespace.batches('SELECT id FROM people WHERE id = ?', [1], {
+      schema: (schema) => {
+        plain = schema;
+      },
+      batch: () => {},
+    });
+    expect(plain?.metadata.has(PARAMETER_TYPES_METADATA)).toBe(false);
   });
 });
 

@@ -65,9 +65,9 @@ export async function statementSchema(
 
 /**
  * A prepared statement's two schemas: its result's ({@link statementSchema}) and its parameters',
- * one field per `$n` (`$1`, `$2`, …) typed as the engine bound it (DuckDB), else Null: Arrow's JDBC
- * driver binds a value only to a typed parameter, as Spice types them; ADBC drivers send the
- * values' own types either way.
+ * one field per `$n` (`$1`, `$2`, …) typed as its engine uses it (DuckDB as it binds it, SQLite by
+ * the column its program compares it with), else Null: Arrow's JDBC driver binds a value only to a
+ * typed parameter, as Spice types them; ADBC drivers send the values' own types either way.
  */
 export async function preparedSchemas(
   source: ResultSource,

@@ -348,7 +348,7 @@ describe('prepared statements with parameters', () => {
     }
   });
 
-  it("CreatePreparedStatement types each parameter as DuckDB binds it (Arrow's JDBC driver binds a value only to a typed one); SQLite's are Null", async () => {
+  it("CreatePreparedStatement types each parameter as its engine uses it (Arrow's JDBC driver binds a value only to a typed one)", async () => {
     const duck = await prepare(
       'SELECT id FROM orders WHERE customer = $2 AND amount > $1 AND id IN ($3, 7) LIMIT $4',
     );
@@ -365,10 +365,9 @@ describe('prepared statements with parameters', () => {
       $1: 'Null',
       $2: 'Int64',
     });
-    // SQLite has no parameter types.
-    expect(typesOf((await prepare('SELECT name FROM users WHERE id = ?')).parameters)).toEqual({
-      $1: 'Null',
-    });
+    // SQLite has no parameter types: a parameter takes the type of the column its program compares it with.
+    const lite = await prepare('SELECT name FROM users WHERE id = ? AND joined < ? AND name <> ? LIMIT ?');
+    expect(typesOf(lite.parameters)).toEqual({ $1: 'Int64', $2: 'Date32<DAY>', $3: 'Utf8', $4: 'Int64' });
     // Bound with the types it was told, the statement runs.
     const { handle } = duck;
     const values = new Table({

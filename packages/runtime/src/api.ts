@@ -215,8 +215,9 @@ export interface StreamOptions extends QueryOptions {
   /**
    * The stream's schema names the statement's parameters' types in its metadata, under
    * `ferry:parameter_types` (a JSON array, one Arrow type per `$n`, `null` where the engine could
-   * not type it). DuckDB types them as it binds the statement; a statement SQLite runs gets no such
-   * entry (SQLite has no parameter types). The results cache keeps such a stream apart from the
+   * not type it). DuckDB types them as it binds the statement; SQLite, which has no parameter
+   * types, by the columns the statement's program compares them with (`WHERE id = ?` takes `id`'s
+   * declared type; `LIMIT ?` is Int64). The results cache keeps such a stream apart from the
    * statement's plain ones. Flight's CreatePreparedStatement asks it for its parameter schema.
    */
   readonly parameterTypes?: boolean;

@@ -320,12 +320,12 @@ runtime:
     expect(await read(false)).toEqual({ cache: 'hit', rows, types: undefined });
     // Run anew, a plain one has no types either (results of the same columns share a schema).
     expect(await read(false, 1)).toMatchObject({ cache: 'miss', types: undefined });
-    // SQLite has no parameter types: the schema says nothing of them.
+    // SQLite's, from the statement's program.
     const users = await runtime.queryStream('SELECT id FROM users WHERE id = ?', [1], {
       parameterTypes: true,
     });
     for await (const _ of users.batches);
-    expect(users.schema.metadata.has(PARAMETER_TYPES_METADATA)).toBe(false);
+    expect(users.schema.metadata.get(PARAMETER_TYPES_METADATA)).toBe('["Int64"]');
     await expect(runtime.queryStream('SELECT 1', [], { parameterTypes: 'yes' as never })).rejects.toThrow(
       /parameterTypes: must be/,
     );

@@ -347,7 +347,12 @@ export async function stream(task: SqliteStreamTask): Promise<QueryAnswer> {
       sql,
       params,
       sink,
-      { maxRows, maxBytes, ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }) },
+      {
+        maxRows,
+        maxBytes,
+        ...(task.batchRows === undefined ? {} : { batchRows: task.batchRows }),
+        ...(task.request.parameterTypes === true ? { parameterTypes: true } : {}),
+      },
       task.request.shape,
     );
     // The first step reads the first batch; each later one hands the one before over, for a credit.
