@@ -46,13 +46,7 @@ import { BadRequestError, httpStatusFor, SnapshotsReadOnlyError } from './errors
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotEntry, snapshotSummary } from './snapshot-view.js';
-import {
-  inexactIntegerError,
-  inexactJsonInteger,
-  parseSqlRequest,
-  SQL_BODY_HINT,
-  SQL_BODY_SCHEMA,
-} from './sql-request.js';
+import { exactJsonText, parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
 import {
   type AnswerOptions,
   answerSql,
@@ -202,7 +196,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
   const dialect = dialectFor(runtime);
   // JSON for any JSON media type (`application/json`, `…/…+json`); any other body is text. Either
   // must be UTF-8 (Spice: 400 "invalid UTF-8 sequence"): replacing a byte would run other SQL.
-  // An integer JSON.parse would round (Spice's serde reads it exactly) is refused, not rounded.
+  // An integer JSON.parse would round (Spice's serde reads it exactly) is read as its digits.
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(
@@ -212,11 +206,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const text = utf8Body(body as Buffer);
       if (text instanceof Error) done(text);
       else {
-        json(request, text, (error, value) => {
-          const inexact = error === null ? inexactJsonInteger(text) : undefined;
-          if (inexact === undefined) done(error, value);
-          else done(inexactIntegerError(inexact));
-        });
+        json(request, exactJsonText(text), done);
       }
     },
   );

@@ -33,23 +33,19 @@ export const SQL_BODY_SCHEMA = {
 const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 
 /**
- * The first integer written in the JSON `text` (outside its strings) that a JSON number cannot
- * carry exactly: `JSON.parse` reads it as a neighbouring double, so a parameter would bind another
- * value (and select other rows) than the client sent. Undefined when there is none.
+ * The JSON `text` with every integer a JSON number cannot carry exactly (outside its strings)
+ * written as a string of its digits: `JSON.parse` would read it as a neighbouring double, so a
+ * parameter would bind another value (and select other rows) than the client sent, where Spice's
+ * serde reads it exactly. As a string it binds exactly wherever the statement gives it a type
+ * (`WHERE id = $1`, `IN`, `LIMIT`, a cast) — as Flight's Int64 parameters past 2^53 do — and
+ * answers the same JSON text (such an integer is written as a string). Unchanged when there is none.
  */
-export function inexactJsonInteger(text: string): string | undefined {
-  if (!/\d{16}/.test(text)) return undefined;
-  for (const [token] of text.matchAll(JSON_TOKEN)) {
-    if (token.startsWith('"') || !/^-?\d{16,}$/.test(token)) continue;
-    if (BigInt(Number(token)) !== BigInt(token)) return token;
-  }
-  return undefined;
-}
-
-/** The error for a JSON body holding an integer `token` that {@link inexactJsonInteger} found. */
-export function inexactIntegerError(token: string): BadRequestError {
-  return new BadRequestError(
-    `The JSON body holds the integer ${token}, which a JSON number cannot carry exactly (it reads as ${BigInt(Number(token))}); send it as a string ("${token}").`,
+export function exactJsonText(text: string): string {
+  if (!/\d{16}/.test(text)) return text;
+  return text.replace(JSON_TOKEN, (token) =>
+    !token.startsWith('"') && /^-?\d{16,}$/.test(token) && BigInt(Number(token)) !== BigInt(token)
+      ? `"${token}"`
+      : token,
   );
 }
 
