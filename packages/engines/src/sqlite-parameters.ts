@@ -44,6 +44,20 @@ const KEY_SEEKS: ReadonlySet<string> = new Set([
   'NoConflict',
 ]);
 
+/** Opcodes that write a value into register P2 (`Column` writes P3). */
+const WRITES_P2: ReadonlySet<string> = new Set([
+  'Integer',
+  'Int64',
+  'Real',
+  'String8',
+  'String',
+  'Null',
+  'Copy',
+  'SCopy',
+  'Rowid',
+  'IdxRowid',
+]);
+
 /** SQLite's affinity letters (`SQLITE_AFF_*`, P5's low bits and `Affinity`'s P4) to Arrow types. */
 function affinityType(letter: string | undefined): ArrowDataType | undefined {
   switch (letter) {
@@ -68,7 +82,8 @@ export function sqliteParameterTypes(
   count: number,
   columnsOf: CursorColumns,
 ): (ArrowDataType | null)[] {
-  // Parameters are read into registers of their own (`Variable`), most often once, at the start.
+  // Parameters are most often read once, into registers of their own, by `Variable`s at the end of
+  // the program that run first (its `Init` jumps there): known before the pass below.
   const parameterIn = new Map<number, number>();
   for (const step of program) if (step.opcode === 'Variable') parameterIn.set(step.p2, step.p1);
   const found = new Map<number, ArrowDataType>();
@@ -83,7 +98,13 @@ export function sqliteParameterTypes(
   const column = new Map<number, string | null>();
   for (const step of program) {
     const { opcode, p1, p2, p3 } = step;
-    if (opcode === 'OpenRead' || opcode === 'ReopenIdx') {
+    // A register a parameter was read into holds something else once another value is written
+    // there (a temporary reused in a loop; the registers of hoisted parameters are their own).
+    const written = opcode === 'Column' ? p3 : WRITES_P2.has(opcode) ? p2 : undefined;
+    if (written !== undefined) parameterIn.delete(written);
+    if (opcode === 'Variable') {
+      parameterIn.set(p2, p1);
+    } else if (opcode === 'OpenRead' || opcode === 'ReopenIdx') {
       const columns = columnsOf(p3, p2);
       if (columns === undefined) cursors.delete(p1);
       else cursors.set(p1, columns);
