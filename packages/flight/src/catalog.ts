@@ -1,6 +1,6 @@
 /**
  * The Flight SQL metadata commands a BI tool browses with: catalogs, schemas, tables (with their
- * Arrow schemas), table types, SQL info, and the (empty) key lists. Every answer has the exact
+ * Arrow schemas), table types, SQL info, the SQL types (XDBC type info), and the (empty) key lists. Every answer has the exact
  * schema FlightSql.proto gives for it. As in Spice, every dataset and view is listed once, under
  * catalog `spice` and schema `public` (datasets as `TABLE`, the spicepod's views as `VIEW`), and
  * the runtime's own tables under `spice.runtime`; `spice.public.<name>` (and `public.<name>`,
@@ -228,6 +228,110 @@ export function primaryKeys(): MetadataResult {
 /** GetImportedKeys / GetExportedKeys / GetCrossReference: snapshot tables declare no foreign keys. */
 export function foreignKeys(): MetadataResult {
   return result(CROSS_COLUMNS.map(keyField), []);
+}
+
+/** One type of GetXdbcTypeInfo's answer (JDBC's `getTypeInfo`, ODBC's `SQLGetTypeInfo`). */
+interface XdbcType {
+  readonly name: string;
+  /** `XdbcDataType` without its `XDBC_` prefix. */
+  readonly type: string;
+  readonly size: number | null;
+  /** Literals written between these (`'2026-01-02'`, `X'0102'`). */
+  readonly quoted?: readonly [string, string];
+  readonly createParams?: readonly string[];
+  readonly caseSensitive?: boolean;
+  /** Numeric types: unsigned (false), scale range and radix (10 exact, 2 approximate). */
+  readonly numeric?: { readonly scale: readonly [number, number] | null; readonly radix: number };
+  /** A datetime type's `XdbcDatetimeSubcode` (its `sql_data_type` is then `XDBC_DATETIME`). */
+  readonly subcode?: string;
+}
+
+/** The types Ferry's answers carry (its engines' type table), named as DuckDB names them. */
+const XDBC_TYPES: readonly XdbcType[] = [
+  { name: 'BOOLEAN', type: 'BIT', size: 1 },
+  { name: 'TINYINT', type: 'TINYINT', size: 3, numeric: { scale: [0, 0], radix: 10 } },
+  { name: 'SMALLINT', type: 'SMALLINT', size: 5, numeric: { scale: [0, 0], radix: 10 } },
+  { name: 'INTEGER', type: 'INTEGER', size: 10, numeric: { scale: [0, 0], radix: 10 } },
+  { name: 'BIGINT', type: 'BIGINT', size: 19, numeric: { scale: [0, 0], radix: 10 } },
+  {
+    name: 'DECIMAL',
+    type: 'DECIMAL',
+    size: 38,
+    createParams: ['precision', 'scale'],
+    numeric: { scale: [0, 38], radix: 10 },
+  },
+  { name: 'FLOAT', type: 'FLOAT', size: 24, numeric: { scale: null, radix: 2 } },
+  { name: 'DOUBLE', type: 'DOUBLE', size: 53, numeric: { scale: null, radix: 2 } },
+  { name: 'VARCHAR', type: 'VARCHAR', size: 2_147_483_647, quoted: ["'", "'"], caseSensitive: true },
+  { name: 'BLOB', type: 'VARBINARY', size: 2_147_483_647, quoted: ["X'", "'"] },
+  { name: 'DATE', type: 'DATE', size: 10, quoted: ["'", "'"], subcode: 'DATE' },
+  { name: 'TIME', type: 'TIME', size: 15, quoted: ["'", "'"], subcode: 'TIME' },
+  { name: 'TIMESTAMP', type: 'TIMESTAMP', size: 26, quoted: ["'", "'"], subcode: 'TIMESTAMP' },
+];
+
+const int32 = (name: string, nullable: boolean) => new Field(name, new Int32(), nullable);
+const bool = (name: string, nullable: boolean) => new Field(name, new Bool(), nullable);
+
+/**
+ * GetXdbcTypeInfo: the SQL types of Ferry's answers, with the spec's schema, ordered by data type
+ * then name; `dataType` (an `XdbcDataType` number) selects one. As in Spice, a JDBC or ODBC
+ * driver's type listing works (Arrow's JDBC driver calls it for `DatabaseMetaData.getTypeInfo()`).
+ */
+export function xdbcTypeInfo(dataType: number | undefined): MetadataResult {
+  const xdbc = (name: string) => sqlEnumValue('XdbcDataType', `XDBC_${name}`);
+  const nullable = sqlEnumValue('Nullable', 'NULLABILITY_NULLABLE');
+  const searchable = sqlEnumValue('Searchable', 'SEARCHABLE_FULL');
+  const rows = XDBC_TYPES.map((type): ArrowValue[] => {
+    const code = xdbc(type.type);
+    const { numeric, subcode } = type;
+    return [
+      type.name,
+      code,
+      type.size,
+      type.quoted?.[0] ?? null,
+      type.quoted?.[1] ?? null,
+      type.createParams === undefined ? null : [...type.createParams],
+      nullable,
+      type.caseSensitive === true,
+      searchable,
+      numeric === undefined ? null : false,
+      false,
+      numeric === undefined ? null : false,
+      type.name,
+      numeric?.scale?.[0] ?? null,
+      numeric?.scale?.[1] ?? null,
+      subcode === undefined ? code : xdbc('DATETIME'),
+      subcode === undefined ? null : sqlEnumValue('XdbcDatetimeSubcode', `XDBC_SUBCODE_${subcode}`),
+      numeric?.radix ?? null,
+      null,
+    ];
+  })
+    .filter((row) => dataType === undefined || row[1] === dataType)
+    .sort((a, b) => (a[1] as number) - (b[1] as number) || String(a[0]).localeCompare(String(b[0])));
+  return result(
+    [
+      utf8('type_name', false),
+      int32('data_type', false),
+      int32('column_size', true),
+      utf8('literal_prefix', true),
+      utf8('literal_suffix', true),
+      new Field('create_params', new List(new Field('item', new Utf8(), false)), true),
+      int32('nullable', false),
+      bool('case_sensitive', false),
+      int32('searchable', false),
+      bool('unsigned_attribute', true),
+      bool('fixed_prec_scale', false),
+      bool('auto_increment', true),
+      utf8('local_type_name', true),
+      int32('minimum_scale', true),
+      int32('maximum_scale', true),
+      int32('sql_data_type', false),
+      int32('datetime_subcode', true),
+      int32('num_prec_radix', true),
+      int32('interval_precision', true),
+    ],
+    rows,
+  );
 }
 
 type InfoValue = string | boolean | { readonly int32: number };

@@ -175,6 +175,8 @@ export async function metadataResult(
       return catalog.sqlInfo(field<number[]>(command, 'info') ?? []);
     case 'CommandGetPrimaryKeys':
       return catalog.primaryKeys();
+    case 'CommandGetXdbcTypeInfo':
+      return catalog.xdbcTypeInfo(field<number | undefined>(command, 'dataType') ?? undefined);
     default:
       return catalog.foreignKeys();
   }

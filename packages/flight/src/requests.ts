@@ -87,6 +87,7 @@ export const METADATA_COMMANDS: ReadonlySet<string> = new Set([
   'CommandGetImportedKeys',
   'CommandGetExportedKeys',
   'CommandGetCrossReference',
+  'CommandGetXdbcTypeInfo',
 ]);
 
 const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;

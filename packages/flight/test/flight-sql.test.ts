@@ -218,6 +218,62 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     expect([value.typeId, value.mode]).toEqual([Type.Union, UnionMode.Dense]);
   });
 
+  it('GetXdbcTypeInfo lists the SQL types of the answers with the spec schema, by data type then name, one on request', async () => {
+    const all = await fetchTable(stub, cmd('CommandGetXdbcTypeInfo'), auth());
+    expect(all.schema.fields.map((field) => `${field.name}:${field.type}:${field.nullable}`)).toEqual([
+      'type_name:Utf8:false',
+      'data_type:Int32:false',
+      'column_size:Int32:true',
+      'literal_prefix:Utf8:true',
+      'literal_suffix:Utf8:true',
+      'create_params:List<Utf8>:true',
+      'nullable:Int32:false',
+      'case_sensitive:Bool:false',
+      'searchable:Int32:false',
+      'unsigned_attribute:Bool:true',
+      'fixed_prec_scale:Bool:false',
+      'auto_increment:Bool:true',
+      'local_type_name:Utf8:true',
+      'minimum_scale:Int32:true',
+      'maximum_scale:Int32:true',
+      'sql_data_type:Int32:false',
+      'datetime_subcode:Int32:true',
+      'num_prec_radix:Int32:true',
+      'interval_precision:Int32:true',
+    ]);
+    const rows = all.toArray().map((row) => row.toJSON());
+    expect(rows.map((row) => [row.type_name, row.data_type])).toEqual([
+      ['BOOLEAN', -7],
+      ['TINYINT', -6],
+      ['BIGINT', -5],
+      ['BLOB', -3],
+      ['DECIMAL', 3],
+      ['INTEGER', 4],
+      ['SMALLINT', 5],
+      ['FLOAT', 6],
+      ['DOUBLE', 8],
+      ['VARCHAR', 12],
+      ['DATE', 91],
+      ['TIME', 92],
+      ['TIMESTAMP', 93],
+    ]);
+    const byName = new Map(rows.map((row) => [row.type_name, row]));
+    expect(byName.get('VARCHAR')).toMatchObject({ literal_prefix: "'", case_sensitive: true, searchable: 3 });
+    expect(byName.get('DECIMAL')?.create_params?.toArray()).toEqual(['precision', 'scale']);
+    expect(byName.get('BIGINT')).toMatchObject({
+      unsigned_attribute: false,
+      num_prec_radix: 10,
+      nullable: 1,
+    });
+    // Datetime types: sql_data_type is the generic XDBC_DATETIME (9), the subcode says which.
+    expect(byName.get('DATE')).toMatchObject({ sql_data_type: 9, datetime_subcode: 1 });
+    expect(byName.get('VARCHAR')).toMatchObject({ sql_data_type: 12, datetime_subcode: null });
+    const one = await fetchTable(stub, cmd('CommandGetXdbcTypeInfo', { dataType: 12 }), auth());
+    expect(one.toArray().map((row) => row.type_name)).toEqual(['VARCHAR']);
+    const none = await fetchTable(stub, cmd('CommandGetXdbcTypeInfo', { dataType: 2 }), auth());
+    expect(none.numRows).toBe(0);
+  });
+
   it('the names the listing gives (spice.public.<name>, public.<name>) resolve on both engines', async () => {
     const count = async (query: string): Promise<number> =>
       Number((await fetchTable(stub, cmd('CommandStatementQuery', { query }), auth())).get(0)?.n);
