@@ -81,6 +81,9 @@ function destroyRetired(pooled: PooledConnection): void {
   for (const statement of pooled.retired.splice(0)) statement.destroySync();
 }
 
+/** Bytes of prepared statements an instance keeps, over all its connections. */
+const STATEMENT_BYTES = 128 * 2 ** 20;
+
 /** The longest a retry keeps the next one waiting ({@link DuckDbClassInstance.oneRetryAtATime}). */
 const RETRY_TURN_MS = 2_000;
 
@@ -372,9 +375,10 @@ export class DuckDbClassInstance {
       return {
         connection,
         statements: new BoundedCache<string, CachedStatement>({
-          // Prepared statements kept per connection.
+          // Prepared statements kept per connection: 128 MiB over the instance's connections
+          // (16 MiB each at 8), 1 MiB each at least.
           entries: 64,
-          bytes: 16 * 1024 * 1024,
+          bytes: Math.max(2 ** 20, Math.floor(STATEMENT_BYTES / this.#cap)),
           dispose: (cached) => retired.push(cached.statement),
         }),
         retired,

@@ -85,7 +85,12 @@ export interface DuckDbNamespaceOptions {
   readonly threads: number;
   /** How messages name the settings behind the defaults (`queryMemoryLimit`, …). */
   readonly settings: { readonly memory: string; readonly threads: string; readonly temp: string };
-  /** Connections per instance (concurrent queries of one class); default 8. */
+  /**
+   * Connections per instance (concurrent queries of one class); default 8. The runtime gives its
+   * admission bound (`maxQueriesInFlight`): a cap below it throttled DuckDB under many clients.
+   * (Each DuckDB call also takes a thread of libuv's pool, 4 unless `UV_THREADPOOL_SIZE` says
+   * otherwise: four long statements hold all four while they run.)
+   */
   readonly connections?: number;
   /** A pinned instance unused for this long is closed; default 30 000 ms. */
   readonly pinnedIdleMs?: number;

@@ -727,6 +727,10 @@ function queryServiceOptions(
     options.queryMemoryLimit,
     Math.max(256 * 2 ** 20, Math.floor(totalmem() / 2 / workers)),
   );
+  const maxQueriesInFlight =
+    options.maxQueriesInFlight ??
+    config.maxQueriesInFlight ??
+    DEFAULT_QUERIES_PER_CORE * availableParallelism();
   const duckdb = (index: number): DuckDbNamespaceOptions => ({
     allowedDirectories: roots.map((root) => `${root}/`),
     tempDirectory: join(tempRoot, `duckdb-${index}`),
@@ -739,6 +743,13 @@ function queryServiceOptions(
       maxBytes: options.crossEngineMaxBytes ?? 256 * 2 ** 20,
     },
     privateRoots,
+    // As many queries at once as are admitted (admission bounds them all): a connection is held
+    // for the whole query, hops included, and with the engines' default of 8 B9's cheap load (64
+    // clients) served 0.86–0.90× a plain server, against 0.98–1.14× with 64 or more (six runs;
+    // 2 and 4 were worse still: bench/RESULTS.md).
+    // (Admission off, 0: as many as its default would admit.)
+    connections:
+      maxQueriesInFlight > 0 ? maxQueriesInFlight : DEFAULT_QUERIES_PER_CORE * availableParallelism(),
   });
   return {
     queryTimeoutMs,
@@ -746,10 +757,7 @@ function queryServiceOptions(
     maxResultBytes: options.maxResultBytes ?? 64 * 2 ** 20,
     maxStreamBytes: options.maxStreamBytes ?? 16 * GIB,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? config.streamIdleTimeoutMs ?? 60_000,
-    maxQueriesInFlight:
-      options.maxQueriesInFlight ??
-      config.maxQueriesInFlight ??
-      DEFAULT_QUERIES_PER_CORE * availableParallelism(),
+    maxQueriesInFlight,
     duckdbPool: { workers, namespace: duckdb, logger, niceness, resourceLimits },
     sqlitePool: {
       maxThreads: options.sqliteReadThreads ?? availableParallelism(),
