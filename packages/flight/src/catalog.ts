@@ -1,7 +1,7 @@
 /**
  * The Flight SQL metadata commands a BI tool browses with: catalogs, schemas, tables (with their
- * Arrow schemas), table types, SQL info, the SQL types (XDBC type info), and the (empty) key lists. Every answer has the exact
- * schema FlightSql.proto gives for it. As in Spice, every dataset and view is listed once, under
+ * Arrow schemas), table types, SQL info, the SQL types (XDBC type info), and the (empty) key
+ * lists. Every answer has the exact schema FlightSql.proto gives for it. As in Spice, every dataset and view is listed once, under
  * catalog `spice` and schema `public` (datasets as `TABLE`, the spicepod's views as `VIEW`), and
  * the runtime's own tables under `spice.runtime`; `spice.public.<name>` (and `public.<name>`,
  * `<name>`) resolves on both engines, so the names a BI tool writes from this listing run.
