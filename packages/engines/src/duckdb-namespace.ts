@@ -108,8 +108,8 @@ interface StartedQuery {
   columns(): ResultColumns;
   /** Awaits a consumer, the connection meanwhile not counted against the instance's cap (see its `aside`). */
   aside<T>(wait: Promise<T>): Promise<T>;
-  /** The prepared statement's parameters' types (see {@link PARAMETER_TYPES_METADATA}). */
-  parameterTypes(): readonly (ArrowDataType | null)[];
+  /** The prepared statement it runs (its parameters' types: {@link parameterTypesOf}). */
+  readonly statement: DuckDBPreparedStatement;
 }
 
 /** Each `$n`'s type as DuckDB bound it, in Arrow's JSON form; `null` where it has none (`SELECT $1`). */
@@ -500,19 +500,13 @@ export class DuckDbNamespace {
     sink: BatchSink,
     control: BatchControl = {},
   ): Promise<BatchOutcome> {
-    return this.#run(
-      sql,
-      params,
-      route,
-      control,
-      ({ result, read, aside, parameterTypes }, stop, emitted) => {
-        const metadata =
-          control.parameterTypes === true
-            ? new Map([[PARAMETER_TYPES_METADATA, JSON.stringify(parameterTypes())]])
-            : undefined;
-        return sendDuckDbBatches(result, read, sink, control, stop, emitted, aside, metadata);
-      },
-    );
+    return this.#run(sql, params, route, control, ({ result, read, aside, statement }, stop, emitted) => {
+      const metadata =
+        control.parameterTypes === true
+          ? new Map([[PARAMETER_TYPES_METADATA, JSON.stringify(parameterTypesOf(statement))]])
+          : undefined;
+      return sendDuckDbBatches(result, read, sink, control, stop, emitted, aside, metadata);
+    });
   }
 
   /**
@@ -707,8 +701,7 @@ export class DuckDbNamespace {
           interrupt();
         };
         try {
-          const parameterTypes = () => parameterTypesOf(statement);
-          return { value: await consume({ result, read, columns, aside, parameterTypes }, stop) };
+          return { value: await consume({ result, read, columns, aside, statement }, stop) };
         } finally {
           // A result left mid-way keeps its query open in DuckDB, and with it the generations it
           // read (unlinked after a swap, their space held), until the connection's next query:

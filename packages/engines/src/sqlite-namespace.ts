@@ -292,12 +292,16 @@ export class SqliteNamespace {
     }
   }
 
+  /** The connection's databases by the number a program's `OpenRead` names them with (P3). */
+  #databaseNames(): Map<number, string> {
+    const list = this.#db.pragma('database_list') as { seq: number; name: string }[];
+    return new Map(list.map((row) => [row.seq, row.name]));
+  }
+
   /** The attached datasets the statement's program opens (`OpenRead` / `ReopenIdx` of `EXPLAIN`). */
   #programReads(explain: string, args: readonly unknown[]): string[] {
     const program = this.#db.prepare(explain).all(...args) as { opcode: string; p3: number }[];
-    const names = new Map(
-      (this.#db.pragma('database_list') as { seq: number; name: string }[]).map((row) => [row.seq, row.name]),
-    );
+    const names = this.#databaseNames();
     const read: string[] = [];
     for (const step of program) {
       if (step.opcode !== 'OpenRead' && step.opcode !== 'ReopenIdx') continue;
@@ -394,9 +398,7 @@ export class SqliteNamespace {
       (most, step) => (step.opcode === 'Variable' ? Math.max(most, step.p1) : most),
       0,
     );
-    const databases = new Map(
-      (db.pragma('database_list') as { seq: number; name: string }[]).map((row) => [row.seq, row.name]),
-    );
+    const databases = this.#databaseNames();
     const declaredTypes = (schema: string, table: string): (string | null)[] =>
       (db.pragma(`${schema}.table_info(${quoteIdentifier(table)})`) as { type: string }[]).map((column) =>
         column.type === '' ? null : column.type,

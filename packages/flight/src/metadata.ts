@@ -176,7 +176,7 @@ export async function metadataResult(
     case 'CommandGetPrimaryKeys':
       return catalog.primaryKeys();
     case 'CommandGetXdbcTypeInfo':
-      return catalog.xdbcTypeInfo(field<number | undefined>(command, 'dataType') ?? undefined);
+      return catalog.xdbcTypeInfo(field<number | undefined>(command, 'dataType'));
     default:
       return catalog.foreignKeys();
   }

@@ -1,9 +1,10 @@
 /**
  * Prepared statements, as Flight SQL drivers and Spice's SDKs use them for parameters:
- * CreatePreparedStatement (a handle, the result's schema and a parameter schema of `$1…$n`, typed where the engine types them),
- * DoPut binding one Arrow row of values to the handle, ClosePreparedStatement; ListActions lists
- * the two actions. Statements are checked read-only, and run until their schema is known, before
- * a handle exists; a DoPut that would upload data is refused.
+ * CreatePreparedStatement (a handle, the result's schema and a parameter schema of `$1…$n`,
+ * typed where the engine types them), DoPut binding one Arrow row of values to the handle,
+ * ClosePreparedStatement; ListActions lists the two actions. Statements are checked read-only,
+ * and run until their schema is known, before a handle exists; a DoPut that would upload data is
+ * refused.
  */
 import { assertReadOnlySql } from '@ferry/engines/sql';
 import type { ServerDuplexStream } from '@grpc/grpc-js';

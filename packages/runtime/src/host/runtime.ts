@@ -727,10 +727,8 @@ function queryServiceOptions(
     options.queryMemoryLimit,
     Math.max(256 * 2 ** 20, Math.floor(totalmem() / 2 / workers)),
   );
-  const maxQueriesInFlight =
-    options.maxQueriesInFlight ??
-    config.maxQueriesInFlight ??
-    DEFAULT_QUERIES_PER_CORE * availableParallelism();
+  const defaultInFlight = DEFAULT_QUERIES_PER_CORE * availableParallelism();
+  const maxQueriesInFlight = options.maxQueriesInFlight ?? config.maxQueriesInFlight ?? defaultInFlight;
   const duckdb = (index: number): DuckDbNamespaceOptions => ({
     allowedDirectories: roots.map((root) => `${root}/`),
     tempDirectory: join(tempRoot, `duckdb-${index}`),
@@ -748,8 +746,7 @@ function queryServiceOptions(
     // clients) served 0.86–0.90× a plain server, against 0.98–1.14× with 64 or more (six runs;
     // 2 and 4 were worse still: bench/RESULTS.md).
     // (Admission off, 0: as many as its default would admit.)
-    connections:
-      maxQueriesInFlight > 0 ? maxQueriesInFlight : DEFAULT_QUERIES_PER_CORE * availableParallelism(),
+    connections: maxQueriesInFlight > 0 ? maxQueriesInFlight : defaultInFlight,
   });
   return {
     queryTimeoutMs,

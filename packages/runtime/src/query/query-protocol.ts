@@ -37,7 +37,7 @@ export interface QueryRequest {
    * bytes, else `larger` ({@link InlineResult}); 0 or absent: rows (DuckDB) or a stream.
    */
   readonly inline?: number;
-  /** A stream's schema names its parameters' types (`BatchControl.parameterTypes`; DuckDB only). */
+  /** A stream's schema names its parameters' types (`BatchControl.parameterTypes`). */
   readonly parameterTypes?: boolean;
 }
 
