@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 /** The CLI's entry point, for `node <cli> serve …`. */
 export function cliPath(): string {
-  return fileURLToPath(new URL('./main.js', import.meta.resolve('@ferry/cli')));
+  return fileURLToPath(new URL('./ferry.cjs', import.meta.resolve('@ferry/cli')));
 }
 
 /**

@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { publishSnapshot } from '@ferry/writer';
 
-const MAIN = fileURLToPath(new URL('../../packages/cli/dist/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../packages/cli/dist/ferry.cjs', import.meta.url));
 
 export interface Served {
   readonly child: ChildProcess;

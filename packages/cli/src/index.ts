@@ -1,5 +1,5 @@
 /**
- * @ferry/cli: the `ferry` command (bin: dist/main.js). The library surface lets tools and tests run
+ * @ferry/cli: the `ferry` command (bin: dist/ferry.cjs). The library surface lets tools and tests run
  * the same commands in-process and reuse the CLI's logger.
  */
 export { type ListenAddress, parseListenAddress, serverUrl } from './args.js';

@@ -1,10 +1,10 @@
-#!/usr/bin/env node
 /**
- * The `ferry` executable: runs the CLI with this process's streams and environment, then exits
- * with its code. Signal handlers are installed only by commands that wait for one (`serve`), so
- * Ctrl-C still ends any other command at once (`publish` first removes its build folder). Once a signal has asked for a clean shutdown, the
- * process ends within {@link SHUTDOWN_LIMIT_MS} whatever still runs, and a second signal ends it
- * at once.
+ * The `ferry` executable's ES module, run by `ferry.cjs` (which sizes libuv's threadpool first):
+ * runs the CLI with this process's streams and environment, then exits with its code. Signal
+ * handlers are installed only by commands that wait for one (`serve`), so Ctrl-C still ends any
+ * other command at once (`publish` first removes its build folder). Once a signal has asked for a
+ * clean shutdown, the process ends within {@link SHUTDOWN_LIMIT_MS} whatever still runs, and a
+ * second signal ends it at once.
  */
 import { runCli } from './cli.js';
 

@@ -1,6 +1,6 @@
 /**
  * Running the built `ferry` executable as a user would: a child process of
- * `node packages/cli/dist/main.js` (the integration project builds it before the tests), collecting
+ * `node packages/cli/dist/ferry.cjs` (the integration project builds it before the tests), collecting
  * its output, or kept running (`ferry serve`) until the test signals it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TLS_FIXTURE } from '@ferry/test-support';
 
-export const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+export const MAIN = fileURLToPath(new URL('../dist/ferry.cjs', import.meta.url));
 
 function assertBuilt(): void {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing; build the CLI first: npx tsc -b packages/cli`);
@@ -29,7 +29,7 @@ export interface RunOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly cwd?: string;
   readonly timeoutMs?: number;
-  /** Node options before the script (`node --max-old-space-size=4096 main.js …`). */
+  /** Node options before the script (`node --max-old-space-size=4096 ferry.cjs …`). */
   readonly nodeOptions?: readonly string[];
 }
 

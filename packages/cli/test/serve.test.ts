@@ -4,6 +4,7 @@
  * Arrow Flight beside HTTP, both over TLS (Spice's JS SDK as the Flight client).
  */
 import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -466,6 +467,47 @@ describe('ferry serve --query-timeout, and its shutdown while queries run', () =
       await serve.exited;
     }
   });
+
+  /** CPU time (user + system, in clock ticks) the process `pid` has used so far. */
+  function cpuTicks(pid: number): number {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return Number(fields[11]) + Number(fields[12]);
+  }
+
+  it.runIf(process.platform === 'linux')(
+    "answers a DuckDB query while more long DuckDB statements run than libuv's default pool has threads",
+    async () => {
+      // Each DuckDB call holds a thread of libuv's pool while DuckDB executes it: with Node's 4,
+      // four runaways left every other DuckDB query waiting until their timeout (30 s by default;
+      // here longer than the test). The bin sizes the pool.
+      const { serve, base } = await started(['--query-timeout', '10m']);
+      const pid = serve.child.pid as number;
+      const runaways = new AbortController();
+      try {
+        const before = cpuTicks(pid);
+        for (let i = 0; i < 6; i++) {
+          void fetch(`${base}/v1/sql`, { method: 'POST', body: RUNAWAY, signal: runaways.signal }).catch(
+            () => undefined,
+          );
+        }
+        // Running: two seconds of CPU spent (they were all sent to DuckDB within milliseconds).
+        await expect
+          .poll(() => cpuTicks(pid) - before, { timeout: 60_000, interval: 100 })
+          .toBeGreaterThan(200);
+        const answer = await fetch(`${base}/v1/sql`, {
+          method: 'POST',
+          body: 'SELECT count(*) AS n FROM orders WHERE 1 = 1',
+          signal: AbortSignal.timeout(20_000),
+        });
+        expect(answer.status).toBe(200);
+        expect(await answer.json()).toEqual([{ n: expect.any(Number) }]);
+      } finally {
+        runaways.abort();
+        serve.child.kill('SIGKILL');
+        await serve.exited;
+      }
+    },
+  );
 
   it('refuses a --query-timeout that is not a duration (exit 2, naming the flag)', async () => {
     const result = await ferry(['serve', pod, '--query-timeout', '30']);
