@@ -14,6 +14,9 @@
  * A value that does not fit (a blob among text or numbers, an integer beyond 2^53 in a Float64
  * column, a later batch's value of a kind the first batch did not have) is never turned into null:
  * the query fails with an error naming the column, the row and the cast that answers it.
+ *
+ * A join across engines types each column of an SQLite dataset it reads into DuckDB by this same
+ * rule (`SqliteColumnPlanner`), over every row of the table (duckdb-import.ts).
  */
 import type { ArrowDataType } from '@ferry/core/base';
 import type * as arrow from 'apache-arrow';
@@ -24,17 +27,33 @@ import { type SqliteValue, storageClass } from './sqlite-engine.js';
 import { sqliteDeclaredTypeToArrow } from './sqlite-types.js';
 
 /** A column's conversion: the Arrow value of a non-null SQLite value, or `undefined` when it does not fit. */
-type Converter = (value: Exclude<SqliteValue, null>) => ArrowValue | undefined;
+export type Converter = (value: Exclude<SqliteValue, null>) => ArrowValue | undefined;
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const DAY_MS = 86_400_000;
 
-/** Days since the epoch of `YYYY-MM-DD` text naming a real day. */
+/** Days since the epoch of `YYYY-MM-DD` text naming a real day (proleptic Gregorian, as `Date`). */
 function isoDays(text: string): number | undefined {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined;
-  const ms = Date.parse(`${text}T00:00:00Z`);
-  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) return undefined;
-  return ms / DAY_MS;
+  const year = Number(text.slice(0, 4));
+  const month = Number(text.slice(5, 7));
+  const day = Number(text.slice(8, 10));
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const length =
+    month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+  if (month < 1 || month > 12 || day < 1 || day > length) return undefined;
+  // Days from civil (H. Hinnant): years counted from March, in eras of 400 years.
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  return (
+    era * 146_097 +
+    yearOfEra * 365 +
+    Math.floor(yearOfEra / 4) -
+    Math.floor(yearOfEra / 100) +
+    dayOfYear -
+    719_468
+  );
 }
 
 /** Microseconds since the epoch of ISO-8601 text (`T` or space; up to 6 fraction digits, more only if zero; optional `Z`). */
@@ -42,12 +61,16 @@ function isoMicros(text: string): bigint | undefined {
   const match = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z?$/.exec(text);
   if (match === null) return undefined;
   const days = isoDays(match[1] as string);
-  const [hours, minutes, seconds] = (match[2] as string).split(':').map(Number) as [number, number, number];
+  const time = match[2] as string;
+  const hours = Number(time.slice(0, 2));
+  const minutes = Number(time.slice(3, 5));
+  const seconds = Number(time.slice(6, 8));
   if (days === undefined || hours > 23 || minutes > 59 || seconds > 59) return undefined;
   const fraction = match[3] ?? '';
   if (/[1-9]/.test(fraction.slice(6))) return undefined;
-  const micros = BigInt(fraction.slice(0, 6).padEnd(6, '0'));
-  return (BigInt(days) * 86_400n + BigInt(hours * 3600 + minutes * 60 + seconds)) * 1_000_000n + micros;
+  const micros = Number(fraction.slice(0, 6).padEnd(6, '0'));
+  // Whole seconds fit a double exactly (years 0000-9999: under 2^39).
+  return BigInt(days * 86_400 + hours * 3600 + minutes * 60 + seconds) * 1_000_000n + BigInt(micros);
 }
 
 /** The unscaled value of decimal text exact at `scale` within `precision` digits. */
@@ -125,10 +148,83 @@ const CLASS_OF_TYPE: Readonly<Record<string, string>> = {
   Binary: 'BLOB',
 };
 
-interface ColumnPlan {
+/** A column's Arrow type and how each of its values becomes one. */
+export interface ColumnPlan {
   readonly type: ArrowDataType;
   readonly typeName: string | undefined;
   readonly convert: Converter;
+  /** Its declared type (every value fits it), not the values' own. */
+  readonly declared: boolean;
+}
+
+/** A column whose values no one Arrow type holds: a BLOB in one row, another kind in another. */
+export interface MixedBlobColumn {
+  readonly blobRow: number;
+  readonly otherClass: string;
+  readonly otherRow: number;
+}
+
+/**
+ * The one rule that types an SQLite column from its declared type and its values (see the top of
+ * this file), fed a value at a time: a result's first batch (`SqliteBatchBuilder`), or every row of
+ * a table read into DuckDB for a join across engines (duckdb-import.ts).
+ */
+export class SqliteColumnPlanner {
+  readonly #declared: string | null;
+  readonly #declaredType: ArrowDataType | undefined;
+  readonly #declaredConvert: Converter | undefined;
+  #fitsDeclared = true;
+  /** Each storage class among the values, and the (1-based) row it came first in. */
+  readonly #classes = new Map<string, number>();
+
+  constructor(declared: string | null) {
+    this.#declared = declared;
+    this.#declaredType = declared === null ? undefined : sqliteDeclaredTypeToArrow(declared);
+    this.#declaredConvert = this.#declaredType === undefined ? undefined : converterOf(this.#declaredType);
+  }
+
+  /**
+   * Takes the value of `row` (1-based) into account; answers it as the declared type converts it,
+   * while every value so far fits that type (else undefined).
+   */
+  add(value: SqliteValue, row: number): ArrowValue | undefined {
+    if (value === null) return null;
+    let converted: ArrowValue | undefined;
+    if (this.#fitsDeclared && this.#declaredConvert !== undefined) {
+      converted = this.#declaredConvert(value);
+      if (converted === undefined) this.#fitsDeclared = false;
+    } else this.#fitsDeclared = false;
+    const kind = storageClass(value);
+    if (!this.#classes.has(kind)) this.#classes.set(kind, row);
+    return converted;
+  }
+
+  /** The column's plan, or where it mixes a BLOB with another kind (no one type holds both). */
+  plan(): ColumnPlan | MixedBlobColumn {
+    const declaredType = this.#declaredType;
+    if (declaredType !== undefined && this.#fitsDeclared) {
+      return {
+        type: declaredType,
+        typeName: this.#declared ?? undefined,
+        convert: this.#declaredConvert as Converter,
+        declared: true,
+      };
+    }
+    const classes = this.#classes;
+    const blobRow = classes.get('BLOB');
+    if (blobRow !== undefined && classes.size > 1) {
+      const [otherClass, otherRow] = [...classes].find(([kind]) => kind !== 'BLOB') as [string, number];
+      return { blobRow, otherClass, otherRow };
+    }
+    let type: ArrowDataType;
+    if (blobRow !== undefined) type = 'Binary';
+    else if (classes.has('TEXT')) type = 'Utf8';
+    else if (classes.has('REAL')) type = 'Float64';
+    else if (classes.has('INTEGER')) type = 'Int64';
+    else type = declaredType ?? 'Utf8';
+    const typeName = this.#declared ?? (classes.size > 0 ? CLASS_OF_TYPE[type as string] : undefined);
+    return { type, typeName, convert: converterOf(type), declared: false };
+  }
 }
 
 /** A column's type from its declared type and its first batch's values; throws for values no one type holds. */
@@ -138,37 +234,14 @@ function planColumn(
   sample: readonly SqliteValue[][],
   index: number,
 ): ColumnPlan {
-  const declaredType = declared === null ? undefined : sqliteDeclaredTypeToArrow(declared);
-  const values: { value: Exclude<SqliteValue, null>; row: number }[] = [];
-  for (const [row, record] of sample.entries()) {
-    const value = record[index] ?? null;
-    if (value !== null) values.push({ value, row: row + 1 });
-  }
-  if (declaredType !== undefined) {
-    const convert = converterOf(declaredType);
-    if (values.every(({ value }) => convert(value) !== undefined)) {
-      return { type: declaredType, typeName: declared ?? undefined, convert };
-    }
-  }
-  const classes = new Map<string, number>();
-  for (const { value, row } of values)
-    if (!classes.has(storageClass(value))) classes.set(storageClass(value), row);
-  let type: ArrowDataType;
-  const blobRow = classes.get('BLOB');
-  if (blobRow !== undefined && classes.size > 1) {
-    const [otherClass, otherRow] = [...classes].find(([kind]) => kind !== 'BLOB') as [string, number];
-    throw new QueryFailedError(
-      undefined,
-      `column '${name}' holds a BLOB in row ${blobRow} and ${otherClass} in row ${otherRow}, and one Arrow column holds one type; cast it in the query (CAST(${name} AS BLOB), or hex(${name}) for text).`,
-    );
-  }
-  if (blobRow !== undefined) type = 'Binary';
-  else if (classes.has('TEXT')) type = 'Utf8';
-  else if (classes.has('REAL')) type = 'Float64';
-  else if (classes.has('INTEGER')) type = 'Int64';
-  else type = declaredType ?? 'Utf8';
-  const typeName = declared ?? (classes.size > 0 ? CLASS_OF_TYPE[type as string] : undefined);
-  return { type, typeName, convert: converterOf(type) };
+  const planner = new SqliteColumnPlanner(declared);
+  for (const [row, record] of sample.entries()) planner.add(record[index] ?? null, row + 1);
+  const plan = planner.plan();
+  if ('type' in plan) return plan;
+  throw new QueryFailedError(
+    undefined,
+    `column '${name}' holds a BLOB in row ${plan.blobRow} and ${plan.otherClass} in row ${plan.otherRow}, and one Arrow column holds one type; cast it in the query (CAST(${name} AS BLOB), or hex(${name}) for text).`,
+  );
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { DuckDBInstance, StatementType } from '@duckdb/node-api';
+import type { ArrowDataType } from '@ferry/core/base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSpiceCatalog } from '../src/duckdb-catalog.js';
 import { duckDbQueryError, missingDuckDbTable, redactDuckDbMessage } from '../src/duckdb-errors.js';
@@ -239,6 +240,93 @@ describe('reading an SQLite dataset into DuckDB', () => {
       "SELECT database_name, schema_name FROM duckdb_views() WHERE view_name = 'people'",
     );
     expect(views.getRows()).toEqual([['spice', 'public']]);
+  });
+
+  it('takes a column’s recorded type where every value casts to it, else the type a query of the dataset alone answers', async () => {
+    const typed = join(dir, 'typed.sqlite');
+    await makeSqliteFile(typed, [
+      'CREATE TABLE typed (tiny INTEGER, small INTEGER, day TEXT, at TEXT, amount DECIMAL(6,2), total NUMERIC, odd NUMERIC)',
+      "INSERT INTO typed VALUES (1, 1, '2026-01-02', '2026-01-02 03:04:05.5', '12.5', 12.5, 1)",
+      "INSERT INTO typed VALUES (2, 3000000000, 'someday', NULL, -0.25, 3, 'abc'), (NULL, NULL, NULL, '2026-01-03T00:00:00', 7, NULL, NULL)",
+    ]);
+    const field = (name: string, data_type: ArrowDataType) => ({
+      name,
+      data_type,
+      nullable: true,
+      metadata: {},
+    });
+    await importSqliteDataset(
+      admin,
+      {
+        name: 'typed',
+        engine: 'sqlite',
+        generation: {
+          id: 44,
+          path: typed,
+          snapshotId: 1,
+          schema: {
+            fields: [
+              field('tiny', 'Int16'),
+              field('small', 'Int32'),
+              field('day', 'Date32'),
+              field('at', { Timestamp: ['Microsecond', null] }),
+              field('amount', { Decimal128: [6, 2] }),
+              field('total', { Decimal128: [8, 2] }),
+              field('odd', { Decimal128: [8, 2] }),
+            ],
+            metadata: {},
+          },
+        },
+      },
+      { maxRows: 10, maxBytes: 1 << 20 },
+    );
+    const types = await admin.runAndReadAll('DESCRIBE typed');
+    expect(types.getRows().map((row) => `${row[0]}:${row[1]}`)).toEqual([
+      'tiny:SMALLINT',
+      // 3,000,000,000 is no Int32, 'someday' no date: as SQLite answers them, BIGINT and text.
+      'small:BIGINT',
+      'day:VARCHAR',
+      'at:TIMESTAMP',
+      'amount:DECIMAL(6,2)',
+      // NUMERIC declares no type: the recorded one, where every value casts to it.
+      'total:DECIMAL(8,2)',
+      'odd:VARCHAR',
+    ]);
+    const reader = await admin.runAndReadAll('SELECT * FROM typed');
+    expect(reader.getRowsJson()).toEqual([
+      [1, '1', '2026-01-02', '2026-01-02 03:04:05.5', '12.50', '12.50', '1'],
+      [2, '3000000000', 'someday', null, '-0.25', '3.00', 'abc'],
+      [null, null, null, '2026-01-03 00:00:00', '7.00', null, null],
+    ]);
+  });
+
+  it('reads each value of a declared BOOLEAN, DATE, TIMESTAMP or DECIMAL column as a query of the dataset alone converts it', async () => {
+    const kinds = join(dir, 'kinds.sqlite');
+    await makeSqliteFile(kinds, [
+      'CREATE TABLE kinds (id INTEGER, flag BOOLEAN, day DATE, at TIMESTAMP, amount DECIMAL(20,3))',
+      "INSERT INTO kinds VALUES (1, 1, '2026-02-28', '2026-01-02T03:04:05.123456', '-0.005')",
+      "INSERT INTO kinds VALUES (2, 0, '1969-07-20', '1969-12-31 23:59:59.5', 12345678901234567)",
+      'INSERT INTO kinds VALUES (3, NULL, NULL, NULL, NULL)',
+    ]);
+    await importSqliteDataset(
+      admin,
+      { name: 'kinds', engine: 'sqlite', generation: { id: 45, path: kinds, snapshotId: 1 } },
+      { maxRows: 10, maxBytes: 1 << 20 },
+    );
+    const types = await admin.runAndReadAll('DESCRIBE kinds');
+    expect(types.getRows().map((row) => `${row[0]}:${row[1]}`)).toEqual([
+      'id:BIGINT',
+      'flag:BOOLEAN',
+      'day:DATE',
+      'at:TIMESTAMP',
+      'amount:DECIMAL(20,3)',
+    ]);
+    const reader = await admin.runAndReadAll('SELECT * FROM kinds ORDER BY id');
+    expect(reader.getRowsJson()).toEqual([
+      ['1', true, '2026-02-28', '2026-01-02 03:04:05.123456', '-0.005'],
+      ['2', false, '1969-07-20', '1969-12-31 23:59:59.5', '12345678901234567.000'],
+      ['3', null, null, null, null],
+    ]);
   });
 
   it('refuses a dataset over the row or byte bound, and leaves no staging table', async () => {

@@ -11,6 +11,7 @@ import type { JsonValue } from '@ferry/core/base';
 import type { Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { batchObjects } from '../src/arrow-json.js';
 import { batchesFromIpc } from '../src/arrow-results.js';
 import { DuckDbNamespace } from '../src/duckdb-namespace.js';
 import type { DuckDbNamespaceOptions, NamespaceCatalog, NamespaceDataset } from '../src/index.js';
@@ -585,6 +586,178 @@ describe('DuckDbNamespace limits', () => {
       await namespace.close();
     }
   });
+});
+
+describe('a join across engines over an SQLite column of mixed value types', () => {
+  let duck: DuckDbNamespace;
+  let lite: SqliteNamespace;
+
+  beforeAll(async () => {
+    // SQLite keeps what each row was given: TEXT in an INTEGER column, numbers in a TEXT one,
+    // anything where no type is declared; a REAL column holds 2^53 + 1 as the double 2^53.
+    const mixed = join(generations, 'mixed.sqlite');
+    await makeSqliteFile(mixed, [
+      `CREATE TABLE mixed (id INTEGER, score INTEGER, name TEXT, anything, ratio REAL, amount NUMERIC,
+        joined DATE, price DECIMAL(10,2), plain INTEGER, photo TEXT, big NUMERIC)`,
+      "INSERT INTO mixed VALUES (1, 5, 'a', 1, 1.5, 3, '2026-01-01', 1.25, 10, 'p', 1)",
+      "INSERT INTO mixed VALUES (2, 'n/a', 7, 'x', 2, 'abc', 'soon', 'n/a', 20, x'00ff', 2.5)",
+      "INSERT INTO mixed VALUES (3, 2.5, 3.5, 2.5, NULL, 1.5, 20260103, 3, NULL, 'q', 9007199254740993)",
+      'INSERT INTO mixed VALUES (4, NULL, NULL, NULL, 9007199254740993, NULL, NULL, NULL, 40, NULL, NULL)',
+    ]);
+    const empty = join(generations, 'empty.sqlite');
+    await makeSqliteFile(empty, ['CREATE TABLE empty (id INTEGER, name TEXT, joined DATE)']);
+    const pod = catalog([
+      dataset('orders', 'duckdb', await duckdbFile('orders-mixed', 'orders', 1), 11),
+      dataset('mixed', 'sqlite', mixed, 41),
+      dataset('empty', 'sqlite', empty, 42),
+    ]);
+    duck = await DuckDbNamespace.create(duckdbOptions());
+    await duck.setCatalog(pod);
+    const main = join(dir, 'mixed-main.sqlite');
+    await writeFile(main, '');
+    lite = new SqliteNamespace({ mainPath: main, privateRoots: [dir] });
+    lite.setCatalog(pod);
+  });
+
+  afterAll(async () => {
+    await duck?.close();
+    lite?.close();
+  });
+
+  /** The JSON objects of an Arrow answer (as HTTP answers them), and its column types. */
+  const answer = (ipcs: readonly Uint8Array[]) => {
+    const batches = ipcs.flatMap((ipc) => batchesFromIpc(ipc).batches);
+    return {
+      types: batches[0]?.schema.fields.map((field) => `${field.name}:${field.type}`),
+      rows: batches.flatMap((batch) => batchObjects(batch).map((text) => JSON.parse(text))),
+    };
+  };
+  const alone = (sql: string) => {
+    const ipcs: Uint8Array[] = [];
+    lite.batches(sql, [], { schema: () => undefined, batch: (ipc) => void ipcs.push(ipc) });
+    return answer(ipcs);
+  };
+  const joined = async (sql: string) => {
+    const ipcs: Uint8Array[] = [];
+    await duck.batches(sql, [], await duck.route(sql), {
+      schema: () => undefined,
+      batch: async (ipc) => void ipcs.push(ipc),
+    });
+    return answer(ipcs);
+  };
+
+  it('answers each column as a query of the SQLite dataset alone does: its declared type when every value fits, else its values’ own', async () => {
+    const columns = 'id, score, name, anything, ratio, amount, joined, price, plain';
+    const expected = [
+      {
+        id: 1,
+        score: '5',
+        name: 'a',
+        anything: '1',
+        ratio: 1.5,
+        amount: '3',
+        joined: '2026-01-01',
+        price: '1.25',
+        plain: 10,
+      },
+      {
+        id: 2,
+        score: 'n/a',
+        name: '7',
+        anything: 'x',
+        ratio: 2,
+        amount: 'abc',
+        joined: 'soon',
+        price: 'n/a',
+        plain: 20,
+      },
+      {
+        id: 3,
+        score: '2.5',
+        name: '3.5',
+        anything: '2.5',
+        ratio: null,
+        amount: '1.5',
+        joined: '20260103',
+        price: '3',
+        plain: null,
+      },
+      {
+        id: 4,
+        score: null,
+        name: null,
+        anything: null,
+        ratio: 2 ** 53,
+        amount: null,
+        joined: null,
+        price: null,
+        plain: 40,
+      },
+    ];
+    expect(alone(`SELECT ${columns} FROM mixed ORDER BY id`).rows).toEqual(expected);
+    const across = await joined(
+      `SELECT ${columns.replaceAll(/(\w+)/g, 'm.$1')} FROM orders o JOIN mixed m ON o.id = m.id ORDER BY m.id`,
+    );
+    expect(across.rows).toEqual(expected);
+    // A column whose values fit its declared type keeps it; DuckDB joins on the values as typed.
+    expect(
+      await rowsOf(
+        "SELECT typeof(m.plain) AS t, count(*) AS n FROM orders o JOIN mixed m ON o.id = m.id WHERE m.score = 'n/a' GROUP BY t",
+      ),
+    ).toEqual([{ t: 'BIGINT', n: 1 }]);
+  });
+
+  it('a column no one type holds fails only the query that reads it, naming the dataset, the column and the fix', async () => {
+    expect(
+      await rowsOf('SELECT count(*) AS n, sum(m.plain) AS s FROM orders o JOIN mixed m ON o.id = m.id'),
+    ).toEqual([{ n: 4, s: 70 }]);
+    // A BLOB among text: a query of the dataset alone fails too, asking for a cast.
+    expect(() => alone('SELECT photo FROM mixed')).toThrow(
+      /column 'photo' holds a BLOB in row 2 and TEXT in row 1/,
+    );
+    await expect(rowsOf('SELECT m.photo FROM orders o JOIN mixed m ON o.id = m.id')).rejects.toMatchObject({
+      code: 'ERR_QUERY_FAILED',
+      message: expect.stringContaining(
+        "SQLite dataset 'mixed' column 'photo' holds a BLOB in row 2 and TEXT in row 1, and a DuckDB column holds one type, so a query across engines cannot read it; read it in a query of 'mixed' alone (SQLite runs it: CAST(photo AS BLOB), or hex(photo) for text), or store one type in the column.",
+      ),
+    });
+    expect(alone('SELECT hex(photo) AS h FROM mixed WHERE id = 2').rows).toEqual([{ h: '00FF' }]);
+    // An integer beyond 2^53 among reals: no double holds it.
+    expect(() => alone('SELECT big FROM mixed')).toThrow(/column 'big' row 3 holds INTEGER 9007199254740993/);
+    await expect(
+      rowsOf('SELECT m.id, m.big FROM orders o JOIN mixed m ON o.id = m.id'),
+    ).rejects.toMatchObject({
+      message: expect.stringContaining(
+        "SQLite dataset 'mixed' column 'big' holds INTEGER 9007199254740993 in row 3, which its DOUBLE column (typed from its values) cannot hold",
+      ),
+    });
+    expect(alone('SELECT CAST(big AS TEXT) AS b FROM mixed WHERE id = 3').rows).toEqual([
+      { b: '9007199254740993' },
+    ]);
+  });
+
+  it('an empty SQLite table joins with its declared types', async () => {
+    expect(
+      await duck.rows(
+        'SELECT e.id, e.name, e.joined FROM orders o JOIN empty e ON o.id = e.id',
+        [],
+        await duck.route('SELECT e.id, e.name, e.joined FROM orders o JOIN empty e ON o.id = e.id'),
+      ),
+    ).toMatchObject({
+      kind: 'rows',
+      columns: [
+        { name: 'id', type: 'BIGINT' },
+        { name: 'name', type: 'VARCHAR' },
+        { name: 'joined', type: 'DATE' },
+      ],
+      rows: [],
+    });
+  });
+
+  async function rowsOf(sql: string) {
+    const outcome = await duck.rows(sql, [], await duck.route(sql));
+    return outcome.kind === 'rows' ? outcome.rows : outcome;
+  }
 });
 
 describe('SqliteNamespace', () => {
