@@ -219,8 +219,11 @@ export async function importSqliteDataset(
   const db = new Database(generation.path, { readonly: true, fileMustExist: true });
   try {
     const listed = sqliteColumnsInDuckDb(db, dataset);
+    // The listed columns by name: `*` also reads generated columns, which no listing shows.
     const statement = db
-      .prepare(`SELECT * FROM ${quoteIdentifier(dataset.name)}`)
+      .prepare(
+        `SELECT ${listed.map((column) => quoteIdentifier(column.name)).join(', ')} FROM ${quoteIdentifier(dataset.name)}`,
+      )
       .raw(true)
       .safeIntegers(true);
     const planners = listed.map((column) => new SqliteColumnPlanner(column.declared));

@@ -329,6 +329,27 @@ describe('reading an SQLite dataset into DuckDB', () => {
     ]);
   });
 
+  it('reads each listed column into its own column, a generated column (which no listing shows) in between', async () => {
+    const generated = join(dir, 'generated.sqlite');
+    await makeSqliteFile(generated, [
+      'CREATE TABLE generated (a INTEGER, twice INTEGER GENERATED ALWAYS AS (a * 2) VIRTUAL, c TEXT)',
+      "INSERT INTO generated (a, c) VALUES (1, 'x'), (2, 'y')",
+    ]);
+    await importSqliteDataset(
+      admin,
+      { name: 'generated', engine: 'sqlite', generation: { id: 46, path: generated, snapshotId: 1 } },
+      { maxRows: 10, maxBytes: 1 << 20 },
+    );
+    const reader = await admin.runAndReadAll('SELECT * FROM generated ORDER BY a');
+    expect([reader.columnNames(), reader.getRowsJson()]).toEqual([
+      ['a', 'c'],
+      [
+        ['1', 'x'],
+        ['2', 'y'],
+      ],
+    ]);
+  });
+
   it('refuses a dataset over the row or byte bound, and leaves no staging table', async () => {
     await expect(
       importSqliteDataset(admin, people(42), { maxRows: 1, maxBytes: 1 << 20 }),
