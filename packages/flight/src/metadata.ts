@@ -91,7 +91,8 @@ export async function preparedSchemas(
 /**
  * The schema `sql` streams, the statement run until its schema is known, then stopped (GetSchema):
  * under `LIMIT 0` an SQLite expression's type could not be read from its values (`count(*)` would
- * say Utf8, where the statement's answer says Int64). The task history records it as cancelled.
+ * say Utf8, where the statement's answer says Int64). Stopped there, it is no cancelled query: the
+ * task history records it only when it fails, as Spice records a schema lookup (`schemaOnly`).
  */
 export function runningSchema(
   source: ResultSource,
@@ -99,7 +100,7 @@ export function runningSchema(
   params: readonly JsonValue[],
   signal?: AbortSignal,
 ): Promise<Schema> {
-  return schemaOf(source, sql, params, signal, false);
+  return schemaOf(source, sql, params, signal, false, { schemaOnly: true });
 }
 
 /** The schema of `sql`'s result; its rows read to the end when `empty` (none), else not read at all. */

@@ -38,6 +38,8 @@ export interface ResultOptions {
   readonly snapshots?: Readonly<Record<string, number>>;
   /** The schema names the statement's parameters' types (the runtime's `StreamOptions.parameterTypes`). */
   readonly parameterTypes?: boolean;
+  /** Only the schema is read, the stream then stopped (the runtime's `StreamOptions.schemaOnly`). */
+  readonly schemaOnly?: boolean;
 }
 
 export interface ResultSource {
@@ -103,6 +105,7 @@ export function runtimeResultSource(
         ...(options.maxStalenessMs === undefined ? {} : { maxStalenessMs: options.maxStalenessMs }),
         ...(options.snapshots === undefined ? {} : { snapshots: options.snapshots }),
         ...(options.parameterTypes === true ? { parameterTypes: true } : {}),
+        ...(options.schemaOnly === true ? { schemaOnly: true } : {}),
       });
       return {
         schema: result.schema,

@@ -480,6 +480,36 @@ describe('prepared statements with parameters', () => {
     expect(several.code).toBe(status.INVALID_ARGUMENT);
     expect(several.details).toContain('bind exactly one row');
   });
+
+  it('GetSchema (of a statement, of a prepared one) is no cancelled query in the task history: Spice records a schema lookup only when it fails', async () => {
+    const history = async (input: string): Promise<unknown[]> => {
+      const query = `SELECT error_message FROM spice.runtime.task_history WHERE input = '${input.replaceAll("'", "''")}'`;
+      const table = await fetchTable(stub, cmd('CommandStatementQuery', { query }), auth());
+      return table.toArray().map((row) => row.error_message);
+    };
+    const getSchema = (descriptor: ReturnType<typeof cmd>) =>
+      call<{ schema: Buffer }>((done) => stub.GetSchema(descriptor, auth(), done));
+    const lite = "SELECT count(*) AS n, 'get-schema-lite' AS tag FROM users";
+    const duck = "SELECT count(*) AS n, 'get-schema-duck' AS tag FROM orders";
+    for (const query of [lite, duck]) await getSchema(cmd('CommandStatementQuery', { query }));
+    const prepared = "SELECT id, 'get-schema-prepared' AS tag FROM orders WHERE id >= $1";
+    const { handle } = await prepare(prepared);
+    await bind(handle, tableToIPC(tableFromArrays({ $1: [30] }), 'stream'));
+    const { schema } = await getSchema(
+      cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle }),
+    );
+    expect(typesOf(readSchema(schema))).toEqual({ id: 'Int64', tag: 'Utf8' });
+    // A lookup that fails is recorded, with its engine's error (Spice's handle_schema_error).
+    const broken = "SELECT nope, 'get-schema-broken' AS tag FROM orders";
+    await failure(getSchema(cmd('CommandStatementQuery', { query: broken })));
+    // Run for real, a statement is recorded once, as a query that ran (read after it).
+    for (const query of [lite, duck]) await fetchTable(stub, cmd('CommandStatementQuery', { query }), auth());
+    // Before: a row 'The query was cancelled…' for each GetSchema besides the run's.
+    expect(await history(lite)).toEqual([null]);
+    expect(await history(duck)).toEqual([null]);
+    expect(await history(prepared)).toEqual([]);
+    expect(await history(broken)).toEqual([expect.stringContaining('nope')]);
+  });
 });
 
 describe('refusals and errors as gRPC status codes', () => {

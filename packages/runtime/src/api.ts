@@ -221,6 +221,12 @@ export interface StreamOptions extends QueryOptions {
    * statement's plain ones. Flight's CreatePreparedStatement asks it for its parameter schema.
    */
   readonly parameterTypes?: boolean;
+  /**
+   * The caller wants the stream's schema only and stops the stream once it has it (Flight's
+   * GetSchema): the task history records it only when it fails before its schema, with its error —
+   * as Spice records a schema lookup — not as a query its caller cancelled.
+   */
+  readonly schemaOnly?: boolean;
 }
 
 export interface JsonOptions extends StreamOptions {

@@ -182,6 +182,7 @@ const QUERY_RULES: { readonly [K in keyof JsonOptions]-?: Rule } = {
   idleTimeoutMs: milliseconds,
   batchRows: whole(1),
   parameterTypes: boolean,
+  schemaOnly: boolean,
   inlineBytes: whole(0),
 };
 

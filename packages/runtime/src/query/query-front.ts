@@ -2,7 +2,7 @@
  * What the embed API's queries pass through before the query service: the SQL results cache
  * (results-cache.ts) — a hit is answered here, without a pool, a miss runs and its result is offered
  * to the cache once it has been handed over (off the answer's path) — and the task history
- * (task-history.ts), which records every query. With the cache off and the history off, a query
+ * (task-history.ts), which records every query (a schema lookup only when it fails). With the cache off and the history off, a query
  * goes straight to the service. A large streamed answer is followed by a full collection
  * (memory-return.ts).
  */
@@ -17,6 +17,7 @@ import type {
   RuntimeJsonRows,
   RuntimeQueryResult,
   RuntimeQueryStream,
+  StreamOptions,
 } from '../api.js';
 import type { Logger } from '../common/logging.js';
 import { untilAborted } from '../common/within.js';
@@ -129,7 +130,7 @@ export class QueryFront {
    * rows are known (a stream's when it ends). A failure is recorded, and logged when a limit stopped
    * it. `answer` and `finish` are methods or functions passed whole: no closure per query.
    */
-  async #recorded<O extends QueryOptions, T extends QueryProvenance, R>(
+  async #recorded<O extends StreamOptions, T extends QueryProvenance, R>(
     sql: string,
     params: readonly JsonValue[],
     options: O,
@@ -141,7 +142,10 @@ export class QueryFront {
     try {
       const syncing = record === undefined ? undefined : this.#syncHistory(sql);
       if (syncing !== undefined) await syncing;
-      return finish.call(this, await answer.call(this, sql, params, options), record, id);
+      // A schema lookup is recorded only when it fails (Spice's): stopping it once it has its
+      // schema is no cancellation.
+      const recordAnswer = options.schemaOnly === true ? undefined : record;
+      return finish.call(this, await answer.call(this, sql, params, options), recordAnswer, id);
     } catch (error) {
       record?.(undefined, 0, error);
       this.#limitReached(id, error);
