@@ -95,6 +95,12 @@ export interface NotificationQueue {
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
+/**
+ * A query parameter: a JSON scalar, or a `bigint` for an integer a JSON number cannot carry exactly
+ * (past ±(2^53−1)), bound as the integer it is (a string of digits binds as text).
+ */
+export type QueryParam = JsonValue | bigint;
+
 export interface ColumnInfo {
   readonly name: string;
   /** The engine's type name (`BIGINT`, `DECIMAL(18,2)`, `TEXT`). */
@@ -112,6 +118,6 @@ export interface Engine {
   readonly path: string;
   /** The table's real schema, mapped to the Arrow-JSON form a writer records. */
   schema(table: string): Promise<ArrowSchema>;
-  query(sql: string, params?: readonly JsonValue[]): Promise<QueryResult>;
+  query(sql: string, params?: readonly QueryParam[]): Promise<QueryResult>;
   close(): Promise<void>;
 }

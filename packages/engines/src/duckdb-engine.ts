@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
-import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core/base';
+import type { ArrowSchema, JsonValue, QueryParam, QueryResult } from '@ferry/core/base';
 import { DUCKDB_READ_ONLY_SETTINGS } from './duckdb-lockdown.js';
 import { duckdb } from './duckdb-node.js';
 import { duckDbTypeToArrow } from './duckdb-types.js';
@@ -108,6 +108,13 @@ export function columnsOf(result: Pick<DuckDBResult, 'columnNames' | 'columnType
   return { names, columns };
 }
 
+/** An integer bound as DuckDB types the literal: BIGINT, else HUGEINT, else DOUBLE. */
+function bindInteger(prepared: DuckDBPreparedStatement, position: number, value: bigint): void {
+  if (BigInt.asIntN(64, value) === value) prepared.bindBigInt(position, value);
+  else if (BigInt.asIntN(128, value) === value) prepared.bindHugeInt(position, value);
+  else prepared.bindDouble(position, Number(value));
+}
+
 /** Binds one value per `?` / `$n` (clearing earlier values); a count mismatch is `ERR_INVALID_PARAMETER`. */
 export function bindDuckDbParams(prepared: DuckDBPreparedStatement, params: readonly ScalarParam[]): void {
   prepared.clearBindings();
@@ -121,6 +128,7 @@ export function bindDuckDbParams(prepared: DuckDBPreparedStatement, params: read
     if (param === null) prepared.bindNull(position);
     else if (typeof param === 'boolean') prepared.bindBoolean(position, param);
     else if (typeof param === 'string') prepared.bindVarchar(position, param);
+    else if (typeof param === 'bigint') bindInteger(prepared, position, param);
     else if (Number.isSafeInteger(param)) prepared.bindBigInt(position, BigInt(param));
     else prepared.bindDouble(position, param);
   }
@@ -195,7 +203,7 @@ export class DuckDbEngine implements SnapshotEngine {
    */
   async query(
     sql: string,
-    params: readonly JsonValue[] = [],
+    params: readonly QueryParam[] = [],
     control: QueryControl = {},
   ): Promise<QueryResult> {
     if (this.#closing !== undefined) throw new EngineClosedError(this.path);

@@ -22,7 +22,7 @@
  * `spice.runtime.task_history`.
  */
 import type { DuckDBConnection, DuckDBPreparedStatement, DuckDBResult } from '@duckdb/node-api';
-import type { ArrowDataType, JsonValue } from '@ferry/core/base';
+import type { ArrowDataType, JsonValue, QueryParam } from '@ferry/core/base';
 import { BoundedCache } from './bounded-cache.js';
 import { sendDuckDbBatches } from './duckdb-batches.js';
 import { hasShow, isDescribe, parseTree, rewriteListings, spiceName, treeJson } from './duckdb-catalog.js';
@@ -458,7 +458,7 @@ export class DuckDbNamespace {
   /** Runs `sql` and answers JSON-safe rows (route it first; a route to SQLite is not run here). */
   rows(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     route: QueryRoute,
     control: NamespaceQueryControl = {},
   ): Promise<RowsOutcome> {
@@ -495,7 +495,7 @@ export class DuckDbNamespace {
   /** Runs `sql` and hands its result to `sink` as Arrow batches, waiting for the sink between batches. */
   batches(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     route: QueryRoute,
     sink: BatchSink,
     control: BatchControl = {},
@@ -517,7 +517,7 @@ export class DuckDbNamespace {
    */
   async #run<T>(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     route: QueryRoute,
     control: NamespaceQueryControl,
     consume: (started: StartedQuery, stop: () => void, emitted: () => void) => Promise<T>,
@@ -547,7 +547,7 @@ export class DuckDbNamespace {
 
   async #attempt<T>(
     asked: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     route: QueryRoute,
     control: NamespaceQueryControl,
     consume: (started: StartedQuery, stop: () => void) => Promise<T>,

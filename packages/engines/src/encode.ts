@@ -5,7 +5,7 @@
  * `YYYY-MM-DDTHH:MM:SS.ffffff` (nanosecond types: 9 digits; `Z` appended for TIMESTAMPTZ).
  * Also the parameter check and the column-name de-duplication both engines apply.
  */
-import type { JsonValue } from '@ferry/core/base';
+import type { JsonValue, QueryParam } from '@ferry/core/base';
 import { InvalidParameterError } from './errors.js';
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -129,13 +129,14 @@ export function jsonObjects(
   return json;
 }
 
-export type ScalarParam = null | boolean | number | string;
+/** A parameter as it binds: a `bigint` is an integer past what a JSON number carries exactly. */
+export type ScalarParam = null | boolean | number | string | bigint;
 
 /**
  * Only scalars bind the same way in both engines; anything else is refused with its position. The
  * list itself must be an array (a JavaScript caller may pass an options object in its place).
  */
-export function scalarParams(params: readonly JsonValue[]): readonly ScalarParam[] {
+export function scalarParams(params: readonly QueryParam[]): readonly ScalarParam[] {
   if (!Array.isArray(params)) {
     const got = params === null ? 'null' : typeof params === 'object' ? 'an object' : typeof params;
     throw new InvalidParameterError(
@@ -143,7 +144,14 @@ export function scalarParams(params: readonly JsonValue[]): readonly ScalarParam
     );
   }
   return params.map((param, index) => {
-    if (param === null || typeof param === 'boolean' || typeof param === 'string') return param;
+    if (
+      param === null ||
+      typeof param === 'boolean' ||
+      typeof param === 'string' ||
+      typeof param === 'bigint'
+    ) {
+      return param;
+    }
     if (typeof param === 'number') {
       if (Number.isFinite(param)) return param;
       throw new InvalidParameterError(

@@ -9,7 +9,7 @@ import {
   type ArrowSchema,
   type Engine,
   FerryError,
-  type JsonValue,
+  type QueryParam,
   type QueryResult,
   SnapshotRejectedError,
   SnapshotRejectionCode,
@@ -42,7 +42,7 @@ export interface QueryControl {
 }
 
 export interface SnapshotEngine extends Engine {
-  query(sql: string, params?: readonly JsonValue[], control?: QueryControl): Promise<QueryResult>;
+  query(sql: string, params?: readonly QueryParam[], control?: QueryControl): Promise<QueryResult>;
   /** The columns of `table` in order, or `undefined` when the file has no such table. */
   columns(table: string): Promise<readonly TableColumn[] | undefined>;
   /**

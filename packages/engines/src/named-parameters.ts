@@ -5,13 +5,13 @@
  * markers are found by the guard's tokenizer, so a `$name` inside a string, a quoted identifier or
  * a comment is left alone.
  */
-import type { JsonValue } from '@ferry/core/base';
+import type { QueryParam } from '@ferry/core/base';
 import { InvalidParameterError } from './errors.js';
 import { type SqlDialect, tokenizeSql } from './sql-guard.js';
 
-export interface NumberedStatement {
+export interface NumberedStatement<T extends QueryParam = QueryParam> {
   readonly sql: string;
-  readonly params: readonly JsonValue[];
+  readonly params: readonly T[];
 }
 
 /**
@@ -20,16 +20,16 @@ export interface NumberedStatement {
  * value, and for positional markers (`?`, `?1`, `$1`) or SQLite's `:name` / `@name` next to named
  * values.
  */
-export function numberNamedParameters(
+export function numberNamedParameters<T extends QueryParam>(
   sql: string,
-  named: Readonly<Record<string, JsonValue>>,
+  named: Readonly<Record<string, T>>,
   dialect: SqlDialect = 'duckdb',
-): NumberedStatement {
-  const values = new Map<string, JsonValue>();
+): NumberedStatement<T> {
+  const values = new Map<string, T>();
   for (const [key, value] of Object.entries(named))
     values.set(key.startsWith('$') ? key.slice(1) : key, value);
   const numbers = new Map<string, number>();
-  const params: JsonValue[] = [];
+  const params: T[] = [];
   let out = '';
   let copied = 0;
   for (const token of tokenizeSql(sql, dialect, { positions: true })) {
@@ -47,7 +47,7 @@ export function numberNamedParameters(
           `Query parameter $${name} has no value; add "${name}" to the "parameters" object.`,
         );
       }
-      params.push(values.get(name) as JsonValue);
+      params.push(values.get(name) as T);
       number = params.length;
       numbers.set(name, number);
     }

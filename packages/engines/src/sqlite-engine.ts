@@ -7,7 +7,7 @@
  * is what a worker pool calls; `query` wraps it in a promise.
  */
 
-import type { ArrowSchema, JsonValue, QueryResult } from '@ferry/core/base';
+import type { ArrowSchema, JsonValue, QueryParam, QueryResult } from '@ferry/core/base';
 import Database from 'better-sqlite3';
 import {
   base64,
@@ -49,10 +49,14 @@ export function sqliteBindingOf(tokens: readonly SqlToken[]): SqliteBinding {
   return markers.some((marker) => marker.text.length > 1) ? 'numbered' : 'positional';
 }
 
-/** The arguments better-sqlite3 binds for `params` (booleans as 0/1, integers exact). */
+/**
+ * The arguments better-sqlite3 binds for `params` (booleans as 0/1, integers exact; an integer past
+ * 64 bits a REAL, as SQLite reads such a literal).
+ */
 export function sqliteArguments(binding: SqliteBinding, params: readonly ScalarParam[]): unknown[] {
   const values = params.map((param) => {
     if (typeof param === 'boolean') return param ? 1n : 0n;
+    if (typeof param === 'bigint') return BigInt.asIntN(64, param) === param ? param : Number(param);
     if (typeof param === 'number' && Number.isSafeInteger(param)) return BigInt(param);
     return param;
   });
@@ -135,7 +139,7 @@ export class SqliteEngine implements SnapshotEngine {
   }
 
   /** Run one read-only query synchronously; its columns as {@link sqliteColumns} types them. */
-  querySync(sql: string, params: readonly JsonValue[] = []): QueryResult {
+  querySync(sql: string, params: readonly QueryParam[] = []): QueryResult {
     const db = this.#open();
     const values = scalarParams(params);
     return this.#wrap(() => {
@@ -151,7 +155,7 @@ export class SqliteEngine implements SnapshotEngine {
     });
   }
 
-  query(sql: string, params: readonly JsonValue[] = []): Promise<QueryResult> {
+  query(sql: string, params: readonly QueryParam[] = []): Promise<QueryResult> {
     return promised(() => this.querySync(sql, params));
   }
 

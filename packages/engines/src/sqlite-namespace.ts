@@ -12,7 +12,7 @@
  * statement; statements are prepared once and kept (an LRU). Everything here is synchronous: it
  * runs in the read pool's workers.
  */
-import type { ArrowDataType, JsonValue } from '@ferry/core/base';
+import type { ArrowDataType, QueryParam } from '@ferry/core/base';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import Database from 'better-sqlite3';
 import { batchToIpc } from './arrow-results.js';
@@ -447,7 +447,7 @@ export class SqliteNamespace {
    */
   #withStatement<T>(
     asked: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     shapeKey: string | undefined,
     work: (sql: string, prepared: Prepared, args: unknown[], read: DatasetRead[]) => T,
   ): T {
@@ -477,7 +477,7 @@ export class SqliteNamespace {
   /** Runs `sql` and answers JSON-safe rows; reading stops at the first row or byte over a cap. */
   rows(
     asked: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     control: NamespaceQueryControl = {},
     shapeKey?: string,
   ): RowsOutcome {
@@ -510,7 +510,7 @@ export class SqliteNamespace {
    */
   batches(
     asked: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     sink: SyncBatchSink,
     control: BatchControl = {},
     shapeKey?: string,
@@ -531,7 +531,7 @@ export class SqliteNamespace {
    */
   cursor(
     asked: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     sink: SyncBatchSink,
     control: BatchControl = {},
     shapeKey?: string,

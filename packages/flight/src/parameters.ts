@@ -152,7 +152,7 @@ function markerNames(sql: string): Set<string> {
  * order of their object) fill the markers by name, as the HTTP API's named parameters do;
  * otherwise the values bind by position ({@link parametersOf}).
  */
-export function boundStatement(sql: string, batches: readonly RecordBatch[]): NumberedStatement {
+export function boundStatement(sql: string, batches: readonly RecordBatch[]): NumberedStatement<JsonValue> {
   const params = parametersOf(batches);
   const columns = batches.find((batch) => batch.numRows > 0)?.schema.fields.map((field) => field.name) ?? [];
   const bare = columns.map((name) => (name.startsWith('$') ? name.slice(1) : name));

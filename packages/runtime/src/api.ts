@@ -33,6 +33,7 @@ import type {
   FileFormat,
   JsonValue,
   PollResult,
+  QueryParam,
   QueryResult,
   SnapshotEntry,
   SpicepodConfig,
@@ -55,6 +56,7 @@ export type {
   InspectionEvent,
   JsonValue,
   PollResult,
+  QueryParam,
   QueryResult,
   SnapshotEntry,
   SpicepodConfig,
@@ -470,16 +472,20 @@ export interface Runtime {
   readonly configErrors: readonly ConfigIssue[];
   readonly configWarnings: readonly ConfigIssue[];
   /** Runs one read-only statement over the namespace of every dataset; JSON-safe rows. */
-  query(sql: string, params?: readonly JsonValue[], options?: QueryOptions): Promise<RuntimeQueryResult>;
+  query(sql: string, params?: readonly QueryParam[], options?: QueryOptions): Promise<RuntimeQueryResult>;
   /** The same, answered as an apache-arrow `Table` (capped like `query`). */
-  queryArrow(sql: string, params?: readonly JsonValue[], options?: QueryOptions): Promise<RuntimeArrowResult>;
+  queryArrow(
+    sql: string,
+    params?: readonly QueryParam[],
+    options?: QueryOptions,
+  ): Promise<RuntimeArrowResult>;
   /**
    * The same, streamed: resolves once the schema is known; the batches follow as the consumer reads
    * them (not capped by `maxResultRows`; see {@link StreamOptions}).
    */
   queryStream(
     sql: string,
-    params?: readonly JsonValue[],
+    params?: readonly QueryParam[],
     options?: StreamOptions,
   ): Promise<RuntimeQueryStream>;
   /**
@@ -487,7 +493,7 @@ export interface Runtime {
    * (no batch crosses a thread; see {@link JsonOptions}), a larger one as the stream `queryStream`
    * answers. What `POST /v1/sql` answers `application/json` from.
    */
-  queryJson(sql: string, params?: readonly JsonValue[], options?: JsonOptions): Promise<RuntimeJsonAnswer>;
+  queryJson(sql: string, params?: readonly QueryParam[], options?: JsonOptions): Promise<RuntimeJsonAnswer>;
   datasets(): DatasetInfo[];
   /** The dataset's machine status; throws `ERR_UNKNOWN_DATASET` for a name not configured. */
   status(name: string): DatasetInfo;
@@ -519,7 +525,7 @@ export interface Runtime {
    */
   resultVersion(
     sql: string,
-    params?: readonly JsonValue[],
+    params?: readonly QueryParam[],
     options?: Pick<QueryOptions, 'snapshots' | 'maxStalenessMs'>,
   ): string | undefined;
   /**

@@ -18,7 +18,6 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
-import type { JsonValue } from '@ferry/core/base';
 import type { SqlDialect } from '@ferry/engines';
 import {
   type DatasetInfo,
@@ -46,7 +45,7 @@ import { BadRequestError, httpStatusFor, SnapshotsReadOnlyError } from './errors
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotEntry, snapshotSummary } from './snapshot-view.js';
-import { exactJsonText, parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
+import { exactJson, parseSqlRequest, SQL_BODY_HINT, SQL_BODY_SCHEMA } from './sql-request.js';
 import {
   type AnswerOptions,
   answerSql,
@@ -196,7 +195,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
   const dialect = dialectFor(runtime);
   // JSON for any JSON media type (`application/json`, `…/…+json`); any other body is text. Either
   // must be UTF-8 (Spice: 400 "invalid UTF-8 sequence"): replacing a byte would run other SQL.
-  // An integer JSON.parse would round (Spice's serde reads it exactly) is read as its digits.
+  // An integer past 2^53 JSON.parse would make a double (Spice's serde reads it exactly) is a bigint.
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(
@@ -206,7 +205,10 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const text = utf8Body(body as Buffer);
       if (text instanceof Error) done(text);
       else {
-        json(request, exactJsonText(text), done);
+        const exact = exactJson(text);
+        json(request, exact.text, (error, body) =>
+          error ? done(error, undefined) : done(null, exact.revive(body)),
+        );
       }
     },
   );
@@ -269,7 +271,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       const version =
         request.headers['if-none-match'] === undefined
           ? undefined
-          : runtime.resultVersion(sql, params as JsonValue[], { ...pins, ...bound });
+          : runtime.resultVersion(sql, params, { ...pins, ...bound });
       if (version !== undefined && matchesIfNoneMatch(request.headers, entityTag(version, type))) {
         return reply.code(304).header('etag', entityTag(version, type)).send();
       }
@@ -292,7 +294,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
         );
         outcome = 'ok';
         provenanceHeaders(reply, answer.provenance);
-        cacheHeaders(reply, sql, params as JsonValue[], answer.provenance, type);
+        cacheHeaders(reply, sql, params, answer.provenance, type);
         return reply.type(answer.contentType).send(answer.body);
       } finally {
         metrics.observeQuery((performance.now() - started) / 1000, outcome);

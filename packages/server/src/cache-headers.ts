@@ -7,7 +7,7 @@
  * while no dataset it read has swapped (and, under `X-Ferry-Max-Staleness`, none is staler than it).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { JsonValue } from '@ferry/core/base';
+import type { QueryParam } from '@ferry/core/base';
 import { asksNoCache, cacheStatusFields, type QueryProvenance, resultVersion } from '@ferry/runtime';
 import type { FastifyReply } from 'fastify';
 
@@ -42,7 +42,7 @@ export function matchesIfNoneMatch(headers: IncomingHttpHeaders, tag: string): b
 export function cacheHeaders(
   reply: FastifyReply,
   sql: string,
-  params: readonly JsonValue[],
+  params: readonly QueryParam[],
   result: QueryProvenance,
   contentType: string,
 ): void {

@@ -5,7 +5,8 @@
  * `numberNamedParameters`). Ferry's `params` (a list) stays as an alias. The JSON schema checks the
  * shape; this turns it into the statement and the values the runtime binds.
  */
-import type { JsonValue } from '@ferry/core/base';
+import { randomUUID } from 'node:crypto';
+import type { QueryParam } from '@ferry/core/base';
 import { numberNamedParameters, type SqlDialect } from '@ferry/engines/sql';
 import { BadRequestError } from './errors.js';
 
@@ -32,32 +33,51 @@ export const SQL_BODY_SCHEMA = {
 /** A JSON string, or a JSON number. */
 const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 
+/** A JSON body to parse and what turns the parsed value into the one sent ({@link exactJson}). */
+export interface ExactJson {
+  readonly text: string;
+  revive(parsed: unknown): unknown;
+}
+
+const AS_PARSED: ExactJson['revive'] = (parsed) => parsed;
+
 /**
- * The JSON `text` with every integer a JSON number cannot carry exactly (outside its strings)
- * written as a string of its digits: `JSON.parse` would read it as a neighbouring double, so a
- * parameter would bind another value (and select other rows) than the client sent, where Spice's
- * serde reads it exactly. As a string it binds exactly wherever the statement gives it a type
- * (`WHERE id = $1`, `IN`, `LIMIT`, a cast) — as Flight's Int64 parameters past 2^53 do — and
- * answers the same JSON text (such an integer is written as a string). Unchanged when there is none.
+ * A JSON body read exactly: every integer past ±(2^53−1) (outside its strings) is a `bigint`.
+ * `JSON.parse` would read it as a double (a neighbouring one, or one that binds as DOUBLE), so a
+ * parameter would bind another value (and select other rows) than the client sent, or be no
+ * integer in `$1 + 1`, where Spice's serde reads it exactly. `text` has each written as a string
+ * of its digits behind a mark made for this body (no client can send it); `revive` turns those
+ * strings back into the integers. A string of digits the client sent stays a string.
  */
-export function exactJsonText(text: string): string {
-  if (!/\d{16}/.test(text)) return text;
-  return text.replace(JSON_TOKEN, (token) =>
-    !token.startsWith('"') && /^-?\d{16,}$/.test(token) && BigInt(Number(token)) !== BigInt(token)
-      ? `"${token}"`
-      : token,
-  );
+export function exactJson(text: string): ExactJson {
+  if (!/\d{16}/.test(text)) return { text, revive: AS_PARSED };
+  const mark = `\u0000${randomUUID()}:`;
+  let marked = false;
+  const rewritten = text.replace(JSON_TOKEN, (token) => {
+    if (token.startsWith('"') || !/^-?\d{16,}$/.test(token) || Number.isSafeInteger(Number(token)))
+      return token;
+    marked = true;
+    return `"\\u0000${mark.slice(1)}${token}"`;
+  });
+  if (!marked) return { text, revive: AS_PARSED };
+  const revive = (value: unknown): unknown => {
+    if (typeof value === 'string') return value.startsWith(mark) ? BigInt(value.slice(mark.length)) : value;
+    if (Array.isArray(value)) return value.map(revive);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, revive(item)]));
+  };
+  return { text: rewritten, revive };
 }
 
 export interface SqlRequest {
   readonly sql: string;
-  readonly params: readonly JsonValue[];
+  readonly params: readonly QueryParam[];
 }
 
 interface SqlJsonBody {
   readonly sql: string;
-  readonly parameters?: readonly JsonValue[] | Readonly<Record<string, JsonValue>>;
-  readonly params?: readonly JsonValue[];
+  readonly parameters?: readonly QueryParam[] | Readonly<Record<string, QueryParam>>;
+  readonly params?: readonly QueryParam[];
 }
 
 /**
@@ -83,5 +103,5 @@ export function parseSqlRequest(body: unknown, dialect: (sql: string) => SqlDial
   }
   const values = parameters ?? params ?? [];
   if (Array.isArray(values)) return { sql, params: values };
-  return numberNamedParameters(sql, values as Readonly<Record<string, JsonValue>>, dialect(sql));
+  return numberNamedParameters(sql, values as Readonly<Record<string, QueryParam>>, dialect(sql));
 }

@@ -22,7 +22,7 @@
  * many answers at once never hold the event loop from probes, new connections and refusals.
  */
 import { Readable } from 'node:stream';
-import type { JsonValue } from '@ferry/core/base';
+import type { QueryParam } from '@ferry/core/base';
 import {
   arrowJsonSchema,
   batchIpcMessages,
@@ -133,7 +133,7 @@ export type CutAnswer = (error: unknown) => void;
 export async function answerSql(
   runtime: Runtime,
   sql: string,
-  params: readonly JsonValue[],
+  params: readonly QueryParam[],
   type: SqlMediaType,
   options: AnswerOptions,
   limits: SqlLimits = {},

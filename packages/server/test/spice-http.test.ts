@@ -222,6 +222,43 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
       200,
       '[{"a":"9007199254740993","b":"9007199254740992","c":1e+300,"d":"12345678901234567891","e":"12345678901234567891"}]',
     ]);
+    // Alone in arithmetic it is the integer it is, as a small one is (before, DuckDB asked for a
+    // cast and SQLite's abs() answered 9007199254740992): BIGINT, HUGEINT past int64 (DuckDB).
+    const spice = { 'content-type': 'application/json', accept: 'application/vnd.spiceai.sql.v1+json' };
+    for (const [table, no] of [
+      ['orders', false],
+      ['users', 0],
+    ] as const) {
+      const alone = await post(
+        '/v1/sql',
+        `{"sql": "SELECT $1 + 1 AS a, $1 * 2 AS b, abs($2) AS c, $1 = id AS d FROM ${table} ORDER BY id LIMIT 1", "parameters": [9007199254740993, -9007199254740993]}`,
+        spice,
+      );
+      expect(alone.status, `${table}: ${alone.text}`).toBe(200);
+      const body = alone.json<{
+        data: unknown[];
+        schema: { fields: { name: string; data_type: unknown }[] };
+      }>();
+      expect(body.data, table).toEqual([
+        { a: '9007199254740994', b: '18014398509481986', c: '9007199254740993', d: no },
+      ]);
+      expect(body.schema.fields.slice(0, 3).map((field) => field.data_type)).toEqual([
+        'Int64',
+        'Int64',
+        'Int64',
+      ]);
+      // A string of digits stays a string, in the same request and in the results cache's key.
+      const kinds = `{"sql": "SELECT typeof($1) AS t FROM ${table} LIMIT 1", "parameters": [X]}`;
+      const number = await json(kinds.replace('X', '9007199254740993'));
+      const text = await json(kinds.replace('X', '"9007199254740993"'));
+      expect([number.json(), text.json()], table).toEqual(
+        table === 'orders' ? [[{ t: 'BIGINT' }], [{ t: 'VARCHAR' }]] : [[{ t: 'integer' }], [{ t: 'text' }]],
+      );
+    }
+    const huge = await json(
+      '{"sql": "SELECT $1 + 1 AS h, typeof($1) AS t FROM orders LIMIT 1", "parameters": [-12345678901234567891]}',
+    );
+    expect([huge.status, huge.text]).toEqual([200, '[{"h":"-12345678901234567890","t":"HUGEINT"}]']);
   });
 
   it("records an HTTP query in the task history with protocol 'http'", async () => {

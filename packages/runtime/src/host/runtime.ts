@@ -14,7 +14,7 @@ import {
   type ConfigIssue,
   type DatasetConfig,
   type DatasetEmitted,
-  type JsonValue,
+  type QueryParam,
   retentionOf,
   type SpicepodConfig,
 } from '@ferry/core/base';
@@ -498,7 +498,7 @@ class HostRuntime implements Runtime {
 
   async query(
     sql: string,
-    params: readonly JsonValue[] = [],
+    params: readonly QueryParam[] = [],
     options: QueryOptions = {},
   ): Promise<RuntimeQueryResult> {
     this.#admit('query', sql, options);
@@ -507,7 +507,7 @@ class HostRuntime implements Runtime {
 
   async queryArrow(
     sql: string,
-    params: readonly JsonValue[] = [],
+    params: readonly QueryParam[] = [],
     options: QueryOptions = {},
   ): Promise<RuntimeArrowResult> {
     this.#admit('queryArrow', sql, options);
@@ -516,7 +516,7 @@ class HostRuntime implements Runtime {
 
   async queryStream(
     sql: string,
-    params: readonly JsonValue[] = [],
+    params: readonly QueryParam[] = [],
     options: StreamOptions = {},
   ): Promise<RuntimeQueryStream> {
     this.#admit('queryStream', sql, options);
@@ -526,7 +526,7 @@ class HostRuntime implements Runtime {
 
   async queryJson(
     sql: string,
-    params: readonly JsonValue[] = [],
+    params: readonly QueryParam[] = [],
     options: JsonOptions = {},
   ): Promise<RuntimeJsonAnswer> {
     this.#admit('queryJson', sql, options);
@@ -542,7 +542,7 @@ class HostRuntime implements Runtime {
 
   async #queryJson(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: JsonOptions,
   ): Promise<RuntimeJsonAnswer> {
     const answer = await this.#front.queryJson(sql, params, sharedSignal(options));
@@ -605,7 +605,7 @@ class HostRuntime implements Runtime {
 
   resultVersion(
     sql: string,
-    params: readonly JsonValue[] = [],
+    params: readonly QueryParam[] = [],
     options: Pick<QueryOptions, 'snapshots' | 'maxStalenessMs'> = {},
   ): string | undefined {
     checkQueryOptions('resultVersion', options, RESULT_VERSION_RULES);

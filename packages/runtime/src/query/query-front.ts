@@ -6,7 +6,13 @@
  * goes straight to the service. A large streamed answer is followed by a full collection
  * (memory-return.ts).
  */
-import { errorCode, type JsonValue, type ResultsCacheConfig, type TaskHistoryConfig } from '@ferry/core/base';
+import {
+  errorCode,
+  type JsonValue,
+  type QueryParam,
+  type ResultsCacheConfig,
+  type TaskHistoryConfig,
+} from '@ferry/core/base';
 import { type RecordBatch, type Schema, Table } from 'apache-arrow';
 import type {
   JsonOptions,
@@ -132,9 +138,9 @@ export class QueryFront {
    */
   async #recorded<O extends StreamOptions, T extends QueryProvenance, R>(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: O,
-    answer: (this: QueryFront, sql: string, params: readonly JsonValue[], options: O) => Promise<T>,
+    answer: (this: QueryFront, sql: string, params: readonly QueryParam[], options: O) => Promise<T>,
     finish: (this: QueryFront, result: T, record: TaskRecorder<T> | undefined, id: number) => R,
   ): Promise<R> {
     const id = ++this.#queryIds;
@@ -188,7 +194,7 @@ export class QueryFront {
    * What the cache looks a statement up by: its datasets at the snapshots it will read — the pinned
    * ones (`snapshots`) for a pinned query, so it is never answered from another snapshot's entry.
    */
-  #lookup(sql: string, params: readonly JsonValue[], options: Pick<QueryOptions, 'snapshots'>): CacheLookup {
+  #lookup(sql: string, params: readonly QueryParam[], options: Pick<QueryOptions, 'snapshots'>): CacheLookup {
     const pins = options.snapshots;
     return {
       sql,
@@ -220,7 +226,7 @@ export class QueryFront {
   #cachedOr<A, V>(
     kind: string,
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: QueryOptions,
     run: () => Promise<A>,
     shared: ((answer: A) => V | undefined) | undefined,
@@ -258,7 +264,7 @@ export class QueryFront {
   #offer(
     kind: string,
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     provenance: QueryProvenance,
     value: unknown,
     bytes: () => number,
@@ -271,7 +277,7 @@ export class QueryFront {
   /** The version the statement's result has now and the datasets that decide it; undefined when not told without running it. */
   resultVersion(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: Pick<QueryOptions, 'snapshots'>,
   ): { readonly version: string; readonly datasets: readonly string[] } | undefined {
     const lookup = this.#lookup(sql, params, options);
@@ -288,16 +294,16 @@ export class QueryFront {
     return this.#cache.counters();
   }
 
-  query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+  query(sql: string, params: readonly QueryParam[], options: QueryOptions): Promise<RuntimeQueryResult> {
     return this.#recorded(sql, params, options, this.#query, recordRows);
   }
 
-  queryArrow(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeArrowResult> {
+  queryArrow(sql: string, params: readonly QueryParam[], options: QueryOptions): Promise<RuntimeArrowResult> {
     return this.#recorded(sql, params, options, this.#queryArrow, recordTable);
   }
 
   /** `inlineBytes: 0` asks for a stream (the runtime's `queryStream`). */
-  queryJson(sql: string, params: readonly JsonValue[], options: JsonOptions): Promise<RuntimeJsonAnswer> {
+  queryJson(sql: string, params: readonly QueryParam[], options: JsonOptions): Promise<RuntimeJsonAnswer> {
     return this.#recorded(sql, params, options, this.#queryJson, this.#handOn);
   }
 
@@ -367,7 +373,7 @@ export class QueryFront {
 
   async #query(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: QueryOptions,
   ): Promise<RuntimeQueryResult> {
     const found = this.#cachedOr(
@@ -391,7 +397,7 @@ export class QueryFront {
 
   async #queryArrow(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: QueryOptions,
   ): Promise<RuntimeArrowResult> {
     const found = this.#cachedOr(
@@ -417,7 +423,7 @@ export class QueryFront {
 
   async #queryJson(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: JsonOptions,
   ): Promise<RuntimeJsonRows | FrontStream> {
     const inline = options.inlineBytes ?? INLINE_JSON_BYTES;
@@ -449,7 +455,7 @@ export class QueryFront {
   #kept(
     kind: string,
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: QueryOptions,
     stream: RuntimeQueryStream,
   ): FrontStream {

@@ -5,7 +5,7 @@
  * not serving yet, or names the datasets in a "too large" error. Arrow batches travel as IPC bytes
  * (transferred, not copied), at most `window` of them ahead of what the host's consumer took.
  */
-import { type JsonValue, type SerializedError, serializeError } from '@ferry/core/base';
+import { type QueryParam, type SerializedError, serializeError } from '@ferry/core/base';
 import {
   type BatchOutcome,
   batchObjects,
@@ -24,7 +24,7 @@ import type { LogRecord } from '../common/logging.js';
 /** One query as a pool runs it. */
 export interface QueryRequest {
   readonly sql: string;
-  readonly params: readonly JsonValue[];
+  readonly params: readonly QueryParam[];
   /** Caps: 0 = none. Rows apply to JSON and Arrow tables, not to streams. */
   readonly maxRows: number;
   readonly maxBytes: number;
@@ -39,6 +39,41 @@ export interface QueryRequest {
   readonly inline?: number;
   /** A stream's schema names its parameters' types (`BatchControl.parameterTypes`). */
   readonly parameterTypes?: boolean;
+}
+
+/**
+ * Queries as the JSON text a batch crosses threads in (a string crosses cheaper than objects),
+ * with their `bigint` parameters beside it (JSON has no such value; a structured clone carries
+ * them): each as its query's and parameter's index and the value, null in the text.
+ */
+export interface QueriesText {
+  readonly queries: string;
+  readonly bigints?: readonly (readonly [query: number, param: number, value: bigint])[] | undefined;
+}
+
+/** `queries` as {@link QueriesText}. */
+export function queriesText(queries: readonly QueryRequest[]): QueriesText {
+  const bigints: [number, number, bigint][] = [];
+  for (const [query, { params }] of queries.entries()) {
+    // Parameters that are no list (a JavaScript caller's mistake) are refused where they bind.
+    if (!Array.isArray(params)) continue;
+    for (const [param, value] of params.entries()) {
+      if (typeof value === 'bigint') bigints.push([query, param, value]);
+    }
+  }
+  if (bigints.length === 0) return { queries: JSON.stringify(queries) };
+  return {
+    queries: JSON.stringify(queries, (_key, value: unknown) => (typeof value === 'bigint' ? null : value)),
+    bigints,
+  };
+}
+
+/** The queries {@link queriesText} wrote. */
+export function queriesOf(text: QueriesText): QueryRequest[] {
+  const queries = JSON.parse(text.queries) as { params: QueryParam[] }[];
+  for (const [query, param, value] of text.bigints ?? [])
+    (queries[query] as { params: QueryParam[] }).params[param] = value;
+  return queries as unknown as QueryRequest[];
 }
 
 /**

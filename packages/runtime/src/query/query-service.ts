@@ -17,7 +17,7 @@
  * reading, so an oversized result is never held whole), and for streams the bytes, the engine time
  * per batch and the consumer's idleness (`result-stream.ts`).
  */
-import { deserializeError, type JsonValue, retentionOf } from '@ferry/core/base';
+import { deserializeError, type QueryParam, retentionOf } from '@ferry/core/base';
 import type { DatasetRead, NamespaceCatalog, NamespaceTaskHistory, PinnedGeneration } from '@ferry/engines';
 import {
   BoundedCache,
@@ -411,7 +411,11 @@ export class QueryService {
     return untilAborted(query.answer, options.signal, cancelled, query.cancel);
   }
 
-  async query(sql: string, params: readonly JsonValue[], options: QueryOptions): Promise<RuntimeQueryResult> {
+  async query(
+    sql: string,
+    params: readonly QueryParam[],
+    options: QueryOptions,
+  ): Promise<RuntimeQueryResult> {
     this.#admission.admit();
     try {
       const { maxResultRows: maxRows, maxResultBytes: maxBytes } = this.#options;
@@ -429,7 +433,7 @@ export class QueryService {
 
   async queryArrow(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: QueryOptions,
   ): Promise<RuntimeArrowResult> {
     this.#admission.admit();
@@ -451,7 +455,7 @@ export class QueryService {
    */
   async queryJson(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: StreamOptions,
     inline: number,
   ): Promise<RuntimeQueryStream | RuntimeJsonRows> {
@@ -477,7 +481,7 @@ export class QueryService {
 
   async #stream(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     options: StreamOptions,
     maxRows: number,
     maxBytes: number,

@@ -14,7 +14,7 @@
  * result's `version`: the `/v1/sql` ETag. Identical requests arriving while one runs wait for its
  * answer (`find` → `running`, `share`): a stampede on one statement runs it once.
  */
-import { errorCode, type JsonValue, type ResultsCacheConfig } from '@ferry/core/base';
+import { errorCode, type QueryParam, type ResultsCacheConfig } from '@ferry/core/base';
 import { BoundedCache, isCacheableStatement, textBytes } from '@ferry/engines/sql';
 import { LRUCache } from 'lru-cache';
 import type { DatasetRead } from '../api.js';
@@ -25,7 +25,7 @@ export type CacheStatus = 'hit' | 'miss' | 'bypass';
 /** What the host knows of a statement before it runs: the datasets it reads, and the snapshot each serves. */
 export interface CacheLookup {
   readonly sql: string;
-  readonly params: readonly JsonValue[];
+  readonly params: readonly QueryParam[];
   /** The datasets the statement reads (its route), or undefined when not known yet. */
   readonly datasets: readonly string[] | undefined;
   /** A pinned query's snapshots, by dataset name in lower case: they key it, not the ones served. */
@@ -116,9 +116,18 @@ function snapshotsPart(read: readonly DatasetRead[]): string {
  * An entry's key. `kind` is which answer it holds: `query`'s rows (`rows`), `queryArrow`'s table
  * (`table`), or `queryJson`'s and `queryStream`'s, by the inline bound, batching and cap asked
  * (`json/<inline>/<batchRows>/<maxBytes>`): a hit answers exactly what running the query would.
+ * A `bigint` parameter is written `{"n":"<digits>"}` (no parameter is an object): it binds as an
+ * integer, the string of its digits as text.
  */
-function keyOf(kind: string, sql: string, params: readonly JsonValue[], snapshots: string): string {
-  return `${kind}\u0000${snapshots}\u0000${params.length === 0 ? '' : JSON.stringify(params)}\u0000${sql}`;
+function keyOf(kind: string, sql: string, params: readonly QueryParam[], snapshots: string): string {
+  return `${kind}\u0000${snapshots}\u0000${params.length === 0 ? '' : paramsKey(params)}\u0000${sql}`;
+}
+
+function paramsKey(params: readonly QueryParam[]): string {
+  if (!params.some((param) => typeof param === 'bigint')) return JSON.stringify(params);
+  return JSON.stringify(params, (_key, value: unknown) =>
+    typeof value === 'bigint' ? { n: value.toString() } : value,
+  );
 }
 
 /**
@@ -126,7 +135,7 @@ function keyOf(kind: string, sql: string, params: readonly JsonValue[], snapshot
  * construction) of what decides its rows, not of its kind. Not cryptographic — an ETag only has to
  * tell two versions of one request apart — and about a tenth of a SHA-256's cost, on every answer.
  */
-function versionOf(sql: string, params: readonly JsonValue[], snapshots: string): string {
+function versionOf(sql: string, params: readonly QueryParam[], snapshots: string): string {
   const text = keyOf('rows', sql, params, snapshots);
   let h1 = 0xdeadbeef ^ text.length;
   let h2 = 0x41c6ce57 ^ text.length;
@@ -147,7 +156,7 @@ function versionOf(sql: string, params: readonly JsonValue[], snapshots: string)
  */
 export function resultVersion(
   sql: string,
-  params: readonly JsonValue[],
+  params: readonly QueryParam[],
   read: readonly DatasetRead[],
 ): string {
   return versionOf(sql, params, snapshotsPart(read));
@@ -306,7 +315,7 @@ export class ResultsCache {
   set(
     kind: string,
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     read: readonly DatasetRead[],
     value: unknown,
     bytes: number,

@@ -38,7 +38,7 @@ import { youngGenerationOf } from '../common/thread-limits.js';
 import { QueryCancelledError, QueryTimeoutError } from '../errors.js';
 import { CatalogBoard, type SharedCatalog } from './catalog-board.js';
 import type { PoolQuery, QueryListener } from './duckdb-query-pool.js';
-import type { QueryAnswer, QueryRequest } from './query-protocol.js';
+import { type QueryAnswer, type QueryRequest, queriesText } from './query-protocol.js';
 import { isExpensive, nextBatch, nextCost } from './sqlite-batching.js';
 import { clearRegion, isRunning, MAX_BATCH, stopBuffer, stopQuery } from './sqlite-stops.js';
 import type {
@@ -524,7 +524,7 @@ export class SqliteReadPool {
         (await this.#pool.run(
           {
             catalog: this.#catalogOf(),
-            queries: JSON.stringify(batch.map((pending) => pending.query)),
+            ...queriesText(batch.map((pending) => pending.query)),
             slot,
           },
           { signal: running.stop },

@@ -30,8 +30,10 @@ import { memoryReturn } from './memory-return.js';
 import {
   answerOf,
   InlineResult,
+  type QueriesText,
   type QueryAnswer,
   type QueryRequest,
+  queriesOf,
   SchemaWithFirstBatch,
 } from './query-protocol.js';
 import { isStopped, markRunning, regionOf } from './sqlite-stops.js';
@@ -65,11 +67,10 @@ export interface SqlitePoolBuffers {
   readonly stops: SharedArrayBuffer;
 }
 
-export interface SqliteReadBatch {
+/** A batch of queries a worker runs: their JSON text and `bigint` parameters ({@link QueriesText}). */
+export interface SqliteReadBatch extends QueriesText {
   /** The catalog, when the board cannot hold it. */
   readonly catalog?: SharedCatalog | undefined;
-  /** The queries, as JSON text of `QueryRequest[]` (a string crosses threads cheaper than objects). */
-  readonly queries: string;
   /**
    * The batch's slot of the progress buffer, where the worker writes `[index, startedAtMs]` of the
    * query it runs now (`Date.now()` clock; the host set the index to -1 before sending it).
@@ -278,7 +279,7 @@ export interface SqliteBatchAnswer {
  */
 export default function run(batch: SqliteReadBatch): string {
   const { slot } = batch;
-  const queries = JSON.parse(batch.queries) as QueryRequest[];
+  const queries = queriesOf(batch);
   const answers: QueryAnswer[] = [];
   const ms: number[] = [];
   const region = regionOf(stops, slot);
