@@ -5,7 +5,7 @@
  * streams. A stream whose client went away (cancelled) ends quietly: the client is gone, there is
  * no one to tell; the failure is logged at debug with its cause.
  */
-import { type JsonValue, redactSecrets } from '@ferry/core/base';
+import { type QueryParam, redactSecrets } from '@ferry/core/base';
 import type { Logger, Runtime } from '@ferry/runtime';
 import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
 import type { KeyCheck } from './auth.js';
@@ -25,7 +25,7 @@ export interface Pending {
 export interface Prepared {
   readonly sql: string;
   /** The statement as it runs with `params`: `sql`, its `$name` markers numbered when bound by name. */
-  bound: { readonly sql: string; readonly params: readonly JsonValue[] };
+  bound: { readonly sql: string; readonly params: readonly QueryParam[] };
 }
 
 export interface FlightContext {

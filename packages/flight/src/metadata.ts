@@ -5,7 +5,7 @@
  * streams. A dataset still waiting for its first snapshot has no schema yet and is listed with an
  * empty one; any other failure is the call's error, with its cause.
  */
-import type { ArrowDataType, JsonValue } from '@ferry/core/base';
+import type { ArrowDataType, QueryParam } from '@ferry/core/base';
 import { arrowTypeOf, PARAMETER_TYPES_METADATA } from '@ferry/engines/namespaces';
 import { RUNTIME_SCHEMA } from '@ferry/engines/sql';
 import type { Runtime } from '@ferry/runtime';
@@ -52,7 +52,7 @@ export function listedTables(runtime: Runtime): catalog.ListedTable[] {
 export async function statementSchema(
   source: ResultSource,
   sql: string,
-  params: readonly JsonValue[],
+  params: readonly QueryParam[],
   signal?: AbortSignal,
   options?: ResultOptions,
 ): Promise<Schema> {
@@ -97,7 +97,7 @@ export async function preparedSchemas(
 export function runningSchema(
   source: ResultSource,
   sql: string,
-  params: readonly JsonValue[],
+  params: readonly QueryParam[],
   signal?: AbortSignal,
 ): Promise<Schema> {
   return schemaOf(source, sql, params, signal, false, { schemaOnly: true });
@@ -107,7 +107,7 @@ export function runningSchema(
 async function schemaOf(
   source: ResultSource,
   sql: string,
-  params: readonly JsonValue[],
+  params: readonly QueryParam[],
   signal: AbortSignal | undefined,
   empty: boolean,
   options?: ResultOptions,

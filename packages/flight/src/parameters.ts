@@ -1,11 +1,11 @@
 /**
  * Prepared statement parameters as clients bind them: one Arrow record batch sent with DoPut,
  * one column per placeholder (Spice's SDKs name them `$1`, `$2`; other drivers use any names, in
- * placeholder order), one row. The values become the runtime's JSON-safe parameters: 64-bit
- * integers beyond 2^53 and decimals as exact strings, dates and timestamps as ISO text (which
- * both engines compare and cast), booleans, floats and text as they are.
+ * placeholder order), one row. The values become the runtime's parameters: 64-bit integers beyond
+ * 2^53 as bigints (bound as integers), decimals as exact strings, dates and timestamps as ISO text
+ * (which both engines compare and cast), booleans, floats and text as they are.
  */
-import type { JsonValue } from '@ferry/core/base';
+import type { JsonValue, QueryParam } from '@ferry/core/base';
 import { type NumberedStatement, numberNamedParameters, tokenizeSql } from '@ferry/engines/sql';
 import {
   DataType,
@@ -32,10 +32,11 @@ const DIGITS: Readonly<Record<TimeUnit, number>> = {
   [TimeUnit.NANOSECOND]: 9,
 };
 
-function jsonInteger(value: bigint): number | string {
+/** A 64-bit integer as a number when one carries it exactly, else as the bigint (bound as the integer). */
+function integerParam(value: bigint): number | bigint {
   return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
     ? Number(value)
-    : value.toString();
+    : value;
 }
 
 function decimalText(unscaled: bigint, scale: number): string {
@@ -79,7 +80,7 @@ function unscaledOf(words: Uint32Array, at: number): bigint {
   return BigInt.asIntN(128, value);
 }
 
-function parameterValue(vector: Vector, field: Field, index: number): JsonValue {
+function parameterValue(vector: Vector, field: Field, index: number): QueryParam {
   if (!vector.isValid(0)) return null;
   const type = field.type as DataType;
   const raw = vector.data[0]?.values as ArrayLike<number | bigint> | undefined;
@@ -87,7 +88,7 @@ function parameterValue(vector: Vector, field: Field, index: number): JsonValue 
   if (DataType.isBool(type)) return vector.get(0) as boolean;
   if (DataType.isInt(type)) {
     const value = vector.get(0) as number | bigint;
-    return typeof value === 'bigint' ? jsonInteger(value) : value;
+    return typeof value === 'bigint' ? integerParam(value) : value;
   }
   if (DataType.isFloat(type)) return vector.get(0) as number;
   if (DataType.isUtf8(type) || DataType.isLargeUtf8(type)) return vector.get(0) as string;
@@ -115,7 +116,7 @@ function parameterValue(vector: Vector, field: Field, index: number): JsonValue 
 const NUMBERED = /^\$?(\d+)$/;
 
 /** The one parameter row of the batches a client bound (no rows: no parameters). */
-export function parametersOf(batches: readonly RecordBatch[]): JsonValue[] {
+export function parametersOf(batches: readonly RecordBatch[]): QueryParam[] {
   const rows = batches.reduce((sum, batch) => sum + batch.numRows, 0);
   if (rows === 0) return [];
   if (rows > 1) {
@@ -152,7 +153,7 @@ function markerNames(sql: string): Set<string> {
  * order of their object) fill the markers by name, as the HTTP API's named parameters do;
  * otherwise the values bind by position ({@link parametersOf}).
  */
-export function boundStatement(sql: string, batches: readonly RecordBatch[]): NumberedStatement<JsonValue> {
+export function boundStatement(sql: string, batches: readonly RecordBatch[]): NumberedStatement {
   const params = parametersOf(batches);
   const columns = batches.find((batch) => batch.numRows > 0)?.schema.fields.map((field) => field.name) ?? [];
   const bare = columns.map((name) => (name.startsWith('$') ? name.slice(1) : name));

@@ -4,7 +4,7 @@
  * uploads are refused here with the runtime guard's wording (Spice's text for writes), before
  * anything runs.
  */
-import type { JsonValue } from '@ferry/core/base';
+import type { QueryParam } from '@ferry/core/base';
 import { assertReadOnlySql, WriteRejectedError } from '@ferry/engines/sql';
 import type { Runtime } from '@ferry/runtime';
 import type { Prepared } from './calls.js';
@@ -15,7 +15,7 @@ import { type FlightDescriptor, type SqlMessage, unpackSql } from './protocol.js
 /** A statement and its parameters; in a ticket, also the pins it was read with. */
 export interface Statement {
   readonly sql: string;
-  readonly params: readonly JsonValue[];
+  readonly params: readonly QueryParam[];
   readonly snapshots?: Readonly<Record<string, number>>;
 }
 
@@ -37,7 +37,8 @@ const KEY_BYTES = 16;
  * A statement ticket's handle: the key of the result waiting here, then the statement as JSON, so
  * a server that does not hold the result (another replica behind a load balancer that spreads
  * calls, as AWS's ALB does with gRPC; or this one, once the ticket was redeemed or expired) runs
- * it again, as Spice, whose tickets carry the SQL, does.
+ * it again, as Spice, whose tickets carry the SQL, does. A bigint parameter is written
+ * `{"n":"<digits>"}` (no parameter is an object).
  */
 export function statementHandle(key: Buffer, statement: Statement): Buffer {
   const { sql, params, snapshots } = statement;
@@ -46,11 +47,18 @@ export function statementHandle(key: Buffer, statement: Statement): Buffer {
     snapshots === undefined ? { sql, params } : { sql, params, snapshots },
     (_, value) => {
       if (typeof value === 'number' && !Number.isFinite(value)) exact = false;
-      return value;
+      return typeof value === 'bigint' ? { n: value.toString() } : value;
     },
   );
   // JSON has no NaN or Infinity (they would run again as NULL): such a ticket is redeemed here only.
   return exact ? Buffer.concat([key, Buffer.from(text)]) : key;
+}
+
+/** The bigint a ticket's parameter `{"n":"<digits>"}` stands for ({@link statementHandle}). */
+function bigintOf(param: unknown): bigint | undefined {
+  if (typeof param !== 'object' || param === null || Array.isArray(param)) return undefined;
+  const { n, ...rest } = param as Record<string, unknown>;
+  return typeof n === 'string' && /^-?\d+$/.test(n) && Object.keys(rest).length === 0 ? BigInt(n) : undefined;
 }
 
 function ticketStatement(bytes: Uint8Array): Statement {
@@ -72,7 +80,7 @@ function ticketStatement(bytes: Uint8Array): Statement {
   }
   return {
     sql,
-    params: params as JsonValue[],
+    params: params.map((param: unknown) => bigintOf(param) ?? (param as QueryParam)),
     ...(snapshots === undefined ? {} : { snapshots: snapshots as Record<string, number> }),
   };
 }

@@ -9,7 +9,7 @@
  * from `ARROW:FLIGHT:SQL:TYPE_NAME`), and only as the consumer takes them, so a result larger than
  * memory streams; this file only keeps each batch under gRPC's message limit.
  */
-import type { JsonValue } from '@ferry/core/base';
+import type { QueryParam } from '@ferry/core/base';
 import type { CacheStatus, DatasetRead, Runtime } from '@ferry/runtime';
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 
@@ -46,7 +46,7 @@ export interface ResultSource {
   /** Runs one read-only statement; rejects with the runtime's errors (codes and messages). */
   stream(
     sql: string,
-    params: readonly JsonValue[],
+    params: readonly QueryParam[],
     signal: AbortSignal,
     options?: ResultOptions,
   ): Promise<ArrowResult>;
