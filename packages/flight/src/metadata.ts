@@ -44,20 +44,21 @@ export function listedTables(runtime: Runtime): catalog.ListedTable[] {
 /**
  * The schema `sql` answers with, none of its rows computed: `SELECT * FROM (sql) LIMIT 0`, read to
  * its (empty) end, so no engine runs the statement for it (SQLite would scan a table for a first
- * row) and the task history records a query that ran, not one its caller cancelled (a row saying
- * so for every prepared statement and table listed with its schema, before); the
- * statement as it is when it cannot be wrapped (a trailing `;`), which also gives a broken
- * statement's error.
+ * row); the statement as it is when it cannot be wrapped (a trailing `;`), which also gives a
+ * broken statement's error. A lookup, not a query its caller ran: the wrapped statement is never in
+ * the task history (no row naming SQL nobody sent, no error for a `;`), the statement as it is as
+ * `options.taskHistory` says — never as cancelled once its schema is known.
  */
 export async function statementSchema(
   source: ResultSource,
   sql: string,
   params: readonly QueryParam[],
+  options: ResultOptions & { readonly taskHistory: 'failure' | 'none' },
   signal?: AbortSignal,
-  options?: ResultOptions,
 ): Promise<Schema> {
   try {
-    return await schemaOf(source, `SELECT * FROM (${sql}\n) LIMIT 0`, params, signal, true, options);
+    const wrapped = `SELECT * FROM (${sql}\n) LIMIT 0`;
+    return await schemaOf(source, wrapped, params, signal, true, { ...options, taskHistory: 'none' });
   } catch {
     return schemaOf(source, sql, params, signal, false, options);
   }
@@ -76,7 +77,14 @@ export async function preparedSchemas(
   signal?: AbortSignal,
 ): Promise<{ readonly dataset: Schema; readonly parameters: Schema }> {
   const nulls = Array<null>(count).fill(null);
-  const result = await statementSchema(source, sql, nulls, signal, { parameterTypes: true });
+  // Recorded when it fails, with its error, as Spice records a statement it could not prepare.
+  const result = await statementSchema(
+    source,
+    sql,
+    nulls,
+    { parameterTypes: true, taskHistory: 'failure' },
+    signal,
+  );
   const metadata = new Map(result.metadata);
   const listed = metadata.get(PARAMETER_TYPES_METADATA);
   metadata.delete(PARAMETER_TYPES_METADATA);
@@ -92,7 +100,7 @@ export async function preparedSchemas(
  * The schema `sql` streams, the statement run until its schema is known, then stopped (GetSchema):
  * under `LIMIT 0` an SQLite expression's type could not be read from its values (`count(*)` would
  * say Utf8, where the statement's answer says Int64). Stopped there, it is no cancelled query: the
- * task history records it only when it fails, as Spice records a schema lookup (`schemaOnly`).
+ * task history records it only when it fails, as Spice records a schema lookup.
  */
 export function runningSchema(
   source: ResultSource,
@@ -100,7 +108,7 @@ export function runningSchema(
   params: readonly QueryParam[],
   signal?: AbortSignal,
 ): Promise<Schema> {
-  return schemaOf(source, sql, params, signal, false, { schemaOnly: true });
+  return schemaOf(source, sql, params, signal, false, { taskHistory: 'failure' });
 }
 
 /** The schema of `sql`'s result; its rows read to the end when `empty` (none), else not read at all. */
@@ -132,7 +140,10 @@ export async function tableSchema(
   table: Pick<catalog.ListedTable, 'schema' | 'name'>,
 ): Promise<Schema> {
   try {
-    return await statementSchema(source, `SELECT * FROM ${catalog.qualifiedName(table)}`, []);
+    // The server's own lookup (Spice reads a listed table's schema from its catalog): not recorded.
+    return await statementSchema(source, `SELECT * FROM ${catalog.qualifiedName(table)}`, [], {
+      taskHistory: 'none',
+    });
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (typeof code === 'string' && NOT_SERVING.has(code)) return new Schema([]);

@@ -38,8 +38,8 @@ export interface ResultOptions {
   readonly snapshots?: Readonly<Record<string, number>>;
   /** The schema names the statement's parameters' types (the runtime's `StreamOptions.parameterTypes`). */
   readonly parameterTypes?: boolean;
-  /** Only the schema is read, the stream then stopped (the runtime's `StreamOptions.schemaOnly`). */
-  readonly schemaOnly?: boolean;
+  /** A schema lookup: what the task history records of it (the runtime's `StreamOptions.taskHistory`). */
+  readonly taskHistory?: 'failure' | 'none';
 }
 
 export interface ResultSource {
@@ -105,7 +105,7 @@ export function runtimeResultSource(
         ...(options.maxStalenessMs === undefined ? {} : { maxStalenessMs: options.maxStalenessMs }),
         ...(options.snapshots === undefined ? {} : { snapshots: options.snapshots }),
         ...(options.parameterTypes === true ? { parameterTypes: true } : {}),
-        ...(options.schemaOnly === true ? { schemaOnly: true } : {}),
+        ...(options.taskHistory === undefined ? {} : { taskHistory: options.taskHistory }),
       });
       return {
         schema: result.schema,

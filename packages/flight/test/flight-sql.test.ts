@@ -528,6 +528,28 @@ describe('prepared statements with parameters', () => {
     expect(await history(prepared)).toEqual([]);
     expect(await history(broken)).toEqual([expect.stringContaining('nope')]);
   });
+
+  it('preparing a statement and listing tables with their schemas leave no row in the task history but a failure, with the statement sent', async () => {
+    const history = async (like: string): Promise<unknown[]> => {
+      const query = `SELECT input, error_message FROM spice.runtime.task_history WHERE input LIKE '${like}' ORDER BY start_time`;
+      const table = await fetchTable(stub, cmd('CommandStatementQuery', { query }), auth());
+      return table.toArray().map((row) => [row.input, row.error_message]);
+    };
+    // A trailing ';' is no subquery: its schema comes from the statement as it is, stopped there.
+    const ended = "SELECT id, 'prepared-ended' AS tag FROM users;";
+    await prepare(ended);
+    await prepare("SELECT id, 'prepared-plain' AS tag FROM orders WHERE id >= $1");
+    const broken = "SELECT nope, 'prepared-broken' AS tag FROM orders";
+    await failure(prepare(broken));
+    // Before: the wrapped statement's error ('…exactly one statement…') and the statement's
+    // 'cancelled' for the first; a LIMIT 0 row for the second; two error rows for the third.
+    expect(await history('%prepared-%')).toEqual([[broken, expect.stringContaining('nope')]]);
+    // A table listed with its schema is the server's own lookup (Spice reads its catalog): no row,
+    // not even the "not ready" of a dataset still waiting for its first snapshot.
+    await fetchTable(stub, cmd('CommandGetTables', { includeSchema: true }), auth());
+    expect(await history('%LIMIT 0')).toEqual([]);
+    expect(await history('%"late"%')).toEqual([]);
+  });
 });
 
 describe('refusals and errors as gRPC status codes', () => {

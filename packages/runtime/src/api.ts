@@ -224,11 +224,13 @@ export interface StreamOptions extends QueryOptions {
    */
   readonly parameterTypes?: boolean;
   /**
-   * The caller wants the stream's schema only and stops the stream once it has it (Flight's
-   * GetSchema): the task history records it only when it fails before its schema, with its error —
-   * as Spice records a schema lookup — not as a query its caller cancelled.
+   * The statement is a schema lookup, its stream stopped once its schema is known (Flight's
+   * GetSchema, CreatePreparedStatement, GetTables' schemas): `'failure'`, the task history records
+   * it only when it fails before its schema, with its error, as Spice records a schema lookup —
+   * never as a query its caller cancelled; `'none'`, not at all (a lookup of the server's own, such
+   * as a table's schema GetTables lists). Absent: recorded as every query is.
    */
-  readonly schemaOnly?: boolean;
+  readonly taskHistory?: 'failure' | 'none';
 }
 
 export interface JsonOptions extends StreamOptions {

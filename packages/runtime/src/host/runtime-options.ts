@@ -182,7 +182,8 @@ const QUERY_RULES: { readonly [K in keyof JsonOptions]-?: Rule } = {
   idleTimeoutMs: milliseconds,
   batchRows: whole(1),
   parameterTypes: boolean,
-  schemaOnly: boolean,
+  taskHistory: (value) =>
+    value === 'failure' || value === 'none' ? undefined : `must be 'failure' or 'none' (got ${got(value)})`,
   inlineBytes: whole(0),
 };
 

@@ -2,7 +2,7 @@
  * What the embed API's queries pass through before the query service: the SQL results cache
  * (results-cache.ts) — a hit is answered here, without a pool, a miss runs and its result is offered
  * to the cache once it has been handed over (off the answer's path) — and the task history
- * (task-history.ts), which records every query (a schema lookup only when it fails). With the cache off and the history off, a query
+ * (task-history.ts), which records every query (a schema lookup as its caller asks). With the cache off and the history off, a query
  * goes straight to the service. A large streamed answer is followed by a full collection
  * (memory-return.ts).
  */
@@ -148,12 +148,12 @@ export class QueryFront {
     try {
       const syncing = record === undefined ? undefined : this.#syncHistory(sql);
       if (syncing !== undefined) await syncing;
-      // A schema lookup is recorded only when it fails (Spice's): stopping it once it has its
-      // schema is no cancellation.
-      const recordAnswer = options.schemaOnly === true ? undefined : record;
+      // A schema lookup is recorded only when it fails, as Spice records one (stopping it once it
+      // has its schema is no cancellation), or not at all.
+      const recordAnswer = options.taskHistory === undefined ? record : undefined;
       return finish.call(this, await answer.call(this, sql, params, options), recordAnswer, id);
     } catch (error) {
-      record?.(undefined, 0, error);
+      if (options.taskHistory !== 'none') record?.(undefined, 0, error);
       this.#limitReached(id, error);
       throw error;
     }
