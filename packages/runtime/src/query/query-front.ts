@@ -2,9 +2,9 @@
  * What the embed API's queries pass through before the query service: the SQL results cache
  * (results-cache.ts) — a hit is answered here, without a pool, a miss runs and its result is offered
  * to the cache once it has been handed over (off the answer's path) — and the task history
- * (task-history.ts), which records every query (a schema lookup as its caller asks). With the cache off and the history off, a query
- * goes straight to the service. A large streamed answer is followed by a full collection
- * (memory-return.ts).
+ * (task-history.ts), which records every query (a schema lookup as its caller asks). With the
+ * cache off and the history off, a query goes straight to the service. A large streamed answer is
+ * followed by a full collection (memory-return.ts).
  */
 import {
   errorCode,
