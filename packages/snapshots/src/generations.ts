@@ -43,8 +43,9 @@ export function generationDirFor(livePath: string, dataDir: string, dataset: str
 }
 
 /**
- * Links the live file as a new generation of snapshot `snapshotId` (`<id>-<random>.<ext>`: a name
- * never used before, even across restarts) and removes all but the last {@link GENERATIONS_KEPT}.
+ * Links the live file as a new generation of snapshot `snapshotId` (`<id>-<time>-<random>.<ext>`: a
+ * name never used before, even across restarts; its time, `Date.now()` or just after the newest
+ * link's when the wall clock stepped back, orders it newest) and removes all but the last {@link GENERATIONS_KEPT}.
  * `prune: false` leaves the removal to the caller (`pruneGenerations(dir, GENERATIONS_KEPT)`):
  * removing the last link of a large file frees its blocks, tens of ms that need not come before
  * the new generation is announced.
@@ -56,7 +57,10 @@ export async function linkGeneration(
   options: { readonly prune?: boolean } = {},
 ): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const path = join(dir, `${snapshotId}-${Date.now()}-${randomBytes(4).toString('hex')}${extname(livePath)}`);
+  // Its time orders it newest: never before the newest link's, though the wall clock stepped back.
+  const newest = (await datedGenerations(dir))[0]?.at ?? 0;
+  const at = Math.max(Date.now(), newest + 1);
+  const path = join(dir, `${snapshotId}-${at}-${randomBytes(4).toString('hex')}${extname(livePath)}`);
   await link(livePath, path);
   if (options.prune !== false) await pruneGenerations(dir, GENERATIONS_KEPT);
   return path;

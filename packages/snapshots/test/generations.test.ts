@@ -6,7 +6,7 @@
 import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   GENERATIONS_KEPT,
   generationDirFor,
@@ -75,6 +75,31 @@ describe('generations', () => {
     expect(await readdir(gens)).toHaveLength(GENERATIONS_KEPT + 2);
     await pruneGenerations(gens, GENERATIONS_KEPT);
     expect(await readdir(gens)).toHaveLength(GENERATIONS_KEPT);
+  });
+
+  it('a link made after the wall clock stepped back is still the newest, and pruning keeps it', async () => {
+    // Found reading the prune: links were ordered by the Date.now() in their names, so after a step
+    // back (NTP, a VM resumed) the current snapshot's new link sorted oldest and the swap's prune
+    // unlinked it while the host was handing it to the query workers.
+    const live = join(dir, 'stepped.duckdb');
+    const gens = generationDirFor(live, dir, 'stepped');
+    await writeFile(live, 'x');
+    const now = Date.now();
+    const clock = vi.spyOn(Date, 'now');
+    try {
+      for (let index = 0; index < GENERATIONS_KEPT; index++) {
+        clock.mockReturnValue(now + index);
+        await linkGeneration(live, gens, index, { prune: false });
+      }
+      clock.mockReturnValue(now - 3_600_000);
+      const current = await linkGeneration(live, gens, GENERATIONS_KEPT, { prune: false });
+      await pruneRetained(gens, { retain: 1 }, GENERATIONS_KEPT);
+      expect(await readdir(gens)).toContain(current.split('/').pop());
+      await pruneGenerations(gens, 1);
+      expect(await readdir(gens)).toEqual([current.split('/').pop()]);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('live files in the data directory link under its .generations; others beside themselves', () => {
