@@ -107,6 +107,13 @@ const cases: Array<{ name: string; body: string; expected: ParsedNotification }>
   { name: 'an s3:TestEvent', body: testEvent, expected: { kind: 'test' } },
   { name: 'an s3:TestEvent in an SNS envelope', body: sns(testEvent), expected: { kind: 'test' } },
   {
+    // Spice's parse_notification_body takes a top-level eventName of s3:TestEvent as a test event too
+    // (spice-reference §4); it was reported as not an S3 event notification, at warn.
+    name: 'an s3:TestEvent named by eventName',
+    body: JSON.stringify({ eventName: 's3:TestEvent', bucket: 'b' }),
+    expected: { kind: 'test' },
+  },
+  {
     name: 'an EventBridge Object Created event, key used as is',
     body: eventBridge('Object Created', 'b', 'p+q/month=2025-11/metadata.json'),
     expected: {

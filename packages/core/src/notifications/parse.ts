@@ -142,7 +142,8 @@ function parseEventBridge(event: JsonObject): ParsedNotification {
 /** Everything but the SNS envelope, which may wrap any of these. */
 function parseEvent(value: unknown, where: string): ParsedNotification {
   if (!isObject(value)) return unparseable(`${where} is not a JSON object`);
-  if (value.Event === 's3:TestEvent') return { kind: 'test' };
+  // As Spice's parser: S3 names it in `Event`; a top-level `eventName` of it counts too.
+  if (value.Event === 's3:TestEvent' || value.eventName === 's3:TestEvent') return { kind: 'test' };
   if (Array.isArray(value.Records)) return parseS3Records(value.Records);
   if ('detail-type' in value || 'source' in value) return parseEventBridge(value);
   return unparseable(`${where} is not an S3 event, an EventBridge S3 event or an s3:TestEvent`);
