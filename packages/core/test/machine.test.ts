@@ -191,6 +191,33 @@ describe('dataset machine: validation before download', () => {
     expect(turso.status()).toMatchObject({ state: 'serving', servingSnapshotId: 0 });
   });
 
+  it("Validate before download: an entry naming no snapshot-engine downloads with Spice's warning, at each download", async () => {
+    // spice-reference §1 "Engine check": absent snapshot-engine → a warning, then the download goes ahead.
+    const h = await serving();
+    h.store.publish(2);
+    const { engine: _engine, ...entry } = h.store.snapshots[h.store.snapshots.length - 1] ?? {};
+    h.store.snapshots[h.store.snapshots.length - 1] = entry as (typeof h.store.snapshots)[number];
+    h.downloads.failures.set(2, new Error('connection reset'));
+    await h.advance(INTERVAL);
+    h.downloads.failures.delete(2);
+    h.store.touch();
+    await h.advance(INTERVAL);
+    expect(h.status().servingSnapshotId).toBe(2);
+    const warned = h.logs.filter((line) =>
+      line.message.startsWith('Downloading snapshot without engine metadata'),
+    );
+    expect(warned).toEqual(
+      [1, 2].map(() => ({
+        level: 'warn',
+        message:
+          'Downloading snapshot without engine metadata; skipping engine compatibility validation which may restore an incompatible snapshot',
+        fields: { dataset: 'orders', snapshotId: 2, snapshot: 's3://bucket/snapshots/orders_2.duckdb' },
+      })),
+    );
+    // Entries that name their engine download without it (snapshot 1, bootstrapped above).
+    expect(h.downloads.preparedIds).toEqual([1, 2, 2]);
+  });
+
   it("Validate before download: without a configured engine the dataset's metadata engine is used", async () => {
     const store = new FakeStore();
     store.datasetEngine = 'duckdb';

@@ -166,6 +166,7 @@ function datasetSetup({ now, random, park }: DatasetMachineClock) {
       selectCandidates: stepAction((context) => steps.selectCandidates(context)),
       recordCurrentSnapshotMissing: stepAction((context) => steps.recordCurrentSnapshotMissing(context)),
       refuseCandidate: stepAction((context) => steps.refuseCandidate(context)),
+      warnEngineUnknown: stepAction((context) => steps.warnEngineUnknown(context)),
       recordAuthenticationFailure: stepAction((context, params: { error: unknown }) =>
         steps.recordAuthenticationFailure(context, params.error),
       ),
@@ -399,6 +400,7 @@ export function createDatasetMachine(clock: DatasetMachineClock) {
       },
     }),
     downloading: chart.createStateConfig({
+      entry: 'warnEngineUnknown',
       invoke: {
         id: 'downloadSnapshot',
         src: 'downloadSnapshot',

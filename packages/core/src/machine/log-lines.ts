@@ -19,6 +19,10 @@ export function waitingForFirstSnapshot(dataset: string, location: string): stri
 export const OLDER_THAN_LOADED =
   'snapshot metadata current id is older than the locally loaded snapshot; skipping reload to avoid regression';
 
+/** A candidate whose entry names no `snapshot-engine` is downloaded with no engine check: said at each download. */
+export const DOWNLOADING_WITHOUT_ENGINE =
+  'Downloading snapshot without engine metadata; skipping engine compatibility validation which may restore an incompatible snapshot';
+
 /** `warn` (or a failure nothing retries): the bootstrap attempt is given up until the next check. */
 export function bootstrapContinuing(dataset: string, location: string, error: string): string {
   return `Failed to bootstrap snapshot; continuing without a downloaded snapshot. dataset=${dataset} location=${location} error=${error}`;

@@ -21,6 +21,7 @@ import {
   attemptingNextSnapshot,
   bootstrapContinuing,
   bootstrapRetrying,
+  DOWNLOADING_WITHOUT_ENGINE,
   fallbackBootstrapFailed,
   fallbackDownloadFailed,
   loadsPublishedSnapshots,
@@ -369,6 +370,14 @@ export function recordFailure(
     },
     emitted: [{ type: 'error', dataset: context.name, error: info, snapshotId }],
   };
+}
+
+/** Spice's warning as a download starts of a snapshot whose entry names no engine (nothing to check it against). */
+export function warnEngineUnknown(context: DatasetContext): Step {
+  const candidate = currentCandidate(context);
+  if (candidate === undefined || candidate.entry.engine !== undefined) return NO_STEP;
+  const { snapshotId, uri } = candidate.entry;
+  return { logs: [entry(context, 'warn', DOWNLOADING_WITHOUT_ENGINE, { snapshotId, snapshot: uri })] };
 }
 
 export function refuseCandidate(context: DatasetContext): Step {
