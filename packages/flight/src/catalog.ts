@@ -334,13 +334,83 @@ export function xdbcTypeInfo(dataType: number | undefined): MetadataResult {
   );
 }
 
-type InfoValue = string | boolean | { readonly int32: number };
+/**
+ * A GetSqlInfo value, by the union member it travels as: `string_value`, `bool_value`,
+ * `bigint_value`, `int32_bitmask` (also an enum's ordinal), `int32_to_int32_list_map`.
+ */
+type InfoValue =
+  | string
+  | boolean
+  | { readonly bigint: number }
+  | { readonly int32: number }
+  | { readonly map: readonly (readonly [number, readonly number[]])[] };
 
+/** An `int32_bitmask` of `enumName`'s values `names` (bit `1 << value` each). */
+function bitmask(enumName: string, names: readonly string[]): { readonly int32: number } {
+  return { int32: names.reduce((mask, name) => mask | (1 << sqlEnumValue(enumName, name)), 0) };
+}
+
+/**
+ * SQL_SUPPORTS_CONVERT: the `CAST`s both engines take between the SQL types JDBC asks about (a
+ * number to a number or text, text to anything, a date or time to text and to its datetime kin).
+ */
+function supportsConvert(): InfoValue {
+  const type = (name: string) => sqlEnumValue('SqlSupportsConvert', `SQL_CONVERT_${name}`);
+  const numbers = ['BIGINT', 'BIT', 'DECIMAL', 'FLOAT', 'INTEGER', 'NUMERIC', 'REAL', 'SMALLINT', 'TINYINT'];
+  const text = ['CHAR', 'LONGVARCHAR', 'VARCHAR'];
+  const to: Record<string, readonly string[]> = {
+    ...Object.fromEntries(numbers.map((from) => [from, [...numbers, ...text]])),
+    ...Object.fromEntries(text.map((from) => [from, [...numbers, ...text, 'DATE', 'TIME', 'TIMESTAMP']])),
+    DATE: ['DATE', 'TIMESTAMP', ...text],
+    TIME: ['TIME', ...text],
+    TIMESTAMP: ['DATE', 'TIME', 'TIMESTAMP', ...text],
+  };
+  return {
+    map: Object.entries(to)
+      .map(([from, targets]) => [type(from), targets.map(type).sort((a, b) => a - b)] as const)
+      .sort(([a], [b]) => a - b),
+  };
+}
+
+/**
+ * What GetSqlInfo answers: every id Spice answers whose answer holds for Ferry, each as the union
+ * member Arrow's JDBC driver reads it as (its DatabaseMetaData unboxes a missing Boolean, Integer or
+ * Long, and drivers before arrow-java#994 fail with a NullPointerException: DBeaver's connect calls
+ * several). Limits are 0 (none, or unknown, as JDBC reads it); SQL_DEFAULT_TRANSACTION_ISOLATION is
+ * an int64, as Arrow's own SqlInfoBuilder, Spice and the JDBC driver have it. The null ordering and
+ * the function lists differ between the engines and are not answered.
+ */
 function sqlInfoValues(): ReadonlyMap<number, InfoValue> {
   const id = (name: string) => sqlEnumValue('SqlInfo', name);
   const caseInsensitive = {
     int32: sqlEnumValue('SqlSupportedCaseSensitivity', 'SQL_CASE_SENSITIVITY_CASE_INSENSITIVE'),
   };
+  const unlimited = { bigint: 0 };
+  const limits = [
+    'SQL_MAX_BINARY_LITERAL_LENGTH',
+    'SQL_MAX_CHAR_LITERAL_LENGTH',
+    'SQL_MAX_COLUMN_NAME_LENGTH',
+    'SQL_MAX_COLUMNS_IN_GROUP_BY',
+    'SQL_MAX_COLUMNS_IN_INDEX',
+    'SQL_MAX_COLUMNS_IN_ORDER_BY',
+    'SQL_MAX_COLUMNS_IN_SELECT',
+    'SQL_MAX_COLUMNS_IN_TABLE',
+    'SQL_MAX_CONNECTIONS',
+    'SQL_MAX_CURSOR_NAME_LENGTH',
+    'SQL_MAX_INDEX_LENGTH',
+    'SQL_DB_SCHEMA_NAME_LENGTH',
+    'SQL_MAX_PROCEDURE_NAME_LENGTH',
+    'SQL_MAX_CATALOG_NAME_LENGTH',
+    'SQL_MAX_ROW_SIZE',
+    'SQL_MAX_STATEMENT_LENGTH',
+    'SQL_MAX_STATEMENTS',
+    'SQL_MAX_TABLE_NAME_LENGTH',
+    'SQL_MAX_TABLES_IN_SELECT',
+    'SQL_MAX_USERNAME_LENGTH',
+  ];
+  const readOnlyForwardOnly = bitmask('SqlSupportedResultSetConcurrency', [
+    'SQL_RESULT_SET_CONCURRENCY_READ_ONLY',
+  ]);
   return new Map<number, InfoValue>([
     [id('FLIGHT_SQL_SERVER_NAME'), 'Ferry'],
     [id('FLIGHT_SQL_SERVER_VERSION'), VERSIONS.ferry],
@@ -362,10 +432,75 @@ function sqlInfoValues(): ReadonlyMap<number, InfoValue> {
     [id('SQL_QUOTED_IDENTIFIER_CASE'), caseInsensitive],
     [id('SQL_ALL_TABLES_ARE_SELECTABLE'), true],
     [id('SQL_SEARCH_STRING_ESCAPE'), '\\'],
-    [id('SQL_SCHEMA_TERM'), 'schema'],
+    [id('SQL_EXTRA_NAME_CHARACTERS'), ''],
     [id('SQL_SUPPORTS_COLUMN_ALIASING'), true],
-    [id('SQL_STORED_PROCEDURES_SUPPORTED'), false],
+    [id('SQL_NULL_PLUS_NULL_IS_NULL'), true],
+    [id('SQL_SUPPORTS_CONVERT'), supportsConvert()],
+    [id('SQL_SUPPORTS_TABLE_CORRELATION_NAMES'), true],
+    [id('SQL_SUPPORTS_DIFFERENT_TABLE_CORRELATION_NAMES'), false],
+    [id('SQL_SUPPORTS_EXPRESSIONS_IN_ORDER_BY'), true],
+    [id('SQL_SUPPORTS_ORDER_BY_UNRELATED'), true],
+    [
+      id('SQL_SUPPORTED_GROUP_BY'),
+      bitmask('SqlSupportedGroupBy', ['SQL_GROUP_BY_UNRELATED', 'SQL_GROUP_BY_BEYOND_SELECT']),
+    ],
+    [id('SQL_SUPPORTS_LIKE_ESCAPE_CLAUSE'), true],
+    [id('SQL_SUPPORTS_NON_NULLABLE_COLUMNS'), true],
+    [
+      id('SQL_SUPPORTED_GRAMMAR'),
+      bitmask('SupportedSqlGrammar', ['SQL_MINIMUM_GRAMMAR', 'SQL_CORE_GRAMMAR']),
+    ],
+    [id('SQL_ANSI92_SUPPORTED_LEVEL'), bitmask('SupportedAnsi92SqlGrammarLevel', ['ANSI92_ENTRY_SQL'])],
+    [id('SQL_SUPPORTS_INTEGRITY_ENHANCEMENT_FACILITY'), false],
+    [
+      id('SQL_OUTER_JOINS_SUPPORT_LEVEL'),
+      { int32: sqlEnumValue('SqlOuterJoinsSupportLevel', 'SQL_FULL_OUTER_JOINS') },
+    ],
+    [id('SQL_SCHEMA_TERM'), 'schema'],
+    [id('SQL_PROCEDURE_TERM'), 'procedure'],
+    [id('SQL_CATALOG_TERM'), 'catalog'],
+    [id('SQL_CATALOG_AT_START'), true],
+    [id('SQL_SCHEMAS_SUPPORTED_ACTIONS'), { int32: 0 }],
+    [id('SQL_CATALOGS_SUPPORTED_ACTIONS'), { int32: 0 }],
+    [id('SQL_SUPPORTED_POSITIONED_COMMANDS'), { int32: 0 }],
     [id('SQL_SELECT_FOR_UPDATE_SUPPORTED'), false],
+    [id('SQL_STORED_PROCEDURES_SUPPORTED'), false],
+    [
+      id('SQL_SUPPORTED_SUBQUERIES'),
+      bitmask('SqlSupportedSubqueries', [
+        'SQL_SUBQUERIES_IN_COMPARISONS',
+        'SQL_SUBQUERIES_IN_EXISTS',
+        'SQL_SUBQUERIES_IN_INS',
+      ]),
+    ],
+    [id('SQL_CORRELATED_SUBQUERIES_SUPPORTED'), true],
+    [id('SQL_SUPPORTED_UNIONS'), bitmask('SqlSupportedUnions', ['SQL_UNION', 'SQL_UNION_ALL'])],
+    ...limits.map((name): [number, InfoValue] => [id(name), unlimited]),
+    [id('SQL_MAX_ROW_SIZE_INCLUDES_BLOBS'), true],
+    [
+      id('SQL_DEFAULT_TRANSACTION_ISOLATION'),
+      { bigint: sqlEnumValue('SqlTransactionIsolationLevel', 'SQL_TRANSACTION_NONE') },
+    ],
+    [id('SQL_TRANSACTIONS_SUPPORTED'), false],
+    [
+      id('SQL_SUPPORTED_TRANSACTIONS_ISOLATION_LEVELS'),
+      bitmask('SqlTransactionIsolationLevel', ['SQL_TRANSACTION_NONE']),
+    ],
+    [id('SQL_DATA_DEFINITION_CAUSES_TRANSACTION_COMMIT'), false],
+    [id('SQL_DATA_DEFINITIONS_IN_TRANSACTIONS_IGNORED'), false],
+    [
+      id('SQL_SUPPORTED_RESULT_SET_TYPES'),
+      bitmask('SqlSupportedResultSetType', ['SQL_RESULT_SET_TYPE_FORWARD_ONLY']),
+    ],
+    [id('SQL_SUPPORTED_CONCURRENCIES_FOR_RESULT_SET_UNSPECIFIED'), readOnlyForwardOnly],
+    [id('SQL_SUPPORTED_CONCURRENCIES_FOR_RESULT_SET_FORWARD_ONLY'), readOnlyForwardOnly],
+    [id('SQL_SUPPORTED_CONCURRENCIES_FOR_RESULT_SET_SCROLL_SENSITIVE'), { int32: 0 }],
+    [id('SQL_SUPPORTED_CONCURRENCIES_FOR_RESULT_SET_SCROLL_INSENSITIVE'), { int32: 0 }],
+    [id('SQL_BATCH_UPDATES_SUPPORTED'), false],
+    [id('SQL_SAVEPOINTS_SUPPORTED'), false],
+    [id('SQL_NAMED_PARAMETERS_SUPPORTED'), false],
+    [id('SQL_LOCATORS_UPDATE_COPY'), false],
+    [id('SQL_STORED_FUNCTIONS_USING_CALL_SYNTAX_SUPPORTED'), false],
   ]);
 }
 
@@ -396,11 +531,20 @@ export function sqlInfo(info: readonly number[]): MetadataResult {
   const typeIds = new Int8Array(values.length);
   const offsets = new Int32Array(values.length);
   values.forEach(([, value], row) => {
-    const member = typeof value === 'string' ? 0 : typeof value === 'boolean' ? 1 : 3;
+    const [member, item]: [number, ArrowValue] =
+      typeof value === 'string'
+        ? [0, value]
+        : typeof value === 'boolean'
+          ? [1, value]
+          : 'bigint' in value
+            ? [2, BigInt(value.bigint)]
+            : 'int32' in value
+              ? [3, value.int32]
+              : [5, value.map.map(([key, list]) => [key, [...list]])];
     const list = members[member] as ArrowValue[];
     typeIds[row] = member;
     offsets[row] = list.length;
-    list.push(typeof value === 'object' ? value.int32 : value);
+    list.push(item);
   });
   const children = union.children.map((field, index) =>
     buildColumn(field.type, members[index] as ArrowValue[]),

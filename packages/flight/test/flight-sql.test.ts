@@ -218,6 +218,40 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     expect([value.typeId, value.mode]).toEqual([Type.Union, UnionMode.Dense]);
   });
 
+  it("GetSqlInfo answers every id Arrow's JDBC driver reads, each as the union member it reads it as (before arrow-java#994 a missing one is a NullPointerException)", async () => {
+    const info = await fetchTable(stub, cmd('CommandGetSqlInfo'), auth());
+    const union = info.getChild('value');
+    if (union === null) throw new Error('no value column');
+    const members = new Map<number, string>();
+    const values = new Map<number, unknown>();
+    info.toArray().forEach((row, index) => {
+      const typeId = union.data[0]?.typeIds[index] as number;
+      members.set(row.info_name as number, (union.type as Union).children[typeId]?.name as string);
+      values.set(row.info_name as number, row.value);
+    });
+    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    // ArrowDatabaseMetadata's getters: the Boolean, Integer, Long, Map and String it casts each to.
+    const expected: Record<string, number[]> = {
+      bool_value: [
+        3, 515, 516, 518, 519, 520, 521, 523, 524, 527, 532, 536, 537, 539, 556, 563, 565, 566, 572, 573, 574,
+        575, 576,
+      ],
+      int32_bitmask: [522, 525, 526, 528, 533, 534, 535, 538, 540, 564, 567],
+      bigint_value: [...range(541, 555), ...range(557, 562)],
+      string_value: [0, 1, 504, 513, 514, 529, 530, 531],
+      int32_to_int32_list_map: [517],
+    };
+    for (const [member, ids] of Object.entries(expected)) {
+      expect(Object.fromEntries(ids.map((id) => [id, members.get(id)]))).toEqual(
+        Object.fromEntries(ids.map((id) => [id, member])),
+      );
+    }
+    // No transactions (isolation TRANSACTION_NONE), a BIGINT casts to VARCHAR, limits unknown (0).
+    expect([values.get(563), values.get(562), values.get(543)]).toEqual([false, 0n, 0n]);
+    const convert = (values.get(517) as { toJSON(): Record<string, { toArray(): Int32Array }> }).toJSON();
+    expect([...(convert['0']?.toArray() ?? [])]).toContain(19);
+  });
+
   it('GetXdbcTypeInfo lists the SQL types of the answers with the spec schema, by data type then name, one on request', async () => {
     const all = await fetchTable(stub, cmd('CommandGetXdbcTypeInfo'), auth());
     expect(all.schema.fields.map((field) => `${field.name}:${field.type}:${field.nullable}`)).toEqual([
