@@ -96,6 +96,9 @@ export function likePattern(pattern: string | undefined): (value: string) => boo
   return (value) => regex.test(value);
 }
 
+/** Strings in binary (code unit) order, as Flight SQL's answers are ordered (Spice's builders sort so). */
+const binaryOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Whether a `catalog` filter selects Spice's one catalog: omitted, or `spice`. */
 const ourCatalog = (catalog: string | undefined): boolean =>
   catalog === undefined || catalog === CATALOG_NAME;
@@ -113,7 +116,7 @@ export function dbSchemas(
   const matches = likePattern(schemaPattern);
   const rows = ourCatalog(catalog)
     ? [...schemas]
-        .sort()
+        .sort(binaryOrder)
         .filter((schema) => matches(schema))
         .map((schema) => [CATALOG_NAME, schema])
     : [];
@@ -144,7 +147,7 @@ export function selectTables(request: TablesRequest, tables: readonly ListedTabl
         nameMatches(table.name) &&
         (request.tableTypes.length === 0 || request.tableTypes.includes(table.type)),
     )
-    .sort((a, b) => a.schema.localeCompare(b.schema) || a.name.localeCompare(b.name));
+    .sort((a, b) => binaryOrder(a.schema, b.schema) || binaryOrder(a.name, b.name));
 }
 
 /** The name a query of the table uses: `spice.<schema>."<name>"`. */
@@ -307,7 +310,7 @@ export function xdbcTypeInfo(dataType: number | undefined): MetadataResult {
     ];
   })
     .filter((row) => dataType === undefined || row[1] === dataType)
-    .sort((a, b) => (a[1] as number) - (b[1] as number) || String(a[0]).localeCompare(String(b[0])));
+    .sort((a, b) => (a[1] as number) - (b[1] as number) || binaryOrder(String(a[0]), String(b[0])));
   return result(
     [
       utf8('type_name', false),

@@ -14,7 +14,7 @@ import {
   vectorFromArray,
 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { likePattern } from '../src/catalog.js';
+import { likePattern, selectTables } from '../src/catalog.js';
 import { publicMessage } from '../src/errors.js';
 import { batchMessages, readFlightData, schemaMessage } from '../src/ipc.js';
 import { parametersOf, placeholderCount } from '../src/parameters.js';
@@ -71,6 +71,26 @@ describe('helpers', () => {
     ]);
     expect(['order_lines', 'orderXlines'].filter(likePattern('order\\_lines'))).toEqual(['order_lines']);
     expect(['ab', 'abc'].filter(likePattern('a_'))).toEqual(['ab']);
+  });
+
+  it('GetTables lists by schema then name in binary order, as FlightSql.proto asks and Spice sorts them (not by locale)', () => {
+    const table = (schema: string, name: string) => ({ schema, name, type: 'TABLE' as const });
+    const listed = selectTables({ tableTypes: [], includeSchema: false }, [
+      table('public', 'orders'),
+      table('public', 'Users'),
+      table('runtime', 'task_history'),
+      table('public', 'b_table'),
+      table('public', 'B'),
+      table('Public', 'zeta'),
+    ]);
+    expect(listed.map((entry) => `${entry.schema}.${entry.name}`)).toEqual([
+      'Public.zeta',
+      'public.B',
+      'public.Users',
+      'public.b_table',
+      'public.orders',
+      'runtime.task_history',
+    ]);
   });
 
   it('publicMessage never lets a local path through', () => {
