@@ -21,7 +21,7 @@ import {
   type SqlMessage,
   unpackSql,
 } from './protocol.js';
-import { checkPut, field } from './requests.js';
+import { checkPut, field, HANDLE_KEY_BYTES, preparedStatement, statementHandle } from './requests.js';
 
 export const ACTIONS = [
   {
@@ -61,10 +61,10 @@ export function doAction(context: FlightContext) {
           placeholderCount(sql),
           signal,
         );
-        const handle = context.statements.add({ sql, bound: { sql, params: [] } });
+        const key = context.statements.add({ sql, bound: { sql, params: [] } });
         call.write({
           body: packSql('ActionCreatePreparedStatementResult', {
-            preparedStatementHandle: handle,
+            preparedStatementHandle: statementHandle(key, { sql, params: [] }),
             datasetSchema: schemaBytes(dataset),
             parameterSchema: schemaBytes(parameters),
           }),
@@ -74,7 +74,8 @@ export function doAction(context: FlightContext) {
       case 'ClosePreparedStatement': {
         const request =
           unpackSql(action.body) ?? decodeSqlBody(action.body, 'ActionClosePreparedStatementRequest');
-        context.statements.delete(field(request, 'preparedStatementHandle'));
+        const handle = field<Uint8Array>(request, 'preparedStatementHandle');
+        context.statements.delete(handle.subarray(0, HANDLE_KEY_BYTES));
         break;
       }
       default:
@@ -128,10 +129,16 @@ export function doPut(context: FlightContext) {
           throw new FlightRequestError('DoPut needs a FlightDescriptor with a command on its first message.');
         }
         const handle = field<Uint8Array>(command, 'preparedStatementHandle');
-        const prepared = context.statements.get(handle);
+        const prepared = preparedStatement(context.statements, handle);
         prepared.bound = boundStatement(prepared.sql, readFlightData(messages));
+        // Held here too, for a handle that cannot carry the values (NaN has no JSON form: key only).
+        const key = Buffer.from(handle.subarray(0, HANDLE_KEY_BYTES));
+        if (context.statements.has(key)) context.statements.get(key).bound = prepared.bound;
+        // The handle to run it with from now on carries the values, for a replica that did not bind them.
         call.write({
-          appMetadata: encodeSql('DoPutPreparedStatementResult', { preparedStatementHandle: handle }),
+          appMetadata: encodeSql('DoPutPreparedStatementResult', {
+            preparedStatementHandle: statementHandle(key, prepared.bound),
+          }),
         });
         call.end();
       } catch (error) {

@@ -30,8 +30,8 @@ export type Request =
     }
   | { readonly kind: 'metadata'; readonly command: SqlMessage };
 
-/** The random key that starts a statement ticket's handle (HandleTable's handles). */
-const KEY_BYTES = 16;
+/** The random key that starts a statement ticket's or a prepared statement's handle (HandleTable's handles). */
+export const HANDLE_KEY_BYTES = 16;
 
 /**
  * A statement ticket's handle: the key of the result waiting here, then the statement as JSON, so
@@ -61,7 +61,10 @@ function bigintOf(param: unknown): bigint | undefined {
   return typeof n === 'string' && /^-?\d+$/.test(n) && Object.keys(rest).length === 0 ? BigInt(n) : undefined;
 }
 
-function ticketStatement(bytes: Uint8Array): Statement {
+function ticketStatement(
+  bytes: Uint8Array,
+  refusal = 'The ticket is neither a ticket this server issued nor SQL text; redeem the ticket GetFlightInfo returned.',
+): Statement {
   let statement: unknown;
   try {
     statement = JSON.parse(UTF8.decode(bytes));
@@ -74,15 +77,36 @@ function ticketStatement(bytes: Uint8Array): Statement {
     !Array.isArray(params) ||
     (snapshots !== undefined && (typeof snapshots !== 'object' || snapshots === null))
   ) {
-    throw new FlightRequestError(
-      'The ticket is neither a ticket this server issued nor SQL text; redeem the ticket GetFlightInfo returned.',
-    );
+    throw new FlightRequestError(refusal);
   }
   return {
     sql,
     params: params.map((param: unknown) => bigintOf(param) ?? (param as QueryParam)),
     ...(snapshots === undefined ? {} : { snapshots: snapshots as Record<string, number> }),
   };
+}
+
+/**
+ * The prepared statement a handle names. A handle is the key it is held under where it was
+ * created, then its statement as a ticket carries one ({@link statementHandle}; after a DoPut, with
+ * the values bound): a server that does not hold it (another replica behind a load balancer that
+ * spreads calls; or this one, once it was closed or idle too long) runs the statement it carries,
+ * as Spice, whose handle is the SQL, does. The statement held here answers for a handle that
+ * carries no values (the one a client created it with, bound here by DoPut since).
+ */
+export function preparedStatement(statements: HandleTable<Prepared>, handle: Uint8Array): Prepared {
+  const key = handle.subarray(0, HANDLE_KEY_BYTES);
+  const carried =
+    handle.length > HANDLE_KEY_BYTES
+      ? ticketStatement(
+          handle.subarray(HANDLE_KEY_BYTES),
+          'The prepared statement handle is not one this server issued; create the prepared statement again.',
+        )
+      : undefined;
+  if (carried === undefined || (carried.params.length === 0 && statements.has(key))) {
+    return statements.get(key);
+  }
+  return { sql: carried.sql, bound: { sql: carried.sql, params: carried.params } };
 }
 
 export const METADATA_COMMANDS: ReadonlySet<string> = new Set([
@@ -165,7 +189,7 @@ export function requestOf(
     case 'CommandStatementQuery':
       return { kind: 'statement', sql: field(command, 'query'), params: [] };
     case 'CommandPreparedStatementQuery': {
-      const { bound } = statements.get(field(command, 'preparedStatementHandle'));
+      const { bound } = preparedStatement(statements, field(command, 'preparedStatementHandle'));
       return { kind: 'statement', sql: bound.sql, params: bound.params };
     }
     case 'CommandStatementUpdate':
@@ -187,7 +211,7 @@ export function refuseUpdate(command: SqlMessage, statements: HandleTable<Prepar
   const sql =
     command.name === 'CommandStatementUpdate'
       ? field<string>(command, 'query')
-      : statements.get(field(command, 'preparedStatementHandle')).sql;
+      : preparedStatement(statements, field(command, 'preparedStatementHandle')).sql;
   assertReadOnlySql(sql);
   throw new FlightRequestError(
     `${command.name} is for statements that change data, and this statement only reads; send it as CommandStatementQuery (or CommandPreparedStatementQuery).`,
@@ -200,11 +224,11 @@ export function ticketRequest(ticket: Uint8Array): Request {
   if (command === undefined) return { kind: 'statement', sql: sqlText(ticket, 'ticket'), params: [] };
   if (command.name === 'TicketStatementQuery') {
     const handle = field<Uint8Array>(command, 'statementHandle');
-    if (handle.length <= KEY_BYTES) return { kind: 'ticket', handle };
+    if (handle.length <= HANDLE_KEY_BYTES) return { kind: 'ticket', handle };
     return {
       kind: 'ticket',
-      handle: handle.subarray(0, KEY_BYTES),
-      statement: ticketStatement(handle.subarray(KEY_BYTES)),
+      handle: handle.subarray(0, HANDLE_KEY_BYTES),
+      statement: ticketStatement(handle.subarray(HANDLE_KEY_BYTES)),
     };
   }
   if (command.name === 'CommandStatementQuery')

@@ -22,6 +22,7 @@ import {
 } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitIpcStream, startFlightServer } from '../src/index.js';
+import { decodeSqlMessage } from '../src/protocol.js';
 import { statementHandle, ticketRequest } from '../src/requests.js';
 import {
   bearer,
@@ -356,8 +357,8 @@ describe('prepared statements with parameters', () => {
     };
   }
 
-  async function bind(handle: Buffer, ipc: Uint8Array): Promise<Buffer[]> {
-    const put = stub.DoPut(auth());
+  async function bind(handle: Buffer, ipc: Uint8Array, on: FlightStub = stub): Promise<Buffer[]> {
+    const put = on.DoPut(auth());
     const answers: Buffer[] = [];
     const done = new Promise<void>((resolve, reject) => {
       put.on('data', (answer: { appMetadata: Buffer }) => answers.push(answer.appMetadata));
@@ -395,7 +396,10 @@ describe('prepared statements with parameters', () => {
       { id: 37n, customer: 'customer-2' },
     ]);
     // Bound again with other values, the same handle runs again.
-    await bind(handle, tableToIPC(tableFromArrays({ $1: [36], $2: ['customer-2'] }), 'stream'));
+    const [answer] = await bind(
+      handle,
+      tableToIPC(tableFromArrays({ $1: [36], $2: ['customer-2'] }), 'stream'),
+    );
     expect((await fetchTable(stub, query, auth())).toArray().map((row) => Number(row.id))).toEqual([37]);
     await collect(
       stub.DoAction(
@@ -406,8 +410,54 @@ describe('prepared statements with parameters', () => {
         auth(),
       ),
     );
+    // Closed, the handle still names its statement (as on a replica that never held it), not the
+    // values bound here: the handle DoPut answered with carries them.
     const closed = await failure(fetchTable(stub, query, auth()));
-    expect(closed.code).toBe(status.NOT_FOUND);
+    expect([closed.code, closed.details]).toEqual([
+      status.INVALID_ARGUMENT,
+      'The query has 2 parameter(s) but 0 value(s) were given; pass one value per ? or $n.',
+    ]);
+    const withValues = decodeSqlMessage('DoPutPreparedStatementResult', answer as Buffer)?.fields
+      .preparedStatementHandle as Buffer;
+    const again = cmd('CommandPreparedStatementQuery', { preparedStatementHandle: withValues });
+    expect((await fetchTable(stub, again, auth())).toArray().map((row) => Number(row.id))).toEqual([37]);
+  });
+
+  it('a prepared statement runs on another server (replicas behind a load balancer that spreads calls): its handle carries the statement, the handle DoPut answers with its values', async () => {
+    // A second Flight server holds none of the first's prepared statements, as another replica would not.
+    const other = await startFlightServer(served.runtime, { port: 0, apiKey: KEY });
+    const elsewhere = flightStub(other.address);
+    const run = async (on: FlightStub, handle: Buffer) =>
+      (
+        await fetchTable(
+          on,
+          cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle }),
+          auth(),
+        )
+      )
+        .toArray()
+        .map((row) => Number(row.toJSON().n ?? row.toJSON().id));
+    const boundHandle = (answers: Buffer[]) =>
+      decodeSqlMessage('DoPutPreparedStatementResult', answers[0] as Buffer)?.fields
+        .preparedStatementHandle as Buffer;
+    try {
+      // Before: NOT_FOUND, 'The prepared statement handle is unknown, closed, or idle…'.
+      const plain = await prepare('SELECT count(*) AS n FROM orders');
+      expect(await run(elsewhere, plain.handle)).toEqual([40]);
+      const { handle } = await prepare('SELECT id FROM orders WHERE id = $1');
+      const five = boundHandle(await bind(handle, tableToIPC(tableFromArrays({ $1: [5] }), 'stream')));
+      expect(await run(elsewhere, five)).toEqual([5]);
+      // Bound on a server that never saw it; the handle it answers with runs here with those values.
+      const seven = boundHandle(
+        await bind(handle, tableToIPC(tableFromArrays({ $1: [7] }), 'stream'), elsewhere),
+      );
+      expect(await run(stub, seven)).toEqual([7]);
+      // A client that keeps the handle it created binds and runs where it bound (as before).
+      expect(await run(stub, handle)).toEqual([5]);
+    } finally {
+      elsewhere.close();
+      await other.close();
+    }
   });
 
   it('CreatePreparedStatement answers with the result schema (the Arrow JDBC driver runs a statement with none as an update), on both engines', async () => {
