@@ -35,15 +35,18 @@ export const ACTIONS = [
   },
 ];
 
-/** A prepared statement action body sent as the bare message (some clients do not wrap it in an Any). */
-function decodeSqlBody(
-  body: Buffer,
-  name:
-    | 'ActionCreatePreparedStatementRequest'
-    | 'ActionClosePreparedStatementRequest' = 'ActionCreatePreparedStatementRequest',
-): SqlMessage {
-  const message = decodeSqlMessage(name, body);
-  if (message === undefined) throw new FlightRequestError(`The action body is not an ${name}.`);
+/**
+ * A prepared statement action's body: the request packed in an Any, or the bare message (some
+ * clients do not wrap it); anything else is refused, naming the message expected.
+ */
+function actionBody(type: 'CreatePreparedStatement' | 'ClosePreparedStatement', body: Buffer): SqlMessage {
+  const name = `Action${type}Request` as const;
+  const message = unpackSql(body) ?? decodeSqlMessage(name, body);
+  if (message?.name !== name) {
+    throw new FlightRequestError(
+      `The ${type} action's body is not an ${name}; send one, packed in a google.protobuf.Any.`,
+    );
+  }
   return message;
 }
 
@@ -51,7 +54,7 @@ export function doAction(context: FlightContext) {
   return serverStream<{ type: string; body: Buffer }>(context, 'DoAction', async (action, call, signal) => {
     switch (action.type) {
       case 'CreatePreparedStatement': {
-        const request = unpackSql(action.body) ?? decodeSqlBody(action.body);
+        const request = actionBody(action.type, action.body);
         const sql = field<string>(request, 'query');
         assertReadOnlySql(sql);
         // Arrow's JDBC driver runs a statement whose dataset_schema has no fields as an update.
@@ -72,8 +75,7 @@ export function doAction(context: FlightContext) {
         break;
       }
       case 'ClosePreparedStatement': {
-        const request =
-          unpackSql(action.body) ?? decodeSqlBody(action.body, 'ActionClosePreparedStatementRequest');
+        const request = actionBody(action.type, action.body);
         const handle = field<Uint8Array>(request, 'preparedStatementHandle');
         context.statements.delete(handle.subarray(0, HANDLE_KEY_BYTES));
         break;

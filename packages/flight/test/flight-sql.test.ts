@@ -22,7 +22,7 @@ import {
 } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitIpcStream, startFlightServer } from '../src/index.js';
-import { decodeSqlMessage } from '../src/protocol.js';
+import { decodeSqlMessage, encodeSql } from '../src/protocol.js';
 import { statementHandle, ticketRequest } from '../src/requests.js';
 import {
   bearer,
@@ -788,6 +788,26 @@ describe('refusals and errors as gRPC status codes', () => {
       expect(refused.details).toBe(embedded);
       expect(refused.details).not.toContain('<snapshot file>');
     }
+  });
+
+  it('a prepared statement action whose body packs another message is INVALID_ARGUMENT naming the one expected (not INTERNAL)', async () => {
+    const bodies = [
+      [
+        'CreatePreparedStatement',
+        sqlCommand('ActionClosePreparedStatementRequest', { preparedStatementHandle: Buffer.from('x') }),
+      ],
+      ['ClosePreparedStatement', sqlCommand('CommandStatementQuery', { query: 'SELECT 1' })],
+    ] as const;
+    for (const [type, body] of bodies) {
+      const refused = await failure(collect(stub.DoAction({ type, body }, auth())));
+      expect([refused.code, refused.details]).toEqual([
+        status.INVALID_ARGUMENT,
+        `The ${type} action's body is not an Action${type}Request; send one, packed in a google.protobuf.Any.`,
+      ]);
+    }
+    // The bare request (not in an Any), as some clients send it, is taken.
+    const body = encodeSql('ActionCreatePreparedStatementRequest', { query: 'SELECT 1 AS x' });
+    expect(await collect(stub.DoAction({ type: 'CreatePreparedStatement', body }, auth()))).toHaveLength(1);
   });
 
   it('DoExchange and unknown actions are UNIMPLEMENTED', async () => {
