@@ -61,6 +61,16 @@ function bigintOf(param: unknown): bigint | undefined {
   return typeof n === 'string' && /^-?\d+$/.test(n) && Object.keys(rest).length === 0 ? BigInt(n) : undefined;
 }
 
+/** A ticket's pins: dataset names to snapshot ids (non-negative integers), as `x-ferry-snapshot` gives them. */
+function isPins(value: unknown): value is Record<string, number> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((id) => Number.isSafeInteger(id) && (id as number) >= 0)
+  );
+}
+
 function ticketStatement(
   bytes: Uint8Array,
   refusal = 'The ticket is neither a ticket this server issued nor SQL text; redeem the ticket GetFlightInfo returned.',
@@ -72,17 +82,13 @@ function ticketStatement(
     statement = undefined;
   }
   const { sql, params, snapshots } = (statement ?? {}) as Record<string, unknown>;
-  if (
-    typeof sql !== 'string' ||
-    !Array.isArray(params) ||
-    (snapshots !== undefined && (typeof snapshots !== 'object' || snapshots === null))
-  ) {
+  if (typeof sql !== 'string' || !Array.isArray(params) || (snapshots !== undefined && !isPins(snapshots))) {
     throw new FlightRequestError(refusal);
   }
   return {
     sql,
     params: params.map((param: unknown) => bigintOf(param) ?? (param as QueryParam)),
-    ...(snapshots === undefined ? {} : { snapshots: snapshots as Record<string, number> }),
+    ...(snapshots === undefined ? {} : { snapshots }),
   };
 }
 

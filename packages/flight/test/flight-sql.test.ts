@@ -701,6 +701,19 @@ describe('refusals and errors as gRPC status codes', () => {
       expect(described.code).toBe(status.INVALID_ARGUMENT);
       expect(described.details).toMatch(/^The command is neither a Flight SQL command nor SQL text/);
     }
+    // A statement ticket whose pins are not snapshot ids (another build's, or altered) says so too (INTERNAL before).
+    for (const snapshots of ['{"users":"x"}', '[1]', '{"users":-1}']) {
+      const handle = Buffer.concat([
+        Buffer.alloc(16, 7),
+        Buffer.from(`{"sql":"SELECT 1 AS x","params":[],"snapshots":${snapshots}}`),
+      ]);
+      const ticket = sqlCommand('TicketStatementQuery', { statementHandle: handle });
+      const refused = await failure(collect(stub.DoGet({ ticket }, auth())));
+      expect([refused.code, refused.details]).toEqual([
+        status.INVALID_ARGUMENT,
+        'The ticket is neither a ticket this server issued nor SQL text; redeem the ticket GetFlightInfo returned.',
+      ]);
+    }
     // SQL text as the ticket, as Spice's clients may send it, still runs.
     const sql = tableOf(
       await collect(stub.DoGet({ ticket: Buffer.from('SELECT count(*) AS n\nFROM users') }, auth())),
