@@ -125,6 +125,20 @@ describe('parseMetadata leniency', () => {
     });
   });
 
+  it('reads a dataset without schemas or snapshots as one with empty lists, as Spice does', () => {
+    const doc = fixture();
+    delete doc.orders.schemas;
+    delete doc.orders.snapshots;
+    delete doc.orders['current-snapshot-id'];
+    const orders = getDataset(parseMetadata(doc, loc), 'orders');
+    expect(orders?.schemas).toEqual([]);
+    expect(orders?.snapshots).toEqual([]);
+    expect(orders?.currentSnapshotId).toBeUndefined();
+    // The same from the bytes, which the runtime parses.
+    const fromBytes = getDataset(parseMetadata(Buffer.from(JSON.stringify(doc)), loc), 'orders');
+    expect(fromBytes).toEqual(orders);
+  });
+
   it('treats null optional fields as absent', () => {
     const doc = fixture();
     const entry = doc.orders.snapshots[0];
@@ -321,7 +335,13 @@ describe('parseMetadata dataset errors are isolated', () => {
       },
       'orders.snapshots[0]: must be an object, got "x"',
     ],
-    ['snapshots missing', (d) => delete d.orders.snapshots, 'orders.snapshots: is missing'],
+    [
+      'snapshots not an array',
+      (d) => {
+        d.orders.snapshots = 'none';
+      },
+      'orders.snapshots: must be an array, got "none"',
+    ],
     [
       'schemas not an array',
       (d) => {

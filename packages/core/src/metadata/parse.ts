@@ -226,7 +226,8 @@ function readDataset(key: string, fields: Fields, location: string, keepHistory:
   const engine = optional(fields.get('engine'), (v) => expectNonEmptyString(v, childPath(path, 'engine')));
 
   const schemasPath = childPath(path, 'schemas');
-  const schemas = expectArray(fields.get('schemas'), schemasPath).map((item, i) =>
+  // `schemas` and `snapshots` default to empty lists, as in Spice (a writer's entry before its first snapshot).
+  const schemas = (optional(fields.get('schemas'), (v) => expectArray(v, schemasPath)) ?? []).map((item, i) =>
     readSchemaEntry(item, indexPath(schemasPath, i)),
   );
   rejectDuplicates(
@@ -239,7 +240,10 @@ function readDataset(key: string, fields: Fields, location: string, keepHistory:
   // Checked before it is read (below, in the spec's order of problems), to know which entry to keep.
   const rawCurrentId = fields.get('current-snapshot-id');
   const snapshotsPath = childPath(path, 'snapshots');
-  const items = fields.elements('snapshots') ?? expectArray(fields.get('snapshots'), snapshotsPath);
+  const items =
+    fields.elements('snapshots') ??
+    optional(fields.get('snapshots'), (v) => expectArray(v, snapshotsPath)) ??
+    [];
   const snapshots: SnapshotEntry[] = [];
   const ids: number[] = [];
   const resolveKey = snapshotKeyResolver(location);
