@@ -264,7 +264,9 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     handler: async (request, reply) => {
       const { sql, params } = parseSqlRequest(request.body, dialect);
       const type = sqlMediaType(request.headers.accept, () => request.accepts().type([...SQL_MEDIA_TYPES]));
-      reply.header('vary', 'Accept');
+      // Beside CORS's `Vary: Origin`, when it set one (the answer depends on both).
+      const vary = reply.getHeader('vary');
+      reply.header('vary', vary === undefined ? 'Accept' : `${String(vary)}, Accept`);
       const pins = snapshotPinsOption(headerText(request.headers[SNAPSHOT_HEADER]));
       const bound = maxStalenessOption(headerText(request.headers[MAX_STALENESS_HEADER]));
       // A client holding the answer as it is now is told so (within its staleness bound), and the query does not run.

@@ -24,7 +24,7 @@ export function corsStep(config: CorsConfig): (request: FastifyRequest, reply: F
     if (!any) reply.header('vary', 'Origin');
     reply.header(
       'access-control-expose-headers',
-      'ETag, Results-Cache-Status, X-Cache, X-Ferry-Dataset, X-Ferry-Snapshot-Id, X-Ferry-Snapshot',
+      'ETag, Results-Cache-Status, X-Cache, X-Ferry-Dataset, X-Ferry-Snapshot-Id, X-Ferry-Snapshot, Retry-After',
     );
     if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] === undefined)
       return false;

@@ -57,6 +57,12 @@ describe('runtime.cors and runtime.ready_state', () => {
     expect(answer.status).toBe(200);
     expect(answer.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(answer.headers.get('access-control-expose-headers')).toContain('Results-Cache-Status');
+    // The answer depends on both the origin (its CORS header) and Accept (its format): a cache
+    // keying it on Accept alone would hand this origin's answer to another one.
+    const vary = (answer.headers.get('vary') ?? '').split(',').map((name) => name.trim().toLowerCase());
+    expect(vary).toEqual(expect.arrayContaining(['origin', 'accept']));
+    // A refused query's Retry-After is readable by the page's script.
+    expect(answer.headers.get('access-control-expose-headers')).toContain('Retry-After');
     // The request itself still needs the key.
     const keyless = await fetch(`${served.server.url}/v1/sql`, {
       method: 'POST',
