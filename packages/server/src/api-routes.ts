@@ -41,7 +41,12 @@ import {
   notReadyReason,
   pastStalenessBound,
 } from './dataset-view.js';
-import { BadRequestError, httpStatusFor, SnapshotsReadOnlyError } from './errors.js';
+import {
+  BadRequestError,
+  httpStatusFor,
+  SnapshotsReadOnlyError,
+  UnsupportedContentEncodingError,
+} from './errors.js';
 import { toCsv } from './formats.js';
 import type { QueryOutcome, ServerMetrics } from './metrics.js';
 import { snapshotEntry, snapshotSummary } from './snapshot-view.js';
@@ -172,8 +177,15 @@ function cutAnswer(
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** A request body as text, or the 400 for one that is not UTF-8. */
-function utf8Body(body: Buffer): string | BadRequestError {
+/**
+ * A request body as text; the 415 for a compressed one (read as text it would be refused as not
+ * UTF-8, which names the wrong fix), the 400 for one that is not UTF-8.
+ */
+function utf8Body(request: FastifyRequest, body: Buffer): string | Error {
+  const coding = headerText(request.headers['content-encoding'])?.trim();
+  if (coding !== undefined && coding !== '' && coding.toLowerCase() !== 'identity') {
+    return new UnsupportedContentEncodingError(coding);
+  }
   try {
     return strictUtf8.decode(body);
   } catch {
@@ -202,7 +214,7 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     /^[a-z]+\/(?:[\w.-]+\+)?json\s*(?:;|$)/i,
     { parseAs: 'buffer' },
     (request, body, done) => {
-      const text = utf8Body(body as Buffer);
+      const text = utf8Body(request, body as Buffer);
       if (text instanceof Error) done(text);
       else {
         const exact = exactJson(text);
@@ -212,8 +224,8 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
       }
     },
   );
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => {
-    const text = utf8Body(body as Buffer);
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
+    const text = utf8Body(request, body as Buffer);
     if (text instanceof Error) done(text);
     else done(null, text);
   });

@@ -65,6 +65,17 @@ export class BodyTooLargeError extends FerryError {
   }
 }
 
+/** The request body is compressed (`Content-Encoding`); bodies are read as sent. */
+export class UnsupportedContentEncodingError extends FerryError {
+  constructor(coding: string) {
+    super(
+      'ERR_UNSUPPORTED_CONTENT_ENCODING',
+      `The request body is sent with Content-Encoding: ${coding}, which this server does not decode; send the body uncompressed (without Content-Encoding).`,
+    );
+    this.name = 'UnsupportedContentEncodingError';
+  }
+}
+
 /** The API key is missing or wrong. */
 export class UnauthorizedError extends FerryError {
   constructor() {
@@ -156,6 +167,7 @@ registerErrors({
   SnapshotsReadOnlyError,
   InvalidCommandError,
   BodyTooLargeError,
+  UnsupportedContentEncodingError,
   UnauthorizedError,
   RouteNotFoundError,
   MethodNotAllowedError,

@@ -8,6 +8,7 @@ import { Agent, get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { type LocalAws, startLocalAws } from '@ferry/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatasetView } from '../src/index.js';
@@ -161,6 +162,22 @@ describe('server over a file:// fixture store', () => {
     expect(answer.json<{ code: string }>().code).toBe('ERR_BODY_TOO_LARGE');
     // The connection stays usable for the next request.
     expect((await sql(base, 'SELECT count(*) AS n FROM orders')).json()).toEqual([{ n: 8 }]);
+  });
+
+  it('refuses a compressed body with 415 naming the fix, not as SQL that is not UTF-8', async () => {
+    const gzipped = await request(`${base}/v1/sql`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' },
+      body: gzipSync('SELECT count(*) AS n FROM orders'),
+    });
+    expect(gzipped.status).toBe(415);
+    expect(gzipped.json()).toEqual({
+      code: 'ERR_UNSUPPORTED_CONTENT_ENCODING',
+      error: expect.stringContaining('send the body uncompressed'),
+    });
+    // `identity` is no coding at all.
+    const plain = await sql(base, 'SELECT count(*) AS n FROM orders', { 'content-encoding': 'identity' });
+    expect(plain.json()).toEqual([{ n: 8 }]);
   });
 
   it('lists datasets with state, snapshot and poll details', async () => {
