@@ -69,6 +69,17 @@ export function exactJson(text: string): ExactJson {
   return { text: rewritten, revive };
 }
 
+/** Whether a text body is the JSON form (`{ "sql": … }`), which no SQL statement is. */
+function isJsonSqlBody(text: string): boolean {
+  if (!text.trimStart().startsWith('{')) return false;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && 'sql' in value;
+  } catch {
+    return false;
+  }
+}
+
 export interface SqlRequest {
   readonly sql: string;
   readonly params: readonly QueryParam[];
@@ -89,6 +100,11 @@ export function parseSqlRequest(body: unknown, dialect: (sql: string) => SqlDial
     const sql = typeof body === 'string' ? body : '';
     if (sql.trim() === '') {
       throw new BadRequestError('The /v1/sql body holds no SQL; send one SELECT statement as the body.');
+    }
+    if (isJsonSqlBody(sql)) {
+      throw new BadRequestError(
+        'The /v1/sql body is a JSON object, but its Content-Type is not JSON, so it was read as the SQL itself; send it with Content-Type: application/json (or send the SQL itself as text/plain).',
+      );
     }
     return { sql, params: [] };
   }

@@ -180,6 +180,29 @@ describe('server over a file:// fixture store', () => {
     expect(plain.json()).toEqual([{ n: 8 }]);
   });
 
+  it('tells a client that sent the JSON body as text to send it as application/json', async () => {
+    const body = JSON.stringify({ sql: 'SELECT count(*) AS n FROM orders' });
+    // `curl -d '{"sql": …}'` sends it as a form; a client may label it text/plain.
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain']) {
+      const answer = await request(`${base}/v1/sql`, {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body,
+      });
+      expect(answer.status).toBe(400);
+      expect(answer.json()).toEqual({
+        code: 'ERR_BAD_REQUEST',
+        error: expect.stringContaining('Content-Type: application/json'),
+      });
+    }
+    const json = await request(`${base}/v1/sql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(json.json()).toEqual([{ n: 8 }]);
+  });
+
   it('lists datasets with state, snapshot and poll details', async () => {
     const answer = await request(`${base}/v1/datasets`);
     expect(answer.status).toBe(200);
