@@ -76,6 +76,22 @@ export class UnsupportedContentEncodingError extends FerryError {
   }
 }
 
+/**
+ * The table for people (`text/plain`) past the runtime's `maxResultRows` / `maxResultBytes`: it is
+ * built whole, so it is held to them, where the other formats are streamed at any size. The
+ * runtime's message, plus the fix an HTTP client can make itself.
+ */
+export class TableTooLargeError extends FerryError {
+  constructor(cause: Error) {
+    super(
+      'ERR_RESULT_TOO_LARGE',
+      `${cause.message.replace(/\.$/, '')}. The table (Accept: text/plain) is built whole, so it is held to that cap; ask for text/csv or application/json instead, which are streamed at any size.`,
+      { cause },
+    );
+    this.name = 'TableTooLargeError';
+  }
+}
+
 /** The API key is missing or wrong. */
 export class UnauthorizedError extends FerryError {
   constructor() {
@@ -168,6 +184,7 @@ registerErrors({
   InvalidCommandError,
   BodyTooLargeError,
   UnsupportedContentEncodingError,
+  TableTooLargeError,
   UnauthorizedError,
   RouteNotFoundError,
   MethodNotAllowedError,

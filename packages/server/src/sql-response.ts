@@ -41,6 +41,7 @@ import {
   type RuntimeQueryStream,
 } from '@ferry/runtime';
 import type { RecordBatch, Schema } from 'apache-arrow';
+import { errorCode, TableTooLargeError } from './errors.js';
 import { csvLine, toTextTable } from './formats.js';
 import { hostTurn } from './host-turns.js';
 
@@ -140,7 +141,11 @@ export async function answerSql(
   cut: CutAnswer = () => undefined,
 ): Promise<SqlAnswer> {
   if (type === 'text/plain') {
-    const result = await runtime.query(sql, params, options);
+    const result = await runtime.query(sql, params, options).catch((error: unknown) => {
+      throw errorCode(error) === 'ERR_RESULT_TOO_LARGE' && error instanceof Error
+        ? new TableTooLargeError(error)
+        : error;
+    });
     const columns = result.columns.map((column) => column.name);
     return {
       contentType: CONTENT_TYPES[type],

@@ -203,6 +203,21 @@ describe('server over a file:// fixture store', () => {
     expect(json.json()).toEqual([{ n: 8 }]);
   });
 
+  it("names a fix a client can make when the table for people is past the runtime's row cap", async () => {
+    // 8^6 = 262 144 rows, past the runtime's default maxResultRows (100 000), which the table
+    // (text/plain) is held to; the other formats are streamed without it.
+    const statement = 'SELECT a.id FROM orders a, orders b, orders c, orders d, orders e, orders f';
+    const table = await sql(base, statement, { accept: 'text/plain' });
+    expect(table.status).toBe(400);
+    expect(table.json()).toEqual({
+      code: 'ERR_RESULT_TOO_LARGE',
+      error: expect.stringContaining('text/csv'),
+    });
+    const csv = await sql(base, statement, { accept: 'text/csv' });
+    expect(csv.status).toBe(200);
+    expect(csv.text.trimEnd().split('\n')).toHaveLength(262_145);
+  });
+
   it('lists datasets with state, snapshot and poll details', async () => {
     const answer = await request(`${base}/v1/datasets`);
     expect(answer.status).toBe(200);
