@@ -201,6 +201,12 @@ describe('server over a file:// fixture store', () => {
       body,
     });
     expect(json.json()).toEqual([{ n: 8 }]);
+    const empty = await request(`${base}/v1/sql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '',
+    });
+    expect(empty.json<{ error: string }>().error).toContain('holds no SQL');
   });
 
   it("names a fix a client can make when the table for people is past the runtime's row cap", async () => {

@@ -462,6 +462,13 @@ describe('Spice HTTP surface over an S3 fixture store (fauxqs)', () => {
     const bare = nextEvent('poll', (event) => event.dataset === 'orders');
     expect((await post('/v1/datasets/orders/acceleration/refresh', '')).status).toBe(201);
     await bare;
+    // No body, labelled JSON (a client that sets the JSON type on every request): still no body.
+    const unlabelled = nextEvent('poll', (event) => event.dataset === 'orders');
+    const typed = await post('/v1/datasets/orders/acceleration/refresh', '', {
+      'content-type': 'application/json',
+    });
+    expect(typed.status).toBe(201);
+    await unlabelled;
 
     const unknown = await post('/v1/datasets/nope/acceleration/refresh', '{}', {
       'content-type': 'application/json',
