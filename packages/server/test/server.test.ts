@@ -224,6 +224,19 @@ describe('server over a file:// fixture store', () => {
     expect(csv.text.trimEnd().split('\n')).toHaveLength(262_145);
   });
 
+  it('refuses SQL holding a NUL character, which the engines read as the end of the statement', async () => {
+    // Both engines stopped at the NUL and ran the rest as a whole statement: these answered every
+    // row (3 and 8) where the statement sent selects none.
+    for (const table of ['users', 'orders']) {
+      const answer = await sql(base, `SELECT count(*) AS n FROM ${table}\u0000 WHERE 1 = 0`);
+      expect(answer.status).toBe(400);
+      expect(answer.json()).toEqual({
+        code: 'ERR_STATEMENT_REJECTED',
+        error: expect.stringContaining('NUL character'),
+      });
+    }
+  });
+
   it('lists datasets with state, snapshot and poll details', async () => {
     const answer = await request(`${base}/v1/datasets`);
     expect(answer.status).toBe(200);

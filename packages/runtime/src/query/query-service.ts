@@ -24,6 +24,7 @@ import {
   type FirstEngine,
   firstEngine,
   QueryFailedError,
+  StatementRejectedError,
   statementShape,
 } from '@ferry/engines/sql';
 import { type Schema, Table } from 'apache-arrow';
@@ -308,6 +309,14 @@ export class QueryService {
       named: readonly string[],
     ) => Promise<QueryAnswer | Started>,
   ): Promise<{ engine: 'duckdb' | 'sqlite'; answer: Answered | Started }> {
+    // Both engines take a NUL as the statement's end and would run what comes before it as the
+    // whole statement (`… FROM users\0 WHERE 1 = 0` answered every row): refused, never cut.
+    if (sql.includes('\u0000')) {
+      throw new StatementRejectedError(
+        'NUL',
+        'The query holds a NUL character (U+0000), which the engines would take as the end of the statement and drop what follows; remove it from the SQL.',
+      );
+    }
     const asked = this.#registry.states();
     const pins = this.#pins(options);
     if (!this.#ready) await this.#pools();
