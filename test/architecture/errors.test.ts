@@ -90,7 +90,9 @@ import {
   RouteNotFoundError,
   SnapshotNotFoundError,
   SnapshotsReadOnlyError,
+  TableTooLargeError,
   UnauthorizedError,
+  UnsupportedContentEncodingError,
 } from '@ferry/server';
 import * as snapshots from '@ferry/snapshots';
 import {
@@ -252,6 +254,9 @@ const SAMPLES: Readonly<Record<string, () => Error>> = {
   SnapshotsReadOnlyError: () => new SnapshotsReadOnlyError('orders'),
   BodyTooLargeError: () => new BodyTooLargeError(1024),
   UnauthorizedError: () => new UnauthorizedError(),
+  UnsupportedContentEncodingError: () => new UnsupportedContentEncodingError('gzip'),
+  TableTooLargeError: () =>
+    new TableTooLargeError(new ResultTooLargeError('orders', 100_000, 'rows', 'maxResultRows')),
   RouteNotFoundError: () => new RouteNotFoundError('GET', '/nope'),
   MethodNotAllowedError: () => new MethodNotAllowedError('PUT', '/v1/sql', ['POST']),
   InspectorAssetsMissingError: () => new InspectorAssetsMissingError('index.html', ['/a', '/b']),

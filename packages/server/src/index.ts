@@ -25,7 +25,9 @@ export {
   requestError,
   SnapshotNotFoundError,
   SnapshotsReadOnlyError,
+  TableTooLargeError,
   UnauthorizedError,
+  UnsupportedContentEncodingError,
 } from './errors.js';
 export { csvLine, toCsv, toTextTable } from './formats.js';
 export { type ErrorBody, errorResponse, sendError, sendJson, sendText } from './http.js';
