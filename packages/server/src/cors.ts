@@ -17,11 +17,13 @@ export function corsStep(config: CorsConfig): (request: FastifyRequest, reply: F
   const any = config.allowedOrigins.includes('*');
   const allowed = new Set(config.allowedOrigins.map((origin) => origin.toLowerCase()));
   return (request, reply) => {
+    // With a list of origins every answer depends on the Origin (its CORS header, or none), so
+    // every answer says so: a cache must not hand one origin's answer (or one without the header) to another.
+    if (!any) reply.header('vary', 'Origin');
     const origin = request.headers.origin;
     if (origin === undefined) return false;
     if (!any && !allowed.has(origin.toLowerCase())) return false;
     reply.header('access-control-allow-origin', any ? '*' : origin);
-    if (!any) reply.header('vary', 'Origin');
     reply.header(
       'access-control-expose-headers',
       'ETag, Results-Cache-Status, X-Cache, X-Ferry-Dataset, X-Ferry-Snapshot-Id, X-Ferry-Snapshot, Retry-After',

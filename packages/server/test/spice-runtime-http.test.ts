@@ -79,6 +79,14 @@ describe('runtime.cors and runtime.ready_state', () => {
       body: 'SELECT count(*) AS n FROM orders',
     });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    // Still Vary: Origin: a cache must not hand this answer (no CORS header) to an allowed origin.
+    for (const answer of [
+      other,
+      await fetch(`${served.server.url}/v1/datasets`, { headers: { 'x-api-key': 'k3y' } }),
+    ]) {
+      const vary = (answer.headers.get('vary') ?? '').split(',').map((name) => name.trim().toLowerCase());
+      expect(vary).toContain('origin');
+    }
     const preflight = await fetch(`${served.server.url}/v1/sql`, {
       method: 'OPTIONS',
       headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
