@@ -397,7 +397,11 @@ export async function apiRoutes(app: FastifyInstance, options: ApiRoutesOptions)
     url: '/v1/datasets/:name/acceleration/snapshots',
     schema: {
       params: NAME_PARAMS,
-      querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1 } } },
+      // At most the largest integer a number holds exactly (the runtime takes no other).
+      querystring: {
+        type: 'object',
+        properties: { limit: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } },
+      },
     },
     config: { hint: 'limit is a positive integer: keep the last N snapshots' },
     handler: async (request, reply) => {
