@@ -160,6 +160,9 @@ function buildApp(runtime: Runtime, options: ServerOptions): Built {
     },
     bodyLimit: maxBodyBytes,
     routerOptions: { maxParamLength: 1024 },
+    // A path the router cannot decode (`%ff`) or too long a segment: the same error body as
+    // every other failure, not fastify's own ({ error: 'Bad Request', code: 'FST_…', message }).
+    frameworkErrors: (error, request, reply) => sendError(request, reply, error),
     logger: false,
   });
   app.setValidatorCompiler(validators());

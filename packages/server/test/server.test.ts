@@ -237,6 +237,16 @@ describe('server over a file:// fixture store', () => {
     }
   });
 
+  it("answers a path the router cannot decode with the server's error body, not fastify's", async () => {
+    const answer = await request(`${base}/v1/datasets/%ff/acceleration/snapshots`);
+    expect(answer.status).toBe(400);
+    expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(answer.json()).toEqual({
+      code: 'ERR_BAD_REQUEST',
+      error: expect.stringContaining('is not a valid url component'),
+    });
+  });
+
   it('lists datasets with state, snapshot and poll details', async () => {
     const answer = await request(`${base}/v1/datasets`);
     expect(answer.status).toBe(200);
