@@ -6,11 +6,12 @@
  * paths `<data dir>`). Pure.
  */
 import { FerryError } from '@ferry/core/base';
-import { GENERATION_ALIAS, placeholderRead } from './duckdb-catalog.js';
+import { GENERATION_ALIAS, placeholderRead, spiceName } from './duckdb-catalog.js';
 import type { ResourceClass } from './duckdb-resources.js';
 import { queryFailure } from './engine.js';
 import { messageOf, NamespaceTableError, QueryResourceError } from './errors.js';
 import { datasetByName, type NamespaceCatalog } from './namespace-types.js';
+import type { TableReference } from './statement-check.js';
 
 /** What a message may not show: the directories behind the namespace. */
 interface RedactionRoots {
@@ -22,7 +23,27 @@ interface RedactionRoots {
 
 /** The table a DuckDB "Table with name X does not exist" error names. */
 export function missingDuckDbTable(error: unknown): string | undefined {
-  return /^Catalog Error: Table with name (.+?) does not exist/.exec(messageOf(error))?.[1];
+  const name = /^Catalog Error: Table with name (.+?) does not exist/.exec(messageOf(error))?.[1];
+  // A qualified name comes quoted whole (`"nosuch.orders"`).
+  return name?.replace(/^"(.*)"$/, '$1');
+}
+
+/**
+ * How a statement wrote `table`, which DuckDB's error names bare (it drops the qualifier): its
+ * qualified name (`main.orders`) when every reference to it is under a qualifier that is no Spice
+ * name, so no dataset stands there whether it serves or not; undefined when one names it as Spice
+ * does, or none names it.
+ */
+export function writtenUnderOtherQualifier(
+  table: string,
+  tables: readonly TableReference[] | undefined,
+  ctes: ReadonlySet<string>,
+): string | undefined {
+  const lower = table.toLowerCase();
+  const refs = (tables ?? []).filter((ref) => ref.table.toLowerCase() === lower);
+  if (refs.length === 0 || refs.some((ref) => spiceName(ref, ctes) !== undefined)) return undefined;
+  const ref = refs[0] as TableReference;
+  return [ref.catalog, ref.schema, ref.table].filter((part) => part !== '').join('.');
 }
 
 function escapeRegExp(text: string): string {
@@ -73,6 +94,11 @@ export function duckDbQueryError(
     readonly temp: { readonly bytes: number; readonly setting: string };
     /** The first dataset under a spicepod view of this name, if it is one (see below). */
     readonly viewDataset?: (name: string) => string | undefined;
+    /** The table references of the statement and its CTEs' names, when its parse gave them. */
+    readonly statement?: {
+      readonly tables: readonly TableReference[] | undefined;
+      readonly ctes: ReadonlySet<string>;
+    };
   },
 ): unknown {
   if (error instanceof FerryError) return error;
@@ -87,6 +113,12 @@ export function duckDbQueryError(
     if (under !== undefined) return new NamespaceTableError(under, 'not-serving');
     const dataset = datasetByName(options.catalog, missing);
     if (dataset === undefined) return new NamespaceTableError(missing, 'unknown');
+    // A dataset's name under a qualifier where no dataset stands (`main.orders`): no dataset, as written.
+    const written =
+      options.statement === undefined
+        ? undefined
+        : writtenUnderOtherQualifier(missing, options.statement.tables, options.statement.ctes);
+    if (written !== undefined) return new NamespaceTableError(written, 'unknown');
     return new NamespaceTableError(dataset.name, dataset.engine === 'sqlite' ? 'sqlite' : 'not-serving');
   }
   if (message.startsWith('Out of Memory Error')) {

@@ -723,6 +723,7 @@ export class DuckDbNamespace {
         },
         temp: { bytes: options.maxTempBytes, setting: options.settings.temp },
         viewDataset: (name) => this.#viewDataset(name),
+        ...(route.engine === 'duckdb' && route.statement !== undefined ? { statement: route.statement } : {}),
       });
       // Others share the instance: wait for one of them to end (one that ended after this one's own
       // release, below), then try again (see #run). One that shared it and has ended already (the

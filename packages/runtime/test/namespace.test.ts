@@ -192,6 +192,23 @@ describe('one namespace through the embed API', () => {
     );
   });
 
+  it('a serving dataset named under a qualifier that holds no dataset is unknown as written, not "not ready"', async () => {
+    // DuckDB's error names the table without its qualifier (`Table with name orders does not exist`).
+    for (const [written, sql] of [
+      ['main.orders', 'SELECT * FROM main.orders'],
+      ['memory.main.orders', 'SELECT * FROM memory.main.orders'],
+      ['system.main.orders', 'SELECT * FROM system.main.orders'],
+      ['temp.orders', 'SELECT count(*) FROM customers JOIN temp.orders USING (id)'],
+      ['main.users', 'SELECT * FROM main.users'],
+      ['nosuch.orders', 'SELECT * FROM nosuch.orders'],
+    ]) {
+      await expect(runtime.query(sql as string), sql).rejects.toMatchObject({
+        code: 'ERR_UNKNOWN_DATASET',
+        message: `Table '${written}' is not a dataset of this runtime; the datasets are: orders, customers, users, accounts, late.`,
+      });
+    }
+  });
+
   it('a small SQLite result streamed again and again arrives whole each time (its answer never overtakes its batches)', async () => {
     const { rows } = await runtime.query('SELECT count(*) AS n FROM users');
     const expected = Number(rows[0]?.n);
