@@ -80,20 +80,45 @@ function result(fields: readonly Field[], rows: readonly (readonly ArrowValue[])
   return { schema, batch: recordBatchOf(schema, rows.length, children) };
 }
 
-/** SQL `LIKE` as Flight SQL filter patterns use it: `%` any run, `_` one character, `\` escapes. */
+/**
+ * SQL `LIKE` as Flight SQL filter patterns use it: `%` any run, `_` one character, `\` escapes.
+ * Matched in time linear in the pattern times the value (one `%` to go back to, the last): a
+ * client's pattern of many `%` made a backtracking regex run for minutes on the host thread.
+ */
 export function likePattern(pattern: string | undefined): (value: string) => boolean {
   if (pattern === undefined) return () => true;
-  let source = '';
+  // Each step: a character to match, `_` (ONE) or `%` (ANY); characters as code units, as before.
+  const ANY = -1;
+  const ONE = -2;
+  const steps: number[] = [];
   for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i] as string;
-    if (c === '\\' && i + 1 < pattern.length)
-      source += (pattern[++i] as string).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    else if (c === '%') source += '.*';
-    else if (c === '_') source += '.';
-    else source += c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const c = pattern.charCodeAt(i);
+    if (c === 92 && i + 1 < pattern.length) steps.push(pattern.charCodeAt(++i));
+    else steps.push(c === 37 ? ANY : c === 95 ? ONE : c);
   }
-  const regex = new RegExp(`^${source}$`, 's');
-  return (value) => regex.test(value);
+  return (value) => {
+    let p = 0;
+    let v = 0;
+    let star = -1;
+    let resume = 0;
+    while (v < value.length) {
+      const step = steps[p];
+      if (step === ONE || step === value.charCodeAt(v)) {
+        p++;
+        v++;
+      } else if (step === ANY) {
+        star = p++;
+        resume = v;
+      } else if (star !== -1) {
+        p = star + 1;
+        v = ++resume;
+      } else {
+        return false;
+      }
+    }
+    while (steps[p] === ANY) p++;
+    return p === steps.length;
+  };
 }
 
 /** Strings in binary (code unit) order, as Flight SQL's answers are ordered (Spice's builders sort so). */

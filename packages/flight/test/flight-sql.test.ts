@@ -196,6 +196,17 @@ describe('browsing: catalogs, schemas, tables with their Arrow types', () => {
     expect(otherSchema.numRows).toBe(0);
   });
 
+  it('a GetTables pattern of many % answers at once (a regex of them backtracked for seconds on the host thread)', async () => {
+    const started = performance.now();
+    const listed = await fetchTable(
+      stub,
+      cmd('CommandGetTables', { tableNameFilterPattern: `${'%'.repeat(21)}X` }),
+      auth(),
+    );
+    expect(listed.numRows).toBe(0);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it('GetCatalogs, GetDbSchemas, GetTableTypes and GetSqlInfo answer with the spec schemas', async () => {
     const catalogs = await fetchTable(stub, cmd('CommandGetCatalogs'), auth());
     expect(catalogs.schema.fields.map((field) => `${field.name}:${field.type}:${field.nullable}`)).toEqual([
