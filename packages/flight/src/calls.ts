@@ -40,6 +40,12 @@ export interface FlightContext {
   readonly liveCalls: Set<AbortController>;
   /** Bytes of FlightData DoGet may have written that gRPC has not yet sent (per stream). */
   readonly writeWindowBytes: number;
+  /**
+   * Most bytes of Arrow data one DoPut may send: its parameters are one row, a schema and one batch,
+   * each a message of at most the largest size a client may send. Past it the call is refused
+   * rather than buffered until the client ends it.
+   */
+  readonly maxPutBytes: number;
 }
 
 /** The gRPC status of `error`, logged first when it is unexpected (INTERNAL). */

@@ -101,10 +101,12 @@ export function listActions(context: FlightContext) {
 export function doPut(context: FlightContext) {
   return (call: ServerDuplexStream<FlightData, unknown>): void => {
     const messages: FlightData[] = [];
+    let bytes = 0;
     let failed = false;
     const fail = (error: unknown) => {
       if (failed) return;
       failed = true;
+      messages.length = 0;
       call.emit('error', report(context, error, 'DoPut'));
     };
     call.on('error', clientStreamError(context, 'DoPut'));
@@ -116,6 +118,12 @@ export function doPut(context: FlightContext) {
       if (failed) return;
       try {
         if (messages.length === 0) checkPut(message.flightDescriptor ?? undefined, context.statements);
+        bytes += message.dataHeader.length + message.dataBody.length;
+        if (bytes > context.maxPutBytes) {
+          throw new FlightRequestError(
+            `The Arrow data sent with DoPut is larger than ${context.maxPutBytes} bytes (a schema and one batch of the largest message size); bind exactly one row of parameters per execution.`,
+          );
+        }
         messages.push(message);
       } catch (error) {
         fail(error);

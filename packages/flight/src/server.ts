@@ -65,6 +65,9 @@ export interface FlightServerOptions {
 
 export const DEFAULT_WRITE_WINDOW_BYTES = 1024 * 1024;
 
+/** The largest message a client may send when the spicepod sets no runtime.flight.max_message_size. */
+const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
 export interface RunningFlightServer {
   /** `host:port` as bound (the real port when 0 was asked): what a Flight client connects to. */
   readonly address: string;
@@ -127,10 +130,11 @@ export async function startFlightServer(
     ),
     liveCalls: new Set<AbortController>(),
     writeWindowBytes: options.writeWindowBytes ?? DEFAULT_WRITE_WINDOW_BYTES,
+    maxPutBytes: 2 * (maxMessage ?? DEFAULT_MAX_MESSAGE_BYTES),
   };
   const { pending, statements, liveCalls } = context;
 
-  const server = new Server({ 'grpc.max_receive_message_length': maxMessage ?? 16 * 1024 * 1024 });
+  const server = new Server({ 'grpc.max_receive_message_length': maxMessage ?? DEFAULT_MAX_MESSAGE_BYTES });
   server.addService(flightServiceDefinition(), flightService(context));
   // The spicepod's runtime.tls unless the caller gives its own: a pod that asks for TLS never
   // serves plaintext.

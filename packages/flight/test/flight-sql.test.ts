@@ -434,6 +434,32 @@ describe('prepared statements with parameters', () => {
     expect((await fetchTable(stub, again, auth())).toArray().map((row) => Number(row.id))).toEqual([37]);
   });
 
+  it('DoPut takes no more parameter bytes than a schema and one batch: a client streaming batches is refused, not buffered without end', async () => {
+    const { handle } = await prepare('SELECT id FROM orders WHERE customer = $1');
+    const [schema, batch] = splitIpcStream(
+      tableToIPC(new Table({ $1: vectorFromArray(['x'.repeat(1024 * 1024)], new Utf8()) }), 'stream'),
+    );
+    if (schema === undefined || batch === undefined) throw new Error('the IPC stream holds no batch');
+    const put = stub.DoPut(auth());
+    const refused = await failure(
+      new Promise((resolve, reject) => {
+        put.on('data', resolve);
+        put.on('error', reject);
+        put.on('end', resolve);
+        put.write({
+          flightDescriptor: cmd('CommandPreparedStatementQuery', { preparedStatementHandle: handle }),
+          ...schema,
+        });
+        for (let i = 0; i < 40; i++) put.write(batch);
+        put.end();
+      }),
+    );
+    expect(refused.code).toBe(status.INVALID_ARGUMENT);
+    expect(refused.details).toBe(
+      `The Arrow data sent with DoPut is larger than ${32 * 1024 * 1024} bytes (a schema and one batch of the largest message size); bind exactly one row of parameters per execution.`,
+    );
+  });
+
   it('a prepared statement runs on another server (replicas behind a load balancer that spreads calls): its handle carries the statement, the handle DoPut answers with its values', async () => {
     // A second Flight server holds none of the first's prepared statements, as another replica would not.
     const other = await startFlightServer(served.runtime, { port: 0, apiKey: KEY });
