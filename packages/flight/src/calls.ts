@@ -6,6 +6,8 @@
  * no one to tell; the failure is logged at debug with its cause.
  */
 import { type QueryParam, redactSecrets } from '@ferry/core/base';
+import { valueBytes } from '@ferry/engines/namespaces';
+import { textBytes } from '@ferry/engines/sql';
 import type { Logger, Runtime } from '@ferry/runtime';
 import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
 import type { KeyCheck } from './auth.js';
@@ -26,6 +28,12 @@ export interface Prepared {
   readonly sql: string;
   /** The statement as it runs with `params`: `sql`, its `$name` markers numbered when bound by name. */
   bound: { readonly sql: string; readonly params: readonly QueryParam[] };
+}
+
+/** What a prepared statement holds: its SQL, and its bound text (when another) and values. */
+export function preparedBytes(prepared: Prepared): number {
+  const { sql, bound } = prepared;
+  return textBytes(sql) + (bound.sql === sql ? 0 : textBytes(bound.sql)) + valueBytes(bound.params);
 }
 
 export interface FlightContext {

@@ -2,7 +2,9 @@
  * Server-side state behind opaque handles: results waiting for their DoGet (a GetFlightInfo runs
  * the statement, so the schema it answers with is the schema DoGet streams) and open prepared
  * statements. Each entry expires after a time without use and the number of entries is capped, so
- * a client that never redeems or closes cannot make the server hold memory without bound. At the
+ * a client that never redeems or closes cannot make the server hold memory without bound; where
+ * an entry's size is the client's to choose (a prepared statement's SQL and bound values, each up
+ * to a message's size), their bytes are capped too. At the
  * cap, a new prepared statement is refused; a new ticket drops the oldest waiting result instead
  * (a ticket carries its statement, so a DoGet of the dropped one runs it again): under a load
  * balancer that sends DoGet to another replica, results nobody redeems here would otherwise fill
@@ -14,6 +16,13 @@ import { FlightCapacityError, FlightHandleNotFoundError } from './errors.js';
 interface Entry<V> {
   value: V;
   timer: NodeJS.Timeout;
+  bytes: number;
+}
+
+/** The most bytes a table's values may hold together, and what one value holds. */
+export interface HandleBudget<V> {
+  readonly bytes: number;
+  readonly sizeOf: (value: V) => number;
 }
 
 export class HandleTable<V> {
@@ -22,17 +31,33 @@ export class HandleTable<V> {
   readonly #ttlMs: number;
   readonly #max: number;
   readonly #onDrop: (value: V) => void;
+  readonly #budget: HandleBudget<V> | undefined;
+  #bytes = 0;
 
   constructor(
     what: 'ticket' | 'prepared statement',
     ttlMs: number,
     max: number,
     onDrop: (value: V) => void = () => {},
+    budget?: HandleBudget<V>,
   ) {
     this.#what = what;
     this.#ttlMs = ttlMs;
     this.#max = max;
     this.#onDrop = onDrop;
+    this.#budget = budget;
+  }
+
+  /** The bytes of `value`, refused when they would take the table past its budget (`held`: its own). */
+  #charge(value: V, held = 0): number {
+    const bytes = this.#budget?.sizeOf(value) ?? 0;
+    if (this.#budget !== undefined && this.#bytes - held + bytes > this.#budget.bytes) {
+      throw new FlightCapacityError(
+        `bytes of ${this.#what}s (their SQL and bound values)`,
+        this.#budget.bytes,
+      );
+    }
+    return bytes;
   }
 
   #arm(key: string): NodeJS.Timeout {
@@ -46,6 +71,7 @@ export class HandleTable<V> {
     if (entry === undefined) return;
     clearTimeout(entry.timer);
     this.#entries.delete(key);
+    this.#bytes -= entry.bytes;
     this.#onDrop(entry.value);
   }
 
@@ -61,10 +87,29 @@ export class HandleTable<V> {
         this.#max,
       );
     }
+    let bytes: number;
+    try {
+      bytes = this.#charge(value);
+    } catch (error) {
+      this.#onDrop(value);
+      throw error;
+    }
     const handle = randomBytes(16);
     const key = handle.toString('hex');
-    this.#entries.set(key, { value, timer: this.#arm(key) });
+    this.#entries.set(key, { value, timer: this.#arm(key), bytes });
+    this.#bytes += bytes;
     return handle;
+  }
+
+  /** Puts `value` in place of the one under `handle`; throws when there is none, or it would not fit. */
+  replace(handle: Uint8Array, value: V): void {
+    const key = Buffer.from(handle).toString('hex');
+    const entry = this.#entries.get(key);
+    if (entry === undefined) throw new FlightHandleNotFoundError(this.#what, this.#ttlMs);
+    const bytes = this.#charge(value, entry.bytes);
+    this.#bytes += bytes - entry.bytes;
+    entry.value = value;
+    entry.bytes = bytes;
   }
 
   /** The value under `handle` (its idle time starts again); throws when there is none. */
@@ -89,6 +134,7 @@ export class HandleTable<V> {
     if (entry === undefined) throw new FlightHandleNotFoundError(this.#what, this.#ttlMs);
     clearTimeout(entry.timer);
     this.#entries.delete(key);
+    this.#bytes -= entry.bytes;
     return entry.value;
   }
 

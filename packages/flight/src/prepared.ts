@@ -140,14 +140,15 @@ export function doPut(context: FlightContext) {
         }
         const handle = field<Uint8Array>(command, 'preparedStatementHandle');
         const prepared = preparedStatement(context.statements, handle);
-        prepared.bound = boundStatement(prepared.sql, readFlightData(messages));
-        // Held here too, for a handle that cannot carry the values (NaN has no JSON form: key only).
+        const bound = boundStatement(prepared.sql, readFlightData(messages));
+        // Held here too, for a handle that cannot carry the values (NaN has no JSON form: key only),
+        // within the bytes the open statements may hold.
         const key = Buffer.from(handle.subarray(0, HANDLE_KEY_BYTES));
-        if (context.statements.has(key)) context.statements.get(key).bound = prepared.bound;
+        if (context.statements.has(key)) context.statements.replace(key, { sql: prepared.sql, bound });
         // The handle to run it with from now on carries the values, for a replica that did not bind them.
         call.write({
           appMetadata: encodeSql('DoPutPreparedStatementResult', {
-            preparedStatementHandle: statementHandle(key, prepared.bound),
+            preparedStatementHandle: statementHandle(key, bound),
           }),
         });
         call.end();

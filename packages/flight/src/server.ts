@@ -10,7 +10,7 @@
 import { apiKeyCheck, type Logger, type Runtime } from '@ferry/runtime';
 import { Server, ServerCredentials, setLogger } from '@grpc/grpc-js';
 import { keyCheck } from './auth.js';
-import type { FlightContext, Pending, Prepared } from './calls.js';
+import { type FlightContext, type Pending, type Prepared, preparedBytes } from './calls.js';
 import { HandleTable } from './handles.js';
 import { flightServiceDefinition } from './protocol.js';
 import { type ResultSource, runtimeResultSource } from './result-source.js';
@@ -54,6 +54,12 @@ export interface FlightServerOptions {
   readonly statementTtlMs?: number;
   /** Open prepared statements at most; default 1 024. */
   readonly maxStatements?: number;
+  /**
+   * Bytes the open prepared statements may hold together (their SQL and bound values; each may be
+   * as large as a message); default 256 MiB. Past it a new one, or a DoPut binding larger values,
+   * is refused (RESOURCE_EXHAUSTED) until some are closed or expire.
+   */
+  readonly maxStatementBytes?: number;
   /** How long `close()` lets running calls finish before cutting them; default 5 000 ms. */
   readonly closeGraceMs?: number;
   /**
@@ -127,6 +133,8 @@ export async function startFlightServer(
       'prepared statement',
       options.statementTtlMs ?? 600_000,
       options.maxStatements ?? 1_024,
+      undefined,
+      { bytes: options.maxStatementBytes ?? 256 * 1024 * 1024, sizeOf: preparedBytes },
     ),
     liveCalls: new Set<AbortController>(),
     writeWindowBytes: options.writeWindowBytes ?? DEFAULT_WRITE_WINDOW_BYTES,

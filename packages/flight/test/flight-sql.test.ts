@@ -460,6 +460,75 @@ describe('prepared statements with parameters', () => {
     );
   });
 
+  it('open prepared statements hold at most maxStatementBytes of SQL and values: past it a new one is RESOURCE_EXHAUSTED (a client could hold 1 024 statements of a message each)', async () => {
+    const small = await startFlightServer(served.runtime, {
+      port: 0,
+      apiKey: KEY,
+      logger: served.logger,
+      maxStatementBytes: 1024 * 1024,
+    });
+    const smallStub = flightStub(small.address);
+    const create = (query: string) =>
+      collect(
+        smallStub.DoAction(
+          {
+            type: 'CreatePreparedStatement',
+            body: sqlCommand('ActionCreatePreparedStatementRequest', { query }),
+          },
+          auth(),
+        ),
+      );
+    try {
+      const big = `SELECT id FROM orders WHERE customer = $1 -- ${'x'.repeat(300 * 1024)}\n`;
+      const [first] = await create(big);
+      const refused = await failure(create(big));
+      expect(refused.code).toBe(status.RESOURCE_EXHAUSTED);
+      expect(refused.details).toBe(
+        `More than ${1024 * 1024} bytes of prepared statements (their SQL and bound values) are open on this Flight server; redeem or close them (DoGet, ClosePreparedStatement) before opening more.`,
+      );
+      // Values bound past the budget are refused too, and the statement keeps its earlier ones.
+      const handle = decodeSqlAny('ActionCreatePreparedStatementResult', first?.body as Buffer)
+        .preparedStatementHandle as Buffer;
+      const values = new Table({ $1: vectorFromArray(['y'.repeat(500 * 1024)], new Utf8()) });
+      const put = smallStub.DoPut(auth());
+      const tooMuch = await failure(
+        new Promise((resolve, reject) => {
+          put.on('data', resolve);
+          put.on('error', reject);
+          put.on('end', resolve);
+          splitIpcStream(tableToIPC(values, 'stream')).forEach((message, index) => {
+            put.write({
+              ...(index === 0
+                ? {
+                    flightDescriptor: cmd('CommandPreparedStatementQuery', {
+                      preparedStatementHandle: handle,
+                    }),
+                  }
+                : {}),
+              ...message,
+            });
+          });
+          put.end();
+        }),
+      );
+      expect(tooMuch.code).toBe(status.RESOURCE_EXHAUSTED);
+      // Closed, its bytes are free again.
+      await collect(
+        smallStub.DoAction(
+          {
+            type: 'ClosePreparedStatement',
+            body: sqlCommand('ActionClosePreparedStatementRequest', { preparedStatementHandle: handle }),
+          },
+          auth(),
+        ),
+      );
+      expect(await create(big)).toHaveLength(1);
+    } finally {
+      smallStub.close();
+      await small.close();
+    }
+  });
+
   it('a prepared statement runs on another server (replicas behind a load balancer that spreads calls): its handle carries the statement, the handle DoPut answers with its values', async () => {
     // A second Flight server holds none of the first's prepared statements, as another replica would not.
     const other = await startFlightServer(served.runtime, { port: 0, apiKey: KEY });
