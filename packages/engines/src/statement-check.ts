@@ -420,6 +420,7 @@ async function readSelect(
   if (trees.length > 1) throw multipleRefusal(sql, 'duckdb', trees.length);
   const names = namesIn(trees);
   try {
+    assertNoInlinedCte(sql);
     await assertTreesReadOnly(parser, names);
     return { names, refusal: undefined };
   } catch (error) {
@@ -427,6 +428,35 @@ async function readSelect(
     const { statement, message } = error;
     // A fresh error per throw (its own stack), the same words.
     return { names, refusal: () => new StatementRejectedError(statement, message) };
+  }
+}
+
+/**
+ * Refuses a common table expression marked `AS NOT MATERIALIZED (`: DuckDB copies it into every
+ * reference while it binds and plans, and a chain of them doubles at each step, in a phase its
+ * interrupt does not reach (the query timeout answers, the thread and its memory go on). DuckDB's
+ * parse tree does not keep the hint (`json_serialize_sql` gives CTE_MATERIALIZE_DEFAULT), so the
+ * tokens find it; without it DuckDB materializes a CTE referenced more than once.
+ */
+function assertNoInlinedCte(sql: string): void {
+  const tokens = tokenizeSql(sql, 'duckdb');
+  for (let i = 0; i + 3 < tokens.length; i++) {
+    const [as, not, materialized, open] = tokens.slice(i, i + 4) as [SqlToken, SqlToken, SqlToken, SqlToken];
+    if (
+      as.kind === 'word' &&
+      as.text.toUpperCase() === 'AS' &&
+      not.kind === 'word' &&
+      not.text.toUpperCase() === 'NOT' &&
+      materialized.kind === 'word' &&
+      materialized.text.toUpperCase() === 'MATERIALIZED' &&
+      open.kind === 'symbol' &&
+      open.text === '('
+    ) {
+      throw new StatementRejectedError(
+        'NOT MATERIALIZED',
+        'A common table expression marked NOT MATERIALIZED is not permitted on a read-only snapshot replica: DuckDB copies it into every reference while it plans the query, which no query timeout can stop; leave the hint out.',
+      );
+    }
   }
 }
 

@@ -406,6 +406,25 @@ describe('checkDuckDbStatement: SQL and files in strings, file readers, replacem
     expect(await duckRefusal(sql)).toMatchObject({ code: 'ERR_STATEMENT_REJECTED', statement });
   });
 
+  it('refuses a CTE marked NOT MATERIALIZED: DuckDB copies it into each reference while it prepares, where no interrupt reaches (each link doubles the plan: a chain of 20 takes 7 s to prepare, of 30 minutes, its memory growing long after the timeout)', async () => {
+    const chain = ['a0 AS NOT MATERIALIZED (SELECT 1 AS x)'];
+    for (let k = 1; k < 16; k++)
+      chain.push(`a${k} as not   materialized (SELECT * FROM a${k - 1} UNION ALL SELECT * FROM a${k - 1})`);
+    const sql = `WITH ${chain.join(', ')} SELECT count(*) FROM a15`;
+    expect(await duckRefusal(sql)).toMatchObject({
+      code: 'ERR_STATEMENT_REJECTED',
+      statement: 'NOT MATERIALIZED',
+      message:
+        'A common table expression marked NOT MATERIALIZED is not permitted on a read-only snapshot replica: DuckDB copies it into every reference while it plans the query, which no query timeout can stop; leave the hint out.',
+    });
+    // The words elsewhere, and the other hints, are no such CTE.
+    expect(
+      await duckRead(
+        "WITH a AS MATERIALIZED (SELECT 'as not materialized (' AS x) SELECT x, NOT true AS materialized FROM a",
+      ),
+    ).toEqual([['as not materialized (', false]]);
+  });
+
   it('allows exactly the listed table functions of DuckDB 1.5 and refuses every other one by name', async () => {
     const names = await functionNames('table', 'table_macro');
     for (const allowed of DUCKDB_TABLE_FUNCTIONS) expect(names).toContain(allowed);
